@@ -1,7 +1,8 @@
-// Structural rules for the render, session, frontend, widget, context and memory
-// contracts, checked on the generated descriptors: every service is described, every
-// enum starts at a prefixed *_UNSPECIFIED, the shared RPC shapes are identical across
-// categories, and every message survives a binary (and JSON) round trip fully populated.
+// Structural rules for every pluggableharness.* contract, checked on the generated
+// descriptors: every service is described, every enum starts at a prefixed
+// *_UNSPECIFIED, the shared RPC shapes are identical across categories, and every
+// message (the seed messages included) survives a binary and a JSON round trip fully
+// populated, compared field by field.
 import {
   type DescEnum,
   type DescFile,
@@ -15,22 +16,11 @@ import {
 } from "@bufbuild/protobuf";
 import { nestedTypes, reflect } from "@bufbuild/protobuf/reflect";
 import { describe, expect, it } from "vitest";
-import { file_pluggableharness_context_v1_context } from "../src/gen/context.ts";
-import { file_pluggableharness_frontend_v1_frontend } from "../src/gen/frontend.ts";
-import { file_pluggableharness_memory_v1_memory } from "../src/gen/memory.ts";
-import { file_pluggableharness_render_v1_render, RenderNodeSchema } from "../src/gen/render.ts";
-import { file_pluggableharness_session_v1_session } from "../src/gen/session.ts";
-import { file_pluggableharness_widget_v1_widget } from "../src/gen/widget.ts";
+import { allFiles } from "../src/gen/registry.ts";
+import { RenderNodeSchema } from "../src/gen/render.ts";
 import { populate, populateVariants, variantCount } from "./populate.ts";
 
-const files: DescFile[] = [
-  file_pluggableharness_render_v1_render,
-  file_pluggableharness_session_v1_session,
-  file_pluggableharness_frontend_v1_frontend,
-  file_pluggableharness_widget_v1_widget,
-  file_pluggableharness_context_v1_context,
-  file_pluggableharness_memory_v1_memory,
-];
+const files: DescFile[] = allFiles.filter((f) => f.name.startsWith("pluggableharness/"));
 
 function typesOf<K extends "message" | "enum" | "service">(kind: K) {
   type T = K extends "message" ? DescMessage : K extends "enum" ? DescEnum : DescService;
@@ -57,11 +47,15 @@ function method(service: DescService, name: string) {
 }
 
 describe("contract services", () => {
-  it("are the four category services", () => {
+  it("are the six category services plus hook subscription and kernel callbacks", () => {
     expect(services.map((s) => s.typeName).sort()).toEqual([
       "pluggableharness.context.v1.ContextService",
       "pluggableharness.frontend.v1.FrontendService",
+      "pluggableharness.hook.v1.HookSubscriberService",
+      "pluggableharness.kernel.v1.KernelCallbackService",
       "pluggableharness.memory.v1.MemoryService",
+      "pluggableharness.model.v1.ModelService",
+      "pluggableharness.tool.v1.ToolService",
       "pluggableharness.widget.v1.WidgetService",
     ]);
   });
@@ -79,28 +73,36 @@ describe("contract services", () => {
     },
   );
 
-  it.each(services.map((s) => [s.typeName, s] as const))("%s has the shared Configure shape", (_, s) => {
-    const configure = method(s, "Configure");
-    expect(configure.methodKind).toBe("unary");
-    const config = configure.input.field["config"];
-    expect(config?.number).toBe(1);
-    expect(config?.message?.typeName).toBe("google.protobuf.Struct");
-    const result = configure.output.field["result"];
-    expect(result?.number).toBe(1);
-    expect(result?.message?.typeName).toBe("pluggableharness.config.v1.ConfigureResult");
-  });
+  const categoryServices = services.filter((s) => s.methods.some((m) => m.name === "Configure"));
 
-  it.each(services.map((s) => [s.typeName, s] as const))(
+  it.each(categoryServices.map((s) => [s.typeName, s] as const))(
+    "%s has the shared Configure shape",
+    (_, s) => {
+      const configure = method(s, "Configure");
+      expect(configure.methodKind).toBe("unary");
+      const config = configure.input.field["config"];
+      expect(config?.number).toBe(1);
+      expect(config?.message?.typeName).toBe("google.protobuf.Struct");
+      const result = configure.output.field["result"];
+      expect(result?.number).toBe(1);
+      expect(result?.message?.typeName).toBe("pluggableharness.config.v1.ConfigureResult");
+    },
+  );
+
+  it.each(categoryServices.map((s) => [s.typeName, s] as const))(
     "%s declares a config_schema in its capabilities",
     (_, s) => {
-      const caps = method(s, "GetCapabilities").output.field["capabilities"]?.message;
+      // Tool providers answer GetSchema with the capability fields inline.
+      const caps = s.methods.some((m) => m.name === "GetSchema")
+        ? method(s, "GetSchema").output
+        : method(s, "GetCapabilities").output.field["capabilities"]?.message;
       const byName = (name: string) => caps?.fields.find((f) => f.name === name);
       expect(byName("config_schema")?.message?.typeName).toBe("pluggableharness.config.v1.ConfigSchema");
       expect(byName("supported_hook_points")?.enum?.typeName).toBe("pluggableharness.common.v1.HookPoint");
     },
   );
 
-  it("gives context and memory the shared Render shape", () => {
+  it("gives every category with Render the shared Render shape", () => {
     for (const s of services.filter((x) => x.methods.some((m) => m.name === "Render"))) {
       const render = method(s, "Render");
       const shape = render.input.fields.map((f) => [
@@ -116,10 +118,12 @@ describe("contract services", () => {
       const tree = render.output.field["tree"];
       expect(tree?.message?.typeName).toBe("pluggableharness.render.v1.RenderTree");
     }
-    expect(services.filter((x) => x.methods.some((m) => m.name === "Render")).map((s) => s.name)).toEqual([
-      "ContextService",
-      "MemoryService",
-    ]);
+    expect(
+      services
+        .filter((x) => x.methods.some((m) => m.name === "Render"))
+        .map((s) => s.name)
+        .sort(),
+    ).toEqual(["ContextService", "MemoryService", "ModelService", "ToolService"]);
   });
 
   it("streams the frontend Attach both ways and the widget Attach server-side only", () => {
@@ -132,7 +136,7 @@ describe("contract services", () => {
 
 describe("contract enums", () => {
   it("exist", () => {
-    expect(enums.length).toBeGreaterThanOrEqual(13);
+    expect(enums.length).toBeGreaterThanOrEqual(35);
   });
 
   it.each(enums.map((e) => [e.typeName, e] as const))("%s starts at a prefixed *_UNSPECIFIED = 0", (_, e) => {
@@ -145,7 +149,7 @@ describe("contract enums", () => {
 
 describe("contract messages", () => {
   it("exist", () => {
-    expect(messages.length).toBeGreaterThanOrEqual(100);
+    expect(messages.length).toBeGreaterThanOrEqual(200);
   });
 
   it.each(messages.map((m) => [m.typeName, m] as const))("%s round-trips fully populated", (_, desc) => {
