@@ -1,0 +1,62 @@
+// Checks a generateContent request the way the Gemini API would reject it (400 INVALID_ARGUMENT).
+import type { RecordedRequest, Rejection } from "../types.ts";
+
+type Json = Record<string, unknown>;
+
+const DATA_FIELDS = [
+  "text",
+  "inlineData",
+  "fileData",
+  "functionCall",
+  "functionResponse",
+  "executableCode",
+  "codeExecutionResult",
+];
+const PART_FIELDS = new Set([
+  ...DATA_FIELDS,
+  "thought",
+  "thoughtSignature",
+  "videoMetadata",
+  "partMetadata",
+  "mediaResolution",
+]);
+
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+const bad = (message: string): Rejection => ({ status: 400, errorType: "INVALID_ARGUMENT", message });
+
+export function validateGemini(request: RecordedRequest): Rejection | undefined {
+  const body = request.json;
+  if (!isObject(body)) return bad("Invalid JSON payload received.");
+  if (!Array.isArray(body.contents) || body.contents.length === 0)
+    return bad("* GenerateContentRequest.contents: contents is not specified\n");
+  for (const [i, c] of body.contents.entries()) {
+    if (!isObject(c)) return bad(`Invalid JSON payload received. Invalid value at 'contents[${i}]'`);
+    if (c.role !== undefined && c.role !== "user" && c.role !== "model" && c.role !== "function")
+      return bad("Please use a valid role: user, model.");
+    if (!Array.isArray(c.parts) || c.parts.length === 0)
+      return bad(`* GenerateContentRequest.contents[${i}].parts: contents.parts must not be empty.\n`);
+    for (const [j, p] of c.parts.entries()) {
+      if (!isObject(p))
+        return bad(`Invalid JSON payload received. Invalid value at 'contents[${i}].parts[${j}]'`);
+      for (const key of Object.keys(p))
+        if (!PART_FIELDS.has(key))
+          return bad(
+            `Invalid JSON payload received. Unknown name "${key}" at 'contents[${i}].parts[${j}]': Cannot find field.`,
+          );
+      const data = DATA_FIELDS.filter((k) => p[k] !== undefined);
+      if (data.length !== 1)
+        return bad(
+          `* GenerateContentRequest.contents[${i}].parts[${j}].data: required oneof field 'data' must have one initialized field\n`,
+        );
+      if (isObject(p.functionResponse) && typeof p.functionResponse.name !== "string")
+        return bad(
+          `* GenerateContentRequest.contents[${i}].parts[${j}].function_response.name: Name cannot be empty.\n`,
+        );
+    }
+  }
+  const config = isObject(body.generationConfig) ? body.generationConfig : undefined;
+  const thinking = config && isObject(config.thinkingConfig) ? config.thinkingConfig : undefined;
+  if (thinking && thinking.thinkingBudget !== undefined && thinking.thinkingLevel !== undefined)
+    return bad("You can only set one of thinking budget and thinking level.");
+  return undefined;
+}

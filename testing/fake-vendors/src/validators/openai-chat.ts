@@ -1,0 +1,81 @@
+// Checks a Chat Completions request by OpenAI's rules (compatible servers are often laxer).
+import type { RecordedRequest, Rejection } from "../types.ts";
+
+type Json = Record<string, unknown>;
+
+const ROLES = ["system", "assistant", "user", "function", "tool", "developer"];
+const USER_PARTS = ["text", "image_url", "input_audio", "file"];
+const ASSISTANT_PARTS = ["text", "refusal"];
+
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const bad = (
+  message: string,
+  param: string | undefined,
+  code: string | undefined = undefined,
+): Rejection => ({
+  status: 400,
+  errorType: "invalid_request_error",
+  message,
+  param,
+  code,
+});
+
+export function validateChat(request: RecordedRequest): Rejection | undefined {
+  const body = request.json;
+  if (!isObject(body)) return bad("We could not parse the JSON body of your request.", undefined);
+  if (typeof body.model !== "string") return bad("you must provide a model parameter", undefined);
+  if (!Array.isArray(body.messages))
+    return bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
+  if (body.messages.length === 0) return bad("[] is too short - 'messages'", "messages", "empty_array");
+
+  let openCalls: Set<string> | undefined;
+  for (const [i, m] of body.messages.entries()) {
+    if (!isObject(m))
+      return bad(`Invalid type for 'messages[${i}]': expected an object.`, `messages[${i}]`, "invalid_type");
+    const role = m.role;
+    if (typeof role !== "string" || !ROLES.includes(role))
+      return bad(
+        `Invalid value: '${String(role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+        `messages[${i}].role`,
+        "invalid_value",
+      );
+    if (role === "tool") {
+      const id = m.tool_call_id;
+      if (!openCalls || typeof id !== "string" || !openCalls.has(id))
+        return bad(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          `messages.[${i}].role`,
+        );
+      openCalls.delete(id);
+      continue;
+    }
+    if (openCalls && openCalls.size > 0)
+      return bad(
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...openCalls].join(", ")}`,
+        "messages.[" + String(i - 1) + "].role",
+      );
+    openCalls = undefined;
+    if (Array.isArray(m.content)) {
+      const allowed = role === "assistant" ? ASSISTANT_PARTS : USER_PARTS;
+      for (const [j, part] of m.content.entries()) {
+        const t = isObject(part) ? part.type : undefined;
+        if (typeof t !== "string" || !allowed.includes(t))
+          return bad(
+            `Invalid value: '${String(t)}'. Supported values are: ${allowed.map((a) => `'${a}'`).join(", ")}.`,
+            `messages[${i}].content[${j}].type`,
+            "invalid_value",
+          );
+      }
+    }
+    if (role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
+      openCalls = new Set(m.tool_calls.filter(isObject).map((c) => String(c.id)));
+    }
+  }
+  if (openCalls && openCalls.size > 0)
+    return bad(
+      `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...openCalls].join(", ")}`,
+      `messages.[${body.messages.length - 1}].role`,
+    );
+  return undefined;
+}
