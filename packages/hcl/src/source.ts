@@ -1,0 +1,201 @@
+// Source text and position bookkeeping. Everything else works on UTF-16 string
+// indices; this module turns them into the positions users see: 1-based line,
+// 1-based column counted in grapheme clusters (a tab is one), 0-based UTF-8 byte.
+
+/** A point in a source file. */
+export interface Pos {
+  /** 1-based line number. */
+  line: number;
+  /** 1-based column, counted in grapheme clusters (a tab counts as one). */
+  column: number;
+  /** 0-based offset in UTF-8 bytes from the start of the file. */
+  byte: number;
+}
+
+/** A half-open span of source text: `start` is included, `end` is not. */
+export interface Range {
+  filename: string;
+  start: Pos;
+  end: Pos;
+}
+
+const BOM = "\uFEFF";
+const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+
+/** Number of bytes `text` occupies in UTF-8 (well-formed input assumed). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Splits `text` into grapheme clusters. */
+export function graphemes(text: string): string[] {
+  return Array.from(segmenter.segment(text), (s) => s.segment);
+}
+
+/**
+ * A source file being parsed. Line starts are computed once; grapheme
+ * boundaries are computed per line on first use, so positions cost a binary
+ * search plus one short UTF-8 length computation.
+ */
+export class SourceFile {
+  readonly filename: string;
+  readonly text: string;
+  /** UTF-16 index where each line's visible text starts (after a BOM on line 1). */
+  private readonly lineStarts: number[];
+  /** UTF-8 byte offset of each entry of `lineStarts`. */
+  private readonly lineStartBytes: number[];
+  private readonly clusterStarts = new Map<number, number[]>();
+
+  constructor(filename: string, text: string) {
+    this.filename = filename;
+    this.text = text;
+    // A leading BOM is skipped (see docs/decisions.md "HCL"), but byte offsets
+    // stay true file offsets so they can be used to slice the original bytes.
+    const bom = text.startsWith(BOM) ? 1 : 0;
+    this.lineStarts = [bom];
+    this.lineStartBytes = [bom ? 3 : 0];
+    let bytes = this.lineStartBytes[0]!;
+    let last = bom;
+    for (let i = bom; i < text.length; i++) {
+      if (text.charCodeAt(i) === 10) {
+        bytes += utf8Length(text.slice(last, i + 1));
+        last = i + 1;
+        this.lineStarts.push(last);
+        this.lineStartBytes.push(bytes);
+      }
+    }
+  }
+
+  /** The position of UTF-16 index `index` (clamped to the text). */
+  pos(index: number): Pos {
+    const i = Math.max(0, Math.min(index, this.text.length));
+    const line = this.lineOf(i);
+    const start = this.lineStarts[line]!;
+    if (i <= start) {
+      // Only reachable for index 0 of a file starting with a BOM.
+      return { line: line + 1, column: 1, byte: i === start ? this.lineStartBytes[line]! : 0 };
+    }
+    const clusters = this.clustersOf(line);
+    // Column = number of clusters starting before `i`, plus one.
+    let lo = 0;
+    let hi = clusters.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (clusters[mid]! < i) lo = mid + 1;
+      else hi = mid;
+    }
+    return {
+      line: line + 1,
+      column: lo + 1,
+      byte: this.lineStartBytes[line]! + utf8Length(this.text.slice(start, i)),
+    };
+  }
+
+  /** The range covering UTF-16 indices `[start, end)`. */
+  range(start: number, end: number): Range {
+    return { filename: this.filename, start: this.pos(start), end: this.pos(end) };
+  }
+
+  private lineOf(index: number): number {
+    let lo = 0;
+    let hi = this.lineStarts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.lineStarts[mid]! <= index) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  private clustersOf(line: number): number[] {
+    let starts = this.clusterStarts.get(line);
+    if (starts === undefined) {
+      const from = this.lineStarts[line]!;
+      const next = this.lineStarts[line + 1];
+      const to = next === undefined ? this.text.length : next - 1; // exclude the "\n"
+      starts = [];
+      for (const seg of segmenter.segment(this.text.slice(from, to))) starts.push(from + seg.index);
+      this.clusterStarts.set(line, starts);
+    }
+    return starts;
+  }
+}
+
+/** Where decoding bytes as UTF-8 failed. */
+export interface Utf8Failure {
+  /** Byte offset of the first byte that is not part of a valid sequence. */
+  byte: number;
+  /** The valid text before that byte. */
+  validPrefix: string;
+}
+
+/**
+ * Decodes UTF-8 strictly. Returns the text, or where the first invalid
+ * sequence starts (overlong forms, surrogates and code points past U+10FFFF
+ * are invalid, exactly as TextDecoder's fatal mode rejects them).
+ */
+export function decodeUtf8(bytes: Uint8Array): string | Utf8Failure {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    const byte = firstInvalidUtf8Byte(bytes);
+    return {
+      byte,
+      validPrefix: new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes.subarray(0, byte)),
+    };
+  }
+}
+
+function firstInvalidUtf8Byte(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i]!;
+    let need: number;
+    let min: number;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      need = 1;
+      min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      min = 0x10000;
+    } else return i;
+    let cp = c & (0x3f >> need);
+    for (let k = 1; k <= need; k++) {
+      const cc = b[i + k];
+      if (cc === undefined || (cc & 0xc0) !== 0x80) return i;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += need + 1;
+  }
+  return b.length;
+}
+
+/** Index of the first lone surrogate in `text`, or -1 when it is well formed. */
+export function firstLoneSurrogate(text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) i++;
+      else return i;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return i;
+  }
+  return -1;
+}
