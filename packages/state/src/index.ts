@@ -1,0 +1,88 @@
+// @pluggableharness/state — the kernel's state backend: one SQLite file per session.
+
+export {
+  type ListOptions,
+  listSessions,
+  type PrunedSession,
+  type PruneResult,
+  type PruneSelector,
+  pruneSessions,
+  type ScanOptions,
+  type SessionListing,
+  type SessionTreeNode,
+  sessionChildren,
+  sessionTree,
+  type UnreadableReason,
+  type UnreadableSession,
+} from "./catalog.ts";
+export {
+  eventKindText,
+  parseEventKind,
+  parsePlanDecision,
+  parsePluginCategory,
+  parseSessionStatus,
+  planDecisionText,
+  pluginCategoryText,
+  STORABLE_EVENT_KINDS,
+  sessionStatusText,
+} from "./codes.ts";
+export {
+  AsyncTransactionError,
+  InvalidArgumentError,
+  InvalidEventKindError,
+  InvalidStatusTransitionError,
+  NotASessionFileError,
+  SchemaTooNewError,
+  SessionExistsError,
+  SessionNotFoundError,
+  SessionUnreadableError,
+  StateError,
+  type StateErrorCode,
+  StoreClosedError,
+  WriterAlreadyOpenError,
+} from "./errors.ts";
+export { costEntriesFromMessage, planItemEntriesFromPlan } from "./ledger.ts";
+export {
+  type StateLogCode,
+  type StateLogEntry,
+  type StateLogger,
+  type StateLogLevel,
+  stderrLogger,
+} from "./log.ts";
+export { REOPENABLE_STATUSES, REPLAY_ONLY_STATUSES } from "./meta.ts";
+export {
+  CORRUPT_SUFFIX,
+  defaultSessionsDir,
+  isSessionId,
+  newUlid,
+  SESSION_FILE_SUFFIX,
+  sessionFilePath,
+  UNREADABLE_SUFFIX,
+} from "./paths.ts";
+export { hookErrorProducer, KERNEL_PRODUCER_NAME, kernelProducer } from "./producer.ts";
+export {
+  type EventRange,
+  type MissingProducersOptions,
+  openSessionReader,
+  replaySession,
+  SessionReader,
+} from "./reader.ts";
+export type { RecoveryReport, TableSalvage, UnreadableFlag } from "./recover.ts";
+export { CURRENT_SCHEMA_VERSION, type MigrationStepResult } from "./schema.ts";
+export { DEFAULT_BUSY_TIMEOUT_MS, type Durability } from "./sqlite.ts";
+export type {
+  AppendedEvent,
+  CostEntry,
+  CostLedgerRow,
+  NewEvent,
+  NewSession,
+  PlanItemEntry,
+  PlanItemRow,
+  ProducerIdentity,
+  ProducerRecord,
+  SessionMeta,
+  StateOptions,
+  StoredEvent,
+  WriterOptions,
+} from "./types.ts";
+export { createSession, openSessionWriter, SessionWriter } from "./writer.ts";

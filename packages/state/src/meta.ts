@@ -1,0 +1,107 @@
+// session_meta: reading the row, the status lifecycle, and the SessionInfo read model.
+
+import type { DatabaseSync } from "node:sqlite";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type SessionInfo, SessionInfoSchema, SessionStatus } from "@pluggableharness/protocol/session";
+import { parseSessionStatus, sessionStatusText } from "./codes.ts";
+import { InvalidStatusTransitionError, NotASessionFileError } from "./errors.ts";
+import type { SessionMeta } from "./types.ts";
+
+interface MetaRow {
+  session_id: string;
+  parent_session_id: string | null;
+  profile: string;
+  status: string;
+  depth: number;
+  started_at: string;
+  ended_at: string | null;
+}
+
+export function readMeta(db: DatabaseSync, path: string): SessionMeta {
+  const row = db.prepare("SELECT * FROM session_meta").get() as MetaRow | undefined;
+  if (row === undefined) throw new NotASessionFileError(path, "session_meta has no row");
+  return {
+    sessionId: row.session_id,
+    ...(row.parent_session_id === null ? {} : { parentSessionId: row.parent_session_id }),
+    profile: row.profile,
+    status: parseSessionStatus(row.status),
+    statusText: row.status,
+    depth: Number(row.depth),
+    startedAt: row.started_at,
+    ...(row.ended_at === null ? {} : { endedAt: row.ended_at }),
+  };
+}
+
+/** SUM(cost_ledger.cost_usd), computed at read time, never cached. */
+export function readCostUsd(db: DatabaseSync): number {
+  const row = db.prepare("SELECT coalesce(sum(cost_usd), 0) AS total FROM cost_ledger").get() as {
+    total: number;
+  };
+  return Number(row.total);
+}
+
+export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
+  return create(SessionInfoSchema, {
+    sessionId: meta.sessionId,
+    parentSessionId: meta.parentSessionId ?? "",
+    profile: meta.profile,
+    status: meta.status,
+    depth: meta.depth,
+    startedAt: timestampFromDate(new Date(meta.startedAt)),
+    ...(meta.endedAt === undefined ? {} : { endedAt: timestampFromDate(new Date(meta.endedAt)) }),
+    costUsd,
+  });
+}
+
+/** Bound-exhausted and failed sessions are replay-only: their status never changes again. */
+export const REPLAY_ONLY_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  SessionStatus.ERROR_MAX_TURNS,
+  SessionStatus.ERROR_MAX_BUDGET_USD,
+  SessionStatus.ERROR_MAX_WALL_CLOCK,
+  SessionStatus.FAILED,
+]);
+
+/** Terminal statuses ResumeSession may re-open to RUNNING. */
+export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  SessionStatus.COMPLETED,
+  SessionStatus.CANCELLED,
+]);
+
+/**
+ * Throws InvalidStatusTransitionError unless `from -> to` is allowed:
+ * RUNNING -> any terminal status; COMPLETED/CANCELLED -> RUNNING (a re-open);
+ * nothing else, and never anything out of a replay-only status.
+ */
+export function checkStatusTransition(from: SessionStatus, fromText: string, to: SessionStatus): void {
+  const toText = sessionStatusText(to);
+  if (REPLAY_ONLY_STATUSES.has(from)) {
+    throw new InvalidStatusTransitionError(
+      fromText,
+      toText,
+      true,
+      `"${fromText}" is terminal and replay-only`,
+    );
+  }
+  if (from === SessionStatus.RUNNING) {
+    if (to === SessionStatus.RUNNING) {
+      throw new InvalidStatusTransitionError(fromText, toText, false, "the session is already running");
+    }
+    return;
+  }
+  if (REOPENABLE_STATUSES.has(from)) {
+    if (to === SessionStatus.RUNNING) return;
+    throw new InvalidStatusTransitionError(
+      fromText,
+      toText,
+      false,
+      "an ended session must be re-opened to running before it can end again",
+    );
+  }
+  throw new InvalidStatusTransitionError(
+    fromText,
+    toText,
+    false,
+    `"${fromText}" is not a status this kernel knows`,
+  );
+}

@@ -1,0 +1,315 @@
+// The session writer: the kernel's single write path into one session file.
+//
+// node:sqlite is synchronous, so each append runs to completion before any other
+// JavaScript does — calls from concurrent async tasks are serialized by construction
+// and receive sequence numbers in call order. transaction() refuses async callbacks,
+// which is the one way an await could let unrelated appends slip into a transaction.
+
+import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { resolve } from "node:path";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import { SessionStatus as Status } from "@pluggableharness/protocol/session";
+import { sessionStatusText } from "./codes.ts";
+import {
+  AsyncTransactionError,
+  InvalidArgumentError,
+  SessionExistsError,
+  StoreClosedError,
+  WriterAlreadyOpenError,
+} from "./errors.ts";
+import { stderrLogger } from "./log.ts";
+import { checkStatusTransition, readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
+import { openSessionFile } from "./open.ts";
+import { assertSessionId, newUlid, resolveSessionsDir, sessionFilePath } from "./paths.ts";
+import { SessionReader } from "./reader.ts";
+import { type RecoveryReport, unreadableFlagPath } from "./recover.ts";
+import { createSchema, type MigrationStepResult } from "./schema.ts";
+import { closeQuietly, connect, type Durability } from "./sqlite.ts";
+import type { AppendedEvent, NewEvent, NewSession, SessionMeta, WriterOptions } from "./types.ts";
+import { type PreparedEvent, prepareEvent } from "./validate.ts";
+
+// One writer per file per process; the kernel is the only process that writes.
+const openWriters = new Map<string, SessionWriter>();
+
+/** True when this process holds the writer for the file at `path`. */
+export function hasOpenWriter(path: string): boolean {
+  return openWriters.has(resolve(path));
+}
+
+function configure(db: DatabaseSync, durability: Durability): void {
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec(`PRAGMA synchronous = ${durability === "normal" ? "NORMAL" : "FULL"}`);
+  db.exec("PRAGMA foreign_keys = ON");
+}
+
+/** Creates a new session file (status RUNNING) and returns its writer. */
+export function createSession(init: NewSession, options: WriterOptions = {}): SessionWriter {
+  const sessionId = init.sessionId ?? newUlid();
+  assertSessionId(sessionId);
+  if (init.parentSessionId !== undefined) {
+    assertSessionId(init.parentSessionId);
+    if (init.parentSessionId === sessionId)
+      throw new InvalidArgumentError("a session cannot be its own parent");
+  }
+  if (typeof init.profile !== "string" || init.profile.length === 0) {
+    throw new InvalidArgumentError("profile must be a non-empty string");
+  }
+  if (!Number.isSafeInteger(init.depth) || init.depth < 0) {
+    throw new InvalidArgumentError("depth must be a non-negative integer");
+  }
+  if (init.startedAt !== undefined && Number.isNaN(init.startedAt.getTime())) {
+    throw new InvalidArgumentError("startedAt must be a valid Date");
+  }
+  const dir = resolveSessionsDir(options.dir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const path = sessionFilePath(dir, sessionId);
+  if (existsSync(unreadableFlagPath(path))) throw new SessionExistsError(sessionId, path);
+  // Exclusive creation: two creators of one id cannot both succeed.
+  try {
+    closeSync(openSync(path, "wx", 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SessionExistsError(sessionId, path);
+    throw err;
+  }
+  const db = connect(path, { readOnly: false, busyTimeoutMs: options.busyTimeoutMs });
+  try {
+    configure(db, options.durability ?? "full");
+    // Schema, version stamp and the meta row commit together: a crash leaves either an
+    // empty file or a complete session, never a half-made one.
+    db.exec("BEGIN IMMEDIATE");
+    createSchema(db);
+    db.prepare(
+      `INSERT INTO session_meta (session_id, parent_session_id, profile, status, depth, started_at, ended_at)
+       VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+    ).run(
+      sessionId,
+      init.parentSessionId ?? null,
+      init.profile,
+      sessionStatusText(Status.RUNNING),
+      init.depth,
+      (init.startedAt ?? new Date()).toISOString(),
+    );
+    db.exec("COMMIT");
+  } catch (err) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    closeQuietly(db);
+    throw err;
+  }
+  return new SessionWriter(db, sessionId, path, [], undefined);
+}
+
+/**
+ * Opens an existing session file as its writer (to resume it, or to finish writing it
+ * after a kernel restart). Runs the integrity check, salvage and migrations first.
+ */
+export function openSessionWriter(sessionId: string, options: WriterOptions = {}): SessionWriter {
+  const path = sessionFilePath(resolveSessionsDir(options.dir), sessionId);
+  if (hasOpenWriter(path)) throw new WriterAlreadyOpenError(path);
+  const opened = openSessionFile(path, sessionId, "write", {
+    log: options.log ?? stderrLogger,
+    busyTimeoutMs: options.busyTimeoutMs,
+  });
+  try {
+    configure(opened.db, options.durability ?? "full");
+  } catch (err) {
+    closeQuietly(opened.db);
+    throw err;
+  }
+  return new SessionWriter(opened.db, sessionId, path, opened.migrations, opened.recovery);
+}
+
+export class SessionWriter implements Disposable {
+  readonly sessionId: string;
+  readonly path: string;
+  /** Upgrade steps applied when this writer opened the file. */
+  readonly migrations: readonly MigrationStepResult[];
+  /** Set when the file failed its integrity check on open and was salvaged. */
+  readonly recovery: RecoveryReport | undefined;
+
+  #db: DatabaseSync;
+  #closed = false;
+  #depth = 0;
+  #savepoint = 0;
+  readonly #insertEvent: StatementSync;
+  readonly #insertProducer: StatementSync;
+  readonly #insertCost: StatementSync;
+  readonly #insertPlanItem: StatementSync;
+
+  /** Use createSession / openSessionWriter. */
+  constructor(
+    db: DatabaseSync,
+    sessionId: string,
+    path: string,
+    migrations: readonly MigrationStepResult[],
+    recovery: RecoveryReport | undefined,
+  ) {
+    const key = resolve(path);
+    if (openWriters.has(key)) {
+      closeQuietly(db);
+      throw new WriterAlreadyOpenError(path);
+    }
+    this.#db = db;
+    this.sessionId = sessionId;
+    this.path = path;
+    this.migrations = migrations;
+    this.recovery = recovery;
+    this.#insertEvent = db.prepare(
+      `INSERT INTO events (id, timestamp, kind, producer_category, producer_name, producer_version, schema_version, payload)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#insertProducer = db.prepare(
+      "INSERT OR IGNORE INTO producers (category, name, version, first_seen_sequence) VALUES (?, ?, ?, ?)",
+    );
+    this.#insertCost = db.prepare(
+      `INSERT INTO cost_ledger (event_sequence, provider_name, model_id, input_tokens, output_tokens,
+         cache_write_tokens, cache_read_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#insertPlanItem = db.prepare(
+      `INSERT INTO plan_items (event_sequence, turn_id, tool_call_id, provider_name, tool_name, decision, decided_by)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    openWriters.set(key, this);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  #open(): DatabaseSync {
+    if (this.#closed) throw new StoreClosedError(`session writer ${this.sessionId}`);
+    return this.#db;
+  }
+
+  /**
+   * Runs `fn` atomically. At top level it is one IMMEDIATE transaction; nested inside
+   * another transaction() it becomes a savepoint, so a failed inner step rolls back alone.
+   */
+  transaction<T>(fn: () => T): T {
+    const db = this.#open();
+    const nested = this.#depth > 0;
+    const savepoint = `sp${++this.#savepoint}`;
+    db.exec(nested ? `SAVEPOINT ${savepoint}` : "BEGIN IMMEDIATE");
+    this.#depth++;
+    try {
+      const result = fn();
+      if (result !== null && typeof (result as { then?: unknown })?.then === "function") {
+        // Keep the caller's promise from rejecting unobserved; the error below is the answer.
+        Promise.resolve(result).catch(() => {});
+        throw new AsyncTransactionError();
+      }
+      db.exec(nested ? `RELEASE ${savepoint}` : "COMMIT");
+      return result;
+    } catch (err) {
+      if (nested) {
+        db.exec(`ROLLBACK TO ${savepoint}`);
+        db.exec(`RELEASE ${savepoint}`);
+      } else if (db.isTransaction) {
+        db.exec("ROLLBACK");
+      }
+      throw err;
+    } finally {
+      this.#depth--;
+    }
+  }
+
+  #write(event: PreparedEvent): AppendedEvent {
+    const id = newUlid();
+    const timestamp = event.timestamp ?? new Date().toISOString();
+    const result = this.#insertEvent.run(
+      id,
+      timestamp,
+      event.kindText,
+      event.categoryText,
+      event.name,
+      event.version,
+      event.schemaVersion,
+      event.payload,
+    );
+    const sequence = Number(result.lastInsertRowid);
+    // First sighting wins; later events of the same producer leave the row alone.
+    this.#insertProducer.run(event.categoryText, event.name, event.version, sequence);
+    for (const cost of event.costs) this.#insertCost.run(sequence, ...cost);
+    for (const item of event.planItems) this.#insertPlanItem.run(sequence, ...item);
+    return { id, sequence, timestamp };
+  }
+
+  /** Appends one event (with its ledger or plan rows) in one transaction. */
+  append(event: NewEvent): AppendedEvent {
+    this.#open();
+    const prepared = prepareEvent(event);
+    return this.transaction(() => this.#write(prepared));
+  }
+
+  /** Appends several events in one transaction: all of them or none. Sequences are consecutive. */
+  appendBatch(events: readonly NewEvent[]): AppendedEvent[] {
+    this.#open();
+    const prepared = events.map(prepareEvent);
+    if (prepared.length === 0) return [];
+    return this.transaction(() => prepared.map((e) => this.#write(e)));
+  }
+
+  meta(): SessionMeta {
+    return readMeta(this.#open(), this.path);
+  }
+
+  costUsd(): number {
+    return readCostUsd(this.#open());
+  }
+
+  /** The session_meta row as the frontend protocol's SessionInfo, cost summed now. */
+  info(): SessionInfo {
+    const db = this.#open();
+    return toSessionInfo(readMeta(db, this.path), readCostUsd(db));
+  }
+
+  lastSequence(): number {
+    const row = this.#open().prepare("SELECT coalesce(max(sequence), 0) AS s FROM events").get() as {
+      s: number;
+    };
+    return Number(row.s);
+  }
+
+  /**
+   * Moves the session to `status`. Ending (any terminal status) stamps ended_at;
+   * re-opening a completed or cancelled session to RUNNING clears it. Anything else —
+   * including leaving a replay-only status — throws InvalidStatusTransitionError.
+   */
+  setStatus(status: SessionStatus, options: { readonly at?: Date } = {}): SessionMeta {
+    const at = options.at ?? new Date();
+    if (Number.isNaN(at.getTime())) throw new InvalidArgumentError("at must be a valid Date");
+    return this.transaction(() => {
+      const db = this.#db;
+      const current = readMeta(db, this.path);
+      checkStatusTransition(current.status, current.statusText, status);
+      const endedAt = status === Status.RUNNING ? null : at.toISOString();
+      db.prepare("UPDATE session_meta SET status = ?, ended_at = ? WHERE session_id = ?").run(
+        sessionStatusText(status),
+        endedAt,
+        this.sessionId,
+      );
+      return readMeta(db, this.path);
+    });
+  }
+
+  /**
+   * A reader on its own connection, sharing nothing with this writer: what a backfill
+   * uses while the session keeps running. Skips the checks this writer already ran.
+   */
+  openReader(): SessionReader {
+    this.#open();
+    const db = connect(this.path, { readOnly: true });
+    return new SessionReader(db, this.sessionId, this.path, [], undefined);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    openWriters.delete(resolve(this.path));
+    this.#db.close();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+}
