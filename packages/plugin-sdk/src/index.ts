@@ -1,0 +1,21 @@
+// The plugin side of PluggableHarness: serve() and the helpers plugin authors use.
+export { type CallOptions, StatusError } from "@pluggableharness/goplugin";
+export { callContextPath, extractCallContext } from "./call-context.ts";
+export { type EmitInput, type KernelClient, type LogOptions, NoSessionError } from "./kernel.ts";
+export { createLogger, type Logger } from "./logger.ts";
+export {
+  categoryFromName,
+  categoryOfService,
+  type PackageMetadata,
+  type Producer,
+  producerFor,
+  readPackageMetadata,
+} from "./metadata.ts";
+export {
+  type PluginContext,
+  type ServedPlugin,
+  type ServeOptions,
+  type ServiceRegistration,
+  serve,
+  service,
+} from "./serve.ts";

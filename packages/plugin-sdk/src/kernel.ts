@@ -1,0 +1,163 @@
+// The plugin's client for KernelCallbackService (Emit, Log, CountTokens, RunSession),
+// dialled through the go-plugin broker at the fixed kernel callback ID. The generated
+// kernel contract is imported on first use only, keeping plugin start-up lean.
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { type ChannelCredentials, Client, credentials } from "@grpc/grpc-js";
+import {
+  type Broker,
+  type CallOptions,
+  CHANNEL_OPTIONS,
+  createClient,
+  KERNEL_CALLBACK_BROKER_ID,
+  type Level,
+  type ServiceClient,
+  unixTarget,
+} from "@pluggableharness/goplugin";
+import type { CallContext } from "@pluggableharness/protocol/common";
+import type {
+  CountTokensRequestSchema,
+  CountTokensResponse,
+  EmitResponse,
+  EventKind,
+  KernelCallbackService,
+  RunSessionRequestSchema,
+  RunSessionResponse,
+} from "@pluggableharness/protocol/kernel";
+import type { LogLevel } from "@pluggableharness/protocol/log";
+
+type KernelService = ServiceClient<typeof KernelCallbackService>;
+
+export interface EmitInput {
+  kind: EventKind;
+  /** The event.v1 message for `kind`, serialized; opaque to the kernel. */
+  payload: Uint8Array;
+  /** Defaults to "1" (event.v1). */
+  schemaVersion?: string;
+  /** Defaults to the session of the call being served. */
+  sessionId?: string;
+}
+
+export interface LogOptions {
+  logger?: string;
+  /** Defaults to the session of the call being served, if any. */
+  sessionId?: string;
+  time?: Date;
+}
+
+export interface KernelClient {
+  /** Persists an event in the session's log; the kernel assigns id and sequence. */
+  emit(input: EmitInput, options?: CallOptions): Promise<EmitResponse>;
+  /** Forwards a log entry to the kernel's log. */
+  log(level: Level, message: string, fields?: JsonObject, options?: LogOptions & CallOptions): Promise<void>;
+  countTokens(
+    request: MessageInitShape<typeof CountTokensRequestSchema>,
+    options?: CallOptions,
+  ): Promise<CountTokensResponse>;
+  /** Runs a child session; parent_session_id defaults to the current session. */
+  runSession(
+    request: MessageInitShape<typeof RunSessionRequestSchema>,
+    options?: CallOptions,
+  ): Promise<RunSessionResponse>;
+  /** The full typed client, for anything the helpers above do not cover. */
+  service(): Promise<KernelService>;
+  /** The same client attributed to another call. */
+  withCallContext(callContext: CallContext | undefined): KernelClient;
+}
+
+export class NoSessionError extends Error {
+  readonly code = "no_session";
+  constructor(what: string) {
+    super(
+      `${what} needs a session id: call it while serving a request that carries a CallContext, or pass sessionId`,
+    );
+    this.name = "NoSessionError";
+  }
+}
+
+/** One lazily dialled connection per plugin process, shared by every KernelClient. */
+export class KernelConnection {
+  private readonly broker: Broker;
+  private readonly tls: (() => Promise<ChannelCredentials>) | undefined;
+  private pending: Promise<KernelService> | undefined;
+  private grpcClient: Client | undefined;
+
+  constructor(broker: Broker, tls?: () => Promise<ChannelCredentials>) {
+    this.broker = broker;
+    this.tls = tls;
+  }
+
+  service(): Promise<KernelService> {
+    this.pending ??= this.dial().catch((err: unknown) => {
+      this.pending = undefined;
+      throw err;
+    });
+    return this.pending;
+  }
+
+  close(): void {
+    this.grpcClient?.close();
+  }
+
+  private async dial(): Promise<KernelService> {
+    const info = await this.broker.waitFor(KERNEL_CALLBACK_BROKER_ID);
+    const [{ KernelCallbackService }, creds] = await Promise.all([
+      import("@pluggableharness/protocol/kernel"),
+      this.tls ? this.tls() : Promise.resolve(credentials.createInsecure()),
+    ]);
+    const target = info.network === "unix" ? unixTarget(info.address) : info.address;
+    const tlsOptions = this.tls ? (await import("@pluggableharness/goplugin/mtls")).TLS_CHANNEL_OPTIONS : {};
+    this.grpcClient = new Client(target, creds, { ...CHANNEL_OPTIONS, ...tlsOptions });
+    return createClient(KernelCallbackService, this.grpcClient);
+  }
+}
+
+// log.v1.LogLevel values, inlined so logging needs no generated code at start-up.
+const LEVEL_NUMBERS = { trace: 1, debug: 2, info: 3, warn: 4, error: 5, fatal: 6 } as unknown as Record<
+  Level,
+  LogLevel
+>;
+
+export function kernelClient(conn: KernelConnection, callContext?: CallContext): KernelClient {
+  const session = (explicit: string | undefined) => explicit || callContext?.sessionId || undefined;
+  return {
+    async emit(input, options) {
+      const sessionId = session(input.sessionId);
+      if (!sessionId) throw new NoSessionError("emit");
+      const k = await conn.service();
+      return k.emit(
+        { sessionId, kind: input.kind, schemaVersion: input.schemaVersion ?? "1", payload: input.payload },
+        options,
+      );
+    },
+    async log(level, message, fields, options) {
+      const k = await conn.service();
+      const ms = (options?.time ?? new Date()).getTime();
+      const sessionId = session(options?.sessionId);
+      await k.log(
+        {
+          ...(sessionId ? { sessionId } : {}),
+          entry: {
+            level: LEVEL_NUMBERS[level],
+            logger: options?.logger ?? "",
+            message,
+            ...(fields ? { fields } : {}),
+            time: {
+              seconds: BigInt(Math.floor(ms / 1000)),
+              nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
+            },
+          },
+        },
+        options,
+      );
+    },
+    async countTokens(request, options) {
+      return (await conn.service()).countTokens(request, options);
+    },
+    async runSession(request, options) {
+      const parentSessionId = request.parentSessionId || callContext?.sessionId || "";
+      return (await conn.service()).runSession({ ...request, parentSessionId }, options);
+    },
+    service: () => conn.service(),
+    withCallContext: (cc) => kernelClient(conn, cc),
+  };
+}

@@ -1,0 +1,40 @@
+// Plugin-side logging: hclog JSON lines on stderr, which every go-plugin host (and our
+// runtime) reads and attributes to the plugin.
+import { writeSync } from "node:fs";
+import { formatHclogLine, LEVELS, type Level } from "@pluggableharness/goplugin";
+
+export interface Logger {
+  readonly name: string;
+  trace(message: string, fields?: Record<string, unknown>): void;
+  debug(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+  warn(message: string, fields?: Record<string, unknown>): void;
+  error(message: string, fields?: Record<string, unknown>): void;
+  /** A severity label only; it never exits. */
+  fatal(message: string, fields?: Record<string, unknown>): void;
+  /** A sub-logger, e.g. logger.named("retry") logs as "<name>.retry". */
+  named(sub: string): Logger;
+}
+
+/** Writes synchronously to fd 2 so lines survive a crash right after logging. */
+export function createLogger(name = "", minLevel: Level = "trace", fd = 2): Logger {
+  const min = LEVELS.indexOf(minLevel);
+  const write = (level: Level, message: string, fields?: Record<string, unknown>) => {
+    if (LEVELS.indexOf(level) < min) return;
+    try {
+      writeSync(fd, `${formatHclogLine(level, message, fields, name)}\n`);
+    } catch {
+      // stderr closed: nowhere left to log
+    }
+  };
+  return {
+    name,
+    trace: (m, f) => write("trace", m, f),
+    debug: (m, f) => write("debug", m, f),
+    info: (m, f) => write("info", m, f),
+    warn: (m, f) => write("warn", m, f),
+    error: (m, f) => write("error", m, f),
+    fatal: (m, f) => write("fatal", m, f),
+    named: (sub) => createLogger(name ? `${name}.${sub}` : sub, minLevel, fd),
+  };
+}

@@ -1,0 +1,283 @@
+// serve(): everything a plugin process does to be launched by a go-plugin host —
+// cookie check, version choice, socket, handshake line, and the health, controller,
+// stdio and broker services next to the plugin's own category services.
+import { chmodSync, chownSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  type ChannelCredentials,
+  ServerCredentials as SC,
+  Server,
+  type ServerCredentials,
+} from "@grpc/grpc-js";
+import {
+  APP_PROTOCOL_VERSIONS,
+  Broker,
+  type ConnInfoStream,
+  clearStaleSocket,
+  controllerHandlers,
+  cookieMatches,
+  cookieMismatchMessage,
+  ENV,
+  formatHandshake,
+  type HandlerContext,
+  HealthState,
+  implement,
+  KERNEL_CALLBACK_BROKER_ID,
+  type MagicCookie,
+  negotiateVersion,
+  newSocketPath,
+  PLUGGABLEHARNESS_COOKIE,
+  parseProtocolVersions,
+  SERVER_OPTIONS,
+  type ServiceImpl,
+  StdioChannel,
+  StdioForwarder,
+  unixTarget,
+} from "@pluggableharness/goplugin";
+import type { CallContext } from "@pluggableharness/protocol/common";
+import { GRPCBroker } from "@pluggableharness/protocol/goplugin";
+import { serviceDefinition } from "@pluggableharness/protocol/grpc";
+import { extractCallContext } from "./call-context.ts";
+import { type KernelClient, KernelConnection, kernelClient } from "./kernel.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import {
+  categoryFromName,
+  categoryOfService,
+  type PackageMetadata,
+  type Producer,
+  producerFor,
+  readPackageMetadata,
+} from "./metadata.ts";
+
+/** What an implementation receives with every call. */
+export interface PluginContext extends HandlerContext {
+  /** The CallContext the request carries (session, turn, working directory), if any. */
+  callContext: CallContext | undefined;
+  /** Kernel callbacks, attributed to this call's session. */
+  kernel: KernelClient;
+  log: Logger;
+}
+
+export interface ServiceRegistration {
+  readonly service: DescService;
+  readonly implementation: Record<string, unknown>;
+}
+
+/**
+ * Pairs a service descriptor with its implementation: unary methods are async
+ * functions, server-streaming methods async generators, keyed by localName.
+ * Leave `describe` out to have it answered from package.json.
+ */
+export function service<S extends DescService>(
+  desc: S,
+  implementation: ServiceImpl<S, PluginContext>,
+): ServiceRegistration {
+  return { service: desc, implementation: implementation as Record<string, unknown> };
+}
+
+export interface ServeOptions {
+  services: readonly ServiceRegistration[];
+  /** package.json location (a file URL or path) or its parsed contents; feeds Describe. */
+  packageJson: URL | string | PackageMetadata;
+  /** Application protocol versions this plugin speaks; defaults to the SDK's. */
+  protocolVersions?: readonly number[];
+  cookie?: MagicCookie;
+  /** Runs when the host asks the plugin to shut down, before the process exits. */
+  onShutdown?: () => void | Promise<void>;
+  /** For tests: the environment to read instead of process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ServedPlugin {
+  readonly protocolVersion: number;
+  readonly socketPath: string;
+  readonly producer: (category: number) => Producer;
+  /** Kernel callbacks without a call's attribution (pass sessionId explicitly). */
+  readonly kernel: KernelClient;
+  readonly log: Logger;
+  /** Stops serving and exits the process. */
+  stop(exitCode?: number): Promise<never>;
+}
+
+function fail(message: string): never {
+  try {
+    writeSync(2, message.endsWith("\n") ? message : `${message}\n`);
+  } finally {
+    process.exit(1);
+  }
+}
+
+function bind(server: Server, target: string, creds: ServerCredentials): Promise<void> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync(target, creds, (err) => (err ? reject(err) : resolve())),
+  );
+}
+
+function applySocketGroup(path: string, group: string | undefined, log: Logger): void {
+  if (!group) return;
+  if (!/^\d+$/.test(group)) {
+    log.warn("PLUGIN_UNIX_SOCKET_GROUP must be a numeric gid here; ignoring", { group });
+    return;
+  }
+  chownSync(path, -1, Number(group));
+  chmodSync(path, 0o660);
+}
+
+/** Sends later process.stdout writes to the host through GRPCStdio. */
+function redirectStdout(forwarder: StdioForwarder): void {
+  const write = (chunk: unknown, encoding?: unknown, cb?: unknown): boolean => {
+    const callback = typeof encoding === "function" ? encoding : cb;
+    const data =
+      typeof chunk === "string"
+        ? Buffer.from(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8")
+        : (chunk as Uint8Array);
+    forwarder.push(StdioChannel.STDOUT, data);
+    if (typeof callback === "function") queueMicrotask(() => (callback as () => void)());
+    return true;
+  };
+  process.stdout.write = write as typeof process.stdout.write;
+}
+
+/** Exits when the host process is gone (the plugin was re-parented). */
+function watchParent(): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid !== parent) process.exit(0);
+  }, 1_000);
+  timer.unref();
+}
+
+/**
+ * Starts serving. Returns once the handshake line is printed; the process then
+ * lives until the host calls GRPCController.Shutdown (or kills it). A plugin run by
+ * hand, without the host's cookie, prints an explanation and exits with status 1.
+ */
+export async function serve(options: ServeOptions): Promise<ServedPlugin> {
+  const env = options.env ?? process.env;
+  const cookie = options.cookie ?? PLUGGABLEHARNESS_COOKIE;
+  if (!cookieMatches(env, cookie)) fail(cookieMismatchMessage(cookie));
+  // Go plugins ignore SIGINT: a Ctrl-C in the host's terminal reaches the whole
+  // process group, and the host decides when its plugins stop.
+  process.on("SIGINT", () => {});
+
+  const meta = readPackageMetadata(options.packageJson);
+  const log = createLogger(meta.pluggableharness?.name ?? meta.name.replace(/^@[^/]+\//, ""));
+  const protocolVersion = negotiateVersion(
+    parseProtocolVersions(env[ENV.protocolVersions]),
+    options.protocolVersions ?? APP_PROTOCOL_VERSIONS,
+  );
+
+  let serverCreds: ServerCredentials = SC.createInsecure();
+  let certField = "";
+  let clientTls: (() => Promise<ChannelCredentials>) | undefined;
+  const hostCertPem = env[ENV.clientCert];
+  if (hostCertPem) {
+    const mtls = await import("@pluggableharness/goplugin/mtls");
+    let own: import("@pluggableharness/goplugin/mtls").Certificate;
+    try {
+      own = mtls.generateCertificate();
+      serverCreds = mtls.serverTlsCredentials(own, hostCertPem);
+    } catch (err) {
+      fail(`cannot set up AutoMTLS with the host's certificate: ${(err as Error).message}`);
+    }
+    certField = mtls.certToHandshakeField(own.certDer);
+    clientTls = async () => mtls.channelTlsCredentials(own, hostCertPem);
+  }
+
+  let socketPath: string;
+  try {
+    socketPath = newSocketPath(env[ENV.unixSocketDir] || tmpdir());
+    await clearStaleSocket(socketPath);
+  } catch (err) {
+    fail(`plugin cannot create its socket: ${(err as Error).message}`);
+  }
+
+  const broker = new Broker({ retainIds: [KERNEL_CALLBACK_BROKER_ID] });
+  const kernelConn = new KernelConnection(broker, clientTls);
+  const kernel = kernelClient(kernelConn);
+  const health = new HealthState();
+  const stdio = new StdioForwarder();
+  const server = new Server(SERVER_OPTIONS);
+
+  const categories = options.services.map((s) => categoryOfService(s.service));
+  const fallbackCategory =
+    categoryFromName(meta.pluggableharness?.category) || categories.find((c) => c !== 0) || 0;
+  const producer = (category: number): Producer =>
+    producerFor(meta, category || fallbackCategory, protocolVersion);
+
+  for (const reg of options.services) {
+    const impl: Record<string, unknown> = { ...reg.implementation };
+    const category = categoryOfService(reg.service);
+    if (impl["describe"] === undefined && reg.service.method["describe"]) {
+      impl["describe"] = () => ({ producer: producer(category) });
+    }
+    const handlers = implement(reg.service, impl as ServiceImpl<DescService, PluginContext>, {
+      context: (base, request): PluginContext => {
+        const callContext = extractCallContext(base.method.input, request);
+        return { ...base, callContext, kernel: kernel.withCallContext(callContext), log };
+      },
+      onError: (err, method) =>
+        log.error("handler failed", { method: `${reg.service.typeName}/${method.name}`, error: String(err) }),
+    });
+    server.addService(serviceDefinition(reg.service), handlers);
+  }
+
+  let stopping: Promise<never> | undefined;
+  const stop = (exitCode = 0): Promise<never> => {
+    stopping ??= (async () => {
+      health.shutdown();
+      try {
+        await options.onShutdown?.();
+      } catch (err) {
+        log.error("onShutdown failed", { error: String(err) });
+      }
+      broker.close();
+      kernelConn.close();
+      // Like go-plugin's controller: a hard stop. The host decided; long-lived streams
+      // (stdio, broker) would otherwise hold a graceful shutdown open.
+      server.forceShutdown();
+      process.exit(exitCode);
+    })();
+    return stopping;
+  };
+
+  server.addService(
+    serviceDefinition((await import("@pluggableharness/protocol/health")).Health),
+    health.handlers(),
+  );
+  server.addService(
+    serviceDefinition((await import("@pluggableharness/protocol/goplugin")).GRPCController),
+    controllerHandlers(() => void stop(0)),
+  );
+  server.addService(
+    serviceDefinition((await import("@pluggableharness/protocol/goplugin")).GRPCStdio),
+    stdio.handlers(),
+  );
+  server.addService(serviceDefinition(GRPCBroker), {
+    startStream: (call: ConnInfoStream & { emit(e: "error", v: unknown): void }) => {
+      if (broker.attached) {
+        call.emit("error", { code: 6, details: "broker stream already open" });
+        return;
+      }
+      broker.attach(call);
+    },
+  });
+
+  try {
+    await bind(server, unixTarget(socketPath), serverCreds);
+    applySocketGroup(socketPath, env[ENV.unixSocketGroup], log);
+  } catch (err) {
+    fail(`plugin cannot listen on ${socketPath}: ${(err as Error).message}`);
+  }
+
+  writeSync(
+    1,
+    `${formatHandshake({ appVersion: protocolVersion, network: "unix", address: socketPath, serverCert: certField })}\n`,
+  );
+  redirectStdout(stdio);
+  watchParent();
+  log.debug("plugin serving", { socket: socketPath, protocol_version: protocolVersion });
+
+  return { protocolVersion, socketPath, producer, kernel, log, stop };
+}

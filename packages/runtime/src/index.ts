@@ -1,0 +1,37 @@
+// The kernel's plugin launcher: go-plugin host side.
+export {
+  type CallOptions,
+  createClient,
+  KERNEL_CALLBACK_BROKER_ID,
+  PLUGGABLEHARNESS_COOKIE,
+  RpcError,
+  type ServiceClient,
+} from "@pluggableharness/goplugin";
+export { CATEGORY_PROBES } from "./categories.ts";
+export { modelErrorFor, toolErrorFor } from "./classify.ts";
+export { buildEnvironment, DEFAULT_ENV_ALLOWLIST, type EnvironmentSpec } from "./env.ts";
+export {
+  type CrashKind,
+  type LaunchFailure,
+  PluginCrashedError,
+  PluginLaunchError,
+  PluginStoppedError,
+} from "./errors.ts";
+export {
+  type BackoffPolicy,
+  type CrashReport,
+  DEFAULT_BACKOFF,
+  defaultCompileCache,
+  PluginHost,
+  type PluginHostOptions,
+} from "./host.ts";
+export {
+  type CallbackContext,
+  type CallbackPeer,
+  type CallbackRegistration,
+  type CategoryProbe,
+  discover,
+  type PluginDescription,
+  type PluginLogRecord,
+} from "./instance.ts";
+export { livePluginPids, resolveCommand } from "./process.ts";

@@ -1,0 +1,538 @@
+// One launched plugin process and its connection: the go-plugin launch sequence, the
+// broker and stdio streams, the kernel callback endpoint, crash detection and the
+// drain-then-kill shutdown.
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  type ChannelCredentials,
+  Client,
+  credentials,
+  Metadata,
+  ServerCredentials as SC,
+  Server,
+  type ServerCredentials,
+  status as Status,
+} from "@grpc/grpc-js";
+import {
+  assertSocketPath,
+  Broker,
+  CHANNEL_OPTIONS,
+  type ConnInfoStream,
+  createClient,
+  type HandlerContext,
+  type Handshake,
+  HandshakeError,
+  HEALTH_SERVICE_NAME,
+  implement,
+  isGrpcError,
+  KERNEL_CALLBACK_BROKER_ID,
+  type Lease,
+  LineSplitter,
+  type LogLine,
+  type MagicCookie,
+  parseHandshake,
+  parseLogLine,
+  SERVER_OPTIONS,
+  type ServiceImpl,
+  SOCKET_SUFFIX_LENGTH,
+  type SocketPathTooLongError,
+  StdioLines,
+  unixTarget,
+} from "@pluggableharness/goplugin";
+import type { ProducerRef } from "@pluggableharness/protocol/common";
+import { GRPCBroker, GRPCController, GRPCStdio, type StdioData } from "@pluggableharness/protocol/goplugin";
+import { methodPath, serviceDefinition } from "@pluggableharness/protocol/grpc";
+import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
+import { buildEnvironment, type EnvironmentSpec } from "./env.ts";
+import { type LaunchFailure, PluginCrashedError, PluginLaunchError, PluginStoppedError } from "./errors.ts";
+import { describeOutput, killGroup, readFirstLine, resolveCommand, spawnPlugin } from "./process.ts";
+
+/** A plugin log line, attributed to the plugin that wrote it. */
+export interface PluginLogRecord extends LogLine {
+  plugin: string;
+  /** Which launch of the plugin (1 for the first, 2 after one relaunch, ...). */
+  instance: number;
+  /** stderr/stdout: the process pipes; stdio: go-plugin's GRPCStdio stream; runtime: this launcher. */
+  source: "stderr" | "stdout" | "stdio" | "runtime";
+}
+
+/** Who is calling the kernel: fixed by the connection the call arrived on. */
+export interface CallbackPeer {
+  readonly plugin: string;
+  readonly instance: number;
+  readonly pid: number;
+  /** Describe answers per category, filled in once discovery has run. */
+  readonly producers: ReadonlyMap<string, ProducerRef>;
+}
+
+export interface CallbackContext extends HandlerContext {
+  peer: CallbackPeer;
+}
+
+/** The service the kernel offers plugins over the broker, bound per connection. */
+export interface CallbackRegistration<S extends DescService = DescService> {
+  service: S;
+  implementation: (peer: CallbackPeer) => ServiceImpl<S, CallbackContext>;
+}
+
+/** A category service and its name; it is served if its Describe answers. */
+export interface CategoryProbe {
+  category: string;
+  service: DescService;
+}
+
+export interface PluginDescription {
+  /** Categories whose Describe answered, in probe order. */
+  categories: string[];
+  producers: Record<string, ProducerRef>;
+}
+
+export interface InstanceOptions {
+  name: string;
+  command: string;
+  args: readonly string[];
+  nodeArgs: readonly string[];
+  cwd: string | undefined;
+  env: EnvironmentSpec;
+  cookie: MagicCookie;
+  versions: readonly number[];
+  launchTimeoutMs: number;
+  healthTimeoutMs: number;
+  socketDir: string | undefined;
+  autoMTLS: boolean;
+  logSink: ((record: PluginLogRecord) => void) | undefined;
+  callbacks: CallbackRegistration | undefined;
+  categories: readonly CategoryProbe[];
+  nodeCompileCache: string | undefined;
+}
+
+const STDERR_TAIL_LINES = 20;
+/** How long a failed call waits to learn whether the process died. */
+const DEATH_GRACE_MS = 500;
+
+function bind(server: Server, target: string, creds: ServerCredentials): Promise<void> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync(target, creds, (err) => (err ? reject(err) : resolve())),
+  );
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+type Death = PluginCrashedError | PluginStoppedError;
+
+export class PluginInstance {
+  readonly name: string;
+  readonly id: number;
+  readonly pid: number;
+  readonly handshake: Handshake;
+  readonly startedAt = Date.now();
+  readonly client: Client;
+  description: PluginDescription = { categories: [], producers: {} };
+  /** Resolves when the process is gone (crashed or stopped). */
+  readonly died: Promise<Death>;
+
+  private state: "running" | "stopping" | "dead" = "running";
+  private deathError: Death | undefined;
+  private resolveDied!: (d: Death) => void;
+  private readonly inflight = new Set<(reason: Error) => void>();
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<void>;
+  private readonly broker: Broker;
+  private readonly tail: string[];
+  private readonly socketDir: string;
+  private callbackServer: Server | undefined;
+  readonly producers = new Map<string, ProducerRef>();
+
+  constructor(init: {
+    name: string;
+    id: number;
+    child: ChildProcess;
+    handshake: Handshake;
+    client: Client;
+    broker: Broker;
+    tail: string[];
+    socketDir: string;
+  }) {
+    this.name = init.name;
+    this.id = init.id;
+    this.child = init.child;
+    this.pid = init.child.pid!;
+    this.handshake = init.handshake;
+    this.client = init.client;
+    this.broker = init.broker;
+    this.tail = init.tail;
+    this.socketDir = init.socketDir;
+    this.died = new Promise((r) => {
+      this.resolveDied = r;
+    });
+    this.exited = new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) resolve();
+      else this.child.once("exit", () => resolve());
+    });
+    this.child.once("exit", (code, signal) => this.die("exited", code, signal));
+    if (this.child.exitCode !== null || this.child.signalCode !== null) {
+      this.die("exited", this.child.exitCode, this.child.signalCode);
+    }
+    this.broker.onClose(() => {
+      if (this.state !== "running") return;
+      // Prefer the exit status if the process is dying anyway.
+      void Promise.race([this.exited, sleep(200)]).then(() => this.die("connection_lost", null, null));
+    });
+  }
+
+  get alive(): boolean {
+    return this.state === "running";
+  }
+
+  /** @internal */
+  setCallbackServer(server: Server): void {
+    this.callbackServer = server;
+  }
+
+  /** A lease for typed clients: tracks the call and classifies its failure. */
+  lease(): Lease {
+    return {
+      client: this.client,
+      track: (abort) => {
+        if (this.deathError) {
+          abort(this.deathError);
+          return () => {};
+        }
+        this.inflight.add(abort);
+        return () => this.inflight.delete(abort);
+      },
+      mapError: (err) => this.classify(err),
+    };
+  }
+
+  /** The error a failed call should report, waiting briefly to see if the plugin died. */
+  async classify(err: Error): Promise<Error> {
+    if (this.deathError) return this.deathError;
+    const transport =
+      isGrpcError(err) &&
+      (err.code === Status.UNAVAILABLE ||
+        err.code === Status.CANCELLED ||
+        err.code === Status.INTERNAL ||
+        err.code === Status.UNKNOWN);
+    if (!transport) return err;
+    const death = await Promise.race([this.died, sleep(DEATH_GRACE_MS).then(() => undefined)]);
+    return death ?? err;
+  }
+
+  /** Kills the process group right away; the instance then dies as crashed. */
+  kill(): void {
+    killGroup(this.child, "SIGKILL");
+  }
+
+  /**
+   * go-plugin's Kill: close the broker, ask GRPCController.Shutdown, wait up to
+   * `graceMs` for the process to exit, then SIGKILL its whole process group.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    if (this.state === "running") {
+      this.state = "stopping";
+      const stopped = new PluginStoppedError(this.name);
+      for (const abort of this.inflight) abort(stopped);
+      this.inflight.clear();
+      this.broker.close();
+      const controller = createClient(GRPCController, this.client);
+      await Promise.race([controller.shutdown({}, { timeoutMs: graceMs }).catch(() => {}), this.exited]);
+      await Promise.race([this.exited, sleep(graceMs)]);
+    }
+    killGroup(this.child, "SIGKILL");
+    await Promise.race([this.exited, sleep(5_000)]);
+    this.die("exited", this.child.exitCode, this.child.signalCode);
+  }
+
+  private die(kind: "exited" | "connection_lost", code: number | null, signal: NodeJS.Signals | null): void {
+    if (this.state === "dead") return;
+    const err: Death =
+      this.state === "stopping"
+        ? new PluginStoppedError(this.name)
+        : new PluginCrashedError(this.name, kind, code, signal, [...this.tail]);
+    this.state = "dead";
+    this.deathError = err;
+    for (const abort of this.inflight) abort(err);
+    this.inflight.clear();
+    this.broker.close();
+    this.client.close();
+    this.callbackServer?.forceShutdown();
+    // Also reaps anything the plugin started in its process group.
+    killGroup(this.child, "SIGKILL");
+    void this.exited.then(() => rmSync(this.socketDir, { recursive: true, force: true }));
+    this.resolveDied(err);
+  }
+}
+
+function fitsSocketDir(dir: string): void {
+  // The longest name this runtime or the plugin puts there: "plugin" + suffix.
+  assertSocketPath(join(dir, `plugin${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
+}
+
+async function dialCredentials(
+  handshake: Handshake,
+  hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined,
+): Promise<{ channel: ChannelCredentials; server: ServerCredentials; options: Record<string, string> }> {
+  if (!hostCert) return { channel: credentials.createInsecure(), server: SC.createInsecure(), options: {} };
+  const mtls = await import("@pluggableharness/goplugin/mtls");
+  if (handshake.serverCert === "")
+    throw new Error("AutoMTLS was requested but the plugin sent no certificate");
+  const pluginPem = mtls.handshakeFieldToPem(handshake.serverCert);
+  return {
+    channel: mtls.channelTlsCredentials(hostCert, pluginPem),
+    server: mtls.serverTlsCredentials(hostCert, pluginPem),
+    options: { ...mtls.TLS_CHANNEL_OPTIONS },
+  };
+}
+
+/** Runs the whole launch sequence; on any failure nothing is left running. */
+export async function launchInstance(opts: InstanceOptions, id: number): Promise<PluginInstance> {
+  const deadline = Date.now() + opts.launchTimeoutMs;
+  const fail = (reason: LaunchFailure, message: string, tail: readonly string[] = [], cause?: unknown) =>
+    new PluginLaunchError(opts.name, reason, message, tail, cause);
+
+  const base = opts.socketDir ?? tmpdir();
+  // Check with the longest directory name mkdtemp can produce before creating it.
+  try {
+    fitsSocketDir(join(base, "ph-XXXXXX"));
+  } catch (err) {
+    throw fail("socket_path_too_long", (err as SocketPathTooLongError).message, [], err);
+  }
+  const socketDir = mkdtempSync(join(base, "ph-"));
+  const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
+
+  let hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined;
+  if (opts.autoMTLS) hostCert = (await import("@pluggableharness/goplugin/mtls")).generateCertificate();
+
+  const { file, args, node } = resolveCommand(opts.command, opts.args, opts.nodeArgs);
+  let env: Record<string, string>;
+  try {
+    env = buildEnvironment(opts.env, {
+      cookie: opts.cookie,
+      versions: opts.versions,
+      socketDir,
+      ...(hostCert ? { clientCertPem: hostCert.certPem } : {}),
+    });
+  } catch (err) {
+    cleanupDir();
+    throw fail("spawn_failed", (err as Error).message, [], err);
+  }
+  if (node && opts.nodeCompileCache && env["NODE_COMPILE_CACHE"] === undefined) {
+    env["NODE_COMPILE_CACHE"] = opts.nodeCompileCache;
+  }
+
+  const child = spawnPlugin({ file, args, env, cwd: opts.cwd });
+  const tail: string[] = [];
+  const sink = (source: PluginLogRecord["source"], line: string, level: "debug" | "info") => {
+    if (source === "stderr") {
+      tail.push(line.length > 500 ? `${line.slice(0, 500)}…` : line);
+      if (tail.length > STDERR_TAIL_LINES) tail.shift();
+    }
+    if (!opts.logSink) return;
+    try {
+      opts.logSink({ ...parseLogLine(line, level), plugin: opts.name, instance: id, source });
+    } catch {
+      // a failing sink must not take the plugin connection down
+    }
+  };
+  const stderr = new LineSplitter((l) => sink("stderr", l, "debug"));
+  child.stderr!.on("data", (c: Buffer) => stderr.push(c));
+  child.stderr!.on("end", () => stderr.flush());
+  const abandon = () => {
+    killGroup(child, "SIGKILL");
+    cleanupDir();
+  };
+
+  const first = await readFirstLine(child, Math.max(0, deadline - Date.now()), (l) =>
+    sink("stdout", l, "info"),
+  );
+  if (first.kind !== "line") {
+    abandon();
+    // Let the last stderr lines arrive so the error can quote them.
+    if (first.kind === "exited") await sleep(20);
+    switch (first.kind) {
+      case "spawn_error":
+        throw fail(
+          "spawn_failed",
+          `cannot run ${JSON.stringify(file)}: ${first.error.message}`,
+          tail,
+          first.error,
+        );
+      case "exited":
+        throw fail(
+          "exited",
+          `the process ${first.signal ? `was killed by ${first.signal}` : `exited with status ${first.code}`} before printing its handshake`,
+          tail,
+        );
+      case "timeout":
+        throw fail("timeout", `no handshake line on stdout within ${opts.launchTimeoutMs} ms`, tail);
+      case "too_long":
+        throw fail("bad_handshake", `first stdout line is too long: ${describeOutput(first.text)}`, tail);
+    }
+  }
+
+  let handshake: Handshake;
+  try {
+    handshake = parseHandshake(first.line);
+  } catch (err) {
+    abandon();
+    const reason = err instanceof HandshakeError ? err.message : String(err);
+    throw fail("bad_handshake", reason, tail, err);
+  }
+  if (!opts.versions.includes(handshake.appVersion)) {
+    abandon();
+    throw fail(
+      "version_mismatch",
+      `the plugin speaks protocol version ${handshake.appVersion}; this kernel speaks ${opts.versions.join(", ")}`,
+      tail,
+    );
+  }
+
+  let creds: Awaited<ReturnType<typeof dialCredentials>>;
+  try {
+    creds = await dialCredentials(handshake, hostCert);
+  } catch (err) {
+    abandon();
+    throw fail("tls_failed", (err as Error).message, tail, err);
+  }
+  const target = handshake.network === "unix" ? unixTarget(handshake.address) : handshake.address;
+  const client = new Client(target, creds.channel, { ...CHANNEL_OPTIONS, ...creds.options });
+
+  // go-plugin hosts open the broker and stdio streams straight away: a Go plugin
+  // blocks on its first stdout write, or its first broker announcement, until they are.
+  const brokerDef = serviceDefinition(GRPCBroker)["startStream"]!;
+  const brokerCall = client.makeBidiStreamRequest(
+    methodPath(GRPCBroker, "StartStream"),
+    brokerDef.requestSerialize,
+    brokerDef.responseDeserialize,
+    new Metadata(),
+    {},
+  );
+  const broker = new Broker();
+  broker.attach(brokerCall as unknown as ConnInfoStream);
+  const stdioLines = new StdioLines((_channel, line) => sink("stdio", line, "info"));
+  const stdioDef = serviceDefinition(GRPCStdio)["streamStdio"]!;
+  const stdioCall = client.makeServerStreamRequest(
+    methodPath(GRPCStdio, "StreamStdio"),
+    stdioDef.requestSerialize,
+    stdioDef.responseDeserialize,
+    {},
+    new Metadata(),
+    {},
+  );
+  stdioCall.on("data", (d: StdioData) => stdioLines.push(d));
+  stdioCall.on("error", () => stdioLines.flush()); // older plugins lack GRPCStdio; harmless
+  stdioCall.on("end", () => stdioLines.flush());
+
+  const instance = new PluginInstance({
+    name: opts.name,
+    id,
+    child,
+    handshake,
+    client,
+    broker,
+    tail,
+    socketDir,
+  });
+  const launchFailed = async (reason: LaunchFailure, message: string, cause?: unknown) => {
+    instance.kill();
+    await Promise.race([instance.died, sleep(1_000)]);
+    return fail(reason, message, tail, cause);
+  };
+
+  const health = createClient(Health, client);
+  try {
+    const timeoutMs = Math.max(1, Math.min(opts.healthTimeoutMs, deadline - Date.now()));
+    const res = await health.check({ service: HEALTH_SERVICE_NAME }, { timeoutMs });
+    if (res.status !== HealthCheckResponse_ServingStatus.SERVING) {
+      throw new Error(`health status is ${HealthCheckResponse_ServingStatus[res.status] ?? res.status}`);
+    }
+  } catch (err) {
+    if (!instance.alive)
+      throw await launchFailed("exited", "the process exited during the health check", err);
+    throw await launchFailed(
+      "unhealthy",
+      `health check for service "plugin" failed: ${(err as Error).message}`,
+      err,
+    );
+  }
+
+  if (opts.callbacks) {
+    const peer: CallbackPeer = {
+      plugin: opts.name,
+      instance: id,
+      pid: instance.pid,
+      producers: instance.producers,
+    };
+    const server = new Server(SERVER_OPTIONS);
+    const cb = opts.callbacks;
+    server.addService(
+      serviceDefinition(cb.service),
+      implement(cb.service, cb.implementation(peer), {
+        context: (base): CallbackContext => ({ ...base, peer }),
+      }),
+    );
+    const path = join(socketDir, "kernel");
+    try {
+      await bind(server, unixTarget(path), creds.server);
+    } catch (err) {
+      server.forceShutdown();
+      throw await launchFailed(
+        "spawn_failed",
+        `cannot serve kernel callbacks: ${(err as Error).message}`,
+        err,
+      );
+    }
+    instance.setCallbackServer(server);
+    broker.announce(KERNEL_CALLBACK_BROKER_ID, "unix", path);
+  }
+
+  try {
+    instance.description = await discover(client, opts.categories, Math.max(1, deadline - Date.now()));
+    for (const [k, v] of Object.entries(instance.description.producers)) instance.producers.set(k, v);
+  } catch (err) {
+    throw await launchFailed("describe_failed", (err as Error).message, err);
+  }
+  return instance;
+}
+
+/**
+ * Category discovery: a category service is served when its Describe answers;
+ * UNIMPLEMENTED means the plugin does not serve it. Probes run in parallel.
+ */
+export async function discover(
+  client: Client,
+  probes: readonly CategoryProbe[],
+  timeoutMs: number,
+): Promise<PluginDescription> {
+  const answers = await Promise.all(
+    probes.map(async (probe) => {
+      const typed = createClient(probe.service, client) as Record<
+        string,
+        (req: object, o: { timeoutMs: number }) => Promise<{ producer?: ProducerRef }>
+      >;
+      const describe = typed["describe"];
+      if (!describe) throw new Error(`${probe.service.typeName} has no Describe method to probe`);
+      try {
+        const res = await describe({}, { timeoutMs });
+        return { probe, producer: res.producer };
+      } catch (err) {
+        if (isGrpcError(err) && err.code === Status.UNIMPLEMENTED) return undefined;
+        throw new Error(`${probe.service.typeName}/Describe failed: ${(err as Error).message}`);
+      }
+    }),
+  );
+  const description: PluginDescription = { categories: [], producers: {} };
+  for (const a of answers) {
+    if (!a) continue;
+    if (!a.producer) throw new Error(`${a.probe.service.typeName}/Describe returned no producer`);
+    description.categories.push(a.probe.category);
+    description.producers[a.probe.category] = a.producer;
+  }
+  return description;
+}
