@@ -11,6 +11,11 @@ import type {
   TurnResponse,
 } from "./types.ts";
 
+/** Drops keys whose value is undefined so they cannot override a builder's defaults. */
+function defined<T extends object>(opts: T): T {
+  return Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) as T;
+}
+
 const SAMPLE_SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsFAKEsignature==";
 
 /** A plain text answer split into `chunks` deltas. */
@@ -18,7 +23,7 @@ export function text(
   content = "Hello! How can I help?",
   opts: TurnOptions & { chunks?: number } = {},
 ): TextResponse {
-  return { kind: "text", text: content, chunks: opts.chunks ?? 4, ...opts };
+  return { kind: "text", text: content, chunks: opts.chunks ?? 4, ...defined(opts) };
 }
 
 /** One tool call whose argument JSON arrives in many fragments (whole-call vendors send it at once). */
@@ -33,10 +38,10 @@ export function toolCallFragments(
         name: call.name ?? "get_weather",
         args: call.args ?? { location: "San Francisco, CA", unit: "fahrenheit" },
         fragments: call.fragments ?? 12,
-        ...call,
+        ...defined(call),
       },
     ],
-    ...opts,
+    ...defined(opts),
   };
 }
 
@@ -52,7 +57,7 @@ export function parallelToolCalls(
       { name: "read_file", args: { path: "b.txt" }, fragments: 3 },
       { name: "list_dir", args: { path: "." }, fragments: 2 },
     ],
-    ...opts,
+    ...defined(opts),
   };
 }
 
@@ -72,7 +77,7 @@ export function thinking(
       },
       { type: "text", text: answer ?? "27 * 453 = 12,231", chunks: chunks ?? 3 },
     ],
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -88,7 +93,7 @@ export function redactedThinking(opts: TurnOptions & { data?: string; text?: str
       },
       { type: "text", text: answer ?? "Done.", chunks: 2 },
     ],
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -107,7 +112,7 @@ export function cacheHit(
       cacheWriteTokens: cacheWriteTokens ?? 512,
       outputTokens: 5,
     },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -119,7 +124,7 @@ export function refusal(opts: TurnOptions & { explanation?: string; category?: s
     blocks: [],
     stopReason: "refusal",
     refusal: { category: category ?? "cyber", explanation: explanation ?? "I can't help with that request." },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -131,28 +136,46 @@ export function stopSequence(sequence = "###", opts: TurnOptions = {}): TextResp
     chunks: 2,
     stopReason: "stop_sequence",
     stopSequence: sequence,
-    ...opts,
+    ...defined(opts),
   };
 }
 
 /** Text cut off by the output limit. */
 export function maxTokens(opts: TurnOptions = {}): TextResponse {
-  return { kind: "text", text: "This answer was cut", chunks: 3, stopReason: "max_tokens", ...opts };
+  return { kind: "text", text: "This answer was cut", chunks: 3, stopReason: "max_tokens", ...defined(opts) };
 }
 
 /** 429 with `retry-after` (and RetryInfo in Gemini's body, "try again in Ns" in OpenAI's). */
 export function rateLimited(retryAfterSeconds = 2, opts: Partial<ErrorResponse> = {}): ErrorResponse {
-  return { kind: "error", status: 429, retryAfterSeconds, ...opts };
+  return { kind: "error", status: 429, retryAfterSeconds, ...defined(opts) };
+}
+
+/** OpenAI's quota exhaustion: a 429 without retry-after that clients must not retry. */
+export function insufficientQuota(opts: Partial<ErrorResponse> = {}): ErrorResponse {
+  return {
+    kind: "error",
+    status: 429,
+    errorType: "insufficient_quota",
+    code: "insufficient_quota",
+    message: "You exceeded your current quota, please check your plan and billing details.",
+    ...defined(opts),
+  };
 }
 
 /** Anthropic's 529 overloaded_error (other vendors render status 529 with their generic body). */
 export function overloaded(opts: Partial<ErrorResponse> = {}): ErrorResponse {
-  return { kind: "error", status: 529, errorType: "overloaded_error", message: "Overloaded", ...opts };
+  return {
+    kind: "error",
+    status: 529,
+    errorType: "overloaded_error",
+    message: "Overloaded",
+    ...defined(opts),
+  };
 }
 
 /** A 5xx answer with the vendor's server-error body. */
 export function serverError(status = 500, opts: Partial<ErrorResponse> = {}): ErrorResponse {
-  return { kind: "error", status, ...opts };
+  return { kind: "error", status, ...defined(opts) };
 }
 
 /** A 200 stream that reports an in-band error after `afterFrames` frames. */
@@ -165,7 +188,7 @@ export function midStreamError(
     text: "This stream will fail partway through.",
     chunks: 6,
     interrupt: { type: "error", afterFrames: afterFrames ?? 4, errorType, code, message },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -177,7 +200,7 @@ export function droppedConnection(opts: TurnOptions & { afterFrames?: number } =
     text: "This stream will be cut off.",
     chunks: 6,
     interrupt: { type: "drop", afterFrames: afterFrames ?? 4 },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -191,7 +214,7 @@ export function malformedFrame(
     text: "Before and after a broken frame.",
     chunks: 4,
     interrupt: { type: "malformed", afterFrames: afterFrames ?? 3, bytes, thenEnd },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -205,7 +228,7 @@ export function stall(
     text: "This stream goes quiet for a while.",
     chunks: 6,
     interrupt: { type: "stall", afterFrames: afterFrames ?? 3, onRelease },
-    ...rest,
+    ...defined(rest),
   };
 }
 
@@ -213,7 +236,7 @@ export function stall(
 export function longStream(deltas = 20_000, opts: TurnOptions = {}): TextResponse {
   const pieces = new Array<string>(deltas);
   for (let i = 0; i < deltas; i++) pieces[i] = `tok${i} `;
-  return { kind: "text", text: "", deltas: pieces, usage: { outputTokens: deltas }, ...opts };
+  return { kind: "text", text: "", deltas: pieces, usage: { outputTokens: deltas }, ...defined(opts) };
 }
 
 /** The connection is closed before any status line. */

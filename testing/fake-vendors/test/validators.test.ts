@@ -1,0 +1,206 @@
+import { describe, expect, it } from "vitest";
+import type { RecordedRequest } from "../src/types.ts";
+import { validateAnthropic } from "../src/validators/anthropic.ts";
+import { validateGemini } from "../src/validators/gemini.ts";
+import { validateChat } from "../src/validators/openai-chat.ts";
+import { validateResponses } from "../src/validators/openai-responses.ts";
+
+function req(
+  json: unknown,
+  headers: Record<string, string> = { "anthropic-version": "2023-06-01" },
+): RecordedRequest {
+  return { json, headers } as unknown as RecordedRequest;
+}
+
+const base = { model: "claude-sonnet-4-5", max_tokens: 2048 };
+const toolTurn = [
+  { role: "user", content: "weather?" },
+  {
+    role: "assistant",
+    content: [
+      { type: "thinking", thinking: "let me call", signature: "SIG" },
+      { type: "tool_use", id: "toolu_1", name: "get_weather", input: {} },
+    ],
+  },
+  { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "sunny" }] },
+];
+
+describe("validateAnthropic", () => {
+  it("accepts a well-formed tool round trip with signed thinking", () => {
+    expect(validateAnthropic(req({ ...base, messages: toolTurn }))).toBeUndefined();
+  });
+
+  it("requires the anthropic-version header and max_tokens", () => {
+    expect(validateAnthropic(req({ ...base, messages: [] }, {}))?.message).toBe(
+      "anthropic-version: header is required",
+    );
+    expect(validateAnthropic(req({ model: "m", messages: [] }))?.message).toBe("max_tokens: Field required");
+  });
+
+  it("requires a signature on replayed thinking blocks", () => {
+    const messages = structuredClone(toolTurn);
+    delete (messages[1]!.content as Array<Record<string, unknown>>)[0]!.signature;
+    expect(validateAnthropic(req({ ...base, messages }))?.message).toBe(
+      "messages.1.content.0.thinking.signature: Field required",
+    );
+  });
+
+  it("requires every tool_use to be answered in the next message", () => {
+    const messages = [...toolTurn.slice(0, 2), { role: "user", content: "never mind" }];
+    expect(validateAnthropic(req({ ...base, messages }))?.message).toMatch(
+      /^messages\.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_1\./,
+    );
+  });
+
+  it("rejects a tool_result that answers no tool_use in the previous message", () => {
+    const messages = [
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", content: "x" }] },
+    ];
+    expect(validateAnthropic(req({ ...base, messages }))?.message).toMatch(
+      /unexpected `tool_use_id` found in `tool_result` blocks: toolu_9/,
+    );
+  });
+
+  it("rejects content blocks of other vendors (e.g. an OpenAI reasoning item)", () => {
+    const messages = [{ role: "assistant", content: [{ type: "reasoning", summary: [] }] }];
+    expect(validateAnthropic(req({ ...base, messages }))?.message).toMatch(
+      /^messages\.0\.content\.0: Input tag 'reasoning'/,
+    );
+  });
+
+  it("enforces thinking budget bounds", () => {
+    const messages = [{ role: "user", content: "x" }];
+    expect(
+      validateAnthropic(req({ ...base, messages, thinking: { type: "enabled", budget_tokens: 500 } }))
+        ?.message,
+    ).toMatch(/1024/);
+    expect(
+      validateAnthropic(req({ ...base, messages, thinking: { type: "enabled", budget_tokens: 4096 } }))
+        ?.message,
+    ).toMatch(/max_tokens/);
+    expect(validateAnthropic(req({ ...base, messages, thinking: { type: "adaptive" } }))).toBeUndefined();
+  });
+});
+
+describe("validateResponses", () => {
+  const ok = {
+    model: "gpt-5",
+    input: [
+      { role: "user", content: "hi" },
+      { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "gAAA" },
+      { type: "function_call", call_id: "call_1", name: "f", arguments: "{}" },
+      { type: "function_call_output", call_id: "call_1", output: "done" },
+      { type: "message", role: "assistant", content: [{ type: "output_text", text: "ok" }] },
+    ],
+  };
+
+  it("accepts a well-formed history", () => {
+    expect(validateResponses(req(ok))).toBeUndefined();
+  });
+
+  it("rejects unknown input item types such as an Anthropic thinking block", () => {
+    const body = { model: "gpt-5", input: [{ type: "thinking", thinking: "x", signature: "s" }] };
+    const r = validateResponses(req(body));
+    expect(r).toMatchObject({ status: 400, param: "input[0].type", code: "invalid_value" });
+    expect(r?.message).toMatch(/^Invalid value: 'thinking'\. Supported values are: 'message', /);
+  });
+
+  it("rejects input_text inside an assistant message", () => {
+    const body = {
+      model: "gpt-5",
+      input: [{ role: "assistant", content: [{ type: "input_text", text: "x" }] }],
+    };
+    expect(validateResponses(req(body))?.message).toBe(
+      "Invalid value: 'input_text'. Supported values are: 'output_text' and 'refusal'.",
+    );
+  });
+
+  it("rejects a function_call_output with no matching call unless chained by previous_response_id", () => {
+    const body = {
+      model: "gpt-5",
+      input: [{ type: "function_call_output", call_id: "call_x", output: "1" }],
+    };
+    expect(validateResponses(req(body))?.message).toBe(
+      "No tool call found for function call output with call_id call_x.",
+    );
+    expect(validateResponses(req({ ...body, previous_response_id: "resp_1" }))).toBeUndefined();
+  });
+
+  it("requires summary on reasoning items", () => {
+    const body = { model: "gpt-5", input: [{ type: "reasoning", encrypted_content: "x" }] };
+    expect(validateResponses(req(body))).toMatchObject({
+      param: "input[0].summary",
+      code: "missing_required_parameter",
+    });
+  });
+});
+
+describe("validateChat", () => {
+  const call = { id: "call_1", type: "function", function: { name: "f", arguments: "{}" } };
+
+  it("accepts assistant tool_calls answered by tool messages", () => {
+    const messages = [
+      { role: "user", content: "x" },
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "tool", tool_call_id: "call_1", content: "1" },
+    ];
+    expect(validateChat(req({ model: "m", messages }))).toBeUndefined();
+  });
+
+  it("rejects a tool message without a preceding tool call", () => {
+    const messages = [{ role: "tool", tool_call_id: "call_1", content: "1" }];
+    expect(validateChat(req({ model: "m", messages }))?.message).toMatch(
+      /must be a response to a preceeding message with 'tool_calls'/,
+    );
+  });
+
+  it("rejects unanswered tool calls", () => {
+    const messages = [
+      { role: "assistant", content: null, tool_calls: [call] },
+      { role: "user", content: "x" },
+    ];
+    expect(validateChat(req({ model: "m", messages }))?.message).toMatch(
+      /did not have response messages: call_1$/,
+    );
+  });
+
+  it("rejects unknown roles and empty message lists", () => {
+    expect(validateChat(req({ model: "m", messages: [{ role: "model", content: "x" }] }))?.code).toBe(
+      "invalid_value",
+    );
+    expect(validateChat(req({ model: "m", messages: [] }))?.message).toBe("[] is too short - 'messages'");
+  });
+});
+
+describe("validateGemini", () => {
+  it("accepts parts with thought signatures", () => {
+    const contents = [
+      { role: "user", parts: [{ text: "x" }] },
+      { role: "model", parts: [{ functionCall: { name: "f", args: {} }, thoughtSignature: "S" }] },
+      { role: "user", parts: [{ functionResponse: { name: "f", response: { ok: true } } }] },
+    ];
+    expect(validateGemini(req({ contents }))).toBeUndefined();
+  });
+
+  it("rejects unknown part fields such as an Anthropic-style type tag", () => {
+    const contents = [{ role: "model", parts: [{ type: "thinking", text: "x" }] }];
+    expect(validateGemini(req({ contents }))?.message).toBe(
+      `Invalid JSON payload received. Unknown name "type" at 'contents[0].parts[0]': Cannot find field.`,
+    );
+  });
+
+  it("rejects bad roles, empty parts and both thinking controls", () => {
+    expect(validateGemini(req({ contents: [{ role: "assistant", parts: [{ text: "x" }] }] }))?.message).toBe(
+      "Please use a valid role: user, model.",
+    );
+    expect(validateGemini(req({ contents: [{ role: "user", parts: [] }] }))?.message).toMatch(
+      /must not be empty/,
+    );
+    const contents = [{ role: "user", parts: [{ text: "x" }] }];
+    expect(
+      validateGemini(
+        req({ contents, generationConfig: { thinkingConfig: { thinkingBudget: 10, thinkingLevel: "low" } } }),
+      )?.status,
+    ).toBe(400);
+  });
+});
