@@ -1,0 +1,68 @@
+// Done detection. The baseline: an assistant message without tool_use blocks ends the
+// loop. On top: a call to an operation declaring terminates_turn ends the loop right
+// after that call's post-tool-call hook, whatever other calls the message held.
+//
+// Decision: only a terminating call that actually ran and returned a result counts; one
+// that was denied, failed or was cancelled is not a completion report, so the loop goes on.
+import type { Message } from "@pluggableharness/protocol/content";
+import { ToolKind, type ToolSchema } from "@pluggableharness/protocol/tool";
+
+export interface ToolUseRef {
+  readonly id: string;
+  readonly name: string;
+}
+
+export type DoneCheck =
+  /** No tool_use blocks: the loop ends successfully now. */
+  | { readonly kind: "done_no_tool_calls" }
+  /** Tool calls to run; `terminatingCallIds` end the loop once their post-tool-call fired. */
+  | {
+      readonly kind: "continue";
+      readonly toolUses: readonly ToolUseRef[];
+      readonly terminatingCallIds: readonly string[];
+    };
+
+/** Classifies an assistant message; `resolve` maps a tool_use name to its ToolSchema. */
+export function checkDone(
+  message: Message,
+  resolve: (toolName: string) => ToolSchema | undefined,
+): DoneCheck {
+  const toolUses: ToolUseRef[] = [];
+  for (const block of message.content) {
+    if (block.block.case === "toolUse")
+      toolUses.push({ id: block.block.value.id, name: block.block.value.name });
+  }
+  if (toolUses.length === 0) return { kind: "done_no_tool_calls" };
+  const terminatingCallIds = toolUses
+    .filter((u) => {
+      const schema = resolve(u.name);
+      return schema !== undefined && schema.kind === ToolKind.RESOURCE && schema.terminatesTurn === true;
+    })
+    .map((u) => u.id);
+  return { kind: "continue", toolUses, terminatingCallIds };
+}
+
+export type CallOutcomeKind = "succeeded" | "failed" | "denied" | "cancelled";
+
+/**
+ * Tracks post-tool-call hooks within one turn. `postToolCallFired` returns true (the
+ * DoneCheck succeeded) the moment a terminating call's hook has fired with a success.
+ */
+export class TurnDoneTracker {
+  readonly #terminating: ReadonlySet<string>;
+  #done = false;
+
+  constructor(check: DoneCheck) {
+    this.#terminating = new Set(check.kind === "continue" ? check.terminatingCallIds : []);
+    this.#done = check.kind === "done_no_tool_calls";
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  postToolCallFired(callId: string, outcome: CallOutcomeKind): boolean {
+    if (this.#terminating.has(callId) && outcome === "succeeded") this.#done = true;
+    return this.#done;
+  }
+}
