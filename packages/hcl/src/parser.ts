@@ -63,7 +63,7 @@ export function parseFile(source: string | Uint8Array, filename: string): ParseR
     items: [],
     range: src.range(0, src.text.length),
   };
-  return { file: { kind: "File", filename, body, range: body.range }, diagnostics };
+  return { file: { kind: "File", filename, body, range: body.range }, diagnostics: byPosition(diagnostics) };
 }
 
 /** Parses a standalone expression (surrounding newlines allowed). */
@@ -74,7 +74,13 @@ export function parseExpression(source: string | Uint8Array, filename: string): 
   const { tokens, diagnostics } = lex(src);
   const parser = new Parser(src, tokens, diagnostics);
   const expr = parser.guard(() => parser.parseStandaloneExpression());
-  return expr === undefined ? { diagnostics } : { expr, diagnostics };
+  const sorted = byPosition(diagnostics);
+  return expr === undefined ? { diagnostics: sorted } : { expr, diagnostics: sorted };
+}
+
+/** Lexer and parser diagnostics interleaved in source order (the sort is stable). */
+function byPosition(diagnostics: Diagnostic[]): Diagnostic[] {
+  return diagnostics.sort((a, b) => a.subject.start.byte - b.subject.start.byte);
 }
 
 function decodeSource(
