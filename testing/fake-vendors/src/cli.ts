@@ -6,7 +6,7 @@
 //        [--validate] [--api-key KEY] [--quiet]
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { VENDOR_IDS, type ServerVendor } from "./router.ts";
+import { type ServerVendor, VENDOR_IDS } from "./router.ts";
 import * as scenarios from "./scenarios.ts";
 import { startFakeVendor } from "./server.ts";
 import type { Script, ScriptedResponse } from "./types.ts";
@@ -23,7 +23,8 @@ function fail(message: string): never {
 function int(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0)
+    fail(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
   return n;
 }
 

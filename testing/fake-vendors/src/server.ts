@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
+import { brotliDecompressSync, gunzipSync, inflateSync, zstdDecompressSync } from "node:zlib";
 import { DEFAULT_RATE_LIMITS, normalizeTurn } from "./normalize.ts";
 import { Prng } from "./prng.ts";
 import { exhausted } from "./ratelimits.ts";
@@ -135,6 +136,26 @@ function queryOf(url: URL): Record<string, string> {
   return out;
 }
 
+/** Some clients compress request bodies (Codex can send zstd); decode them for parsing. */
+function decodeBody(raw: Buffer, encoding: string | undefined): Buffer {
+  try {
+    switch (encoding?.trim().toLowerCase()) {
+      case "gzip":
+        return gunzipSync(raw);
+      case "deflate":
+        return inflateSync(raw);
+      case "br":
+        return brotliDecompressSync(raw);
+      case "zstd":
+        return zstdDecompressSync(raw);
+      default:
+        return raw;
+    }
+  } catch {
+    return raw;
+  }
+}
+
 const BUILT_IN_VALIDATORS: Partial<Record<RecordedRequest["endpoint"], Validator>> = {
   messages: validateAnthropic,
   responses: validateResponses,
@@ -232,7 +253,7 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     socket[FIRST_BYTE] = undefined;
     const bodyCompleteAt = now();
     const rawBody = Buffer.concat(chunks);
-    const bodyText = rawBody.toString("utf8");
+    const bodyText = decodeBody(rawBody, req.headers["content-encoding"]).toString("utf8");
     let json: unknown;
     try {
       json = bodyText.length > 0 ? JSON.parse(bodyText) : undefined;

@@ -262,7 +262,9 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The API key the vendor's client sent (x-api-key, Bearer token, x-goog-api-key or ?key=). */
   apiKey: string | undefined;
+  /** The body bytes as received (still compressed if the client sent content-encoding). */
   rawBody: Buffer;
+  /** The body as text, decoded from gzip/deflate/br/zstd when needed. */
   bodyText: string;
   /** Parsed JSON body, or undefined when the body is empty or not JSON. */
   json: unknown;

@@ -431,3 +431,47 @@ describe("long streams", () => {
     expect(performance.now() - started).toBeLessThan(10_000);
   });
 });
+
+describe("compressed request bodies", () => {
+  it("decodes zstd and gzip bodies for json/bodyText and keeps rawBody as sent", async () => {
+    const { gzipSync, zstdCompressSync } = await import("node:zlib");
+    fake = await startOpenAIChatFake({ script: [scenarios.text("a"), scenarios.text("b")] });
+    const body = JSON.stringify({ model: "zstd-model", messages: [] });
+    for (const [encoding, data] of [
+      ["zstd", zstdCompressSync(body)],
+      ["gzip", gzipSync(body)],
+    ] as const) {
+      const res = await fetch(`${fake.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-encoding": encoding },
+        body: data,
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    expect(fake.requests.map((r) => r.model)).toEqual(["zstd-model", "zstd-model"]);
+    expect(fake.requests[0]!.rawBody.equals(zstdCompressSync(body))).toBe(true);
+  });
+});
+
+describe("first-byte timestamps", () => {
+  it("stamps receivedAt when the first byte arrives, not when the headers are complete", async () => {
+    const { connect } = await import("node:net");
+    const { setTimeout: wait } = await import("node:timers/promises");
+    fake = await startAnthropicFake({ script: [scenarios.text("a")] });
+    const body = JSON.stringify({ ...ANTHROPIC, stream: false });
+    const socket = connect(fake.port, "127.0.0.1");
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const sentFirst = process.hrtime.bigint();
+    socket.write("POST /v1/messages HTTP/1.1\r\nHost: fake\r\n");
+    // A deliberate gap inside the request head; receivedAt must fall before it.
+    await wait(40);
+    socket.write(
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+    const [r] = await fake.waitForRequests(1);
+    socket.destroy();
+    expect(r!.receivedAt.hrtime).toBeGreaterThanOrEqual(sentFirst);
+    expect(Number(r!.bodyCompleteAt.hrtime - r!.receivedAt.hrtime) / 1e6).toBeGreaterThanOrEqual(30);
+  });
+});
