@@ -341,11 +341,14 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
       return sendJson(res, renderer, ctx, 200, renderer.countTokensBody(tokens, ctx), {});
     }
 
-    const queue = (r.vendor && perVendor.get(r.vendor)) || shared;
+    // A vendor's own queue answers first; once it is empty the shared script takes over.
+    const own = r.vendor ? perVendor.get(r.vendor) : undefined;
+    const queue = own && own.remaining > 0 ? own : shared;
     let scripted = await queue.next(recorded);
     if (!scripted) {
       const w = options.whenExhausted ?? "error";
-      if (w === "repeat-last" && queue.last) scripted = queue.last;
+      const last = queue.last ?? own?.last;
+      if (w === "repeat-last" && last) scripted = last;
       else if (typeof w === "object") scripted = w;
       else {
         recorded.exhausted = true;

@@ -271,6 +271,13 @@ describe("combined server", () => {
     expect(
       chat.map((c) => (c.choices as Array<{ delta: { content?: string } }>)[0]?.delta.content ?? "").join(""),
     ).toBe("shared");
+    // The anthropic queue is empty now, so the shared script would answer next.
+    fake.push(scenarios.text("shared again"));
+    expect(textOf((await postSse(fake, "/v1/messages", ANTHROPIC, HEADERS)).events)).toBe("shared again");
+    fake.pushFor("anthropic", scenarios.text("pushed for anthropic"));
+    expect(textOf((await postSse(fake, "/v1/messages", ANTHROPIC, HEADERS)).events)).toBe(
+      "pushed for anthropic",
+    );
     expect(fake.baseUrl("anthropic")).toBe(fake.url);
     expect(fake.baseUrl("openai-responses")).toBe(`${fake.url}/v1`);
     expect(fake.baseUrl("xai")).toBe(`${fake.url}/xai/v1`);

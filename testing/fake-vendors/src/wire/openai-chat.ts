@@ -283,8 +283,21 @@ export function chatRenderer(vendor: VendorId): WireRenderer {
       const finish = finishReason(turn, dialect);
       const usage = usageObject(turn.usage, dialect.usageShape);
 
+      // When a turn opens with tool calls, OpenAI puts the role on the first tool-call chunk.
+      const toolFirst =
+        dialect.role === "separate" &&
+        dialect.toolCalls === "fragments" &&
+        turn.stopReason !== "refusal" &&
+        turn.blocks.some((b) => b.type === "tool_call") &&
+        turn.blocks.every(
+          (b) =>
+            b.type === "tool_call" ||
+            b.type === "redacted_thinking" ||
+            (b.type === "thinking" && !dialect.reasoning),
+        );
+
       function* frames(): Generator<string> {
-        if (dialect.role === "separate") {
+        if (dialect.role === "separate" && !toolFirst) {
           roleSent = true;
           yield chunk(
             dialect.refusalField
@@ -319,8 +332,13 @@ export function chatRenderer(vendor: VendorId): WireRenderer {
         if (calls.length > 0) {
           if (dialect.toolCalls === "fragments") {
             for (const [index, call] of calls.entries()) {
+              const opening: Record<string, unknown> =
+                toolFirst && index === 0
+                  ? { role: "assistant", content: null, ...(dialect.refusalField ? { refusal: null } : {}) }
+                  : {};
               yield chunk(
                 {
+                  ...opening,
                   tool_calls: [
                     {
                       index,
