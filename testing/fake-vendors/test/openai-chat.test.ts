@@ -102,6 +102,9 @@ describe("OpenAI Chat Completions stream", () => {
     const calls = chunks.flatMap(
       (c) => (c.choices[0]?.delta.tool_calls as Array<Record<string, unknown>>) ?? [],
     );
+    // A turn that opens with tool calls carries the role on the first tool-call chunk.
+    expect(Object.keys(chunks[0]!.choices[0]!.delta)).toEqual(["role", "content", "refusal", "tool_calls"]);
+    expect(chunks[0]!.choices[0]!.delta).toMatchObject({ role: "assistant", content: null, refusal: null });
     expect(calls[0]).toEqual({
       index: 0,
       id: "call_a",
