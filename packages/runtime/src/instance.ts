@@ -178,8 +178,10 @@ export class PluginInstance {
     if (this.child.exitCode !== null || this.child.signalCode !== null) {
       this.die("exited", this.child.exitCode, this.child.signalCode);
     }
-    this.broker.onClose(() => {
+    this.broker.onClose((err) => {
       if (this.state !== "running") return;
+      // A plugin without a broker (go-plugin tolerates that) is not a lost connection.
+      if (isGrpcError(err) && err.code === Status.UNIMPLEMENTED) return;
       // Prefer the exit status if the process is dying anyway.
       void Promise.race([this.exited, sleep(200)]).then(() => this.die("connection_lost", null, null));
     });
@@ -343,8 +345,14 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   const stderr = new LineSplitter((l) => sink("stderr", l, "debug"));
   child.stderr!.on("data", (c: Buffer) => stderr.push(c));
   child.stderr!.on("end", () => stderr.flush());
-  const abandon = () => {
+  const abandon = async () => {
     killGroup(child, "SIGKILL");
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      await new Promise<void>((resolve) => {
+        child.once("exit", () => resolve());
+        setTimeout(resolve, 2_000).unref();
+      });
+    }
     cleanupDir();
   };
 
@@ -352,9 +360,14 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
     sink("stdout", l, "info"),
   );
   if (first.kind !== "line") {
-    abandon();
+    await abandon();
     // Let the last stderr lines arrive so the error can quote them.
-    if (first.kind === "exited") await sleep(20);
+    if (!child.stderr!.readableEnded) {
+      await new Promise<void>((resolve) => {
+        child.stderr!.once("end", () => resolve());
+        setTimeout(resolve, 200).unref();
+      });
+    }
     switch (first.kind) {
       case "spawn_error":
         throw fail(
@@ -380,12 +393,12 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   try {
     handshake = parseHandshake(first.line);
   } catch (err) {
-    abandon();
+    await abandon();
     const reason = err instanceof HandshakeError ? err.message : String(err);
     throw fail("bad_handshake", reason, tail, err);
   }
   if (!opts.versions.includes(handshake.appVersion)) {
-    abandon();
+    await abandon();
     throw fail(
       "version_mismatch",
       `the plugin speaks protocol version ${handshake.appVersion}; this kernel speaks ${opts.versions.join(", ")}`,
@@ -397,7 +410,7 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   try {
     creds = await dialCredentials(handshake, hostCert);
   } catch (err) {
-    abandon();
+    await abandon();
     throw fail("tls_failed", (err as Error).message, tail, err);
   }
   const target = handshake.network === "unix" ? unixTarget(handshake.address) : handshake.address;
