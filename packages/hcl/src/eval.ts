@@ -1,6 +1,7 @@
 // Expression evaluation over plain JavaScript values. Variables and functions
 // come only from the caller's context; anything else is a positioned
 // diagnostic. Evaluation stops at the first error in an expression.
+// Diagnostics never quote computed string values, which may be secrets.
 
 import type {
   Binary,
@@ -235,8 +236,9 @@ class Evaluator {
           `An object is indexed by a string, not by a ${typeName(key)}.`,
           at,
         );
+      // Computed keys are not echoed: they may carry secrets.
       if (!hasKey(coll, k))
-        fail("invalid-index", "Invalid index", `This object has no element with the key "${k}".`, at);
+        fail("invalid-index", "Invalid index", "This object has no element with the given key.", at);
       return coll[k]!;
     }
     return fail("invalid-index", "Invalid index", `A ${typeName(coll)} value cannot be indexed.`, at);
@@ -268,6 +270,7 @@ class Evaluator {
     }
     const args: Value[] = [];
     const argRanges: Range[] = [];
+    const argExpressions: Expression[] = [];
     e.args.forEach((argExpr, i) => {
       const v = this.eval(argExpr, scope);
       if (e.expandFinal && i === e.args.length - 1) {
@@ -282,13 +285,15 @@ class Evaluator {
         for (const x of v) {
           args.push(x);
           argRanges.push(argExpr.range);
+          argExpressions.push(argExpr);
         }
       } else {
         args.push(v);
         argRanges.push(argExpr.range);
+        argExpressions.push(argExpr);
       }
     });
-    const info: CallInfo = { name: e.name, range: e.range, argRanges };
+    const info: CallInfo = { name: e.name, range: e.range, argRanges, argExpressions };
     try {
       return fn(args, info);
     } catch (err) {
@@ -471,7 +476,7 @@ class Evaluator {
         fail(
           "duplicate-key",
           "Duplicate object key",
-          `Two elements produced the key "${key}". Add "..." after the value expression to group values by key.`,
+          'Two elements produced the same key. Add "..." after the value expression to group values by key.',
           keyExpr.range,
         );
       } else {

@@ -1,5 +1,7 @@
 // The function-table contract and the optional `env(name)` built-in.
 
+import type { Expression } from "./ast.ts";
+import { literalString } from "./query.ts";
 import type { Range } from "./source.ts";
 import type { Value } from "./value.ts";
 
@@ -10,6 +12,8 @@ export interface CallInfo {
   range: Range;
   /** One range per argument after `...` expansion (an expanded tail shares its range). */
   argRanges: Range[];
+  /** The unevaluated argument expressions, aligned with `argRanges` the same way. */
+  argExpressions: Expression[];
 }
 
 /**
@@ -38,13 +42,14 @@ export class FunctionError extends Error {
 
 /**
  * `env(name)`: the value of an environment variable. An unset variable is an
- * error pointing at the argument (a variable set to "" is returned as ""). The
- * variable's value never appears in a diagnostic.
+ * error pointing at the argument (a variable set to "" is returned as ""). No
+ * value ever appears in a diagnostic: the name is quoted only when it was
+ * written as a literal string, since a computed name could itself be a secret.
  */
 export function envFunction(
   environment: Readonly<Record<string, string | undefined>> = process.env,
 ): HclFunction {
-  return (args) => {
+  return (args, call) => {
     if (args.length !== 1) {
       throw new FunctionError({
         code: "wrong-argument-count",
@@ -66,7 +71,10 @@ export function envFunction(
       throw new FunctionError({
         code: "env-unset",
         summary: "Environment variable not set",
-        detail: `The environment variable "${name}" is not set.`,
+        detail:
+          literalString(call.argExpressions[0]!) === name
+            ? `The environment variable "${name}" is not set.`
+            : "The environment variable named by this argument is not set.",
         argIndex: 0,
       });
     }

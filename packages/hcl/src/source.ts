@@ -54,7 +54,7 @@ export class SourceFile {
   private readonly lineStarts: number[];
   /** UTF-8 byte offset of each entry of `lineStarts`. */
   private readonly lineStartBytes: number[];
-  private readonly clusterStarts = new Map<number, number[]>();
+  private readonly clusters = new Map<number, { starts: number[]; bytes: number[] }>();
 
   constructor(filename: string, text: string) {
     this.filename = filename;
@@ -85,20 +85,18 @@ export class SourceFile {
       // Only reachable for index 0 of a file starting with a BOM.
       return { line: line + 1, column: 1, byte: i === start ? this.lineStartBytes[line]! : 0 };
     }
-    const clusters = this.clustersOf(line);
+    const { starts, bytes } = this.clustersOf(line);
     // Column = number of clusters starting before `i`, plus one.
     let lo = 0;
-    let hi = clusters.length;
+    let hi = starts.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (clusters[mid]! < i) lo = mid + 1;
+      if (starts[mid]! < i) lo = mid + 1;
       else hi = mid;
     }
-    return {
-      line: line + 1,
-      column: lo + 1,
-      byte: this.lineStartBytes[line]! + utf8Length(this.text.slice(start, i)),
-    };
+    // The last cluster starting before `i` is at lo - 1 (lo >= 1 here since i > start).
+    const from = starts[lo - 1]!;
+    return { line: line + 1, column: lo + 1, byte: bytes[lo - 1]! + utf8Length(this.text.slice(from, i)) };
   }
 
   /** The range covering UTF-16 indices `[start, end)`. */
@@ -117,17 +115,26 @@ export class SourceFile {
     return lo;
   }
 
-  private clustersOf(line: number): number[] {
-    let starts = this.clusterStarts.get(line);
-    if (starts === undefined) {
+  /** Start index and byte offset of every grapheme cluster of a line (without its "\n"). */
+  private clustersOf(line: number): { starts: number[]; bytes: number[] } {
+    let clusters = this.clusters.get(line);
+    if (clusters === undefined) {
       const from = this.lineStarts[line]!;
       const next = this.lineStarts[line + 1];
-      const to = next === undefined ? this.text.length : next - 1; // exclude the "\n"
-      starts = [];
-      for (const seg of segmenter.segment(this.text.slice(from, to))) starts.push(from + seg.index);
-      this.clusterStarts.set(line, starts);
+      const to = next === undefined ? this.text.length : next - 1;
+      clusters = { starts: [], bytes: [] };
+      let byte = this.lineStartBytes[line]!;
+      for (const seg of segmenter.segment(this.text.slice(from, to))) {
+        clusters.starts.push(from + seg.index);
+        clusters.bytes.push(byte);
+        byte += utf8Length(seg.segment);
+      }
+      // A sentinel for the line's end (the "\n", or the end of the text).
+      clusters.starts.push(to);
+      clusters.bytes.push(byte);
+      this.clusters.set(line, clusters);
     }
-    return starts;
+    return clusters;
   }
 }
 

@@ -111,8 +111,9 @@ export function bodyValue(body: Body, ctx: EvalContext, diagnostics: Diagnostic[
       if (r.value !== undefined) out[item.name] = r.value;
     } else {
       const key = [item.type, ...item.labels.map((l) => l.value)].join(" ");
-      const list = (out[key] ??= []) as Value[];
+      const list = (out[key] ?? []) as Value[];
       list.push(bodyValue(item.body, ctx, diagnostics));
+      out[key] = list;
     }
   }
   return out;

@@ -1,0 +1,148 @@
+import { describe, expect, it } from "vitest";
+import { lex, type Token } from "../src/lexer.ts";
+import { SourceFile } from "../src/source.ts";
+
+function tokens(text: string): Array<string> {
+  const src = new SourceFile("t.hcl", text);
+  return lex(src).tokens.map((t: Token) => (t.kind === "lit" ? `lit(${t.value})` : t.kind));
+}
+
+describe("lexer", () => {
+  it("scans operators longest-first", () => {
+    expect(tokens("a... == != <= >= => && || :: < > ! ? : .")).toEqual([
+      "ident",
+      "...",
+      "==",
+      "!=",
+      "<=",
+      ">=",
+      "=>",
+      "&&",
+      "||",
+      "::",
+      "<",
+      ">",
+      "!",
+      "?",
+      ":",
+      ".",
+      "eof",
+    ]);
+  });
+
+  it("turns line comments into nothing but keeps their newline", () => {
+    expect(tokens("a # c\nb // d\r\nc /* e \n f */ d")).toEqual([
+      "ident",
+      "newline",
+      "ident",
+      "newline",
+      "ident",
+      "ident",
+      "eof",
+    ]);
+  });
+
+  it("scans numbers without a trailing dot or sign", () => {
+    const src = new SourceFile("t.hcl", "1.5e-3 2. 3e");
+    const texts = lex(src).tokens.map((t) => `${t.kind}:${src.text.slice(t.start, t.end)}`);
+    expect(texts).toEqual(["number:1.5e-3", "number:2", ".:.", "number:3", "ident:e", "eof:"]);
+  });
+
+  it("tracks quoted templates with nested braces and strings", () => {
+    expect(tokens('"a${ {b = "c${d}"}.b ~}e%{~ if x }f"')).toEqual([
+      "oquote",
+      "lit(a)",
+      "${",
+      "{",
+      "ident",
+      "=",
+      "oquote",
+      "lit(c)",
+      "${",
+      "ident",
+      "seqend",
+      "cquote",
+      "}",
+      ".",
+      "ident",
+      "seqend",
+      "lit(e)",
+      "%{",
+      "ident",
+      "ident",
+      "seqend",
+      "lit(f)",
+      "cquote",
+      "eof",
+    ]);
+  });
+
+  it("records strip markers", () => {
+    const src = new SourceFile("t.hcl", '"${~ x ~}"');
+    const strips = lex(src)
+      .tokens.filter((t) => t.kind === "${" || t.kind === "seqend")
+      .map((t) => t.strip);
+    expect(strips).toEqual([true, true]);
+  });
+
+  it("decodes escapes and doubled template introducers in quoted literals", () => {
+    expect(tokens('"\\t$${x}%%{y}$$"')).toEqual(["oquote", "lit(\t${x}%{y}$$)", "cquote", "eof"]);
+  });
+
+  it("splits heredoc text per line and ends at the marker line", () => {
+    expect(tokens("<<EOT\none\\n\n  EOT\nx")).toEqual([
+      "oheredoc",
+      "lit(one\\n\n)",
+      "cheredoc",
+      "newline",
+      "ident",
+      "eof",
+    ]);
+    expect(tokens("<<-X\na${b}c\nX")).toEqual([
+      "oheredoc",
+      "lit(a)",
+      "${",
+      "ident",
+      "seqend",
+      "lit(c\n)",
+      "cheredoc",
+      "eof",
+    ]);
+  });
+
+  it("does not treat << without a marker and newline as a heredoc", () => {
+    expect(tokens("<<EOT x")).toEqual(["<", "<", "ident", "ident", "eof"]);
+  });
+
+  it("reports invalid characters and unterminated constructs, and still closes them", () => {
+    const src = new SourceFile("t.hcl", 'a = "x\n@\n"${');
+    const { tokens: toks, diagnostics } = lex(src);
+    expect(diagnostics.map((d) => d.code)).toEqual([
+      "multiline-string",
+      "invalid-character",
+      "unterminated-string",
+    ]);
+    expect(toks.map((t) => t.kind)).toEqual([
+      "ident",
+      "=",
+      "oquote",
+      "lit",
+      "cquote",
+      "newline",
+      "invalid",
+      "newline",
+      "oquote",
+      "${",
+      "cquote",
+      "eof",
+    ]);
+  });
+
+  it("always ends with exactly one eof token", () => {
+    for (const text of ["", "a", "<<EOT\n", '"', "/*", "${"]) {
+      const kinds = lex(new SourceFile("t.hcl", text)).tokens.map((t) => t.kind);
+      expect(kinds.filter((k) => k === "eof")).toHaveLength(1);
+      expect(kinds[kinds.length - 1]).toBe("eof");
+    }
+  });
+});
