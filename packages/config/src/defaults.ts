@@ -1,0 +1,144 @@
+// The built-in configuration used when a project has no agent.hcl. It is written
+// as HCL text and loaded through the ordinary loader, so it obeys every rule a
+// hand-written file does (secrets included). Its model provider depends on which
+// vendor credential the environment holds, checked in this order:
+//   ANTHROPIC_API_KEY                       -> anthropic
+//   OPENAI_API_KEY (and no OPENAI_BASE_URL)   -> openai
+//   GEMINI_API_KEY, then GOOGLE_API_KEY       -> google
+//   XAI_API_KEY                             -> xai
+//   OPENAI_BASE_URL + OPENAI_MODEL           -> openai-compatible (OPENAI_API_KEY optional)
+// Empty variables count as unset.
+
+import { writeValue } from "@pluggableharness/hcl";
+import { fileDiag } from "./diagnostics.ts";
+import type { LoadResult } from "./load.ts";
+import { loadConfigSource } from "./load.ts";
+import type { Environment } from "./secrets.ts";
+import { type FirstPartyName, firstPartySource } from "./source-address.ts";
+
+export const BUILTIN_CONFIG_FILE = "<built-in default configuration>";
+
+/** First-party tool providers every zero-config session gets. */
+export const DEFAULT_TOOL_PROVIDERS: readonly FirstPartyName[] = [
+  "filesystem",
+  "search",
+  "exec",
+  "web",
+  "user",
+  "task",
+];
+
+interface VendorChoice {
+  provider: FirstPartyName;
+  /** Attribute name -> environment variable, all sensitive. */
+  secrets: Record<string, string>;
+  /** Attribute name -> environment variable, not sensitive. */
+  plain?: Record<string, string>;
+  primary: string;
+  fallbacks: string[];
+}
+
+const set = (env: Environment, name: string) => {
+  const v = Object.hasOwn(env, name) ? env[name] : undefined;
+  return v !== undefined && v !== "";
+};
+
+/** The vendor the built-in configuration would use, or undefined when none is configured. */
+export function chooseVendor(env: Environment): VendorChoice | undefined {
+  if (set(env, "ANTHROPIC_API_KEY")) {
+    return {
+      provider: "anthropic",
+      secrets: { api_key: "ANTHROPIC_API_KEY" },
+      primary: "claude-sonnet-5",
+      fallbacks: ["claude-haiku-4-5"],
+    };
+  }
+  if (set(env, "OPENAI_API_KEY") && !set(env, "OPENAI_BASE_URL")) {
+    return {
+      provider: "openai",
+      secrets: { api_key: "OPENAI_API_KEY" },
+      primary: "gpt-5.6-sol",
+      fallbacks: [],
+    };
+  }
+  for (const name of ["GEMINI_API_KEY", "GOOGLE_API_KEY"]) {
+    if (set(env, name)) {
+      return {
+        provider: "google",
+        secrets: { api_key: name },
+        primary: "gemini-3-pro",
+        fallbacks: ["gemini-3.5-flash"],
+      };
+    }
+  }
+  if (set(env, "XAI_API_KEY")) {
+    return { provider: "xai", secrets: { api_key: "XAI_API_KEY" }, primary: "grok-4-5", fallbacks: [] };
+  }
+  if (set(env, "OPENAI_BASE_URL") && set(env, "OPENAI_MODEL")) {
+    return {
+      provider: "openai-compatible",
+      secrets: set(env, "OPENAI_API_KEY") ? { api_key: "OPENAI_API_KEY" } : {},
+      plain: { base_url: "OPENAI_BASE_URL" },
+      primary: env.OPENAI_MODEL!,
+      fallbacks: [],
+    };
+  }
+  return undefined;
+}
+
+const NONE_SET =
+  "Without an agent.hcl the agent needs a model vendor credential. Set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, " +
+  "GEMINI_API_KEY (or GOOGLE_API_KEY), XAI_API_KEY, or OPENAI_BASE_URL together with OPENAI_MODEL for an " +
+  "OpenAI-compatible server (OPENAI_API_KEY optional) - or write an agent.hcl.";
+
+/** The built-in agent.hcl text for `env`, or undefined when no vendor is configured. */
+export function defaultConfigSource(env: Environment): string | undefined {
+  const vendor = chooseVendor(env);
+  if (vendor === undefined) return undefined;
+  const all: FirstPartyName[] = [vendor.provider, ...DEFAULT_TOOL_PROVIDERS, "project-context", "tui"];
+  const q = (s: string) => writeValue(s);
+  const lines: string[] = ["required_providers {"];
+  for (const name of all) {
+    lines.push(
+      `  ${name} = {`,
+      `    source  = ${q(firstPartySource(name))}`,
+      `    version = ">= 0.0.0"`,
+      "  }",
+    );
+  }
+  lines.push("}", "", `provider ${q(vendor.provider)} {`);
+  for (const [attr, variable] of Object.entries({ ...vendor.secrets, ...vendor.plain })) {
+    lines.push(`  ${attr} = env(${q(variable)})`);
+  }
+  lines.push("}", "", `agent_profile "default" {`, "  model {", "    primary {");
+  lines.push(`      provider = ${q(vendor.provider)}`, `      id       = ${q(vendor.primary)}`, "    }");
+  for (const id of vendor.fallbacks) {
+    lines.push(
+      "    fallback {",
+      `      provider = ${q(vendor.provider)}`,
+      `      id       = ${q(id)}`,
+      "    }",
+    );
+  }
+  lines.push("  }", "");
+  lines.push(`  tools = [${DEFAULT_TOOL_PROVIDERS.map((p) => q(`${p}.*`)).join(", ")}]`);
+  lines.push("  max_turns = 100", "}", "", "settings {", `  default_frontend = "tui"`, "}", "");
+  return lines.join("\n");
+}
+
+/**
+ * The configuration used when a project has no agent.hcl, or an error saying
+ * which variables to set.
+ */
+export function defaultConfig(env: Environment = process.env, projectDir = process.cwd()): LoadResult {
+  const source = defaultConfigSource(env);
+  if (source === undefined) {
+    return {
+      ok: false,
+      diagnostics: [
+        fileDiag("error", "no_model_provider", BUILTIN_CONFIG_FILE, "No model provider configured", NONE_SET),
+      ],
+    };
+  }
+  return loadConfigSource(source, BUILTIN_CONFIG_FILE, projectDir, "builtin");
+}

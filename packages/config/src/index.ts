@@ -1,0 +1,137 @@
+// Public API of @pluggableharness/config. See README.md.
+
+export {
+  BUILTIN_CONFIG_FILE,
+  chooseVendor,
+  DEFAULT_TOOL_PROVIDERS,
+  defaultConfig,
+  defaultConfigSource,
+} from "./defaults.ts";
+export {
+  type ConfigDiagnostic,
+  ConfigError,
+  type DiagnosticCategory,
+  type DiagnosticSeverity,
+  errorsOf,
+  formatDiagnostic,
+  formatDiagnostics,
+  hasErrors,
+} from "./diagnostics.ts";
+export {
+  type DevOverride,
+  devOverridePaths,
+  type GlobalConfig,
+  type GlobalLoadOptions,
+  type GlobalLoadResult,
+  globalConfigPath,
+  loadGlobalConfig,
+  mirrorFor,
+  parseGlobalConfig,
+  type RegistryMirror,
+} from "./global.ts";
+export { HOOK_MODES, HOOK_POINTS, hookPointName, VETO_POINTS } from "./hooks.ts";
+export {
+  CONFIG_FILE,
+  type ConfigLogger,
+  type LoadOptions,
+  type LoadResult,
+  loadConfigSource,
+  loadProjectConfig,
+  loadProjectConfigOrThrow,
+  TOP_LEVEL_BLOCKS,
+} from "./load.ts";
+export {
+  ANY_PLATFORM,
+  LOCK_FILE,
+  LOCK_FILE_VERSION,
+  type LockEntry,
+  type LockFile,
+  type LockReadResult,
+  parseLockFile,
+  platformKey,
+  readLockFile,
+  renderLockFile,
+  updateLock,
+  verifyLock,
+  writeLockFile,
+} from "./lockfile.ts";
+export type * from "./model.ts";
+export {
+  describeMatch,
+  findPolicyConflicts,
+  MATCH_KINDS,
+  matchesConflict,
+  POLICY_ACTIONS,
+  RISK_NAMES,
+  type SpecificityTuple,
+  specificity,
+} from "./policy.ts";
+export {
+  type CallKind,
+  callKindOf,
+  defaultAction,
+  humanRule,
+  matchesCall,
+  mostSpecific,
+  type PolicyCall,
+  PolicyEngine,
+  type PolicyEngineOptions,
+  type PolicyEvaluation,
+  type PolicyLayer,
+  riskNameOf,
+  toPlanDecision,
+} from "./policy-engine.ts";
+export {
+  loadAlwaysRules,
+  POLICY_STORE_FILE,
+  PolicyStoreError,
+  recordAlwaysDecision,
+  renderPolicyStore,
+  type StoreReadResult,
+} from "./policy-store.ts";
+export { parseToolPattern } from "./profiles.ts";
+export {
+  packageChecksum,
+  type ResolvedProvider,
+  type ResolveOptions,
+  type ResolveResult,
+  resolveProvider,
+  resolveProviders,
+} from "./resolve.ts";
+export {
+  type DecodedProviderConfig,
+  type DecodeResult,
+  decodeProviderBody,
+  decodeProviderConfig,
+  redactedValues,
+  type SchemaAttribute,
+  type SchemaLike,
+  toStruct,
+  validateConfigSchema,
+} from "./schema-bridge.ts";
+export { type Environment, envShape, Secret } from "./secrets.ts";
+export { DEFAULT_OBSERVABILITY, DEFAULT_RETRY, defaultSettings } from "./settings.ts";
+export {
+  checkSourceAddress,
+  FIRST_PARTY_OWNER,
+  FIRST_PARTY_PROVIDERS,
+  type FirstPartyName,
+  firstPartyName,
+  firstPartySource,
+} from "./source-address.ts";
+export {
+  builtinRootProfile,
+  getProfile,
+  type LoadedProviders,
+  type ProviderFacts,
+  resolveProfileTools,
+  validateAgainstProviders,
+} from "./validate.ts";
+export {
+  type ConstraintOp,
+  formatConstraints,
+  parseConstraints,
+  satisfies,
+  selectVersion,
+  type VersionConstraint,
+} from "./version.ts";

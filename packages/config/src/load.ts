@@ -1,0 +1,414 @@
+// Loading a project's agent.hcl into an AgentConfig: exactly six top-level block
+// types, all diagnostics collected in one pass. Only `agent.hcl` is read; sibling
+// *.hcl files are reported as ignored (single-file rule, configuration/README.md).
+
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { type Attribute, type Block, parseFile, type Range } from "@pluggableharness/hcl";
+import { type Diags, decodeBody, evalStatic, label, objectEntries, readString } from "./decode.ts";
+import { defaultConfig } from "./defaults.ts";
+import {
+  type ConfigDiagnostic,
+  ConfigError,
+  errorAt,
+  fileDiag,
+  fromHcl,
+  hasErrors,
+  warningAt,
+} from "./diagnostics.ts";
+import { decodeHookBlock } from "./hooks.ts";
+import type {
+  AgentConfig,
+  AgentProfile,
+  HookSubscription,
+  PolicyRule,
+  ProviderBlock,
+  RequiredProvider,
+} from "./model.ts";
+import { conflictDiagnostics, decodePolicyBlock } from "./policy.ts";
+import { decodeProfileBlock, profileReferences } from "./profiles.ts";
+import type { Environment } from "./secrets.ts";
+import { decodeSettingsBlock, defaultSettings } from "./settings.ts";
+import { checkSourceAddress } from "./source-address.ts";
+import { parseConstraints } from "./version.ts";
+
+export const CONFIG_FILE = "agent.hcl";
+
+export const TOP_LEVEL_BLOCKS = [
+  "required_providers",
+  "provider",
+  "policy",
+  "agent_profile",
+  "hook",
+  "settings",
+] as const;
+
+/** Where the loader reports what it does: only file paths, at debug level. */
+export interface ConfigLogger {
+  debug(message: string, fields?: Record<string, string>): void;
+}
+
+export interface LoadOptions {
+  /** Used by the built-in default (vendor keys) when there is no agent.hcl. */
+  env?: Environment;
+  logger?: ConfigLogger;
+}
+
+export type LoadResult =
+  | { ok: true; config: AgentConfig; warnings: ConfigDiagnostic[] }
+  | { ok: false; diagnostics: ConfigDiagnostic[] };
+
+const LOCAL_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+/**
+ * Loads `<projectDir>/agent.hcl`, or the built-in default configuration when the
+ * project has none.
+ */
+export function loadProjectConfig(projectDir: string, options: LoadOptions = {}): LoadResult {
+  const dir = resolve(projectDir);
+  const file = join(dir, CONFIG_FILE);
+  if (!existsSync(file)) {
+    options.logger?.debug("no agent.hcl; using the built-in default configuration", { dir });
+    return defaultConfig(options.env ?? process.env, dir);
+  }
+  options.logger?.debug("loading configuration", { file });
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    return {
+      ok: false,
+      diagnostics: [fileDiag("error", "io", file, "Cannot read configuration", (e as Error).message)],
+    };
+  }
+  const result = loadConfigSource(bytes, file, dir);
+  const ignored = siblingHclFiles(dir).map((name) =>
+    fileDiag(
+      "warning",
+      "ignored_file",
+      join(dir, name),
+      "File not loaded",
+      `Only ${CONFIG_FILE} is read; ${name} is ignored (configuration does not merge across files).`,
+    ),
+  );
+  if (!result.ok) return result;
+  result.config.warnings.push(...ignored);
+  result.warnings.push(...ignored);
+  return result;
+}
+
+/** Like loadProjectConfig, but throws a ConfigError listing every error. */
+export function loadProjectConfigOrThrow(projectDir: string, options: LoadOptions = {}): AgentConfig {
+  const r = loadProjectConfig(projectDir, options);
+  if (!r.ok) throw new ConfigError(r.diagnostics);
+  return r.config;
+}
+
+function siblingHclFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir)
+      .filter((n) => n.endsWith(".hcl") && n !== CONFIG_FILE)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** Parses and decodes configuration text. `file` names it in diagnostics. */
+export function loadConfigSource(
+  source: string | Uint8Array,
+  file: string,
+  projectDir: string,
+  origin: AgentConfig["origin"] = "file",
+): LoadResult {
+  const parsed = parseFile(source, file);
+  const diags: Diags = parsed.diagnostics.map((d) => fromHcl(d, "parse"));
+  const top = decodeBody(
+    parsed.file.body,
+    {
+      blocks: {
+        required_providers: { labels: 0, single: true },
+        provider: { labels: 1 },
+        policy: { labels: 1 },
+        agent_profile: { labels: 1 },
+        hook: { labels: 1 },
+        settings: { labels: 0, single: true },
+      },
+    },
+    parsed.file.range,
+    CONFIG_FILE,
+    diags,
+  );
+  // decodeBody already reported unknown top-level blocks and attributes; say which are allowed.
+  for (const d of diags) {
+    if (d.category === "unknown_block" || d.category === "unknown_attribute") {
+      d.detail += ` ${CONFIG_FILE} holds only these blocks: ${TOP_LEVEL_BLOCKS.join(", ")}.`;
+    }
+  }
+
+  const blocksOf = (type: string) => top.blocks.filter((b) => b.type === type);
+  const orderOf = new Map(top.blocks.map((b, i) => [b, i]));
+
+  const requiredProviders = decodeRequiredProviders(blocksOf("required_providers")[0], diags);
+  const declared = new Map(requiredProviders.map((r) => [r.localName, r]));
+  const unknownProvider = (name: string, range: Range, what: string) =>
+    diags.push(
+      errorAt(
+        "unknown_provider",
+        "Unknown provider",
+        `${what} names "${name}", which is not declared in required_providers${declared.size === 0 ? "" : ` (declared: ${[...declared.keys()].join(", ")})`}.`,
+        range,
+      ),
+    );
+
+  const providers: ProviderBlock[] = [];
+  for (const b of blocksOf("provider")) {
+    const { value: name, range } = label(b);
+    const dup = providers.find((p) => p.name === name);
+    if (dup) {
+      diags.push(
+        errorAt(
+          "duplicate",
+          "Duplicate provider block",
+          `provider "${name}" is already configured at line ${dup.range.start.line}; v1 supports one instance per provider.`,
+          range,
+        ),
+      );
+      continue;
+    }
+    if (!declared.has(name)) unknownProvider(name, range, "This provider block");
+    providers.push({ name, body: b.body, block: b, range, order: orderOf.get(b)! });
+  }
+
+  const policies: PolicyRule[] = [];
+  blocksOf("policy").forEach((b, i) => {
+    const { value: name, range } = label(b);
+    const rule = decodePolicyBlock(b, i, { origin: "operator" }, diags);
+    const dup = policies.find((p) => p.name === name);
+    if (dup) {
+      diags.push(
+        errorAt(
+          "duplicate",
+          "Duplicate policy name",
+          `A policy named "${name}" already exists at line ${dup.range?.start.line}.`,
+          range,
+        ),
+      );
+      return;
+    }
+    if (rule === undefined) return;
+    if (rule.match.provider !== undefined && !declared.has(rule.match.provider)) {
+      diags.push(
+        warningAt(
+          "unknown_provider",
+          "Policy names an undeclared provider",
+          `policy "${name}" matches provider "${rule.match.provider}", which is not in required_providers, so it can never match.`,
+          range,
+        ),
+      );
+    }
+    policies.push(rule);
+  });
+  conflictDiagnostics(policies, diags);
+
+  const profiles: AgentProfile[] = [];
+  for (const b of blocksOf("agent_profile")) {
+    const { value: name, range } = label(b);
+    const dup = profiles.find((p) => p.name === name);
+    const profile = decodeProfileBlock(b, diags);
+    if (dup) {
+      diags.push(
+        errorAt(
+          "duplicate",
+          "Duplicate profile",
+          `agent_profile "${name}" is already defined at line ${dup.range?.start.line}.`,
+          range,
+        ),
+      );
+      continue;
+    }
+    if (profile === undefined) continue;
+    for (const ref of profileReferences(profile)) {
+      if (!declared.has(ref.provider))
+        unknownProvider(ref.provider, ref.range, `The ${ref.what} of agent_profile "${name}"`);
+    }
+    profiles.push(profile);
+  }
+
+  const hooks: HookSubscription[] = [];
+  for (const b of blocksOf("hook")) {
+    const sub = decodeHookBlock(b, orderOf.get(b)!, diags);
+    if (sub === undefined) continue;
+    if (!declared.has(sub.provider)) unknownProvider(sub.provider, sub.providerRange, `hook "${sub.point}"`);
+    const dup = hooks.find((h) => h.point === sub.point && h.provider === sub.provider);
+    if (dup) {
+      diags.push(
+        errorAt(
+          "duplicate",
+          "Duplicate hook subscription",
+          `"${sub.provider}" already subscribes to "${sub.point}" at line ${dup.range.start.line}.`,
+          sub.range,
+        ),
+      );
+      continue;
+    }
+    hooks.push(sub);
+  }
+
+  const settingsBlock = blocksOf("settings")[0];
+  const settings =
+    settingsBlock === undefined ? defaultSettings() : decodeSettingsBlock(settingsBlock, diags);
+  if (settings.default_frontend !== undefined && !declared.has(settings.default_frontend)) {
+    const at = settingsBlock?.body.items.find(
+      (i): i is Attribute => i.kind === "Attribute" && i.name === "default_frontend",
+    );
+    unknownProvider(
+      settings.default_frontend,
+      at?.expr.range ?? settingsBlock!.typeRange,
+      "settings.default_frontend",
+    );
+  }
+
+  if (hasErrors(diags)) return { ok: false, diagnostics: diags };
+  const warnings = diags.filter((d) => d.severity === "warning");
+  const config: AgentConfig = {
+    origin,
+    file,
+    projectDir,
+    requiredProviders,
+    providers,
+    policies,
+    profiles,
+    hooks,
+    settings,
+    warnings,
+  };
+  return { ok: true, config, warnings: [...warnings] };
+}
+
+function decodeRequiredProviders(block: Block | undefined, diags: Diags): RequiredProvider[] {
+  if (block === undefined) return [];
+  const out: RequiredProvider[] = [];
+  for (const item of block.body.items) {
+    if (item.kind !== "Attribute") {
+      diags.push(
+        errorAt(
+          "unknown_block",
+          "Unexpected block",
+          `required_providers holds attributes only: write ${item.type} = { source = "...", version = "..." }.`,
+          item.typeRange,
+        ),
+      );
+      continue;
+    }
+    const name = item.name;
+    if (!LOCAL_NAME.test(name)) {
+      diags.push(
+        errorAt(
+          "invalid_value",
+          "Invalid local name",
+          `"${name}" is not a valid provider local name.`,
+          item.nameRange,
+        ),
+      );
+      continue;
+    }
+    const what = `required_providers.${name}`;
+    let sourceAttr: Attribute | undefined;
+    let versionAttr: Attribute | undefined;
+    if (item.expr.kind === "Object") {
+      for (const e of objectEntries(item.expr, what, diags) ?? []) {
+        const attr: Attribute = {
+          kind: "Attribute",
+          name: e.key,
+          nameRange: e.keyRange,
+          expr: e.value,
+          range: e.range,
+        };
+        if (e.key === "source") sourceAttr = attr;
+        else if (e.key === "version") versionAttr = attr;
+        else {
+          diags.push(
+            errorAt(
+              "unknown_attribute",
+              "Unsupported argument",
+              `${what} accepts only "source" and "version", not "${e.key}".`,
+              e.keyRange,
+            ),
+          );
+        }
+      }
+    } else {
+      const v = evalStatic(item.expr, diags);
+      if (v !== undefined) {
+        diags.push(
+          errorAt(
+            "type",
+            "Incorrect value type",
+            `${what} must be written as an object: { source = "...", version = "..." }.`,
+            item.expr.range,
+          ),
+        );
+      }
+      continue;
+    }
+    for (const [key, attr] of [
+      ["source", sourceAttr],
+      ["version", versionAttr],
+    ] as const) {
+      if (attr === undefined) {
+        diags.push(
+          errorAt(
+            "missing_attribute",
+            "Missing required argument",
+            `${what} needs "${key}".`,
+            item.nameRange,
+          ),
+        );
+      }
+    }
+    const source = sourceAttr && readString(sourceAttr, `${what}.source`, diags);
+    if (source !== undefined) {
+      const problem = checkSourceAddress(source);
+      if (problem !== undefined)
+        diags.push(errorAt("source_address", "Invalid source address", problem, sourceAttr!.expr.range));
+    }
+    const version = versionAttr && readString(versionAttr, `${what}.version`, diags);
+    let constraints: RequiredProvider["constraints"] | undefined;
+    if (version !== undefined) {
+      const parsed = parseConstraints(version);
+      if ("error" in parsed) {
+        diags.push(
+          errorAt(
+            "version_constraint",
+            "Invalid version constraint",
+            parsed.error.message,
+            offsetInLiteral(versionAttr!.expr.range, version, parsed.error.offset),
+          ),
+        );
+      } else {
+        constraints = parsed.constraints;
+      }
+    }
+    if (source !== undefined && version !== undefined && constraints !== undefined) {
+      out.push({ localName: name, source, version, constraints, range: item.nameRange });
+    }
+  }
+  return out;
+}
+
+/**
+ * The position `offset` characters into a one-line string literal without escapes;
+ * the literal's own start otherwise.
+ */
+function offsetInLiteral(range: Range, text: string, offset: number): Range {
+  const sameLine = range.start.line === range.end.line;
+  const plain = sameLine && range.end.column - range.start.column === text.length + 2;
+  if (!plain) return range;
+  const start = {
+    ...range.start,
+    column: range.start.column + 1 + offset,
+    byte: range.start.byte + 1 + offset,
+  };
+  return { ...range, start };
+}

@@ -1,0 +1,174 @@
+// The loaded configuration. Plain data: no resolved secret ever lives here
+// (provider bodies stay undecoded until a ConfigSchema is known), so the whole
+// object can be logged or serialised safely.
+
+import type { Block, Body, Range } from "@pluggableharness/hcl";
+import type { ConfigDiagnostic } from "./diagnostics.ts";
+import type { VersionConstraint } from "./version.ts";
+
+export interface RequiredProvider {
+  /** The local name that provider blocks, profiles, hooks and policies use. */
+  localName: string;
+  source: string;
+  /** The constraint as written. */
+  version: string;
+  constraints: VersionConstraint[];
+  range: Range;
+}
+
+/** A `provider "<name>" { ... }` block, kept undecoded until its ConfigSchema is known. */
+export interface ProviderBlock {
+  name: string;
+  body: Body;
+  /** The whole block. */
+  block: Block;
+  range: Range;
+  /** Position among all top-level blocks: implicit hook subscriptions order by it. */
+  order: number;
+}
+
+export type PolicyAction = "allow" | "ask" | "deny";
+export type MatchKind = "resource" | "data_source";
+export type RiskName = "read_only" | "low" | "moderate" | "high" | "critical";
+
+export interface PolicyMatch {
+  kind?: MatchKind;
+  provider?: string;
+  tool_name?: string;
+  risk?: RiskName;
+}
+
+export type PolicyOrigin = "operator" | "always" | "session";
+
+export interface PolicyRule {
+  name: string;
+  match: PolicyMatch;
+  action: PolicyAction;
+  origin: PolicyOrigin;
+  /** Declaration index within its origin; the tie-breaker of last resort. */
+  order: number;
+  /** For ALWAYS rules: the profile the verdict was given under. */
+  profile?: string;
+  range?: Range;
+}
+
+export interface ModelRef {
+  provider: string;
+  id: string;
+  /** Generation parameters (GenerationParams) given for this candidate. */
+  params: GenerationParamsConfig;
+  range: Range;
+  /** Where `provider = ...` is written. */
+  providerRange: Range;
+}
+
+export interface GenerationParamsConfig {
+  thinking_effort?: string;
+  thinking_budget_tokens?: number;
+  max_output_tokens?: number;
+  temperature?: number;
+  stop_sequences?: string[];
+}
+
+export interface ToolPattern {
+  provider: string;
+  /** A tool name, or "*" for every tool of the provider. */
+  tool: string;
+  text: string;
+  range: Range;
+}
+
+export interface AgentProfile {
+  name: string;
+  /** Absent only for the built-in root profile: the kernel picks a model then. */
+  model?: { primary: ModelRef; fallbacks: ModelRef[] };
+  /** Omitted means no tools (strict default). */
+  tools: ToolPattern[];
+  /** Omitted means no prompt_expansion commands (strict default). */
+  slash_commands: string[];
+  max_depth?: number;
+  max_concurrent_subagents?: number;
+  max_turns?: number;
+  max_cost_usd?: number;
+  max_wall_clock_s?: number;
+  /** False for the kernel's built-in stand-in for a missing "default" profile. */
+  declared: boolean;
+  range?: Range;
+}
+
+export type HookPointName =
+  | "session-start"
+  | "pre-model-call"
+  | "post-model-response"
+  | "pre-tool-call"
+  | "plan-ready"
+  | "post-tool-call"
+  | "post-apply"
+  | "session-end";
+
+export type HookModeName = "observe" | "transform" | "veto";
+
+export interface HookSubscription {
+  point: HookPointName;
+  provider: string;
+  mode: HookModeName;
+  /** Per-subscriber override of settings.default_hook_timeout_ms. */
+  timeout_ms?: number;
+  range: Range;
+  providerRange: Range;
+  /** Position among all top-level blocks (declaration order across hook and provider blocks). */
+  order: number;
+}
+
+export interface RetrySettings {
+  base_delay_ms: number;
+  backoff_factor: number;
+  max_retries: number;
+}
+
+export interface ObservabilitySettings {
+  endpoint: string;
+  protocol: "grpc" | "http";
+  sampling_ratio: number;
+  traces_enabled: boolean;
+  metrics_enabled: boolean;
+  logs_enabled: boolean;
+  export_interval_ms: number;
+  service_name: string;
+  resource_attrs: Record<string, string>;
+}
+
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
+
+export interface Settings {
+  default_frontend?: string;
+  log_level: LogLevel;
+  /** Effective switch: `telemetry` when written, else whether observability{} is present. */
+  telemetry: boolean;
+  /** Whether `observability{}` was written (its presence implies intent). */
+  observability_declared: boolean;
+  default_hook_timeout_ms: number;
+  default_tool_timeout_ms: number;
+  /** remaining_depth of a root session whose profile sets no max_depth. */
+  default_max_depth: number;
+  doom_loop_threshold: number;
+  doom_loop_window: number;
+  retry: RetrySettings;
+  observability: ObservabilitySettings;
+}
+
+export interface AgentConfig {
+  /** "file": read from agent.hcl; "builtin": defaultConfig(). */
+  origin: "file" | "builtin";
+  /** The file that was read (or a synthetic name for the built-in default). */
+  file: string;
+  projectDir: string;
+  requiredProviders: RequiredProvider[];
+  providers: ProviderBlock[];
+  policies: PolicyRule[];
+  profiles: AgentProfile[];
+  hooks: HookSubscription[];
+  settings: Settings;
+  /** Warnings found while loading (errors make loading fail). */
+  warnings: ConfigDiagnostic[];
+}

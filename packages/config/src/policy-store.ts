@@ -1,0 +1,117 @@
+// The durable store for ALWAYS-scoped plan decisions: `.agent/policy.auto.hcl` in
+// the project, written with the HCL writer and read with the same policy decoder
+// as agent.hcl. Each verdict is one policy block matching exactly one
+// (provider, tool_name) pair, tagged with the profile it was given under.
+// Deleting a block revokes the verdict.
+
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { parseFile, writeHcl } from "@pluggableharness/hcl";
+import { type Diags, decodeBody } from "./decode.ts";
+import { type ConfigDiagnostic, fileDiag, fromHcl, hasErrors } from "./diagnostics.ts";
+import type { PolicyRule } from "./model.ts";
+import { conflictDiagnostics, decodePolicyBlock } from "./policy.ts";
+import { humanRule } from "./policy-engine.ts";
+
+export const POLICY_STORE_FILE = join(".agent", "policy.auto.hcl");
+
+/** Raised when an ALWAYS verdict cannot be made durable; the caller must reject it, not downgrade it. */
+export class PolicyStoreError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PolicyStoreError";
+  }
+}
+
+export type StoreReadResult =
+  | { ok: true; rules: PolicyRule[] }
+  | { ok: false; diagnostics: ConfigDiagnostic[] };
+
+/** The ALWAYS rules of a project; a missing store is an empty list. */
+export function loadAlwaysRules(projectDir: string): StoreReadResult {
+  const file = join(projectDir, POLICY_STORE_FILE);
+  let bytes: Uint8Array;
+  try {
+    bytes = readFileSync(file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return { ok: true, rules: [] };
+    return {
+      ok: false,
+      diagnostics: [fileDiag("error", "io", file, "Cannot read the policy store", (e as Error).message)],
+    };
+  }
+  const parsed = parseFile(bytes, file);
+  const diags: Diags = parsed.diagnostics.map((d) => fromHcl(d, "parse"));
+  const top = decodeBody(
+    parsed.file.body,
+    { blocks: { policy: { labels: 1 } } },
+    parsed.file.range,
+    "the policy store",
+    diags,
+  );
+  const rules: PolicyRule[] = [];
+  top.blocks.forEach((b, i) => {
+    const rule = decodePolicyBlock(b, i, { origin: "always", allowProfile: true }, diags);
+    if (rule !== undefined) rules.push(rule);
+  });
+  // Verdicts of different profiles never meet in one engine, so conflicts are per profile.
+  for (const profile of new Set(rules.map((r) => r.profile))) {
+    conflictDiagnostics(
+      rules.filter((r) => r.profile === profile),
+      diags,
+    );
+  }
+  if (hasErrors(diags)) return { ok: false, diagnostics: diags };
+  return { ok: true, rules };
+}
+
+export function renderPolicyStore(rules: readonly PolicyRule[]): string {
+  const sorted = [...rules].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return writeHcl({
+    header: [
+      "Written by the agent: plan decisions a human made with scope ALWAYS.",
+      "Each block allows or denies one provider's tool under one profile. Delete a block to revoke it.",
+    ],
+    blocks: sorted.map((r) => ({
+      type: "policy",
+      labels: [r.name],
+      attributes: {
+        match: { ...r.match },
+        action: r.action,
+        ...(r.profile === undefined ? {} : { profile: r.profile }),
+      },
+    })),
+  });
+}
+
+/**
+ * Records an ALWAYS verdict durably (replacing an earlier verdict for the same
+ * profile and pair) and returns the rule to add to running engines.
+ * Throws PolicyStoreError when the store cannot be read or written.
+ */
+export function recordAlwaysDecision(
+  projectDir: string,
+  verdict: { provider: string; tool_name: string; decision: "allow" | "deny"; profile: string },
+): PolicyRule {
+  const current = loadAlwaysRules(projectDir);
+  if (!current.ok) {
+    throw new PolicyStoreError(
+      `The policy store ${POLICY_STORE_FILE} is invalid; fix or delete it before recording ALWAYS decisions.`,
+    );
+  }
+  const rule = humanRule("always", verdict.provider, verdict.tool_name, verdict.decision, 0, verdict.profile);
+  const others = current.rules.filter((r) => r.name !== rule.name);
+  rule.order = others.length;
+  const file = join(projectDir, POLICY_STORE_FILE);
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, renderPolicyStore([...others, rule]));
+    renameSync(tmp, file);
+  } catch (e) {
+    throw new PolicyStoreError(`Cannot write the policy store ${file}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  return rule;
+}

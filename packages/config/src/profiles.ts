@@ -1,0 +1,221 @@
+// `agent_profile "<name>" { ... }` blocks (configuration/agent-profiles.md).
+
+import type { Block, Range } from "@pluggableharness/hcl";
+import { type Diags, decodeBody, label, readNumber, readString, readStringList } from "./decode.ts";
+import { errorAt, warningAt } from "./diagnostics.ts";
+import type { AgentProfile, GenerationParamsConfig, ModelRef, ToolPattern } from "./model.ts";
+
+const PROVIDER_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const TOOL_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const COMMAND = /^[A-Za-z0-9][A-Za-z0-9_:-]*$/;
+
+/**
+ * Parses "<provider>.<tool>" or "<provider>.*". Returns a reason when malformed.
+ */
+export function parseToolPattern(text: string): { provider: string; tool: string } | { error: string } {
+  const dot = text.indexOf(".");
+  if (dot < 0)
+    return {
+      error: `"${text}" has no "." between provider and tool; write "${text}.<tool>" or "${text}.*".`,
+    };
+  const provider = text.slice(0, dot);
+  const tool = text.slice(dot + 1);
+  if (provider === "") return { error: `"${text}" has an empty provider name.` };
+  if (tool === "")
+    return { error: `"${text}" has an empty tool name; write "${provider}.*" for every tool.` };
+  if (!PROVIDER_PART.test(provider)) return { error: `"${provider}" is not a valid provider name.` };
+  if (tool !== "*" && !TOOL_PART.test(tool)) {
+    return {
+      error: tool.includes("*")
+        ? `"${text}": only a whole-tool wildcard "${provider}.*" is supported.`
+        : `"${tool}" is not a valid tool name.`,
+    };
+  }
+  return { provider, tool };
+}
+
+const PROFILE_ATTRS = [
+  "tools",
+  "slash_commands",
+  "max_depth",
+  "max_concurrent_subagents",
+  "max_turns",
+  "max_cost_usd",
+  "max_wall_clock_s",
+];
+
+const PARAM_ATTRS = [
+  "thinking_effort",
+  "thinking_budget_tokens",
+  "max_output_tokens",
+  "temperature",
+  "stop_sequences",
+];
+
+function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | undefined {
+  const body = decodeBody(
+    block.body,
+    { attributes: ["provider", "id", ...PARAM_ATTRS], required: ["provider", "id"] },
+    block.typeRange,
+    what,
+    diags,
+  );
+  const get = (n: string) => body.attrs.get(n);
+  const provider = get("provider") && readString(get("provider")!, `${what}.provider`, diags);
+  const id = get("id") && readString(get("id")!, `${what}.id`, diags);
+  for (const [n, v] of [
+    ["provider", provider],
+    ["id", id],
+  ] as const) {
+    if (v === "")
+      diags.push(
+        errorAt("invalid_value", "Empty value", `${what}.${n} cannot be empty.`, get(n)!.expr.range),
+      );
+  }
+  const params: GenerationParamsConfig = {};
+  const effort = get("thinking_effort");
+  if (effort) {
+    const v = readString(effort, `${what}.thinking_effort`, diags);
+    if (v !== undefined) params.thinking_effort = v;
+  }
+  const ints: Array<["thinking_budget_tokens" | "max_output_tokens", number]> = [
+    ["thinking_budget_tokens", 0],
+    ["max_output_tokens", 1],
+  ];
+  for (const [n, min] of ints) {
+    const a = get(n);
+    if (!a) continue;
+    const v = readNumber(a, `${what}.${n}`, { integer: true, min }, diags);
+    if (v !== undefined) params[n] = v;
+  }
+  const temp = get("temperature");
+  if (temp) {
+    const v = readNumber(temp, `${what}.temperature`, { min: 0 }, diags);
+    if (v !== undefined) params.temperature = v;
+  }
+  const stops = get("stop_sequences");
+  if (stops) {
+    const v = readStringList(stops, `${what}.stop_sequences`, diags);
+    if (v !== undefined) params.stop_sequences = v.map((s) => s.value);
+  }
+  if (!provider || !id) return undefined;
+  return { provider, id, params, range: block.typeRange, providerRange: get("provider")!.expr.range };
+}
+
+export function decodeProfileBlock(block: Block, diags: Diags): AgentProfile | undefined {
+  const { value: name, range: nameRange } = label(block);
+  const owner = `agent_profile "${name}"`;
+  const before = diags.filter((d) => d.severity === "error").length;
+  const body = decodeBody(
+    block.body,
+    { attributes: PROFILE_ATTRS, blocks: { model: { single: true } } },
+    block.typeRange,
+    owner,
+    diags,
+  );
+  if (name.trim() === "")
+    diags.push(errorAt("invalid_value", "Empty profile name", "A profile needs a name.", nameRange));
+
+  const profile: AgentProfile = { name, tools: [], slash_commands: [], declared: true, range: nameRange };
+
+  const modelBlock = body.blocks.find((b) => b.type === "model");
+  if (modelBlock !== undefined) {
+    const mb = decodeBody(
+      modelBlock.body,
+      { blocks: { primary: { single: true }, fallback: {} } },
+      modelBlock.typeRange,
+      `${owner} model`,
+      diags,
+    );
+    const primaryBlock = mb.blocks.find((b) => b.type === "primary");
+    if (primaryBlock === undefined) {
+      diags.push(
+        errorAt(
+          "missing_attribute",
+          "Missing primary model",
+          `The model block of ${owner} needs a "primary { ... }" block.`,
+          modelBlock.typeRange,
+        ),
+      );
+    }
+    const primary = primaryBlock && decodeModelRef(primaryBlock, `${owner} model.primary`, diags);
+    const fallbacks: ModelRef[] = [];
+    mb.blocks
+      .filter((b) => b.type === "fallback")
+      .forEach((b, i) => {
+        const ref = decodeModelRef(b, `${owner} model.fallback[${i}]`, diags);
+        if (ref) fallbacks.push(ref);
+      });
+    if (primary) profile.model = { primary, fallbacks };
+  }
+
+  const tools = body.attrs.get("tools");
+  if (tools) {
+    const seen = new Set<string>();
+    for (const item of readStringList(tools, `${owner} tools`, diags) ?? []) {
+      const parsed = parseToolPattern(item.value);
+      if ("error" in parsed) {
+        diags.push(errorAt("tool_pattern", "Malformed tool pattern", parsed.error, item.range));
+        continue;
+      }
+      if (seen.has(item.value)) {
+        diags.push(
+          warningAt("duplicate", "Duplicate tool pattern", `"${item.value}" is listed twice.`, item.range),
+        );
+        continue;
+      }
+      seen.add(item.value);
+      profile.tools.push({ ...parsed, text: item.value, range: item.range } satisfies ToolPattern);
+    }
+  }
+
+  const commands = body.attrs.get("slash_commands");
+  if (commands) {
+    for (const item of readStringList(commands, `${owner} slash_commands`, diags) ?? []) {
+      const v = item.value;
+      if (!COMMAND.test(v)) {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Invalid slash command name",
+            v.startsWith("/")
+              ? `Write the command without the leading "/": "${v.slice(1)}".`
+              : `"${v}" is not a valid command name.`,
+            item.range,
+          ),
+        );
+        continue;
+      }
+      if (!profile.slash_commands.includes(v)) profile.slash_commands.push(v);
+    }
+  }
+
+  const num = (n: string, rule: Parameters<typeof readNumber>[2]) => {
+    const a = body.attrs.get(n);
+    return a === undefined ? undefined : readNumber(a, `${owner} ${n}`, rule, diags);
+  };
+  const set = <K extends keyof AgentProfile>(k: K, v: AgentProfile[K] | undefined) => {
+    if (v !== undefined) profile[k] = v;
+  };
+  set("max_depth", num("max_depth", { integer: true, min: 0 }));
+  set("max_concurrent_subagents", num("max_concurrent_subagents", { integer: true, min: 1 }));
+  set("max_turns", num("max_turns", { integer: true, min: 1 }));
+  set("max_cost_usd", num("max_cost_usd", { min: 0, exclusiveMin: true }));
+  set("max_wall_clock_s", num("max_wall_clock_s", { integer: true, min: 1 }));
+
+  const after = diags.filter((d) => d.severity === "error").length;
+  return after > before ? undefined : profile;
+}
+
+/** Every provider a profile references, with where. */
+export function profileReferences(p: AgentProfile): Array<{ provider: string; range: Range; what: string }> {
+  const out: Array<{ provider: string; range: Range; what: string }> = [];
+  if (p.model) {
+    for (const m of [p.model.primary, ...p.model.fallbacks]) {
+      out.push({ provider: m.provider, range: m.providerRange, what: `model "${m.provider}/${m.id}"` });
+    }
+  }
+  for (const t of p.tools)
+    out.push({ provider: t.provider, range: t.range, what: `tool pattern "${t.text}"` });
+  return out;
+}

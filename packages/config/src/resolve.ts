@@ -1,0 +1,176 @@
+// Provider resolution, as far as this build goes: a first-party source resolves
+// to the package shipped with the installation (`<root>/providers/<name>/`,
+// executable `src/main.ts`), a dev_overrides entry to the local executable it
+// names; any other source is an error listing what is supported. Downloading
+// from a forge comes later.
+
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { type ConfigDiagnostic, errorAt } from "./diagnostics.ts";
+import type { AgentConfig, RequiredProvider } from "./model.ts";
+import { FIRST_PARTY_OWNER, FIRST_PARTY_PROVIDERS, firstPartyName } from "./source-address.ts";
+import { formatConstraints, satisfies } from "./version.ts";
+
+export interface ResolvedProvider {
+  localName: string;
+  source: string;
+  /** The package's version; absent for a dev override (Describe reports it). */
+  version?: string;
+  /** What the kernel launches. */
+  executable: string;
+  /** "sha256:<hex>" of the package (see packageChecksum); absent for a dev override. */
+  checksum?: string;
+  origin: "first_party" | "dev_override";
+  /** The first-party package directory. */
+  packageDir?: string;
+}
+
+export interface ResolveOptions {
+  /** The installation root: the directory holding `providers/<name>/`. */
+  installationRoot: string;
+  /** Local name -> executable path, from the global config. */
+  devOverrides?: Readonly<Record<string, string>>;
+}
+
+export type ResolveResult =
+  | { ok: true; provider: ResolvedProvider }
+  | { ok: false; diagnostic: ConfigDiagnostic };
+
+const SUPPORTED_FORMS =
+  `Supported today: first-party sources "github.com/${FIRST_PARTY_OWNER}/provider-<name>" or "${FIRST_PARTY_OWNER}/<name>" ` +
+  `(names: ${FIRST_PARTY_PROVIDERS.join(", ")}), and a dev_overrides entry in the global config pointing at a local plugin executable. ` +
+  "Downloading providers from a git forge is not supported yet.";
+
+export function resolveProvider(req: RequiredProvider, options: ResolveOptions): ResolveResult {
+  const override = options.devOverrides?.[req.localName];
+  if (override !== undefined) {
+    if (!existsSync(override)) {
+      return {
+        ok: false,
+        diagnostic: errorAt(
+          "io",
+          "dev_overrides executable not found",
+          `The global config points "${req.localName}" at ${override}, which does not exist.`,
+          req.range,
+        ),
+      };
+    }
+    return {
+      ok: true,
+      provider: {
+        localName: req.localName,
+        source: req.source,
+        executable: override,
+        origin: "dev_override",
+      },
+    };
+  }
+  const name = firstPartyName(req.source);
+  if (name === undefined) {
+    return {
+      ok: false,
+      diagnostic: errorAt(
+        "source_address",
+        `Cannot resolve provider "${req.localName}"`,
+        `"${req.source}" cannot be resolved. ${SUPPORTED_FORMS}`,
+        req.range,
+      ),
+    };
+  }
+  const dir = join(options.installationRoot, "providers", name);
+  const manifest = join(dir, "package.json");
+  const executable = join(dir, "src", "main.ts");
+  if (!existsSync(manifest) || !existsSync(executable)) {
+    return {
+      ok: false,
+      diagnostic: errorAt(
+        "source_address",
+        `First-party provider "${name}" is not installed`,
+        `"${req.source}" names a first-party provider, but this installation has no ${relative(options.installationRoot, existsSync(manifest) ? executable : manifest)}.`,
+        req.range,
+      ),
+    };
+  }
+  let version: string;
+  try {
+    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { version?: unknown };
+    if (typeof pkg.version !== "string") throw new Error("no version field");
+    version = pkg.version;
+  } catch (e) {
+    return {
+      ok: false,
+      diagnostic: errorAt(
+        "io",
+        `Cannot read the version of "${name}"`,
+        `${manifest}: ${(e as Error).message}`,
+        req.range,
+      ),
+    };
+  }
+  if (!satisfies(version, req.constraints)) {
+    return {
+      ok: false,
+      diagnostic: errorAt(
+        "version_constraint",
+        `No acceptable version of "${req.localName}"`,
+        `The installation ships ${name} ${version}, which does not satisfy "${formatConstraints(req.constraints)}".`,
+        req.range,
+      ),
+    };
+  }
+  return {
+    ok: true,
+    provider: {
+      localName: req.localName,
+      source: req.source,
+      version,
+      executable,
+      checksum: packageChecksum(dir),
+      origin: "first_party",
+      packageDir: dir,
+    },
+  };
+}
+
+/** Resolves every required provider, collecting all failures. */
+export function resolveProviders(
+  config: AgentConfig,
+  options: ResolveOptions,
+): { providers: ResolvedProvider[]; diagnostics: ConfigDiagnostic[] } {
+  const providers: ResolvedProvider[] = [];
+  const diagnostics: ConfigDiagnostic[] = [];
+  for (const req of config.requiredProviders) {
+    const r = resolveProvider(req, options);
+    if (r.ok) providers.push(r.provider);
+    else diagnostics.push(r.diagnostic);
+  }
+  return { providers, diagnostics };
+}
+
+/**
+ * SHA-256 over a plugin package: every file below `dir` except `node_modules`
+ * directories, as a manifest of "<sha256 of content>  <relative posix path>\n"
+ * lines sorted by path; the checksum is the SHA-256 of that manifest. A symbolic
+ * link contributes its target text rather than being followed.
+ */
+export function packageChecksum(dir: string): string {
+  const entries: Array<[string, string]> = [];
+  const walk = (at: string) => {
+    for (const name of readdirSync(at)) {
+      const full = join(at, name);
+      const st = lstatSync(full);
+      if (st.isDirectory()) {
+        if (name !== "node_modules") walk(full);
+        continue;
+      }
+      const rel = relative(dir, full).split(sep).join("/");
+      const content = st.isSymbolicLink() ? Buffer.from(`symlink:${readlinkSync(full)}`) : readFileSync(full);
+      entries.push([rel, createHash("sha256").update(content).digest("hex")]);
+    }
+  };
+  walk(dir);
+  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const manifest = entries.map(([rel, hash]) => `${hash}  ${rel}\n`).join("");
+  return `sha256:${createHash("sha256").update(manifest).digest("hex")}`;
+}

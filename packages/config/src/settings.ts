@@ -1,0 +1,181 @@
+// `settings { ... }` with its retry{} and observability{} sub-blocks. Every field
+// has a default, applied even when the whole block is absent; a written retry{} or
+// observability{} must be complete (all-or-nothing, resource_attrs aside).
+
+import type { Block } from "@pluggableharness/hcl";
+import {
+  type Diags,
+  decodeBody,
+  readBool,
+  readEnum,
+  readNumber,
+  readString,
+  readStringMap,
+} from "./decode.ts";
+import { errorAt } from "./diagnostics.ts";
+import type { LogLevel, ObservabilitySettings, RetrySettings, Settings } from "./model.ts";
+
+export const DEFAULT_RETRY: Readonly<RetrySettings> = {
+  base_delay_ms: 500,
+  backoff_factor: 2,
+  max_retries: 5,
+};
+
+export const DEFAULT_OBSERVABILITY: Readonly<ObservabilitySettings> = {
+  endpoint: "localhost:4317",
+  protocol: "grpc",
+  sampling_ratio: 1.0,
+  traces_enabled: true,
+  metrics_enabled: true,
+  logs_enabled: true,
+  export_interval_ms: 10_000,
+  service_name: "pluggableharness-agent",
+  resource_attrs: {},
+};
+
+export function defaultSettings(): Settings {
+  return {
+    log_level: "info",
+    telemetry: false,
+    observability_declared: false,
+    default_hook_timeout_ms: 5_000,
+    default_tool_timeout_ms: 120_000,
+    default_max_depth: 2,
+    doom_loop_threshold: 3,
+    doom_loop_window: 10,
+    retry: { ...DEFAULT_RETRY },
+    observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
+  };
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error"];
+
+export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
+  const s = defaultSettings();
+  const owner = "settings";
+  const body = decodeBody(
+    block.body,
+    {
+      attributes: [
+        "default_frontend",
+        "log_level",
+        "telemetry",
+        "default_hook_timeout_ms",
+        "default_tool_timeout_ms",
+        "default_max_depth",
+        "doom_loop_threshold",
+        "doom_loop_window",
+      ],
+      blocks: { retry: { single: true }, observability: { single: true } },
+    },
+    block.typeRange,
+    owner,
+    diags,
+  );
+  const a = (n: string) => body.attrs.get(n);
+  const str = (n: string) => (a(n) ? readString(a(n)!, `settings.${n}`, diags) : undefined);
+  const int = (n: string, min: number) =>
+    a(n) ? readNumber(a(n)!, `settings.${n}`, { integer: true, min }, diags) : undefined;
+
+  const frontend = str("default_frontend");
+  if (frontend !== undefined) s.default_frontend = frontend;
+  const level = a("log_level") && readEnum(a("log_level")!, "settings.log_level", LOG_LEVELS, diags);
+  if (level) s.log_level = level;
+  s.default_hook_timeout_ms = int("default_hook_timeout_ms", 1) ?? s.default_hook_timeout_ms;
+  s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
+  s.default_max_depth = int("default_max_depth", 0) ?? s.default_max_depth;
+  s.doom_loop_threshold = int("doom_loop_threshold", 2) ?? s.doom_loop_threshold;
+  s.doom_loop_window = int("doom_loop_window", 2) ?? Math.max(s.doom_loop_window, s.doom_loop_threshold);
+  if (s.doom_loop_window < s.doom_loop_threshold) {
+    diags.push(
+      errorAt(
+        "invalid_value",
+        "Doom-loop window too small",
+        `settings.doom_loop_window (${s.doom_loop_window}) must be at least doom_loop_threshold (${s.doom_loop_threshold}).`,
+        (a("doom_loop_window") ?? a("doom_loop_threshold"))!.expr.range,
+      ),
+    );
+  }
+
+  const retry = body.blocks.find((b) => b.type === "retry");
+  if (retry) {
+    const rb = decodeBody(
+      retry.body,
+      {
+        attributes: ["base_delay_ms", "backoff_factor", "max_retries"],
+        required: ["base_delay_ms", "backoff_factor", "max_retries"],
+      },
+      retry.typeRange,
+      "settings.retry (all three fields are required once the block is written)",
+      diags,
+    );
+    const r = (n: keyof RetrySettings, rule: Parameters<typeof readNumber>[2]) => {
+      const at = rb.attrs.get(n);
+      const v = at && readNumber(at, `settings.retry.${n}`, rule, diags);
+      if (v !== undefined) s.retry[n] = v;
+    };
+    r("base_delay_ms", { integer: true, min: 0 });
+    r("backoff_factor", { min: 1 });
+    r("max_retries", { integer: true, min: 0 });
+  }
+
+  const obs = body.blocks.find((b) => b.type === "observability");
+  if (obs) {
+    s.observability_declared = true;
+    const required = [
+      "endpoint",
+      "protocol",
+      "sampling_ratio",
+      "traces_enabled",
+      "metrics_enabled",
+      "logs_enabled",
+      "export_interval_ms",
+      "service_name",
+    ];
+    const ob = decodeBody(
+      obs.body,
+      { attributes: [...required, "resource_attrs"], required },
+      obs.typeRange,
+      "settings.observability (every field but resource_attrs is required once the block is written)",
+      diags,
+    );
+    const o = (n: string) => ob.attrs.get(n);
+    const what = (n: string) => `settings.observability.${n}`;
+    const endpoint = o("endpoint") && readString(o("endpoint")!, what("endpoint"), diags);
+    if (endpoint !== undefined) {
+      if (endpoint === "")
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Empty endpoint",
+            `${what("endpoint")} cannot be empty.`,
+            o("endpoint")!.expr.range,
+          ),
+        );
+      else s.observability.endpoint = endpoint;
+    }
+    const protocol =
+      o("protocol") && readEnum(o("protocol")!, what("protocol"), ["grpc", "http"] as const, diags);
+    if (protocol) s.observability.protocol = protocol;
+    const ratio =
+      o("sampling_ratio") &&
+      readNumber(o("sampling_ratio")!, what("sampling_ratio"), { min: 0, max: 1 }, diags);
+    if (ratio !== undefined) s.observability.sampling_ratio = ratio;
+    for (const n of ["traces_enabled", "metrics_enabled", "logs_enabled"] as const) {
+      const v = o(n) && readBool(o(n)!, what(n), diags);
+      if (v !== undefined) s.observability[n] = v;
+    }
+    const interval =
+      o("export_interval_ms") &&
+      readNumber(o("export_interval_ms")!, what("export_interval_ms"), { integer: true, min: 1 }, diags);
+    if (interval !== undefined) s.observability.export_interval_ms = interval;
+    const service = o("service_name") && readString(o("service_name")!, what("service_name"), diags);
+    if (service !== undefined) s.observability.service_name = service;
+    const attrs = o("resource_attrs") && readStringMap(o("resource_attrs")!, what("resource_attrs"), diags);
+    if (attrs !== undefined) s.observability.resource_attrs = attrs;
+  }
+
+  const telemetry = a("telemetry") && readBool(a("telemetry")!, "settings.telemetry", diags);
+  s.telemetry = telemetry ?? s.observability_declared;
+  return s;
+}

@@ -1,0 +1,156 @@
+// The second validation pass, run by the kernel once every plugin has answered
+// GetSchema/GetCapabilities: profile tool patterns, model references and hook
+// subscriptions are checked against what the loaded providers actually offer.
+
+import type { HookPoint } from "@pluggableharness/protocol/common";
+import { type ConfigDiagnostic, errorAt, warningAt } from "./diagnostics.ts";
+import { hookPointName } from "./hooks.ts";
+import type { AgentConfig, AgentProfile, HookPointName } from "./model.ts";
+import { decodeProviderConfig, type SchemaLike } from "./schema-bridge.ts";
+import type { Environment } from "./secrets.ts";
+
+/** What one loaded provider advertised. Absent lists mean "this provider offers none". */
+export interface ProviderFacts {
+  /** Tool (operation) names from GetSchema. */
+  tools?: readonly string[];
+  /** Model ids from GetCapabilities. */
+  models?: readonly string[];
+  /** supported_hook_points, as names ("plan-ready") or wire enum values. */
+  hookPoints?: ReadonlyArray<HookPointName | HookPoint>;
+  /** When given, the provider block is decoded against it (secrets resolved, then dropped). */
+  configSchema?: SchemaLike;
+}
+
+/** Keyed by required_providers local name; only providers that actually loaded. */
+export type LoadedProviders = Readonly<Record<string, ProviderFacts>>;
+
+export function validateAgainstProviders(
+  config: AgentConfig,
+  loaded: LoadedProviders,
+  env?: Environment,
+): ConfigDiagnostic[] {
+  const diags: ConfigDiagnostic[] = [];
+  const facts = (name: string) => (Object.hasOwn(loaded, name) ? loaded[name] : undefined);
+
+  for (const profile of config.profiles) {
+    for (const t of profile.tools) {
+      const f = facts(t.provider);
+      if (f === undefined) continue; // not loaded this session: a silent no-op
+      const tools = f.tools ?? [];
+      if (tools.length === 0) {
+        diags.push(
+          errorAt(
+            "unknown_tool",
+            "Provider has no tools",
+            `agent_profile "${profile.name}" lists "${t.text}", but "${t.provider}" advertises no tools.`,
+            t.range,
+          ),
+        );
+        continue;
+      }
+      if (t.tool !== "*" && !tools.includes(t.tool)) {
+        diags.push(
+          errorAt(
+            "unknown_tool",
+            "Unknown tool",
+            `agent_profile "${profile.name}" lists "${t.text}", but "${t.provider}" has no tool "${t.tool}". Its tools: ${tools.join(", ")}.`,
+            t.range,
+          ),
+        );
+      }
+    }
+    if (profile.model) {
+      for (const m of [profile.model.primary, ...profile.model.fallbacks]) {
+        const f = facts(m.provider);
+        if (f === undefined) continue;
+        const models = f.models ?? [];
+        if (!models.includes(m.id)) {
+          diags.push(
+            warningAt(
+              "unknown_model",
+              "Unknown model",
+              `agent_profile "${profile.name}" routes to "${m.provider}/${m.id}", which "${m.provider}" does not advertise${models.length === 0 ? "" : ` (it offers ${models.join(", ")})`}; the candidate will be skipped.`,
+              m.range,
+            ),
+          );
+        }
+      }
+    }
+  }
+
+  for (const h of config.hooks) {
+    const f = facts(h.provider);
+    if (f === undefined) continue;
+    const points = (f.hookPoints ?? []).map((p) => (typeof p === "number" ? hookPointName(p) : p));
+    if (!points.includes(h.point)) {
+      diags.push(
+        errorAt(
+          "hook_point",
+          "Hook point not supported",
+          `"${h.provider}" does not support the "${h.point}" hook point${points.length === 0 ? " (it supports none)" : ` (it supports ${points.join(", ")})`}.`,
+          h.range,
+        ),
+      );
+    }
+  }
+
+  for (const [name, f] of Object.entries(loaded)) {
+    if (f.configSchema === undefined) continue;
+    if (!config.requiredProviders.some((r) => r.localName === name)) continue;
+    const r = decodeProviderConfig(config, name, f.configSchema, env);
+    if (!r.ok) diags.push(...r.diagnostics);
+  }
+  return diags;
+}
+
+/** The profile a session runs with; "default" falls back to the kernel's built-in root profile. */
+export function getProfile(config: AgentConfig, name = "default"): AgentProfile | undefined {
+  const found = config.profiles.find((p) => p.name === name);
+  if (found !== undefined || name !== "default") return found;
+  return builtinRootProfile(config);
+}
+
+/**
+ * The stand-in for a missing `agent_profile "default"`: every tool of every
+ * declared provider, no slash-command restriction beyond the strict default,
+ * and no model (the kernel picks the first model its loaded providers offer).
+ */
+export function builtinRootProfile(config: AgentConfig): AgentProfile {
+  const range = {
+    filename: config.file,
+    start: { line: 1, column: 1, byte: 0 },
+    end: { line: 1, column: 1, byte: 0 },
+  };
+  return {
+    name: "default",
+    tools: config.requiredProviders.map((r) => ({
+      provider: r.localName,
+      tool: "*",
+      text: `${r.localName}.*`,
+      range,
+    })),
+    slash_commands: [],
+    declared: false,
+  };
+}
+
+/** The concrete (provider, tool) pairs a profile may use, given what loaded. */
+export function resolveProfileTools(
+  profile: AgentProfile,
+  loaded: LoadedProviders,
+): Array<{ provider: string; tool: string }> {
+  const out: Array<{ provider: string; tool: string }> = [];
+  const seen = new Set<string>();
+  for (const t of profile.tools) {
+    const f = Object.hasOwn(loaded, t.provider) ? loaded[t.provider] : undefined;
+    if (f === undefined) continue;
+    const names = t.tool === "*" ? (f.tools ?? []) : (f.tools ?? []).filter((n) => n === t.tool);
+    for (const tool of names) {
+      const key = `${t.provider}\u0000${tool}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ provider: t.provider, tool });
+    }
+  }
+  return out;
+}
