@@ -21,6 +21,7 @@ export class StdioForwarder {
   private queued = 0;
   private wake: (() => void) | undefined;
   private subscribed = false;
+  private closed = false;
   private readonly maxBuffered: number;
 
   constructor(maxBuffered = 1024 * 1024) {
@@ -36,6 +37,12 @@ export class StdioForwarder {
     }
     while (this.queued > this.maxBuffered && this.queue.length > 0)
       this.queued -= this.queue.shift()!.data.length;
+    this.wake?.();
+  }
+
+  /** Ends the stream to the host (used when the plugin shuts down). */
+  close(): void {
+    this.closed = true;
     this.wake?.();
   }
 
@@ -56,6 +63,7 @@ export class StdioForwarder {
           yield { channel: item.channel, data: item.data };
           continue;
         }
+        if (this.closed) return;
         await new Promise<void>((r) => {
           this.wake = r;
         });

@@ -100,6 +100,9 @@ export interface ServedPlugin {
   stop(exitCode?: number): Promise<never>;
 }
 
+/** How long a stopping plugin lets in-flight answers drain before it force-closes. */
+const SHUTDOWN_DRAIN_MS = 250;
+
 function fail(message: string): never {
   try {
     writeSync(2, message.endsWith("\n") ? message : `${message}\n`);
@@ -233,10 +236,20 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
         log.error("onShutdown failed", { error: String(err) });
       }
       broker.close();
+      stdio.close();
       kernelConn.close();
-      // Like go-plugin's controller: a hard stop. The host decided; long-lived streams
-      // (stdio, broker) would otherwise hold a graceful shutdown open.
-      server.forceShutdown();
+      // Let the Shutdown answer reach the host, then stop hard like go-plugin does:
+      // streams the host keeps open must not hold the process.
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, SHUTDOWN_DRAIN_MS);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
       process.exit(exitCode);
     })();
     return stopping;
