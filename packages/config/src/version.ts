@@ -63,6 +63,14 @@ export function parseConstraints(
         },
       };
     }
+    if (/^[<>=!~]/.test(versionText)) {
+      return {
+        error: {
+          message: `"${item}" uses an unknown operator; use one of =, !=, >, >=, <, <=, ~>.`,
+          offset: at,
+        },
+      };
+    }
     const m = VERSION.exec(versionText);
     if (m === null) {
       return {
