@@ -262,10 +262,14 @@ export function loadConfigSource(
     const at = settingsBlock?.body.items.find(
       (i): i is Attribute => i.kind === "Attribute" && i.name === "default_frontend",
     );
-    unknownProvider(
-      settings.default_frontend,
-      at?.expr.range ?? settingsBlock!.typeRange,
-      "settings.default_frontend",
+    // A warning, not an error: the name only matters when several frontends load.
+    diags.push(
+      warningAt(
+        "unknown_provider",
+        "Unknown default frontend",
+        `settings.default_frontend names "${settings.default_frontend}", which is not declared in required_providers.`,
+        at?.expr.range ?? settingsBlock!.typeRange,
+      ),
     );
   }
 
