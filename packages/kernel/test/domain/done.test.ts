@@ -1,5 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import { MessageSchema, Role } from "@pluggableharness/protocol/content";
+import {
+  type ContentBlock,
+  ContentBlockSchema,
+  MessageSchema,
+  Role,
+} from "@pluggableharness/protocol/content";
 import type { ToolSchema } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
 import { checkDone, TurnDoneTracker } from "../../src/domain/done.ts";
@@ -15,10 +20,13 @@ const resolve = (name: string) => schemas.get(name);
 function assistant(...blocks: ({ text: string } | { use: string; id: string })[]) {
   return create(MessageSchema, {
     role: Role.ASSISTANT,
-    content: blocks.map((b) =>
-      "text" in b
-        ? { block: { case: "text", value: { text: b.text } } }
-        : { block: { case: "toolUse", value: { id: b.id, name: b.use, input: {} } } },
+    content: blocks.map(
+      (b): ContentBlock =>
+        "text" in b
+          ? create(ContentBlockSchema, { block: { case: "text", value: { text: b.text } } })
+          : create(ContentBlockSchema, {
+              block: { case: "toolUse", value: { id: b.id, name: b.use, input: {} } },
+            }),
     ),
   });
 }

@@ -40,7 +40,7 @@ export function tool(init: MessageInitShape<typeof ToolSchemaSchema> = {}): Tool
     outputSchema: objectSchema({ content: SchemaType.STRING }, ["content"]),
     concurrency: { safe: true },
     ...init,
-  });
+  } as MessageInitShape<typeof ToolSchemaSchema>);
 }
 
 export function resource(init: MessageInitShape<typeof ToolSchemaSchema> = {}): ToolSchema {
@@ -53,7 +53,7 @@ export function resource(init: MessageInitShape<typeof ToolSchemaSchema> = {}): 
     outputSchema: objectSchema({ ok: SchemaType.BOOLEAN }),
     concurrency: { safe: true, keyFields: ["path"] },
     ...init,
-  });
+  } as MessageInitShape<typeof ToolSchemaSchema>);
 }
 
 export function interactive(init: MessageInitShape<typeof ToolSchemaSchema> = {}): ToolSchema {
@@ -66,7 +66,7 @@ export function interactive(init: MessageInitShape<typeof ToolSchemaSchema> = {}
     outputSchema: objectSchema({ answer: SchemaType.STRING }),
     concurrency: undefined,
     ...init,
-  });
+  } as MessageInitShape<typeof ToolSchemaSchema>);
 }
 
 export function schemaResponse(
@@ -121,7 +121,7 @@ export function model(init: MessageInitShape<typeof ModelSpecSchema> = {}): Mode
       ToolChoiceMode.SPECIFIC,
     ],
     ...init,
-  });
+  } as MessageInitShape<typeof ModelSpecSchema>);
 }
 
 /** A model without thinking, caching or tools: the all-zero declarations. */
@@ -132,5 +132,5 @@ export function plainModel(init: MessageInitShape<typeof ModelSpecSchema> = {}):
     caching: { supported: false },
     pricing: { currency: "USD", tiers: [{ inputPerMtok: 1, outputPerMtok: 2 }] },
     ...init,
-  });
+  } as MessageInitShape<typeof ModelSpecSchema>);
 }

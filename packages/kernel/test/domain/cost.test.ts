@@ -1,0 +1,176 @@
+import { create, equals } from "@bufbuild/protobuf";
+import { PricingSchema, type Usage, UsageSchema } from "@pluggableharness/protocol/model";
+import { describe, expect, it } from "vitest";
+import { computeCost, normalizeUsage, recordUsage, usageIssues } from "../../src/domain/cost.ts";
+import { PricingError } from "../../src/domain/errors.ts";
+import { at, tier } from "./fixtures.ts";
+
+const examplePricing = create(PricingSchema, {
+  currency: "USD",
+  free: false,
+  tiers: [{ inputPerMtok: 3.0, outputPerMtok: 15.0, cacheReadPerMtok: 0.3, cacheWritePerMtok: 3.75 }],
+});
+const usage = (init: Partial<Usage> = {}) =>
+  create(UsageSchema, { inputTokens: 412n, outputTokens: 28n, ...init });
+
+describe("cost computation", () => {
+  it("reproduces the worked example of model/examples.md exactly: 0.001656", () => {
+    const cost = computeCost(usage({ cacheReadTokens: 0n, cacheWriteTokens: 0n }), examplePricing.tiers[0]!);
+    expect(cost.exact).toBe("0.001656");
+    expect(cost.costUsd).toBe(0.001656);
+    expect(cost.costUsd.toFixed(2)).toBe("0.00");
+  });
+
+  it("sums are exact where binary floating point is not", () => {
+    // 0.1 + 0.2 per token style sums: 1 token at 0.1/Mtok + 2 tokens at 0.1/Mtok.
+    const c = computeCost(
+      usage({ inputTokens: 1n, outputTokens: 2n }),
+      tier({ inputPerMtok: 0.1, outputPerMtok: 0.1 }),
+    );
+    expect(c.exact).toBe("0.0000003");
+    expect((1 * 0.1) / 1e6 + (2 * 0.1) / 1e6).not.toBe(3e-7);
+    expect(c.costUsd).toBe(3e-7);
+  });
+
+  it("the cost is the five-term sum of input, output, cache-write, cache-read and reasoning", () => {
+    const c = computeCost(
+      usage({
+        inputTokens: 1_000_000n,
+        outputTokens: 1_000_000n,
+        cacheWriteTokens: 1_000_000n,
+        cacheReadTokens: 1_000_000n,
+        reasoningTokens: 1_000_000n,
+      }),
+      examplePricing.tiers[0]!,
+    );
+    expect(c.exact).toBe("37.05"); // 3 + 15 + 3.75 + 0.3 + 15
+  });
+
+  it("reasoning tokens are billed at the output rate", () => {
+    const c = computeCost(
+      usage({ inputTokens: 201n, outputTokens: 19n, reasoningTokens: 143n }),
+      examplePricing.tiers[0]!,
+    );
+    expect(c.exact).toBe("0.003033"); // (201*3 + 19*15 + 143*15) per million
+  });
+
+  it("reasoning tokens are not billed again when reasoning_already_counted", () => {
+    const c = computeCost(
+      usage({ inputTokens: 0n, outputTokens: 200n, reasoningTokens: 143n, reasoningAlreadyCounted: true }),
+      examplePricing.tiers[0]!,
+    );
+    expect(c.exact).toBe("0.003");
+  });
+
+  it("cache tokens without a cache rate cannot be priced", () => {
+    expect(() => computeCost(usage({ cacheReadTokens: 5n }), tier())).toThrow(PricingError);
+    expect(computeCost(usage({ cacheReadTokens: 0n }), tier()).exact).toBe("0.001656");
+  });
+
+  it("the tier is resolved per usage event from its receipt time and input_tokens", () => {
+    const p = create(PricingSchema, {
+      currency: "USD",
+      tiers: [
+        tier({ inputPerMtok: 3, outputPerMtok: 15, inputTokensUntil: 200_000n }),
+        tier({ inputPerMtok: 6, outputPerMtok: 22.5, inputTokensFrom: 200_000n }),
+      ],
+    });
+    const small = recordUsage(usage({ inputTokens: 1000n, outputTokens: 0n }), p, at("2026-01-01T00:00:00Z"));
+    const large = recordUsage(
+      usage({ inputTokens: 250_000n, outputTokens: 0n }),
+      p,
+      at("2026-01-01T00:00:00Z"),
+    );
+    expect([small.pricingTierIndex, small.costUsd]).toEqual([0, 0.003]);
+    expect([large.pricingTierIndex, large.costUsd]).toEqual([1, 1.5]);
+  });
+
+  it("cost is computed at receipt time and persisted with the receipt timestamp", () => {
+    const p = create(PricingSchema, {
+      currency: "USD",
+      tiers: [
+        tier({ inputPerMtok: 1, outputPerMtok: 1, effectiveUntil: at("2026-09-01T00:00:00Z") }),
+        tier({ inputPerMtok: 3, outputPerMtok: 15, effectiveFrom: at("2026-09-01T00:00:00Z") }),
+      ],
+    });
+    const before = recordUsage(usage(), p, at("2026-08-31T12:00:00Z"));
+    const after = recordUsage(usage(), p, at("2026-09-01T12:00:00Z"));
+    expect(before.costUsd).toBe(0.00044);
+    expect(after.costUsd).toBe(0.001656);
+    expect(after.receivedAt).toEqual(at("2026-09-01T12:00:00Z"));
+  });
+
+  it("a free model costs nothing, with or without a zero-rate tier", () => {
+    const none = recordUsage(
+      usage(),
+      create(PricingSchema, { currency: "USD", free: true }),
+      at("2026-01-01T00:00:00Z"),
+    );
+    expect([none.costUsd, none.pricingTierIndex]).toEqual([0, -1]);
+    const zero = recordUsage(
+      usage(),
+      create(PricingSchema, { currency: "USD", free: true, tiers: [{}] }),
+      at("2026-01-01T00:00:00Z"),
+    );
+    expect([zero.costUsd, zero.pricingTierIndex]).toEqual([0, 0]);
+  });
+});
+
+describe("vendor-reported figures", () => {
+  it("vendor_cost is kept as an exact decimal string with its unit, never converted", () => {
+    const u = usage({ vendorCost: { amount: "1234567890123456789.0000000001", unit: "xai_ticks_1e10" } });
+    const rec = recordUsage(u, examplePricing, at("2026-01-01T00:00:00Z"));
+    expect(rec.usage!.vendorCost).toMatchObject({
+      amount: "1234567890123456789.0000000001",
+      unit: "xai_ticks_1e10",
+    });
+    expect(rec.costUsd).toBe(0.001656);
+    expect(usageIssues(usage({ vendorCost: { amount: "1e-3", unit: "usd" } }))).toEqual([
+      "vendor_cost.amount is not an exact decimal string",
+    ]);
+  });
+
+  it("vendor_total_tokens is never derived by addition", () => {
+    const rec = recordUsage(
+      usage({ cacheReadTokens: 10n, reasoningTokens: 5n }),
+      examplePricing,
+      at("2026-01-01T00:00:00Z"),
+    );
+    expect(rec.usage!.vendorTotalTokens).toBeUndefined();
+    const reported = recordUsage(
+      usage({ vendorTotalTokens: 999n }),
+      examplePricing,
+      at("2026-01-01T00:00:00Z"),
+    );
+    expect(reported.usage!.vendorTotalTokens).toBe(999n);
+  });
+
+  it("components are sorted by name before persisting", () => {
+    const u = usage({
+      components: [
+        { name: "web_search_sources", value: 3n },
+        { name: "audio_input_tokens", value: 7n },
+        { name: "accepted_prediction_tokens", value: 1n },
+      ],
+    });
+    expect(normalizeUsage(u).components.map((c) => c.name)).toEqual([
+      "accepted_prediction_tokens",
+      "audio_input_tokens",
+      "web_search_sources",
+    ]);
+    expect(u.components[0]!.name).toBe("web_search_sources");
+  });
+
+  it("rate limits are never synthesized nor converted between counts and percentages", () => {
+    const percentOnly = usage({
+      rateLimits: [{ kind: 2, usedPercent: 98, windowSeconds: 18_000n, limitName: "5h" }],
+    });
+    const rec = recordUsage(percentOnly, examplePricing, at("2026-01-01T00:00:00Z"));
+    const snap = rec.usage!.rateLimits[0]!;
+    expect(snap.limit).toBeUndefined();
+    expect(snap.remaining).toBeUndefined();
+    expect(snap.usedPercent).toBe(98);
+    expect(equals(UsageSchema, normalizeUsage(percentOnly), percentOnly)).toBe(true);
+    expect(recordUsage(usage(), examplePricing, at("2026-01-01T00:00:00Z")).usage!.rateLimits).toEqual([]);
+  });
+});
