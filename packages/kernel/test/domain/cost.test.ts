@@ -1,4 +1,4 @@
-import { create, equals } from "@bufbuild/protobuf";
+import { create, equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { PricingSchema, type Usage, UsageSchema } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
 import { computeCost, normalizeUsage, recordUsage, usageIssues } from "../../src/domain/cost.ts";
