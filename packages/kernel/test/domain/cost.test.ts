@@ -10,8 +10,10 @@ const examplePricing = create(PricingSchema, {
   free: false,
   tiers: [{ inputPerMtok: 3.0, outputPerMtok: 15.0, cacheReadPerMtok: 0.3, cacheWritePerMtok: 3.75 }],
 });
-const usage = (init: Partial<Usage> = {}) =>
-  create(UsageSchema, { inputTokens: 412n, outputTokens: 28n, ...init });
+const usage = (init: MessageInitShape<typeof UsageSchema> = {}): Usage =>
+  create(UsageSchema, { inputTokens: 412n, outputTokens: 28n, ...init } as MessageInitShape<
+    typeof UsageSchema
+  >);
 
 describe("cost computation", () => {
   it("reproduces the worked example of model/examples.md exactly: 0.001656", () => {
