@@ -103,6 +103,7 @@ export {
   type DecodeResult,
   decodeProviderBody,
   decodeProviderConfig,
+  decodeProviderConfigOrThrow,
   redactedValues,
   type SchemaAttribute,
   type SchemaLike,

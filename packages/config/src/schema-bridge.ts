@@ -21,7 +21,7 @@ import {
 } from "@pluggableharness/hcl";
 import { AttributeType } from "@pluggableharness/protocol/config";
 import { describe, objectEntries } from "./decode.ts";
-import { type ConfigDiagnostic, errorAt, fromHcl, hasErrors } from "./diagnostics.ts";
+import { type ConfigDiagnostic, ConfigError, errorAt, fromHcl, hasErrors } from "./diagnostics.ts";
 import type { AgentConfig } from "./model.ts";
 import { type Environment, envShape, resolveEnv, scrub } from "./secrets.ts";
 
@@ -494,6 +494,18 @@ export function decodeProviderConfig(
     };
   }
   return decodeProviderBody(block?.body, schema, { provider: localName, at, env });
+}
+
+/** Like decodeProviderConfig, but throws a ConfigError (free of secret values) on failure. */
+export function decodeProviderConfigOrThrow(
+  config: AgentConfig,
+  localName: string,
+  schema: SchemaLike,
+  env: Environment = process.env,
+): DecodedProviderConfig {
+  const r = decodeProviderConfig(config, localName, schema, env);
+  if (!r.ok) throw new ConfigError(r.diagnostics, `configuration of provider "${localName}"`);
+  return r.config;
 }
 
 /** The Configure payload as a google.protobuf.Struct. */
