@@ -159,6 +159,8 @@ class Parser {
   /** Whether newlines are significant in the current context (a stack). */
   private readonly newlineModes: boolean[] = [true];
   private depth = 0;
+  /** Brackets and template sequences currently open inside an expression. */
+  private readonly openers: Token[] = [];
 
   constructor(src: SourceFile, tokens: Token[], diagnostics: Diagnostic[]) {
     this.src = src;
@@ -225,6 +227,16 @@ class Parser {
     }
   }
 
+  /** Runs `f` between the bracket `open` and its closer, for end-of-file reporting. */
+  private inside<T>(open: Token, newlinesSignificant: boolean, f: () => T): T {
+    this.openers.push(open);
+    try {
+      return this.withNewlines(newlinesSignificant, f);
+    } finally {
+      this.openers.pop();
+    }
+  }
+
   private text(tok: Token): string {
     return this.src.text.slice(tok.start, tok.end);
   }
@@ -245,9 +257,27 @@ class Parser {
     return `"${this.text(tok)}"`;
   }
 
-  /** Records an error at `tok` (unless the lexer already did) and abandons the item. */
+  /**
+   * Records an error at `tok` (unless the lexer already did) and abandons the
+   * item. Running into the end of the file inside brackets is reported at the
+   * innermost unclosed bracket instead, which is where the mistake usually is.
+   */
   private fail(tok: Token, code: string, summary: string, detail: string): never {
-    if (tok.kind !== "invalid") this.diagnostics.push(errorDiag(code, summary, detail, this.range(tok)));
+    const open = this.openers[this.openers.length - 1];
+    if (tok.kind === "eof" && open !== undefined) {
+      const text = this.text(open).replace("~", "");
+      const closer = { "(": ")", "[": "]", "{": "}" }[text] ?? "}";
+      this.diagnostics.push(
+        errorDiag(
+          "unclosed-bracket",
+          `Unclosed "${text}"`,
+          `The "${text}" opened here has no matching "${closer}" before the end of the file.`,
+          this.range(open),
+        ),
+      );
+    } else if (tok.kind !== "invalid") {
+      this.diagnostics.push(errorDiag(code, summary, detail, this.range(tok)));
+    }
     throw new Abort(this.tokens.indexOf(tok));
   }
 
@@ -508,6 +538,14 @@ class Parser {
     this.next();
     const attr = this.parseAttributeRest(name);
     const close = this.peek();
+    if (close.kind === "eof") {
+      this.fail(
+        close,
+        "unclosed-block",
+        "Unclosed configuration block",
+        "This block has no closing brace before the end of the file.",
+      );
+    }
     if (close.kind !== "}") {
       this.fail(
         close,
@@ -658,17 +696,17 @@ class Parser {
   }
 
   private parseIndexStep(on: Expression): Expression {
-    this.next(); // "["
-    const key = this.withNewlines(false, () => this.parseExpr());
-    const close = this.withNewlines(false, () =>
-      this.expect(
+    const open = this.next(); // "["
+    return this.inside(open, false, () => {
+      const key = this.parseExpr();
+      const close = this.expect(
         "]",
         "missing-bracket",
         "Missing close bracket on index",
         'The index key must be followed by "]".',
-      ),
-    );
-    return { kind: "Index", collection: on, key, legacy: false, range: this.span(on, this.range(close)) };
+      );
+      return { kind: "Index", collection: on, key, legacy: false, range: this.span(on, this.range(close)) };
+    });
   }
 
   /** Collects the traversal steps that apply to each element of a splat. */
@@ -712,7 +750,7 @@ class Parser {
       }
       case "(": {
         this.next();
-        return this.withNewlines(false, () => {
+        return this.inside(tok, false, () => {
           const expr = this.parseExpr();
           const close = this.expect(
             ")",
@@ -768,7 +806,7 @@ class Parser {
       );
     }
     this.next();
-    return this.withNewlines(false, () => {
+    return this.inside(open, false, () => {
       const args: Expression[] = [];
       let expandFinal = false;
       while (this.peek().kind !== ")") {
@@ -817,7 +855,7 @@ class Parser {
 
   private parseTuple(): Expression {
     const open = this.next();
-    return this.withNewlines(false, () => {
+    return this.inside(open, false, () => {
       if (this.isForKeyword(this.peek())) return this.parseFor(open, false);
       const items: Expression[] = [];
       while (this.peek().kind !== "]") {
@@ -842,8 +880,8 @@ class Parser {
   private parseObject(): Expression {
     const open = this.next();
     // `for` directly after "{" (same line) always starts a for-expression.
-    if (this.isForKeyword(this.peekRaw())) return this.withNewlines(false, () => this.parseFor(open, true));
-    return this.withNewlines(true, () => {
+    if (this.isForKeyword(this.peekRaw())) return this.inside(open, false, () => this.parseFor(open, true));
+    return this.inside(open, true, () => {
       const items: ObjectItem[] = [];
       for (;;) {
         while (this.peek().kind === "newline") this.next();
@@ -982,10 +1020,10 @@ class Parser {
         items.push({ kind: "lit", value: tok.value!, range: this.range(tok) });
       } else if (tok.kind === "${") {
         this.pos++;
-        items.push(this.withNewlines(false, () => this.parseInterpolation(tok)));
+        items.push(this.inside(tok, false, () => this.parseInterpolation(tok)));
       } else if (tok.kind === "%{") {
         this.pos++;
-        items.push(this.withNewlines(false, () => this.parseDirective(tok)));
+        items.push(this.inside(tok, false, () => this.parseDirective(tok)));
       } else {
         this.fail(
           tok,

@@ -10,17 +10,17 @@ import { isObject, type Value } from "./value.ts";
 
 export interface WriterBlock {
   type: string;
-  labels?: string[];
+  labels?: readonly string[];
   /** Written in insertion order unless `sortAttributes` is set. */
-  attributes?: Record<string, Value>;
-  blocks?: WriterBlock[];
+  attributes?: Readonly<Record<string, Value>>;
+  blocks?: readonly WriterBlock[];
 }
 
 export interface WriterDocument {
   /** Comment lines written first, each as "# line". */
-  header?: string[];
-  attributes?: Record<string, Value>;
-  blocks?: WriterBlock[];
+  header?: readonly string[];
+  attributes?: Readonly<Record<string, Value>>;
+  blocks?: readonly WriterBlock[];
 }
 
 export interface WriteOptions {
@@ -57,14 +57,14 @@ export function writeValue(value: Value, options: WriteOptions = {}): string {
 }
 
 function bodyLines(
-  attrs: Record<string, Value>,
-  blocks: WriterBlock[],
+  attrs: Readonly<Record<string, Value>>,
+  blocks: readonly WriterBlock[],
   indent: string,
   options: WriteOptions,
 ): string[] {
   const lines: string[] = [];
   let names = Object.keys(attrs);
-  if (options.sortAttributes === true) names = names.sort();
+  if (options.sortAttributes === true) names = names.sort(compareStrings);
   const entries = names.map((name): [string, Value] => {
     if (!IDENT.test(name)) throw new TypeError(`"${name}" is not a valid HCL attribute name.`);
     return [name, attrs[name]!];
@@ -130,10 +130,11 @@ function valueText(v: Value, indent: string, options: WriteOptions, path: string
     return `[\n${items.join("\n")}\n${indent}]`;
   }
   if (isObject(v)) {
-    let keys = Object.keys(v);
+    // Sort on the normalised keys, since that is the order they read back in.
+    const keys = Object.keys(v).map((k) => [k, k.normalize("NFC")] as const);
     if (keys.length === 0) return "{}";
-    if (options.sortObjectKeys === true) keys = keys.sort();
-    const entries = keys.map((k): [string, Value] => [quote(k, `${path} key`), v[k]!]);
+    if (options.sortObjectKeys === true) keys.sort((a, b) => compareStrings(a[1], b[1]));
+    const entries = keys.map(([k]): [string, Value] => [quote(k, `${path} key`), v[k]!]);
     return `{\n${alignedLines(entries, inner, options).join("\n")}\n${indent}}`;
   }
   throw new TypeError(`${path}: ${typeof v} is not an HCL value.`);
@@ -159,10 +160,16 @@ function quote(s: string, path: string): string {
 }
 
 function compareBlocks(a: WriterBlock, b: WriterBlock): number {
-  const ka = [a.type, ...(a.labels ?? [])];
-  const kb = [b.type, ...(b.labels ?? [])];
+  const ka = [a.type, ...(a.labels ?? []).map((l) => l.normalize("NFC"))];
+  const kb = [b.type, ...(b.labels ?? []).map((l) => l.normalize("NFC"))];
   for (let i = 0; i < Math.min(ka.length, kb.length); i++) {
-    if (ka[i]! !== kb[i]!) return ka[i]! < kb[i]! ? -1 : 1;
+    const c = compareStrings(ka[i]!, kb[i]!);
+    if (c !== 0) return c;
   }
   return ka.length - kb.length;
+}
+
+/** Plain UTF-16 code unit order, independent of locale. */
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

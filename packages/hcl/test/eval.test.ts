@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are HCL source, where ${ is template syntax.
 import { describe, expect, it } from "vitest";
 import {
   type EvalContext,

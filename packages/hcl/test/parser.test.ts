@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are HCL source, where ${ is template syntax.
 import { describe, expect, it } from "vitest";
 import { evaluate, parseExpression, parseFile } from "../src/index.ts";
 import { rangeText } from "./helpers.ts";
