@@ -4,9 +4,8 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import { SessionStatus as Status } from "@pluggableharness/protocol/session";
 import { decodeTime } from "ulid";
-import { sessionStatusText } from "./codes.ts";
+import { STATUS_RUNNING, sessionStatusText } from "./codes.ts";
 import { InvalidArgumentError, StateError } from "./errors.ts";
 import { stderrLogger } from "./log.ts";
 import { readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
@@ -278,7 +277,7 @@ export function pruneSessions(selector: PruneSelector, options: StateOptions = {
       result.skipped.push({ sessionId, reason: "this process holds its writer" });
       continue;
     }
-    if (meta?.status === Status.RUNNING && !selector.includeRunning) {
+    if (meta?.status === STATUS_RUNNING && !selector.includeRunning) {
       result.skipped.push({ sessionId, reason: "still running (pass includeRunning to delete it anyway)" });
       continue;
     }

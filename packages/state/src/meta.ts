@@ -1,10 +1,19 @@
 // session_meta: reading the row, the status lifecycle, and the SessionInfo read model.
 
 import type { DatabaseSync } from "node:sqlite";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type SessionInfo, SessionInfoSchema, SessionStatus } from "@pluggableharness/protocol/session";
-import { parseSessionStatus, sessionStatusText } from "./codes.ts";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import {
+  parseSessionStatus,
+  STATUS_CANCELLED,
+  STATUS_COMPLETED,
+  STATUS_ERROR_MAX_BUDGET_USD,
+  STATUS_ERROR_MAX_TURNS,
+  STATUS_ERROR_MAX_WALL_CLOCK,
+  STATUS_FAILED,
+  STATUS_RUNNING,
+  sessionStatusText,
+} from "./codes.ts";
 import { InvalidStatusTransitionError, NotASessionFileError } from "./errors.ts";
 import type { SessionMeta } from "./types.ts";
 
@@ -41,32 +50,45 @@ export function readCostUsd(db: DatabaseSync): number {
   return Number(row.total);
 }
 
+function timestamp(iso: string): Timestamp {
+  const ms = Date.parse(iso);
+  const seconds = Math.floor(ms / 1000);
+  return {
+    $typeName: "google.protobuf.Timestamp",
+    seconds: BigInt(seconds),
+    nanos: (ms - seconds * 1000) * 1_000_000,
+  };
+}
+
+/**
+ * The row as session.v1.SessionInfo. protobuf-es messages are plain objects, so it is
+ * built as a typed literal: the write and list paths then load no protobuf runtime.
+ */
 export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
-  return create(SessionInfoSchema, {
+  const info: SessionInfo = {
+    $typeName: "pluggableharness.session.v1.SessionInfo",
     sessionId: meta.sessionId,
     parentSessionId: meta.parentSessionId ?? "",
     profile: meta.profile,
     status: meta.status,
     depth: meta.depth,
-    startedAt: timestampFromDate(new Date(meta.startedAt)),
-    ...(meta.endedAt === undefined ? {} : { endedAt: timestampFromDate(new Date(meta.endedAt)) }),
+    startedAt: timestamp(meta.startedAt),
     costUsd,
-  });
+  };
+  if (meta.endedAt !== undefined) info.endedAt = timestamp(meta.endedAt);
+  return info;
 }
 
 /** Bound-exhausted and failed sessions are replay-only: their status never changes again. */
 export const REPLAY_ONLY_STATUSES: ReadonlySet<SessionStatus> = new Set([
-  SessionStatus.ERROR_MAX_TURNS,
-  SessionStatus.ERROR_MAX_BUDGET_USD,
-  SessionStatus.ERROR_MAX_WALL_CLOCK,
-  SessionStatus.FAILED,
+  STATUS_ERROR_MAX_TURNS,
+  STATUS_ERROR_MAX_BUDGET_USD,
+  STATUS_ERROR_MAX_WALL_CLOCK,
+  STATUS_FAILED,
 ]);
 
 /** Terminal statuses ResumeSession may re-open to RUNNING. */
-export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([
-  SessionStatus.COMPLETED,
-  SessionStatus.CANCELLED,
-]);
+export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([STATUS_COMPLETED, STATUS_CANCELLED]);
 
 /**
  * Throws InvalidStatusTransitionError unless `from -> to` is allowed:
@@ -83,14 +105,14 @@ export function checkStatusTransition(from: SessionStatus, fromText: string, to:
       `"${fromText}" is terminal and replay-only`,
     );
   }
-  if (from === SessionStatus.RUNNING) {
-    if (to === SessionStatus.RUNNING) {
+  if (from === STATUS_RUNNING) {
+    if (to === STATUS_RUNNING) {
       throw new InvalidStatusTransitionError(fromText, toText, false, "the session is already running");
     }
     return;
   }
   if (REOPENABLE_STATUSES.has(from)) {
-    if (to === SessionStatus.RUNNING) return;
+    if (to === STATUS_RUNNING) return;
     throw new InvalidStatusTransitionError(
       fromText,
       toText,

@@ -1,8 +1,8 @@
 // Producer identities for the events the kernel writes itself.
 
-import { create } from "@bufbuild/protobuf";
-import { PluginCategory, type ProducerRef, ProducerRefSchema } from "@pluggableharness/protocol/common";
+import type { ProducerRef } from "@pluggableharness/protocol/common";
 import type { HookError } from "@pluggableharness/protocol/hook";
+import { CATEGORY_KERNEL } from "./codes.ts";
 import { InvalidArgumentError } from "./errors.ts";
 
 export const KERNEL_PRODUCER_NAME = "kernel";
@@ -15,11 +15,15 @@ export function kernelProducer(kernelVersion: string): ProducerRef {
   if (typeof kernelVersion !== "string" || kernelVersion.length === 0) {
     throw new InvalidArgumentError("kernel version must be a non-empty string");
   }
-  return create(ProducerRefSchema, {
-    category: PluginCategory.KERNEL,
+  // A plain protobuf-es message literal (see meta.ts for why not create()).
+  return {
+    $typeName: "pluggableharness.common.v1.ProducerRef",
     name: KERNEL_PRODUCER_NAME,
     version: kernelVersion,
-  });
+    source: "",
+    category: CATEGORY_KERNEL,
+    protocolVersion: 0,
+  };
 }
 
 /**

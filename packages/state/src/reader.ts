@@ -3,12 +3,11 @@
 // another process never blocks, and is never blocked by, the kernel's writer (WAL).
 
 import type { DatabaseSync, StatementSync } from "node:sqlite";
-import { create } from "@bufbuild/protobuf";
-import { PluginCategory, ProducerRefSchema } from "@pluggableharness/protocol/common";
 import type { EventKind } from "@pluggableharness/protocol/kernel";
 import type { PlanDecision } from "@pluggableharness/protocol/plan";
 import type { SessionInfo } from "@pluggableharness/protocol/session";
 import {
+  CATEGORY_KERNEL,
   eventKindText,
   parseEventKind,
   parsePlanDecision,
@@ -62,11 +61,11 @@ function toStoredEvent(row: EventRow): StoredEvent {
     timestamp: row.timestamp,
     kind: parseEventKind(row.kind),
     kindText: row.kind,
-    producer: create(ProducerRefSchema, {
+    producer: {
       category: parsePluginCategory(row.producer_category),
       name: row.producer_name,
       version: row.producer_version,
-    }),
+    },
     schemaVersion: row.schema_version,
     payload: row.payload,
   };
@@ -216,8 +215,8 @@ export class SessionReader implements Disposable {
     const have = new Set<string>();
     for (const p of installed) have.add(producerKey(p));
     return this.producers().filter((p) => {
-      if (!options.includeKernel && p.category === PluginCategory.KERNEL) return false;
-      if (p.category === PluginCategory.UNSPECIFIED) return true; // a category this build cannot name
+      if (!options.includeKernel && p.category === CATEGORY_KERNEL) return false;
+      if (p.category === 0) return true; // a category this build cannot name
       return !have.has(producerKey(p));
     });
   }

@@ -1,6 +1,6 @@
 // Plain records the state backend takes and returns.
 
-import type { PluginCategory, ProducerRef } from "@pluggableharness/protocol/common";
+import type { PluginCategory } from "@pluggableharness/protocol/common";
 import type { EventKind } from "@pluggableharness/protocol/kernel";
 import type { PlanDecision } from "@pluggableharness/protocol/plan";
 import type { SessionStatus } from "@pluggableharness/protocol/session";
@@ -72,8 +72,8 @@ export interface StoredEvent {
   /** UNSPECIFIED when the file holds a kind this build does not know (see kindText). */
   readonly kind: EventKind;
   readonly kindText: string;
-  /** category, name and version as recorded; source and protocol_version are not stored. */
-  readonly producer: ProducerRef;
+  /** category, name and version as recorded (a ProducerRef's source and protocol_version are not stored). */
+  readonly producer: ProducerIdentity;
   readonly schemaVersion: string;
   readonly payload: Uint8Array;
 }

@@ -1,7 +1,12 @@
 // Input checks done before a transaction starts, so a bad event never half-writes a batch.
 
-import { EventKind } from "@pluggableharness/protocol/kernel";
-import { eventKindText, planDecisionText, pluginCategoryText } from "./codes.ts";
+import {
+  EVENT_KIND_MESSAGE,
+  EVENT_KIND_PLAN,
+  eventKindText,
+  planDecisionText,
+  pluginCategoryText,
+} from "./codes.ts";
 import { InvalidArgumentError, InvalidEventKindError } from "./errors.ts";
 import type { CostEntry, NewEvent, PlanItemEntry } from "./types.ts";
 
@@ -90,11 +95,11 @@ export function prepareEvent(event: NewEvent): PreparedEvent {
     timestamp = event.timestamp.toISOString();
   }
   const costs = (event.costs ?? []).map(prepareCost);
-  if (costs.length > 0 && event.kind !== EventKind.MESSAGE) {
+  if (costs.length > 0 && event.kind !== EVENT_KIND_MESSAGE) {
     throw new InvalidArgumentError(`cost ledger rows ride on message events, not on "${kindText}"`);
   }
   const planItems = (event.planItems ?? []).map(preparePlanItem);
-  if (planItems.length > 0 && event.kind !== EventKind.PLAN) {
+  if (planItems.length > 0 && event.kind !== EVENT_KIND_PLAN) {
     throw new InvalidArgumentError(`plan items ride on plan events, not on "${kindText}"`);
   }
   return {

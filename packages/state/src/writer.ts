@@ -9,8 +9,7 @@ import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { resolve } from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import { SessionStatus as Status } from "@pluggableharness/protocol/session";
-import { sessionStatusText } from "./codes.ts";
+import { STATUS_RUNNING, sessionStatusText } from "./codes.ts";
 import {
   AsyncTransactionError,
   InvalidArgumentError,
@@ -86,7 +85,7 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
       sessionId,
       init.parentSessionId ?? null,
       init.profile,
-      sessionStatusText(Status.RUNNING),
+      sessionStatusText(STATUS_RUNNING),
       init.depth,
       (init.startedAt ?? new Date()).toISOString(),
     );
@@ -282,7 +281,7 @@ export class SessionWriter implements Disposable {
       const db = this.#db;
       const current = readMeta(db, this.path);
       checkStatusTransition(current.status, current.statusText, status);
-      const endedAt = status === Status.RUNNING ? null : at.toISOString();
+      const endedAt = status === STATUS_RUNNING ? null : at.toISOString();
       db.prepare("UPDATE session_meta SET status = ?, ended_at = ? WHERE session_id = ?").run(
         sessionStatusText(status),
         endedAt,
