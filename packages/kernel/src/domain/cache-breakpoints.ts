@@ -54,3 +54,24 @@ export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[]
   }
   return out;
 }
+
+/**
+ * Config-load lint: a dynamic section declared before a static one invalidates the cache
+ * prefix of everything after it whenever it changes. Returns one warning per such pair
+ * (declaration order is the author's call, so this never reorders).
+ */
+export function stabilityOrderWarnings(
+  sections: readonly { readonly provider: string; readonly stability: Stability }[],
+): string[] {
+  const warnings: string[] = [];
+  let firstDynamic: string | undefined;
+  for (const s of sections) {
+    if (s.stability === Stability.DYNAMIC && firstDynamic === undefined) firstDynamic = s.provider;
+    if (s.stability === Stability.STATIC && firstDynamic !== undefined) {
+      warnings.push(
+        `context provider "${firstDynamic}" (dynamic) is declared before "${s.provider}" (static); its changes invalidate the prompt-cache prefix for "${s.provider}"`,
+      );
+    }
+  }
+  return warnings;
+}

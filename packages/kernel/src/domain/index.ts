@@ -16,6 +16,7 @@ export * from "./json-schema.ts";
 export * from "./model-errors.ts";
 export * from "./payload-validation.ts";
 export * from "./pricing.ts";
+export * from "./request-checks.ts";
 export * from "./routing.ts";
 export * from "./scheduler.ts";
 export * from "./time.ts";

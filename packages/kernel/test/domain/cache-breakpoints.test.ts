@@ -2,7 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
 import { ToolDeclarationSchema } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
-import { placeCacheBreakpoints, toolListFingerprint } from "../../src/domain/cache-breakpoints.ts";
+import {
+  placeCacheBreakpoints,
+  stabilityOrderWarnings,
+  toolListFingerprint,
+} from "../../src/domain/cache-breakpoints.ts";
 
 const tools = [create(ToolDeclarationSchema, { name: "read_file", description: "reads" })];
 const section = (stability: Stability) =>
@@ -80,5 +84,24 @@ describe("cache-breakpoint placement", () => {
     expect(toolListFingerprint(tools)).toBe(
       toolListFingerprint([create(ToolDeclarationSchema, { name: "read_file", description: "reads" })]),
     );
+  });
+});
+
+describe("context stability order", () => {
+  it("warns when a dynamic context provider is declared before a static one", () => {
+    const w = stabilityOrderWarnings([
+      { provider: "base", stability: Stability.STATIC },
+      { provider: "git", stability: Stability.DYNAMIC },
+      { provider: "agents-md", stability: Stability.STATIC },
+    ]);
+    expect(w).toHaveLength(1);
+    expect(w[0]).toContain('"git"');
+    expect(w[0]).toContain('"agents-md"');
+    expect(
+      stabilityOrderWarnings([
+        { provider: "a", stability: Stability.STATIC },
+        { provider: "b", stability: Stability.DYNAMIC },
+      ]),
+    ).toEqual([]);
   });
 });
