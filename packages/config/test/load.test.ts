@@ -167,6 +167,25 @@ hook "nope" {
     ]);
   });
 
+  it("warns (and loads) when a policy has an empty match", () => {
+    const r = loadConfigSource(
+      'policy "everything" {\n  match  = {}\n  action = "ask"\n}\n',
+      "agent.hcl",
+      "/p",
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.warnings.map((w) => [w.severity, w.category, w.line, w.column])).toEqual([
+      ["warning", "policy_empty_match", 2, 12],
+    ]);
+    expect(
+      new PolicyEngine(r.config.policies).evaluate({ kind: "data_source", provider: "x", tool_name: "y" }),
+    ).toMatchObject({
+      decision: "deny",
+      downgraded: true,
+    });
+  });
+
   it("parses tool patterns", () => {
     expect(parseToolPattern("filesystem.read_file")).toEqual({ provider: "filesystem", tool: "read_file" });
     expect(parseToolPattern("fs.*")).toEqual({ provider: "fs", tool: "*" });
