@@ -219,6 +219,25 @@ describe("a TypeScript plugin under the launcher", () => {
     expect(isAlive(firstPid)).toBe(false);
   });
 
+  it("treats a dropped connection from a live process as a crash and kills the process", async () => {
+    const h = host({ command: fixture("dropper-plugin.ts") });
+    await h.start();
+    const pid = h.pid!;
+    const seen: string[] = [];
+    const t0 = Date.now();
+    const err = await (async () => {
+      for await (const ev of h.client(ToolService).invoke({ call: { toolName: "x" } })) {
+        seen.push(ev.event?.event.case ?? "");
+      }
+    })().catch((e: unknown) => e);
+    expect(seen).toEqual(["progress"]);
+    expect(err).toBeInstanceOf(PluginCrashedError);
+    expect(err).toMatchObject({ kind: "connection_lost" });
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    expect(await waitGone(pid)).toBe(true);
+    expect(h.crashCount).toBe(1);
+  });
+
   it("fails unary calls of a plugin that exits by itself, and reports repeated crashes", async () => {
     const reports: CrashReport[] = [];
     const h = host({
