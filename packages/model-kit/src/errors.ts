@@ -1,0 +1,234 @@
+// The ModelError taxonomy as adapters use it: a throwable ModelFailure, classification of
+// an HTTP failure (status + body + headers) into a category, retry hints taken only from
+// what the vendor sent, and the category -> gRPC status mapping.
+import { create } from "@bufbuild/protobuf";
+import { type ModelError, ModelErrorCategory, ModelErrorSchema } from "@pluggableharness/protocol/model";
+
+export type ErrorCategory =
+  | "context_length_exceeded"
+  | "rate_limited"
+  | "overloaded"
+  | "auth_error"
+  | "invalid_request"
+  | "content_filtered"
+  | "unknown";
+
+const PROTO_CATEGORY: Record<ErrorCategory, ModelErrorCategory> = {
+  context_length_exceeded: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+  rate_limited: ModelErrorCategory.RATE_LIMITED,
+  overloaded: ModelErrorCategory.OVERLOADED,
+  auth_error: ModelErrorCategory.AUTH_ERROR,
+  invalid_request: ModelErrorCategory.INVALID_REQUEST,
+  content_filtered: ModelErrorCategory.CONTENT_FILTERED,
+  unknown: ModelErrorCategory.UNKNOWN,
+};
+
+/** Retryability when nothing more specific is known (model/conformance.md#error-taxonomy). */
+export const DEFAULT_RETRYABLE: Readonly<Record<ErrorCategory, boolean>> = {
+  context_length_exceeded: false,
+  rate_limited: true,
+  overloaded: true,
+  auth_error: false,
+  invalid_request: false,
+  content_filtered: false,
+  unknown: false,
+};
+
+/** gRPC status codes (grpc/codes) for each category; cancellation is CANCELLED (1). */
+export const GRPC_CODE: Readonly<Record<ErrorCategory, number>> = {
+  context_length_exceeded: 8, // RESOURCE_EXHAUSTED
+  rate_limited: 8, // RESOURCE_EXHAUSTED, with the ModelError as detail
+  overloaded: 14, // UNAVAILABLE
+  auth_error: 16, // UNAUTHENTICATED
+  invalid_request: 3, // INVALID_ARGUMENT
+  content_filtered: 9, // FAILED_PRECONDITION
+  unknown: 13, // INTERNAL, never UNKNOWN
+};
+export const GRPC_CANCELLED = 1;
+
+export function grpcCodeFor(category: ErrorCategory): number {
+  return GRPC_CODE[category];
+}
+
+export interface FailureInit {
+  retryable?: boolean;
+  retryAfterSeconds?: number | undefined;
+  vendorCode?: string | undefined;
+  vendorBody?: string | undefined;
+  httpStatus?: number | undefined;
+}
+
+/** Largest vendor body kept on an error; enough to debug, small enough to log. */
+export const MAX_VENDOR_BODY = 4096;
+
+/** A classified model failure. Adapters throw it; the scaffold turns it into an `error` event. */
+export class ModelFailure extends Error {
+  readonly category: ErrorCategory;
+  readonly retryable: boolean;
+  readonly retryAfterSeconds: number | undefined;
+  readonly vendorCode: string | undefined;
+  readonly vendorBody: string | undefined;
+  readonly httpStatus: number | undefined;
+  constructor(category: ErrorCategory, message: string, init: FailureInit = {}) {
+    super(message);
+    this.name = "ModelFailure";
+    this.category = category;
+    this.retryable = init.retryable ?? DEFAULT_RETRYABLE[category];
+    this.retryAfterSeconds = init.retryAfterSeconds;
+    this.vendorCode = init.vendorCode;
+    this.vendorBody =
+      init.vendorBody !== undefined && init.vendorBody.length > MAX_VENDOR_BODY
+        ? `${init.vendorBody.slice(0, MAX_VENDOR_BODY)}…`
+        : init.vendorBody;
+    this.httpStatus = init.httpStatus;
+  }
+
+  get grpcCode(): number {
+    return GRPC_CODE[this.category];
+  }
+
+  /** The wire ModelError, with every text passed through `redact` (secrets never leave). */
+  toProto(redact: (text: string) => string = (t) => t): ModelError {
+    return create(ModelErrorSchema, {
+      category: PROTO_CATEGORY[this.category],
+      message: redact(this.message),
+      retryable: this.retryable,
+      ...(this.retryAfterSeconds !== undefined ? { retryAfterSeconds: this.retryAfterSeconds } : {}),
+      ...(this.vendorCode !== undefined ? { vendorCode: redact(this.vendorCode) } : {}),
+      ...(this.vendorBody !== undefined ? { vendorBody: redact(this.vendorBody) } : {}),
+      ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+    });
+  }
+}
+
+/** What an adapter knows about a failed HTTP answer; only `status` is required. */
+export interface HttpFailure {
+  status: number;
+  headers?: Headers | undefined;
+  /** The raw response body. */
+  body?: string | undefined;
+  /** The vendor's own error type or code (e.g. "overloaded_error", "RESOURCE_EXHAUSTED"). */
+  vendorCode?: string | undefined;
+  /** The vendor's human-readable message. */
+  message?: string | undefined;
+  /** A retry delay the vendor put in its body; headers are read here as well. */
+  bodyRetryAfterSeconds?: number | undefined;
+  /** Vendor-specific verdicts that override the status-based category. */
+  contextLength?: boolean;
+  contentFiltered?: boolean;
+}
+
+/**
+ * Status-based classification shared by every vendor. The rules (docs/decisions.md, "Model
+ * providers"): 429 rate_limited; 408, 409, 5xx and 529 overloaded; 401, 402, 403
+ * auth_error (a human must fix credentials or billing); 413 context_length_exceeded (the
+ * request must shrink); any other 4xx invalid_request; anything else unknown. Vendor verdicts
+ * (context length, content filter) win. `x-should-retry` is honoured as the vendor's explicit
+ * word on retryability; retry-after comes from headers, else from the body.
+ */
+export function classifyHttpFailure(f: HttpFailure): ModelFailure {
+  const category = ((): ErrorCategory => {
+    if (f.contextLength) return "context_length_exceeded";
+    if (f.contentFiltered) return "content_filtered";
+    const s = f.status;
+    if (s === 429) return "rate_limited";
+    if (s === 408 || s === 409 || s >= 500) return "overloaded";
+    if (s === 401 || s === 402 || s === 403) return "auth_error";
+    if (s === 413) return "context_length_exceeded";
+    if (s >= 400 && s < 500) return "invalid_request";
+    return "unknown";
+  })();
+  const shouldRetry = f.headers?.get("x-should-retry");
+  const retryable =
+    shouldRetry === "true" ? true : shouldRetry === "false" ? false : DEFAULT_RETRYABLE[category];
+  const retryAfterSeconds = retryAfterFromHeaders(f.headers) ?? f.bodyRetryAfterSeconds;
+  const what = f.message ? `: ${f.message}` : "";
+  return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}`, {
+    retryable,
+    retryAfterSeconds,
+    vendorCode: f.vendorCode,
+    vendorBody: f.body,
+    httpStatus: f.status,
+  });
+}
+
+/**
+ * The vendor's retry hint from headers: `retry-after-ms` (milliseconds), else `retry-after`
+ * (seconds or an HTTP date, relative to `now`). Undefined when absent or unreadable.
+ */
+export function retryAfterFromHeaders(headers: Headers | undefined, now = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const ms = headers.get("retry-after-ms");
+  if (ms !== null && /^\d+(\.\d+)?$/.test(ms.trim())) return Number(ms) / 1000;
+  const ra = headers.get("retry-after");
+  if (ra === null) return undefined;
+  const text = ra.trim();
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
+  const date = Date.parse(text);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, (date - now) / 1000);
+}
+
+/**
+ * Seconds in a duration string: protobuf JSON durations ("34.4s") and Go durations
+ * ("1m30s", "120ms", "6m0s", "1h2m3.5s"). Undefined when the text is neither.
+ */
+export function parseDurationSeconds(text: string): number | undefined {
+  const t = text.trim();
+  if (t === "0") return 0;
+  const re = /(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/y;
+  let total = 0;
+  let matched = false;
+  re.lastIndex = 0;
+  while (re.lastIndex < t.length) {
+    const m = re.exec(t);
+    if (!m) return undefined;
+    matched = true;
+    const n = Number(m[1]);
+    const unit = m[2];
+    total +=
+      unit === "h"
+        ? n * 3600
+        : unit === "m"
+          ? n * 60
+          : unit === "s"
+            ? n
+            : unit === "ms"
+              ? n / 1e3
+              : unit === "ns"
+                ? n / 1e9
+                : n / 1e6;
+  }
+  return matched ? total : undefined;
+}
+
+/** A dropped connection or unreadable stream: transient, worth retrying. */
+export function transportFailure(what: string, cause?: unknown): ModelFailure {
+  const detail = cause instanceof Error ? describeCause(cause) : cause === undefined ? "" : String(cause);
+  return new ModelFailure("overloaded", `${what}${detail ? ` (${detail})` : ""}`, {
+    retryable: true,
+    vendorCode: "transport_error",
+  });
+}
+
+/** A frame the adapter cannot parse: the vendor broke its own format. */
+export function malformedFrame(what: string, frame: string): ModelFailure {
+  return new ModelFailure("unknown", `malformed frame from the vendor: ${what}`, {
+    retryable: false,
+    vendorCode: "malformed_frame",
+    vendorBody: frame,
+  });
+}
+
+function describeCause(err: Error): string {
+  const cause = (err as { cause?: unknown }).cause;
+  const code = cause && typeof cause === "object" ? (cause as { code?: unknown }).code : undefined;
+  const base = err.message || err.name;
+  return typeof code === "string" ? `${base}: ${code}` : base;
+}
+
+/** True for the errors an aborted signal produces (fetch, body reads, our own checks). */
+export function isAbortError(err: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted && (err === signal.reason || err instanceof DOMException)) return true;
+  return err instanceof Error && (err.name === "AbortError" || err.name === "CancelledError");
+}

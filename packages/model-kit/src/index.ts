@@ -1,0 +1,84 @@
+// @pluggableharness/model-kit: vendor-neutral helpers for model-provider plugins.
+export {
+  type CatalogModel,
+  type CustomModelsResult,
+  type DisableName,
+  type PricingTierDef,
+  parseCustomModels,
+  type ThinkingDef,
+  type ToolChoiceName,
+  toModelSpec,
+} from "./catalog.ts";
+export {
+  type AttributeDef,
+  type AttributeKind,
+  checkBaseUrl,
+  configSchema,
+  diagnostic,
+  hasErrors,
+  makeRedactor,
+  type ParsedConfig,
+  parseConfig,
+} from "./config.ts";
+export {
+  argumentsJson,
+  base64,
+  checkContentSupport,
+  type HistoryReport,
+  type Origin,
+  opaqueToString,
+  originOf,
+  type PreparedMessage,
+  type ProviderIdentity,
+  prepareHistory,
+  systemTexts,
+  textOf,
+} from "./content.ts";
+export {
+  classifyHttpFailure,
+  DEFAULT_RETRYABLE,
+  type ErrorCategory,
+  type FailureInit,
+  GRPC_CANCELLED,
+  GRPC_CODE,
+  grpcCodeFor,
+  type HttpFailure,
+  isAbortError,
+  MAX_VENDOR_BODY,
+  ModelFailure,
+  malformedFrame,
+  parseDurationSeconds,
+  retryAfterFromHeaders,
+  transportFailure,
+} from "./errors.ts";
+export { ev, type StreamEventInit, type UsageInit } from "./events.ts";
+export {
+  CancelledError,
+  type FetchLike,
+  hostOf,
+  joinUrl,
+  sendVendorRequest,
+  type VendorRequest,
+  type VendorResponse,
+} from "./http.ts";
+export { type RateLimitHeaderFamily, type ResetFormat, rateLimitsFromHeaders } from "./ratelimits.ts";
+export {
+  ANTHROPIC_TOOL_NAMES,
+  GEMINI_TOOL_NAMES,
+  type JsonSchemaOptions,
+  OPENAI_TOOL_NAMES,
+  schemaToJson,
+  type ToolNameMap,
+  type ToolNameRule,
+  toolNameMap,
+} from "./schema.ts";
+export {
+  type AdapterCall,
+  type ConfigureContext,
+  createModelService,
+  type Logger,
+  MODELS_JSON_ATTRIBUTE,
+  type ModelAdapter,
+  serveModelProvider,
+} from "./serve.ts";
+export { parseEventJson, readSse, type SseEvent } from "./sse.ts";

@@ -1,0 +1,75 @@
+// Server-sent events from a response body, parsed by eventsource-parser (LF and CRLF
+// framing, frames split anywhere across reads, multi-byte characters split across reads).
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+import { isAbortError, malformedFrame, transportFailure } from "./errors.ts";
+import { CancelledError } from "./http.ts";
+
+export interface SseEvent {
+  /** The `event:` name, when the vendor sends one (Anthropic, OpenAI Responses). */
+  event: string | undefined;
+  data: string;
+  id: string | undefined;
+}
+
+/**
+ * Yields each event as soon as its frame is complete. A body that breaks off mid-stream
+ * raises a retryable transport ModelFailure; an aborted signal raises CancelledError.
+ * Reaching the end of the body simply ends the iteration: whether that end was expected
+ * is the adapter's judgement (it knows its vendor's terminal event).
+ */
+export async function* readSse(
+  body: ReadableStream<Uint8Array> | null,
+  signal: AbortSignal,
+): AsyncGenerator<SseEvent> {
+  if (!body) return;
+  const queue: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: (e: EventSourceMessage) => queue.push({ event: e.event, data: e.data, id: e.id }),
+  });
+  const decoder = new TextDecoder("utf-8");
+  const reader = body.getReader();
+  const onAbort = () => void reader.cancel().catch(() => {});
+  signal.addEventListener("abort", onAbort, { once: true });
+  let finished = false;
+  try {
+    for (;;) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        if (signal.aborted || isAbortError(err, signal)) throw new CancelledError();
+        throw transportFailure("the vendor's stream broke off", err);
+      }
+      if (signal.aborted) throw new CancelledError();
+      if (chunk.done) {
+        finished = true;
+        parser.feed(decoder.decode());
+        parser.reset({ consume: true });
+        yield* queue.splice(0);
+        return;
+      }
+      parser.feed(decoder.decode(chunk.value, { stream: true }));
+      while (queue.length > 0) {
+        yield queue.shift()!;
+        if (signal.aborted) throw new CancelledError();
+      }
+    }
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+    // A consumer that stops early releases the connection instead of leaving it open.
+    if (!finished) void reader.cancel().catch(() => {});
+  }
+}
+
+/** Parses an event's JSON data, or fails with a classified malformed-frame error. */
+export function parseEventJson(event: SseEvent): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(event.data);
+  } catch {
+    throw malformedFrame("an event's data is not valid JSON", event.data);
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw malformedFrame("an event's data is not a JSON object", event.data);
+  return value as Record<string, unknown>;
+}
