@@ -20,7 +20,7 @@ import type {
 } from "./ast.ts";
 import { type Diagnostic, errorDiag } from "./diagnostics.ts";
 import { lex, type Token, type TokenKind } from "./lexer.ts";
-import { decodeUtf8, firstLoneSurrogate, type Range, SourceFile } from "./source.ts";
+import { decodeSource, type Range, SourceFile } from "./source.ts";
 import {
   applyStripMarkers,
   type Directive,
@@ -83,38 +83,6 @@ function byPosition(diagnostics: Diagnostic[]): Diagnostic[] {
   return diagnostics.sort((a, b) => a.subject.start.byte - b.subject.start.byte);
 }
 
-function decodeSource(
-  source: string | Uint8Array,
-  filename: string,
-): { text: string } | { failure: Diagnostic } {
-  if (typeof source !== "string") {
-    const decoded = decodeUtf8(source);
-    if (typeof decoded === "string") return { text: decoded };
-    const prefix = new SourceFile(filename, decoded.validPrefix);
-    const at = prefix.pos(decoded.validPrefix.length);
-    return {
-      failure: errorDiag(
-        "invalid-utf8",
-        "Invalid UTF-8",
-        `The file is not valid UTF-8: the byte at offset ${decoded.byte} does not start a valid sequence.`,
-        { filename, start: at, end: { ...at, column: at.column + 1, byte: at.byte + 1 } },
-      ),
-    };
-  }
-  const bad = firstLoneSurrogate(source);
-  if (bad < 0) return { text: source };
-  const prefix = new SourceFile(filename, source.slice(0, bad));
-  const at = prefix.pos(bad);
-  return {
-    failure: errorDiag(
-      "invalid-utf8",
-      "Invalid UTF-8",
-      "The text contains an unpaired UTF-16 surrogate, which has no UTF-8 encoding.",
-      { filename, start: at, end: { ...at, column: at.column + 1, byte: at.byte + 1 } },
-    ),
-  };
-}
-
 /** Thrown (and always caught) to abandon the current body item. */
 class Abort {
   readonly at: number;
@@ -141,7 +109,6 @@ const MAX_DEPTH = 200;
 const DESCRIBE: Partial<Record<TokenKind, string>> = {
   newline: "a newline",
   eof: "the end of the file",
-  ident: "a name",
   number: "a number",
   oquote: "a string",
   cquote: "a closing quote",
@@ -199,22 +166,27 @@ class Parser {
     return this.tokens[Math.min(this.pos, this.tokens.length - 1)]!;
   }
 
-  /** The next token, skipping newlines where they are not significant. */
-  private peek(offset = 0): Token {
-    let i = this.pos;
-    for (let seen = 0; ; i++) {
-      const tok = this.tokens[Math.min(i, this.tokens.length - 1)]!;
-      if (tok.kind === "eof") return tok;
-      if (tok.kind === "newline" && !this.newlinesSignificant) continue;
-      if (seen === offset) return tok;
+  /** Index of the token `offset` places ahead, skipping newlines where they are not significant. */
+  private peekIndex(offset = 0): number {
+    const last = this.tokens.length - 1; // always the eof token
+    for (let i = Math.min(this.pos, last), seen = 0; ; i++) {
+      const kind = this.tokens[i]!.kind;
+      if (kind === "eof") return i;
+      if (kind === "newline" && !this.newlinesSignificant) continue;
+      if (seen === offset) return i;
       seen++;
     }
   }
 
+  private peek(offset = 0): Token {
+    return this.tokens[this.peekIndex(offset)]!;
+  }
+
+  /** Consumes and returns the next token; the eof token is never consumed. */
   private next(): Token {
-    const tok = this.peek();
-    this.pos = this.tokens.indexOf(tok, this.pos) + 1;
-    if (tok.kind === "eof") this.pos = this.tokens.length - 1;
+    const i = this.peekIndex();
+    const tok = this.tokens[i]!;
+    this.pos = tok.kind === "eof" ? i : i + 1;
     return tok;
   }
 
@@ -251,10 +223,10 @@ class Parser {
     return { filename: this.src.filename, start: ra.start, end: rb.end };
   }
 
+  /** How a token is named in messages. */
   private describe(tok: Token): string {
-    const d = DESCRIBE[tok.kind];
-    if (d !== undefined) return tok.kind === "ident" ? `the name "${this.text(tok)}"` : d;
-    return `"${this.text(tok)}"`;
+    if (tok.kind === "ident") return `the name "${this.text(tok)}"`;
+    return DESCRIBE[tok.kind] ?? `"${this.text(tok)}"`;
   }
 
   /**
@@ -478,31 +450,13 @@ class Parser {
     if (first.kind === "newline") {
       items = this.parseBodyItems("}");
       const close = this.peek();
-      if (close.kind !== "}") {
-        this.diagnostics.push(
-          errorDiag(
-            "unclosed-block",
-            "Unclosed configuration block",
-            `The block "${this.text(typeTok)}" opened here has no closing brace before the end of the file. Check the braces in this block.`,
-            openRange,
-          ),
-        );
-        throw new Abort(this.tokens.indexOf(close));
-      }
+      if (close.kind !== "}") this.unclosedBlock(typeTok, openRange, close);
     } else if (first.kind === "}") {
       items = [];
     } else if (first.kind === "eof") {
-      this.diagnostics.push(
-        errorDiag(
-          "unclosed-block",
-          "Unclosed configuration block",
-          `The block "${this.text(typeTok)}" opened here has no closing brace before the end of the file.`,
-          openRange,
-        ),
-      );
-      throw new Abort(this.tokens.indexOf(first));
+      this.unclosedBlock(typeTok, openRange, first);
     } else {
-      items = [this.parseSingleLineItem()];
+      items = [this.parseSingleLineItem(typeTok, openRange)];
     }
     const close = this.next();
     const closeRange = this.range(close);
@@ -518,8 +472,20 @@ class Parser {
     };
   }
 
+  private unclosedBlock(typeTok: Token, openRange: Range, eof: Token): never {
+    this.diagnostics.push(
+      errorDiag(
+        "unclosed-block",
+        "Unclosed configuration block",
+        `The block "${this.text(typeTok)}" opened here has no closing brace before the end of the file. Check the braces inside it.`,
+        openRange,
+      ),
+    );
+    throw new Abort(this.tokens.indexOf(eof));
+  }
+
   /** The single attribute of a one-line block, `type { name = value }`. */
-  private parseSingleLineItem(): Attribute {
+  private parseSingleLineItem(typeTok: Token, openRange: Range): Attribute {
     const name = this.peek();
     const second = this.peek(1);
     if (name.kind !== "ident" || second.kind !== "=") {
@@ -538,14 +504,7 @@ class Parser {
     this.next();
     const attr = this.parseAttributeRest(name);
     const close = this.peek();
-    if (close.kind === "eof") {
-      this.fail(
-        close,
-        "unclosed-block",
-        "Unclosed configuration block",
-        "This block has no closing brace before the end of the file.",
-      );
-    }
+    if (close.kind === "eof") this.unclosedBlock(typeTok, openRange, close);
     if (close.kind !== "}") {
       this.fail(
         close,

@@ -2,6 +2,8 @@
 // indices; this module turns them into the positions users see: 1-based line,
 // 1-based column counted in grapheme clusters (a tab is one), 0-based UTF-8 byte.
 
+import { type Diagnostic, errorDiag } from "./diagnostics.ts";
+
 /** A point in a source file. */
 export interface Pos {
   /** 1-based line number. */
@@ -20,6 +22,9 @@ export interface Range {
 }
 
 const BOM = "\uFEFF";
+const ASCII = /^[\x00-\x7f]*$/;
+
+type Clusters = "ascii" | { starts: number[]; bytes: number[] };
 const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 
 /** Number of bytes `text` occupies in UTF-8 (well-formed input assumed). */
@@ -54,7 +59,7 @@ export class SourceFile {
   private readonly lineStarts: number[];
   /** UTF-8 byte offset of each entry of `lineStarts`. */
   private readonly lineStartBytes: number[];
-  private readonly clusters = new Map<number, { starts: number[]; bytes: number[] }>();
+  private readonly clusters = new Map<number, Clusters>();
 
   constructor(filename: string, text: string) {
     this.filename = filename;
@@ -85,7 +90,12 @@ export class SourceFile {
       // Only reachable for index 0 of a file starting with a BOM.
       return { line: line + 1, column: 1, byte: i === start ? this.lineStartBytes[line]! : 0 };
     }
-    const { starts, bytes } = this.clustersOf(line);
+    const clusters = this.clustersOf(line);
+    if (clusters === "ascii") {
+      // One byte and one cluster per character: no search needed.
+      return { line: line + 1, column: i - start + 1, byte: this.lineStartBytes[line]! + (i - start) };
+    }
+    const { starts, bytes } = clusters;
     // Column = number of clusters starting before `i`, plus one.
     let lo = 0;
     let hi = starts.length;
@@ -115,13 +125,20 @@ export class SourceFile {
     return lo;
   }
 
-  /** Start index and byte offset of every grapheme cluster of a line (without its "\n"). */
-  private clustersOf(line: number): { starts: number[]; bytes: number[] } {
+  /**
+   * Start index and byte offset of every grapheme cluster of a line (without
+   * its "\n"), or "ascii" for the common line where each character is one.
+   */
+  private clustersOf(line: number): Clusters {
     let clusters = this.clusters.get(line);
     if (clusters === undefined) {
       const from = this.lineStarts[line]!;
       const next = this.lineStarts[line + 1];
       const to = next === undefined ? this.text.length : next - 1;
+      if (ASCII.test(this.text.slice(from, to))) {
+        this.clusters.set(line, "ascii");
+        return "ascii";
+      }
       clusters = { starts: [], bytes: [] };
       let byte = this.lineStartBytes[line]!;
       for (const seg of segmenter.segment(this.text.slice(from, to))) {
@@ -205,4 +222,40 @@ export function firstLoneSurrogate(text: string): number {
     } else if (c >= 0xdc00 && c <= 0xdfff) return i;
   }
   return -1;
+}
+
+/**
+ * Turns parser input into text: bytes must be valid UTF-8, strings must not
+ * hold lone surrogates. A failure is a diagnostic at the first bad position.
+ */
+export function decodeSource(
+  source: string | Uint8Array,
+  filename: string,
+): { text: string } | { failure: Diagnostic } {
+  if (typeof source !== "string") {
+    const decoded = decodeUtf8(source);
+    if (typeof decoded === "string") return { text: decoded };
+    const prefix = new SourceFile(filename, decoded.validPrefix);
+    const at = prefix.pos(decoded.validPrefix.length);
+    return {
+      failure: errorDiag(
+        "invalid-utf8",
+        "Invalid UTF-8",
+        `The file is not valid UTF-8: the byte at offset ${decoded.byte} does not start a valid sequence.`,
+        { filename, start: at, end: { ...at, column: at.column + 1, byte: at.byte + 1 } },
+      ),
+    };
+  }
+  const bad = firstLoneSurrogate(source);
+  if (bad < 0) return { text: source };
+  const prefix = new SourceFile(filename, source.slice(0, bad));
+  const at = prefix.pos(bad);
+  return {
+    failure: errorDiag(
+      "invalid-utf8",
+      "Invalid UTF-8",
+      "The text contains an unpaired UTF-16 surrogate, which has no UTF-8 encoding.",
+      { filename, start: at, end: { ...at, column: at.column + 1, byte: at.byte + 1 } },
+    ),
+  };
 }
