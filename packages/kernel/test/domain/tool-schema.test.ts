@@ -122,6 +122,12 @@ describe("ToolSchema validation at GetSchema time", () => {
     ]);
   });
 
+  it("an operation without a description is rejected", () => {
+    expect(rulesOf(() => validateToolSchemas("fs", schemaResponse([tool({ description: " " })])))).toEqual([
+      ToolSchemaRule.descriptionRequired,
+    ]);
+  });
+
   it("an operation without a name is rejected", () => {
     expect(rulesOf(() => validateToolSchemas("fs", schemaResponse([tool({ name: "" })])))).toEqual([
       ToolSchemaRule.nameRequired,
