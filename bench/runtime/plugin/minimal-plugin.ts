@@ -20,11 +20,11 @@ await serve({
           const chunk = n === batch ? data : data.subarray(0, size * n);
           yield {
             event: {
-              event: { case: "outputChunk" as const, value: { stream: OutputStream.STDOUT, data: chunk } },
+              event: { case: "outputChunk", value: { stream: OutputStream.STDOUT, data: chunk } },
             },
           };
         }
-        yield { event: { event: { case: "result" as const, value: { payload: { events } } } } };
+        yield { event: { event: { case: "result", value: { payload: { events } } } } };
       },
     }),
   ],

@@ -242,9 +242,10 @@ export class PluginInstance {
       for (const abort of this.inflight) abort(stopped);
       this.inflight.clear();
       this.broker.close();
+      const deadline = Date.now() + graceMs;
       const controller = createClient(GRPCController, this.client);
       await Promise.race([controller.shutdown({}, { timeoutMs: graceMs }).catch(() => {}), this.exited]);
-      await Promise.race([this.exited, sleep(graceMs)]);
+      await Promise.race([this.exited, sleep(Math.max(0, deadline - Date.now()))]);
     }
     killGroup(this.child, "SIGKILL");
     await Promise.race([this.exited, sleep(5_000)]);
