@@ -32,7 +32,7 @@ import {
 import { type ToolError, ToolErrorCategory, ToolErrorSchema } from "@pluggableharness/protocol/tool";
 import { recordUsage } from "./cost.ts";
 import { addDecimals, decimalFromNumber, decimalToNumber } from "./decimal.ts";
-import { ProtocolViolationError } from "./errors.ts";
+import { PricingError, ProtocolViolationError } from "./errors.ts";
 import type { IdGenerator } from "./ids.ts";
 import { ClassifiedModelError } from "./model-errors.ts";
 import type { Clock } from "./time.ts";
@@ -159,7 +159,8 @@ export class StreamAccumulator {
         if (KNOWN_SAFETY.has(e.value.kind)) this.#notices.push(e.value);
         return;
       case "usage":
-        this.#usage.push(recordUsage(e.value, this.#opts.model.pricing!, this.#opts.clock()));
+        if (!this.#opts.model.pricing) throw new PricingError(`${this.#opts.model.id} declares no pricing`);
+        this.#usage.push(recordUsage(e.value, this.#opts.model.pricing, this.#opts.clock()));
         return;
       case "error":
         this.#terminal("error");
