@@ -1,5 +1,6 @@
 // Real plugin subprocesses through the whole lifecycle: launch, discovery, calls,
 // kernel callbacks over the broker, stdio, shutdown, crashes and relaunch.
+import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -175,6 +176,24 @@ describe("a TypeScript plugin under the launcher", () => {
     expect(await waitGone(grandchild)).toBe(true);
     expect(existsSync(dirname(socket))).toBe(false);
     expect(livePluginPids()).not.toContain(pid);
+  });
+
+  it("leaves no plugin behind when the kernel itself is killed with SIGKILL", async () => {
+    const kernel = spawn(process.execPath, [fixture("kernel-stub.ts")], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      const pid = await new Promise<number>((resolve, reject) => {
+        kernel.stdout!.once("data", (c: Buffer) => resolve(Number(c.toString().trim())));
+        kernel.once("exit", (code) => reject(new Error(`kernel stub exited with ${code}`)));
+      });
+      expect(isAlive(pid)).toBe(true);
+      kernel.kill("SIGKILL");
+      // The SDK notices its parent is gone (polled each second) and exits.
+      expect(await waitGone(pid, 5_000)).toBe(true);
+    } finally {
+      kernel.kill("SIGKILL");
+    }
   });
 
   it("fails an in-flight stream within 1 s of kill -9 with a classified error, then relaunches", async () => {
