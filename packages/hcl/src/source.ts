@@ -22,7 +22,8 @@ export interface Range {
 }
 
 const BOM = "\uFEFF";
-const ASCII = /^[\x00-\x7f]*$/;
+// Every UTF-16 code unit below 0x80.
+const ASCII = /^[^\u0080-\uffff]*$/;
 
 type Clusters = "ascii" | { starts: number[]; bytes: number[] };
 const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
