@@ -1,0 +1,28 @@
+// agent conform as a library: runConformance launches a plugin executable through the
+// runtime, as the kernel would, and runs its category's checks.
+import { type CategoryChecks, type ConformanceOptions, type ConformanceReport, runWith } from "./runner.ts";
+import { toolChecks } from "./tool/index.ts";
+
+export { fallbackTokenCount, type RecordedEmit, type RecordedLog, RecordingKernel } from "./kernel.ts";
+export { type LaunchedPlugin, type LaunchOptions, launchPlugin } from "./launch.ts";
+export {
+  type CategoryChecks,
+  type CheckContext,
+  type CheckResult,
+  type CheckStatus,
+  type ConformanceOptions,
+  type ConformanceReport,
+  formatReport,
+  formatResult,
+  type SampleCall,
+} from "./runner.ts";
+export { snapshot } from "./tool/preview-render.ts";
+
+/** Checks per category name, as discovery reports categories. */
+export const CATEGORY_CHECKS: Readonly<Record<string, CategoryChecks>> = {
+  tool: toolChecks,
+};
+
+export function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  return runWith(options, CATEGORY_CHECKS);
+}

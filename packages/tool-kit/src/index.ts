@@ -1,0 +1,49 @@
+// Shared building blocks of the first-party tool providers.
+export {
+  type ConfigField,
+  type ConfigFieldType,
+  configError,
+  configSchema,
+  configWarning,
+  type Diagnostic,
+  readConfig,
+} from "./config.ts";
+export {
+  applyHunks,
+  type DiffLine,
+  diffLines,
+  formatUnified,
+  type Hunk,
+  parseUnified,
+  splitLines,
+} from "./diff.ts";
+export {
+  CATEGORY_VALUES,
+  type ErrorCategoryName,
+  errorEvent,
+  exitStatus,
+  outputChunk,
+  partialResult,
+  progress,
+  resultEvent,
+  type ToolEventInit,
+  ToolFailure,
+} from "./events.ts";
+export { Jail, MAX_PATH_LENGTH, MAX_SYMLINK_HOPS, type ResolvedPath } from "./jail.ts";
+export { KeyedMutex } from "./mutex.ts";
+export { AsyncQueue } from "./queue.ts";
+export { type RenderNodeInit, r, type StyleName } from "./render.ts";
+export { checkValue, type JsonSchema, type ObjectSchema, s, toWireSchema } from "./schema.ts";
+export { looksBinary, plural, truncateUtf8 } from "./text.ts";
+export {
+  type InvokeOutput,
+  type KindName,
+  type PreviewContext,
+  type RenderInput,
+  type RiskName,
+  serveTools,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolProviderOptions,
+  toolService,
+} from "./tool.ts";

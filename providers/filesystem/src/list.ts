@@ -1,0 +1,92 @@
+// list_directory: the entries of one directory, without following symbolic links.
+import { lstat, readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { guard, resolvePath } from "./files.ts";
+
+const MAX_ENTRIES = 1000;
+
+type EntryType = "file" | "directory" | "symlink" | "other";
+
+export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
+  name: "list_directory",
+  kind: "data_source",
+  risk: "read_only",
+  description:
+    `List the entries of a directory (name, type, size), directories first, at most ${MAX_ENTRIES}. ` +
+    "Symbolic links are listed as links and not followed. Only paths inside the configured roots are allowed.",
+  input: s.object({ path: s.string("Directory to list (default: the working directory).") }),
+  output: s.object(
+    {
+      path: s.string("The directory as requested."),
+      entries: s.array(
+        s.object(
+          {
+            name: s.string(),
+            type: s.string("Entry type.", ["file", "directory", "symlink", "other"]),
+            size: s.integer("Size in bytes (files only; 0 otherwise)."),
+          },
+          ["name", "type", "size"],
+        ),
+      ),
+      total: s.integer("Entries in the directory."),
+      truncated: s.boolean("More entries exist than were returned."),
+    },
+    ["path", "entries", "total", "truncated"],
+  ),
+  streaming: false,
+  concurrency: { safe: true },
+  defaultTimeoutMs: 30_000,
+  idempotent: true,
+  async invoke(args, ctx) {
+    const path = args.path ?? ".";
+    const dir = await resolvePath(path, ctx.workingDirectory);
+    if (!dir.exists) throw new ToolFailure("not_found", `${path} does not exist`);
+    return guard(path, async () => {
+      const st = await lstat(dir.real);
+      if (!st.isDirectory())
+        throw new ToolFailure("invalid_arguments", `${path} is not a directory; use read_file`);
+      const dirents = await readdir(dir.real, { withFileTypes: true });
+      const typed = dirents.map((d) => ({
+        name: d.name,
+        type: (d.isDirectory()
+          ? "directory"
+          : d.isFile()
+            ? "file"
+            : d.isSymbolicLink()
+              ? "symlink"
+              : "other") as EntryType,
+      }));
+      typed.sort((a, b) =>
+        a.type === "directory" && b.type !== "directory"
+          ? -1
+          : b.type === "directory" && a.type !== "directory"
+            ? 1
+            : a.name < b.name
+              ? -1
+              : a.name > b.name
+                ? 1
+                : 0,
+      );
+      const shown = typed.slice(0, MAX_ENTRIES);
+      const entries = await Promise.all(
+        shown.map(async (e) => ({
+          ...e,
+          size: e.type === "file" ? (await lstat(join(dir.real, e.name)).catch(() => ({ size: 0 }))).size : 0,
+        })),
+      );
+      return { path, entries, total: typed.length, truncated: typed.length > shown.length };
+    });
+  },
+  render(input) {
+    if (input.kind !== "tool_result" || !input.payload) return undefined;
+    const p = input.payload;
+    const entries = (p["entries"] ?? []) as { name: string; type: string; size: number }[];
+    return r.collapsible(`${p["path"]} (${p["total"]} entries)`, [
+      r.table(
+        ["name", "type", "size"],
+        entries.map((e) => [e.type === "directory" ? `${e.name}/` : e.name, e.type, String(e.size)]),
+      ),
+    ]);
+  },
+};

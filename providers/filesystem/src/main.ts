@@ -1,0 +1,12 @@
+// The filesystem tool provider's executable.
+import { serveTools } from "@pluggableharness/tool-kit";
+import { editFileTool, multiEditTool, writeFileTool } from "./change.ts";
+import { listDirectoryTool } from "./list.ts";
+import { readFileTool } from "./read.ts";
+import { CONFIG, configure } from "./state.ts";
+
+await serveTools(new URL("../package.json", import.meta.url), {
+  tools: [readFileTool, writeFileTool, editFileTool, multiEditTool, listDirectoryTool],
+  config: CONFIG,
+  configure,
+});

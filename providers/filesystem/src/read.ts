@@ -1,0 +1,175 @@
+// read_file: a line range of a text file, line-numbered, within a byte budget.
+import { open, stat } from "node:fs/promises";
+import { looksBinary, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { guard, resolvePath } from "./files.ts";
+import { settings } from "./state.ts";
+
+const DEFAULT_LIMIT = 2000;
+const MAX_LINE_CHARS = 2000;
+
+interface ReadArgs {
+  path: string;
+  offset?: number;
+  limit?: number;
+}
+
+export const readFileTool: ToolDefinition<ReadArgs> = {
+  name: "read_file",
+  kind: "data_source",
+  risk: "read_only",
+  description:
+    "Read a text file. Returns the lines prefixed with their 1-based line numbers and a tab. " +
+    `Reads up to ${DEFAULT_LIMIT} lines from offset (default: line 1); use offset and limit to page through long files. ` +
+    "Lines longer than 2000 characters are shortened. Binary files are detected and not shown. " +
+    "Relative paths resolve against the working directory; only paths inside the configured roots are allowed.",
+  input: s.object(
+    {
+      path: s.string("File to read, absolute or relative to the working directory."),
+      offset: s.integer("1-based line number to start reading at (default 1)."),
+      limit: s.integer(`Most lines to return (default ${DEFAULT_LIMIT}).`),
+    },
+    ["path"],
+  ),
+  output: s.object(
+    {
+      path: s.string("The path as requested."),
+      content: s.string("The selected lines, each as '<line number>\\t<text>'."),
+      start_line: s.integer("First line shown (0 when nothing is shown)."),
+      end_line: s.integer("Last line shown (0 when nothing is shown)."),
+      total_lines: s.integer("Lines in the file."),
+      size_bytes: s.integer("File size in bytes."),
+      binary: s.boolean("The file is binary; content is empty."),
+      truncated: s.boolean("Not every line from offset to the end of the file is shown."),
+      notice: s.string("Why the content is incomplete and how to read the rest; empty when complete."),
+    },
+    [
+      "path",
+      "content",
+      "start_line",
+      "end_line",
+      "total_lines",
+      "size_bytes",
+      "binary",
+      "truncated",
+      "notice",
+    ],
+  ),
+  streaming: false,
+  concurrency: { safe: true },
+  defaultTimeoutMs: 30_000,
+  idempotent: true,
+
+  async invoke(args, ctx) {
+    const offset = args.offset ?? 1;
+    const limit = args.limit ?? DEFAULT_LIMIT;
+    if (offset < 1) throw new ToolFailure("invalid_arguments", "offset must be at least 1");
+    if (limit < 1) throw new ToolFailure("invalid_arguments", "limit must be at least 1");
+    const file = await resolvePath(args.path, ctx.workingDirectory);
+    if (!file.exists) throw new ToolFailure("not_found", `${args.path} does not exist`);
+    const { maxReadBytes, maxFileBytes } = settings();
+    return guard(args.path, async () => {
+      const st = await stat(file.real);
+      if (st.isDirectory()) {
+        throw new ToolFailure("invalid_arguments", `${args.path} is a directory; use list_directory`);
+      }
+      const base = { path: args.path, size_bytes: st.size };
+      const handle = await open(file.real, "r");
+      let data: Buffer;
+      try {
+        const want = Math.min(st.size, maxFileBytes);
+        data = Buffer.alloc(want);
+        const { bytesRead } = await handle.read(data, 0, want, 0);
+        data = data.subarray(0, bytesRead);
+      } finally {
+        await handle.close();
+      }
+      if (looksBinary(data)) {
+        return {
+          ...base,
+          content: "",
+          start_line: 0,
+          end_line: 0,
+          total_lines: 0,
+          binary: true,
+          truncated: false,
+          notice: `binary file (${st.size} bytes); content not shown`,
+        };
+      }
+      const scanCut = st.size > data.length;
+      const text = data.toString("utf8");
+      const lines = text.split("\n");
+      if (lines.at(-1) === "") lines.pop();
+      const total = lines.length;
+      if (total === 0) {
+        return {
+          ...base,
+          content: "",
+          start_line: 0,
+          end_line: 0,
+          total_lines: 0,
+          binary: false,
+          truncated: false,
+          notice: "",
+        };
+      }
+      if (offset > total) {
+        throw new ToolFailure(
+          "invalid_arguments",
+          `offset ${offset} is past the end of the file (${total} lines)`,
+        );
+      }
+      const out: string[] = [];
+      let bytes = 0;
+      let end = offset - 1;
+      let budgetHit = false;
+      const stop = Math.min(total, offset - 1 + limit);
+      for (let i = offset - 1; i < stop; i++) {
+        let line = lines[i]!;
+        if (line.length > MAX_LINE_CHARS) line = `${line.slice(0, MAX_LINE_CHARS)}… [line shortened]`;
+        const entry = `${String(i + 1).padStart(6)}\t${line}`;
+        const size = Buffer.byteLength(entry) + 1;
+        if (bytes + size > maxReadBytes && out.length > 0) {
+          budgetHit = true;
+          break;
+        }
+        out.push(entry);
+        bytes += size;
+        end = i + 1;
+      }
+      const notices: string[] = [];
+      if (budgetHit) {
+        notices.push(
+          `[truncated: the ${maxReadBytes}-byte output limit was reached after line ${end}; call read_file with offset=${end + 1} to continue]`,
+        );
+      } else if (end < total) {
+        notices.push(
+          `[showing lines ${offset}-${end} of ${total}; call read_file with offset=${end + 1} to continue]`,
+        );
+      }
+      if (scanCut) {
+        notices.push(`[the file is ${st.size} bytes; only its first ${maxFileBytes} bytes were scanned]`);
+      }
+      return {
+        ...base,
+        content: out.join("\n"),
+        start_line: offset,
+        end_line: end,
+        total_lines: total,
+        binary: false,
+        truncated: notices.length > 0,
+        notice: notices.join(" "),
+      };
+    });
+  },
+
+  render(input) {
+    if (input.kind !== "tool_result" || !input.payload) return undefined;
+    const p = input.payload;
+    const summary = p["binary"]
+      ? `Read ${p["path"]} (binary, not shown)`
+      : `Read ${p["path"]}, lines ${p["start_line"]}-${p["end_line"]} of ${p["total_lines"]}`;
+    const children = [r.code(String(p["content"] ?? ""))];
+    if (p["notice"]) children.push(r.text(String(p["notice"]), "warning"));
+    return r.collapsible(summary, children, true);
+  },
+};
