@@ -1,0 +1,138 @@
+// The built-in Anthropic catalog. Every figure has a source (CATALOG.md lists them in
+// full); where the sources are silent or disagree the conservative reading is taken and
+// named in `sources`.
+import type { CatalogModel } from "@pluggableharness/model-kit";
+
+const PRICING = "platform.claude.com/docs/en/about-claude/pricing (model pricing, batch processing)";
+const ROSTER = "reference-spec first-party/providers/anthropic.md §2-3 (roster, thinking per model)";
+const SEED =
+  "model provider data types seed (ThinkingSpec rationale: Opus/Sonnet 4.6, Haiku 4.5, Opus 4.8, Sonnet 5)";
+
+/** Anthropic-specific per-model wire knobs (read by request.ts). */
+export interface AnthropicWire {
+  /** The model accepts `thinking: {type: "adaptive"}`. */
+  adaptive: boolean;
+}
+
+const common = {
+  toolUse: true,
+  vision: true,
+  documents: true,
+  streaming: true,
+  parallelToolCalls: true,
+  caching: { explicitMarkers: true, implicitAutomatic: false, keepalive: true },
+} as const;
+
+export const ANTHROPIC_MODELS: CatalogModel[] = [
+  {
+    id: "claude-opus-4-8",
+    ...common,
+    contextWindow: 1_000_000,
+    maxOutputTokens: 128_000,
+    // Adaptive only: budget_tokens is rejected with a 400; effort rides on output_config.
+    thinking: {
+      effort: { levels: ["low", "medium", "high", "xhigh", "max"], default: "high" },
+      adaptiveByDefault: true,
+      disable: "never",
+    },
+    // Forcing a tool is incompatible with always-on reasoning.
+    toolChoiceModes: ["auto", "none"],
+    pricing: {
+      tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
+    },
+    sources: {
+      limits: ROSTER,
+      thinking: `${ROSTER}; ${SEED}; disable not documented for this model, declared "never" (conservative)`,
+      pricing: PRICING,
+    },
+    wire: { adaptive: true },
+  },
+  {
+    id: "claude-sonnet-5",
+    ...common,
+    contextWindow: 1_000_000,
+    maxOutputTokens: 128_000,
+    thinking: {
+      effort: { levels: ["low", "medium", "high", "max"], default: "high" },
+      adaptiveByDefault: true,
+      disable: "never",
+    },
+    toolChoiceModes: ["auto", "none"],
+    pricing: {
+      tiers: [{ input: 2, output: 10, cacheWrite: 2.5, cacheRead: 0.2, batchInput: 1, batchOutput: 5 }],
+    },
+    sources: {
+      limits: ROSTER,
+      thinking: `${ROSTER}; ${SEED}; effort ladder per the adaptive-thinking docs (xhigh only on Opus), disable declared "never" (conservative)`,
+      pricing: `${PRICING}: $2 input / $10 output; cache write 1.25x and read 0.1x of input, batch 50%`,
+    },
+    wire: { adaptive: true },
+  },
+  {
+    id: "claude-opus-4-6",
+    ...common,
+    contextWindow: 1_000_000,
+    maxOutputTokens: 128_000,
+    thinking: {
+      effort: { levels: ["low", "medium", "high", "max"], default: "high" },
+      budget: { min: 1024, max: 127_999, deprecated: true },
+      adaptiveByDefault: false,
+      disable: "always",
+    },
+    toolChoiceModes: ["auto", "any", "none", "specific"],
+    pricing: {
+      tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
+    },
+    sources: {
+      limits: "Anthropic models overview (1M context, 128K output)",
+      thinking: `${SEED}: effort and a deprecated but working budget; budget must stay below max_tokens and at least 1024`,
+      pricing: PRICING,
+    },
+    wire: { adaptive: true },
+  },
+  {
+    id: "claude-sonnet-4-6",
+    ...common,
+    contextWindow: 1_000_000,
+    maxOutputTokens: 128_000,
+    thinking: {
+      effort: { levels: ["low", "medium", "high", "max"], default: "high" },
+      budget: { min: 1024, max: 127_999, deprecated: true },
+      adaptiveByDefault: false,
+      disable: "always",
+    },
+    toolChoiceModes: ["auto", "any", "none", "specific"],
+    pricing: {
+      tiers: [{ input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3, batchInput: 1.5, batchOutput: 7.5 }],
+    },
+    sources: {
+      limits: `${ROSTER} (confirmed 1M / 128K)`,
+      thinking: `${ROSTER}; ${SEED}`,
+      pricing: PRICING,
+    },
+    wire: { adaptive: true },
+  },
+  {
+    id: "claude-haiku-4-5-20251001",
+    ...common,
+    contextWindow: 200_000,
+    maxOutputTokens: 64_000,
+    // Budget only; the effort parameter is an error on this model.
+    thinking: { budget: { min: 1024, max: 63_999 }, adaptiveByDefault: false, disable: "always" },
+    toolChoiceModes: ["auto", "any", "none", "specific"],
+    pricing: {
+      tiers: [{ input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1, batchInput: 0.5, batchOutput: 2.5 }],
+    },
+    sources: {
+      limits: `${ROSTER} (confirmed 200K / 64K)`,
+      thinking: `${ROSTER}; ${SEED}`,
+      pricing: PRICING,
+    },
+    wire: { adaptive: false },
+  },
+];
+
+export function wireOf(model: CatalogModel): AnthropicWire {
+  const w = model.wire ?? {};
+  return { adaptive: w["adaptive"] === true };
+}
