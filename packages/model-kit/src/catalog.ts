@@ -147,6 +147,12 @@ export interface CustomModelsResult {
   diagnostics: ConfigDiagnostic[];
 }
 
+/** Provider-level defaults for user-declared models (e.g. a provider configured as free). */
+export interface CustomModelDefaults {
+  /** Pricing for an entry that declares neither "pricing" nor "like". */
+  pricing?: CatalogModel["pricing"] | undefined;
+}
+
 const KEYS = new Set([
   "like",
   "context_window",
@@ -177,6 +183,7 @@ export function parseCustomModels(
   attribute: string,
   text: string | undefined,
   builtins: readonly CatalogModel[],
+  defaults: CustomModelDefaults = {},
 ): CustomModelsResult {
   const models: CatalogModel[] = [];
   const diagnostics: ConfigDiagnostic[] = [];
@@ -198,7 +205,7 @@ export function parseCustomModels(
   }
   for (const [id, entry] of Object.entries(parsed)) {
     const errs: string[] = [];
-    const model = customModel(id, entry, builtins, errs);
+    const model = customModel(id, entry, builtins, errs, defaults);
     if (errs.length > 0 || !model) {
       for (const e of errs) diagnostics.push(diagnostic("error", [attribute, id], `Model "${id}": ${e}`));
     } else {
@@ -213,6 +220,7 @@ function customModel(
   entry: JsonValue,
   builtins: readonly CatalogModel[],
   errs: string[],
+  defaults: CustomModelDefaults,
 ): CatalogModel | undefined {
   if (id.trim() === "") {
     errs.push("the model id is empty");
@@ -245,7 +253,8 @@ function customModel(
   };
   const thinking = entry.thinking === undefined ? base?.thinking : parseThinking(entry.thinking, errs);
   const caching = entry.caching === undefined ? base?.caching : parseCaching(entry.caching, errs);
-  const pricing = entry.pricing === undefined ? base?.pricing : parsePricing(entry.pricing, errs);
+  const pricing =
+    entry.pricing === undefined ? (base?.pricing ?? defaults.pricing) : parsePricing(entry.pricing, errs);
   if (!pricing) errs.push(`"pricing" is required (use {"free": true} for a free model)`);
   let modes = base?.toolChoiceModes ?? [];
   if (entry.tool_choice_modes !== undefined) {

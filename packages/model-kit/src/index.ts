@@ -1,6 +1,7 @@
 // @pluggableharness/model-kit: vendor-neutral helpers for model-provider plugins.
 export {
   type CatalogModel,
+  type CustomModelDefaults,
   type CustomModelsResult,
   type DisableName,
   type PricingTierDef,

@@ -59,6 +59,13 @@ export interface ModelAdapter<S> {
   ownsModel(modelId: string): boolean;
   /** Builds the adapter's state from checked values; report() more diagnostics if needed. */
   configure(values: Record<string, JsonValue>, ctx: ConfigureContext): S;
+  /**
+   * Models the configuration itself declares (e.g. a compatible server's model list), added
+   * after the built-ins; `models_json` entries with the same id still win.
+   */
+  declaredModels?(state: S): readonly CatalogModel[];
+  /** Pricing for `models_json` entries that declare neither "pricing" nor "like". */
+  defaultPricing?(values: Record<string, JsonValue>): CatalogModel["pricing"] | undefined;
   stream(request: StreamCompletionRequest, call: AdapterCall<S>): AsyncIterable<StreamEventInit>;
   /** Exact count with the vendor's counter; absent = UNIMPLEMENTED (the kernel's heuristic applies). */
   countTokens?(request: CountTokensRequest, call: AdapterCall<S>): Promise<number | bigint>;
@@ -128,6 +135,7 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
           ? (parsed.values["models_json"] as string)
           : undefined,
         adapter.builtins,
+        { pricing: hasErrors(diagnostics) ? undefined : adapter.defaultPricing?.(parsed.values) },
       );
       diagnostics.push(...custom.diagnostics);
       let state: S | undefined;
@@ -146,6 +154,7 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
       }
       const previous = current;
       const models = new Map(adapter.builtins.map((m) => [m.id, m] as const));
+      for (const m of adapter.declaredModels?.(state) ?? []) models.set(m.id, m);
       for (const m of custom.models) models.set(m.id, m);
       current = { state, models, redact: makeRedactor(parsed.secrets) };
       if (previous) await adapter.dispose?.(previous.state);
