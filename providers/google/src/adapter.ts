@@ -1,0 +1,99 @@
+// The Gemini adapter: configuration, one streamGenerateContent (alt=sse) request per
+// completion, and exact token counts through models.countTokens.
+import type { JsonValue } from "@bufbuild/protobuf";
+import {
+  type AttributeDef,
+  checkBaseUrl,
+  diagnostic,
+  joinUrl,
+  type ModelAdapter,
+  sendVendorRequest,
+} from "@pluggableharness/model-kit";
+import { GEMINI_MODELS } from "./catalog.ts";
+import { buildRequest } from "./request.ts";
+import { geminiFailure, translateStream } from "./stream.ts";
+
+export const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
+export const API_VERSION = "v1beta";
+
+export const ATTRIBUTES: AttributeDef[] = [
+  {
+    name: "api_key",
+    kind: "string",
+    required: true,
+    sensitive: true,
+    description: "Gemini API key, sent in the x-goog-api-key header.",
+  },
+  {
+    name: "base_url",
+    kind: "string",
+    default: DEFAULT_BASE_URL,
+    description: "API base URL (requests go to <base_url>/v1beta/models/<model>:streamGenerateContent).",
+    check: checkBaseUrl,
+  },
+  {
+    name: "include_thoughts",
+    kind: "bool",
+    default: true,
+    description: "Ask for thought summaries (streamed as thinking deltas) on models that reason.",
+  },
+];
+
+export interface GeminiState {
+  apiKey: string;
+  baseUrl: string;
+  includeThoughts: boolean;
+}
+
+const modelPath = (state: GeminiState, model: string, method: string) =>
+  joinUrl(state.baseUrl, `/${API_VERSION}/models/${encodeURIComponent(model)}:${method}`);
+
+export const adapter: ModelAdapter<GeminiState> = {
+  packageJson: new URL("../package.json", import.meta.url),
+  name: "google",
+  attributes: ATTRIBUTES,
+  builtins: GEMINI_MODELS,
+  ownsModel: (id) => id.startsWith("gemini-"),
+
+  configure(values: Record<string, JsonValue>, ctx) {
+    const state: GeminiState = {
+      apiKey: String(values["api_key"]),
+      baseUrl: String(values["base_url"] ?? DEFAULT_BASE_URL),
+      includeThoughts: values["include_thoughts"] !== false,
+    };
+    if (state.baseUrl.startsWith("http://") && !/^http:\/\/(127\.|localhost|\[::1\])/.test(state.baseUrl)) {
+      ctx.report(
+        diagnostic("warning", ["base_url"], "base_url is not HTTPS", "The API key would travel unencrypted."),
+      );
+    }
+    return state;
+  },
+
+  async *stream(req, call) {
+    const { state, model, signal } = call;
+    const built = buildRequest(req, model, call.self, state.includeThoughts);
+    const res = await sendVendorRequest({
+      url: `${modelPath(state, model.id, "streamGenerateContent")}?alt=sse`,
+      headers: { "x-goog-api-key": state.apiKey, accept: "text/event-stream" },
+      body: built.body,
+      signal,
+    });
+    if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
+    yield* translateStream(res.body, signal, built.names);
+  },
+
+  async countTokens(req, call) {
+    const { state, model, signal } = call;
+    const res = await sendVendorRequest({
+      url: modelPath(state, model.id, "countTokens"),
+      headers: { "x-goog-api-key": state.apiKey },
+      body: { contents: [{ role: "user", parts: [{ text: req.text }] }] },
+      signal,
+    });
+    const text = await res.text();
+    if (!res.ok) throw geminiFailure(res.status, text, res.headers);
+    const parsed = JSON.parse(text) as { totalTokens?: unknown };
+    if (typeof parsed.totalTokens !== "number") throw geminiFailure(502, text);
+    return parsed.totalTokens;
+  },
+};

@@ -1,0 +1,437 @@
+// The Gemini provider as a real plugin process against the loopback Gemini fake
+// (validate: true), over the runtime host.
+import { fromJson } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+import { Role } from "@pluggableharness/protocol/content";
+import {
+  ModelErrorCategory,
+  type ModelSpec,
+  SafetyKind,
+  StopReason,
+  ToolChoiceMode,
+} from "@pluggableharness/protocol/model";
+import { SchemaSchema } from "@pluggableharness/protocol/schema";
+import type { PluginHost } from "@pluggableharness/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { accumulate, cases, collect, launch, only, type RequestInit, str, text, utf8 } from "./harness.ts";
+
+const CANARY = "AIzaCANARY-91b2c3d4e5f6";
+const MAIN = new URL("../src/main.ts", import.meta.url);
+const FLASH = "gemini-2.5-flash";
+const BLIND = "gemini-blind";
+
+let fake: FakeVendor;
+let host: PluginHost;
+let client: Awaited<ReturnType<typeof launch>>["client"];
+let logs: Awaited<ReturnType<typeof launch>>["logs"];
+let specs: Map<string, ModelSpec>;
+
+const config = () => ({
+  api_key: CANARY,
+  base_url: fake.url,
+  models_json: JSON.stringify({ [BLIND]: { like: FLASH, vision: false, documents: false } }),
+});
+
+beforeAll(async () => {
+  fake = await startFakeVendor({ vendor: "gemini", validate: true, apiKey: CANARY, countTokens: () => 17 });
+  ({ host, client, logs } = await launch("google", MAIN));
+  expect((await client.configure({ config: config() })).result?.diagnostics).toEqual([]);
+  specs = new Map((await client.getCapabilities({})).capabilities!.models.map((m) => [m.id, m]));
+});
+
+afterAll(async () => {
+  await host?.shutdown();
+  await fake?.close();
+});
+
+const base = (init: Partial<RequestInit> = {}): RequestInit =>
+  ({
+    modelId: FLASH,
+    messages: [{ role: Role.USER, id: "m0", content: [text("Hello")] }],
+    callContext: { sessionId: "s", turnId: "t", workingDirectory: "/tmp" },
+    ...init,
+  }) as RequestInit;
+
+const complete = (init: Partial<RequestInit> = {}, signal?: AbortSignal) =>
+  collect(client, base(init), signal ? { signal } : {});
+
+type Body = { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> } & Record<
+  string,
+  unknown
+>;
+const lastBody = () => fake.requests.at(-1)!.json as Body;
+
+describe("capabilities", () => {
+  it("declares a catalog the kernel accepts, with long-context tiers and per-generation thinking", async () => {
+    const caps = (await client.getCapabilities({})).capabilities!;
+    expect(() => validateCapabilities("google", caps)).not.toThrow();
+    const pro3 = specs.get("gemini-3-pro")!;
+    expect(pro3.thinking?.effort).toMatchObject({ levels: ["low", "high"], default: "high" });
+    expect(pro3.thinking?.budget).toBeUndefined();
+    const pro25 = specs.get("gemini-2.5-pro")!;
+    expect(pro25.thinking?.budget?.range).toMatchObject({ min: 128n, max: 32768n });
+    expect(pro25.pricing!.tiers.map((t) => [t.inputTokensFrom, t.inputTokensUntil])).toEqual([
+      [undefined, 200_001n],
+      [200_001n, undefined],
+    ]);
+    expect(specs.get(FLASH)!.caching).toMatchObject({
+      supported: true,
+      implicitAutomatic: true,
+      explicitMarkers: false,
+    });
+  });
+
+  it("rejects a configuration without a key", async () => {
+    const r = await client.configure({ config: { base_url: fake.url } });
+    expect(r.result!.diagnostics.map((d) => d.summary)).toContain('Missing required attribute "api_key"');
+    expect((await client.configure({ config: config() })).result!.diagnostics).toEqual([]);
+  });
+});
+
+describe("streaming", () => {
+  it("streams text with the response id, model, usage and stop; no invented rate limits", async () => {
+    fake.push(
+      scenarios.text("Hi from Gemini", {
+        chunks: 3,
+        usage: { inputTokens: 9, outputTokens: 3, reasoningTokens: 4 },
+      }),
+    );
+    const { events, error } = await complete({
+      assembledContext: [{ provider: "ctx", label: "sys", content: [text("Be brief.")] }],
+      params: { temperature: 0.2, maxOutputTokens: 100n },
+    });
+    expect(error).toBeUndefined();
+    expect(cases(events).slice(0, 2)).toEqual(["streamStart", "metadata"]);
+    expect(cases(events).slice(-2)).toEqual(["usage", "stop"]);
+    expect(
+      only(events, "textDelta")
+        .map((t) => t.text)
+        .join(""),
+    ).toBe("Hi from Gemini");
+    expect(only(events, "metadata")[0]!.actualModel).toBe(FLASH);
+    const u = only(events, "usage")[0]!;
+    expect([u.inputTokens, u.outputTokens, u.reasoningTokens, u.cacheReadTokens]).toEqual([
+      9n,
+      3n,
+      4n,
+      undefined,
+    ]);
+    expect(u.vendorTotalTokens).toBeUndefined();
+    expect(u.rateLimits).toEqual([]);
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe(`/v1beta/models/${FLASH}:streamGenerateContent`);
+    expect(sent.query["alt"]).toBe("sse");
+    expect(sent.headers["x-goog-api-key"]).toBe(CANARY);
+    expect(sent.json).toMatchObject({
+      systemInstruction: { parts: [{ text: "Be brief." }] },
+      generationConfig: { temperature: 0.2, maxOutputTokens: 100, thinkingConfig: { includeThoughts: true } },
+    });
+  });
+
+  it("round-trips a tool call with a thought signature on the functionCall part", async () => {
+    const inputSchema = fromJson(SchemaSchema, {
+      type: "SCHEMA_TYPE_OBJECT",
+      properties: [{ name: "path", schema: { type: "SCHEMA_TYPE_STRING", description: "file" } }],
+      required: ["path"],
+    });
+    const tools = [{ name: "read_file", description: "Read a file", inputSchema }];
+    fake.push(
+      scenarios.toolCallFragments({ name: "read_file", args: { path: "a.txt" }, signature: "gem-sig-1" }),
+    );
+    const first = await complete({
+      tools,
+      params: { toolChoice: { mode: ToolChoiceMode.SPECIFIC, toolName: "read_file" } },
+    });
+    expect(first.error).toBeUndefined();
+    const seq = cases(first.events);
+    expect(seq.indexOf("thinkingSignature")).toBeLessThan(seq.indexOf("toolCallStart"));
+    expect(only(first.events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
+    expect(lastBody()["toolConfig"]).toEqual({
+      functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["read_file"] },
+    });
+    expect(lastBody()["tools"]).toEqual([
+      {
+        functionDeclarations: [
+          {
+            name: "read_file",
+            description: "Read a file",
+            parameters: {
+              type: "OBJECT",
+              properties: { path: { type: "STRING", description: "file" } },
+              required: ["path"],
+            },
+          },
+        ],
+      },
+    ]);
+    const msg = accumulate(first.events, specs.get(FLASH)!, "google").message;
+    const use = msg.content.find((b) => b.block.case === "toolUse")!.block.value as {
+      id: string;
+      input: unknown;
+    };
+    expect(use.input).toEqual({ path: "a.txt" });
+
+    fake.push(scenarios.text("It says hi."));
+    const second = await complete({
+      tools,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Read a.txt")] },
+        { ...msg, producedByProvider: "google", producedByModelId: FLASH },
+        {
+          role: Role.USER,
+          id: "m2",
+          content: [{ block: { case: "toolResult", value: { toolUseId: use.id, content: [text("hi")] } } }],
+        },
+      ],
+    });
+    expect(second.error).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeFalsy();
+    const contents = lastBody().contents;
+    expect(contents[1]).toEqual({
+      role: "model",
+      parts: [
+        { functionCall: { name: "read_file", args: { path: "a.txt" } }, thoughtSignature: "gem-sig-1" },
+      ],
+    });
+    expect(contents[2]).toEqual({
+      role: "user",
+      parts: [{ functionResponse: { name: "read_file", response: { output: "hi" } } }],
+    });
+  });
+
+  it("streams thought summaries and echoes the trailing signature verbatim", async () => {
+    const SIG = "EqsFCqgFAb4+9vvtAF5n87lB4OGDOoTRMOqp35jW/AG37eeWcow=";
+    fake.push(scenarios.thinking({ thinking: "Counting letters.", signature: SIG, text: "Three." }));
+    const t = await complete({ modelId: "gemini-3-pro", params: { thinkingEffort: "low" } });
+    expect(lastBody()["generationConfig"]).toMatchObject({
+      thinkingConfig: { thinkingLevel: "low", includeThoughts: true },
+    });
+    expect(
+      only(t.events, "thinkingDelta")
+        .map((d) => d.text)
+        .join(""),
+    ).toBe("Counting letters.");
+    expect(str(only(t.events, "thinkingSignature")[0]!.signature)).toBe(SIG);
+    const msg = accumulate(t.events, specs.get("gemini-3-pro")!, "google").message;
+
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: "gemini-3-pro",
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("q")] },
+        { ...msg, producedByProvider: "google" },
+        { role: Role.USER, id: "m2", content: [text("more")] },
+      ],
+    });
+    expect(lastBody().contents[1]).toEqual({
+      role: "model",
+      parts: [{ text: "Three." }, { text: "", thoughtSignature: SIG }],
+    });
+  });
+
+  it("accepts an Anthropic history with signed and redacted thinking by dropping the reasoning", async () => {
+    fake.push(scenarios.text("Continuing."));
+    const res = await complete({
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Read a.txt")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          producedByModelId: "claude-sonnet-4-6",
+          content: [
+            {
+              block: {
+                case: "thinking",
+                value: { text: "I should read it.", signature: utf8("EqQBCgIYAhIM-anthropic") },
+              },
+            },
+            { block: { case: "redactedThinking", value: { data: utf8("EmwKAhgBEgy3va3p-redacted") } } },
+            text("Reading."),
+            {
+              block: {
+                case: "toolUse",
+                value: { id: "toolu_01X", name: "read_file", input: { path: "a.txt" } },
+              },
+            },
+          ],
+        },
+        {
+          role: Role.USER,
+          id: "m2",
+          content: [
+            { block: { case: "toolResult", value: { toolUseId: "toolu_01X", content: [text("hi")] } } },
+          ],
+        },
+      ],
+    });
+    expect(res.error).toBeUndefined();
+    expect(cases(res.events)).not.toContain("error");
+    const sent = fake.requests.at(-1)!;
+    expect(sent.rejected).toBeFalsy();
+    expect(sent.bodyText).not.toContain("thoughtSignature");
+    expect(sent.bodyText).not.toContain("anthropic");
+    expect(lastBody().contents[1]).toEqual({
+      role: "model",
+      parts: [{ text: "Reading." }, { functionCall: { name: "read_file", args: { path: "a.txt" } } }],
+    });
+  });
+
+  it("reports cached input apart from fresh input, and the kernel prices it by hand", async () => {
+    fake.push(scenarios.cacheHit({ inputTokens: 100, cacheReadTokens: 1000, cacheWriteTokens: 0 }));
+    const res = await complete({
+      cacheBreakpoints: [{ position: { case: "afterAssembledContext", value: {} } }],
+    });
+    const u = only(res.events, "usage")[0]!;
+    expect([u.inputTokens, u.cacheReadTokens, u.outputTokens]).toEqual([100n, 1000n, 5n]);
+    // Breakpoints are ignored: the model declares no explicit markers.
+    expect(fake.requests.at(-1)!.bodyText).not.toContain("cache");
+    const hand = (100 * 0.3 + 5 * 2.5 + 1000 * 0.03) / 1e6;
+    const rec = recordUsage(u, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.costUsd).toBeCloseTo(hand, 12);
+  });
+
+  it("prices a long prompt on gemini-2.5-pro at the >200K rate card", async () => {
+    fake.push(scenarios.text("long", { usage: { inputTokens: 250_000, outputTokens: 1000 } }));
+    const res = await complete({ modelId: "gemini-2.5-pro", params: { thinkingBudgetTokens: 1024n } });
+    expect(lastBody()["generationConfig"]).toMatchObject({ thinkingConfig: { thinkingBudget: 1024 } });
+    const u = only(res.events, "usage")[0]!;
+    const rec = recordUsage(u, specs.get("gemini-2.5-pro")!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.pricingTierIndex).toBe(1);
+    expect(rec.costUsd).toBeCloseTo((250_000 * 2.5 + 1000 * 15) / 1e6, 12);
+  });
+
+  it("maps safety stops to content_filtered with a notice, and the output limit", async () => {
+    fake.push(scenarios.refusal());
+    const r = await complete();
+    expect(only(r.events, "stop")[0]!.reason).toBe(StopReason.CONTENT_FILTERED);
+    expect(only(r.events, "safetyNotice")[0]).toMatchObject({
+      kind: SafetyKind.MODERATION,
+      attrs: { finish_reason: "SAFETY" },
+    });
+    fake.push(scenarios.maxTokens());
+    const m = await complete();
+    expect(only(m.events, "stop")[0]!.reason).toBe(StopReason.MAX_TOKENS);
+  });
+});
+
+describe("errors", () => {
+  const errorOf = (events: Awaited<ReturnType<typeof complete>>["events"]) => only(events, "error")[0];
+
+  it.each([
+    ["429", scenarios.rateLimited(34), ModelErrorCategory.RATE_LIMITED, true, 34, "RESOURCE_EXHAUSTED"],
+    ["503", scenarios.serverError(503), ModelErrorCategory.OVERLOADED, true, undefined, "UNAVAILABLE"],
+    ["500", scenarios.serverError(500), ModelErrorCategory.OVERLOADED, true, undefined, "INTERNAL"],
+    [
+      "400 bad key",
+      { kind: "error" as const, status: 400, message: "API key not valid. Please pass a valid API key." },
+      ModelErrorCategory.AUTH_ERROR,
+      false,
+      undefined,
+      "INVALID_ARGUMENT",
+    ],
+    [
+      "403",
+      { kind: "error" as const, status: 403 },
+      ModelErrorCategory.AUTH_ERROR,
+      false,
+      undefined,
+      "PERMISSION_DENIED",
+    ],
+    [
+      "400 context",
+      {
+        kind: "error" as const,
+        status: 400,
+        message: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+      },
+      ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+      false,
+      undefined,
+      "INVALID_ARGUMENT",
+    ],
+  ])("classifies HTTP %s", async (_n, entry, category, retryable, retryAfter, code) => {
+    fake.push(entry);
+    const { events } = await complete();
+    const e = errorOf(events)!;
+    expect(cases(events).at(-1)).toBe("error");
+    expect([e.category, e.retryable, e.retryAfterSeconds, e.vendorCode]).toEqual([
+      category,
+      retryable,
+      retryAfter,
+      code,
+    ]);
+  });
+
+  it("reports an in-band error, a dropped connection and a malformed frame", async () => {
+    fake.push(scenarios.midStreamError({ afterFrames: 2 }));
+    const mid = await complete();
+    expect(cases(mid.events)).toContain("textDelta");
+    expect(errorOf(mid.events)).toMatchObject({
+      category: ModelErrorCategory.OVERLOADED,
+      retryable: true,
+      httpStatus: 200,
+    });
+    fake.push(scenarios.droppedConnection({ afterFrames: 2 }));
+    expect(errorOf((await complete()).events)).toMatchObject({
+      category: ModelErrorCategory.OVERLOADED,
+      vendorCode: "transport_error",
+    });
+    fake.push(scenarios.malformedFrame({ afterFrames: 2 }));
+    expect(errorOf((await complete()).events)).toMatchObject({
+      category: ModelErrorCategory.UNKNOWN,
+      vendorCode: "malformed_frame",
+    });
+  });
+
+  it("ends quietly when a stalled stream is cancelled", async () => {
+    fake.push(scenarios.stall({ afterFrames: 2 }));
+    const controller = new AbortController();
+    const pending = complete({}, controller.signal);
+    await fake.waitForStall();
+    controller.abort();
+    expect(cases((await pending).events)).not.toContain("error");
+    fake.push(scenarios.text("after"));
+    expect(only((await complete()).events, "stop")).toHaveLength(1);
+  });
+
+  it("rejects images and documents for a model without them before any request", async () => {
+    const before = fake.requests.length;
+    const { events } = await complete({
+      modelId: BLIND,
+      messages: [
+        {
+          role: Role.USER,
+          id: "m0",
+          content: [
+            {
+              block: {
+                case: "image",
+                value: { mediaType: "image/png", source: { case: "data", value: new Uint8Array([1]) } },
+              },
+            },
+          ],
+        },
+      ],
+    });
+    expect(errorOf(events)).toMatchObject({ category: ModelErrorCategory.INVALID_REQUEST, retryable: false });
+    expect(fake.requests.length).toBe(before);
+  });
+});
+
+describe("token counting and secrets", () => {
+  it("counts tokens with models.countTokens", async () => {
+    expect((await client.countTokens({ text: "count me", modelId: FLASH })).count).toBe(17n);
+    const sent = [...fake.otherRequests, ...fake.requests].find((r) => r.path.endsWith(":countTokens"));
+    expect(sent?.json).toEqual({ contents: [{ role: "user", parts: [{ text: "count me" }] }] });
+  });
+
+  it("never lets the API key reach an error or a log line", async () => {
+    fake.push({ kind: "error", status: 400, message: `API key not valid: ${CANARY}` });
+    const { events } = await complete();
+    expect(JSON.stringify(only(events, "error"))).not.toContain(CANARY);
+    expect(logs.filter((l) => JSON.stringify(l).includes(CANARY))).toEqual([]);
+  });
+});
