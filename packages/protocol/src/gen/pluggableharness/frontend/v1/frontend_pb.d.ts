@@ -1238,6 +1238,14 @@ export enum FrontendErrorCategory {
    * @generated from enum value: FRONTEND_ERROR_CATEGORY_SESSION_REPLAY_ONLY = 9;
    */
   SESSION_REPLAY_ONLY = 9,
+
+  /**
+   * A plan_decision with scope ALWAYS was rejected because the kernel cannot durably
+   * record the rule; the item stays pending and may be answered again.
+   *
+   * @generated from enum value: FRONTEND_ERROR_CATEGORY_POLICY_STORE_UNAVAILABLE = 10;
+   */
+  POLICY_STORE_UNAVAILABLE = 10,
 }
 
 /**
