@@ -31,6 +31,7 @@ export {
   type CallbackRegistration,
   type CategoryProbe,
   discover,
+  type ExtraService,
   type PluginDescription,
   type PluginLogRecord,
 } from "./instance.ts";

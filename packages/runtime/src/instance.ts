@@ -15,6 +15,7 @@ import {
   Server,
   type ServerCredentials,
   status as Status,
+  type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import {
   assertSocketPath,
@@ -76,6 +77,17 @@ export interface CallbackContext extends HandlerContext {
 export interface CallbackRegistration<S extends DescService = DescService> {
   service: S;
   implementation: (peer: CallbackPeer) => ServiceImpl<S, CallbackContext>;
+  /**
+   * Further services served on the same callback socket, as raw grpc-js handlers (e.g.
+   * the kernel's FrontendService.Attach, a bidirectional stream `implement` does not cover).
+   */
+  extraServices?: (peer: CallbackPeer) => ReadonlyArray<ExtraService>;
+}
+
+/** A service offered next to the kernel callbacks, with grpc-js handlers keyed by method localName. */
+export interface ExtraService {
+  service: DescService;
+  handlers: UntypedServiceImplementation;
 }
 
 /** A category service and its name; it is served if its Describe answers. */
@@ -491,6 +503,9 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
         context: (base): CallbackContext => ({ ...base, peer }),
       }),
     );
+    for (const extra of cb.extraServices?.(peer) ?? []) {
+      server.addService(serviceDefinition(extra.service), extra.handlers);
+    }
     const path = join(socketDir, "kernel");
     try {
       await bind(server, unixTarget(path), creds.server);
