@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { PluginDescription, PluginHost } from "@pluggableharness/runtime";
+import type { PluginDescription, PluginHost, PluginLogRecord } from "@pluggableharness/runtime";
 import type { RecordingKernel } from "./kernel.ts";
 import { launchPlugin } from "./launch.ts";
 
@@ -64,6 +64,8 @@ export interface CheckContext {
   readonly config: JsonObject;
   readonly samples: readonly SampleCall[];
   readonly workingDirectory: string;
+  /** Everything the plugin logged so far (stderr, stdio, runtime records). */
+  readonly logs: readonly PluginLogRecord[];
   record(id: string, status: CheckStatus, reason: string): void;
 }
 
@@ -94,10 +96,12 @@ export async function runWith(
   };
   const ownDir = options.workingDirectory ? undefined : mkdtempSync(join(tmpdir(), "ph-conform-"));
   const workingDirectory = options.workingDirectory ?? ownDir!;
+  const logs: PluginLogRecord[] = [];
   const plugin = launchPlugin({
     executable: options.executable,
     name: "conformance",
     ...(options.env ? { env: options.env } : {}),
+    logSink: (r) => logs.push(r),
   });
   const report = (exitCode: 0 | 1 | 2, categories: string[], error?: string): ConformanceReport => ({
     executable: options.executable,
@@ -134,6 +138,7 @@ export async function runWith(
         arguments: substitute(s.arguments, workingDirectory),
       })),
       workingDirectory,
+      logs,
       record,
     };
     for (const category of checked) {
