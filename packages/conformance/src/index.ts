@@ -1,5 +1,7 @@
 // agent conform as a library: runConformance launches a plugin executable through the
 // runtime, as the kernel would, and runs its category's checks.
+
+import { modelChecks } from "./model/index.ts";
 import { type CategoryChecks, type ConformanceOptions, type ConformanceReport, runWith } from "./runner.ts";
 import { toolChecks } from "./tool/index.ts";
 
@@ -20,6 +22,7 @@ export { snapshot } from "./tool/preview-render.ts";
 
 /** Checks per category name, as discovery reports categories. */
 export const CATEGORY_CHECKS: Readonly<Record<string, CategoryChecks>> = {
+  model: modelChecks,
   tool: toolChecks,
 };
 

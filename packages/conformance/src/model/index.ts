@@ -1,4 +1,46 @@
-// Model-provider conformance checks live here (added by the model-provider work).
-// Export a CategoryChecks function as `modelChecks` and register it in ../index.ts
-// under "model"; ConformanceOptions.model carries the model id to exercise.
-export {};
+// The model-provider conformance checks, in the order they run. The model exercised is
+// ConformanceOptions.model (`--model`), else the first one the provider declares.
+import type { CategoryChecks } from "../runner.ts";
+import { checkCapabilities, checkConfigure, checkDescribe } from "./capabilities.ts";
+import {
+  checkCancellation,
+  checkCountTokens,
+  checkErrorClassification,
+  checkSecrets,
+  checkStreamShape,
+  pickModel,
+} from "./stream.ts";
+
+export { SECRET_CANARY } from "./capabilities.ts";
+
+export const modelChecks: CategoryChecks = async (ctx) => {
+  await checkDescribe(ctx);
+  const caps = await checkCapabilities(ctx);
+  const configured = await checkConfigure(ctx, caps);
+  if (!configured) {
+    ctx.record("model.stream", "skip", "no completion attempted: the configuration was rejected");
+    return;
+  }
+  const model = pickModel(ctx, caps);
+  if (!model) {
+    ctx.record(
+      "model.stream",
+      "fail",
+      ctx.options.model
+        ? `the provider declares no model "${ctx.options.model}"`
+        : "the provider declares no model",
+    );
+    return;
+  }
+  await checkStreamShape(ctx, model);
+  await checkErrorClassification(ctx, caps);
+  await checkCancellation(ctx, model);
+  await checkCountTokens(ctx, model);
+  await checkSecrets(ctx, caps, model);
+  const healthy = ctx.host.running && ctx.host.crashCount === 0;
+  ctx.record(
+    "model.health",
+    healthy ? "pass" : "fail",
+    healthy ? "still running, never crashed" : `crashed ${ctx.host.crashCount} time(s) during the checks`,
+  );
+};
