@@ -5,6 +5,7 @@ import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/f
 import { afterAll, beforeAll, expect, it } from "vitest";
 
 const KEY = "test-key-for-conformance";
+const MODEL = "claude-haiku-4-5-20251001";
 let fake: FakeVendor;
 
 beforeAll(async () => {
@@ -27,8 +28,15 @@ afterAll(async () => {
 it("passes every model-provider conformance check", async () => {
   const report = await runConformance({
     executable: fileURLToPath(new URL("../src/main.ts", import.meta.url)),
-    config: { api_key: KEY, base_url: fake.url },
-    model: "claude-haiku-4-5-20251001",
+    config: {
+      api_key: KEY,
+      base_url: fake.url,
+      // A declared model without vision or documents lets those rejections be checked.
+      models_json: JSON.stringify({
+        "conformance-text-only": { like: MODEL, vision: false, documents: false },
+      }),
+    },
+    model: MODEL,
   });
   const failed = report.results.filter((r) => r.status === "fail");
   expect(failed).toEqual([]);
@@ -40,6 +48,8 @@ it("passes every model-provider conformance check", async () => {
     "model.configure.no_echo",
     "model.stream.shape",
     "model.errors.unknown_model",
+    "model.errors.unsupported_image",
+    "model.errors.unsupported_document",
     "model.stream.cancel",
     "model.count_tokens",
     "model.secrets",

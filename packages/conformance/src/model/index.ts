@@ -1,5 +1,6 @@
 // The model-provider conformance checks, in the order they run. The model exercised is
 // ConformanceOptions.model (`--model`), else the first one the provider declares.
+import { ModelService } from "@pluggableharness/protocol/model";
 import type { CategoryChecks } from "../runner.ts";
 import { checkCapabilities, checkConfigure, checkDescribe } from "./capabilities.ts";
 import {
@@ -21,7 +22,9 @@ export const modelChecks: CategoryChecks = async (ctx) => {
     ctx.record("model.stream", "skip", "no completion attempted: the configuration was rejected");
     return;
   }
-  const model = pickModel(ctx, caps);
+  // Configure may add user-declared models, so the catalog is read again.
+  const configuredCaps = (await ctx.host.client(ModelService).getCapabilities({})).capabilities ?? caps;
+  const model = pickModel(ctx, configuredCaps);
   if (!model) {
     ctx.record(
       "model.stream",
@@ -33,10 +36,10 @@ export const modelChecks: CategoryChecks = async (ctx) => {
     return;
   }
   await checkStreamShape(ctx, model);
-  await checkErrorClassification(ctx, caps);
+  await checkErrorClassification(ctx, configuredCaps);
   await checkCancellation(ctx, model);
   await checkCountTokens(ctx, model);
-  await checkSecrets(ctx, caps, model);
+  await checkSecrets(ctx, configuredCaps, model);
   const healthy = ctx.host.running && ctx.host.crashCount === 0;
   ctx.record(
     "model.health",
