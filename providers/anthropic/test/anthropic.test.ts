@@ -401,6 +401,24 @@ describe("streaming", () => {
   });
 });
 
+describe("parallel tool calls", () => {
+  it("streams several calls in one turn, each with its own id and arguments", async () => {
+    fake.push(scenarios.parallelToolCalls());
+    const { events } = await complete();
+    const starts = only(events, "toolCallStart");
+    expect(starts.map((s) => s.name)).toEqual(["read_file", "read_file", "list_dir"]);
+    expect(new Set(starts.map((s) => s.id)).size).toBe(3);
+    expect(only(events, "toolCallDone").map((d) => d.id)).toEqual(starts.map((s) => s.id));
+    const acc = accumulate(events, specs.get(SONNET)!, "anthropic");
+    const inputs = acc.message.content.flatMap((b) =>
+      b.block.case === "toolUse" ? [b.block.value.input] : [],
+    );
+    expect(inputs).toEqual([{ path: "a.txt" }, { path: "b.txt" }, { path: "." }]);
+    expect(acc.invalidToolCalls).toEqual([]);
+    expect(only(events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
+  });
+});
+
 describe("errors", () => {
   const errorOf = (events: Awaited<ReturnType<typeof complete>>["events"]) => only(events, "error")[0];
 
