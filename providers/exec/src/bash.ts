@@ -1,0 +1,201 @@
+// bash: runs one command in call_context.working_directory and streams its output.
+
+import { stat } from "node:fs/promises";
+import { constants } from "node:os";
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  exitStatus,
+  outputChunk,
+  partialResult,
+  r,
+  s,
+  type ToolDefinition,
+  ToolFailure,
+} from "@pluggableharness/tool-kit";
+import { settings } from "./config.ts";
+import { RunningCommand } from "./process.ts";
+
+interface BashArgs {
+  command: string;
+  timeout_ms?: number;
+  description?: string;
+}
+
+/** Variables the plugin runtime sets for the plugin itself; commands do not inherit them. */
+function commandEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith("PLUGIN_") || k === "PLUGGABLEHARNESS_PLUGIN" || k.startsWith("NODE_")) continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+/** Shell convention: a process killed by signal N reports 128 + N. */
+function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  const n = signal ? (constants.signals as Record<string, number>)[signal] : undefined;
+  return n === undefined ? -1 : 128 + n;
+}
+
+async function workingDirectory(cwd: string | undefined): Promise<string> {
+  if (!cwd) throw new ToolFailure("invalid_arguments", "bash needs call_context.working_directory");
+  const jail = settings.jail;
+  const dir = jail ? (await jail.resolve(cwd, undefined)).real : cwd;
+  const st = await stat(dir).catch(() => undefined);
+  if (!st) throw new ToolFailure("not_found", `working directory ${cwd} does not exist`);
+  if (!st.isDirectory())
+    throw new ToolFailure("invalid_arguments", `working directory ${cwd} is not a directory`);
+  return dir;
+}
+
+function timeoutOf(args: BashArgs): number {
+  const t = args.timeout_ms ?? settings.defaultTimeoutMs;
+  if (t < 1 || t > settings.maxTimeoutMs) {
+    throw new ToolFailure("invalid_arguments", `timeout_ms must be between 1 and ${settings.maxTimeoutMs}`);
+  }
+  return t;
+}
+
+export const bashTool: ToolDefinition<BashArgs> = {
+  name: "bash",
+  kind: "resource",
+  risk: "high",
+  description:
+    "Run a shell command with bash -c in the working directory and return its combined output and exit code. " +
+    "Output streams live. stdin is closed, so interactive programs get end-of-file. The command is stopped " +
+    "(SIGTERM, then SIGKILL) at its timeout (default 2 minutes, at most 10); background processes it leaves " +
+    "running are stopped when it exits. Output beyond the provider's limit is dropped with a notice.",
+  input: s.object(
+    {
+      command: s.string("The command line to run."),
+      timeout_ms: s.integer("Deadline in milliseconds (default 120000, at most 600000)."),
+      description: s.string("A few words on what the command does, shown to the person approving it."),
+    },
+    ["command"],
+  ),
+  output: s.object(
+    {
+      exit_code: s.integer("Exit code; 128 + N when the shell was killed by signal N."),
+      signal: s.string("Signal that ended the shell, if one did."),
+      output: s.string("stdout and stderr as they arrived, up to the output limit."),
+      truncated: s.boolean("Output beyond the limit was dropped."),
+      dropped_bytes: s.integer("Bytes of output dropped."),
+      duration_ms: s.integer("Wall time of the command."),
+    },
+    ["exit_code", "output", "truncated", "dropped_bytes", "duration_ms"],
+  ),
+  streaming: true,
+  concurrency: { safe: true },
+  // The command's own deadline (timeout_ms, at most 10 minutes) fires first and is
+  // reported on the stream; the kernel's deadline is a backstop behind it.
+  defaultTimeoutMs: 615_000,
+  idempotent: false,
+
+  async *invoke(args, ctx) {
+    if (args.command.trim() === "") throw new ToolFailure("invalid_arguments", "command is empty");
+    const timeoutMs = timeoutOf(args);
+    const cwd = await workingDirectory(ctx.workingDirectory);
+    const started = Date.now();
+    const cmd = new RunningCommand({
+      shell: settings.shell,
+      command: args.command,
+      cwd,
+      env: commandEnvironment(),
+      maxOutputBytes: settings.maxOutputBytes,
+      killGraceMs: settings.killGraceMs,
+    });
+    const state = (): JsonObject => ({
+      pid: cmd.pid ?? -1,
+      output_bytes_streamed: cmd.outputBytes,
+      sigterm_sent: cmd.sentSigterm,
+      sigkill_sent: cmd.sentSigkill,
+    });
+    ctx.report({ command_started: true, ...state() });
+    const onAbort = () => void cmd.stop("cancelled");
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(() => void cmd.stop("timeout"), timeoutMs);
+    const decoder = new TextDecoder();
+    let text = "";
+    let exited = false;
+    try {
+      for await (const ev of cmd.events.drain()) {
+        if (ev.kind === "spawn_error") {
+          throw new ToolFailure(
+            "execution_failed",
+            `cannot start ${settings.shell}: ${ev.error.code ?? ev.error.message}`,
+          );
+        }
+        if (ev.kind === "dropped") {
+          const notice = `\n[output truncated: ${ev.bytes} more bytes were dropped after the ${settings.maxOutputBytes}-byte limit]\n`;
+          text += notice;
+          yield outputChunk("stderr", notice);
+          continue;
+        }
+        text += decoder.decode(ev.data, { stream: true });
+        ctx.report({ output_bytes_streamed: cmd.outputBytes });
+        yield outputChunk(ev.stream, ev.data);
+      }
+      text += decoder.decode();
+      const exit = await cmd.done;
+      exited = true;
+      const code = exitCodeOf(exit.code, exit.signal);
+      const what = {
+        ...state(),
+        exited: true,
+        exit_code: code,
+        ...(exit.signal ? { signal: exit.signal } : {}),
+      };
+      ctx.report(what);
+      yield exitStatus(code, exit.signal ?? undefined);
+      if (cmd.stopReason === "cancelled")
+        return { exit_code: code, output: text, truncated: false, dropped_bytes: 0, duration_ms: 0 };
+      if (cmd.stopReason === "timeout") {
+        const how = `SIGTERM sent to the process group${cmd.sentSigkill ? ", then SIGKILL" : ""}`;
+        const notice = `\n[timed out after ${timeoutMs} ms: ${how}; the output above is all it wrote]\n`;
+        yield outputChunk("stderr", notice);
+        yield partialResult({ timed_out: true, ...what, note: notice.trim() });
+        throw new ToolFailure("timeout", `the command timed out after ${timeoutMs} ms (${how})`, {
+          details: { ...what, output_tail: text.slice(-4000) },
+        });
+      }
+      return {
+        exit_code: code,
+        ...(exit.signal ? { signal: exit.signal } : {}),
+        output: text,
+        truncated: cmd.droppedBytes > 0,
+        dropped_bytes: cmd.droppedBytes,
+        duration_ms: Date.now() - started,
+      };
+    } finally {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener("abort", onAbort);
+      if (!exited) {
+        // Stopped early (cancelled while yielding): take the process group down first.
+        await cmd.stop("cancelled");
+        ctx.report({ ...state(), exited: true });
+      }
+    }
+  },
+
+  preview(args, ctx) {
+    const timeout = args.timeout_ms ?? settings.defaultTimeoutMs;
+    return r.group([
+      r.text(`Run in ${ctx.workingDirectory ?? "(no working directory)"}, timeout ${timeout} ms`, "dim"),
+      ...(args.description ? [r.text(args.description)] : []),
+      r.code(args.command, "bash"),
+    ]);
+  },
+
+  render(input) {
+    if (input.kind !== "tool_result") return undefined;
+    const p = input.payload;
+    const output = typeof p?.["output"] === "string" ? p["output"] : input.output;
+    const code = p ? Number(p["exit_code"]) : input.exitStatus?.exitCode;
+    const head =
+      code === undefined
+        ? r.text(input.error ? `failed: ${input.error.message}` : "no exit status", "error")
+        : r.text(`exit ${code}${p ? ` in ${p["duration_ms"]} ms` : ""}`, code === 0 ? "success" : "error");
+    return r.group([head, r.collapsible("output", [r.code(output)], output.split("\n").length > 20)]);
+  },
+};

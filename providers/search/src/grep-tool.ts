@@ -1,0 +1,254 @@
+// grep: lines matching a regular expression, in files under a directory.
+import { readFile, stat } from "node:fs/promises";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { fileFilter } from "./glob.ts";
+import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
+import { type Entry, walk } from "./walk.ts";
+
+const DEFAULT_MAX_RESULTS = 100;
+const MAX_RESULTS = 2000;
+const MAX_CONTEXT = 10;
+const MAX_LINE_CHARS = 500;
+/** Files read at the same time. */
+const PARALLEL_READS = 32;
+
+type Mode = "content" | "files_with_matches" | "count";
+
+interface GrepArgs {
+  pattern: string;
+  path?: string;
+  glob?: string;
+  case_insensitive?: boolean;
+  literal?: boolean;
+  context_lines?: number;
+  output_mode?: Mode;
+  max_results?: number;
+  include_ignored?: boolean;
+}
+
+interface Match {
+  path: string;
+  line: number;
+  text: string;
+  before?: string[];
+  after?: string[];
+}
+
+function clip(line: string): string {
+  return line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line;
+}
+
+function escapeRegExp(s: string): string {
+  return s.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&");
+}
+
+export const grepTool: ToolDefinition<GrepArgs> = {
+  name: "grep",
+  kind: "data_source",
+  risk: "read_only",
+  description:
+    "Search file contents with a regular expression (JavaScript syntax; set literal for a plain string). " +
+    "output_mode content (default) returns matching lines with line numbers and optional context lines; " +
+    'files_with_matches returns file paths; count returns matches per file. Narrow files with glob ("*.ts" matches ' +
+    'names at any depth, "src/**/*.ts" matches paths). Files ignored by .gitignore, the .git directory, binary files ' +
+    `and symbolic links are skipped. At most ${DEFAULT_MAX_RESULTS} results by default.`,
+  input: s.object(
+    {
+      pattern: s.string("Regular expression (or plain text with literal) to look for, matched line by line."),
+      path: s.string("Directory or file to search (default: the working directory)."),
+      glob: s.string("Only search files matching this glob."),
+      case_insensitive: s.boolean("Ignore case (default false)."),
+      literal: s.boolean("Treat pattern as plain text (default false)."),
+      context_lines: s.integer(
+        `Lines of context before and after each match in content mode (default 0, at most ${MAX_CONTEXT}).`,
+      ),
+      output_mode: s.string("What to return (default content).", ["content", "files_with_matches", "count"]),
+      max_results: s.integer(
+        `Most matches (content) or files (other modes) to return (default ${DEFAULT_MAX_RESULTS}, at most ${MAX_RESULTS}).`,
+      ),
+      include_ignored: s.boolean("Also search files ignored by .gitignore (default false)."),
+    },
+    ["pattern"],
+  ),
+  output: s.object(
+    {
+      mode: s.string("The output mode used.", ["content", "files_with_matches", "count"]),
+      matches: s.array(
+        s.object(
+          {
+            path: s.string(),
+            line: s.integer("1-based line number."),
+            text: s.string("The matching line (long lines shortened)."),
+            before: s.array(s.string(), "Context lines before."),
+            after: s.array(s.string(), "Context lines after."),
+          },
+          ["path", "line", "text"],
+        ),
+        "content mode: matching lines in file order.",
+      ),
+      files: s.array(
+        s.object({ path: s.string(), count: s.integer("Matching lines in the file.") }, ["path", "count"]),
+        "files_with_matches and count modes: files with at least one match.",
+      ),
+      total_matches: s.integer("Matching lines found in the files searched."),
+      files_searched: s.integer("Files whose content was searched."),
+      truncated: s.boolean("More results existed than were returned; the search stopped early."),
+    },
+    ["mode", "total_matches", "files_searched", "truncated"],
+  ),
+  streaming: false,
+  concurrency: { safe: true },
+  defaultTimeoutMs: 60_000,
+  idempotent: true,
+
+  async invoke(args, ctx) {
+    const mode: Mode = args.output_mode ?? "content";
+    const maxResults = args.max_results ?? DEFAULT_MAX_RESULTS;
+    const context = args.context_lines ?? 0;
+    if (args.pattern === "") throw new ToolFailure("invalid_arguments", "pattern is empty");
+    if (maxResults < 1 || maxResults > MAX_RESULTS) {
+      throw new ToolFailure("invalid_arguments", `max_results must be 1..${MAX_RESULTS}`);
+    }
+    if (context < 0 || context > MAX_CONTEXT)
+      throw new ToolFailure("invalid_arguments", `context_lines must be 0..${MAX_CONTEXT}`);
+    let re: RegExp;
+    try {
+      re = new RegExp(
+        args.literal ? escapeRegExp(args.pattern) : args.pattern,
+        args.case_insensitive ? "i" : "",
+      );
+    } catch (err) {
+      throw new ToolFailure("invalid_arguments", `invalid regular expression: ${(err as Error).message}`);
+    }
+    // Whole-file pre-check: a file without a match anywhere is not split into lines.
+    const anywhere = new RegExp(re.source, `${re.flags}m`);
+    const target = await searchTarget(args.path, ctx.workingDirectory);
+    const { maxFileBytes } = settings();
+    let files: Entry[];
+    let walkCapped = false;
+    if ((await stat(target.real)).isDirectory()) {
+      const w = await walk({
+        root: target.root,
+        start: target.real,
+        includeIgnored: args.include_ignored === true,
+        limit: WALK_LIMIT,
+        signal: ctx.signal,
+      });
+      walkCapped = w.capped;
+      const prefix = target.relative ? `${target.relative}/` : "";
+      const keep = args.glob ? fileFilter(args.glob) : () => true;
+      files = w.entries.filter((e) => e.kind === "file" && keep(e.rel.slice(prefix.length)));
+    } else {
+      files = [{ rel: target.relative, abs: target.real, kind: "file" }];
+    }
+    const name = await namer(ctx.workingDirectory);
+
+    const perFile: (Match[] | number | undefined)[] = new Array(files.length);
+    let searched = 0;
+    let totalMatches = 0;
+    const searchOne = async (i: number): Promise<number> => {
+      const f = files[i]!;
+      let data: Buffer;
+      try {
+        if ((await stat(f.abs)).size > maxFileBytes) return 0;
+        data = await readFile(f.abs);
+      } catch {
+        return 0;
+      }
+      if (data.subarray(0, 8192).includes(0)) return 0; // binary
+      searched++;
+      const text = data.toString("utf8");
+      if (!anywhere.test(text)) return 0;
+      const lines = text.split("\n");
+      const found: Match[] = [];
+      let count = 0;
+      for (let n = 0; n < lines.length; n++) {
+        const line = lines[n]!.endsWith("\r") ? lines[n]!.slice(0, -1) : lines[n]!;
+        if (!re.test(line)) continue;
+        count++;
+        if (mode === "content") {
+          found.push({
+            path: name(f.abs),
+            line: n + 1,
+            text: clip(line),
+            ...(context > 0
+              ? {
+                  before: lines.slice(Math.max(0, n - context), n).map(clip),
+                  after: lines.slice(n + 1, n + 1 + context).map(clip),
+                }
+              : {}),
+          });
+        }
+      }
+      if (count === 0) return 0;
+      totalMatches += count;
+      perFile[i] = mode === "content" ? found : count;
+      return mode === "content" ? found.length : 1;
+    };
+    // Batches in file order: once the files searched so far hold more results than
+    // can be returned, later files cannot change the answer (except in count mode).
+    let stopAt = files.length;
+    let results = 0;
+    for (let i = 0; i < files.length && !ctx.signal.aborted; i += PARALLEL_READS) {
+      const batch = files.slice(i, i + PARALLEL_READS).map((_, k) => searchOne(i + k));
+      results += (await Promise.all(batch)).reduce((a, b) => a + b, 0);
+      if (mode !== "count" && results > maxResults) {
+        stopAt = Math.min(files.length, i + PARALLEL_READS);
+        break;
+      }
+    }
+
+    const matches: Match[] = [];
+    const fileCounts: { path: string; count: number }[] = [];
+    let truncated = walkCapped || stopAt < files.length;
+    for (let i = 0; i < Math.min(files.length, stopAt); i++) {
+      const v = perFile[i];
+      if (v === undefined) continue;
+      if (typeof v === "number") {
+        if (fileCounts.length >= maxResults && mode === "files_with_matches") {
+          truncated = true;
+          break;
+        }
+        fileCounts.push({ path: name(files[i]!.abs), count: v });
+      } else {
+        for (const m of v) {
+          if (matches.length >= maxResults) {
+            truncated = true;
+            break;
+          }
+          matches.push(m);
+        }
+        fileCounts.push({ path: name(files[i]!.abs), count: v.length });
+      }
+    }
+    if (mode === "count" && fileCounts.length > maxResults) {
+      fileCounts.length = maxResults;
+      truncated = true;
+    }
+    return {
+      mode,
+      ...(mode === "content" ? { matches: matches as unknown as JsonObject[] } : { files: fileCounts }),
+      total_matches: totalMatches,
+      files_searched: searched,
+      truncated,
+    };
+  },
+
+  render(input) {
+    if (input.kind !== "tool_result" || !input.payload) return undefined;
+    const p = input.payload;
+    const matches = (p["matches"] ?? []) as unknown as Match[];
+    const files = (p["files"] ?? []) as { path: string; count: number }[];
+    const title = `${p["total_matches"]} matches in ${p["files_searched"]} files searched${p["truncated"] ? " (truncated)" : ""}`;
+    if (p["mode"] === "content") {
+      return r.collapsible(title, [r.code(matches.map((m) => `${m.path}:${m.line}: ${m.text}`).join("\n"))]);
+    }
+    return r.collapsible(title, [
+      r.table(
+        ["file", "matches"],
+        files.map((f) => [f.path, String(f.count)]),
+      ),
+    ]);
+  },
+};

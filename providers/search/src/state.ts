@@ -1,0 +1,87 @@
+// The search provider's agent.hcl block and the paths it resolves.
+import { relative, sep } from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  type ConfigField,
+  configError,
+  type Diagnostic,
+  Jail,
+  type ResolvedPath,
+  ToolFailure,
+} from "@pluggableharness/tool-kit";
+
+export const CONFIG: readonly ConfigField[] = [
+  {
+    name: "roots",
+    type: "list_string",
+    required: true,
+    description: "Absolute directories that may be searched; search paths must resolve inside one of them.",
+  },
+  {
+    name: "max_file_bytes",
+    type: "number",
+    default: 4 * 1024 * 1024,
+    description: "grep skips files larger than this.",
+  },
+];
+
+/** Most entries one walk visits. */
+export const WALK_LIMIT = 200_000;
+
+interface Settings {
+  jail: Jail;
+  maxFileBytes: number;
+}
+
+let current: Settings | undefined;
+
+export function settings(): Settings {
+  if (!current)
+    throw new ToolFailure(
+      "permission_denied",
+      "the search provider has no configured roots, so nothing may be searched",
+    );
+  return current;
+}
+
+export async function configure(values: JsonObject): Promise<Diagnostic[]> {
+  const maxFileBytes = values["max_file_bytes"] as number;
+  if (!Number.isInteger(maxFileBytes) || maxFileBytes < 1) {
+    return [configError(["max_file_bytes"], "max_file_bytes must be a positive integer")];
+  }
+  try {
+    current = { jail: await Jail.create(values["roots"] as string[]), maxFileBytes };
+  } catch (err) {
+    return [configError(["roots"], "Invalid root", (err as Error).message)];
+  }
+  return [];
+}
+
+/** The directory (or file) to search, resolved inside the roots. */
+export async function searchTarget(path: string | undefined, cwd: string | undefined): Promise<ResolvedPath> {
+  const target = await settings().jail.resolve(path ?? ".", cwd);
+  if (!target.exists) throw new ToolFailure("not_found", `${path ?? "."} does not exist`);
+  return target;
+}
+
+/**
+ * How a found file is named in results: relative to the working directory when it lies
+ * inside it, absolute otherwise.
+ */
+export async function namer(cwd: string | undefined): Promise<(abs: string) => string> {
+  let base: string | undefined;
+  if (cwd) {
+    try {
+      const r = await settings().jail.resolve(cwd, undefined);
+      if (r.exists) base = r.real;
+    } catch {
+      base = undefined;
+    }
+  }
+  return (abs) => {
+    if (!base) return abs;
+    const rel = relative(base, abs);
+    if (rel === "" || rel.startsWith("..")) return abs;
+    return sep === "/" ? rel : rel.split(sep).join("/");
+  };
+}

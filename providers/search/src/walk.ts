@@ -1,0 +1,90 @@
+// The file walk behind glob and grep: directories read in parallel, `.git` always
+// skipped, .gitignore files honoured (those above the starting directory up to the
+// root included) unless asked not to, symbolic links listed but never followed.
+import type { Dirent } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join, relative, sep } from "node:path";
+import { isIgnored, loadGitignore, type RuleSet } from "./gitignore.ts";
+
+export interface Entry {
+  /** Path relative to the walk root, "/"-separated. */
+  rel: string;
+  abs: string;
+  kind: "file" | "symlink";
+}
+
+export interface WalkOptions {
+  /** The root the walk may not leave (a configured root). */
+  root: string;
+  /** Directory to walk, inside `root`. */
+  start: string;
+  includeIgnored: boolean;
+  /** Stop after this many entries. */
+  limit: number;
+  signal?: AbortSignal;
+}
+
+export interface WalkResult {
+  entries: Entry[];
+  /** The walk stopped at `limit`. */
+  capped: boolean;
+}
+
+function toRel(root: string, abs: string): string {
+  const r = relative(root, abs);
+  return sep === "/" ? r : r.split(sep).join("/");
+}
+
+export async function walk(opts: WalkOptions): Promise<WalkResult> {
+  const sets: RuleSet[] = [];
+  if (!opts.includeIgnored) {
+    // .gitignore files of the directories between the root and the start.
+    const chain = toRel(opts.root, opts.start)
+      .split("/")
+      .filter((c) => c !== "");
+    let dir = opts.root;
+    let rel = "";
+    for (const part of chain) {
+      const set = await loadGitignore(dir, rel);
+      if (set) sets.push(set);
+      dir = join(dir, part);
+      rel = rel ? `${rel}/${part}` : part;
+    }
+  }
+  const entries: Entry[] = [];
+  let capped = false;
+  const visit = async (dirAbs: string, dirRel: string, inherited: RuleSet[]): Promise<void> => {
+    if (capped || opts.signal?.aborted) return;
+    let rules = inherited;
+    if (!opts.includeIgnored) {
+      const own = await loadGitignore(dirAbs, dirRel);
+      if (own) rules = [...inherited, own];
+    }
+    let dirents: Dirent[];
+    try {
+      dirents = await readdir(dirAbs, { withFileTypes: true });
+    } catch {
+      return; // unreadable directories are skipped, as ripgrep does
+    }
+    const subdirs: Promise<void>[] = [];
+    for (const d of dirents) {
+      const rel = dirRel ? `${dirRel}/${d.name}` : d.name;
+      const isDir = d.isDirectory();
+      if (isDir && d.name === ".git") continue;
+      if (!opts.includeIgnored && isIgnored(rules, rel, isDir)) continue;
+      const abs = join(dirAbs, d.name);
+      if (isDir) subdirs.push(visit(abs, rel, rules));
+      else if (d.isFile() || d.isSymbolicLink()) {
+        if (entries.length >= opts.limit) {
+          capped = true;
+          return;
+        }
+        entries.push({ rel, abs, kind: d.isFile() ? "file" : "symlink" });
+      }
+    }
+    await Promise.all(subdirs);
+  };
+  await visit(opts.start, toRel(opts.root, opts.start), sets);
+  entries.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  return { entries, capped };
+}
