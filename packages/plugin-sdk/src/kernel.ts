@@ -60,6 +60,12 @@ export interface KernelClient {
   ): Promise<RunSessionResponse>;
   /** The full typed client, for anything the helpers above do not cover. */
   service(): Promise<KernelService>;
+  /**
+   * The raw grpc-js client on the kernel's callback connection, for other services
+   * the kernel serves there (e.g. FrontendService.Attach, a bidirectional stream the
+   * typed clients do not wrap).
+   */
+  channel(): Promise<Client>;
   /** The same client attributed to another call. */
   withCallContext(callContext: CallContext | undefined): KernelClient;
 }
@@ -92,6 +98,12 @@ export class KernelConnection {
       throw err;
     });
     return this.pending;
+  }
+
+  /** The grpc-js client the kernel service runs on, dialled on first use. */
+  async channel(): Promise<Client> {
+    await this.service();
+    return this.grpcClient!;
   }
 
   close(): void {
@@ -158,6 +170,7 @@ export function kernelClient(conn: KernelConnection, callContext?: CallContext):
       return (await conn.service()).runSession({ ...request, parentSessionId }, options);
     },
     service: () => conn.service(),
+    channel: () => conn.channel(),
     withCallContext: (cc) => kernelClient(conn, cc),
   };
 }
