@@ -63,6 +63,10 @@ export function recordingCallbacks(
         calls.push({ peer, method: "countTokens" });
         return { count: 42n, exact: false };
       },
+      runSession: (req) => {
+        calls.push({ peer, method: "runSession", sessionId: req.parentSessionId });
+        return { sessionId: "child-session" };
+      },
       describe: () => ({
         producer: create(ProducerRefSchema, { name: "kernel", version: "0.0.0" }),
       }),

@@ -103,11 +103,12 @@ describe("a TypeScript plugin under the launcher", () => {
     expect(ra).toEqual({ id: "evt-alpha-1", sequence: 1, tokens: 42 });
     expect(rb).toEqual({ id: "evt-beta-1", sequence: 1, tokens: 42 });
     const byPlugin = (p: string) => calls.filter((c) => c.peer.plugin === p);
-    expect(byPlugin("alpha").map((c) => c.method)).toEqual(["emit", "log", "countTokens"]);
-    expect(byPlugin("beta").map((c) => c.method)).toEqual(["emit", "log", "countTokens"]);
+    expect(byPlugin("alpha").map((c) => c.method)).toEqual(["emit", "log", "countTokens", "runSession"]);
+    expect(byPlugin("beta").map((c) => c.method)).toEqual(["emit", "log", "countTokens", "runSession"]);
     // The SDK filled the session from the call being served.
     expect(byPlugin("alpha").find((c) => c.method === "emit")?.sessionId).toBe("session-a");
     expect(byPlugin("beta").find((c) => c.method === "log")?.sessionId).toBe("session-b");
+    expect(byPlugin("alpha").find((c) => c.method === "runSession")?.sessionId).toBe("session-a");
     // The peer also carries the plugin's Describe identity, learned at launch.
     expect(byPlugin("alpha")[0]!.peer.producers.get("tool")?.name).toBe("test-tools");
     expect(byPlugin("alpha")[0]!.peer.pid).toBe(a.pid);

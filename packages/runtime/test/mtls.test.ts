@@ -41,6 +41,7 @@ describe("AutoMTLS", () => {
       ["secure", "emit"],
       ["secure", "log"],
       ["secure", "countTokens"],
+      ["secure", "runSession"],
     ]);
 
     // Without the host's certificate nobody gets in.
