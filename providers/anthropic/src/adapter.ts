@@ -8,12 +8,13 @@ import {
   ev,
   joinUrl,
   type ModelAdapter,
+  rateLimitsFromHeaders,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
 import { ANTHROPIC_MODELS } from "./catalog.ts";
 import { Keepalive } from "./keepalive.ts";
 import { buildRequest } from "./request.ts";
-import { anthropicFailure, translateStream } from "./stream.ts";
+import { anthropicFailure, RATE_LIMIT_FAMILIES, translateStream } from "./stream.ts";
 
 export const ANTHROPIC_VERSION = "2023-06-01";
 export const DEFAULT_BASE_URL = "https://api.anthropic.com";
@@ -109,7 +110,12 @@ export const adapter: ModelAdapter<AnthropicState> = {
     const res = await sendVendorRequest({ url, headers, body: built.body, signal });
     const requestId = res.headers.get("request-id");
     if (requestId) yield ev.start(requestId);
-    if (!res.ok) throw anthropicFailure(res.status, await res.text(), res.headers);
+    if (!res.ok) {
+      // Budgets are reported on every answer, a refused one included (a 429 says which ran out).
+      const rateLimits = rateLimitsFromHeaders(res.headers, RATE_LIMIT_FAMILIES);
+      if (rateLimits.length > 0) yield ev.metadata({ rateLimits });
+      throw anthropicFailure(res.status, await res.text(), res.headers);
+    }
     let completed = false;
     for await (const event of translateStream(res.body, res.headers, signal, built.names)) {
       if (event.event?.case === "stop") completed = true;

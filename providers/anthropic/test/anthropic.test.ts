@@ -457,6 +457,15 @@ describe("errors", () => {
     expect(e.vendorCode).toBe(code);
   });
 
+  it("reports the exhausted budget of a 429 as rate-limit metadata before the error", async () => {
+    fake.push(scenarios.rateLimited(3));
+    const { events } = await complete();
+    expect(cases(events)).toEqual(["streamStart", "metadata", "error"]);
+    const limits = only(events, "metadata")[0]!.rateLimits;
+    const tokens = limits.find((l) => l.kind === RateLimitKind.TOKENS)!;
+    expect([tokens.limit, tokens.remaining]).toEqual([96000n, 0n]);
+  });
+
   it("reports an in-band error after content as an error event", async () => {
     fake.push(scenarios.midStreamError({ afterFrames: 4, errorType: "overloaded_error" }));
     const { events } = await complete();
