@@ -29,3 +29,4 @@ export const CATEGORY_CHECKS: Readonly<Record<string, CategoryChecks>> = {
 export function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   return runWith(options, CATEGORY_CHECKS);
 }
+export { type Invocation, type InvokeOptions, ToolHarness } from "./testing.ts";
