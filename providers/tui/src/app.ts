@@ -1,0 +1,991 @@
+// The terminal UI: a frontend on one FrontendConnection. It turns ServerEvents into
+// scrollback and a small live region, and keys into ClientEvents. On a TTY it uses
+// the differential Screen; anywhere else it degrades to plain, line-oriented text
+// (streamed text written as it arrives, prompts answered one line at a time).
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  ClientDecision,
+  type ServerEvent,
+  type ServerEvent_InteractiveRequest,
+  StreamDeltaKind,
+} from "@pluggableharness/protocol/frontend";
+import { PlanDecision, PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
+import { type PlacedContent, Region } from "@pluggableharness/protocol/render";
+import { SchemaType } from "@pluggableharness/protocol/schema";
+import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import type { FrontendConnection } from "./connection.ts";
+import {
+  brief,
+  decisionName,
+  formatTokens,
+  formatUsd,
+  isTerminal,
+  riskName,
+  statusName,
+} from "./describe.ts";
+import { LineEditor } from "./editor.ts";
+import { type Key, KeyDecoder } from "./keys.ts";
+import { paintTree } from "./render-tree.ts";
+import { Screen, type TerminalOutput } from "./screen.ts";
+import { type Painter, painterFor, sanitize, sanitizeLines } from "./style.ts";
+
+export interface TuiInput {
+  on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  on(event: "end", listener: () => void): unknown;
+  removeListener(event: string, listener: (...args: never[]) => void): unknown;
+  setEncoding?(encoding: BufferEncoding): unknown;
+  setRawMode?(mode: boolean): unknown;
+  resume?(): unknown;
+  pause?(): unknown;
+  readonly isTTY?: boolean;
+}
+
+export interface TuiOutput extends TerminalOutput {
+  readonly isTTY?: boolean;
+  on?(event: "resize", listener: () => void): unknown;
+  removeListener?(event: "resize", listener: () => void): unknown;
+}
+
+export type SessionTarget =
+  | { kind: "create"; profile?: string; workingDirectory?: string; prompt?: string }
+  | { kind: "resume"; sessionId: string }
+  | { kind: "attach"; sessionId: string };
+
+export interface TuiOptions {
+  connection: FrontendConnection;
+  input: TuiInput;
+  output: TuiOutput;
+  session: SessionTarget;
+  /** Shown in the status line until the first usage update names the serving model. */
+  model?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Force plain (non-TTY) rendering, e.g. for `TERM=dumb`. */
+  plain?: boolean;
+  now?: () => number;
+}
+
+export interface TuiResult {
+  sessionId: string | undefined;
+  status: SessionStatus;
+}
+
+type StreamKind = "text" | "thinking" | "tool";
+
+interface OpenStream {
+  id: string;
+  kind: StreamKind;
+  text: string;
+  /** Plain mode: how much of `text` has been written out already. */
+  written: number;
+}
+
+const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const DOUBLE_PRESS_MS = 2000;
+const TOOL_TAIL = 8;
+
+/** Runs the UI until the operator exits or the connection ends. */
+export function runTui(options: TuiOptions): Promise<TuiResult> {
+  return new Tui(options).run();
+}
+
+export class Tui {
+  private readonly conn: FrontendConnection;
+  private readonly input: TuiInput;
+  private readonly output: TuiOutput;
+  private readonly target: SessionTarget;
+  private readonly plain: boolean;
+  private readonly p: Painter;
+  private readonly screen: Screen | undefined;
+  private readonly keys = new KeyDecoder();
+  private readonly editor = new LineEditor();
+  private readonly now: () => number;
+
+  private sessionId: string | undefined;
+  private info: SessionInfo | undefined;
+  private status = SessionStatus.UNSPECIFIED;
+  private replayOnly = false;
+  private busy = false;
+  private busySince = 0;
+  private busyLabel = "Working";
+  private readonly streams = new Map<string, OpenStream>();
+  private lastThinking = "";
+  private readonly toolLabels = new Map<string, string>();
+  private readonly permissions: PlanItem[] = [];
+  private readonly questions: ServerEvent_InteractiveRequest[] = [];
+  private readonly overlay: string[] = [];
+  private editing: PlanItem | undefined;
+  private model: string;
+  private inputTokens = 0;
+  private outputTokens = 0;
+  private costUsd = 0;
+  private remainingUsd: number | undefined;
+  private warning = "";
+  private hint = "";
+  private hintUntil = 0;
+  private ctrlCAt = -Infinity;
+  private spinnerTimer: NodeJS.Timeout | undefined;
+  private finished = false;
+  private resolveRun!: (r: TuiResult) => void;
+  private slashCommands: string[] = [];
+  // Plain mode: queued input lines, and whether a partial line is open on stdout.
+  private readonly lines: string[] = [];
+  private inputEnded = false;
+  private partial = "";
+  private lineOpen = false;
+  private prompted = "";
+
+  constructor(options: TuiOptions) {
+    this.conn = options.connection;
+    this.input = options.input;
+    this.output = options.output;
+    this.target = options.session;
+    this.now = options.now ?? Date.now;
+    const env = options.env ?? process.env;
+    const tty = !options.plain && !!options.output.isTTY && !!options.input.isTTY && env["TERM"] !== "dumb";
+    this.plain = !tty;
+    this.p = painterFor(tty, env);
+    this.screen = tty ? new Screen(options.output) : undefined;
+    this.model = options.model ?? "";
+  }
+
+  run(): Promise<TuiResult> {
+    const done = new Promise<TuiResult>((resolve) => {
+      this.resolveRun = resolve;
+    });
+    this.attachInput();
+    this.start();
+    void this.pump();
+    this.render();
+    return done;
+  }
+
+  // ---- session start -------------------------------------------------------
+
+  private start(): void {
+    const t = this.target;
+    if (t.kind === "create") {
+      this.setBusy("Starting", true);
+      if (t.prompt) this.echoUser(t.prompt);
+      this.conn.send({
+        event: {
+          case: "createSession",
+          value: {
+            requestId: "create",
+            profile: t.profile ?? "",
+            workingDirectory: t.workingDirectory ?? "",
+            initialPrompt: t.prompt ? [{ block: { case: "text", value: { text: t.prompt } } }] : [],
+          },
+        },
+      });
+    } else {
+      this.setBusy("Loading session", true);
+      this.conn.send({
+        event: {
+          case: t.kind === "resume" ? "resumeSession" : "attachSession",
+          value: { requestId: t.kind, sessionId: t.sessionId },
+        },
+      });
+    }
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for await (const ev of this.conn.events) {
+        if (this.finished) break;
+        try {
+          this.onEvent(ev);
+        } catch (err) {
+          // One bad event must not take the terminal down (render_failed: fall back, carry on).
+          this.commit([this.p.paint(`[could not show an event: ${(err as Error).message}]`, "error")]);
+        }
+        this.render();
+      }
+    } catch (err) {
+      this.commit([this.p.paint(`Connection failed: ${(err as Error).message}`, "error")]);
+    }
+    this.finish();
+  }
+
+  // ---- server events -------------------------------------------------------
+
+  private onEvent(ev: ServerEvent): void {
+    const e = ev.event;
+    switch (e.case) {
+      case "sessionCreated":
+        this.sessionId = ev.sessionId || e.value.info?.sessionId;
+        this.info = e.value.info;
+        this.status = e.value.info?.status ?? SessionStatus.RUNNING;
+        this.commit([
+          this.p.paint(
+            `Session ${this.sessionId ?? "?"}${this.info?.profile ? ` · profile ${this.info.profile}` : ""}`,
+            "dim",
+          ),
+        ]);
+        if (this.target.kind === "create" && this.target.prompt) this.setBusy("Thinking", true);
+        else this.setBusy("", false);
+        return;
+      case "sessionAttached":
+        this.sessionId = ev.sessionId || e.value.info?.sessionId;
+        this.info = e.value.info;
+        this.status = e.value.info?.status ?? SessionStatus.UNSPECIFIED;
+        this.replayOnly = e.value.replayOnly;
+        if (e.value.slashCommandRegistry)
+          this.setSlash(e.value.slashCommandRegistry.commands.map((c) => c.spec?.name ?? ""));
+        this.commit([
+          this.p.paint(
+            `Session ${this.sessionId ?? "?"} · ${statusName(this.status)}${this.replayOnly ? " · replay only" : ""}`,
+            "dim",
+          ),
+        ]);
+        return;
+      case "backfillComplete":
+        this.commit([this.p.paint("── end of history ──", "dim")]);
+        this.setBusy("", false);
+        return;
+      case "slashCommandRegistry":
+        this.setSlash(e.value.commands.map((c) => c.spec?.name ?? ""));
+        return;
+      case "streamDelta": {
+        const kind: StreamKind =
+          e.value.kind === StreamDeltaKind.THINKING
+            ? "thinking"
+            : e.value.kind === StreamDeltaKind.TOOL_OUTPUT
+              ? "tool"
+              : "text";
+        this.delta(e.value.targetId, kind, e.value.text);
+        return;
+      }
+      case "render":
+        if (e.value.content) this.onRender(e.value.content);
+        return;
+      case "planReady": {
+        this.closeStreams(false, ["text", "thinking"]);
+        const items = e.value.plan?.items ?? [];
+        const out: string[] = [];
+        for (const item of items) {
+          const label = `${item.provider}.${item.toolName}`;
+          this.toolLabels.set(item.toolCallId, label);
+          const decision =
+            item.decision === PlanDecision.PENDING || item.decision === PlanDecision.UNSPECIFIED
+              ? ""
+              : ` · ${decisionName(item.decision)}${item.decidedBy ? ` (${item.decidedBy})` : ""}`;
+          out.push(
+            `${this.p.paint("⏺", "accent")} ${this.p.paint(label, "bold")} ${this.p.paint(this.inputBrief(item), "dim")}` +
+              this.p.paint(` · risk ${riskName(item.risk)}${decision}`, "dim"),
+          );
+        }
+        if (out.length > 0) this.commit(out);
+        this.setBusy("Applying", true);
+        return;
+      }
+      case "permissionRequest":
+        if (e.value.planItem) {
+          this.closeStreams(false, ["text", "thinking"]);
+          this.permissions.push(e.value.planItem);
+          if (!this.plain) this.output.write("\x07");
+        }
+        return;
+      case "interactiveRequest":
+        this.closeStreams(false, ["text", "thinking"]);
+        this.questions.push(e.value);
+        if (this.questions.length === 1) this.editor.clear();
+        return;
+      case "usageUpdate": {
+        const u = e.value;
+        this.inputTokens += Number(u.inputTokens + u.cacheReadTokens + u.cacheWriteTokens);
+        this.outputTokens += Number(u.outputTokens);
+        this.costUsd = u.sessionCostUsd;
+        this.remainingUsd = u.remainingCostBudgetUsd;
+        if (u.modelId) this.model = u.providerName ? `${u.providerName}/${u.modelId}` : u.modelId;
+        return;
+      }
+      case "sessionStatusUpdate": {
+        const s = e.value.status;
+        this.status = s;
+        if (isTerminal(s) || s === SessionStatus.RUNNING) {
+          // A terminal status ends the current turn; RUNNING after RUNNING is the
+          // kernel saying the turn ended and the session waits for input.
+          if (isTerminal(s) || e.value.previousStatus === SessionStatus.RUNNING) {
+            this.closeStreams(false);
+            this.clearPrompts();
+            this.setBusy("", false);
+            this.commit([this.statusLine(s, e.value.detail)]);
+            this.takeLine();
+          }
+        }
+        return;
+      }
+      case "sessionTreeUpdate":
+        this.commit([
+          this.p.paint(`↳ session ${e.value.childSessionId}: ${statusName(e.value.status)}`, "dim"),
+        ]);
+        return;
+      case "error": {
+        const err = e.value.error;
+        const name = err ? (FRONTEND_ERRORS[err.category] ?? "unknown") : "unknown";
+        this.commit([this.p.paint(`✗ ${name}: ${sanitize(err?.message ?? "")}`, "error")]);
+        if (ev.requestId === "create" || ev.requestId === "resume" || ev.requestId === "attach") {
+          this.setBusy("", false);
+          if (!this.sessionId) this.finish();
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private setSlash(names: string[]): void {
+    this.slashCommands = names.filter((n) => n !== "");
+  }
+
+  private statusLine(s: SessionStatus, detail: string): string {
+    const suffix = detail ? ` — ${sanitize(detail)}` : "";
+    switch (s) {
+      case SessionStatus.COMPLETED:
+        return this.p.paint(`✓ done${suffix}`, "success");
+      case SessionStatus.RUNNING:
+        return this.p.paint(`✓ turn finished${suffix}`, "success");
+      case SessionStatus.CANCELLED:
+        return this.p.paint(`■ interrupted${suffix}`, "warning");
+      case SessionStatus.ERROR_MAX_TURNS:
+        return this.p.paint(`⚠ stopped: turn limit reached${suffix}`, "warning");
+      case SessionStatus.ERROR_MAX_BUDGET_USD:
+        return this.p.paint(`⚠ stopped: cost budget reached${suffix}`, "warning");
+      case SessionStatus.ERROR_MAX_WALL_CLOCK:
+        return this.p.paint(`⚠ stopped: time limit reached${suffix}`, "warning");
+      case SessionStatus.FAILED:
+        return this.p.paint(`✗ failed${suffix}`, "error");
+      default:
+        return this.p.paint(`${statusName(s)}${suffix}`, "dim");
+    }
+  }
+
+  private onRender(content: PlacedContent): void {
+    const lines = paintTree(content.content, { painter: this.p });
+    switch (content.region) {
+      case Region.TOP_BAR:
+      case Region.HOTKEY_HINTS:
+      case Region.INPUT_BAR:
+        this.warning = sanitize(lines.join(" ").trim());
+        return;
+      case Region.OVERLAY:
+        if (this.permissions.length > 0 || this.questions.length > 0) {
+          if (content.replace) this.overlay.length = 0;
+          this.overlay.push(...lines);
+          return;
+        }
+        this.closeStreams(true);
+        this.commit(lines.map((l) => `${this.p.paint("┃", "warning")} ${l}`));
+        return;
+      default:
+        // A finished unit: it supersedes whatever was streamed for it.
+        this.closeStreams(true);
+        this.commit(lines);
+    }
+  }
+
+  // ---- streams -------------------------------------------------------------
+
+  private delta(id: string, kind: StreamKind, text: string): void {
+    let s = this.streams.get(id);
+    if (!s) {
+      if (kind === "text") this.closeStreams(false, ["thinking"]);
+      s = { id, kind, text: "", written: 0 };
+      this.streams.set(id, s);
+      if (kind === "tool" && this.plain)
+        this.writePlain(`${this.p.paint(`  ${this.toolLabels.get(id) ?? "tool"} output:`, "dim")}\n`);
+    }
+    s.text += text.replace(/\r\n/g, "\n");
+    this.setBusy(
+      kind === "thinking"
+        ? "Thinking"
+        : kind === "tool"
+          ? `Running ${this.toolLabels.get(id) ?? "tool"}`
+          : "Writing",
+      true,
+    );
+    if (this.plain) this.streamPlain(s);
+  }
+
+  /**
+   * Ends open streams. `superseded`: a finished render replaces their text, so text
+   * and tool output are dropped; otherwise their text is committed as it stands.
+   */
+  private closeStreams(superseded: boolean, kinds?: StreamKind[]): void {
+    for (const s of [...this.streams.values()]) {
+      if (kinds && !kinds.includes(s.kind)) continue;
+      this.streams.delete(s.id);
+      if (s.kind === "thinking") {
+        this.lastThinking = s.text;
+        const n = s.text.trimEnd().split("\n").length;
+        this.commit([
+          this.p.paint(
+            `▸ Thought for ${n} line${n === 1 ? "" : "s"}${this.plain ? "" : " (Ctrl-O shows it)"}`,
+            "dim",
+          ),
+        ]);
+        continue;
+      }
+      if (this.plain) {
+        // Plain output already printed the text as it arrived.
+        this.endPlainLine();
+        continue;
+      }
+      if (superseded) continue;
+      if (s.kind === "tool") {
+        const tail = s.text.trimEnd().split("\n").slice(-20);
+        this.commit(tail.map((l) => this.p.paint(`  │ ${sanitize(l)}`, "dim")));
+      } else if (s.text.trim() !== "") {
+        this.commit(
+          s.text
+            .trimEnd()
+            .split("\n")
+            .map((l) => sanitize(l)),
+        );
+      }
+    }
+  }
+
+  // ---- prompts -------------------------------------------------------------
+
+  private clearPrompts(): void {
+    this.permissions.length = 0;
+    this.questions.length = 0;
+    this.overlay.length = 0;
+    this.editing = undefined;
+  }
+
+  private inputBrief(item: PlanItem): string {
+    return item.input ? brief(item.input, 100) : "";
+  }
+
+  private decide(
+    item: PlanItem,
+    decision: ClientDecision,
+    scope: PlanDecisionScope,
+    corrected?: JsonObject,
+  ): void {
+    this.permissions.shift();
+    this.overlay.length = 0;
+    this.editing = undefined;
+    this.conn.send({
+      sessionId: this.sessionId ?? "",
+      event: {
+        case: "planDecision",
+        value: {
+          planItemId: item.id,
+          decision,
+          scope,
+          ...(corrected ? { correctedInput: corrected } : {}),
+        },
+      },
+    });
+    const verb =
+      decision === ClientDecision.ALLOW
+        ? corrected
+          ? "allowed with edited arguments"
+          : "allowed"
+        : "denied";
+    const scopeText =
+      scope === PlanDecisionScope.ONCE
+        ? ""
+        : ` for ${scope === PlanDecisionScope.SESSION ? "this session" : "always"}`;
+    this.commit([
+      this.p.paint(
+        `  ${decision === ClientDecision.ALLOW ? "✓" : "✗"} ${item.provider}.${item.toolName} ${verb}${scopeText}`,
+        decision === ClientDecision.ALLOW ? "success" : "warning",
+      ),
+    ]);
+    this.editor.clear();
+    this.setBusy("Applying", true);
+  }
+
+  private answer(q: ServerEvent_InteractiveRequest, text: string): void {
+    this.questions.shift();
+    this.overlay.length = 0;
+    const field = answerField(q);
+    this.conn.send({
+      sessionId: this.sessionId ?? "",
+      event: {
+        case: "interactiveResponse",
+        value: { callId: q.callId, response: { [field]: text } },
+      },
+    });
+    this.commit([this.p.paint(`  ↳ ${text}`, "dim")]);
+    this.editor.clear();
+    this.setBusy("Working", true);
+  }
+
+  // ---- input ---------------------------------------------------------------
+
+  private readonly onData = (chunk: Buffer | string) => {
+    const text = typeof chunk === "string" ? chunk : chunk.toString("utf8");
+    if (this.plain) {
+      this.partial += text;
+      const parts = this.partial.split(/\r?\n/);
+      this.partial = parts.pop() ?? "";
+      this.lines.push(...parts);
+      this.takeLine();
+    } else {
+      for (const key of this.keys.decode(text)) this.onKey(key);
+    }
+    this.render();
+  };
+
+  private readonly onEnd = () => {
+    this.inputEnded = true;
+    if (this.partial) {
+      this.lines.push(this.partial);
+      this.partial = "";
+    }
+    this.takeLine();
+    this.render();
+  };
+
+  private readonly onResize = () => {
+    this.screen?.invalidate();
+    this.render();
+  };
+
+  private attachInput(): void {
+    if (!this.plain) {
+      this.input.setRawMode?.(true);
+      this.output.write("\x1b[?2004h"); // bracketed paste
+      this.output.on?.("resize", this.onResize);
+    }
+    this.input.setEncoding?.("utf8");
+    this.input.on("data", this.onData);
+    this.input.on("end", this.onEnd);
+    this.input.resume?.();
+  }
+
+  private detachInput(): void {
+    this.input.removeListener("data", this.onData as never);
+    this.input.removeListener("end", this.onEnd as never);
+    if (!this.plain) {
+      this.output.removeListener?.("resize", this.onResize);
+      this.output.write("\x1b[?2004l");
+      this.input.setRawMode?.(false);
+    }
+    this.input.pause?.();
+  }
+
+  private onKey(key: Key): void {
+    if (key.name === "ctrl-c") {
+      const now = this.now();
+      if (now - this.ctrlCAt < DOUBLE_PRESS_MS) {
+        this.exit();
+        return;
+      }
+      this.ctrlCAt = now;
+      if (this.busy) this.interrupt();
+      this.editor.clear();
+      this.flash("Press Ctrl-C again to exit");
+      return;
+    }
+    if (key.name === "escape") {
+      if (this.editing) {
+        this.editing = undefined;
+        this.editor.clear();
+        return;
+      }
+      if (this.busy || this.permissions.length > 0 || this.questions.length > 0) this.interrupt();
+      else this.editor.clear();
+      return;
+    }
+    if (key.name === "ctrl-o") {
+      if (this.lastThinking)
+        this.commit(
+          this.lastThinking
+            .trimEnd()
+            .split("\n")
+            .map((l) => this.p.paint(`  ${sanitize(l)}`, "dim", "italic")),
+        );
+      return;
+    }
+    if (key.name === "ctrl-l") {
+      this.screen?.invalidate();
+      return;
+    }
+    const item = this.permissions[0];
+    if (item && !this.editing) {
+      if (key.name === "text") this.permissionKey(item, key.text);
+      return;
+    }
+    if (key.name === "ctrl-d" && this.editor.text === "" && !item && this.questions.length === 0) {
+      this.exit();
+      return;
+    }
+    if (key.name === "enter") {
+      this.submit(this.editor.text);
+      return;
+    }
+    this.editor.apply(key);
+  }
+
+  private permissionKey(item: PlanItem, text: string): void {
+    const k = text[0];
+    if (k === "y" || k === "a") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ONCE);
+    else if (k === "s") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.SESSION);
+    else if (k === "A") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ALWAYS);
+    else if (k === "n" || k === "d") this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE);
+    else if (k === "N" || k === "D") this.decide(item, ClientDecision.DENY, PlanDecisionScope.SESSION);
+    else if (k === "e") {
+      this.editing = item;
+      this.editor.set(JSON.stringify(item.input ?? {}));
+    }
+  }
+
+  /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
+  private submit(line: string): void {
+    if (this.editing) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch (err) {
+        this.flash(`Not valid JSON: ${(err as Error).message}`);
+        return;
+      }
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+        this.flash("The arguments must be a JSON object");
+        return;
+      }
+      this.decide(this.editing, ClientDecision.ALLOW, PlanDecisionScope.ONCE, parsed as JsonObject);
+      return;
+    }
+    const q = this.questions[0];
+    if (q) {
+      this.answer(q, line);
+      return;
+    }
+    const text = line.trim();
+    if (text === "") return;
+    this.editor.remember(text);
+    this.editor.clear();
+    if (text === "/exit" || text === "/quit") {
+      this.exit();
+      return;
+    }
+    if (text === "/help") {
+      this.commit(this.helpLines());
+      return;
+    }
+    if (!this.sessionId) {
+      this.flash("The session is not ready yet");
+      return;
+    }
+    if (text.startsWith("/") && !text.startsWith("//")) {
+      const [name = "", ...rest] = text.slice(1).split(" ");
+      this.echoUser(text);
+      this.conn.send({
+        sessionId: this.sessionId,
+        event: { case: "slashCommand", value: { name, args: rest.join(" ") } },
+      });
+    } else {
+      this.echoUser(text);
+      this.conn.send({
+        sessionId: this.sessionId,
+        event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text } } }] } },
+      });
+    }
+    this.setBusy("Thinking", true);
+  }
+
+  private helpLines(): string[] {
+    const lines = [
+      "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
+      "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
+      "/exit leaves",
+    ];
+    if (this.slashCommands.length > 0)
+      lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
+    return lines.map((l) => this.p.paint(l, "dim"));
+  }
+
+  private echoUser(text: string): void {
+    this.commit(["", `${this.p.paint("›", "accent")} ${this.p.paint(sanitize(text), "bold")}`]);
+  }
+
+  private interrupt(): void {
+    if (!this.sessionId) return;
+    this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
+    this.flash("Interrupting…");
+  }
+
+  private flash(text: string): void {
+    this.hint = text;
+    this.hintUntil = this.now() + DOUBLE_PRESS_MS;
+    if (this.plain) this.writePlain(`${this.p.paint(text, "dim")}\n`);
+  }
+
+  // ---- plain mode ----------------------------------------------------------
+
+  /** Plain mode pulls the next input line for whatever is waiting for one. */
+  private takeLine(): void {
+    if (!this.plain || this.finished) return;
+    const item = this.permissions[0];
+    const q = this.questions[0];
+    if (item) {
+      const line = this.lines.shift();
+      if (line === undefined) {
+        if (this.inputEnded) this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE);
+        return;
+      }
+      const answer = line.trim();
+      if (answer.startsWith("{")) {
+        try {
+          this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ONCE, JSON.parse(answer) as JsonObject);
+        } catch {
+          this.writePlain("Not valid JSON; answer again\n");
+          this.prompted = "";
+        }
+      } else {
+        const before = this.permissions.length;
+        this.permissionKey(item, answer || "n");
+        if (this.permissions.length === before) {
+          this.writePlain("Answer y, s, A, n, N or a JSON object of corrected arguments\n");
+          this.prompted = "";
+        }
+      }
+      this.takeLine();
+      return;
+    }
+    if (q) {
+      const line = this.lines.shift();
+      if (line === undefined) return;
+      this.answer(q, line);
+      this.takeLine();
+      return;
+    }
+    if (this.busy || !this.sessionId) return;
+    const line = this.lines.shift();
+    if (line === undefined) {
+      if (this.inputEnded) this.exit();
+      return;
+    }
+    if (line.trim() === "") {
+      this.takeLine();
+      return;
+    }
+    this.submit(line);
+  }
+
+  private streamPlain(s: OpenStream): void {
+    if (s.kind === "thinking") return;
+    let chunk = s.text.slice(s.written);
+    s.written = s.text.length;
+    if (s.kind === "tool") chunk = chunk.replace(/(^|\n)(?=.)/g, (_m, nl: string) => `${nl}  │ `);
+    chunk = sanitizeLines(chunk);
+    if (chunk === "") return;
+    this.output.write(chunk);
+    this.lineOpen = !chunk.endsWith("\n");
+  }
+
+  private endPlainLine(): void {
+    if (this.lineOpen) this.output.write("\n");
+    this.lineOpen = false;
+  }
+
+  private writePlain(text: string): void {
+    this.endPlainLine();
+    this.output.write(text);
+  }
+
+  // ---- drawing -------------------------------------------------------------
+
+  private commit(lines: string[]): void {
+    if (this.plain) {
+      this.endPlainLine();
+      if (lines.length > 0) this.output.write(`${lines.join("\n")}\n`);
+      return;
+    }
+    this.screen!.commit(lines);
+  }
+
+  private setBusy(label: string, busy: boolean): void {
+    if (busy && !this.busy) this.busySince = this.now();
+    this.busy = busy;
+    if (label) this.busyLabel = label;
+    if (this.plain) return;
+    if (busy && !this.spinnerTimer) {
+      this.spinnerTimer = setInterval(() => this.render(), 120);
+      this.spinnerTimer.unref?.();
+    } else if (!busy && this.spinnerTimer) {
+      clearInterval(this.spinnerTimer);
+      this.spinnerTimer = undefined;
+    }
+  }
+
+  private render(): void {
+    if (this.finished) return;
+    if (this.plain) {
+      this.renderPlainPrompt();
+      return;
+    }
+    const p = this.p;
+    const width = this.screen!.width;
+    const lines: string[] = [];
+    let cursor: [number, number] | undefined;
+    const rows = this.screen!.height;
+    // Streams: text tail, collapsed thinking, tool output tail.
+    for (const s of this.streams.values()) {
+      if (s.kind === "thinking") {
+        const n = s.text.split("\n").length;
+        lines.push(p.paint(`✻ Thinking… (${n} line${n === 1 ? "" : "s"})`, "dim", "italic"));
+      } else if (s.kind === "tool") {
+        lines.push(p.paint(`  ${this.toolLabels.get(s.id) ?? "tool"} output`, "dim"));
+        for (const l of s.text.replace(/\n$/, "").split("\n").slice(-TOOL_TAIL))
+          lines.push(p.paint(`  │ ${sanitize(l)}`, "dim"));
+      } else {
+        const all = s.text.split("\n").map((l) => sanitize(l));
+        const room = Math.max(3, rows - 10);
+        lines.push(...all.slice(-room));
+      }
+    }
+    // The overlay: a permission request or a question, visually set apart.
+    const bar = p.paint("┃", "warning");
+    const item = this.permissions[0];
+    const q = this.questions[0];
+    if (item) {
+      lines.push(
+        `${bar} ${p.paint("Permission needed", "bold", "warning")}${this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : ""}`,
+      );
+      lines.push(
+        `${bar} ${p.paint(`${item.provider}.${item.toolName}`, "bold")} · risk ${p.paint(riskName(item.risk), riskTone(item))}`,
+      );
+      if (item.description) lines.push(`${bar} ${p.paint(sanitize(item.description), "dim")}`);
+      if (item.reason) lines.push(`${bar} ${p.paint(sanitize(item.reason), "dim")}`);
+      lines.push(`${bar} ${p.paint(this.inputBrief(item), "code")}`);
+      const preview = item.preview ? paintTree(item.preview, { painter: p }) : [];
+      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14)))
+        lines.push(`${bar} ${l}`);
+      if (this.editing) {
+        lines.push(
+          `${bar} ${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`,
+        );
+        cursor = [lines.length, 4 + this.editor.cursor];
+        lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+      } else {
+        lines.push(
+          `${bar} ${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
+        );
+      }
+    } else if (q) {
+      lines.push(
+        `${bar} ${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
+      );
+      for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) lines.push(`${bar} ${l}`);
+      cursor = [lines.length, 4 + this.editor.cursor];
+      lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+    }
+    if (this.busy && !item && !q) {
+      const secs = Math.floor((this.now() - this.busySince) / 1000);
+      const frame = SPINNER[Math.floor(this.now() / 120) % SPINNER.length];
+      lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · Esc to interrupt`, "accent"));
+    }
+    lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
+    if (!item && !q) {
+      cursor = [lines.length, 2 + this.editor.cursor];
+      lines.push(`${p.paint("›", "accent")} ${this.editor.text}`);
+    }
+    lines.push(this.statusBar());
+    const now = this.now();
+    if (this.hint && now < this.hintUntil) lines.push(p.paint(this.hint, "dim"));
+    this.screen!.update(cursor ? { lines, cursor } : { lines });
+  }
+
+  private statusBar(): string {
+    const p = this.p;
+    const parts = [
+      this.model || "model pending",
+      `${formatTokens(this.inputTokens)} in · ${formatTokens(this.outputTokens)} out`,
+      formatUsd(this.costUsd) +
+        (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
+    ];
+    if (this.replayOnly) parts.push("replay only");
+    let line = p.paint(parts.join(" · "), "dim");
+    if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
+    return line;
+  }
+
+  private renderPlainPrompt(): void {
+    const item = this.permissions[0];
+    const q = this.questions[0];
+    let key = "";
+    let text = "";
+    if (item) {
+      key = `p:${item.id}`;
+      const preview = item.preview ? paintTree(item.preview, { painter: this.p }) : [];
+      text =
+        [
+          `Permission needed: ${item.provider}.${item.toolName} · risk ${riskName(item.risk)}`,
+          ...(item.description ? [item.description] : []),
+          this.inputBrief(item),
+          ...preview,
+          ...this.overlay,
+        ]
+          .map((l) => `┃ ${l}`)
+          .join("\n") +
+        "\nAllow? [y] once, [s] session, [A] always, [n] deny, [N] deny for the session, or corrected JSON arguments: ";
+    } else if (q) {
+      key = `q:${q.callId}`;
+      text = `${[`Question from ${q.toolName}:`, ...paintTree(q.prompt, { painter: this.p })].map((l) => `┃ ${l}`).join("\n")}\n> `;
+    }
+    if (key && key !== this.prompted) {
+      this.prompted = key;
+      this.writePlain(text);
+      this.lineOpen = true;
+      this.takeLine();
+    }
+  }
+
+  // ---- exit ----------------------------------------------------------------
+
+  private exit(): void {
+    if (this.busy && this.sessionId)
+      this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    if (this.spinnerTimer) clearInterval(this.spinnerTimer);
+    this.spinnerTimer = undefined;
+    if (this.screen) {
+      this.busy = false;
+      this.render();
+      this.screen.close();
+    } else {
+      this.endPlainLine();
+    }
+    this.finished = true;
+    this.detachInput();
+    this.conn.close();
+    this.resolveRun({ sessionId: this.sessionId, status: this.status });
+  }
+}
+
+const FRONTEND_ERRORS: Record<number, string> = {
+  1: "render_failed",
+  2: "invalid_client_event",
+  3: "region_unsupported",
+  4: "unknown",
+  5: "session_not_found",
+  6: "session_create_failed",
+  7: "session_busy",
+  8: "schema_too_new",
+  9: "session_replay_only",
+};
+
+function riskTone(item: PlanItem): "warning" | "error" | "dim" {
+  return item.risk >= 4 ? "error" : item.risk >= 3 ? "warning" : "dim";
+}
+
+/** Which field of the tool's answer schema the typed text goes into. */
+export function answerField(q: ServerEvent_InteractiveRequest): string {
+  const props = q.responseSchema?.properties ?? [];
+  const strings = props.filter((p) => p.schema?.type === SchemaType.STRING);
+  const required = strings.find((p) => q.responseSchema?.required.includes(p.name));
+  return (strings.find((p) => p.name === "answer") ?? required ?? strings[0])?.name ?? "answer";
+}

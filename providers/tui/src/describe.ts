@@ -1,0 +1,91 @@
+// Short human descriptions of protocol values, shared by the TUI and the CLI's
+// headless printers.
+import type { JsonValue } from "@bufbuild/protobuf";
+import { PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+
+export function riskName(risk: RiskClass): string {
+  switch (risk) {
+    case RiskClass.READ_ONLY:
+      return "read-only";
+    case RiskClass.LOW:
+      return "low";
+    case RiskClass.MODERATE:
+      return "moderate";
+    case RiskClass.HIGH:
+      return "high";
+    case RiskClass.CRITICAL:
+      return "critical";
+    default:
+      return "unknown";
+  }
+}
+
+export function kindName(kind: ToolKind): string {
+  switch (kind) {
+    case ToolKind.RESOURCE:
+      return "resource";
+    case ToolKind.DATA_SOURCE:
+      return "data_source";
+    case ToolKind.INTERACTIVE:
+      return "interactive";
+    default:
+      return "unknown";
+  }
+}
+
+export function decisionName(d: PlanDecision): string {
+  switch (d) {
+    case PlanDecision.PENDING:
+      return "pending";
+    case PlanDecision.ALLOW:
+      return "allow";
+    case PlanDecision.ASK:
+      return "ask";
+    case PlanDecision.DENY:
+      return "deny";
+    default:
+      return "unspecified";
+  }
+}
+
+export function scopeName(s: PlanDecisionScope): string {
+  switch (s) {
+    case PlanDecisionScope.SESSION:
+      return "session";
+    case PlanDecisionScope.ALWAYS:
+      return "always";
+    default:
+      return "once";
+  }
+}
+
+/** The state backend's text form: SESSION_STATUS_ERROR_MAX_TURNS -> error_max_turns. */
+export function statusName(s: SessionStatus): string {
+  const name = SessionStatus[s];
+  return name === undefined ? "unspecified" : name.toLowerCase();
+}
+
+export function isTerminal(s: SessionStatus): boolean {
+  return s !== SessionStatus.RUNNING && s !== SessionStatus.UNSPECIFIED;
+}
+
+/** One-line JSON, cut to `max` characters. */
+export function brief(value: JsonValue | undefined, max = 120): string {
+  if (value === undefined) return "";
+  const text = JSON.stringify(value) ?? "";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export function formatUsd(usd: number): string {
+  if (usd === 0) return "$0.00";
+  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  return `$${usd.toFixed(2)}`;
+}
+
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}

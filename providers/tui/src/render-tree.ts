@@ -1,0 +1,138 @@
+// Paints a RenderTree as lines of text. Every node type has a treatment, and an
+// unknown or empty node becomes a visible placeholder instead of vanishing, as the
+// render tree's graceful-fallback rule requires. With the plain painter the result
+// is the transcript text the CLI prints for headless runs and replays.
+import type { JsonValue } from "@bufbuild/protobuf";
+import { DiffLineOp, type RenderNode, type RenderTree, TextStyle } from "@pluggableharness/protocol/render";
+import { type Painter, plainPainter, sanitize, type Tone } from "./style.ts";
+
+export interface PaintOptions {
+  painter?: Painter;
+  /** Show the children of collapsible nodes even when they are collapsed by default. */
+  expand?: boolean;
+}
+
+const STYLE_TONES: Partial<Record<TextStyle, Tone>> = {
+  [TextStyle.BOLD]: "bold",
+  [TextStyle.ITALIC]: "italic",
+  [TextStyle.CODE]: "code",
+  [TextStyle.DIM]: "dim",
+  [TextStyle.ERROR]: "error",
+  [TextStyle.WARNING]: "warning",
+  [TextStyle.SUCCESS]: "success",
+};
+
+function textLines(text: string): string[] {
+  return sanitize(text.replace(/\r\n?/g, "\n")).split("\n");
+}
+
+function indent(lines: string[], prefix: string, rest = " ".repeat(prefix.length)): string[] {
+  return lines.map((l, i) => (i === 0 ? prefix : rest) + l);
+}
+
+function jsonText(value: JsonValue): string {
+  return JSON.stringify(value);
+}
+
+/** Lines for one node; never throws on odd content. */
+export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {}): string[] {
+  const p = opts.painter ?? plainPainter;
+  const n = node?.node;
+  switch (n?.case) {
+    case "text": {
+      const tone = STYLE_TONES[n.value.style];
+      return textLines(n.value.content).map((l) => (tone ? p.paint(l, tone) : l));
+    }
+    case "codeBlock": {
+      const lang = n.value.language ?? "";
+      const body = textLines(n.value.content.replace(/\n$/, "")).map((l) => p.paint(l, "code"));
+      return [p.paint(`\`\`\`${lang}`, "dim"), ...body, p.paint("```", "dim")];
+    }
+    case "diff": {
+      const out: string[] = [];
+      for (const h of n.value.hunks) {
+        out.push(p.paint(`@@ -${h.oldStart},${h.oldLines} +${h.newStart},${h.newLines} @@`, "accent"));
+        for (const line of h.lines) {
+          for (const t of textLines(line.text)) {
+            if (line.op === DiffLineOp.ADD) out.push(p.paint(`+${t}`, "added"));
+            else if (line.op === DiffLineOp.REMOVE) out.push(p.paint(`-${t}`, "removed"));
+            else out.push(` ${t}`);
+          }
+        }
+      }
+      return out.length > 0 ? out : [p.paint("(empty diff)", "dim")];
+    }
+    case "table": {
+      const rows = [n.value.headers, ...n.value.rows.map((r) => r.cells)].map((r) =>
+        r.map((c) => sanitize(c.replace(/\n/g, " "))),
+      );
+      const cols = Math.max(0, ...rows.map((r) => r.length));
+      const widths = Array.from({ length: cols }, (_, i) =>
+        Math.max(0, ...rows.map((r) => (r[i] ?? "").length)),
+      );
+      const fmt = (r: string[]) =>
+        widths
+          .map((w, i) => (r[i] ?? "").padEnd(w))
+          .join("  ")
+          .trimEnd();
+      const out: string[] = [];
+      if (n.value.headers.length > 0) {
+        out.push(p.paint(fmt(rows[0]!), "bold"));
+        out.push(widths.map((w) => "-".repeat(w)).join("  "));
+      }
+      for (const r of rows.slice(1)) out.push(fmt(r));
+      return out;
+    }
+    case "link": {
+      const text = sanitize(n.value.text || n.value.url);
+      return [n.value.url && n.value.url !== n.value.text ? `${text} <${sanitize(n.value.url)}>` : text];
+    }
+    case "list": {
+      const out: string[] = [];
+      n.value.items.forEach((item, i) => {
+        const marker = n.value.ordered ? `${i + 1}. ` : "- ";
+        out.push(...indent(paintNode(item, opts), marker));
+      });
+      return out;
+    }
+    case "group":
+      return n.value.children.flatMap((c) => paintNode(c, opts));
+    case "collapsible": {
+      const collapsed = n.value.collapsedByDefault && !opts.expand;
+      const head = `${collapsed ? "▸" : "▾"} ${sanitize(n.value.summary)}`;
+      if (collapsed) return [p.paint(head, "dim")];
+      return [
+        p.paint(head, "dim"),
+        ...indent(
+          n.value.children.flatMap((c) => paintNode(c, opts)),
+          "  ",
+        ),
+      ];
+    }
+    case "subSession":
+      return [
+        p.paint(
+          `↳ session ${n.value.sessionId}${n.value.summary ? `: ${sanitize(n.value.summary)}` : ""}`,
+          "accent",
+        ),
+      ];
+    case "action": {
+      const args = n.value.args ? ` ${jsonText(n.value.args)}` : "";
+      return [
+        p.paint(`[${sanitize(n.value.label || n.value.toolName)}]`, "inverse") +
+          p.paint(` ${n.value.provider}.${n.value.toolName}${args}`, "dim"),
+      ];
+    }
+    default:
+      return [p.paint("[content this terminal cannot show]", "dim")];
+  }
+}
+
+export function paintTree(tree: RenderTree | undefined, opts: PaintOptions = {}): string[] {
+  return paintNode(tree?.root, opts);
+}
+
+/** The plain-text form of a tree, as printed by headless runs and replays. */
+export function treeText(tree: RenderTree | undefined, opts: Omit<PaintOptions, "painter"> = {}): string {
+  return paintTree(tree, { ...opts, painter: plainPainter }).join("\n");
+}
