@@ -1,0 +1,140 @@
+// Error bodies of the OpenAI family and their classification into the ModelError taxonomy.
+// One parser reads every shape these servers send: OpenAI/xAI/vLLM/LM Studio/Ollama
+// `{"error":{message,type,code,param}}`, Ollama's native `{"error":"text"}`, Mistral's flat
+// `{"object":"error",message,type,code}` and FastAPI's `{"detail":...}`.
+//
+// Vendor codes refine the status rules of the kit (docs/decisions.md, "Model providers
+// (OpenAI, xAI, compatible)"):
+// - insufficient_quota (a 429 on OpenAI) is a billing problem a human must fix: auth_error,
+//   never retried. A plain 429 stays rate_limited.
+// - context_length_exceeded, or a message saying the prompt is too long for the context,
+//   is context_length_exceeded whatever the status.
+// - content_policy_violation / content_filter are content_filtered.
+// - "Please try again in 2s" / "in 120ms" in a message is the body's retry hint; headers win.
+import { classifyHttpFailure, ModelFailure, parseDurationSeconds } from "@pluggableharness/model-kit";
+
+export interface OpenAIErrorInfo {
+  code?: string | undefined;
+  type?: string | undefined;
+  message?: string | undefined;
+  param?: string | undefined;
+}
+
+const str = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : typeof v === "number" ? String(v) : undefined;
+
+/** The error fields of a parsed error object (or of an in-band `error` frame). */
+export function errorInfoOf(value: unknown): OpenAIErrorInfo {
+  if (typeof value === "string") return { message: value };
+  if (typeof value !== "object" || value === null) return {};
+  const o = value as Record<string, unknown>;
+  if (o.error !== undefined && o.error !== null) {
+    const inner = errorInfoOf(o.error);
+    // Some frames put code/message beside a nested error (Responses `error` events).
+    return {
+      code: inner.code ?? str(o.code),
+      type: inner.type,
+      message: inner.message ?? str(o.message),
+      param: inner.param,
+    };
+  }
+  if (typeof o.detail === "string") return { message: o.detail };
+  if (Array.isArray(o.detail)) return { message: JSON.stringify(o.detail) };
+  return { code: str(o.code), type: str(o.type), message: str(o.message), param: str(o.param) };
+}
+
+/** Parses an error body; text that is not JSON becomes the message. */
+export function parseErrorBody(text: string): OpenAIErrorInfo {
+  const trimmed = text.trim();
+  if (trimmed === "") return {};
+  try {
+    return errorInfoOf(JSON.parse(trimmed));
+  } catch {
+    return { message: trimmed.slice(0, 500) };
+  }
+}
+
+const CONTEXT_MESSAGE =
+  /context length|context window|maximum prompt length|prompt is too long|too many tokens|exceeds the context|maximum context/i;
+const QUOTA = new Set(["insufficient_quota", "billing_hard_limit_reached", "billing_not_active"]);
+const FILTERED = new Set(["content_policy_violation", "content_filter"]);
+
+/** The retry delay a message names ("Please try again in 2s", "in 1m30s", "in 120ms"). */
+export function retryHintFromMessage(message: string | undefined): number | undefined {
+  if (!message) return undefined;
+  const m = /(?:try again|retry) (?:in|after) ((?:\d+(?:\.\d+)?(?:h|ms|m|s))+)/i.exec(message);
+  return m ? parseDurationSeconds(m[1]!) : undefined;
+}
+
+function isContextLength(info: OpenAIErrorInfo): boolean {
+  return info.code === "context_length_exceeded" || CONTEXT_MESSAGE.test(info.message ?? "");
+}
+
+/** Classifies a non-2xx answer from an OpenAI-family server. */
+export function classifyHttpError(status: number, headers: Headers, body: string): ModelFailure {
+  const info = parseErrorBody(body);
+  const vendorCode = info.code ?? info.type;
+  if (QUOTA.has(info.code ?? "") || QUOTA.has(info.type ?? "")) {
+    return new ModelFailure(
+      "auth_error",
+      `vendor answered HTTP ${status}: ${info.message ?? "quota exhausted"}`,
+      {
+        retryable: false,
+        vendorCode,
+        vendorBody: body,
+        httpStatus: status,
+      },
+    );
+  }
+  return classifyHttpFailure({
+    status,
+    headers,
+    body,
+    vendorCode,
+    message: info.message,
+    bodyRetryAfterSeconds: retryHintFromMessage(info.message),
+    contextLength: status >= 400 && status < 500 && status !== 429 && isContextLength(info),
+    contentFiltered: FILTERED.has(info.code ?? "") || FILTERED.has(info.type ?? ""),
+  });
+}
+
+const RATE = new Set(["rate_limit_exceeded", "rate_limit_error", "rate_limited", "tokens", "requests"]);
+const TRANSIENT = new Set([
+  "server_error",
+  "api_error",
+  "internal_error",
+  "internal_server_error",
+  "overloaded",
+  "overloaded_error",
+  "server_is_overloaded",
+  "slow_down",
+  "service_unavailable",
+  "timeout",
+]);
+
+/**
+ * Classifies an error reported inside a 200 stream (Chat `data: {"error":…}`, Responses
+ * `error` / `response.failed`, Ollama's error line). There is no status, so the vendor's
+ * code decides; an unrecognised code is `unknown` and keeps the raw code and message.
+ */
+export function classifyStreamError(info: OpenAIErrorInfo, frame?: string): ModelFailure {
+  const code = info.code ?? info.type;
+  const what = `the vendor reported an error mid-stream${info.message ? `: ${info.message}` : ""}`;
+  // In-band: the HTTP answer itself was a 200 (docs/decisions.md, "Model providers").
+  const init = { vendorCode: code, vendorBody: frame, httpStatus: 200 };
+  const key = (c: string | undefined) => c ?? "";
+  if (QUOTA.has(key(info.code)) || QUOTA.has(key(info.type)))
+    return new ModelFailure("auth_error", what, { ...init, retryable: false });
+  if (isContextLength(info)) return new ModelFailure("context_length_exceeded", what, init);
+  if (RATE.has(key(info.code)) || RATE.has(key(info.type)))
+    return new ModelFailure("rate_limited", what, {
+      ...init,
+      retryAfterSeconds: retryHintFromMessage(info.message),
+    });
+  if (TRANSIENT.has(key(info.code)) || TRANSIENT.has(key(info.type)))
+    return new ModelFailure("overloaded", what, init);
+  if (FILTERED.has(key(info.code)) || FILTERED.has(key(info.type)) || info.code === "invalid_prompt")
+    return new ModelFailure("content_filtered", what, init);
+  if (info.type === "invalid_request_error") return new ModelFailure("invalid_request", what, init);
+  return new ModelFailure("unknown", what, { ...init, retryable: false });
+}

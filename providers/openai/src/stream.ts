@@ -1,0 +1,233 @@
+// Responses API SSE (`event: <type>` + JSON data) -> StreamEvents.
+//
+// response.created          metadata: actual model, service tier
+// output_text.delta         text_delta (through the stop-sequence matcher)
+// refusal.delta             text_delta; the turn stops with `refusal`
+// reasoning_summary_text / reasoning_text deltas   thinking_delta
+// output_item.added (function_call)   tool_call_start (call_id is the tool-use id)
+// function_call_arguments.delta       tool_call_delta
+// output_item.done          tool_call_done; for reasoning: thinking_signature or
+//                           redacted_thinking carrying the item JSON (reasoning.ts)
+// response.completed / .incomplete    usage, then stop
+// error / response.failed   a classified ModelFailure
+// The stream must end with one of the three terminal events; anything else is a transport
+// failure (retryable), and unknown event types are ignored as the API asks.
+import {
+  ev,
+  parseEventJson,
+  readSse,
+  type StreamEventInit,
+  type ToolNameMap,
+  transportFailure,
+  type UsageInit,
+} from "@pluggableharness/model-kit";
+import {
+  classifyStreamError,
+  detailComponents,
+  errorInfoOf,
+  num,
+  type StopSequenceMatcher,
+} from "@pluggableharness/openai-wire";
+import { type RateLimitSnapshot, StopReason } from "@pluggableharness/protocol/model";
+import { summaryText } from "./reasoning.ts";
+
+type Json = Record<string, unknown>;
+
+export interface ResponsesStreamOptions {
+  names: ToolNameMap;
+  stop: StopSequenceMatcher;
+  rateLimits: RateLimitSnapshot[];
+  /** The vendor said explicitly (x-reasoning-included) that reasoning is inside output_tokens. */
+  reasoningIncluded: boolean;
+  signal: AbortSignal;
+}
+
+const obj = (v: unknown): Json => (typeof v === "object" && v !== null ? (v as Json) : {});
+
+/**
+ * Responses usage in canonical counters. input_tokens includes cached reads and cache
+ * writes, so both are taken out; output_tokens includes reasoning, which is reported as
+ * reasoning_tokens only with the vendor's explicit signal, else as a component.
+ */
+export function responsesUsage(u: Json, reasoningIncluded: boolean): UsageInit {
+  const inDetails = obj(u.input_tokens_details);
+  const outDetails = obj(u.output_tokens_details);
+  const cached = num(inDetails.cached_tokens) ?? 0;
+  const written = num(inDetails.cache_write_tokens) ?? 0;
+  const reasoning = num(outDetails.reasoning_tokens);
+  const total = num(u.total_tokens);
+  return {
+    input: Math.max(0, (num(u.input_tokens) ?? 0) - cached - written),
+    output: num(u.output_tokens) ?? 0,
+    ...(inDetails.cached_tokens !== undefined ? { cacheRead: cached } : {}),
+    ...(inDetails.cache_write_tokens !== undefined ? { cacheWrite: written } : {}),
+    ...(reasoningIncluded && reasoning !== undefined ? { reasoning, reasoningAlreadyCounted: true } : {}),
+    components: [
+      ...detailComponents("input_tokens_details", inDetails, ["cached_tokens", "cache_write_tokens"]),
+      ...detailComponents("output_tokens_details", outDetails, reasoningIncluded ? ["reasoning_tokens"] : []),
+    ],
+    ...(total !== undefined ? { vendorTotal: total } : {}),
+  };
+}
+
+interface Call {
+  callId: string;
+  deltas: number;
+}
+
+export async function* parseResponsesStream(
+  body: ReadableStream<Uint8Array> | null,
+  options: ResponsesStreamOptions,
+): AsyncGenerator<StreamEventInit> {
+  const { stop, names } = options;
+  const calls = new Map<string, Call>(); // by item id
+  const summaryIndex = new Map<string, number>(); // reasoning item id -> last summary index
+  const thought = new Set<string>(); // reasoning items that streamed thinking text
+  let model: string | undefined;
+  let tier: string | undefined;
+  let refusal = false;
+  let toolCalls = 0;
+
+  const flushText = function* (): Generator<StreamEventInit> {
+    const held = stop.flush();
+    if (held) yield ev.text(held);
+  };
+  const metadataFrom = function* (response: Json): Generator<StreamEventInit> {
+    const m = typeof response.model === "string" ? response.model : undefined;
+    const t = typeof response.service_tier === "string" ? response.service_tier : undefined;
+    if ((m !== undefined && m !== model) || (t !== undefined && t !== tier)) {
+      yield ev.metadata({
+        ...(m !== undefined && m !== model ? { actualModel: m } : {}),
+        ...(t !== undefined && t !== tier ? { serviceTier: t } : {}),
+      });
+      model = m ?? model;
+      tier = t ?? tier;
+    }
+  };
+  const thinkingDelta = function* (itemId: string, index: number, delta: string): Generator<StreamEventInit> {
+    const last = summaryIndex.get(itemId);
+    if (last !== undefined && index > last) yield ev.thinking("\n\n");
+    summaryIndex.set(itemId, index);
+    thought.add(itemId);
+    if (delta) yield ev.thinking(delta);
+  };
+
+  for await (const frame of readSse(body, options.signal)) {
+    if (frame.data.trim() === "[DONE]") break;
+    const e = parseEventJson(frame);
+    const type = typeof e.type === "string" ? e.type : frame.event;
+    const matched = stop.matched !== undefined;
+    switch (type) {
+      case "response.created":
+      case "response.in_progress":
+        yield* metadataFrom(obj(e.response));
+        break;
+      case "response.output_text.delta":
+        if (!matched && typeof e.delta === "string") {
+          const out = stop.push(e.delta);
+          if (out) yield ev.text(out);
+        }
+        break;
+      case "response.refusal.delta":
+        if (!matched && typeof e.delta === "string") {
+          refusal = true;
+          const out = stop.push(e.delta);
+          if (out) yield ev.text(out);
+        }
+        break;
+      case "response.reasoning_summary_text.delta":
+      case "response.reasoning_text.delta":
+        if (!matched && typeof e.delta === "string") {
+          const index = num(e.summary_index) ?? num(e.content_index) ?? 0;
+          yield* thinkingDelta(String(e.item_id ?? ""), index, e.delta);
+        }
+        break;
+      case "response.output_item.added": {
+        const item = obj(e.item);
+        if (item.type === "function_call" && !matched) {
+          yield* flushText();
+          const callId = String(item.call_id ?? item.id ?? `call_${calls.size + 1}`);
+          calls.set(String(item.id ?? callId), { callId, deltas: 0 });
+          toolCalls++;
+          yield ev.toolStart(callId, names.fromVendor(String(item.name ?? "")));
+        } else if (item.type === "reasoning") {
+          yield* flushText();
+        }
+        break;
+      }
+      case "response.function_call_arguments.delta": {
+        const call = calls.get(String(e.item_id ?? ""));
+        if (call && typeof e.delta === "string" && e.delta !== "") {
+          call.deltas++;
+          yield ev.toolDelta(call.callId, e.delta);
+        }
+        break;
+      }
+      case "response.output_item.done": {
+        const item = obj(e.item);
+        if (item.type === "function_call") {
+          const call = calls.get(String(item.id ?? item.call_id ?? ""));
+          if (!call) break;
+          if (call.deltas === 0) {
+            const args = typeof item.arguments === "string" && item.arguments !== "" ? item.arguments : "{}";
+            yield ev.toolDelta(call.callId, args);
+          }
+          yield ev.toolDone(call.callId);
+        } else if (item.type === "reasoning" && !matched) {
+          const id = String(item.id ?? "");
+          const text = summaryText(item);
+          const json = JSON.stringify(item);
+          if (text !== "") {
+            if (!thought.has(id)) yield ev.thinking(text);
+            yield ev.signature(json);
+          } else if (typeof item.encrypted_content === "string" && item.encrypted_content !== "") {
+            yield ev.redacted(json);
+          }
+        }
+        break;
+      }
+      case "response.completed":
+      case "response.incomplete": {
+        const response = obj(e.response);
+        yield* flushText();
+        yield* metadataFrom(response);
+        if (response.usage && typeof response.usage === "object")
+          yield ev.usage({
+            ...responsesUsage(obj(response.usage), options.reasoningIncluded),
+            rateLimits: options.rateLimits,
+          });
+        yield ev.stop(stopReason(type, response, stop.matched, refusal, toolCalls), stop.matched);
+        return;
+      }
+      case "response.failed": {
+        const response = obj(e.response);
+        throw classifyStreamError(
+          errorInfoOf(response.error ?? { message: "the response failed" }),
+          frame.data,
+        );
+      }
+      case "error":
+        throw classifyStreamError(errorInfoOf(e), frame.data);
+      default:
+        break;
+    }
+  }
+  throw transportFailure("the vendor's stream ended before response.completed");
+}
+
+function stopReason(
+  type: string,
+  response: Json,
+  matched: string | undefined,
+  refusal: boolean,
+  toolCalls: number,
+): StopReason {
+  if (matched !== undefined) return StopReason.STOP_SEQUENCE;
+  if (type === "response.incomplete") {
+    const reason = obj(response.incomplete_details).reason;
+    if (reason === "content_filter") return StopReason.CONTENT_FILTERED;
+    return StopReason.MAX_TOKENS;
+  }
+  if (refusal) return StopReason.REFUSAL;
+  return toolCalls > 0 ? StopReason.TOOL_USE : StopReason.END_TURN;
+}
