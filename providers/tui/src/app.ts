@@ -32,7 +32,8 @@ import { type Painter, painterFor, sanitize, sanitizeLines } from "./style.ts";
 export interface TuiInput {
   on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
   on(event: "end", listener: () => void): unknown;
-  removeListener(event: string, listener: (...args: never[]) => void): unknown;
+  removeListener(event: "data", listener: (chunk: Buffer | string) => void): unknown;
+  removeListener(event: "end", listener: () => void): unknown;
   setEncoding?(encoding: BufferEncoding): unknown;
   setRawMode?(mode: boolean): unknown;
   resume?(): unknown;
@@ -561,8 +562,8 @@ export class Tui {
   }
 
   private detachInput(): void {
-    this.input.removeListener("data", this.onData as never);
-    this.input.removeListener("end", this.onEnd as never);
+    this.input.removeListener("data", this.onData);
+    this.input.removeListener("end", this.onEnd);
     if (!this.plain) {
       this.output.removeListener?.("resize", this.onResize);
       this.output.write("\x1b[?2004l");
