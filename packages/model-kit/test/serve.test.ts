@@ -42,6 +42,7 @@ const model: CatalogModel = {
 
 type Behaviour = "text" | "failure" | "crash" | "hang";
 let behaviour: Behaviour = "text";
+let hanging: () => void = () => {};
 let disposed = 0;
 
 const adapter: ModelAdapter<{ key: string }> = {
@@ -59,6 +60,7 @@ const adapter: ModelAdapter<{ key: string }> = {
       });
     if (behaviour === "crash") throw new TypeError(`cannot read ${call.state.key}`);
     if (behaviour === "hang") {
+      hanging();
       await new Promise<void>((resolve) => call.signal.addEventListener("abort", () => resolve()));
       throw new DOMException("aborted", "AbortError");
     }
@@ -168,8 +170,11 @@ describe("createModelService", () => {
     await service.configure({ config: { api_key: SECRET } }, ctx());
     behaviour = "hang";
     const controller = new AbortController();
+    const started = new Promise<void>((resolve) => {
+      hanging = resolve;
+    });
     const pending = run(service, request(), controller.signal);
-    await new Promise((r) => setTimeout(r, 10));
+    await started;
     controller.abort();
     const events = await pending;
     expect(events.map((e) => e.event.case)).toEqual(["streamStart"]);
