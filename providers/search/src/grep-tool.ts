@@ -1,5 +1,6 @@
 // grep: lines matching a regular expression, in files under a directory.
-import { readFile, stat } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { fileFilter } from "./glob.ts";
@@ -10,8 +11,34 @@ const DEFAULT_MAX_RESULTS = 100;
 const MAX_RESULTS = 2000;
 const MAX_CONTEXT = 10;
 const MAX_LINE_CHARS = 500;
-/** Files read at the same time. */
-const PARALLEL_READS = 32;
+/** Longest stretch of synchronous file reading before yielding to the event loop. */
+const SLICE_MS = 10;
+
+/** The file's bytes, or undefined when it cannot be read or is larger than `max`. */
+function readSmallFile(path: string, max: number): Buffer | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return undefined;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > max) return undefined;
+    const buf = Buffer.allocUnsafe(size);
+    let got = 0;
+    while (got < size) {
+      const n = readSync(fd, buf, got, size - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 type Mode = "content" | "files_with_matches" | "count";
 
@@ -147,15 +174,10 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     const perFile: (Match[] | number | undefined)[] = new Array(files.length);
     let searched = 0;
     let totalMatches = 0;
-    const searchOne = async (i: number): Promise<number> => {
+    const searchOne = (i: number): number => {
       const f = files[i]!;
-      let data: Buffer;
-      try {
-        if ((await stat(f.abs)).size > maxFileBytes) return 0;
-        data = await readFile(f.abs);
-      } catch {
-        return 0;
-      }
+      const data = readSmallFile(f.abs, maxFileBytes);
+      if (!data) return 0;
       if (data.subarray(0, 8192).includes(0)) return 0; // binary
       searched++;
       const text = data.toString("utf8");
@@ -186,15 +208,22 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       perFile[i] = mode === "content" ? found : count;
       return mode === "content" ? found.length : 1;
     };
-    // Batches in file order: once the files searched so far hold more results than
-    // can be returned, later files cannot change the answer (except in count mode).
+    // Files in order; once those searched hold more results than can be returned,
+    // later files cannot change the answer (except in count mode). Reads are
+    // synchronous (ten times faster than the thread pool for small files) in slices,
+    // yielding between slices so other calls and cancellation are served.
     let stopAt = files.length;
     let results = 0;
-    for (let i = 0; i < files.length && !ctx.signal.aborted; i += PARALLEL_READS) {
-      const batch = files.slice(i, i + PARALLEL_READS).map((_, k) => searchOne(i + k));
-      results += (await Promise.all(batch)).reduce((a, b) => a + b, 0);
+    let sliceStart = performance.now();
+    for (let i = 0; i < files.length; i++) {
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await new Promise((r) => setImmediate(r));
+        if (ctx.signal.aborted) break;
+        sliceStart = performance.now();
+      }
+      results += searchOne(i);
       if (mode !== "count" && results > maxResults) {
-        stopAt = Math.min(files.length, i + PARALLEL_READS);
+        stopAt = i + 1;
         break;
       }
     }
