@@ -72,6 +72,8 @@ export interface FakeVendor {
   readonly requests: RecordedRequest[];
   /** Everything else: HEAD /, count-tokens, model lists, unknown paths. */
   readonly otherRequests: RecordedRequest[];
+  /** Gemini explicit caches created and not yet deleted, by name (`cachedContents/…`), as posted. */
+  readonly cachedContents: ReadonlyMap<string, Record<string, unknown>>;
   /** Responses still queued in the shared script (Infinity for a function script). */
   readonly remaining: number;
   /** The base URL a vendor SDK should be given (e.g. `<url>/v1` for OpenAI, `<url>/xai/v1` on a combined server). */
@@ -230,6 +232,36 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     return out;
   };
 
+  // Gemini explicit caches: POST …/cachedContents creates one, DELETE …/cachedContents/{id} removes it.
+  const cachedContents = new Map<string, Record<string, unknown>>();
+  const geminiCachedContents = (
+    vendor: ServerVendor,
+    method: string,
+    path: string,
+    body: Record<string, unknown>,
+  ): Record<string, unknown> | undefined => {
+    if (vendor !== "gemini" && vendor !== "combined") return undefined;
+    if (method === "POST" && path.endsWith("/cachedContents")) {
+      const name = `cachedContents/${rng.base62(12)}`;
+      const ttl = typeof body.ttl === "string" ? Number.parseFloat(body.ttl) : 3600;
+      const entry = {
+        name,
+        model: body.model,
+        createTime: new Date().toISOString(),
+        expireTime: new Date(Date.now() + (Number.isFinite(ttl) ? ttl : 3600) * 1000).toISOString(),
+        usageMetadata: { totalTokenCount: Math.max(1, Math.ceil(JSON.stringify(body).length / 4)) },
+      };
+      cachedContents.set(name, { ...body, ...entry });
+      return entry;
+    }
+    const m = /\/(cachedContents\/[^/]+)$/.exec(path);
+    if (method === "DELETE" && m) {
+      cachedContents.delete(m[1]!);
+      return {};
+    }
+    return undefined;
+  };
+
   const stall = (res: ServerResponse): Promise<void> =>
     new Promise((resolve) => {
       const release = () => {
@@ -298,8 +330,9 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     }
 
     if (r.endpoint === "other") {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(req.method === "HEAD" ? undefined : "{}");
+      const cache = geminiCachedContents(options.vendor, req.method ?? "GET", r.path, body);
+      res.writeHead(200, { "content-type": cache ? "application/json; charset=UTF-8" : "application/json" });
+      res.end(req.method === "HEAD" ? undefined : cache ? JSON.stringify(cache) : "{}");
       return;
     }
 
@@ -570,6 +603,7 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     port: address.port,
     requests,
     otherRequests,
+    cachedContents,
     get remaining() {
       return shared.remaining;
     },

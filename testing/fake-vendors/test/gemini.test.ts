@@ -185,4 +185,33 @@ describe("Gemini other forms and errors", () => {
       promptTokensDetails: [{ modality: "TEXT", tokenCount: 31 }],
     });
   });
+
+  it("creates and deletes explicit caches, and refuses a request repeating what a cache holds", async () => {
+    fake = await startGeminiFake({ script: [scenarios.text("cached")], validate: true });
+    const created = await post(
+      fake,
+      "/v1beta/cachedContents",
+      { model: "models/gemini-2.5-flash", systemInstruction: { parts: [{ text: "sys" }] }, ttl: "300s" },
+      AUTH,
+    );
+    const entry = (await created.json()) as { name: string; expireTime: string };
+    expect(entry.name).toMatch(/^cachedContents\/[A-Za-z0-9]+$/);
+    expect(Date.parse(entry.expireTime) - Date.now()).toBeGreaterThan(290_000);
+    expect(fake.cachedContents.get(entry.name)).toMatchObject({
+      systemInstruction: { parts: [{ text: "sys" }] },
+    });
+    const both = await post(
+      fake,
+      PATH,
+      { ...REQUEST, cachedContent: entry.name, systemInstruction: { parts: [{ text: "x" }] } },
+      AUTH,
+    );
+    expect(both.status).toBe(400);
+    const ok = await post(fake, PATH, { ...REQUEST, cachedContent: entry.name }, AUTH);
+    expect(ok.status).toBe(200);
+    await ok.text();
+    const res = await fetch(`${fake.url}/v1beta/${entry.name}`, { method: "DELETE", headers: AUTH });
+    expect(res.status).toBe(200);
+    expect(fake.cachedContents.size).toBe(0);
+  });
 });

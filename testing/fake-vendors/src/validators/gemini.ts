@@ -54,6 +54,13 @@ export function validateGemini(request: RecordedRequest): Rejection | undefined 
         );
     }
   }
+  if (
+    body.cachedContent !== undefined &&
+    (body.systemInstruction !== undefined || body.tools !== undefined || body.toolConfig !== undefined)
+  )
+    return bad(
+      "CachedContent can not be used with GenerateContent request setting system_instruction, tools or tool_config.\n\nProposed fix: move those values to CachedContent from GenerateContent request.",
+    );
   const config = isObject(body.generationConfig) ? body.generationConfig : undefined;
   const thinking = config && isObject(config.thinkingConfig) ? config.thinkingConfig : undefined;
   if (thinking && thinking.thinkingBudget !== undefined && thinking.thinkingLevel !== undefined)
