@@ -238,12 +238,13 @@ export function htmlToText(html: string, baseUrl?: string): Readable {
         if (pre === 0) out += "`";
         break;
       case "pre":
-        block();
         if (closing) {
           pre = Math.max(0, pre - 1);
-          out += "\n```";
+          newline();
+          out += "```";
           block();
         } else {
+          block();
           pre++;
           out += "```\n";
         }
