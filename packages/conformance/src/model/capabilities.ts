@@ -62,11 +62,13 @@ export async function checkCapabilities(ctx: CheckContext): Promise<Capabilities
   try {
     const v = validateCapabilities("conformance", first);
     const warnings = v.warnings.map((w) => `${w.message} [${w.rule}]`);
+    // A provider whose models come from its configuration (an OpenAI-compatible server)
+    // has none before Configure; its catalog is validated after Configure instead.
     ctx.record(
       "model.capabilities.valid",
-      first.models.length === 0 ? "fail" : warnings.length ? "warn" : "pass",
+      first.models.length === 0 ? "warn" : warnings.length ? "warn" : "pass",
       first.models.length === 0
-        ? "no model declared"
+        ? "no built-in model; the catalog declared by Configure is checked after it"
         : warnings.length
           ? warnings.join("; ")
           : `${first.models.length} models: ${first.models.map((m) => m.id).join(", ")}`,
@@ -91,6 +93,30 @@ export async function checkCapabilities(ctx: CheckContext): Promise<Capabilities
         : `${schema.attributes.length} attributes (${schema.attributes.filter((a) => a.sensitive).length} sensitive)`,
   );
   return first;
+}
+
+/** The catalog after Configure, validated when the built-in one was empty. */
+export function checkConfiguredCatalog(ctx: CheckContext, before: Capabilities, after: Capabilities): void {
+  if (before.models.length > 0) return;
+  if (after.models.length === 0) {
+    ctx.record("model.capabilities.configured", "fail", "no model declared, before or after Configure");
+    return;
+  }
+  try {
+    validateCapabilities("conformance", after);
+    ctx.record(
+      "model.capabilities.configured",
+      "pass",
+      `Configure declared ${after.models.length} models: ${after.models.map((m) => m.id).join(", ")}`,
+    );
+  } catch (err) {
+    if (!(err instanceof CapabilitiesError)) throw err;
+    ctx.record(
+      "model.capabilities.configured",
+      "fail",
+      err.violations.map((v) => `${v.message} [${v.rule}]`).join("; "),
+    );
+  }
 }
 
 const errorsOf = (r: ConfigureResult | undefined) =>

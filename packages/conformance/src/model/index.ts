@@ -2,7 +2,7 @@
 // ConformanceOptions.model (`--model`), else the first one the provider declares.
 import { ModelService } from "@pluggableharness/protocol/model";
 import type { CategoryChecks } from "../runner.ts";
-import { checkCapabilities, checkConfigure, checkDescribe } from "./capabilities.ts";
+import { checkCapabilities, checkConfigure, checkConfiguredCatalog, checkDescribe } from "./capabilities.ts";
 import {
   checkCancellation,
   checkCountTokens,
@@ -24,6 +24,7 @@ export const modelChecks: CategoryChecks = async (ctx) => {
   }
   // Configure may add user-declared models, so the catalog is read again.
   const configuredCaps = (await ctx.host.client(ModelService).getCapabilities({})).capabilities ?? caps;
+  if (caps && configuredCaps) checkConfiguredCatalog(ctx, caps, configuredCaps);
   const model = pickModel(ctx, configuredCaps);
   if (!model) {
     ctx.record(
