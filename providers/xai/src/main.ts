@@ -1,0 +1,5 @@
+// Plugin entry point: serves the xAI model provider over go-plugin's protocol.
+import { serveModelProvider } from "@pluggableharness/model-kit";
+import { adapter } from "./adapter.ts";
+
+await serveModelProvider(adapter);
