@@ -17,7 +17,7 @@ import {
   transportFailure,
   type UsageInit,
 } from "@pluggableharness/model-kit";
-import { type RateLimitSnapshot, StopReason } from "@pluggableharness/protocol/model";
+import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { classifyStreamError } from "./errors.ts";
 import type { StopSequenceMatcher } from "./stop.ts";
 
@@ -205,6 +205,11 @@ export async function* parseChatStream(
   if (order.length > 0 && reason === StopReason.END_TURN) reason = StopReason.TOOL_USE;
   if (order.length === 0 && reason === StopReason.TOOL_USE) reason = StopReason.END_TURN;
   if (refusal && reason === StopReason.END_TURN) reason = StopReason.REFUSAL;
+  // The vendor's filter interposed: say so beside the stop reason.
+  if (reason === StopReason.CONTENT_FILTERED)
+    yield ev.safety(SafetyKind.MODERATION, "the server's content filter stopped the output", {
+      finish_reason: finish ?? "",
+    });
   yield ev.stop(reason);
 }
 

@@ -7,7 +7,7 @@ import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/f
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
-import { type ModelSpec, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
+import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -193,6 +193,14 @@ describe("Ollama", () => {
     expect(lastRequest().vendor).toBe("ollama");
     expect(lastBody()).toMatchObject({ stream: true, stream_options: { include_usage: true } });
     expect(lastRequest().headers["authorization"]).toBeUndefined();
+  });
+
+  it("reports a filtered completion as content_filtered with a moderation notice", async () => {
+    await use("ollama");
+    fake.pushFor("ollama", scenarios.refusal());
+    const { events } = await complete();
+    expect(only(events, "stop")[0]!.reason).toBe(StopReason.CONTENT_FILTERED);
+    expect(only(events, "safetyNotice")[0]).toMatchObject({ kind: SafetyKind.MODERATION });
   });
 
   it("classifies Ollama's error bodies", async () => {

@@ -28,7 +28,7 @@ import {
   num,
   type StopSequenceMatcher,
 } from "@pluggableharness/openai-wire";
-import { type RateLimitSnapshot, StopReason } from "@pluggableharness/protocol/model";
+import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { summaryText } from "./reasoning.ts";
 
 type Json = Record<string, unknown>;
@@ -196,7 +196,13 @@ export async function* parseResponsesStream(
             ...responsesUsage(obj(response.usage), options.reasoningIncluded),
             rateLimits: options.rateLimits,
           });
-        yield ev.stop(stopReason(type, response, stop.matched, refusal, toolCalls), stop.matched);
+        const reason = stopReason(type, response, stop.matched, refusal, toolCalls);
+        // The vendor's filter interposed: say so beside the stop reason.
+        if (reason === StopReason.CONTENT_FILTERED)
+          yield ev.safety(SafetyKind.MODERATION, "OpenAI's content filter stopped the output", {
+            incomplete_reason: "content_filter",
+          });
+        yield ev.stop(reason, stop.matched);
         return;
       }
       case "response.failed": {

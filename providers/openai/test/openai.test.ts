@@ -9,6 +9,7 @@ import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/co
 import {
   type ModelSpec,
   RateLimitKind,
+  SafetyKind,
   StopReason,
   ThinkingDisable,
   ToolChoiceMode,
@@ -633,13 +634,17 @@ describe("content rules and parameters", () => {
     expect(lastBody().stop).toBeUndefined();
   });
 
-  it("maps max_tokens, refusal and a renamed model", async () => {
+  it("maps max_tokens, refusal, a content filter and a renamed model", async () => {
     fake.push(scenarios.maxTokens());
     expect(only((await complete()).events, "stop")[0]!.reason).toBe(StopReason.MAX_TOKENS);
     fake.push(scenarios.refusal({ explanation: "I can't help with that." }));
     const refused = await complete();
     expect(only(refused.events, "stop")[0]!.reason).toBe(StopReason.REFUSAL);
     expect(textOf(refused.events)).toBe("I can't help with that.");
+    fake.push(scenarios.text("partial", { stopReason: "content_filter" }));
+    const filtered = await complete();
+    expect(only(filtered.events, "stop")[0]!.reason).toBe(StopReason.CONTENT_FILTERED);
+    expect(only(filtered.events, "safetyNotice")[0]).toMatchObject({ kind: SafetyKind.MODERATION });
     fake.push(scenarios.text("hi", { model: "gpt-5.4-2026-03-05" }));
     const remapped = await complete();
     expect(only(remapped.events, "metadata").map((m) => m.actualModel)).toContain("gpt-5.4-2026-03-05");
