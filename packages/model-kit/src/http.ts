@@ -5,7 +5,7 @@ import { isAbortError, transportFailure } from "./errors.ts";
 
 export interface VendorRequest {
   url: string;
-  method?: "POST" | "GET";
+  method?: "POST" | "GET" | "DELETE";
   headers: Record<string, string>;
   /** JSON-encoded when given. */
   body?: unknown;

@@ -10,6 +10,7 @@ import {
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
 import { GEMINI_MODELS } from "./catalog.ts";
+import { cachedPrefix, ExplicitCaches } from "./explicit-cache.ts";
 import { buildRequest } from "./request.ts";
 import { geminiFailure, translateStream } from "./stream.ts";
 
@@ -32,6 +33,19 @@ export const ATTRIBUTES: AttributeDef[] = [
     check: checkBaseUrl,
   },
   {
+    name: "explicit_cache_ttl_seconds",
+    kind: "number",
+    default: 300,
+    description:
+      "Lifetime of the explicit caches created for the kernel's cache breakpoints (60-86400 s). Cached " +
+      "tokens are billed per hour of storage, so short lifetimes keep that cost down; caches are deleted " +
+      "on shutdown.",
+    check: (v) =>
+      typeof v === "number" && Number.isInteger(v) && v >= 60 && v <= 86_400
+        ? undefined
+        : "must be an integer from 60 to 86400",
+  },
+  {
     name: "include_thoughts",
     kind: "bool",
     default: true,
@@ -43,6 +57,7 @@ export interface GeminiState {
   apiKey: string;
   baseUrl: string;
   includeThoughts: boolean;
+  caches: ExplicitCaches;
 }
 
 const modelPath = (state: GeminiState, model: string, method: string) =>
@@ -60,6 +75,7 @@ export const adapter: ModelAdapter<GeminiState> = {
       apiKey: String(values["api_key"]),
       baseUrl: String(values["base_url"] ?? DEFAULT_BASE_URL),
       includeThoughts: values["include_thoughts"] !== false,
+      caches: new ExplicitCaches(Number(values["explicit_cache_ttl_seconds"] ?? 300), ctx.log.named("cache")),
     };
     if (state.baseUrl.startsWith("http://") && !/^http:\/\/(127\.|localhost|\[::1\])/.test(state.baseUrl)) {
       ctx.report(
@@ -72,10 +88,20 @@ export const adapter: ModelAdapter<GeminiState> = {
   async *stream(req, call) {
     const { state, model, signal } = call;
     const built = buildRequest(req, model, call.self, state.includeThoughts);
+    const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.lastIndex, built.body) : undefined;
+    const body =
+      prefix === undefined
+        ? built.body
+        : await state.caches.apply(built.body, prefix, {
+            baseUrl: state.baseUrl,
+            apiKey: state.apiKey,
+            model: model.id,
+            signal,
+          });
     const res = await sendVendorRequest({
       url: `${modelPath(state, model.id, "streamGenerateContent")}?alt=sse`,
       headers: { "x-goog-api-key": state.apiKey, accept: "text/event-stream" },
-      body: built.body,
+      body,
       signal,
     });
     if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
@@ -95,5 +121,9 @@ export const adapter: ModelAdapter<GeminiState> = {
     const parsed = JSON.parse(text) as { totalTokens?: unknown };
     if (typeof parsed.totalTokens !== "number") throw geminiFailure(502, text);
     return parsed.totalTokens;
+  },
+
+  dispose(state) {
+    return state.caches.dispose();
   },
 };

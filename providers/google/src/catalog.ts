@@ -20,9 +20,9 @@ const common = {
   documents: true,
   streaming: true,
   parallelToolCalls: true,
-  // Implicit caching is automatic; explicit CachedContent resources are not used by this
-  // provider (docs/decisions.md), so breakpoints are ignored.
-  caching: { explicitMarkers: false, implicitAutomatic: true },
+  // Implicit caching is automatic; the kernel's breakpoints additionally become explicit
+  // CachedContent resources (explicit-cache.ts).
+  caching: { explicitMarkers: true, implicitAutomatic: true },
   toolChoiceModes: ["auto", "any", "none", "specific"],
 } satisfies Partial<CatalogModel>;
 
@@ -67,7 +67,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
       limits: `${REPORT} (confirmed: 1M context, 64K output); ${MODELS}`,
       thinking: `${REPORT} lists LOW/MEDIUM/HIGH, ${THINKING} lists low and high for Pro; the narrower set is declared`,
       pricing: `${PRICING}: <=200K prompt $2/$12, >200K $4/$18, context caching $0.20/$0.40`,
-      caching: `${REPORT} §3 (implicit caching on by default from 2.5)`,
+      caching: `${REPORT} §3 (implicit caching on by default from 2.5, explicit caching alongside)`,
     },
     wire: { thinkingParam: "level" },
   },

@@ -27,6 +27,8 @@ export const PROVIDER_OPTION_KEYS = ["top_p", "top_k", "seed", "safety_settings"
 export interface BuiltRequest {
   body: Json;
   names: ToolNameMap;
+  /** Per content: the highest request message index merged into it (cache breakpoints). */
+  lastIndex: number[];
 }
 
 const invalid = (message: string) => new ModelFailure("invalid_request", message, { retryable: false });
@@ -88,19 +90,25 @@ export function buildRequest(
       if (b.block.case === "toolUse") callNames.set(b.block.value.id, b.block.value.name);
   const history = prepareHistory(req.messages, self);
   const contents: Array<{ role: "user" | "model"; parts: Json[] }> = [];
+  const lastIndex: number[] = [];
   for (const m of history.messages) {
     const role = m.message.role === Role.ASSISTANT ? "model" : "user";
     const parts = partsOf(m.blocks, names, callNames);
     if (parts.length === 0) continue;
     const last = contents.at(-1);
-    if (last && last.role === role) last.parts.push(...parts);
-    else contents.push({ role, parts });
+    if (last && last.role === role) {
+      last.parts.push(...parts);
+      lastIndex[lastIndex.length - 1] = m.index;
+    } else {
+      contents.push({ role, parts });
+      lastIndex.push(m.index);
+    }
   }
   if (contents.length === 0) throw invalid("the request has no content Gemini can carry");
   body["contents"] = contents;
   if (Object.keys(generation).length > 0) body["generationConfig"] = generation;
   applyProviderOptions(req.providerOptions, body, generation);
-  return { body, names };
+  return { body, names, lastIndex };
 }
 
 function thinkingConfig(

@@ -79,7 +79,7 @@ describe("capabilities", () => {
     expect(specs.get(FLASH)!.caching).toMatchObject({
       supported: true,
       implicitAutomatic: true,
-      explicitMarkers: false,
+      explicitMarkers: true,
     });
   });
 
@@ -281,16 +281,67 @@ describe("streaming", () => {
 
   it("reports cached input apart from fresh input, and the kernel prices it by hand", async () => {
     fake.push(scenarios.cacheHit({ inputTokens: 100, cacheReadTokens: 1000, cacheWriteTokens: 0 }));
-    const res = await complete({
-      cacheBreakpoints: [{ position: { case: "afterAssembledContext", value: {} } }],
-    });
+    const res = await complete();
     const u = only(res.events, "usage")[0]!;
     expect([u.inputTokens, u.cacheReadTokens, u.outputTokens]).toEqual([100n, 1000n, 5n]);
-    // Breakpoints are ignored: the model declares no explicit markers.
-    expect(fake.requests.at(-1)!.bodyText).not.toContain("cache");
     const hand = (100 * 0.3 + 5 * 2.5 + 1000 * 0.03) / 1e6;
     const rec = recordUsage(u, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
     expect(rec.costUsd).toBeCloseTo(hand, 12);
+  });
+
+  it("turns cache breakpoints into one explicit cache, reused while it lives and deleted on reconfigure", async () => {
+    const inputSchema = fromJson(SchemaSchema, {
+      type: "SCHEMA_TYPE_OBJECT",
+      properties: [{ name: "q", schema: { type: "SCHEMA_TYPE_STRING" } }],
+    });
+    const req = {
+      assembledContext: [{ provider: "ctx", label: "sys", content: [text("Static project context.")] }],
+      tools: [{ name: "search", description: "Search", inputSchema }],
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("first question")] },
+        { role: Role.ASSISTANT, id: "m1", producedByProvider: "google", content: [text("first answer")] },
+        { role: Role.USER, id: "m2", content: [text("second question")] },
+      ],
+      cacheBreakpoints: [
+        { position: { case: "afterTools" as const, value: {} } },
+        { position: { case: "afterMessageIndex" as const, value: 1n } },
+      ],
+    };
+    fake.push(scenarios.text("one"), scenarios.text("two"));
+    const first = await complete(req);
+    expect(first.error).toBeUndefined();
+    expect(cases(first.events)).not.toContain("error");
+    expect(fake.cachedContents.size).toBe(1);
+    const [name, cache] = [...fake.cachedContents.entries()][0]!;
+    expect(cache).toMatchObject({
+      model: `models/${FLASH}`,
+      ttl: "300s",
+      systemInstruction: { parts: [{ text: "Static project context." }] },
+      contents: [
+        { role: "user", parts: [{ text: "first question" }] },
+        { role: "model", parts: [{ text: "first answer" }] },
+      ],
+    });
+    expect(cache["tools"]).toBeDefined();
+    const sent = fake.requests.at(-1)!;
+    expect(sent.rejected).toBeFalsy();
+    expect(sent.json).toMatchObject({
+      cachedContent: name,
+      contents: [{ role: "user", parts: [{ text: "second question" }] }],
+    });
+    expect(Object.keys(sent.json as object)).not.toContain("systemInstruction");
+    expect(Object.keys(sent.json as object)).not.toContain("tools");
+
+    await complete(req);
+    const creations = fake.otherRequests.filter(
+      (r) => r.method === "POST" && r.path.endsWith("/cachedContents"),
+    );
+    expect(creations).toHaveLength(1);
+    expect(fake.requests.at(-1)!.json).toMatchObject({ cachedContent: name });
+    expect(creations[0]!.headers["x-goog-api-key"]).toBe(CANARY);
+
+    expect((await client.configure({ config: config() })).result!.diagnostics).toEqual([]);
+    expect(fake.cachedContents.size).toBe(0);
   });
 
   it("prices a long prompt on gemini-2.5-pro at the >200K rate card", async () => {
