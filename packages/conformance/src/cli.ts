@@ -101,7 +101,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     ...(json ? {} : { onResult: (r) => io.out(formatResult(r)) }),
   });
   if (json) io.out(JSON.stringify(report, null, 2));
-  else io.out(formatReport(report, true));
+  else for (const line of formatReport(report, true).split("\n")) io.out(line);
   return report.exitCode;
 }
 

@@ -117,7 +117,14 @@ export async function checkInvocations(
       ok ? "pass" : "fail",
       ok && last?.case === "error"
         ? `error ${categoryName(last.value.category)}`
-        : `expected exactly one classified error event, got ${run.transportError ?? run.events.map((e) => e.event.case).join(", ")}`,
+        : `expected exactly one classified error event, got ${
+            run.transportError ??
+            run.events
+              .map((e) =>
+                e.event.case === "error" ? `error ${categoryName(e.event.value.category)}` : e.event.case,
+              )
+              .join(", ")
+          }`,
     );
   }
 

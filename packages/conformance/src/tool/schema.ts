@@ -1,8 +1,17 @@
 // Describe, GetSchema and Configure checks.
-import { equals, type JsonObject } from "@bufbuild/protobuf";
-import { ToolSchemaError, type ValidatedToolset, validateToolSchemas } from "@pluggableharness/kernel/domain";
+import { create, equals, type JsonObject } from "@bufbuild/protobuf";
+import {
+  concurrencyModeOf,
+  ToolSchemaError,
+  toJsonSchema,
+  translateSchema,
+  type ValidatedTool,
+  type ValidatedToolset,
+  validateToolSchemas,
+} from "@pluggableharness/kernel/domain";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
+import type { Schema } from "@pluggableharness/protocol/schema";
 import {
   type GetSchemaResponse,
   GetSchemaResponseSchema,
@@ -39,6 +48,29 @@ export async function checkDescribe(ctx: CheckContext): Promise<void> {
   );
 }
 
+/** Operations validated one by one; an invalid one is used as declared. */
+function lenientToolset(response: GetSchemaResponse): ValidatedToolset {
+  const tools = new Map<string, ValidatedTool>();
+  for (const raw of response.tools) {
+    if (tools.has(raw.name)) continue;
+    try {
+      const one = validateToolSchemas("conformance", create(GetSchemaResponseSchema, { tools: [raw] }));
+      tools.set(raw.name, one.tools.get(raw.name)!);
+    } catch {
+      const json = (schema: Schema | undefined) =>
+        schema ? toJsonSchema(translateSchema(schema).schema) : {};
+      tools.set(raw.name, {
+        provider: "conformance",
+        schema: raw,
+        concurrency: concurrencyModeOf(raw),
+        inputJsonSchema: json(raw.inputSchema),
+        outputJsonSchema: json(raw.outputSchema),
+      });
+    }
+  }
+  return { provider: "conformance", tools, slashCommands: [], warnings: [] };
+}
+
 export async function checkSchema(
   ctx: CheckContext,
 ): Promise<{ response: GetSchemaResponse; toolset?: ValidatedToolset }> {
@@ -61,7 +93,7 @@ export async function checkSchema(
         : `stable across calls, ${first} ms / ${second} ms`,
   );
 
-  let toolset: ValidatedToolset | undefined;
+  let toolset: ValidatedToolset;
   try {
     toolset = validateToolSchemas("conformance", response);
     const warnings = toolset.warnings.map((w) => `${w.message} [${w.rule}]`);
@@ -75,6 +107,8 @@ export async function checkSchema(
   } catch (err) {
     if (!(err instanceof ToolSchemaError)) throw err;
     ctx.record("tool.schema.valid", "fail", err.violations.map((v) => `${v.message} [${v.rule}]`).join("; "));
+    // Streams are still judged, each operation against its own declaration.
+    toolset = lenientToolset(response);
   }
   if (response.tools.length === 0)
     ctx.record("tool.schema.operations", "fail", "GetSchema declares no operation");
@@ -111,7 +145,7 @@ export async function checkSchema(
     problems.length ? "fail" : "pass",
     problems.length ? problems.join("; ") : `${attrs.length} attributes`,
   );
-  return { response, ...(toolset ? { toolset } : {}) };
+  return { response, toolset };
 }
 
 export async function checkConfigure(ctx: CheckContext, response: GetSchemaResponse): Promise<boolean> {
