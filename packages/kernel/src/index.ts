@@ -1,3 +1,45 @@
-// Entry point of the kernel package. The domain core is also reachable on its own as
-// "@pluggableharness/kernel/domain".
+// Entry point of the kernel package: createKernel and the types its callers use. The
+// domain core is also reachable on its own as "@pluggableharness/kernel/domain".
+
+export { InvocationTracker } from "./callbacks/invocations.ts";
+export { type KernelClock, systemClock } from "./clock.ts";
 export * as domain from "./domain/index.ts";
+export { attachHandler } from "./frontends/attach.ts";
+export type { AttachPlan, BackfillSource, ServerEventInit, Subscriber } from "./frontends/channel.ts";
+export { expandTemplate, FrontendRequestError } from "./frontends/hub.ts";
+export { EventRenderer, genericRenderTree, type RenderableEvent } from "./frontends/renderer.ts";
+export { type HookContext, HookDispatcher, type HookOutcome } from "./hooks/dispatcher.ts";
+export {
+  createKernel,
+  type Kernel,
+  type KernelOptions,
+  type SessionHandle,
+  type StartSessionOptions,
+} from "./kernel.ts";
+export {
+  discardLog,
+  KernelLogger,
+  type KernelLogLevel,
+  type KernelLogRecord,
+  type KernelLogSink,
+  LOG_LEVEL_ORDER,
+} from "./log.ts";
+export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/bounds.ts";
+export { DEFAULT_LIMITS, type LoopLimits } from "./loop/deps.ts";
+export { finalAnswerInstruction } from "./loop/driver.ts";
+export type {
+  ClientEventInit,
+  ConnectOptions,
+  FrontendConnection,
+  FrontendPort,
+} from "./loop/frontend-port.ts";
+export { retryDelayMs } from "./loop/model-call.ts";
+export { declaredToolName, TOOL_NAME_SEPARATOR, ToolNameCollisionError } from "./loop/tool-registry.ts";
+export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
+export {
+  ProviderConfigureError,
+  ProviderLoadError,
+  type ProviderStatus,
+} from "./plugins/providers.ts";
+export { noTrace, type TraceEvent, type Tracer } from "./trace.ts";
+export { KERNEL_VERSION } from "./version.ts";

@@ -1,0 +1,153 @@
+// KernelCallbackService: what plugins may ask of the kernel over the broker connection.
+// The caller is the plugin the connection belongs to; nothing in a request can change
+// that. Emit writes only into a session the caller is serving a call for, with a
+// kernel-assigned id and sequence; Log lands in the kernel's log, attributed; CountTokens
+// is exact through a model provider's own tokenizer when it has one, otherwise the one
+// documented fallback; RunSession (sub-agents) is not available yet.
+
+import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
+import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
+import type { KernelCallbackService } from "@pluggableharness/protocol/kernel";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { LogLevel } from "@pluggableharness/protocol/log";
+import type { CallbackContext, CallbackPeer } from "@pluggableharness/runtime";
+import { fallbackTokenCountOfBlocks } from "../domain/index.ts";
+import type { KernelLogger, KernelLogLevel } from "../log.ts";
+import type { Session } from "../loop/session.ts";
+import type { ProviderRegistry } from "../plugins/providers.ts";
+import type { InvocationTracker } from "./invocations.ts";
+
+const INVALID_ARGUMENT = 3;
+const FAILED_PRECONDITION = 9;
+const PERMISSION_DENIED = 7;
+const UNIMPLEMENTED = 12;
+const COUNT_TOKENS_TIMEOUT_MS = 10_000;
+
+const LEVELS: Record<number, KernelLogLevel> = {
+  [LogLevel.TRACE]: "trace",
+  [LogLevel.DEBUG]: "debug",
+  [LogLevel.INFO]: "info",
+  [LogLevel.WARN]: "warn",
+  [LogLevel.ERROR]: "error",
+  [LogLevel.FATAL]: "fatal",
+};
+
+export interface CallbackDeps {
+  readonly session: (id: string) => Session | undefined;
+  readonly tracker: InvocationTracker;
+  readonly providers: () => ProviderRegistry | undefined;
+  readonly log: KernelLogger;
+  readonly kernelProducer: ProducerRef;
+}
+
+/** The producer to record for a plugin acting in `category`; never UNSPECIFIED. */
+export function producerFor(
+  producers: ReadonlyMap<string, ProducerRef>,
+  category: string,
+): ProducerRef | undefined {
+  const own = producers.get(category);
+  if (own && own.category !== PluginCategory.UNSPECIFIED) return own;
+  const other = [...producers.values()].find((p) => p.category !== PluginCategory.UNSPECIFIED);
+  if (!other) return undefined;
+  return own ? { ...own, category: other.category } : other;
+}
+
+export function callbackImplementation(
+  deps: CallbackDeps,
+  peer: CallbackPeer,
+): ServiceImpl<typeof KernelCallbackService, CallbackContext> {
+  return {
+    emit(req) {
+      if (!req.sessionId) throw new StatusError(INVALID_ARGUMENT, "EmitRequest.session_id is required");
+      if (req.kind === EventKind.UNSPECIFIED || EventKind[req.kind] === undefined) {
+        throw new StatusError(
+          INVALID_ARGUMENT,
+          `EmitRequest.kind is ${req.kind === EventKind.UNSPECIFIED ? "EVENT_KIND_UNSPECIFIED" : `unknown (${req.kind})`}; set the kind of the event being persisted`,
+        );
+      }
+      if (!req.schemaVersion)
+        throw new StatusError(INVALID_ARGUMENT, "EmitRequest.schema_version is required");
+      const session = deps.session(req.sessionId);
+      const category = deps.tracker.categoryFor(peer.plugin, req.sessionId);
+      if (!session || category === undefined) {
+        throw new StatusError(
+          PERMISSION_DENIED,
+          `plugin "${peer.plugin}" is not serving a call for session ${req.sessionId}; Emit writes only into the session a plugin was invoked for`,
+        );
+      }
+      const producer = producerFor(peer.producers, category);
+      if (!producer) {
+        throw new StatusError(
+          FAILED_PRECONDITION,
+          `plugin "${peer.plugin}" has no producer identity (Describe)`,
+        );
+      }
+      const appended = session.persist(req.kind, producer, req.payload, { schemaVersion: req.schemaVersion });
+      return { id: appended.id, sequence: BigInt(appended.sequence) };
+    },
+
+    log(req) {
+      const entry = req.entry;
+      const level = entry ? LEVELS[entry.level] : undefined;
+      if (!entry || !level) {
+        throw new StatusError(
+          INVALID_ARGUMENT,
+          "LogRequest.entry.level must be one of TRACE..FATAL (UNSPECIFIED is invalid)",
+        );
+      }
+      const ms = entry.time
+        ? Number(entry.time.seconds) * 1000 + Math.floor(entry.time.nanos / 1e6)
+        : Date.now();
+      // FATAL is a severity label only: routed like any other entry, nothing more.
+      deps.log.forward({
+        time: new Date(ms),
+        level,
+        source: "plugin",
+        plugin: peer.plugin,
+        instance: peer.instance,
+        logger: entry.logger || peer.plugin,
+        message: entry.message,
+        ...(req.sessionId ? { sessionId: req.sessionId } : {}),
+        ...(entry.fields && Object.keys(entry.fields).length > 0 ? { fields: entry.fields } : {}),
+      });
+      return {};
+    },
+
+    async countTokens(req, ctx) {
+      const textOf = req.content.map((b) => (b.block.case === "text" ? b.block.value.text : "")).join("");
+      const ref = req.modelRef;
+      const provider = ref ? deps.providers()?.get(ref.provider) : undefined;
+      if (ref && provider?.models?.models.has(ref.id) && provider.countTokensSupported !== false) {
+        try {
+          const res = await provider.model.countTokens(
+            { text: textOf, modelId: ref.id },
+            { timeoutMs: COUNT_TOKENS_TIMEOUT_MS, signal: ctx.signal },
+          );
+          provider.countTokensSupported = true;
+          return { count: res.count, exact: true };
+        } catch (err) {
+          if ((err as { code?: number }).code === UNIMPLEMENTED) provider.countTokensSupported = false;
+          else {
+            deps.log.debug("model provider CountTokens failed; using the fallback estimate", {
+              provider: ref.provider,
+              error: (err as Error).message,
+            });
+          }
+        }
+      }
+      const fallback = fallbackTokenCountOfBlocks(req.content);
+      return { count: BigInt(fallback.count), exact: false };
+    },
+
+    runSession() {
+      throw new StatusError(
+        UNIMPLEMENTED,
+        "RunSession (sub-agent sessions) is not implemented by this kernel build yet; a tool cannot spawn a child session",
+      );
+    },
+
+    describe() {
+      return { producer: deps.kernelProducer };
+    },
+  };
+}

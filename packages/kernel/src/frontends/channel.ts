@@ -1,0 +1,152 @@
+// One session's outgoing ServerEvents, in one order for every subscriber. Everything a
+// session sends (stream deltas, renders of persisted events, plan-ready, permission
+// and interactive requests, usage and status updates) goes through one serial queue,
+// so a subscriber never sees a permission request before the plan it belongs to, and
+// an attaching frontend's backfill (replayed renders up to the last event queued before
+// it attached) is followed exactly by the live events after it.
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/frontend";
+import type { PlacedContent } from "@pluggableharness/protocol/render";
+import type { KernelLogger } from "../log.ts";
+import type { RenderableEvent } from "./renderer.ts";
+
+export type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
+
+/** The part of a frontend connection a channel writes to. */
+export interface Subscriber {
+  readonly interactive: boolean;
+  deliver(event: ServerEvent): void;
+}
+
+export interface BackfillSource {
+  /** Persisted events with sequence <= through, in sequence order. */
+  events(through: number): Iterable<RenderableEvent>;
+}
+
+export interface AttachPlan {
+  /** Sent first (session_attached). */
+  readonly opening: ServerEventInit;
+  readonly backfill: BackfillSource;
+  readonly requestId?: string;
+  /** Sent after backfill_complete, once the subscriber is live (e.g. pending requests). */
+  readonly live?: () => ServerEventInit[];
+}
+
+export class SessionChannel {
+  readonly sessionId: string;
+  readonly #subscribers = new Set<Subscriber>();
+  readonly #render: (event: RenderableEvent) => Promise<PlacedContent>;
+  readonly #log: KernelLogger;
+  #tail: Promise<void> = Promise.resolve();
+  #lastQueued = 0;
+  /** Called whenever the subscriber set changes. */
+  onSubscribersChanged: (() => void) | undefined;
+
+  constructor(
+    sessionId: string,
+    render: (event: RenderableEvent) => Promise<PlacedContent>,
+    log: KernelLogger,
+  ) {
+    this.sessionId = sessionId;
+    this.#render = render;
+    this.#log = log;
+  }
+
+  /** The sequence of the last persisted event queued for delivery. */
+  get lastQueuedSequence(): number {
+    return this.#lastQueued;
+  }
+
+  /** Starts the channel after an existing history (a session loaded from its file). */
+  resumeAfter(sequence: number): void {
+    this.#lastQueued = Math.max(this.#lastQueued, sequence);
+  }
+
+  get subscriberCount(): number {
+    return this.#subscribers.size;
+  }
+
+  /** True when a subscriber can answer permission and interactive requests. */
+  hasInteractiveSubscriber(): boolean {
+    for (const s of this.#subscribers) if (s.interactive) return true;
+    return false;
+  }
+
+  isSubscribed(s: Subscriber): boolean {
+    return this.#subscribers.has(s);
+  }
+
+  /** Queues a live event for every subscriber. */
+  publish(init: ServerEventInit): void {
+    const event = create(ServerEventSchema, { ...init, sessionId: this.sessionId });
+    this.#enqueue(async () => this.#broadcast(event));
+  }
+
+  /** Queues the render of a persisted event (call in the same tick as the append). */
+  publishPersisted(event: RenderableEvent): void {
+    this.#lastQueued = Math.max(this.#lastQueued, event.sequence);
+    if (this.#subscribers.size === 0) return; // nobody to render for; backfill covers late joiners
+    this.#enqueue(async () => {
+      if (this.#subscribers.size === 0) return;
+      const content = await this.#safeRender(event);
+      this.#broadcast(
+        create(ServerEventSchema, {
+          sessionId: this.sessionId,
+          event: { case: "render", value: { content } },
+        }),
+      );
+    });
+  }
+
+  /** Queues a backfill for `subscriber` and subscribes it afterwards. */
+  attach(subscriber: Subscriber, plan: AttachPlan): Promise<void> {
+    return this.#enqueue(async () => {
+      const through = this.#lastQueued;
+      const send = (init: ServerEventInit) =>
+        subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
+      send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
+      for (const e of plan.backfill.events(through)) {
+        const content = await this.#safeRender(e);
+        send({ event: { case: "render", value: { content } } });
+      }
+      send({
+        ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}),
+        event: { case: "backfillComplete", value: { lastSequence: BigInt(through) } },
+      });
+      this.#subscribers.add(subscriber);
+      this.onSubscribersChanged?.();
+      for (const init of plan.live?.() ?? []) send(init);
+    });
+  }
+
+  /** Subscribes without a backfill (the creator of a new session). */
+  subscribe(subscriber: Subscriber): void {
+    this.#subscribers.add(subscriber);
+    this.onSubscribersChanged?.();
+  }
+
+  unsubscribe(subscriber: Subscriber): void {
+    if (this.#subscribers.delete(subscriber)) this.onSubscribersChanged?.();
+  }
+
+  /** Resolves once everything queued so far has been delivered. */
+  flush(): Promise<void> {
+    return this.#enqueue(async () => {});
+  }
+
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.#tail.then(task).catch((err: unknown) => {
+      this.#log.error("frontend delivery failed", { error: (err as Error).message }, this.sessionId);
+    });
+    this.#tail = run;
+    return run;
+  }
+
+  #broadcast(event: ServerEvent): void {
+    for (const s of this.#subscribers) s.deliver(event);
+  }
+
+  async #safeRender(event: RenderableEvent): Promise<PlacedContent> {
+    return this.#render(event);
+  }
+}

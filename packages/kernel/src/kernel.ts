@@ -1,0 +1,594 @@
+// createKernel: configuration, providers, policy, hooks, sessions and the frontend hub,
+// put together. The CLI creates one kernel per process; the headless printer and the
+// terminal UI talk to it through `frontends` (FrontendPort), plugins through the
+// callback service each of them is given.
+import { existsSync, statSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import {
+  type AgentConfig,
+  ConfigError,
+  devOverridePaths,
+  errorsOf,
+  getProfile,
+  loadAlwaysRules,
+  loadGlobalConfig,
+  loadProjectConfig,
+  PolicyEngine,
+  readLockFile,
+  resolveProviders,
+  verifyLock,
+} from "@pluggableharness/config";
+import type { ContentBlock } from "@pluggableharness/protocol/content";
+import { HookErrorEventSchema } from "@pluggableharness/protocol/event";
+import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
+import type { HookError } from "@pluggableharness/protocol/hook";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import type { CallbackPeer, CrashReport, PluginLogRecord } from "@pluggableharness/runtime";
+import {
+  createSession,
+  hookErrorProducer,
+  isSessionId,
+  kernelProducer,
+  listSessions,
+  openSessionReader,
+  openSessionWriter,
+  REOPENABLE_STATUSES,
+  SchemaTooNewError,
+  SessionNotFoundError,
+  type SessionReader,
+} from "@pluggableharness/state";
+import { InvocationTracker } from "./callbacks/invocations.ts";
+import { callbackImplementation } from "./callbacks/service.ts";
+import { type KernelClock, systemClock } from "./clock.ts";
+import { ulidGenerator } from "./domain/index.ts";
+import { attachHandler } from "./frontends/attach.ts";
+import { SessionChannel } from "./frontends/channel.ts";
+import {
+  type CreateSessionRequest,
+  FrontendHub,
+  FrontendRequestError,
+  type HubSession,
+  type ListSessionsRequest,
+  type SessionService,
+} from "./frontends/hub.ts";
+import { EventRenderer } from "./frontends/renderer.ts";
+import { HookDispatcher } from "./hooks/dispatcher.ts";
+import { discardLog, KernelLogger, type KernelLogLevel, type KernelLogSink } from "./log.ts";
+import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
+import { runSessionRun } from "./loop/driver.ts";
+import type { FrontendPort } from "./loop/frontend-port.ts";
+import { routeCandidates } from "./loop/model-call.ts";
+import { Session } from "./loop/session.ts";
+import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
+import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
+import { noTrace, type Tracer } from "./trace.ts";
+import { KERNEL_VERSION } from "./version.ts";
+
+export interface KernelOptions {
+  /** The project: where agent.hcl, .agent/ and relative paths live. */
+  readonly projectDir: string;
+  /** The installation root holding first-party providers (providers/<name>/). */
+  readonly installationRoot: string;
+  /** Environment for env() in agent.hcl and the global config path (default: process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Sessions directory (default: $XDG_STATE_HOME/agent/sessions). */
+  readonly stateDir?: string;
+  /** Where the kernel's and the plugins' log records go (default: discarded). */
+  readonly logSink?: KernelLogSink;
+  /** Minimum level passed to the sink (default: settings.log_level). */
+  readonly logLevel?: KernelLogLevel;
+  /** How an `ask` resolves when no interactive frontend is attached: deny (default) or allow. */
+  readonly headlessAsk?: "deny" | "allow";
+  /** Local name -> executable, on top of the global config's dev_overrides. */
+  readonly devOverrides?: Readonly<Record<string, string>>;
+  /** Read $XDG_CONFIG_HOME/agent/config.hcl (default true). */
+  readonly globalConfig?: boolean;
+  /** Providers not to launch (e.g. the terminal UI in a headless run). */
+  readonly exclude?: readonly string[];
+  /** Run without providers that fail to load instead of failing (default false). */
+  readonly tolerateProviderFailures?: boolean;
+  /** Share plugin processes with other kernels (tests); the kernel then never stops them. */
+  readonly pool?: PluginPool;
+  /** A configuration already loaded (skips reading agent.hcl). */
+  readonly config?: AgentConfig;
+  readonly clock?: KernelClock;
+  readonly trace?: Tracer;
+  /** Session file durability (default "full"; "normal" for tests). */
+  readonly durability?: "full" | "normal";
+  readonly limits?: Partial<LoopLimits>;
+}
+
+export interface StartSessionOptions {
+  /** Agent profile (default "default"). */
+  readonly profile?: string;
+  /** Default: the project directory. */
+  readonly workingDirectory?: string;
+  /** The first user message; without one the session waits for send(). */
+  readonly prompt?: string | readonly ContentBlock[];
+  /** Withhold resource tools from the model (plan mode). */
+  readonly planMode?: boolean;
+}
+
+/** A session driven through the API rather than a frontend connection. */
+export interface SessionHandle {
+  readonly id: string;
+  readonly profile: string;
+  status(): SessionStatus;
+  info(): SessionInfo;
+  /** A user message: starts a run, queues behind the current one, or re-opens a completed/cancelled session. */
+  send(prompt: string | readonly ContentBlock[]): void;
+  /** Cancels the current run (model stream and running tools); the session records `cancelled`. */
+  interrupt(): void;
+  setPlanMode(on: boolean): void;
+  /** Resolves with the status once no run is active and nothing is queued. */
+  idle(): Promise<SessionStatus>;
+}
+
+export interface Kernel {
+  readonly frontends: FrontendPort;
+  readonly config: AgentConfig;
+  startSession(options?: StartSessionOptions): Promise<SessionHandle>;
+  /** Loads a session to continue it (COMPLETED or CANCELLED ones re-open on the next send). */
+  resumeSession(sessionId: string): Promise<SessionHandle>;
+  listProviders(): readonly ProviderStatus[];
+  /** Cancels running sessions, closes every connection and stops the plugins this kernel owns. */
+  shutdown(): Promise<void>;
+}
+
+/** A session that cannot run here (another kernel's, a profile gone from agent.hcl): replay only. */
+class ArchivedSession implements HubSession {
+  readonly id: string;
+  readonly channel: SessionChannel;
+  readonly #dir: string | undefined;
+  #status: SessionStatus;
+
+  constructor(
+    id: string,
+    dir: string | undefined,
+    renderer: EventRenderer,
+    log: KernelLogger,
+    reader: SessionReader,
+  ) {
+    this.id = id;
+    this.#dir = dir;
+    this.#status = reader.meta().status;
+    this.channel = new SessionChannel(id, (e) => renderer.render(e), log);
+    this.channel.resumeAfter(reader.lastSequence());
+  }
+
+  #reader(): SessionReader {
+    return openSessionReader(this.id, this.#dir ? { dir: this.#dir } : {});
+  }
+
+  info(): SessionInfo {
+    const r = this.#reader();
+    try {
+      return r.info();
+    } finally {
+      r.close();
+    }
+  }
+
+  status(): SessionStatus {
+    return this.#status;
+  }
+
+  openBackfill() {
+    const r = this.#reader();
+    return { events: (through: number) => r.events({ throughSequence: through }), close: () => r.close() };
+  }
+
+  slashCommands() {
+    return undefined;
+  }
+}
+
+function textPrompt(prompt: string | readonly ContentBlock[]): ContentBlock[] {
+  if (typeof prompt !== "string") return [...prompt];
+  return [
+    {
+      $typeName: "pluggableharness.content.v1.ContentBlock",
+      block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text: prompt } },
+    },
+  ];
+}
+
+class KernelImpl implements Kernel, PoolOwner, SessionService {
+  readonly config: AgentConfig;
+  readonly frontends: FrontendHub;
+  readonly #options: KernelOptions;
+  readonly #pool: PluginPool;
+  readonly #ownsPool: boolean;
+  readonly #log: KernelLogger;
+  readonly #sessions = new Map<string, Session>();
+  readonly #tracker = new InvocationTracker();
+  readonly #renderer: EventRenderer;
+  readonly #kernelProducer = kernelProducer(KERNEL_VERSION);
+  #providers: ProviderRegistry | undefined;
+  #deps: LoopDeps | undefined;
+  #closed = false;
+
+  constructor(options: KernelOptions, config: AgentConfig, log: KernelLogger) {
+    this.#options = options;
+    this.config = config;
+    this.#log = log;
+    this.#pool = options.pool ?? new PluginPool();
+    this.#ownsPool = options.pool === undefined;
+    this.#renderer = new EventRenderer(() => this.#providers, log.child("render"));
+    this.frontends = new FrontendHub(this, log.child("frontends"));
+  }
+
+  async init(resolved: Parameters<typeof ProviderRegistry.load>[0]["resolved"]): Promise<void> {
+    const env = this.#options.env ?? process.env;
+    const providers = await ProviderRegistry.load({
+      config: this.config,
+      resolved,
+      pool: this.#pool,
+      owner: this,
+      env,
+      log: this.#log.child("providers"),
+      ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
+      ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
+    });
+    this.#providers = providers;
+    const always = loadAlwaysRules(this.config.projectDir);
+    if (!always.ok) throw new ConfigError(errorsOf(always.diagnostics), "the ALWAYS policy store");
+    const clock = this.#options.clock ?? systemClock;
+    const trace = this.#options.trace ?? noTrace;
+    const settings = this.config.settings;
+    const hooks = new HookDispatcher({
+      subscriptions: this.config.hooks,
+      providers,
+      defaultTimeoutMs: settings.default_hook_timeout_ms,
+      tracker: this.#tracker,
+      log: this.#log.child("hooks"),
+      trace,
+      onHookError: (sessionId, error) => this.#recordHookError(sessionId, error),
+    });
+    const newUlid = ulidGenerator(() => clock.now());
+    this.#deps = {
+      config: this.config,
+      settings,
+      providers,
+      hooks,
+      tracker: this.#tracker,
+      renderer: this.#renderer,
+      clock,
+      log: this.#log.child("loop"),
+      trace,
+      kernelProducer: this.#kernelProducer,
+      policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
+      projectDir: this.config.projectDir,
+      headlessAsk: this.#options.headlessAsk ?? "deny",
+      limits: {
+        ...DEFAULT_LIMITS,
+        maxSessionRetries: settings.retry.max_retries * 4,
+        ...this.#options.limits,
+      },
+      newId: newUlid,
+    };
+  }
+
+  get #d(): LoopDeps {
+    if (!this.#deps) throw new Error("the kernel is not initialised");
+    return this.#deps;
+  }
+
+  #recordHookError(sessionId: string, error: HookError): void {
+    const session = this.#sessions.get(sessionId);
+    if (!session) return;
+    session.persist(
+      EventKind.HOOK_ERROR,
+      hookErrorProducer(error),
+      toBinary(HookErrorEventSchema, create(HookErrorEventSchema, { error })),
+    );
+  }
+
+  // ---- PoolOwner -------------------------------------------------------------------------
+
+  callbacks(peer: CallbackPeer) {
+    return callbackImplementation(
+      {
+        session: (id) => this.#sessions.get(id),
+        tracker: this.#tracker,
+        providers: () => this.#providers,
+        log: this.#log.child("callbacks"),
+        kernelProducer: this.#kernelProducer,
+      },
+      peer,
+    );
+  }
+
+  attach = (peer: CallbackPeer) =>
+    attachHandler(this.frontends, `plugin:${peer.plugin}`, this.#log.child("attach"));
+
+  pluginLog(record: PluginLogRecord): void {
+    this.#log.forward({
+      time: record.time,
+      level: record.level,
+      source: "plugin",
+      plugin: record.plugin,
+      instance: record.instance,
+      logger: record.logger || record.plugin,
+      message: record.message,
+      ...(Object.keys(record.fields).length > 0 ? { fields: record.fields } : {}),
+    });
+  }
+
+  pluginCrashed(report: CrashReport): void {
+    this.#log.error(`plugin "${report.plugin}" crashed`, {
+      consecutive: report.consecutive,
+      repeated: report.repeated,
+      error: report.error.message.split("\n")[0],
+    });
+  }
+
+  // ---- SessionService (the frontend hub's side) ---------------------------------------------
+
+  async createSession(request: CreateSessionRequest): Promise<Session> {
+    return this.#create({
+      profile: request.profile || "default",
+      workingDirectory: request.workingDirectory,
+    });
+  }
+
+  startCreated(session: HubSession, prompt: ContentBlock[]): void {
+    (session as Session).enqueue(prompt);
+  }
+
+  async openSession(sessionId: string, intent: "attach" | "resume"): Promise<HubSession> {
+    const live = this.#sessions.get(sessionId);
+    if (live) return live;
+    const dir = this.#options.stateDir;
+    if (!isSessionId(sessionId)) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_NOT_FOUND,
+        `"${sessionId}" is not a session id`,
+      );
+    }
+    let reader: SessionReader;
+    try {
+      reader = openSessionReader(sessionId, dir ? { dir } : {});
+    } catch (err) {
+      if (err instanceof SessionNotFoundError) {
+        throw new FrontendRequestError(FrontendErrorCategory.SESSION_NOT_FOUND, `no session ${sessionId}`);
+      }
+      if (err instanceof SchemaTooNewError) {
+        throw new FrontendRequestError(FrontendErrorCategory.SCHEMA_TOO_NEW, err.message);
+      }
+      throw err;
+    }
+    try {
+      const meta = reader.meta();
+      const profile = getProfile(this.config, meta.profile);
+      const runnable =
+        intent === "resume" &&
+        profile !== undefined &&
+        (REOPENABLE_STATUSES.has(meta.status) || meta.status === SessionStatus.RUNNING);
+      if (!runnable)
+        return new ArchivedSession(sessionId, dir, this.#renderer, this.#log.child("frontends"), reader);
+    } finally {
+      reader.close();
+    }
+    const writer = openSessionWriter(sessionId, {
+      ...(dir ? { dir } : {}),
+      ...(this.#options.durability ? { durability: this.#options.durability } : {}),
+    });
+    try {
+      const profile = getProfile(this.config, writer.meta().profile)!;
+      const session = new Session(
+        this.#d,
+        {
+          writer,
+          profile,
+          workingDirectory: this.config.projectDir,
+          history: Session.historyFromFile(writer),
+        },
+        (s, input, signal) => runSessionRun(this.#d, s, input, signal),
+      );
+      this.#sessions.set(session.id, session);
+      return session;
+    } catch (err) {
+      writer.close();
+      throw err;
+    }
+  }
+
+  listSessions(request: ListSessionsRequest): SessionInfo[] {
+    const dir = this.#options.stateDir;
+    if (request.parentSessionId !== undefined) {
+      if (!isSessionId(request.parentSessionId)) {
+        throw new FrontendRequestError(
+          FrontendErrorCategory.SESSION_NOT_FOUND,
+          `"${request.parentSessionId}" is not a session id`,
+        );
+      }
+      try {
+        openSessionReader(request.parentSessionId, dir ? { dir } : {}).close();
+      } catch {
+        throw new FrontendRequestError(
+          FrontendErrorCategory.SESSION_NOT_FOUND,
+          `no session ${request.parentSessionId}`,
+        );
+      }
+    }
+    return listSessions({
+      ...(dir ? { dir } : {}),
+      ...(request.status !== undefined ? { status: request.status } : {}),
+      ...(request.parentSessionId !== undefined ? { parentSessionId: request.parentSessionId } : {}),
+      ...(request.rootsOnly ? { rootsOnly: true } : {}),
+    }).sessions;
+  }
+
+  async #create(options: { profile: string; workingDirectory?: string }): Promise<Session> {
+    if (this.#closed)
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        "the kernel is shutting down",
+      );
+    const deps = this.#d;
+    const profile = getProfile(this.config, options.profile);
+    if (!profile) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        `no agent_profile "${options.profile}" in ${this.config.file}`,
+      );
+    }
+    const wd = options.workingDirectory
+      ? isAbsolute(options.workingDirectory)
+        ? options.workingDirectory
+        : resolve(this.config.projectDir, options.workingDirectory)
+      : this.config.projectDir;
+    if (!existsSync(wd) || !statSync(wd).isDirectory()) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        `working directory ${wd} is not a directory`,
+      );
+    }
+    const dir = this.#options.stateDir;
+    const writer = createSession(
+      { profile: profile.name, depth: 0 },
+      {
+        ...(dir ? { dir } : {}),
+        ...(this.#options.durability ? { durability: this.#options.durability } : {}),
+      },
+    );
+    let session: Session;
+    try {
+      session = new Session(deps, { writer, profile, workingDirectory: wd }, (s, input, signal) =>
+        runSessionRun(deps, s, input, signal),
+      );
+    } catch (err) {
+      writer.setStatus(SessionStatus.FAILED);
+      writer.close();
+      throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
+    }
+    const route = routeCandidates(deps, session.candidates(), 0, {
+      inputTokens: 0n,
+      messages: [],
+      tools: [],
+    });
+    if (!route.chosen) {
+      writer.setStatus(SessionStatus.FAILED);
+      writer.close();
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
+      );
+    }
+    this.#sessions.set(session.id, session);
+    return session;
+  }
+
+  // ---- Kernel ----------------------------------------------------------------------------------
+
+  async startSession(options: StartSessionOptions = {}): Promise<SessionHandle> {
+    const session = await this.#create({
+      profile: options.profile ?? "default",
+      ...(options.workingDirectory ? { workingDirectory: options.workingDirectory } : {}),
+    });
+    session.planMode = options.planMode ?? false;
+    if (options.prompt !== undefined) session.enqueue(textPrompt(options.prompt));
+    return handleFor(session);
+  }
+
+  async resumeSession(sessionId: string): Promise<SessionHandle> {
+    const session = await this.openSession(sessionId, "resume");
+    if (!(session instanceof Session)) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_REPLAY_ONLY,
+        `session ${sessionId} ended with status ${SessionStatus[session.status()]?.toLowerCase()} and can only be replayed`,
+      );
+    }
+    return handleFor(session);
+  }
+
+  listProviders(): readonly ProviderStatus[] {
+    return this.#providers?.statuses() ?? [];
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const s of this.#sessions.values()) s.interrupt();
+    await Promise.all([...this.#sessions.values()].map((s) => s.waitRun().catch(() => {})));
+    await Promise.all([...this.#sessions.values()].map((s) => s.channel.flush()));
+    this.frontends.closeAll();
+    for (const s of this.#sessions.values()) {
+      try {
+        s.writer.close();
+      } catch {
+        // already closed
+      }
+    }
+    this.#sessions.clear();
+    this.#pool.release(this);
+    if (this.#ownsPool) await this.#pool.shutdown();
+  }
+}
+
+function handleFor(session: Session): SessionHandle {
+  return {
+    id: session.id,
+    profile: session.profile.name,
+    status: () => session.status(),
+    info: () => session.info(),
+    send: (prompt) => {
+      const err = session.submit(textPrompt(prompt), { mayReopen: true });
+      if (err) throw new FrontendRequestError(err.category, err.message);
+    },
+    interrupt: () => session.interrupt(),
+    setPlanMode: (on) => {
+      session.planMode = on;
+    },
+    idle: () => session.idle(),
+  };
+}
+
+/** Loads the configuration, launches and configures every provider, and returns a ready kernel. */
+export async function createKernel(options: KernelOptions): Promise<Kernel> {
+  const env = options.env ?? process.env;
+  const projectDir = resolve(options.projectDir);
+  let config = options.config;
+  if (!config) {
+    const loaded = loadProjectConfig(projectDir, { env });
+    if (!loaded.ok) throw new ConfigError(errorsOf(loaded.diagnostics));
+    config = loaded.config;
+  }
+  const log = new KernelLogger(
+    options.logSink ?? discardLog,
+    "kernel",
+    options.logLevel ?? config.settings.log_level,
+  );
+  for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.column}: ${w.summary}: ${w.detail}`);
+
+  let devOverrides: Record<string, string> = {};
+  if (options.globalConfig !== false) {
+    const global = loadGlobalConfig({ env });
+    if (!global.ok) throw new ConfigError(errorsOf(global.diagnostics), "the global configuration");
+    devOverrides = devOverridePaths(global.config);
+  }
+  devOverrides = { ...devOverrides, ...options.devOverrides };
+  const { providers: resolved, diagnostics } = resolveProviders(config, {
+    installationRoot: options.installationRoot,
+    devOverrides,
+  });
+  if (errorsOf(diagnostics).length > 0) throw new ConfigError(errorsOf(diagnostics));
+  const lock = readLockFile(projectDir);
+  if (!lock.ok) throw new ConfigError(errorsOf(lock.diagnostics), "the lock file");
+  if (lock.lock) {
+    const problems = errorsOf(verifyLock(lock.lock, resolved));
+    if (problems.length > 0) throw new ConfigError(problems, "the lock file");
+  }
+
+  const kernel = new KernelImpl(options, config, log);
+  try {
+    await kernel.init(resolved);
+  } catch (err) {
+    await kernel.shutdown().catch(() => {});
+    throw err;
+  }
+  return kernel;
+}

@@ -1,0 +1,155 @@
+// Loop-level guards: the three independent bounds (turns, cost rolled up the session
+// tree, wall clock), the doom-loop detector and the circuit breaker. Each one firing
+// takes the same path: one more turn without tools, then the session ends.
+import { createHash } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { canonicalJson } from "../domain/index.ts";
+
+export type StopReason =
+  | "max_turns"
+  | "max_cost_usd"
+  | "max_wall_clock_s"
+  | "doom_loop"
+  | "denial_breaker"
+  | "crash_breaker";
+
+/** The status a session ends with after the final-answer turn a guard forced. */
+export function statusForStop(reason: StopReason): SessionStatus {
+  switch (reason) {
+    case "max_turns":
+      return SessionStatus.ERROR_MAX_TURNS;
+    case "max_cost_usd":
+      return SessionStatus.ERROR_MAX_BUDGET_USD;
+    case "max_wall_clock_s":
+      return SessionStatus.ERROR_MAX_WALL_CLOCK;
+    default:
+      // Doom loops and tripped breakers have no status of their own: the session did
+      // not finish its task, and the detail says which guard stopped it.
+      return SessionStatus.FAILED;
+  }
+}
+
+/**
+ * Spend tracking along the session tree. Every cost is charged to the session that
+ * spent it and to each ancestor; a session's remaining budget is the smallest
+ * remainder on its path to the root (an ancestor's tighter bound always wins).
+ */
+export class CostNode {
+  readonly limitUsd: number | undefined;
+  readonly parent: CostNode | undefined;
+  #spentUsd = 0;
+
+  constructor(limitUsd?: number, parent?: CostNode) {
+    this.limitUsd = limitUsd;
+    this.parent = parent;
+  }
+
+  /** Own spend plus every descendant's. */
+  get spentUsd(): number {
+    return this.#spentUsd;
+  }
+
+  charge(usd: number): void {
+    for (let n: CostNode | undefined = this; n; n = n.parent) n.#spentUsd += usd;
+  }
+
+  /** +Infinity when no session on the path has a cost bound. */
+  remainingUsd(): number {
+    let remaining = Number.POSITIVE_INFINITY;
+    for (let n: CostNode | undefined = this; n; n = n.parent) {
+      if (n.limitUsd !== undefined) remaining = Math.min(remaining, n.limitUsd - n.#spentUsd);
+    }
+    return remaining;
+  }
+
+  /** Starts a fresh count (a re-opened session's bounds reset). */
+  reset(): void {
+    this.#spentUsd = 0;
+  }
+}
+
+export interface BoundsInput {
+  readonly maxTurns?: number;
+  readonly maxWallClockS?: number;
+  readonly turns: number;
+  readonly elapsedMs: number;
+  readonly cost: CostNode;
+}
+
+/** The first bound that has fired, checked independently in a fixed order. */
+export function checkBounds(input: BoundsInput): StopReason | undefined {
+  if (input.maxTurns !== undefined && input.turns >= input.maxTurns) return "max_turns";
+  if (input.cost.remainingUsd() <= 0) return "max_cost_usd";
+  if (input.maxWallClockS !== undefined && input.elapsedMs >= input.maxWallClockS * 1000) {
+    return "max_wall_clock_s";
+  }
+  return undefined;
+}
+
+/** hash(tool name, canonical input): what the doom-loop detector compares. */
+export function callHash(toolName: string, input: JsonObject | undefined): string {
+  return createHash("sha256")
+    .update(canonicalJson([toolName, input ?? {}]))
+    .digest("hex");
+}
+
+/** Fires when the last `threshold` resource/data-source calls are identical. */
+export class DoomLoopDetector {
+  readonly threshold: number;
+  readonly window: number;
+  readonly #recent: string[] = [];
+
+  constructor(threshold: number, window: number) {
+    this.threshold = threshold;
+    this.window = Math.max(window, threshold);
+  }
+
+  /** Records one call; true when it completes a run of `threshold` identical calls. */
+  record(hash: string): boolean {
+    this.#recent.push(hash);
+    if (this.#recent.length > this.window) this.#recent.shift();
+    if (this.#recent.length < this.threshold) return false;
+    const tail = this.#recent.slice(-this.threshold);
+    return tail.every((h) => h === tail[0]);
+  }
+
+  reset(): void {
+    this.#recent.length = 0;
+  }
+}
+
+/** Consecutive denials, and consecutive crashes per tool provider. */
+export class CircuitBreaker {
+  readonly denialThreshold: number;
+  readonly crashThreshold: number;
+  #denials = 0;
+  readonly #crashes = new Map<string, number>();
+
+  constructor(denialThreshold: number, crashThreshold: number) {
+    this.denialThreshold = denialThreshold;
+    this.crashThreshold = crashThreshold;
+  }
+
+  /** A plan/precheck decision; true when the denial breaker trips. */
+  decision(denied: boolean): boolean {
+    this.#denials = denied ? this.#denials + 1 : 0;
+    return this.#denials >= this.denialThreshold;
+  }
+
+  /** A finished call of `provider`; true when its crash breaker trips. */
+  callEnded(provider: string, crashed: boolean): boolean {
+    const n = crashed ? (this.#crashes.get(provider) ?? 0) + 1 : 0;
+    this.#crashes.set(provider, n);
+    return n >= this.crashThreshold;
+  }
+
+  get consecutiveDenials(): number {
+    return this.#denials;
+  }
+
+  reset(): void {
+    this.#denials = 0;
+    this.#crashes.clear();
+  }
+}

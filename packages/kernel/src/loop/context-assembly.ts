@@ -1,0 +1,173 @@
+// Step 1 of RunTurn, context-assemble: every context provider's Contribute, chained in
+// agent.hcl declaration order. Each provider gets the chain built so far and its token
+// budget, and returns the whole chain with its own sections added. The kernel keeps the
+// chain honest: a non-compactor that touched another provider's section has its whole
+// answer discarded; sections over budget (or carrying non-text content) are dropped and
+// logged; a provider that fails or times out is skipped for this turn. Each provider's
+// contribution is persisted as a context_contribution event.
+import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { type ContextSection, ContextSectionSchema, type Message } from "@pluggableharness/protocol/content";
+import { ContextContributionEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import type { ModelTarget } from "@pluggableharness/protocol/model";
+import type { LoadedProvider } from "../plugins/providers.ts";
+import type { LoopDeps } from "./deps.ts";
+import type { Session } from "./session.ts";
+
+export interface AssembledContext {
+  readonly sections: ContextSection[];
+  /** A compactor's replacement for the conversation history, if one sent it. */
+  readonly rewrittenHistory?: Message[];
+  readonly totalTokens: number;
+}
+
+export interface AssembleInput {
+  readonly turnId: string;
+  readonly target: ModelTarget;
+  readonly history: readonly Message[];
+  readonly historyTokens: number;
+  readonly signal: AbortSignal;
+}
+
+/** A provider's cap: agent.hcl's token_budget, else its declared default, never above the ceiling. */
+export function tokenBudget(p: LoadedProvider, target: ModelTarget): number {
+  const configured = p.config["token_budget"];
+  const declared = Number(p.context?.defaultTokenBudget ?? 0n);
+  const budget = typeof configured === "number" && configured > 0 ? configured : declared;
+  const ceiling = Number(target.effectiveCeiling);
+  if (budget <= 0) return ceiling;
+  return ceiling > 0 ? Math.min(budget, ceiling) : budget;
+}
+
+function sectionTokens(sections: readonly ContextSection[]): number {
+  return sections.reduce((n, s) => n + Number(s.tokens), 0);
+}
+
+function textOnly(s: ContextSection): boolean {
+  return s.content.every((b) => b.block.case === "text");
+}
+
+export async function assembleContext(
+  deps: LoopDeps,
+  session: Session,
+  input: AssembleInput,
+): Promise<AssembledContext> {
+  const log = deps.log.child("context");
+  let chain: ContextSection[] = [];
+  let rewrittenHistory: Message[] | undefined;
+  for (const p of deps.providers.contextProviders()) {
+    if (input.signal.aborted) break;
+    const budget = tokenBudget(p, input.target);
+    const compactor = p.context?.compactor === true;
+    let response: Awaited<ReturnType<typeof p.contextClient.contribute>>;
+    try {
+      response = await deps.tracker.run(p.name, session.id, "context", () =>
+        p.contextClient.contribute(
+          {
+            sessionId: session.id,
+            parentSessionId: session.parentId ?? "",
+            turnId: input.turnId,
+            tokenBudget: BigInt(budget),
+            modelTarget: input.target,
+            filesTouched: [],
+            workingDirectory: session.workingDirectory,
+            priorSections: chain,
+            conversationHistory: compactor ? [...input.history] : [],
+            historyTokens: BigInt(input.historyTokens),
+            assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
+          },
+          { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
+        ),
+      );
+    } catch (err) {
+      if (input.signal.aborted) break;
+      log.warn(
+        `context provider "${p.name}" failed; its sections are left out this turn`,
+        {
+          error: (err as Error).message,
+        },
+        session.id,
+      );
+      continue;
+    }
+
+    let next: ContextSection[];
+    let own: ContextSection[];
+    if (compactor) {
+      next = response.sections.map((s) => create(ContextSectionSchema, s));
+      own = next.filter((s) => !chain.some((c) => equals(ContextSectionSchema, c, s)));
+      if (sectionTokens(next) > budget) {
+        log.warn(
+          `compactor "${p.name}" returned a chain over its budget (${sectionTokens(next)} > ${budget}); discarded`,
+          undefined,
+          session.id,
+        );
+        continue;
+      }
+    } else {
+      const prefix = response.sections.slice(0, chain.length);
+      const untouched =
+        prefix.length === chain.length && prefix.every((s, i) => equals(ContextSectionSchema, s, chain[i]!));
+      if (!untouched) {
+        log.warn(
+          `context provider "${p.name}" changed sections it does not own (scope violation); its answer is discarded`,
+          undefined,
+          session.id,
+        );
+        continue;
+      }
+      own = response.sections.slice(chain.length).map((s) => create(ContextSectionSchema, s));
+      next = [...chain];
+    }
+
+    const dropped: string[] = [];
+    const kept: ContextSection[] = [];
+    for (const s of own) {
+      s.provider = p.name;
+      if (!textOnly(s)) {
+        log.warn(
+          `context section "${s.label}" from "${p.name}" carries non-text content; dropped`,
+          undefined,
+          session.id,
+        );
+        dropped.push(s.label);
+      } else kept.push(s);
+    }
+    if (!compactor && sectionTokens(kept) > budget) {
+      log.warn(
+        `context provider "${p.name}" exceeded its budget (${sectionTokens(kept)} > ${budget} tokens); its sections are dropped`,
+        {
+          labels: kept.map((s) => s.label),
+        },
+        session.id,
+      );
+      dropped.push(...kept.map((s) => s.label));
+      kept.length = 0;
+    }
+    if (compactor) next = next.filter((s) => !own.includes(s) || kept.includes(s));
+    else next.push(...kept);
+    chain = next;
+    if (compactor && response.rewrittenHistory) rewrittenHistory = [...response.rewrittenHistory.messages];
+
+    const producer = p.producers["context"];
+    if (producer) {
+      session.persist(
+        EventKind.CONTEXT_CONTRIBUTION,
+        producer,
+        toBinary(
+          ContextContributionEventSchema,
+          create(ContextContributionEventSchema, {
+            turnId: input.turnId,
+            sections: kept,
+            droppedLabels: dropped,
+          }),
+        ),
+      );
+    }
+  }
+  return {
+    sections: chain,
+    ...(rewrittenHistory ? { rewrittenHistory } : {}),
+    totalTokens: sectionTokens(chain),
+  };
+}

@@ -1,0 +1,55 @@
+// Everything the agent loop needs from the kernel around it, passed explicitly.
+import type { AgentConfig, PolicyEngine, Settings } from "@pluggableharness/config";
+import type { ProducerRef } from "@pluggableharness/protocol/common";
+import type { InvocationTracker } from "../callbacks/invocations.ts";
+import type { KernelClock } from "../clock.ts";
+import type { EventRenderer } from "../frontends/renderer.ts";
+import type { HookDispatcher } from "../hooks/dispatcher.ts";
+import type { KernelLogger } from "../log.ts";
+import type { ProviderRegistry } from "../plugins/providers.ts";
+import type { Tracer } from "../trace.ts";
+
+export interface LoopLimits {
+  /** Deadline of one Preview call; a slow or failing Preview leaves the item without one. */
+  readonly previewTimeoutMs: number;
+  /** Deadline of one context provider's Contribute. */
+  readonly contributeTimeoutMs: number;
+  /** Consecutive deny decisions that trip the circuit breaker. */
+  readonly denialBreaker: number;
+  /** Consecutive crashed calls of one tool provider that trip the circuit breaker. */
+  readonly crashBreaker: number;
+  /** Model-call retries a whole session may spend (the per-call cap is settings.retry.max_retries). */
+  readonly maxSessionRetries: number;
+  /** Tokens kept free for the answer and overhead when sizing context budgets. */
+  readonly reservedOutputTokens: number;
+}
+
+export const DEFAULT_LIMITS: Omit<LoopLimits, "maxSessionRetries"> = {
+  previewTimeoutMs: 2_000,
+  contributeTimeoutMs: 10_000,
+  denialBreaker: 5,
+  crashBreaker: 3,
+  reservedOutputTokens: 4_096,
+};
+
+export interface LoopDeps {
+  readonly config: AgentConfig;
+  readonly settings: Settings;
+  readonly providers: ProviderRegistry;
+  readonly hooks: HookDispatcher;
+  readonly tracker: InvocationTracker;
+  readonly renderer: EventRenderer;
+  readonly clock: KernelClock;
+  readonly log: KernelLogger;
+  readonly trace: Tracer;
+  /** The producer of the events the kernel writes on its own account. */
+  readonly kernelProducer: ProducerRef;
+  /** Operator and ALWAYS rules; each session works on its own copy (forSession). */
+  readonly policy: PolicyEngine;
+  readonly projectDir: string;
+  /** How an `ask` resolves when no interactive frontend is attached. */
+  readonly headlessAsk: "deny" | "allow";
+  readonly limits: LoopLimits;
+  /** ULIDs for turn, plan-item and message ids. */
+  newId(): string;
+}

@@ -1,0 +1,133 @@
+// One run of a session: from a user message until the turn loop stops. session-start
+// fires before the first turn and session-end after the last, so every RUNNING period
+// of a session is bracketed by the pair (a re-opened session gets a new pair). When a
+// bound, the doom-loop detector or a breaker fires, exactly one more turn runs with
+// every tool spec withheld and an instruction to answer; then the run ends with the
+// status naming what fired.
+import { create } from "@bufbuild/protobuf";
+import type { ContentBlock } from "@pluggableharness/protocol/content";
+import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { type StopReason, statusForStop } from "./bounds.ts";
+import type { LoopDeps } from "./deps.ts";
+import type { Session } from "./session.ts";
+import { runTurn } from "./turn.ts";
+
+const STOP_TEXT: Record<StopReason, string> = {
+  max_turns: "the maximum number of turns for this session was reached",
+  max_cost_usd: "the cost budget for this session was used up",
+  max_wall_clock_s: "the time limit for this session was reached",
+  doom_loop: "the same tool call was repeated several times in a row without progress",
+  denial_breaker: "too many tool calls in a row were denied",
+  crash_breaker: "a tool provider crashed repeatedly",
+};
+
+/** The kernel's synthetic instruction for the final-answer turn. */
+export function finalAnswerInstruction(reason: StopReason): string {
+  return `[kernel] Stop: ${STOP_TEXT[reason]}. No tools are available any more. Give your final answer now from what you already have, and say plainly what is left undone.`;
+}
+
+function textBlock(text: string): ContentBlock {
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
+  };
+}
+
+export async function runSessionRun(
+  deps: LoopDeps,
+  session: Session,
+  input: ContentBlock[],
+  signal: AbortSignal,
+): Promise<void> {
+  if (session.status() !== SessionStatus.RUNNING) session.setStatus(SessionStatus.RUNNING, "re-opened");
+  // Bounds start fresh for every run (a re-opened session does not inherit what it used).
+  session.cost.reset();
+  session.doom.reset();
+  session.breaker.reset();
+  session.retriesUsed = 0;
+  const runStartedAt = deps.clock.now();
+  const ctx = { sessionId: session.id, turnId: "", workingDirectory: session.workingDirectory };
+  deps.trace({ name: "session.start", sessionId: session.id });
+  await deps.hooks.dispatch(
+    "session-start",
+    create(HookPayloadSchema, {
+      point: {
+        case: "sessionStart",
+        value: {
+          sessionId: session.id,
+          profile: session.profile.name,
+          ...(session.parentId ? { parentSessionId: session.parentId } : {}),
+          workingDirectory: session.workingDirectory,
+        },
+      },
+    }),
+    { ...ctx, signal },
+  );
+
+  let status: SessionStatus;
+  let detail = "";
+  if (signal.aborted) {
+    status = SessionStatus.CANCELLED;
+  } else {
+    let turnId = deps.newId();
+    session.appendUserMessage(turnId, input);
+    let turns = 0;
+    let final: StopReason | undefined;
+    for (;;) {
+      const outcome = await runTurn(deps, session, {
+        turnId,
+        signal,
+        ...(final ? { final } : {}),
+        turnsBefore: turns,
+        runStartedAt,
+      });
+      turns++;
+      turnId = deps.newId();
+      if (outcome.kind === "cancelled") {
+        status = SessionStatus.CANCELLED;
+        detail = "interrupted";
+        break;
+      }
+      if (final) {
+        status = statusForStop(final);
+        detail = `${final}: ${STOP_TEXT[final]}${outcome.kind === "failed" ? `; the final-answer turn failed (${outcome.detail})` : ""}`;
+        break;
+      }
+      if (outcome.kind === "failed") {
+        status = SessionStatus.FAILED;
+        detail = outcome.detail;
+        break;
+      }
+      if (outcome.kind === "done") {
+        status = SessionStatus.COMPLETED;
+        break;
+      }
+      if (outcome.stop) {
+        final = outcome.stop;
+        deps.log.info(
+          `stopping: ${STOP_TEXT[final]}; one final-answer turn follows`,
+          { reason: final },
+          session.id,
+        );
+        session.appendUserMessage(
+          turnId,
+          [textBlock(finalAnswerInstruction(final))],
+          `limit_reached:${final}`,
+        );
+      }
+    }
+  }
+
+  await deps.hooks.dispatch(
+    "session-end",
+    create(HookPayloadSchema, { point: { case: "sessionEnd", value: { sessionId: session.id, status } } }),
+    ctx,
+  );
+  deps.trace({
+    name: "session.end",
+    sessionId: session.id,
+    attrs: { status: SessionStatus[status] ?? String(status) },
+  });
+  session.setStatus(status, detail);
+}

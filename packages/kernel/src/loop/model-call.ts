@@ -1,0 +1,384 @@
+// Steps 3-4 of RunTurn: route the turn to a model of the profile's chain, stream the
+// completion (forwarding text and reasoning deltas to frontends as they arrive),
+// accumulate it, and recover per ModelError category:
+// - rate_limited / overloaded: retried with exponential backoff and jitter (settings.retry),
+//   never sooner than retry_after; then the next eligible candidate of the chain;
+// - process_crashed: retried once (the runtime relaunches the plugin), then the chain;
+// - auth_error, invalid_request, context_length_exceeded, content_filtered, unknown:
+//   never retried and never masked by a fallback: the turn fails with that category.
+// An attempt that was billed before it failed is persisted as its own message event.
+import { create } from "@bufbuild/protobuf";
+import type { GenerationParamsConfig } from "@pluggableharness/config";
+import type { ContextSection, Message } from "@pluggableharness/protocol/content";
+import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import {
+  type GenerationParams,
+  GenerationParamsSchema,
+  type ModelSpec,
+  type StreamCompletionRequest,
+  StreamCompletionRequestSchema,
+  type ToolDeclaration,
+} from "@pluggableharness/protocol/model";
+import { modelErrorFor, PluginCrashedError, RpcError } from "@pluggableharness/runtime";
+import {
+  type AccumulatedCompletion,
+  assertContentSupported,
+  ClassifiedModelError,
+  checkStreamCompletionRequest,
+  classifyGrpcStatus,
+  contentNeeds,
+  fallbackTokenCount,
+  modelErrorReaction,
+  ProtocolViolationError,
+  placeCacheBreakpoints,
+  StreamAccumulator,
+  timestampFromMillis,
+  unmetNeeds,
+} from "../domain/index.ts";
+import type { LoadedProvider } from "../plugins/providers.ts";
+import type { LoopDeps } from "./deps.ts";
+import type { Session } from "./session.ts";
+
+export interface ModelCandidate {
+  /** Local name of the model provider. */
+  readonly provider: string;
+  readonly modelId: string;
+  readonly params?: GenerationParams;
+}
+
+export interface ResolvedCandidate {
+  readonly index: number;
+  readonly provider: LoadedProvider;
+  readonly spec: ModelSpec;
+  readonly params?: GenerationParams;
+}
+
+export interface ModelCallInput {
+  readonly turnId: string;
+  readonly candidates: readonly ModelCandidate[];
+  readonly messages: readonly Message[];
+  readonly tools: readonly ToolDeclaration[];
+  readonly sections: readonly ContextSection[];
+  readonly previousToolsFingerprint?: string;
+  readonly signal: AbortSignal;
+}
+
+export type ModelCallResult =
+  | {
+      readonly kind: "ok";
+      readonly completion: AccumulatedCompletion;
+      readonly candidate: ResolvedCandidate;
+      readonly request: StreamCompletionRequest;
+    }
+  | {
+      readonly kind: "cancelled";
+      readonly completion?: AccumulatedCompletion;
+      readonly candidate?: ResolvedCandidate;
+    }
+  | { readonly kind: "failed"; readonly category: string; readonly message: string };
+
+/** GenerationParams from a profile candidate's agent.hcl attributes. */
+export function paramsFromConfig(p: GenerationParamsConfig): GenerationParams | undefined {
+  if (Object.keys(p).length === 0) return undefined;
+  return create(GenerationParamsSchema, {
+    ...(p.thinking_effort !== undefined ? { thinkingEffort: p.thinking_effort } : {}),
+    ...(p.thinking_budget_tokens !== undefined
+      ? { thinkingBudgetTokens: BigInt(p.thinking_budget_tokens) }
+      : {}),
+    ...(p.max_output_tokens !== undefined ? { maxOutputTokens: BigInt(p.max_output_tokens) } : {}),
+    ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+    ...(p.stop_sequences !== undefined ? { stopSequences: p.stop_sequences } : {}),
+  });
+}
+
+/** The fallback estimate of a request's input size (history, context sections, tools). */
+export function estimateInputTokens(
+  messages: readonly Message[],
+  sections: readonly ContextSection[],
+  tools: readonly ToolDeclaration[],
+): bigint {
+  let text = "";
+  for (const m of messages) {
+    for (const b of m.content) {
+      const v = b.block;
+      if (v.case === "text" || v.case === "thinking") text += v.value.text;
+      else if (v.case === "toolUse") text += JSON.stringify(v.value.input ?? {}) + v.value.name;
+      else if (v.case === "toolResult") {
+        for (const c of v.value.content) if (c.block.case === "text") text += c.block.value.text;
+      }
+    }
+  }
+  let total = fallbackTokenCount(text).count;
+  for (const s of sections) total += Number(s.tokens);
+  for (const t of tools)
+    total += fallbackTokenCount(JSON.stringify({ n: t.name, d: t.description })).count + 50;
+  return BigInt(total);
+}
+
+export interface RouteResult {
+  readonly chosen?: ResolvedCandidate;
+  readonly skipped: string[];
+}
+
+/** The first candidate from `start` on that can serve the turn, with the reasons others could not. */
+export function routeCandidates(
+  deps: LoopDeps,
+  candidates: readonly ModelCandidate[],
+  start: number,
+  needs: { inputTokens: bigint; messages: readonly Message[]; tools: readonly ToolDeclaration[] },
+): RouteResult {
+  const skipped: string[] = [];
+  const content = contentNeeds(needs.messages, needs.tools.length);
+  for (let i = start; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    const provider = deps.providers.get(c.provider);
+    const spec = provider?.models?.models.get(c.modelId);
+    if (!provider || !spec) {
+      skipped.push(`${c.provider}/${c.modelId}: not available (provider or model not loaded)`);
+      continue;
+    }
+    const { reasons, params } = unmetNeeds(spec, {
+      inputTokens: needs.inputTokens,
+      toolUse: content.toolUse,
+      vision: content.vision,
+      documents: content.documents,
+      ...(c.params ? { params: c.params } : {}),
+      toolNames: needs.tools.map((t) => t.name),
+    });
+    if (reasons.length > 0) {
+      skipped.push(`${c.provider}/${c.modelId}: ${reasons.join("; ")}`);
+      continue;
+    }
+    return {
+      chosen: { index: i, provider, spec, ...(params.params ? { params: params.params } : {}) },
+      skipped,
+    };
+  }
+  return { skipped };
+}
+
+/** Backoff before retry `n` (0-based): base * factor^n, equal jitter, never below retry_after. */
+export function retryDelayMs(
+  deps: Pick<LoopDeps, "settings" | "clock">,
+  n: number,
+  retryAfterSeconds: number | undefined,
+): number {
+  const r = deps.settings.retry;
+  const exp = r.base_delay_ms * r.backoff_factor ** n;
+  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
+  const floor = retryAfterSeconds !== undefined && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : 0;
+  return Math.max(jittered, floor);
+}
+
+type AttemptOutcome =
+  | { kind: "ok"; completion: AccumulatedCompletion }
+  | { kind: "cancelled"; completion: AccumulatedCompletion }
+  | { kind: "error"; error: ClassifiedModelError; completion?: AccumulatedCompletion };
+
+export async function callModel(
+  deps: LoopDeps,
+  session: Session,
+  input: ModelCallInput,
+): Promise<ModelCallResult> {
+  const log = deps.log.child("model");
+  let start = 0;
+  let attemptNo = 0;
+  let lastError: ClassifiedModelError | undefined;
+  const inputTokens = estimateInputTokens(input.messages, input.sections, input.tools);
+  for (;;) {
+    const route = routeCandidates(deps, input.candidates, start, {
+      inputTokens,
+      messages: input.messages,
+      tools: input.tools,
+    });
+    if (!route.chosen) {
+      if (lastError) {
+        return {
+          kind: "failed",
+          category: lastError.category,
+          message: `${lastError.message} (no further model in the chain can serve this turn${route.skipped.length ? `: ${route.skipped.join("; ")}` : ""})`,
+        };
+      }
+      return {
+        kind: "failed",
+        category: "routing_exhausted",
+        message: `no model in the chain can serve this turn: ${route.skipped.join("; ") || "the chain is empty"}`,
+      };
+    }
+    const candidate = route.chosen;
+    for (const s of route.skipped) log.info(`skipped model candidate ${s}`, undefined, session.id);
+
+    let request: StreamCompletionRequest;
+    try {
+      assertContentSupported(candidate.spec, {
+        messages: [...input.messages],
+        assembledContext: [...input.sections],
+        tools: [...input.tools],
+      });
+      request = create(StreamCompletionRequestSchema, {
+        messages: [...input.messages],
+        modelId: candidate.spec.id,
+        tools: [...input.tools],
+        ...(candidate.params ? { params: candidate.params } : {}),
+        assembledContext: [...input.sections],
+        callContext: {
+          sessionId: session.id,
+          turnId: input.turnId,
+          workingDirectory: session.workingDirectory,
+        },
+        cacheBreakpoints: placeCacheBreakpoints({
+          caching: candidate.spec.caching,
+          tools: [...input.tools],
+          ...(input.previousToolsFingerprint !== undefined
+            ? { previousToolsFingerprint: input.previousToolsFingerprint }
+            : {}),
+          assembledContext: [...input.sections],
+        }),
+      });
+      checkStreamCompletionRequest(request, candidate.spec);
+    } catch (err) {
+      const e =
+        err instanceof ClassifiedModelError
+          ? err
+          : new ClassifiedModelError("invalid_request", (err as Error).message);
+      return { kind: "failed", category: e.category, message: e.message };
+    }
+
+    let retries = 0;
+    for (;;) {
+      attemptNo++;
+      deps.trace({
+        name: "model.attempt",
+        sessionId: session.id,
+        turnId: input.turnId,
+        attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
+      });
+      const outcome = await attempt(deps, session, candidate, request, input, attemptNo);
+      if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
+      if (outcome.kind === "cancelled")
+        return { kind: "cancelled", completion: outcome.completion, candidate };
+      const error = outcome.error;
+      lastError = error;
+      if (outcome.completion && outcome.completion.usage.length > 0) {
+        session.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
+      }
+      const reaction = modelErrorReaction(error);
+      log.warn(
+        `model call failed: ${error.category}`,
+        {
+          provider: candidate.provider.name,
+          model: candidate.spec.id,
+          error: error.message,
+          retries,
+        },
+        session.id,
+      );
+      if (!reaction.retrySameRequest && !reaction.fallback) {
+        return { kind: "failed", category: error.category, message: error.message };
+      }
+      const perCall = reaction.maxRetries ?? deps.settings.retry.max_retries;
+      if (
+        reaction.retrySameRequest &&
+        retries < perCall &&
+        session.retriesUsed < deps.limits.maxSessionRetries
+      ) {
+        const delay =
+          error.category === "process_crashed" ? 0 : retryDelayMs(deps, retries, error.retryAfterSeconds);
+        retries++;
+        session.retriesUsed++;
+        await deps.clock.sleep(delay, input.signal);
+        if (input.signal.aborted) return { kind: "cancelled", candidate };
+        continue;
+      }
+      break; // next candidate
+    }
+    start = candidate.index + 1;
+  }
+}
+
+async function attempt(
+  deps: LoopDeps,
+  session: Session,
+  candidate: ResolvedCandidate,
+  request: StreamCompletionRequest,
+  input: ModelCallInput,
+  attemptNo: number,
+): Promise<AttemptOutcome> {
+  const acc = new StreamAccumulator({
+    provider: candidate.provider.name,
+    model: candidate.spec,
+    clock: () => timestampFromMillis(deps.clock.now()),
+    newMessageId: () => deps.newId(),
+  });
+  const targetId = `${input.turnId}.${attemptNo}`;
+  const end = deps.tracker.begin(candidate.provider.name, session.id, "model");
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(input.signal.reason);
+  input.signal.addEventListener("abort", onAbort, { once: true });
+  let violation: ClassifiedModelError | undefined;
+  try {
+    for await (const event of candidate.provider.model.streamCompletion(request, {
+      signal: controller.signal,
+    })) {
+      try {
+        acc.push(event);
+      } catch (err) {
+        if (!(err instanceof ProtocolViolationError)) throw err;
+        violation = new ClassifiedModelError("unknown", err.message, { retryable: false });
+        break;
+      }
+      const e = event.event;
+      if (e.case === "textDelta" && e.value.text) {
+        session.channel.publish({
+          event: { case: "streamDelta", value: { targetId, text: e.value.text, kind: StreamDeltaKind.TEXT } },
+        });
+      } else if (e.case === "thinkingDelta" && e.value.text) {
+        session.channel.publish({
+          event: {
+            case: "streamDelta",
+            value: { targetId, text: e.value.text, kind: StreamDeltaKind.THINKING },
+          },
+        });
+      }
+    }
+  } catch (err) {
+    if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
+    const crash = err instanceof PluginCrashedError ? modelErrorFor(err) : undefined;
+    if (crash) {
+      // Kernel-synthesised, so not read through fromProto (which treats a plugin-sent one as a breach).
+      const error = new ClassifiedModelError("process_crashed", crash.message, { retryable: true });
+      return { kind: "error", error, completion: acc.finish() };
+    }
+    if (err instanceof RpcError) {
+      const c = classifyGrpcStatus({ code: err.code, message: err.details });
+      if (c instanceof ClassifiedModelError) return { kind: "error", error: c, completion: acc.finish() };
+      return { kind: "cancelled", completion: acc.finish() };
+    }
+    return {
+      kind: "error",
+      error: new ClassifiedModelError("unknown", (err as Error).message, { retryable: false }),
+      completion: acc.finish(),
+    };
+  } finally {
+    input.signal.removeEventListener("abort", onAbort);
+    end();
+  }
+  if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
+  const completion = acc.finish();
+  if (violation) return { kind: "error", error: violation, completion };
+  if (completion.error) return { kind: "error", error: completion.error, completion };
+  if (!completion.complete) {
+    return {
+      kind: "error",
+      error: new ClassifiedModelError(
+        "unknown",
+        "the completion stream ended without a stop or error event",
+        {
+          retryable: false,
+        },
+      ),
+      completion,
+    };
+  }
+  return { kind: "ok", completion };
+}

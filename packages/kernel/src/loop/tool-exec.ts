@@ -1,0 +1,245 @@
+// Running one tool call: Invoke under its deadline, the stream checked by the domain's
+// InvokeStreamValidator, live output forwarded to frontends, and the seed's retry rules
+// (toolErrorReaction / autoRetryFor). A crashed plugin becomes a process_crashed error
+// result; an interrupted turn becomes a cancelled one that still reports the output the
+// tool produced before it was stopped.
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import {
+  type ToolCall,
+  ToolCallSchema,
+  type ToolError,
+  ToolErrorCategory,
+  ToolErrorSchema,
+  type ToolEvent_ExitStatus,
+  type ToolEvent_OutputChunk,
+  type ToolEvent_PartialResult,
+} from "@pluggableharness/protocol/tool";
+import { toolErrorFor } from "@pluggableharness/runtime";
+import {
+  checkToolCall,
+  InvokeStreamValidator,
+  resolveToolTimeout,
+  toolErrorReaction,
+} from "../domain/index.ts";
+import type { LoopDeps } from "./deps.ts";
+import { retryDelayMs } from "./model-call.ts";
+import type { Session } from "./session.ts";
+import type { SessionTool } from "./tool-registry.ts";
+
+export type ToolOutcome =
+  | { readonly kind: "result"; readonly payload: JsonObject }
+  | { readonly kind: "error"; readonly error: ToolError };
+
+export interface ToolExecution {
+  readonly outcome: ToolOutcome;
+  readonly output: ToolEvent_OutputChunk[];
+  readonly partials: ToolEvent_PartialResult[];
+  readonly exitStatus?: ToolEvent_ExitStatus;
+  /** Invoke attempts made (0 when the call never reached the plugin). */
+  readonly attempts: number;
+  readonly durationMs: number;
+  /** The plugin process died during the call. */
+  readonly crashed: boolean;
+  readonly cancelled: boolean;
+}
+
+export interface ExecuteInput {
+  readonly callId: string;
+  readonly turnId: string;
+  readonly tool: SessionTool;
+  readonly args: JsonObject;
+  readonly signal: AbortSignal;
+}
+
+export function toolError(category: ToolErrorCategory, message: string, retryable = false): ToolError {
+  return create(ToolErrorSchema, { category, message, retryable });
+}
+
+export function buildToolCall(session: Session, input: Omit<ExecuteInput, "signal">): ToolCall {
+  return create(ToolCallSchema, {
+    id: input.callId,
+    toolName: input.tool.tool.schema.name,
+    arguments: input.args,
+    callContext: { sessionId: session.id, turnId: input.turnId, workingDirectory: session.workingDirectory },
+  });
+}
+
+export async function executeTool(
+  deps: LoopDeps,
+  session: Session,
+  input: ExecuteInput,
+): Promise<ToolExecution> {
+  const started = deps.clock.now();
+  const schema = input.tool.tool.schema;
+  const call = buildToolCall(session, input);
+  const output: ToolEvent_OutputChunk[] = [];
+  const partials: ToolEvent_PartialResult[] = [];
+  const invalid = checkToolCall(call, input.tool.tool);
+  if (invalid) {
+    return {
+      outcome: { kind: "error", error: invalid },
+      output,
+      partials,
+      attempts: 0,
+      durationMs: 0,
+      crashed: false,
+      cancelled: false,
+    };
+  }
+  let attempts = 0;
+  let retries = 0;
+  for (;;) {
+    attempts++;
+    const once = await invokeOnce(deps, session, input, call, output, partials);
+    const finish = (): ToolExecution => ({
+      outcome: once.outcome,
+      output,
+      partials,
+      ...(once.exitStatus ? { exitStatus: once.exitStatus } : {}),
+      attempts,
+      durationMs: deps.clock.now() - started,
+      crashed: once.crashed,
+      cancelled: once.cancelled,
+    });
+    if (once.outcome.kind === "result" || once.cancelled) return finish();
+    const reaction = toolErrorReaction(once.outcome.error, schema, { turnAborted: input.signal.aborted });
+    if (reaction.logDetails) {
+      deps.log.warn(
+        `tool ${input.tool.provider.name}.${schema.name} failed: ${reaction.category}`,
+        {
+          error: once.outcome.error.message,
+          details: once.outcome.error.details,
+        },
+        session.id,
+      );
+    }
+    if (!reaction.autoRetry.allowed || retries >= deps.settings.retry.max_retries || input.signal.aborted) {
+      return finish();
+    }
+    await deps.clock.sleep(retryDelayMs(deps, retries, undefined), input.signal);
+    retries++;
+    if (input.signal.aborted) return finish();
+  }
+}
+
+interface Once {
+  outcome: ToolOutcome;
+  exitStatus?: ToolEvent_ExitStatus;
+  crashed: boolean;
+  cancelled: boolean;
+}
+
+async function invokeOnce(
+  deps: LoopDeps,
+  session: Session,
+  input: ExecuteInput,
+  call: ToolCall,
+  output: ToolEvent_OutputChunk[],
+  partials: ToolEvent_PartialResult[],
+): Promise<Once> {
+  const tool = input.tool;
+  const schema = tool.tool.schema;
+  const timeout = resolveToolTimeout({
+    pluginDefault: schema.defaultTimeout,
+    globalDefaultMs: deps.settings.default_tool_timeout_ms,
+  });
+  const controller = new AbortController();
+  let timedOut = false;
+  const onAbort = () => controller.abort(input.signal.reason);
+  input.signal.addEventListener("abort", onAbort, { once: true });
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error("tool deadline exceeded"));
+  }, timeout.ms);
+  const validator = new InvokeStreamValidator(tool.tool);
+  const end = deps.tracker.begin(tool.provider.name, session.id, "tool");
+  const decoder = new TextDecoder();
+  try {
+    for await (const res of tool.provider.tool.invoke({ call }, { signal: controller.signal })) {
+      const event = res.event;
+      if (!event) continue;
+      validator.push(event);
+      const e = event.event;
+      if (e.case === "outputChunk") {
+        output.push(e.value);
+        session.channel.publish({
+          event: {
+            case: "streamDelta",
+            value: {
+              targetId: call.id,
+              text: decoder.decode(e.value.data),
+              kind: StreamDeltaKind.TOOL_OUTPUT,
+            },
+          },
+        });
+      } else if (e.case === "partialResult") partials.push(e.value);
+      if (validator.closed) break;
+    }
+  } catch (err) {
+    if (input.signal.aborted) {
+      return {
+        outcome: {
+          kind: "error",
+          error: toolError(ToolErrorCategory.CANCELLED, "the turn was interrupted while the call ran"),
+        },
+        crashed: false,
+        cancelled: true,
+      };
+    }
+    if (timedOut) {
+      return {
+        outcome: {
+          kind: "error",
+          error: toolError(
+            ToolErrorCategory.TIMEOUT,
+            `no result within ${timeout.ms} ms (${timeout.source} deadline)`,
+            true,
+          ),
+        },
+        crashed: false,
+        cancelled: false,
+      };
+    }
+    const crash = toolErrorFor(err);
+    if (crash) {
+      return {
+        outcome: {
+          kind: "error",
+          error: toolError(
+            ToolErrorCategory.PROCESS_CRASHED,
+            `the ${tool.provider.name} plugin crashed during the call: ${crash.message}`,
+          ),
+        },
+        crashed: true,
+        cancelled: false,
+      };
+    }
+    return {
+      outcome: { kind: "error", error: toolError(ToolErrorCategory.UNKNOWN, (err as Error).message) },
+      crashed: false,
+      cancelled: false,
+    };
+  } finally {
+    clearTimeout(timer);
+    input.signal.removeEventListener("abort", onAbort);
+    end();
+  }
+  for (const v of validator.violations) {
+    deps.log.warn(
+      `tool ${tool.provider.name}.${schema.name} broke the Invoke stream rules: ${v.message}`,
+      { rule: v.rule },
+      session.id,
+    );
+  }
+  const outcome = validator.finish();
+  return {
+    outcome:
+      outcome.kind === "result"
+        ? { kind: "result", payload: outcome.payload }
+        : { kind: "error", error: outcome.error },
+    ...(outcome.exitStatus ? { exitStatus: outcome.exitStatus } : {}),
+    crashed: false,
+    cancelled: false,
+  };
+}

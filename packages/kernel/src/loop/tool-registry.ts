@@ -1,0 +1,96 @@
+// The tools a session's model sees. Tool names are only unique per provider, so every
+// tool is presented to the model as "<provider>__<tool>" (characters outside
+// [A-Za-z0-9_-] become "_", and a name over 64 characters keeps its first 55 and a
+// hash). The kernel maps a tool_use name back through this table only, so the scheme
+// never has to be parsed; two tools mapping to one name is a session-start error.
+import { createHash } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { AgentProfile } from "@pluggableharness/config";
+import { resolveProfileTools } from "@pluggableharness/config";
+import { type ToolDeclaration, ToolDeclarationSchema } from "@pluggableharness/protocol/model";
+import { ToolKind } from "@pluggableharness/protocol/tool";
+import type { ValidatedTool } from "../domain/index.ts";
+import type { LoadedProvider, ProviderRegistry } from "../plugins/providers.ts";
+
+export const TOOL_NAME_SEPARATOR = "__";
+const MAX_NAME = 64;
+
+export interface SessionTool {
+  /** The name the model calls it by. */
+  readonly declaredName: string;
+  readonly provider: LoadedProvider;
+  readonly tool: ValidatedTool;
+  readonly declaration: ToolDeclaration;
+}
+
+export class ToolNameCollisionError extends Error {
+  readonly code = "tool_name_collision";
+  constructor(name: string, a: string, b: string) {
+    super(`tools ${a} and ${b} would both be presented to the model as "${name}"`);
+    this.name = "ToolNameCollisionError";
+  }
+}
+
+/** The name a provider's tool is presented to the model by. */
+export function declaredToolName(provider: string, tool: string): string {
+  const raw = `${provider}${TOOL_NAME_SEPARATOR}${tool}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  if (raw.length <= MAX_NAME) return raw;
+  const hash = createHash("sha256").update(`${provider}\u0000${tool}`).digest("hex").slice(0, 8);
+  return `${raw.slice(0, MAX_NAME - 9)}_${hash}`;
+}
+
+export class ToolRegistry {
+  readonly #byName = new Map<string, SessionTool>();
+
+  constructor(tools: readonly SessionTool[]) {
+    for (const t of tools) {
+      const other = this.#byName.get(t.declaredName);
+      if (other) {
+        throw new ToolNameCollisionError(
+          t.declaredName,
+          `${other.provider.name}.${other.tool.schema.name}`,
+          `${t.provider.name}.${t.tool.schema.name}`,
+        );
+      }
+      this.#byName.set(t.declaredName, t);
+    }
+  }
+
+  /** The profile's tools among what loaded, in the profile's order. */
+  static forProfile(profile: AgentProfile, providers: ProviderRegistry): ToolRegistry {
+    const facts: Record<string, { tools: string[] }> = {};
+    for (const p of providers.all()) if (p.tools) facts[p.name] = { tools: [...p.tools.tools.keys()] };
+    const tools: SessionTool[] = [];
+    for (const { provider, tool } of resolveProfileTools(profile, facts)) {
+      const p = providers.get(provider)!;
+      const t = p.tools!.tools.get(tool)!;
+      const declaredName = declaredToolName(provider, tool);
+      tools.push({
+        declaredName,
+        provider: p,
+        tool: t,
+        declaration: create(ToolDeclarationSchema, {
+          name: declaredName,
+          description: t.schema.description,
+          ...(t.schema.inputSchema ? { inputSchema: t.schema.inputSchema } : {}),
+        }),
+      });
+    }
+    return new ToolRegistry(tools);
+  }
+
+  get(declaredName: string): SessionTool | undefined {
+    return this.#byName.get(declaredName);
+  }
+
+  all(): SessionTool[] {
+    return [...this.#byName.values()];
+  }
+
+  /** Declarations for a request; plan mode withholds every resource tool. */
+  declarations(options: { planMode: boolean }): ToolDeclaration[] {
+    return this.all()
+      .filter((t) => !(options.planMode && t.tool.schema.kind === ToolKind.RESOURCE))
+      .map((t) => t.declaration);
+  }
+}

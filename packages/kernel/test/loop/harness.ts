@@ -1,0 +1,410 @@
+// Shared harness for the agent-loop tests: one plugin pool per test file (so plugin
+// processes start once), a fresh project/state directory and kernel per test, a fake
+// clock whose sleeps return at once but are recorded, and a frontend client that
+// collects ServerEvents and waits for the one a test needs.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { fromBinary } from "@bufbuild/protobuf";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import {
+  ApplyEventSchema,
+  MessageEventSchema,
+  PlanEventSchema,
+  ToolResultEventSchema,
+} from "@pluggableharness/protocol/event";
+import type { ServerEvent } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { openSessionReader, type StoredEvent } from "@pluggableharness/state";
+import {
+  type ClientEventInit,
+  createKernel,
+  type FrontendConnection,
+  type Kernel,
+  type KernelClock,
+  type KernelLogRecord,
+  type LoopLimits,
+  PluginPool,
+  type TraceEvent,
+} from "../../src/index.ts";
+
+export const FIXTURES = {
+  model: fileURLToPath(new URL("./fixtures/scripted-model.ts", import.meta.url)),
+  tools: fileURLToPath(new URL("./fixtures/tools.ts", import.meta.url)),
+  hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
+  context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
+};
+
+export type FixtureName = keyof typeof FIXTURES;
+
+export const TERMINAL = new Set<SessionStatus>([
+  SessionStatus.COMPLETED,
+  SessionStatus.CANCELLED,
+  SessionStatus.FAILED,
+  SessionStatus.ERROR_MAX_TURNS,
+  SessionStatus.ERROR_MAX_BUDGET_USD,
+  SessionStatus.ERROR_MAX_WALL_CLOCK,
+]);
+
+// ---- script helpers --------------------------------------------------------------------
+
+export type Ev = Record<string, unknown>;
+export const text = (t: string): Ev => ({ text: t });
+export const tool = (id: string, name: string, input: Record<string, unknown>): Ev => ({ tool: { id, name, input } });
+export const usage = (input: number, output: number): Ev => ({ usage: { input, output } });
+export const stop = (reason = "end_turn"): Ev => ({ stop: reason });
+export const reply = (t: string, u: [number, number] = [10, 5]): { events: Ev[] } => ({
+  events: [text(t), usage(u[0], u[1]), stop()],
+});
+export const calls = (...tools: Ev[]): { events: Ev[] } => ({ events: [...tools, usage(20, 10), stop("tool_use")] });
+export const modelError = (category: string, extra: Record<string, unknown> = {}): { events: Ev[] } => ({
+  events: [{ error: { category, ...extra } }],
+});
+
+// ---- the test kernel ----------------------------------------------------------------------
+
+export interface Provider {
+  /** Local name in agent.hcl. */
+  readonly name: string;
+  readonly fixture: FixtureName;
+  /** Provider block attributes (HCL source lines). */
+  readonly attrs?: Record<string, string>;
+}
+
+export interface KernelSpec {
+  /** Providers besides the defaults (model, tools). */
+  readonly providers?: readonly Provider[];
+  /** Replace the default providers entirely. */
+  readonly only?: readonly Provider[];
+  /** Extra HCL (profiles, policies, hooks, settings). A default profile is added unless given. */
+  readonly hcl?: string;
+  readonly scripts?: Record<string, unknown>;
+  readonly headlessAsk?: "deny" | "allow";
+  readonly limits?: Partial<LoopLimits>;
+}
+
+export class FakeClock implements KernelClock {
+  t = Date.UTC(2026, 0, 1);
+  readonly sleeps: number[] = [];
+  now(): number {
+    return this.t;
+  }
+  async sleep(ms: number): Promise<void> {
+    this.sleeps.push(ms);
+    this.t += ms;
+  }
+  random(): number {
+    return 0.5;
+  }
+  advance(ms: number): void {
+    this.t += ms;
+  }
+}
+
+export interface TestKernel {
+  readonly kernel: Kernel;
+  readonly root: string;
+  readonly projectDir: string;
+  readonly stateDir: string;
+  readonly scriptDir: string;
+  readonly logDir: string;
+  readonly clock: FakeClock;
+  readonly logs: KernelLogRecord[];
+  readonly traces: TraceEvent[];
+  script(name: string, script: unknown): void;
+  requests(scenario: string): Array<{ model: string; turn: number; attempt: number; request: any }>;
+  invocations(): Array<Record<string, any>>;
+  hookLog(file?: string): Array<Record<string, any>>;
+  client(options?: { interactive?: boolean }): TestClient;
+  /** Persisted events of a session, decoded where the test needs it. */
+  file(sessionId: string): SessionFile;
+  close(): Promise<void>;
+}
+
+export class Harness {
+  readonly pool = new PluginPool({ hostOptions: { shutdownGraceMs: 500 } });
+  readonly #dirs: string[] = [];
+  readonly #kernels: TestKernel[] = [];
+
+  async kernel(spec: KernelSpec = {}): Promise<TestKernel> {
+    const root = mkdtempSync(join(tmpdir(), "ph-loop-"));
+    this.#dirs.push(root);
+    const projectDir = join(root, "project");
+    const stateDir = join(root, "state");
+    const scriptDir = join(root, "scripts");
+    const logDir = join(root, "logs");
+    for (const d of [projectDir, stateDir, scriptDir, logDir]) mkdirSync(d, { recursive: true });
+    const providers: Provider[] = spec.only
+      ? [...spec.only]
+      : [
+          { name: "model", fixture: "model", attrs: { script_dir: JSON.stringify(scriptDir) } },
+          { name: "tools", fixture: "tools", attrs: { log_dir: JSON.stringify(logDir) } },
+          ...(spec.providers ?? []),
+        ];
+    const devOverrides: Record<string, string> = {};
+    const lines: string[] = ["required_providers {"];
+    for (const p of providers) {
+      lines.push(`  ${p.name} = { source = "github.com/test/provider-${p.name}", version = ">= 0.0.0" }`);
+      devOverrides[p.name] = FIXTURES[p.fixture];
+    }
+    lines.push("}", "");
+    for (const p of providers) {
+      const attrs = { ...p.attrs };
+      if (p.fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
+      if (p.fixture === "tools") attrs["log_dir"] ??= JSON.stringify(logDir);
+      if (p.fixture === "hooks") {
+        attrs["name"] ??= JSON.stringify(p.name);
+        attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));
+      }
+      if (p.fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
+      lines.push(`provider "${p.name}" {`);
+      for (const [k, v] of Object.entries(attrs)) lines.push(`  ${k} = ${v}`);
+      lines.push("}", "");
+    }
+    const hcl = spec.hcl ?? "";
+    if (!/agent_profile\s+"default"/.test(hcl)) {
+      lines.push(
+        'agent_profile "default" {',
+        "  model {",
+        "    primary {",
+        '      provider = "model"',
+        '      id       = "alpha"',
+        "    }",
+        "  }",
+        providers.some((p) => p.name === "tools") ? '  tools = ["tools.*"]' : "",
+        "}",
+        "",
+      );
+    }
+    lines.push(hcl);
+    writeFileSync(join(projectDir, "agent.hcl"), lines.join("\n"));
+    const clock = new FakeClock();
+    const logs: KernelLogRecord[] = [];
+    const traces: TraceEvent[] = [];
+    const kernel = await createKernel({
+      projectDir,
+      installationRoot: root,
+      env: { HOME: root, XDG_CONFIG_HOME: join(root, "config") },
+      stateDir,
+      devOverrides,
+      globalConfig: false,
+      pool: this.pool,
+      clock,
+      trace: (e) => traces.push(e),
+      logSink: (r) => logs.push(r),
+      durability: "normal",
+      ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
+      ...(spec.limits ? { limits: spec.limits } : {}),
+    });
+    const clients: TestClient[] = [];
+    const tk: TestKernel = {
+      kernel,
+      root,
+      projectDir,
+      stateDir,
+      scriptDir,
+      logDir,
+      clock,
+      logs,
+      traces,
+      script: (name, script) => writeFileSync(join(scriptDir, `${name}.json`), JSON.stringify(script)),
+      requests: (scenario) => readJsonl(join(scriptDir, `${scenario}.requests.jsonl`)),
+      invocations: () => readJsonl(join(logDir, "invocations.jsonl")),
+      hookLog: (file = "hooks.jsonl") => readJsonl(join(logDir, file)),
+      client: (options = {}) => {
+        const c = new TestClient(kernel.frontends.connect({ interactive: options.interactive ?? true, name: "test" }));
+        clients.push(c);
+        return c;
+      },
+      file: (sessionId) => new SessionFile(sessionId, stateDir),
+      close: async () => {
+        for (const c of clients) c.close();
+        await kernel.shutdown();
+      },
+    };
+    for (const [name, script] of Object.entries(spec.scripts ?? {})) tk.script(name, script);
+    this.#kernels.push(tk);
+    return tk;
+  }
+
+  async dispose(): Promise<void> {
+    for (const k of this.#kernels) await k.close().catch(() => {});
+    await this.pool.shutdown();
+    for (const d of this.#dirs) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+function readJsonl(file: string): Array<Record<string, any>> {
+  try {
+    return readFileSync(file, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, any>);
+  } catch {
+    return [];
+  }
+}
+
+// ---- frontend client ----------------------------------------------------------------------
+
+let requestCounter = 0;
+
+export class TestClient {
+  readonly conn: FrontendConnection;
+  readonly events: ServerEvent[] = [];
+  #waiters: Array<() => void> = [];
+  #ended = false;
+
+  constructor(conn: FrontendConnection) {
+    this.conn = conn;
+    void (async () => {
+      for await (const e of conn.events) {
+        this.events.push(e);
+        this.#wake();
+      }
+      this.#ended = true;
+      this.#wake();
+    })();
+  }
+
+  #wake(): void {
+    const w = this.#waiters;
+    this.#waiters = [];
+    for (const f of w) f();
+  }
+
+  send(event: ClientEventInit): void {
+    this.conn.send(event);
+  }
+
+  close(): void {
+    this.conn.close();
+  }
+
+  /** The first event (from index `from`) matching `pred`; waits for it. */
+  async waitFor(pred: (e: ServerEvent) => boolean, from = 0, timeoutMs = 15_000): Promise<ServerEvent> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.slice(from).find(pred);
+      if (found) return found;
+      if (this.#ended) throw new Error("the connection ended before the expected event arrived");
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new Error(
+          `timed out waiting for an event; got: ${this.events.map((e) => e.event.case).join(", ")}`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  of<K extends NonNullable<ServerEvent["event"]["case"]>>(kind: K, sessionId?: string) {
+    return this.events.filter(
+      (e) => e.event.case === kind && (sessionId === undefined || e.sessionId === sessionId),
+    ) as Array<ServerEvent & { event: Extract<ServerEvent["event"], { case: K }> }>;
+  }
+
+  async next<K extends NonNullable<ServerEvent["event"]["case"]>>(
+    kind: K,
+    pred: (v: Extract<ServerEvent["event"], { case: K }>["value"], e: ServerEvent) => boolean = () => true,
+    from = 0,
+  ): Promise<Extract<ServerEvent["event"], { case: K }>["value"]> {
+    const e = await this.waitFor(
+      (ev) => ev.event.case === kind && pred(ev.event.value as never, ev),
+      from,
+    );
+    return e.event.value as never;
+  }
+
+  /** Creates a session with a prompt; resolves with its id. */
+  async create(prompt: string, profile = ""): Promise<string> {
+    const requestId = `create-${++requestCounter}`;
+    this.send({
+      event: {
+        case: "createSession",
+        value: {
+          requestId,
+          profile,
+          initialPrompt: prompt ? [{ block: { case: "text", value: { text: prompt } } }] : [],
+        },
+      },
+    });
+    const e = await this.waitFor((ev) => ev.requestId === requestId);
+    if (e.event.case !== "sessionCreated") {
+      throw new Error(`create failed: ${e.event.case === "error" ? e.event.value.error?.message : e.event.case}`);
+    }
+    return e.sessionId;
+  }
+
+  /** Waits for the session to reach a terminal status; returns it. */
+  async finished(sessionId: string, from = 0): Promise<SessionStatus> {
+    const u = await this.next("sessionStatusUpdate", (v, e) => e.sessionId === sessionId && TERMINAL.has(v.status), from);
+    return u.status;
+  }
+}
+
+// ---- reading a session file back -------------------------------------------------------------
+
+export class SessionFile {
+  readonly events: StoredEvent[];
+  readonly ledger;
+  readonly planItems;
+  readonly producers;
+  readonly meta;
+
+  constructor(sessionId: string, dir: string) {
+    const r = openSessionReader(sessionId, { dir });
+    try {
+      this.events = r.readEvents();
+      this.ledger = r.costLedger();
+      this.planItems = r.planItems();
+      this.producers = r.producers();
+      this.meta = r.meta();
+    } finally {
+      r.close();
+    }
+  }
+
+  kinds(): string[] {
+    return this.events.map((e) => e.kindText);
+  }
+
+  messages() {
+    return this.events
+      .filter((e) => e.kind === EventKind.MESSAGE && e.producer.category === PluginCategory.KERNEL)
+      .map((e) => fromBinary(MessageEventSchema, e.payload));
+  }
+
+  toolResults() {
+    return this.events.filter((e) => e.kind === EventKind.TOOL_RESULT).map((e) => fromBinary(ToolResultEventSchema, e.payload));
+  }
+
+  plans() {
+    return this.events.filter((e) => e.kind === EventKind.PLAN).map((e) => fromBinary(PlanEventSchema, e.payload).plan!);
+  }
+
+  applies() {
+    return this.events.filter((e) => e.kind === EventKind.APPLY).map((e) => fromBinary(ApplyEventSchema, e.payload).apply!);
+  }
+}
+
+/** Every tool_use block in the history has exactly one tool_result, right after it. */
+export function toolUsePairing(messages: ReturnType<SessionFile["messages"]>): { uses: string[]; results: string[] } {
+  const uses: string[] = [];
+  const results: string[] = [];
+  for (const m of messages) {
+    for (const b of m.message?.content ?? []) {
+      if (b.block.case === "toolUse") uses.push(b.block.value.id);
+      if (b.block.case === "toolResult") results.push(b.block.value.toolUseId);
+    }
+  }
+  return { uses, results };
+}
