@@ -10,7 +10,15 @@ export {
   requestToolNames,
 } from "./chat-request.ts";
 export { type ChatStreamOptions, parseChatStream } from "./chat-stream.ts";
-export { argumentsText, documentDataUrl, documentFilename, imageUrl, toolResultText } from "./content.ts";
+export {
+  argumentsText,
+  documentDataUrl,
+  documentFilename,
+  imageUrl,
+  isLoopback,
+  plainHttpRemote,
+  toolResultText,
+} from "./content.ts";
 export {
   classifyHttpError,
   classifyStreamError,

@@ -21,7 +21,7 @@ import {
   type ModelAdapter,
   type ThinkingDef,
 } from "@pluggableharness/model-kit";
-import { chatUsage, streamChatCompletion } from "@pluggableharness/openai-wire";
+import { chatUsage, isLoopback, plainHttpRemote, streamChatCompletion } from "@pluggableharness/openai-wire";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 
 /** Request-side differences between compatible servers. */
@@ -150,16 +150,6 @@ export const ATTRIBUTES: readonly AttributeDef[] = [
   },
 ];
 
-/** A host on this machine: localhost, *.localhost, 127.0.0.0/8 or ::1. */
-export function isLoopback(baseUrl: string): boolean {
-  try {
-    const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
-    return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\./.test(host);
-  } catch {
-    return false;
-  }
-}
-
 type Pricing = CatalogModel["pricing"];
 
 /** The provider-level pricing, or why there is none. */
@@ -239,7 +229,18 @@ export const adapter: ModelAdapter<CompatibleState> = {
         ),
       );
     const headers: Record<string, string> = {};
-    if (typeof values["api_key"] === "string") headers["authorization"] = `Bearer ${values["api_key"]}`;
+    if (typeof values["api_key"] === "string") {
+      headers["authorization"] = `Bearer ${values["api_key"]}`;
+      if (plainHttpRemote(values["base_url"] as string))
+        ctx.report(
+          diagnostic(
+            "warning",
+            ["base_url"],
+            "The key would travel unencrypted",
+            "base_url uses plain http to another host.",
+          ),
+        );
+    }
     return {
       baseUrl: values["base_url"] as string,
       headers,

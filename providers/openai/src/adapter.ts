@@ -3,13 +3,20 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AdapterCall,
   type AttributeDef,
+  type ConfigureContext,
   checkBaseUrl,
+  diagnostic,
   joinUrl,
   type ModelAdapter,
   ModelFailure,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
-import { classifyHttpError, StopSequenceMatcher, streamOpenAI } from "@pluggableharness/openai-wire";
+import {
+  classifyHttpError,
+  plainHttpRemote,
+  StopSequenceMatcher,
+  streamOpenAI,
+} from "@pluggableharness/openai-wire";
 import type { CountTokensRequest, StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isOpenAIModel, OPENAI_MODELS } from "./catalog.ts";
 import { buildResponsesRequest } from "./request.ts";
@@ -51,7 +58,16 @@ export const adapter: ModelAdapter<OpenAIState> = {
   builtins: OPENAI_MODELS,
   ownsModel: isOpenAIModel,
 
-  configure(values: Record<string, JsonValue>): OpenAIState {
+  configure(values: Record<string, JsonValue>, ctx: ConfigureContext): OpenAIState {
+    if (plainHttpRemote(values["base_url"] as string))
+      ctx.report(
+        diagnostic(
+          "warning",
+          ["base_url"],
+          "The key would travel unencrypted",
+          "base_url uses plain http to another host.",
+        ),
+      );
     const headers: Record<string, string> = { authorization: `Bearer ${values["api_key"] as string}` };
     if (typeof values["organization"] === "string") headers["openai-organization"] = values["organization"];
     if (typeof values["project"] === "string") headers["openai-project"] = values["project"];

@@ -137,6 +137,12 @@ describe("capabilities and configuration", () => {
     const bad = await client.configure({ config: { api_key: CANARY, base_url: `ftp://${CANARY}.example` } });
     expect(bad.result!.diagnostics.some((d) => d.attributePath[0] === "base_url")).toBe(true);
     expect(JSON.stringify(bad.result)).not.toContain(CANARY);
+    const plain = await client.configure({
+      config: { api_key: CANARY, base_url: "http://proxy.example/v1" },
+    });
+    expect(plain.result!.diagnostics).toEqual([
+      expect.objectContaining({ severity: DiagnosticSeverity.WARNING, attributePath: ["base_url"] }),
+    ]);
     expect((await client.configure({ config: config() })).result!.diagnostics).toEqual([]);
   });
 });

@@ -14,12 +14,20 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AdapterCall,
   type AttributeDef,
+  type ConfigureContext,
   checkBaseUrl,
+  diagnostic,
   joinUrl,
   type ModelAdapter,
   type UsageInit,
 } from "@pluggableharness/model-kit";
-import { decimalText, detailComponents, num, streamChatCompletion } from "@pluggableharness/openai-wire";
+import {
+  decimalText,
+  detailComponents,
+  num,
+  plainHttpRemote,
+  streamChatCompletion,
+} from "@pluggableharness/openai-wire";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isXaiModel, XAI_MODELS } from "./catalog.ts";
 
@@ -102,7 +110,16 @@ export const adapter: ModelAdapter<XaiState> = {
   builtins: XAI_MODELS,
   ownsModel: isXaiModel,
 
-  configure(values: Record<string, JsonValue>): XaiState {
+  configure(values: Record<string, JsonValue>, ctx: ConfigureContext): XaiState {
+    if (plainHttpRemote(values["base_url"] as string))
+      ctx.report(
+        diagnostic(
+          "warning",
+          ["base_url"],
+          "The key would travel unencrypted",
+          "base_url uses plain http to another host.",
+        ),
+      );
     return {
       baseUrl: values["base_url"] as string,
       headers: { authorization: `Bearer ${values["api_key"] as string}` },
