@@ -42,9 +42,11 @@ describe("diffLines", () => {
 
   it("round-trips: applying the hunks (also after format and parse) gives the new text", () => {
     const line = fc.constantFrom("a", "b", "c", "", "  x", "d;");
-    const text = fc.array(line, { maxLength: 30 }).chain((lines) =>
-      fc.boolean().map((eol) => (lines.length === 0 ? "" : lines.join("\n") + (eol ? "\n" : ""))),
-    );
+    const text = fc
+      .array(line, { maxLength: 30 })
+      .chain((lines) =>
+        fc.boolean().map((eol) => (lines.length === 0 ? "" : lines.join("\n") + (eol ? "\n" : ""))),
+      );
     fc.assert(
       fc.property(text, text, fc.integer({ min: 0, max: 4 }), (before, after, context) => {
         const hunks = diffLines(before, after, context);

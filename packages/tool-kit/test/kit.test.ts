@@ -11,7 +11,12 @@ import { looksBinary, truncateUtf8 } from "../src/text.ts";
 
 describe("schemas", () => {
   const schema = s.object(
-    { path: s.string("p"), mode: s.string("m", ["a", "b"]), n: s.integer(), list: s.array(s.object({ x: s.boolean() }, ["x"])) },
+    {
+      path: s.string("p"),
+      mode: s.string("m", ["a", "b"]),
+      n: s.integer(),
+      list: s.array(s.object({ x: s.boolean() }, ["x"])),
+    },
     ["path"],
   );
 
@@ -42,7 +47,10 @@ describe("config", () => {
       { name: "limit", type: "number", default: 5, description: "" },
       { name: "key", type: "string", sensitive: true, description: "" },
     ] as const;
-    expect(readConfig(fields, { roots: ["/"] })).toEqual({ values: { roots: ["/"], limit: 5 }, diagnostics: [] });
+    expect(readConfig(fields, { roots: ["/"] })).toEqual({
+      values: { roots: ["/"], limit: 5 },
+      diagnostics: [],
+    });
     const bad = readConfig(fields, { key: 123456789, extra: 1 });
     expect(bad.diagnostics.map((d) => d.summary)).toEqual([
       'Unsupported attribute "extra"',
@@ -67,9 +75,17 @@ describe("Jail", () => {
   it("resolves inside, refuses outside, and accepts a root reached through a link", async () => {
     const jail = await Jail.create([join(base, "root")]);
     const inside = await jail.resolve("a/../a/new.txt", join(base, "root"));
-    expect(inside).toMatchObject({ real: join(base, "root/a/new.txt"), relative: "a/new.txt", exists: false });
-    await expect(jail.resolve("out-link/x", join(base, "root"))).rejects.toMatchObject({ category: "permission_denied" });
-    await expect(jail.resolve("../out", join(base, "root"))).rejects.toMatchObject({ category: "permission_denied" });
+    expect(inside).toMatchObject({
+      real: join(base, "root/a/new.txt"),
+      relative: "a/new.txt",
+      exists: false,
+    });
+    await expect(jail.resolve("out-link/x", join(base, "root"))).rejects.toMatchObject({
+      category: "permission_denied",
+    });
+    await expect(jail.resolve("../out", join(base, "root"))).rejects.toMatchObject({
+      category: "permission_denied",
+    });
     expect((await jail.resolve(join(base, "alias", "f"), undefined)).real).toBe(join(base, "root/a/f"));
     await expect(Jail.create(["relative"])).rejects.toThrow(/absolute/);
     await expect(Jail.create([join(base, "missing")])).rejects.toThrow(/does not exist/);

@@ -441,7 +441,7 @@ describe("conformance", () => {
     try {
       const report = await runConformance({
         executable: MAIN,
-        config: { roots: ["${workdir}"] },
+        config: { roots: [work] },
         workingDirectory: work,
         samples: [
           { tool: "write_file", arguments: { path: "c.txt", content: "one\ntwo\n" }, expect: "result" },
