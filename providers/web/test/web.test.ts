@@ -208,10 +208,6 @@ describe("web_fetch", () => {
     expect((await h.invoke("web_fetch", { url: "not a url" })).error?.category).toBe(
       ToolErrorCategory.INVALID_ARGUMENTS,
     );
-    const nxdomain = await h.invoke("web_fetch", { url: "http://no-such-host.invalid/" });
-    expect([ToolErrorCategory.NOT_FOUND, ToolErrorCategory.EXECUTION_FAILED]).toContain(
-      nxdomain.error?.category,
-    );
   });
 
   it("refuses private addresses by default and hosts outside allowed_domains", async () => {
