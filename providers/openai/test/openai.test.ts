@@ -519,6 +519,7 @@ describe("errors", () => {
   it.each([
     [500, "OVERLOADED", true],
     [503, "OVERLOADED", true],
+    [529, "OVERLOADED", true],
     [401, "AUTH_ERROR", false],
     [404, "INVALID_REQUEST", false],
   ])("classifies HTTP %i as %s (retryable %s)", async (status, category, retryable) => {

@@ -129,6 +129,10 @@ describe("streaming", () => {
           reasoningTokens: 290,
           costInUsdTicks: 1466250,
         },
+        rateLimits: {
+          requests: { limit: 500, remaining: 499, resetSeconds: 1 },
+          tokens: { limit: 500000, remaining: 499000, resetSeconds: 0.5 },
+        },
       }),
     );
     const { events, error } = await complete({ params: { thinkingEffort: "low" } });
@@ -139,7 +143,10 @@ describe("streaming", () => {
     expect(kinds.slice(-2)).toEqual(["usage", "stop"]);
     expect(only(events, "streamStart")[0]!.providerRequestId).toMatch(/^[0-9a-f-]{36}$/);
     const meta = only(events, "metadata");
-    expect(meta[0]!.rateLimits.map((r) => r.kind)).toEqual([RateLimitKind.REQUESTS, RateLimitKind.TOKENS]);
+    expect(meta[0]!.rateLimits.map((r) => [r.kind, r.limit, r.remaining])).toEqual([
+      [RateLimitKind.REQUESTS, 500n, 499n],
+      [RateLimitKind.TOKENS, 500000n, 499000n],
+    ]);
     expect(meta[1]).toMatchObject({ actualModel: MODEL, systemFingerprint: "fp_2a885414fb" });
     expect(
       only(events, "thinkingDelta")
