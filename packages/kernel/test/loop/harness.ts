@@ -52,13 +52,17 @@ export const TERMINAL = new Set<SessionStatus>([
 
 export type Ev = Record<string, unknown>;
 export const text = (t: string): Ev => ({ text: t });
-export const tool = (id: string, name: string, input: Record<string, unknown>): Ev => ({ tool: { id, name, input } });
+export const tool = (id: string, name: string, input: Record<string, unknown>): Ev => ({
+  tool: { id, name, input },
+});
 export const usage = (input: number, output: number): Ev => ({ usage: { input, output } });
 export const stop = (reason = "end_turn"): Ev => ({ stop: reason });
 export const reply = (t: string, u: [number, number] = [10, 5]): { events: Ev[] } => ({
   events: [text(t), usage(u[0], u[1]), stop()],
 });
-export const calls = (...tools: Ev[]): { events: Ev[] } => ({ events: [...tools, usage(20, 10), stop("tool_use")] });
+export const calls = (...tools: Ev[]): { events: Ev[] } => ({
+  events: [...tools, usage(20, 10), stop("tool_use")],
+});
 export const modelError = (category: string, extra: Record<string, unknown> = {}): { events: Ev[] } => ({
   events: [{ error: { category, ...extra } }],
 });
@@ -83,6 +87,8 @@ export interface KernelSpec {
   readonly scripts?: Record<string, unknown>;
   readonly headlessAsk?: "deny" | "allow";
   readonly limits?: Partial<LoopLimits>;
+  /** Run on a previous (closed) kernel's directories and agent.hcl. */
+  readonly reuse?: TestKernel;
 }
 
 export class FakeClock implements KernelClock {
@@ -129,8 +135,8 @@ export class Harness {
   readonly #kernels: TestKernel[] = [];
 
   async kernel(spec: KernelSpec = {}): Promise<TestKernel> {
-    const root = mkdtempSync(join(tmpdir(), "ph-loop-"));
-    this.#dirs.push(root);
+    const root = spec.reuse?.root ?? mkdtempSync(join(tmpdir(), "ph-loop-"));
+    if (!spec.reuse) this.#dirs.push(root);
     const projectDir = join(root, "project");
     const stateDir = join(root, "state");
     const scriptDir = join(root, "scripts");
@@ -179,7 +185,7 @@ export class Harness {
       );
     }
     lines.push(hcl);
-    writeFileSync(join(projectDir, "agent.hcl"), lines.join("\n"));
+    if (!spec.reuse) writeFileSync(join(projectDir, "agent.hcl"), lines.join("\n"));
     const clock = new FakeClock();
     const logs: KernelLogRecord[] = [];
     const traces: TraceEvent[] = [];
@@ -214,7 +220,9 @@ export class Harness {
       invocations: () => readJsonl(join(logDir, "invocations.jsonl")),
       hookLog: (file = "hooks.jsonl") => readJsonl(join(logDir, file)),
       client: (options = {}) => {
-        const c = new TestClient(kernel.frontends.connect({ interactive: options.interactive ?? true, name: "test" }));
+        const c = new TestClient(
+          kernel.frontends.connect({ interactive: options.interactive ?? true, name: "test" }),
+        );
         clients.push(c);
         return c;
       },
@@ -317,10 +325,7 @@ export class TestClient {
     pred: (v: Extract<ServerEvent["event"], { case: K }>["value"], e: ServerEvent) => boolean = () => true,
     from = 0,
   ): Promise<Extract<ServerEvent["event"], { case: K }>["value"]> {
-    const e = await this.waitFor(
-      (ev) => ev.event.case === kind && pred(ev.event.value as never, ev),
-      from,
-    );
+    const e = await this.waitFor((ev) => ev.event.case === kind && pred(ev.event.value as never, ev), from);
     return e.event.value as never;
   }
 
@@ -339,14 +344,20 @@ export class TestClient {
     });
     const e = await this.waitFor((ev) => ev.requestId === requestId);
     if (e.event.case !== "sessionCreated") {
-      throw new Error(`create failed: ${e.event.case === "error" ? e.event.value.error?.message : e.event.case}`);
+      throw new Error(
+        `create failed: ${e.event.case === "error" ? e.event.value.error?.message : e.event.case}`,
+      );
     }
     return e.sessionId;
   }
 
   /** Waits for the session to reach a terminal status; returns it. */
   async finished(sessionId: string, from = 0): Promise<SessionStatus> {
-    const u = await this.next("sessionStatusUpdate", (v, e) => e.sessionId === sessionId && TERMINAL.has(v.status), from);
+    const u = await this.next(
+      "sessionStatusUpdate",
+      (v, e) => e.sessionId === sessionId && TERMINAL.has(v.status),
+      from,
+    );
     return u.status;
   }
 }
@@ -384,20 +395,29 @@ export class SessionFile {
   }
 
   toolResults() {
-    return this.events.filter((e) => e.kind === EventKind.TOOL_RESULT).map((e) => fromBinary(ToolResultEventSchema, e.payload));
+    return this.events
+      .filter((e) => e.kind === EventKind.TOOL_RESULT)
+      .map((e) => fromBinary(ToolResultEventSchema, e.payload));
   }
 
   plans() {
-    return this.events.filter((e) => e.kind === EventKind.PLAN).map((e) => fromBinary(PlanEventSchema, e.payload).plan!);
+    return this.events
+      .filter((e) => e.kind === EventKind.PLAN)
+      .map((e) => fromBinary(PlanEventSchema, e.payload).plan!);
   }
 
   applies() {
-    return this.events.filter((e) => e.kind === EventKind.APPLY).map((e) => fromBinary(ApplyEventSchema, e.payload).apply!);
+    return this.events
+      .filter((e) => e.kind === EventKind.APPLY)
+      .map((e) => fromBinary(ApplyEventSchema, e.payload).apply!);
   }
 }
 
 /** Every tool_use block in the history has exactly one tool_result, right after it. */
-export function toolUsePairing(messages: ReturnType<SessionFile["messages"]>): { uses: string[]; results: string[] } {
+export function toolUsePairing(messages: ReturnType<SessionFile["messages"]>): {
+  uses: string[];
+  results: string[];
+} {
   const uses: string[] = [];
   const results: string[] = [];
   for (const m of messages) {

@@ -1,0 +1,552 @@
+// The plan/apply gate: policy per item, third-party vetoes, ask/allow/deny, decision
+// scopes, corrected input, headless asks, plan mode, the data-source and interactive
+// precheck, Preview, terminates_turn and scheduling per ConcurrencySpec.
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
+import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { afterAll, describe, expect, it } from "vitest";
+import { calls, Harness, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
+
+const h = new Harness();
+afterAll(() => h.dispose());
+
+const decide = (
+  c: TestClient,
+  sessionId: string,
+  planItemId: string,
+  decision: ClientDecision,
+  extra: { scope?: PlanDecisionScope; correctedInput?: Record<string, unknown> } = {},
+) =>
+  c.send({
+    sessionId,
+    event: {
+      case: "planDecision",
+      value: {
+        planItemId,
+        decision,
+        scope: extra.scope ?? PlanDecisionScope.ONCE,
+        ...(extra.correctedInput ? { correctedInput: extra.correctedInput as never } : {}),
+      },
+    },
+  });
+
+const started = (k: TestKernel, tool?: string) =>
+  k.invocations().filter((e) => e["phase"] === "start" && (tool === undefined || e["tool"] === tool));
+
+describe("policy and vetoes", () => {
+  it("denies per item: a denied resource never runs and its tool_result carries the reason", async () => {
+    const k = await h.kernel({
+      hcl: `
+policy "no_remove" {
+  match  = { provider = "tools", tool_name = "remove" }
+  action = "deny"
+}
+policy "writes_ok" {
+  match  = { provider = "tools", tool_name = "write" }
+  action = "allow"
+}`,
+      scripts: {
+        deny: {
+          turns: [
+            calls(
+              tool("w", "tools__write", { path: "a", content: "x" }),
+              tool("r", "tools__remove", { path: "a" }),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[deny] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k).map((e) => e["tool"])).toEqual(["write"]);
+    const f = k.file(id);
+    expect(f.planItems.map((p) => [p.toolName, p.decisionText, p.decidedBy])).toEqual([
+      ["write", "allow", "writes_ok"],
+      ["remove", "deny", "no_remove"],
+    ]);
+    const removed = f.toolResults().find((r) => r.toolName === "remove")!;
+    expect(removed.denied).toBe(true);
+    const seen = k.requests("deny")[1]!.request.messages.at(-1).content[1].toolResult;
+    expect(seen.isError).toBe(true);
+    expect(seen.content[0].text.text).toContain('denied by policy rule "no_remove"');
+    expect(f.applies()[0]!.items.map((i) => i.outcome)).toEqual([ApplyOutcome.APPLIED, ApplyOutcome.DENIED]);
+    await k.close();
+  });
+
+  it("lets a third-party veto subscriber at plan-ready deny the plan, after policy ran", async () => {
+    const k = await h.kernel({
+      providers: [
+        { name: "guard", fixture: "hooks", attrs: { behavior: JSON.stringify('{"plan-ready":"deny"}') } },
+      ],
+      hcl: `
+policy "writes_ok" {
+  match  = { provider = "tools", tool_name = "write" }
+  action = "allow"
+}
+hook "plan-ready" {
+  provider = "guard"
+  mode     = "veto"
+}`,
+      scripts: {
+        veto: { turns: [calls(tool("w", "tools__write", { path: "a", content: "x" })), reply("ok")] },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[veto] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    const item = k.file(id).planItems[0]!;
+    expect([item.decisionText, item.decidedBy]).toEqual(["deny", "guard"]);
+    expect(k.file(id).plans()[0]!.items[0]!.reason).toBe("guard says no");
+    expect(c.of("permissionRequest")).toEqual([]);
+    await k.close();
+  });
+
+  it("lets a veto subscriber at pre-tool-call stop single calls of any kind", async () => {
+    const k = await h.kernel({
+      providers: [
+        {
+          name: "stopper",
+          fixture: "hooks",
+          attrs: { behavior: JSON.stringify('{"pre-tool-call":"deny"}') },
+        },
+      ],
+      hcl: `
+hook "pre-tool-call" {
+  provider = "stopper"
+  mode     = "veto"
+}`,
+      scripts: {
+        pretool: {
+          turns: [
+            calls(
+              tool("d", "tools__read", { path: "a" }),
+              tool("w", "tools__write", { path: "a", content: "x" }),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[pretool] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    const f = k.file(id);
+    expect(f.toolResults().map((r) => [r.toolName, r.denied])).toEqual([
+      ["read", true],
+      ["write", true],
+    ]);
+    expect(f.planItems.map((p) => [p.decisionText, p.decidedBy])).toEqual([["deny", "stopper"]]);
+    await k.close();
+  });
+
+  it("prechecks data sources: deny blocks the read, an ask is downgraded to deny and logged", async () => {
+    const k = await h.kernel({
+      hcl: `
+policy "no_reads" {
+  match  = { provider = "tools", tool_name = "read" }
+  action = "deny"
+}
+policy "ask_flaky" {
+  match  = { provider = "tools", tool_name = "flaky" }
+  action = "ask"
+}`,
+      scripts: {
+        precheck: {
+          turns: [
+            calls(tool("a", "tools__read", { path: "x" }), tool("b", "tools__flaky", { key: "p" })),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[precheck] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    const results = k.file(id).toolResults();
+    expect(results.map((r) => r.denied)).toEqual([true, true]);
+    expect(results[1]!.outcome.case === "error" && results[1]!.outcome.value.message).toContain(
+      "cannot, so it is denied",
+    );
+    expect(k.logs.some((l) => l.level === "warn" && l.message.includes('"ask_flaky" resolved to ask'))).toBe(
+      true,
+    );
+    expect(c.of("permissionRequest")).toEqual([]);
+    await k.close();
+  });
+});
+
+describe("asking a human", () => {
+  it("executes nothing for a denied ask and records the human's decision", async () => {
+    const k = await h.kernel({
+      scripts: { askdeny: { turns: [calls(tool("r", "tools__remove", { path: "a" })), reply("ok")] } },
+    });
+    const c = k.client();
+    const id = await c.create("[askdeny] go");
+    const req = await c.next("permissionRequest");
+    expect(req.planItem?.decision).toBe(PlanDecision.ASK);
+    decide(c, id, req.planItem!.id, ClientDecision.DENY);
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    const apply = k.file(id).applies()[0]!.items[0]!;
+    expect([apply.outcome, apply.decision, apply.decidedBy]).toEqual([
+      ApplyOutcome.DENIED,
+      PlanDecision.DENY,
+      "human:once",
+    ]);
+    await k.close();
+  });
+
+  it("re-validates corrected input: an invalid correction is an error and the item stays pending", async () => {
+    const k = await h.kernel({
+      scripts: {
+        edited: {
+          turns: [calls(tool("w", "tools__write", { path: "draft.txt", content: "x" })), reply("ok")],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[edited] go");
+    const req = await c.next("permissionRequest");
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { correctedInput: { path: 42 } });
+    const err = await c.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    expect(err.error?.message).toContain("input schema");
+    expect(started(k)).toEqual([]);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, {
+      correctedInput: { path: "final.txt", content: "y" },
+    });
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k).map((e) => e["args"])).toEqual([{ path: "final.txt", content: "y" }]);
+    const apply = k.file(id).applies()[0]!.items[0]!;
+    expect(apply.appliedInput).toEqual({ path: "final.txt", content: "y" });
+    await k.close();
+  });
+
+  it("SESSION scope auto-approves the next matching call without asking again", async () => {
+    const k = await h.kernel({
+      scripts: {
+        sess: {
+          turns: [
+            calls(tool("w1", "tools__write", { path: "a", content: "1" })),
+            calls(tool("w2", "tools__write", { path: "b", content: "2" })),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[sess] go");
+    const req = await c.next("permissionRequest");
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.SESSION });
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(c.of("permissionRequest")).toHaveLength(1);
+    expect(started(k, "write")).toHaveLength(2);
+    expect(k.file(id).planItems.map((p) => [p.decisionText, p.decidedBy])).toEqual([
+      ["ask", "policy:default"],
+      ["allow", "session:tools.write"],
+    ]);
+    expect(existsSync(join(k.projectDir, ".agent", "policy.auto.hcl"))).toBe(false);
+    await k.close();
+  });
+
+  it("ALWAYS scope writes a durable rule that a later kernel applies", async () => {
+    const k = await h.kernel({
+      scripts: {
+        always: { turns: [calls(tool("w1", "tools__write", { path: "a", content: "1" })), reply("ok")] },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[always] go");
+    const req = await c.next("permissionRequest");
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.ALWAYS });
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    const store = readFileSync(join(k.projectDir, ".agent", "policy.auto.hcl"), "utf8");
+    expect(store).toContain('policy "always:default:tools.write"');
+    expect(store).toMatch(/"tool_name"\s*=\s*"write"/);
+    expect(store).toMatch(/action\s*=\s*"allow"/);
+    expect(store).toMatch(/profile\s*=\s*"default"/);
+    await k.close();
+
+    // A new kernel on the same project applies the rule: no question asked.
+    const k2 = await h.kernel({ reuse: k });
+    k2.script("always2", {
+      turns: [calls(tool("w2", "tools__write", { path: "b", content: "2" })), reply("ok")],
+    });
+    const c2 = k2.client();
+    const id2 = await c2.create("[always2] go");
+    expect(await c2.finished(id2)).toBe(SessionStatus.COMPLETED);
+    expect(c2.of("permissionRequest")).toEqual([]);
+    expect(k2.file(id2).planItems.map((p) => [p.decisionText, p.decidedBy])).toEqual([
+      ["allow", "always:default:tools.write"],
+    ]);
+    await k2.close();
+  });
+
+  it("rejects an ALWAYS decision it cannot store with a distinct error; the item stays pending", async () => {
+    const k = await h.kernel({
+      scripts: {
+        nostore: { turns: [calls(tool("w", "tools__write", { path: "a", content: "1" })), reply("ok")] },
+      },
+    });
+    writeFileSync(join(k.projectDir, ".agent"), "not a directory");
+    const c = k.client();
+    const id = await c.create("[nostore] go");
+    const req = await c.next("permissionRequest");
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.ALWAYS });
+    const err = await c.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.POLICY_STORE_UNAVAILABLE);
+    expect(started(k)).toEqual([]);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW);
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k, "write")).toHaveLength(1);
+    await k.close();
+  });
+
+  it("first answer wins: a second answer for the same item is rejected to its sender", async () => {
+    const k = await h.kernel({
+      scripts: {
+        race: { turns: [calls(tool("w", "tools__write", { path: "a", content: "1" })), reply("ok")] },
+      },
+    });
+    const a = k.client();
+    const id = await a.create("[race] go");
+    const b = k.client();
+    b.send({ event: { case: "attachSession", value: { requestId: "att", sessionId: id } } });
+    const req = await a.next("permissionRequest");
+    await b.next("permissionRequest");
+    decide(a, id, req.planItem!.id, ClientDecision.ALLOW);
+    await a.finished(id);
+    decide(b, id, req.planItem!.id, ClientDecision.DENY);
+    const err = await b.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    expect(err.error?.message).toContain("already decided");
+    expect(a.of("error")).toEqual([]);
+    expect(started(k, "write")).toHaveLength(1);
+    await k.close();
+  });
+});
+
+describe("headless", () => {
+  it("denies an ask when no human is attached, unless the operator allows it", async () => {
+    const script = { turns: [calls(tool("w", "tools__write", { path: "a", content: "1" })), reply("ok")] };
+    const k = await h.kernel({ scripts: { headless: script } });
+    const s = await k.kernel.startSession({ prompt: "[headless] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    expect(k.file(s.id).applies()[0]!.items[0]!.decidedBy).toBe("headless:deny");
+    await k.close();
+
+    const k2 = await h.kernel({ scripts: { headless: script }, headlessAsk: "allow" });
+    const s2 = await k2.kernel.startSession({ prompt: "[headless] go" });
+    expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
+    expect(started(k2, "write")).toHaveLength(1);
+    expect(k2.file(s2.id).applies()[0]!.items[0]!.decidedBy).toBe("headless:allow");
+    await k2.close();
+  });
+
+  it("settles a pending ask by the headless rule when the last interactive frontend detaches", async () => {
+    const k = await h.kernel({
+      scripts: {
+        detach: { turns: [calls(tool("w", "tools__write", { path: "a", content: "1" })), reply("ok")] },
+      },
+    });
+    const watcher = k.client({ interactive: false });
+    const c = k.client();
+    const id = await c.create("[detach] go");
+    watcher.send({ event: { case: "attachSession", value: { requestId: "w", sessionId: id } } });
+    await c.next("permissionRequest");
+    c.close();
+    expect(await watcher.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k)).toEqual([]);
+    await k.close();
+  });
+
+  it("does not run an interactive call with nobody to answer it", async () => {
+    const k = await h.kernel({
+      scripts: { noanswer: { turns: [calls(tool("q", "tools__ask", { question: "?" })), reply("ok")] } },
+    });
+    const s = await k.kernel.startSession({ prompt: "[noanswer] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const r = k.file(s.id).toolResults()[0]!;
+    expect(r.denied).toBe(true);
+    expect(r.outcome.case === "error" && r.outcome.value.message).toContain("no human");
+    await k.close();
+  });
+});
+
+describe("interactive calls", () => {
+  it("rejects an answer that does not match the output schema and keeps waiting", async () => {
+    const k = await h.kernel({
+      scripts: { answer: { turns: [calls(tool("q", "tools__ask", { question: "color?" })), reply("ok")] } },
+    });
+    const c = k.client();
+    const id = await c.create("[answer] go");
+    const q = await c.next("interactiveRequest");
+    expect(q.provider).toBe("tools");
+    expect(q.prompt?.root?.node.case === "text" && q.prompt.root.node.value.content).toBe("Q: color?");
+    c.send({
+      sessionId: id,
+      event: { case: "interactiveResponse", value: { callId: q.callId, response: { colour: 1 } } },
+    });
+    const err = await c.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    c.send({
+      sessionId: id,
+      event: { case: "interactiveResponse", value: { callId: q.callId, response: { answer: "red" } } },
+    });
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    const r = k.file(id).toolResults()[0]!;
+    expect(r.outcome.case === "result" && r.outcome.value.payload).toEqual({ answer: "red" });
+    await k.close();
+  });
+});
+
+describe("plans", () => {
+  it("withholds resource tools in plan mode; nothing is intercepted at run time", async () => {
+    const k = await h.kernel({ scripts: { planmode: { turns: [reply("a plan")] } } });
+    const s = await k.kernel.startSession({ prompt: "[planmode] plan it", planMode: true });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const names = k.requests("planmode")[0]!.request.tools.map((t: { name: string }) => t.name);
+    expect(names).toContain("tools__read");
+    expect(names).toContain("tools__ask");
+    expect(
+      names.filter((n: string) =>
+        ["tools__write", "tools__remove", "tools__finish", "tools__slow"].includes(n),
+      ),
+    ).toEqual([]);
+    await k.close();
+  });
+
+  it("snapshots kind, risk and description, and a Preview; a slow Preview just leaves it out", async () => {
+    const k = await h.kernel({
+      limits: { previewTimeoutMs: 150 },
+      scripts: {
+        preview: {
+          turns: [
+            calls(
+              tool("w", "tools__write", { path: "a", content: "new text" }),
+              tool("s", "tools__slowpreview", { path: "b" }),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+      headlessAsk: "allow",
+    });
+    const s = await k.kernel.startSession({ prompt: "[preview] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const [write, slow] = k.file(s.id).plans()[0]!.items;
+    expect(write!.preview?.root?.node.case).toBe("diff");
+    expect([write!.kind, write!.risk, write!.description]).toEqual([1, 3, "Writes a file."]);
+    expect(slow!.preview).toBeUndefined();
+    expect(
+      started(k)
+        .map((e) => e["tool"])
+        .sort(),
+    ).toEqual(["slowpreview", "write"]);
+    await k.close();
+  });
+
+  it("ends the loop after a successful terminates_turn call, but not after a denied one", async () => {
+    const k = await h.kernel({
+      hcl: `
+policy "finish_ok" {
+  match  = { provider = "tools", tool_name = "finish" }
+  action = "allow"
+}`,
+      scripts: {
+        terminate: {
+          turns: [
+            calls(tool("r", "tools__read", { path: "a" }), tool("f", "tools__finish", { summary: "done" })),
+            reply("never"),
+          ],
+        },
+      },
+    });
+    const s = await k.kernel.startSession({ prompt: "[terminate] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    expect(k.requests("terminate")).toHaveLength(1);
+    await k.close();
+
+    const k2 = await h.kernel({
+      scripts: {
+        terminate2: { turns: [calls(tool("f", "tools__finish", { summary: "done" })), reply("continued")] },
+      },
+    });
+    const s2 = await k2.kernel.startSession({ prompt: "[terminate2] go" });
+    expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
+    expect(k2.requests("terminate2")).toHaveLength(2);
+    await k2.close();
+  });
+
+  it("schedules per ConcurrencySpec: distinct keys overlap, a shared key and serial models do not", async () => {
+    const k = await h.kernel({
+      headlessAsk: "allow",
+      hcl: `
+agent_profile "default" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools = ["tools.*"]
+}
+agent_profile "serial" {
+  model {
+    primary {
+      provider = "model"
+      id       = "serial"
+    }
+  }
+  tools = ["tools.*"]
+}`,
+      scripts: {
+        sched: {
+          turns: [
+            calls(
+              tool("r1", "tools__read", { path: "a", delay_ms: 150 }),
+              tool("r2", "tools__read", { path: "b", delay_ms: 150 }),
+              tool("w1", "tools__write", { path: "same", content: "1", delay_ms: 100 }),
+              tool("w2", "tools__write", { path: "same", content: "2", delay_ms: 100 }),
+              tool("w3", "tools__write", { path: "other", content: "3", delay_ms: 100 }),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const overlap = (a: string, b: string, inv: Array<Record<string, any>>) => {
+      const span = (id: string) => [
+        inv.find((e) => e["callId"] === id && e["phase"] === "start")!["at"] as number,
+        inv.find((e) => e["callId"] === id && e["phase"] === "end")!["at"] as number,
+      ];
+      const [s1, e1] = span(a);
+      const [s2, e2] = span(b);
+      return s1! < e2! && s2! < e1!;
+    };
+    const s = await k.kernel.startSession({ prompt: "[sched] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    let inv = k.invocations();
+    expect(overlap("r1", "r2", inv)).toBe(true);
+    expect(overlap("w1", "w2", inv)).toBe(false);
+    expect(overlap("w1", "w3", inv)).toBe(true);
+    const order = inv.filter((e) => e["phase"] === "start" && e["tool"] === "write").map((e) => e["callId"]);
+    expect(order.indexOf("w1")).toBeLessThan(order.indexOf("w2"));
+
+    rmSync(join(k.logDir, "invocations.jsonl"));
+    const s2 = await k.kernel.startSession({ prompt: "[sched] go", profile: "serial" });
+    expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
+    inv = k.invocations();
+    expect(overlap("r1", "r2", inv)).toBe(false);
+    expect(overlap("w1", "w3", inv)).toBe(false);
+    await k.close();
+  });
+});
