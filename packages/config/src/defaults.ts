@@ -50,7 +50,7 @@ export function chooseVendor(env: Environment): VendorChoice | undefined {
       provider: "anthropic",
       secrets: { api_key: "ANTHROPIC_API_KEY" },
       primary: "claude-sonnet-5",
-      fallbacks: ["claude-haiku-4-5"],
+      fallbacks: ["claude-haiku-4-5-20251001"],
     };
   }
   if (set(env, "OPENAI_API_KEY") && !set(env, "OPENAI_BASE_URL")) {
@@ -67,18 +67,18 @@ export function chooseVendor(env: Environment): VendorChoice | undefined {
         provider: "google",
         secrets: { api_key: name },
         primary: "gemini-3-pro",
-        fallbacks: ["gemini-3.5-flash"],
+        fallbacks: ["gemini-2.5-flash"],
       };
     }
   }
   if (set(env, "XAI_API_KEY")) {
-    return { provider: "xai", secrets: { api_key: "XAI_API_KEY" }, primary: "grok-4-5", fallbacks: [] };
+    return { provider: "xai", secrets: { api_key: "XAI_API_KEY" }, primary: "grok-4.3", fallbacks: [] };
   }
   if (set(env, "OPENAI_BASE_URL") && set(env, "OPENAI_MODEL")) {
     return {
       provider: "openai-compatible",
       secrets: set(env, "OPENAI_API_KEY") ? { api_key: "OPENAI_API_KEY" } : {},
-      plain: { base_url: "OPENAI_BASE_URL" },
+      plain: { base_url: "OPENAI_BASE_URL", model: "OPENAI_MODEL" },
       primary: env.OPENAI_MODEL!,
       fallbacks: [],
     };

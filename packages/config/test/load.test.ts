@@ -282,7 +282,7 @@ describe("built-in default configuration", () => {
     [{ OPENAI_API_KEY: "o", GEMINI_API_KEY: "g" }, "openai", "gpt-5.6-sol"],
     [{ GOOGLE_API_KEY: "g" }, "google", "gemini-3-pro"],
     [{ GEMINI_API_KEY: "g", XAI_API_KEY: "x" }, "google", "gemini-3-pro"],
-    [{ XAI_API_KEY: "x", ANTHROPIC_API_KEY: "" }, "xai", "grok-4-5"],
+    [{ XAI_API_KEY: "x", ANTHROPIC_API_KEY: "" }, "xai", "grok-4.3"],
     [
       { OPENAI_BASE_URL: "http://localhost:11434/v1", OPENAI_MODEL: "llama3.3" },
       "openai-compatible",
@@ -307,10 +307,11 @@ describe("built-in default configuration", () => {
       attributes: [
         { name: "api_key", type: 1, required: false, sensitive: true, objectAttributes: [] },
         { name: "base_url", type: 1, required: true, sensitive: false, objectAttributes: [] },
+        { name: "model", type: 1, required: false, sensitive: false, objectAttributes: [] },
       ],
     };
     const d = decodeProviderConfig(r.config, "openai-compatible", schema, env);
-    expect(d.ok && d.config.values).toEqual({ api_key: "o-key", base_url: "http://h/v1" });
+    expect(d.ok && d.config.values).toEqual({ api_key: "o-key", base_url: "http://h/v1", model: "m" });
   });
 
   it("says which variables to set when there is none", () => {
