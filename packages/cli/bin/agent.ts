@@ -1,4 +1,12 @@
 #!/usr/bin/env node
 import { main } from "../src/index.ts";
 
+// A closed pipe (`agent sessions show … | head`) ends the command quietly.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw err;
+  });
+}
+
 process.exitCode = await main(process.argv);

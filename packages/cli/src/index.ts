@@ -1,33 +1,186 @@
+// The `agent` command tree. Each command's module is imported only when it runs, so
+// `agent --version` or `agent sessions list` start without loading the kernel.
 import { readFileSync } from "node:fs";
-import { Command } from "commander";
+import { Command, CommanderError, Option } from "commander";
+import { EXIT, EXIT_CODE_HELP } from "./exit-codes.ts";
+import { CliError, type Io, processIo } from "./io.ts";
 
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   version: string;
 };
 
-/** Builds the command tree. Subcommands arrive with their issues; `run` is the main job. */
-export function buildProgram(): Command {
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Builds the command tree; `finish` receives each command's exit status. */
+export function buildProgram(io: Io, finish: (code: number) => void): Command {
   const program = new Command("agent")
-    .description("PluggableHarness: a Terraform-style, plugin-based coding agent")
-    .version(pkg.version, "-v, --version");
+    .description("PluggableHarness: a plugin-based coding agent. Start with `agent run`.")
+    .version(pkg.version, "-v, --version", "print the version")
+    .configureOutput({
+      writeOut: (s) => io.out.write(s),
+      writeErr: (s) => io.err.write(s),
+    })
+    .showSuggestionAfterError(true);
+
   program
-    .command("run")
-    .description("start a session (interactive, or headless with -p)")
-    .option("-p, --print <prompt>", "run headless with this prompt")
-    .action(() => {
-      process.stderr.write("agent run: the session loop is not implemented yet in this build.\n");
-      process.exitCode = 2;
+    .command("run [message]")
+    .description(
+      "start a session: interactive in a terminal (optionally with a first message), headless with -p or a prompt on stdin",
+    )
+    .option("-p, --print <prompt>", "run headless with this prompt (stdin, when piped, is appended)")
+    .option("--profile <name>", 'agent profile from agent.hcl (default: "default")')
+    .option("--model <provider/id>", "use this model as the profile's primary model")
+    .option("--max-turns <n>", "end the session after this many turns")
+    .option("--max-budget-usd <usd>", "end the session once it has cost this much")
+    .option("--max-wall-clock <duration>", "end the session after this long (90, 90s, 15m, 2h)")
+    .option("--plan", "plan mode: the model sees no tools that change anything")
+    .option("--resume <session-id>", "continue a completed or cancelled session")
+    .option("-c, --continue", "continue the most recent session")
+    .addOption(
+      new Option("--output-format <format>", "headless output")
+        .choices(["text", "json", "stream-json"])
+        .default("text"),
+    )
+    .addOption(
+      new Option(
+        "--headless-ask <answer>",
+        "what a permission prompt becomes when nobody can answer it (headless): deny, or allow",
+      )
+        .choices(["deny", "allow"])
+        .default("deny"),
+    )
+    .option("--verbose", "text output: print the whole transcript, not only the final answer")
+    .addHelpText(
+      "after",
+      `
+Headless output (-p): text prints the final answer; json prints one result record;
+stream-json prints one JSON object per line (init, message deltas, tool calls and
+results, plan decisions with the deciding rule, usage, and the final result).
+
+${EXIT_CODE_HELP}
+
+Without an agent.hcl, a built-in profile uses the first vendor key found in the
+environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY,
+XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
+    )
+    .action(async (message: string | undefined, opts) => {
+      const { runRun } = await import("./commands/run.ts");
+      finish(await runRun(io, { ...opts, ...(message !== undefined ? { message } : {}) }));
     });
+
+  program
+    .command("init")
+    .description("write a commented agent.hcl for the vendor keys in the environment")
+    .option("--force", "overwrite an existing agent.hcl")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (opts) => {
+      const { runInit } = await import("./commands/init.ts");
+      finish(runInit(io, opts));
+    });
+
+  const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
+  sessions
+    .command("list")
+    .description("sessions, newest first: id, start time, profile, status, cost")
+    .option("--status <status>", "only sessions in this status (repeatable)", collect)
+    .option("--roots", "only root sessions (no sub-agents)")
+    .option("--limit <n>", "at most this many")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const { runList } = await import("./commands/sessions.ts");
+      finish(runList(io, opts));
+    });
+  sessions
+    .command("show <session-id>")
+    .description("print a session's transcript from its file (no plugin is started)")
+    .option("--expand", "show collapsed parts (thinking, tool output) in full")
+    .action(async (id: string, opts) => {
+      const { runShow } = await import("./commands/replay.ts");
+      finish(await runShow(io, id, opts));
+    });
+  sessions
+    .command("replay <session-id>")
+    .description("re-render a session through the plugins that produced it")
+    .option("--expand", "show collapsed parts in full")
+    .action(async (id: string, opts) => {
+      const { runReplay } = await import("./commands/replay.ts");
+      finish(await runReplay(io, id, opts));
+    });
+  sessions
+    .command("prune [session-ids...]")
+    .description("delete session files: the ids named, and/or those matching every selector given")
+    .option("--older-than <duration>", "sessions started longer ago than this (e.g. 30d)")
+    .option("--status <status>", "sessions in this status (repeatable)", collect)
+    .option("--include-running", "also delete matching sessions still marked running")
+    .option("--include-corrupt", "also delete the .corrupt copies kept after a salvage")
+    .option("--dry-run", "only say what would be deleted")
+    .action(async (ids: string[], opts) => {
+      const { runPrune } = await import("./commands/sessions.ts");
+      finish(runPrune(io, ids, opts));
+    });
+
+  program
+    .command("providers")
+    .description("the providers this project uses: identity, category, tools or models, health")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .option("--json", "print JSON")
+    .action(async (opts) => {
+      const { runProviders } = await import("./commands/providers.ts");
+      finish(await runProviders(io, opts));
+    });
+
+  program
+    .command("validate [dir]")
+    .description("check agent.hcl, the global config and every provider block against its plugin's schema")
+    .addHelpText("after", "\nExit status: 0 valid, 1 invalid.")
+    .action(async (dir: string | undefined) => {
+      const { runValidate } = await import("./commands/validate.ts");
+      finish(await runValidate(io, dir));
+    });
+
+  program
+    .command("conform")
+    .description("check a plugin executable against its category's protocol (`agent conform --help`)")
+    .helpOption(false)
+    .allowUnknownOption(true)
+    .allowExcessArguments(true)
+    .argument("[args...]")
+    .action(async (args: string[]) => {
+      const { runConform } = await import("./commands/conform.ts");
+      finish(await runConform(io, args));
+    });
+
   return program;
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram().exitOverride();
+export async function main(argv: string[], io: Io = processIo()): Promise<number> {
+  let code: number = EXIT.OK;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  program.exitOverride();
+  for (const c of program.commands) {
+    c.exitOverride();
+    for (const sub of c.commands) sub.exitOverride();
+  }
   try {
     await program.parseAsync(argv);
   } catch (err) {
-    const code = (err as { exitCode?: number }).exitCode;
-    return typeof code === "number" ? code : 1;
+    if (err instanceof CommanderError) {
+      if (
+        err.code === "commander.helpDisplayed" ||
+        err.code === "commander.version" ||
+        err.code === "commander.help"
+      )
+        return EXIT.OK;
+      return EXIT.USAGE;
+    }
+    if (err instanceof CliError) {
+      io.err.write(`${err.message}\n`);
+      return err.exitCode;
+    }
+    io.err.write(`agent: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT.ERROR;
   }
-  return typeof process.exitCode === "number" ? process.exitCode : 0;
+  return code;
 }

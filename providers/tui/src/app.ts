@@ -5,6 +5,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   ClientDecision,
+  FrontendErrorCategory,
   type ServerEvent,
   type ServerEvent_InteractiveRequest,
   StreamDeltaKind,
@@ -27,7 +28,7 @@ import { LineEditor } from "./editor.ts";
 import { type Key, KeyDecoder } from "./keys.ts";
 import { paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
-import { type Painter, painterFor, sanitize, sanitizeLines } from "./style.ts";
+import { type Painter, painterFor, sanitize, sanitizeLines, wrapLine } from "./style.ts";
 
 export interface TuiInput {
   on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
@@ -49,8 +50,14 @@ export interface TuiOutput extends TerminalOutput {
 
 export type SessionTarget =
   | { kind: "create"; profile?: string; workingDirectory?: string; prompt?: string }
-  | { kind: "resume"; sessionId: string }
-  | { kind: "attach"; sessionId: string };
+  | {
+      kind: "resume" | "attach";
+      sessionId: string;
+      /** A first message, sent once attached. */
+      prompt?: string;
+      /** The session was just created for this UI: no "resumed" banner. */
+      fresh?: boolean;
+    };
 
 export interface TuiOptions {
   connection: FrontendConnection;
@@ -94,6 +101,7 @@ export class Tui {
   private readonly input: TuiInput;
   private readonly output: TuiOutput;
   private readonly target: SessionTarget;
+  private readonly fresh: boolean;
   private readonly plain: boolean;
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
@@ -140,6 +148,7 @@ export class Tui {
     this.input = options.input;
     this.output = options.output;
     this.target = options.session;
+    this.fresh = options.session.kind !== "create" && !!options.session.fresh;
     this.now = options.now ?? Date.now;
     const env = options.env ?? process.env;
     const tty = !options.plain && !!options.output.isTTY && !!options.input.isTTY && env["TERM"] !== "dumb";
@@ -166,7 +175,6 @@ export class Tui {
     const t = this.target;
     if (t.kind === "create") {
       this.setBusy("Starting", true);
-      if (t.prompt) this.echoUser(t.prompt);
       this.conn.send({
         event: {
           case: "createSession",
@@ -234,15 +242,21 @@ export class Tui {
           this.setSlash(e.value.slashCommandRegistry.commands.map((c) => c.spec?.name ?? ""));
         this.commit([
           this.p.paint(
-            `Session ${this.sessionId ?? "?"} · ${statusName(this.status)}${this.replayOnly ? " · replay only" : ""}`,
+            this.fresh
+              ? `Session ${this.sessionId ?? "?"}${this.info?.profile ? ` · profile ${this.info.profile}` : ""} · /help for keys`
+              : `Session ${this.sessionId ?? "?"} · ${statusName(this.status)}${this.replayOnly ? " · replay only" : ""}`,
             "dim",
           ),
         ]);
         return;
-      case "backfillComplete":
-        this.commit([this.p.paint("── end of history ──", "dim")]);
+      case "backfillComplete": {
+        if (!this.fresh) this.commit([this.p.paint("── end of history ──", "dim")]);
         this.setBusy("", false);
+        const t = this.target;
+        if (t.kind !== "create" && t.prompt) this.sendMessage(t.prompt);
+        else this.takeLine();
         return;
+      }
       case "slashCommandRegistry":
         this.setSlash(e.value.commands.map((c) => c.spec?.name ?? ""));
         return;
@@ -261,21 +275,9 @@ export class Tui {
         return;
       case "planReady": {
         this.closeStreams(false, ["text", "thinking"]);
-        const items = e.value.plan?.items ?? [];
-        const out: string[] = [];
-        for (const item of items) {
-          const label = `${item.provider}.${item.toolName}`;
-          this.toolLabels.set(item.toolCallId, label);
-          const decision =
-            item.decision === PlanDecision.PENDING || item.decision === PlanDecision.UNSPECIFIED
-              ? ""
-              : ` · ${decisionName(item.decision)}${item.decidedBy ? ` (${item.decidedBy})` : ""}`;
-          out.push(
-            `${this.p.paint("⏺", "accent")} ${this.p.paint(label, "bold")} ${this.p.paint(this.inputBrief(item), "dim")}` +
-              this.p.paint(` · risk ${riskName(item.risk)}${decision}`, "dim"),
-          );
+        for (const item of e.value.plan?.items ?? []) {
+          this.toolLabels.set(item.toolCallId, `${item.provider}.${item.toolName}`);
         }
-        if (out.length > 0) this.commit(out);
         this.setBusy("Applying", true);
         return;
       }
@@ -323,7 +325,7 @@ export class Tui {
         return;
       case "error": {
         const err = e.value.error;
-        const name = err ? (FRONTEND_ERRORS[err.category] ?? "unknown") : "unknown";
+        const name = err ? (FrontendErrorCategory[err.category]?.toLowerCase() ?? "unknown") : "unknown";
         this.commit([this.p.paint(`✗ ${name}: ${sanitize(err?.message ?? "")}`, "error")]);
         if (ev.requestId === "create" || ev.requestId === "resume" || ev.requestId === "attach") {
           this.setBusy("", false);
@@ -341,7 +343,7 @@ export class Tui {
   }
 
   private statusLine(s: SessionStatus, detail: string): string {
-    const suffix = detail ? ` — ${sanitize(detail)}` : "";
+    const suffix = detail && detail !== "interrupted" ? ` — ${sanitize(detail)}` : "";
     switch (s) {
       case SessionStatus.COMPLETED:
         return this.p.paint(`✓ done${suffix}`, "success");
@@ -382,7 +384,7 @@ export class Tui {
       default:
         // A finished unit: it supersedes whatever was streamed for it.
         this.closeStreams(true);
-        this.commit(lines);
+        this.commit(["", ...lines]);
     }
   }
 
@@ -678,18 +680,23 @@ export class Tui {
     }
     if (text.startsWith("/") && !text.startsWith("//")) {
       const [name = "", ...rest] = text.slice(1).split(" ");
-      this.echoUser(text);
       this.conn.send({
         sessionId: this.sessionId,
         event: { case: "slashCommand", value: { name, args: rest.join(" ") } },
       });
+      this.setBusy("Thinking", true);
     } else {
-      this.echoUser(text);
-      this.conn.send({
-        sessionId: this.sessionId,
-        event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text } } }] } },
-      });
+      this.sendMessage(text);
     }
+  }
+
+  /** A new user message; the kernel's render of it shows it in the transcript. */
+  private sendMessage(text: string): void {
+    if (!this.sessionId) return;
+    this.conn.send({
+      sessionId: this.sessionId,
+      event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text } } }] } },
+    });
     this.setBusy("Thinking", true);
   }
 
@@ -702,10 +709,6 @@ export class Tui {
     if (this.slashCommands.length > 0)
       lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
     return lines.map((l) => this.p.paint(l, "dim"));
-  }
-
-  private echoUser(text: string): void {
-    this.commit(["", `${this.p.paint("›", "accent")} ${this.p.paint(sanitize(text), "bold")}`]);
   }
 
   private interrupt(): void {
@@ -846,37 +849,40 @@ export class Tui {
     }
     // The overlay: a permission request or a question, visually set apart.
     const bar = p.paint("┃", "warning");
+    // Overlay rows keep the bar on every wrapped row, so the prompt reads as one block.
+    const barred = (text: string, maxRows = Number.POSITIVE_INFINITY) => {
+      const rows = wrapLine(text, width - 2);
+      for (const row of rows.slice(0, maxRows)) lines.push(`${bar} ${row}`);
+      if (rows.length > maxRows) lines.push(`${bar} ${p.paint("…", "dim")}`);
+    };
     const item = this.permissions[0];
     const q = this.questions[0];
     if (item) {
-      lines.push(
-        `${bar} ${p.paint("Permission needed", "bold", "warning")}${this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : ""}`,
+      barred(
+        `${p.paint("Permission needed", "bold", "warning")}${this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : ""}`,
       );
-      lines.push(
-        `${bar} ${p.paint(`${item.provider}.${item.toolName}`, "bold")} · risk ${p.paint(riskName(item.risk), riskTone(item))}`,
+      barred(
+        `${p.paint(`${item.provider}.${item.toolName}`, "bold")} · risk ${p.paint(riskName(item.risk), riskTone(item))}`,
       );
-      if (item.description) lines.push(`${bar} ${p.paint(sanitize(item.description), "dim")}`);
-      if (item.reason) lines.push(`${bar} ${p.paint(sanitize(item.reason), "dim")}`);
-      lines.push(`${bar} ${p.paint(this.inputBrief(item), "code")}`);
+      if (item.description) barred(`${p.paint(sanitize(item.description), "dim")}`, 3);
+      if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`);
+      barred(`${p.paint(this.inputBrief(item), "code")}`);
       const preview = item.preview ? paintTree(item.preview, { painter: p }) : [];
-      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14)))
-        lines.push(`${bar} ${l}`);
+      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14))) barred(`${l}`);
       if (this.editing) {
-        lines.push(
-          `${bar} ${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`,
-        );
+        barred(`${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`);
         cursor = [lines.length, 4 + this.editor.cursor];
         lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
       } else {
-        lines.push(
-          `${bar} ${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
+        barred(
+          `${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
         );
       }
     } else if (q) {
-      lines.push(
-        `${bar} ${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
+      barred(
+        `${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
       );
-      for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) lines.push(`${bar} ${l}`);
+      for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
       cursor = [lines.length, 4 + this.editor.cursor];
       lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
     }
@@ -966,18 +972,6 @@ export class Tui {
     this.resolveRun({ sessionId: this.sessionId, status: this.status });
   }
 }
-
-const FRONTEND_ERRORS: Record<number, string> = {
-  1: "render_failed",
-  2: "invalid_client_event",
-  3: "region_unsupported",
-  4: "unknown",
-  5: "session_not_found",
-  6: "session_create_failed",
-  7: "session_busy",
-  8: "schema_too_new",
-  9: "session_replay_only",
-};
 
 function riskTone(item: PlanItem): "warning" | "error" | "dim" {
   return item.risk >= 4 ? "error" : item.risk >= 3 ? "warning" : "dim";

@@ -78,9 +78,13 @@ export function brief(value: JsonValue | undefined, max = 120): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** Dollars with two decimals, or two significant digits below a cent ($0.00004). */
 export function formatUsd(usd: number): string {
   if (usd === 0) return "$0.00";
-  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  if (Math.abs(usd) < 0.01) {
+    const digits = Math.min(10, 1 - Math.floor(Math.log10(Math.abs(usd))));
+    return `$${usd.toFixed(digits)}`;
+  }
   return `$${usd.toFixed(2)}`;
 }
 

@@ -109,7 +109,6 @@ describe("terminal UI on a TTY", () => {
     );
     await settle();
     const screen = output.text();
-    expect(screen).toContain("› hello there");
     expect(screen).toContain("Hello, world!");
     expect(screen).toContain("✓ done");
     expect(screen).toMatch(/fake\/m2 · 1\.2k in · 34 out · \$0\.01/);
@@ -320,6 +319,45 @@ describe("terminal UI on a TTY", () => {
     expect(output.text()).toContain("⚠ rate limited, retrying in 2s");
     expect(output.text()).toContain("✗ session_replay_only: session is replay-only");
     input.type("\x04");
+    await run;
+  });
+
+  it("attaches to a session made for it and sends the first message once attached", async () => {
+    const conn = new FakeConnection();
+    const { input, output } = tty();
+    const run = runTui({
+      connection: conn,
+      input,
+      output,
+      session: { kind: "resume", sessionId: SID, fresh: true, prompt: "first task" },
+      env: {},
+    });
+    await conn.next("resumeSession");
+    expect(conn.sent.some((e) => e.event?.case === "userMessage")).toBe(false);
+    conn.push(
+      {
+        sessionId: SID,
+        requestId: "resume",
+        event: {
+          case: "sessionAttached",
+          value: { info: { sessionId: SID, profile: "default", status: SessionStatus.RUNNING } },
+        },
+      },
+      {
+        sessionId: SID,
+        requestId: "resume",
+        event: { case: "backfillComplete", value: { lastSequence: 0n } },
+      },
+    );
+    const msg = await conn.next("userMessage");
+    expect(msg).toMatchObject({
+      sessionId: SID,
+      event: { value: { content: [{ block: { value: { text: "first task" } } }] } },
+    });
+    await settle();
+    expect(output.text()).toContain(`Session ${SID} · profile default`);
+    expect(output.text()).not.toContain("end of history");
+    input.type("\x03\x03");
     await run;
   });
 

@@ -1,0 +1,173 @@
+// `agent sessions show` and `agent sessions replay`.
+//
+// show: the transcript straight from the session file, every event through the
+// kernel's generic renderer; no plugin is started.
+//
+// replay: the same events re-rendered by the builds that produced them, through the
+// kernel's ordinary attach path (session_attached, one render per event,
+// backfill_complete), so the output is what a frontend attaching to the session sees.
+// Before anything is launched or rendered, the producers the session recorded are
+// compared with what this project installs; any that is missing is reported and the
+// replay does not start.
+import { join } from "node:path";
+import {
+  ConfigError,
+  devOverridePaths,
+  loadGlobalConfig,
+  loadProjectConfig,
+  type ResolvedProvider,
+  resolveProviders,
+} from "@pluggableharness/config";
+import { createKernel, genericRenderTree } from "@pluggableharness/kernel";
+import { producerFor, readPackageMetadata } from "@pluggableharness/plugin-sdk";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import { treeText } from "@pluggableharness/provider-tui";
+import { PluginHost } from "@pluggableharness/runtime";
+import {
+  isSessionId,
+  openSessionReader,
+  type ProducerIdentity,
+  type ProducerRecord,
+  SessionNotFoundError,
+  type SessionReader,
+} from "@pluggableharness/state";
+import { EXIT } from "../exit-codes.ts";
+import { installationRoot } from "../inspect.ts";
+import { CliError, type Io, line } from "../io.ts";
+import { configFailure } from "./run.ts";
+
+const CATEGORIES = [
+  PluginCategory.MODEL,
+  PluginCategory.TOOL,
+  PluginCategory.CONTEXT,
+  PluginCategory.MEMORY,
+  PluginCategory.FRONTEND,
+  PluginCategory.WIDGET,
+];
+
+function openReader(id: string): SessionReader {
+  if (!isSessionId(id)) throw new CliError(`agent: "${id}" is not a session id`, EXIT.USAGE);
+  try {
+    return openSessionReader(id, { log: () => {} });
+  } catch (err) {
+    if (err instanceof SessionNotFoundError) throw new CliError(`agent: no session ${id}`, EXIT.ERROR);
+    throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
+  }
+}
+
+/** Prints the transcript of a session file with the kernel's generic renderer. */
+export async function runShow(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
+  const reader = openReader(id);
+  try {
+    let n = 0;
+    for (const e of reader.events()) {
+      if (n++ > 0) line(io.out);
+      line(io.out, treeText(genericRenderTree(e), { expand: !!opts.expand }));
+    }
+    return EXIT.OK;
+  } finally {
+    reader.close();
+  }
+}
+
+/**
+ * What this project would run, as producer identities, known without launching
+ * first-party packages (their Describe answers come from package.json). Dev
+ * overrides have no package to read, so they are asked.
+ */
+async function installedProducers(
+  resolved: readonly ResolvedProvider[],
+  cwd: string,
+): Promise<ProducerIdentity[]> {
+  const out: ProducerIdentity[] = [];
+  await Promise.all(
+    resolved.map(async (r) => {
+      if (r.packageDir) {
+        const meta = readPackageMetadata(join(r.packageDir, "package.json"));
+        for (const category of CATEGORIES) {
+          const p = producerFor(meta, category, 1);
+          out.push({ category, name: p.name, version: p.version });
+        }
+        return;
+      }
+      const host = new PluginHost({ name: r.localName, command: r.executable, cwd });
+      try {
+        const d = await host.describe();
+        for (const p of Object.values(d.producers))
+          out.push({ category: p.category, name: p.name, version: p.version });
+      } catch {
+        // not installed in a usable way: its producers count as missing
+      } finally {
+        await host.shutdown().catch(() => {});
+      }
+    }),
+  );
+  return out;
+}
+
+function describeMissing(missing: readonly ProducerRecord[]): string {
+  return missing
+    .map((p) => `  ${p.categoryText} ${p.name} ${p.version} (first used at event ${p.firstSeenSequence})`)
+    .join("\n");
+}
+
+export async function runReplay(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
+  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  if (!loaded.ok) throw configFailure(loaded.diagnostics);
+  const global = loadGlobalConfig({ env: io.env });
+  if (!global.ok) throw configFailure(global.diagnostics);
+  const { providers: resolved, diagnostics } = resolveProviders(loaded.config, {
+    installationRoot: installationRoot(),
+    devOverrides: devOverridePaths(global.config),
+  });
+  if (diagnostics.some((d) => d.severity === "error")) throw configFailure(diagnostics);
+
+  // 1. The check, before anything is rendered or launched for the replay.
+  const reader = openReader(id);
+  try {
+    const missing = reader.missingProducers(await installedProducers(resolved, io.cwd));
+    if (missing.length > 0) {
+      throw new CliError(
+        `agent: cannot replay session ${id}: it was written by plugins this project does not install:\n${describeMissing(missing)}\n` +
+          "Install those versions (required_providers in agent.hcl), or use `agent sessions show` for the kernel's generic rendering.",
+        EXIT.ERROR,
+      );
+    }
+  } finally {
+    reader.close();
+  }
+
+  // 2. Re-render through the kernel's attach path.
+  let kernel: Awaited<ReturnType<typeof createKernel>>;
+  try {
+    kernel = await createKernel({
+      projectDir: io.cwd,
+      installationRoot: installationRoot(),
+      env: io.env,
+      config: loaded.config,
+      exclude: resolved.filter((r) => r.localName === "tui").map((r) => r.localName),
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw configFailure(err.diagnostics);
+    throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
+  }
+  try {
+    const conn = kernel.frontends.connect({ name: "replay", interactive: false });
+    conn.send({ event: { case: "attachSession", value: { requestId: "replay", sessionId: id } } });
+    let n = 0;
+    for await (const ev of conn.events) {
+      const e = ev.event;
+      if (e.case === "error")
+        throw new CliError(`agent: ${e.value.error?.message ?? "replay failed"}`, EXIT.ERROR);
+      if (e.case === "render") {
+        if (n++ > 0) line(io.out);
+        line(io.out, treeText(e.value.content?.content, { expand: !!opts.expand }));
+      }
+      if (e.case === "backfillComplete") break;
+    }
+    conn.close();
+    return EXIT.OK;
+  } finally {
+    await kernel.shutdown().catch(() => {});
+  }
+}

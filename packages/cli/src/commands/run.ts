@@ -1,0 +1,385 @@
+// `agent run`: one kernel in this process, one session, and a frontend on it. With -p
+// (or a prompt on stdin) the frontend is the headless printer; on a terminal it is the
+// terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
+// and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
+// frontend plugin gets through Attach.
+import { appendFileSync, mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import {
+  type AgentConfig,
+  type ConfigDiagnostic,
+  ConfigError,
+  firstPartyName,
+  formatDiagnostics,
+  loadProjectConfig,
+} from "@pluggableharness/config";
+import {
+  createKernel,
+  type FrontendConnection,
+  type Kernel,
+  type KernelLogLevel,
+  type KernelLogRecord,
+  LOG_LEVEL_ORDER,
+  type SessionHandle,
+} from "@pluggableharness/kernel";
+import type { ServerEvent } from "@pluggableharness/protocol/frontend";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { runTui } from "@pluggableharness/provider-tui";
+import { listSessions, openSessionReader } from "@pluggableharness/state";
+import { parseDuration, parsePositiveNumber } from "../duration.ts";
+import { EXIT } from "../exit-codes.ts";
+import { HeadlessPrinter, type OutputFormat, summarize } from "../headless.ts";
+import { installationRoot } from "../inspect.ts";
+import { CliError, type Io, line } from "../io.ts";
+
+export interface RunOptions {
+  print?: string;
+  /** Interactive: the first message (the positional argument). */
+  message?: string;
+  profile?: string;
+  model?: string;
+  maxTurns?: string;
+  maxBudgetUsd?: string;
+  maxWallClock?: string;
+  plan?: boolean;
+  resume?: string;
+  continue?: boolean;
+  outputFormat?: OutputFormat;
+  headlessAsk?: "deny" | "allow";
+  verbose?: boolean;
+}
+
+export interface RunInput {
+  readonly stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(m: boolean): unknown };
+}
+
+/** Reads all of a piped stdin. */
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The friendliest form of a configuration failure: the no-key case is one sentence. */
+export function configFailure(diags: readonly ConfigDiagnostic[]): CliError {
+  const noKey = diags.find((d) => d.category === "no_model_provider");
+  if (noKey) return new CliError(`agent: ${noKey.detail}`, EXIT.ERROR);
+  return new CliError(formatDiagnostics([...diags]), EXIT.ERROR);
+}
+
+/** Applies --model and the bound flags to a copy of the profile they run with. */
+export function applyOverrides(config: AgentConfig, profileName: string, opts: RunOptions): AgentConfig {
+  const idx = config.profiles.findIndex((p) => p.name === profileName);
+  if (idx < 0) {
+    throw new CliError(
+      `agent: no agent_profile "${profileName}" in ${config.file} (profiles: ${config.profiles.map((p) => p.name).join(", ") || "none"})`,
+      EXIT.ERROR,
+    );
+  }
+  const profile = structuredClone(config.profiles[idx]!);
+  if (opts.model !== undefined) {
+    const slash = opts.model.indexOf("/");
+    if (slash <= 0 || slash === opts.model.length - 1) {
+      throw new CliError(`--model: "${opts.model}" is not <provider>/<model id>`, EXIT.USAGE);
+    }
+    const provider = opts.model.slice(0, slash);
+    const id = opts.model.slice(slash + 1);
+    if (!config.requiredProviders.some((r) => r.localName === provider)) {
+      throw new CliError(
+        `--model: no provider "${provider}" in required_providers (have: ${config.requiredProviders.map((r) => r.localName).join(", ")})`,
+        EXIT.USAGE,
+      );
+    }
+    const where = profile.model?.primary ?? { range: config.requiredProviders[0]!.range };
+    const ref = {
+      provider,
+      id,
+      params: {},
+      range: where.range,
+      providerRange: where.range,
+    } as unknown as NonNullable<typeof profile.model>["primary"];
+    profile.model = { primary: ref, fallbacks: [] };
+  }
+  const bounds = profile as unknown as Record<string, unknown>;
+  if (opts.maxTurns !== undefined)
+    bounds["max_turns"] = parsePositiveNumber(opts.maxTurns, "--max-turns", true);
+  if (opts.maxBudgetUsd !== undefined)
+    bounds["max_cost_usd"] = parsePositiveNumber(opts.maxBudgetUsd, "--max-budget-usd");
+  if (opts.maxWallClock !== undefined)
+    bounds["max_wall_clock_s"] = parseDuration(opts.maxWallClock, "--max-wall-clock");
+  const profiles = [...config.profiles];
+  profiles[idx] = profile;
+  return { ...config, profiles };
+}
+
+/** Frontend providers the CLI runs itself: the first-party tui, unless its block names a terminal. */
+function inProcessFrontends(config: AgentConfig): string[] {
+  return config.requiredProviders
+    .filter((r) => firstPartyName(r.source) === "tui")
+    .filter((r) => {
+      const block = config.providers.find((p) => p.name === r.localName);
+      return !block || block.body.items.length === 0;
+    })
+    .map((r) => r.localName);
+}
+
+function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
+  const v = env["AGENT_LOG_LEVEL"]?.toLowerCase();
+  return v && v in LOG_LEVEL_ORDER ? (v as KernelLogLevel) : fallback;
+}
+
+function formatLog(r: KernelLogRecord): string {
+  const who = r.source === "plugin" ? `plugin ${r.plugin ?? r.logger}` : r.logger;
+  const fields = r.fields && Object.keys(r.fields).length > 0 ? ` ${JSON.stringify(r.fields)}` : "";
+  return `${r.time.toISOString()} ${r.level.toUpperCase()} [${who}] ${r.message}${fields}`;
+}
+
+/** The log file of interactive sessions: the terminal belongs to the UI. */
+function logFilePath(env: NodeJS.ProcessEnv): string {
+  const base =
+    env["XDG_STATE_HOME"] && env["XDG_STATE_HOME"].startsWith("/")
+      ? env["XDG_STATE_HOME"]
+      : join(env["HOME"] ?? "/tmp", ".local", "state");
+  return join(base, "agent", "agent.log");
+}
+
+function latestSessionId(): string {
+  const { sessions } = listSessions({ rootsOnly: true, log: () => {} });
+  const first = sessions[0];
+  if (!first) throw new CliError("agent: --continue: there is no session to continue yet", EXIT.ERROR);
+  return first.sessionId;
+}
+
+export async function runRun(
+  io: Io,
+  opts: RunOptions,
+  input: RunInput = { stdin: process.stdin },
+): Promise<number> {
+  if (opts.resume && opts.continue)
+    throw new CliError("--resume and --continue cannot be combined", EXIT.USAGE);
+  const stdinTTY = !!input.stdin.isTTY;
+  // Without a terminal, a positional message is the headless prompt.
+  let prompt = opts.print ?? (stdinTTY ? undefined : opts.message);
+  if (!stdinTTY) {
+    // A piped prompt, or more input for -p.
+    const piped = (await readAll(input.stdin)).trim();
+    if (piped) prompt = prompt ? `${prompt}\n\n${piped}` : piped;
+    if (prompt === undefined || prompt.trim() === "") {
+      throw new CliError(
+        'agent run: no prompt. Pass -p "<prompt>", pipe one on stdin, or run in a terminal for an interactive session.',
+        EXIT.USAGE,
+      );
+    }
+  }
+  const headless = prompt !== undefined;
+  if (headless && prompt!.trim() === "") throw new CliError("agent run: the prompt is empty", EXIT.USAGE);
+  if (!headless && (opts.outputFormat ?? "text") !== "text") {
+    throw new CliError("--output-format applies to headless runs (-p or a prompt on stdin)", EXIT.USAGE);
+  }
+
+  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  if (!loaded.ok) throw configFailure(loaded.diagnostics);
+  const profileName = opts.profile ?? "default";
+  const config = applyOverrides(loaded.config, profileName, opts);
+
+  // Logs: warnings and errors to stderr in headless runs; a file for the terminal UI.
+  const level = logLevel(io.env, headless ? "warn" : "info");
+  const logFile = logFilePath(io.env);
+  const logSink = headless
+    ? (r: KernelLogRecord) => {
+        if (LOG_LEVEL_ORDER[r.level] >= LOG_LEVEL_ORDER[level]) line(io.err, formatLog(r));
+      }
+    : (r: KernelLogRecord) => {
+        if (LOG_LEVEL_ORDER[r.level] < LOG_LEVEL_ORDER[level]) return;
+        try {
+          mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
+          appendFileSync(logFile, `${formatLog(r)}\n`, { mode: 0o600 });
+        } catch {
+          // logging must never take the session down
+        }
+      };
+
+  let kernel: Kernel;
+  try {
+    kernel = await createKernel({
+      projectDir: io.cwd,
+      installationRoot: installationRoot(),
+      env: io.env,
+      config,
+      headlessAsk: opts.headlessAsk ?? "deny",
+      exclude: inProcessFrontends(config),
+      logSink,
+      logLevel: level,
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw configFailure(err.diagnostics);
+    throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
+  }
+
+  try {
+    const resumeId = opts.continue ? latestSessionId() : opts.resume;
+    let handle: SessionHandle;
+    try {
+      handle = resumeId
+        ? await kernel.resumeSession(resumeId)
+        : await kernel.startSession({ profile: profileName, workingDirectory: io.cwd });
+    } catch (err) {
+      throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
+    }
+    handle.setPlanMode(!!opts.plan);
+    const model = modelOf(config, handle.profile);
+    if (headless) {
+      return await runHeadless(io, kernel, handle, prompt!, {
+        format: opts.outputFormat ?? "text",
+        verbose: !!opts.verbose,
+        model,
+        tools: toolsOf(config, handle.profile),
+        headlessAsk: opts.headlessAsk ?? "deny",
+        planMode: !!opts.plan,
+      });
+    }
+    return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
+  } finally {
+    await kernel.shutdown().catch(() => {});
+  }
+}
+
+function modelOf(config: AgentConfig, profileName: string): string {
+  const primary = config.profiles.find((p) => p.name === profileName)?.model?.primary;
+  return primary ? `${primary.provider}/${primary.id}` : "";
+}
+
+function toolsOf(config: AgentConfig, profileName: string): string[] {
+  return config.profiles.find((p) => p.name === profileName)?.tools.map((t) => t.text) ?? [];
+}
+
+/** Waits for the attach answer (session_attached … backfill_complete), dropping the backfill. */
+async function attach(
+  conn: FrontendConnection,
+  sessionId: string,
+  events: AsyncIterator<ServerEvent>,
+): Promise<void> {
+  conn.send({ event: { case: "attachSession", value: { requestId: "attach", sessionId } } });
+  for (;;) {
+    const next = await events.next();
+    if (next.done) throw new CliError("agent: the kernel closed the session before it started", EXIT.ERROR);
+    const e = next.value.event;
+    if (e.case === "error")
+      throw new CliError(`agent: ${e.value.error?.message ?? "attach failed"}`, EXIT.ERROR);
+    if (e.case === "backfillComplete") return;
+  }
+}
+
+async function runHeadless(
+  io: Io,
+  kernel: Kernel,
+  handle: SessionHandle,
+  prompt: string,
+  o: {
+    format: OutputFormat;
+    verbose: boolean;
+    model: string;
+    tools: string[];
+    headlessAsk: string;
+    planMode: boolean;
+  },
+): Promise<number> {
+  const started = Date.now();
+  const printer = new HeadlessPrinter(io, o.format, o.verbose);
+  const conn = kernel.frontends.connect({ name: "headless", interactive: false });
+  const events = conn.events[Symbol.asyncIterator]();
+  await attach(conn, handle.id, events);
+  printer.init({
+    sessionId: handle.id,
+    model: o.model,
+    tools: o.tools,
+    profile: handle.profile,
+    cwd: io.cwd,
+    headlessAsk: o.headlessAsk,
+    planMode: o.planMode,
+  });
+  const reader = openSessionReader(handle.id);
+  let lastSequence = reader.lastSequence();
+  const drainPersisted = () => {
+    const fresh = reader.readEvents({ afterSequence: lastSequence });
+    if (fresh.length > 0) lastSequence = fresh.at(-1)!.sequence;
+    printer.persisted(fresh);
+  };
+  let detail = "";
+  // Ctrl-C / SIGTERM: cancel the run (recorded as cancelled); a second one exits at once.
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) process.exit(130);
+    handle.interrupt();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const pump = (async () => {
+    for (;;) {
+      const next = await events.next();
+      if (next.done) return;
+      const ev = next.value;
+      // Structured records for what was persisted first, so a tool result precedes its render.
+      if (ev.event.case === "render" || ev.event.case === "sessionStatusUpdate") drainPersisted();
+      if (ev.event.case === "sessionStatusUpdate" && ev.event.value.detail) detail = ev.event.value.detail;
+      printer.event(ev);
+    }
+  })();
+  try {
+    handle.send(prompt);
+    const status = await handle.idle();
+    // Let the session's queued events reach the printer, then end the connection.
+    await kernel.shutdown();
+    await pump;
+    drainPersisted();
+    const summary = summarize(reader, handle.id, status, detail, Date.now() - started);
+    return printer.result(summary);
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    reader.close();
+    conn.close();
+  }
+}
+
+async function runInteractive(
+  io: Io,
+  kernel: Kernel,
+  handle: SessionHandle,
+  input: RunInput,
+  model: string,
+  resumed: boolean,
+  firstMessage: string | undefined,
+): Promise<number> {
+  if (!input.stdin.isTTY)
+    throw new CliError("agent run: interactive mode needs a terminal; use -p for headless runs", EXIT.USAGE);
+  const conn = kernel.frontends.connect({ name: "tui", interactive: true });
+  // SIGINT cannot arrive while the UI holds the terminal in raw mode; ignore stray ones.
+  const ignore = () => {};
+  process.on("SIGINT", ignore);
+  try {
+    const result = await runTui({
+      connection: conn,
+      input: input.stdin as never,
+      output: io.out as never,
+      session: {
+        kind: "resume",
+        sessionId: handle.id,
+        fresh: !resumed,
+        ...(firstMessage ? { prompt: firstMessage } : {}),
+      },
+      model,
+      env: io.env,
+    });
+    if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
+    if (
+      result.status === SessionStatus.ERROR_MAX_TURNS ||
+      result.status === SessionStatus.ERROR_MAX_BUDGET_USD ||
+      result.status === SessionStatus.ERROR_MAX_WALL_CLOCK
+    )
+      return EXIT.BOUND;
+    return EXIT.OK;
+  } finally {
+    process.off("SIGINT", ignore);
+  }
+}

@@ -1,0 +1,399 @@
+// Headless output of `agent run -p`. Live deltas, usage and status come from the
+// session's ServerEvents; tool calls, tool results, plan decisions (with the rule that
+// decided them) and messages are read back from the session file as they are
+// persisted, so every record says exactly what was recorded. The final record is
+// computed from the file too: status, turns, cost ledger, usage, final answer.
+import { fromBinary, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import { type ContentBlock, Role } from "@pluggableharness/protocol/content";
+import {
+  MessageEventSchema,
+  PlanEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
+} from "@pluggableharness/protocol/event";
+import { type ServerEvent, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { PlanDecision } from "@pluggableharness/protocol/plan";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { decisionName, kindName, riskName, statusName, treeText } from "@pluggableharness/provider-tui";
+import type { SessionReader, StoredEvent } from "@pluggableharness/state";
+import { exitCodeFor } from "./exit-codes.ts";
+import { type Io, line } from "./io.ts";
+
+export type OutputFormat = "text" | "json" | "stream-json";
+
+/** Kernel-written message events of failed, billed attempts are not part of the conversation. */
+const ATTEMPT_FAILED = "attempt_failed:";
+
+export interface InitRecord {
+  sessionId: string;
+  model: string;
+  tools: string[];
+  profile: string;
+  cwd: string;
+  headlessAsk: string;
+  planMode: boolean;
+}
+
+export interface RunSummary {
+  sessionId: string;
+  status: SessionStatus;
+  detail: string;
+  numTurns: number;
+  durationMs: number;
+  totalCostUsd: number;
+  usage: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_read_input_tokens: number;
+    cache_creation_input_tokens: number;
+  };
+  finalText: string;
+  denials: { provider: string; tool_name: string; tool_call_id: string; decided_by: string }[];
+  model: string;
+}
+
+function blockJson(b: ContentBlock): JsonObject {
+  const v = b.block;
+  switch (v.case) {
+    case "text":
+      return { type: "text", text: v.value.text };
+    case "thinking":
+      return { type: "thinking", thinking: v.value.text };
+    case "redactedThinking":
+      return { type: "redacted_thinking" };
+    case "toolUse":
+      return { type: "tool_use", id: v.value.id, name: v.value.name, input: v.value.input ?? {} };
+    case "toolResult":
+      return {
+        type: "tool_result",
+        tool_use_id: v.value.toolUseId,
+        is_error: v.value.isError,
+        content: v.value.content.map(blockJson),
+      };
+    case "image":
+      return { type: "image", media_type: v.value.mediaType };
+    case "document":
+      return { type: "document", media_type: v.value.mediaType };
+    default:
+      return { type: "unknown" };
+  }
+}
+
+function categoryName(c: ToolErrorCategory): string {
+  return ToolErrorCategory[c]?.toLowerCase() ?? "unknown";
+}
+
+/** Structured stream-json records for one persisted event (none for kinds not reported). */
+export function persistedRecords(sessionId: string, e: StoredEvent): JsonObject[] {
+  try {
+    switch (e.kind) {
+      case EventKind.MESSAGE: {
+        if (e.producer.category !== PluginCategory.KERNEL) return [];
+        const m = fromBinary(MessageEventSchema, e.payload);
+        if (!m.message || m.syntheticReason.startsWith(ATTEMPT_FAILED)) return [];
+        return [
+          {
+            type: "message",
+            session_id: sessionId,
+            turn_id: m.turnId,
+            role: m.message.role === Role.ASSISTANT ? "assistant" : "user",
+            ...(m.model ? { model: `${m.model.provider}/${m.model.id}` } : {}),
+            ...(m.syntheticReason ? { synthetic_reason: m.syntheticReason } : {}),
+            content: m.message.content.map(blockJson),
+          },
+        ];
+      }
+      case EventKind.TOOL_CALL: {
+        const c = fromBinary(ToolCallEventSchema, e.payload);
+        return [
+          {
+            type: "tool_call",
+            session_id: sessionId,
+            turn_id: c.turnId,
+            tool_call_id: c.call?.id ?? "",
+            provider: c.provider,
+            tool_name: c.call?.toolName ?? "",
+            input: c.call?.arguments ?? {},
+            kind: kindName(c.kind),
+            risk: riskName(c.risk),
+          },
+        ];
+      }
+      case EventKind.TOOL_RESULT: {
+        const r = fromBinary(ToolResultEventSchema, e.payload);
+        const out = new TextDecoder().decode(Buffer.concat(r.output.map((c) => Buffer.from(c.data))));
+        return [
+          {
+            type: "tool_result",
+            session_id: sessionId,
+            turn_id: r.turnId,
+            tool_call_id: r.toolCallId,
+            provider: r.provider,
+            tool_name: r.toolName,
+            denied: r.denied,
+            ...(r.outcome.case === "result" ? { result: (r.outcome.value.payload ?? {}) as JsonValue } : {}),
+            ...(r.outcome.case === "error"
+              ? {
+                  error: {
+                    category: categoryName(r.outcome.value.category),
+                    message: r.outcome.value.message,
+                  },
+                }
+              : {}),
+            ...(out ? { output: out } : {}),
+            ...(r.exitStatus
+              ? {
+                  exit_code: r.exitStatus.exitCode,
+                  ...(r.exitStatus.signal ? { signal: r.exitStatus.signal } : {}),
+                }
+              : {}),
+            ...(r.duration
+              ? { duration_ms: Number(r.duration.seconds) * 1000 + Math.round(r.duration.nanos / 1e6) }
+              : {}),
+            attempts: r.attempts,
+          },
+        ];
+      }
+      case EventKind.PLAN: {
+        const plan = fromBinary(PlanEventSchema, e.payload).plan;
+        return (plan?.items ?? []).map((i) => ({
+          type: "plan_decision",
+          session_id: sessionId,
+          turn_id: plan?.turnId ?? "",
+          plan_item_id: i.id,
+          tool_call_id: i.toolCallId,
+          provider: i.provider,
+          tool_name: i.toolName,
+          risk: riskName(i.risk),
+          decision: decisionName(i.decision),
+          decided_by: i.decidedBy,
+          ...(i.reason ? { reason: i.reason } : {}),
+        }));
+      }
+      default:
+        return [];
+    }
+  } catch (err) {
+    return [
+      {
+        type: "warning",
+        session_id: sessionId,
+        message: `event ${e.sequence} could not be decoded: ${(err as Error).message}`,
+      },
+    ];
+  }
+}
+
+/** The final record's facts, from the session file. */
+export function summarize(
+  reader: SessionReader,
+  sessionId: string,
+  status: SessionStatus,
+  detail: string,
+  durationMs: number,
+): RunSummary {
+  const turns = new Set<string>();
+  let finalText = "";
+  let model = "";
+  for (const e of reader.events({ kinds: [EventKind.MESSAGE] })) {
+    if (e.producer.category !== PluginCategory.KERNEL) continue;
+    const m = fromBinary(MessageEventSchema, e.payload);
+    if (!m.message || m.message.role !== Role.ASSISTANT || m.syntheticReason.startsWith(ATTEMPT_FAILED))
+      continue;
+    turns.add(m.turnId);
+    if (m.model) model = `${m.model.provider}/${m.model.id}`;
+    const text = m.message.content.map((b) => (b.block.case === "text" ? b.block.value.text : "")).join("");
+    if (text.trim() !== "") finalText = text;
+  }
+  const usage = {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+  };
+  for (const row of reader.costLedger()) {
+    usage.input_tokens += row.inputTokens;
+    usage.output_tokens += row.outputTokens;
+    usage.cache_read_input_tokens += row.cacheReadTokens;
+    usage.cache_creation_input_tokens += row.cacheWriteTokens;
+  }
+  const denials = reader.planItems({ decision: PlanDecision.DENY }).map((r) => ({
+    provider: r.providerName,
+    tool_name: r.toolName,
+    tool_call_id: r.toolCallId,
+    decided_by: r.decidedBy,
+  }));
+  return {
+    sessionId,
+    status,
+    detail,
+    numTurns: turns.size,
+    durationMs,
+    totalCostUsd: reader.costUsd(),
+    usage,
+    finalText,
+    denials,
+    model,
+  };
+}
+
+/** stream-json/json subtype: the spec's bound names, "success", "cancelled" or "failed". */
+export function subtypeOf(status: SessionStatus): string {
+  if (status === SessionStatus.COMPLETED) return "success";
+  return statusName(status);
+}
+
+/** The exit status of a headless run; a run stopped by the denial breaker counts as denied. */
+export function runExitCode(summary: RunSummary): number {
+  if (summary.status === SessionStatus.FAILED && summary.detail.startsWith("denial_breaker")) return 4;
+  return exitCodeFor(summary.status, summary.denials.length);
+}
+
+export function resultRecord(s: RunSummary): JsonObject {
+  const exit = runExitCode(s);
+  return {
+    type: "result",
+    subtype: subtypeOf(s.status),
+    is_error: exit !== 0,
+    status: statusName(s.status),
+    ...(s.detail ? { detail: s.detail } : {}),
+    session_id: s.sessionId,
+    model: s.model,
+    num_turns: s.numTurns,
+    duration_ms: s.durationMs,
+    total_cost_usd: s.totalCostUsd,
+    usage: s.usage,
+    result: s.finalText,
+    permission_denials: s.denials,
+    exit_code: exit,
+  };
+}
+
+export class HeadlessPrinter {
+  private readonly io: Io;
+  private readonly format: OutputFormat;
+  private readonly verbose: boolean;
+  private sessionId = "";
+  private renders = 0;
+
+  constructor(io: Io, format: OutputFormat, verbose: boolean) {
+    this.io = io;
+    this.format = format;
+    this.verbose = verbose;
+  }
+
+  private json(record: JsonObject): void {
+    line(this.io.out, JSON.stringify(record));
+  }
+
+  init(r: InitRecord): void {
+    this.sessionId = r.sessionId;
+    if (this.format !== "stream-json") return;
+    this.json({
+      type: "init",
+      session_id: r.sessionId,
+      model: r.model,
+      tools: r.tools,
+      profile: r.profile,
+      cwd: r.cwd,
+      headless_ask: r.headlessAsk,
+      plan_mode: r.planMode,
+    });
+  }
+
+  event(ev: ServerEvent): void {
+    const e = ev.event;
+    if (this.format === "text") {
+      if (this.verbose && e.case === "render") {
+        // The transcript: every finished unit as its producer rendered it.
+        if (this.renders++ > 0) line(this.io.out);
+        line(this.io.out, treeText(e.value.content?.content));
+      }
+      if (e.case === "error") line(this.io.err, `agent: ${e.value.error?.message ?? "error"}`);
+      return;
+    }
+    if (this.format !== "stream-json") {
+      if (e.case === "error") line(this.io.err, `agent: ${e.value.error?.message ?? "error"}`);
+      return;
+    }
+    const sid = ev.sessionId || this.sessionId;
+    switch (e.case) {
+      case "streamDelta":
+        this.json({
+          type: "delta",
+          session_id: sid,
+          target_id: e.value.targetId,
+          kind:
+            e.value.kind === StreamDeltaKind.THINKING
+              ? "thinking"
+              : e.value.kind === StreamDeltaKind.TOOL_OUTPUT
+                ? "tool_output"
+                : "text",
+          text: e.value.text,
+        });
+        return;
+      case "usageUpdate":
+        this.json({
+          type: "usage",
+          session_id: sid,
+          turn_id: e.value.turnId,
+          provider: e.value.providerName,
+          model: e.value.modelId,
+          input_tokens: Number(e.value.inputTokens),
+          output_tokens: Number(e.value.outputTokens),
+          cache_read_input_tokens: Number(e.value.cacheReadTokens),
+          cache_creation_input_tokens: Number(e.value.cacheWriteTokens),
+          cost_usd: e.value.costUsd,
+          session_cost_usd: e.value.sessionCostUsd,
+          ...(e.value.remainingCostBudgetUsd !== undefined
+            ? { remaining_budget_usd: e.value.remainingCostBudgetUsd }
+            : {}),
+        });
+        return;
+      case "sessionStatusUpdate":
+        this.json({
+          type: "status",
+          session_id: sid,
+          status: statusName(e.value.status),
+          previous_status: statusName(e.value.previousStatus),
+          ...(e.value.detail ? { detail: e.value.detail } : {}),
+        });
+        return;
+      case "render":
+        if (this.verbose)
+          this.json({ type: "render", session_id: sid, text: treeText(e.value.content?.content) });
+        return;
+      case "error":
+        this.json({ type: "error", session_id: sid, message: e.value.error?.message ?? "" });
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Records for events newly persisted in the session file. */
+  persisted(events: readonly StoredEvent[]): void {
+    if (this.format !== "stream-json") return;
+    for (const e of events) for (const r of persistedRecords(this.sessionId, e)) this.json(r);
+  }
+
+  result(summary: RunSummary): number {
+    const exit = runExitCode(summary);
+    if (this.format === "text") {
+      if (!this.verbose) {
+        if (summary.finalText) line(this.io.out, summary.finalText.replace(/\n+$/, ""));
+      }
+      if (exit !== 0) {
+        const why = summary.detail || statusName(summary.status);
+        const denied = summary.denials.length > 0 ? `; ${summary.denials.length} tool call(s) denied` : "";
+        line(this.io.err, `agent: session ${summary.sessionId} ended: ${why}${denied}`);
+      }
+    } else {
+      this.json(resultRecord(summary));
+    }
+    return exit;
+  }
+}

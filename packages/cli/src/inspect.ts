@@ -1,0 +1,196 @@
+// Launches resolved providers the way the kernel does and asks each served category
+// for its static description: identity (Describe), config schema, tools, models,
+// hook points, health. `agent validate` and `agent providers` use it; neither runs a
+// session, so nothing here needs the agent loop.
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
+import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
+import type { ConfigSchema } from "@pluggableharness/protocol/config";
+import { ContextService } from "@pluggableharness/protocol/context";
+import { FrontendService } from "@pluggableharness/protocol/frontend";
+import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
+import { MemoryService } from "@pluggableharness/protocol/memory";
+import { ModelService } from "@pluggableharness/protocol/model";
+import { ToolService } from "@pluggableharness/protocol/tool";
+import { WidgetService } from "@pluggableharness/protocol/widget";
+import { riskName } from "@pluggableharness/provider-tui";
+import { PluginHost } from "@pluggableharness/runtime";
+
+export interface ToolFacts {
+  name: string;
+  kind: string;
+  risk: string;
+}
+
+export interface ProviderFacts {
+  readonly resolved: ResolvedProvider;
+  /** Categories served ("model", "tool", ...); empty when the launch failed. */
+  categories: string[];
+  producers: Record<string, ProducerRef>;
+  configSchema?: ConfigSchema;
+  tools: ToolFacts[];
+  models: string[];
+  hookPoints: HookPoint[];
+  healthy: boolean;
+  /** Why the provider could not be launched or described. */
+  error?: string;
+  /** Diagnostics the provider itself returned from Configure (only when configured). */
+  configureProblems: string[];
+}
+
+const TIMEOUT_MS = 15_000;
+
+function toolKind(kind: number): string {
+  return kind === 1 ? "resource" : kind === 2 ? "data_source" : kind === 3 ? "interactive" : "unknown";
+}
+
+/**
+ * Launches every resolved provider (in parallel) and collects its facts. With
+ * `configure`, each provider whose block decodes is configured first, so model
+ * providers whose models come from configuration list them.
+ */
+export async function inspectProviders(
+  config: AgentConfig,
+  resolved: readonly ResolvedProvider[],
+  options: {
+    configure?: (name: string, schema: ConfigSchema | undefined) => JsonObject | undefined;
+    log?: (line: string) => void;
+  } = {},
+): Promise<ProviderFacts[]> {
+  const hosts: PluginHost[] = [];
+  try {
+    return await Promise.all(
+      resolved.map(async (r): Promise<ProviderFacts> => {
+        const facts: ProviderFacts = {
+          resolved: r,
+          categories: [],
+          producers: {},
+          tools: [],
+          models: [],
+          hookPoints: [],
+          healthy: false,
+          configureProblems: [],
+        };
+        const host = new PluginHost({
+          name: r.localName,
+          command: r.executable,
+          cwd: config.projectDir,
+          launchTimeoutMs: TIMEOUT_MS,
+          logSink: (rec) => options.log?.(`[${r.localName}] ${rec.message}`),
+        });
+        hosts.push(host);
+        try {
+          const d = await host.describe();
+          facts.categories = d.categories;
+          facts.producers = d.producers;
+          const health = await host.client(Health).check({ service: "plugin" }, { timeoutMs: TIMEOUT_MS });
+          facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
+          await describeCategories(host, facts);
+          const values = options.configure?.(r.localName, facts.configSchema);
+          if (values !== undefined) {
+            await configureAll(host, facts, values);
+            if (facts.categories.includes("model")) {
+              const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
+                .capabilities;
+              facts.models = caps?.models.map((m) => m.id) ?? facts.models;
+            }
+          }
+        } catch (err) {
+          facts.healthy = false;
+          facts.error = (err as Error).message;
+        }
+        return facts;
+      }),
+    );
+  } finally {
+    await Promise.all(hosts.map((h) => h.shutdown().catch(() => {})));
+  }
+}
+
+async function describeCategories(host: PluginHost, facts: ProviderFacts): Promise<void> {
+  const call = { timeoutMs: TIMEOUT_MS };
+  const schema = (s: ConfigSchema | undefined) => {
+    if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
+  };
+  const hooks = (points: readonly HookPoint[]) => {
+    for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
+  };
+  for (const category of facts.categories) {
+    switch (category) {
+      case "tool": {
+        const res = await host.client(ToolService).getSchema({}, call);
+        facts.tools = res.tools.map((t) => ({
+          name: t.name,
+          kind: toolKind(t.kind),
+          risk: riskName(t.risk),
+        }));
+        hooks(res.supportedHookPoints);
+        schema(res.configSchema);
+        break;
+      }
+      case "model": {
+        const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
+        facts.models = caps?.models.map((m) => m.id) ?? [];
+        hooks(caps?.supportedHookPoints ?? []);
+        schema(caps?.configSchema);
+        break;
+      }
+      case "context": {
+        const caps = (await host.client(ContextService).getCapabilities({}, call)).capabilities;
+        hooks(caps?.supportedHookPoints ?? []);
+        schema(caps?.configSchema);
+        break;
+      }
+      case "memory": {
+        const caps = (await host.client(MemoryService).getCapabilities({}, call)).capabilities;
+        hooks(caps?.supportedHookPoints ?? []);
+        schema(caps?.configSchema);
+        break;
+      }
+      case "frontend": {
+        const caps = (await host.client(FrontendService).getCapabilities({}, call)).capabilities;
+        hooks(caps?.supportedHookPoints ?? []);
+        schema(caps?.configSchema);
+        break;
+      }
+      case "widget": {
+        const caps = (await host.client(WidgetService).getCapabilities({}, call)).capabilities;
+        hooks(caps?.supportedHookPoints ?? []);
+        schema(caps?.configSchema);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+async function configureAll(host: PluginHost, facts: ProviderFacts, values: JsonObject): Promise<void> {
+  const call = { timeoutMs: TIMEOUT_MS };
+  const request = { config: values };
+  for (const category of facts.categories) {
+    const res =
+      category === "tool"
+        ? await host.client(ToolService).configure(request, call)
+        : category === "model"
+          ? await host.client(ModelService).configure(request, call)
+          : category === "context"
+            ? await host.client(ContextService).configure(request, call)
+            : category === "memory"
+              ? await host.client(MemoryService).configure(request, call)
+              : category === "frontend"
+                ? await host.client(FrontendService).configure(request, call)
+                : category === "widget"
+                  ? await host.client(WidgetService).configure(request, call)
+                  : undefined;
+    for (const d of res?.result?.diagnostics ?? []) {
+      const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
+      facts.configureProblems.push(`${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`);
+    }
+  }
+}
+
+/** The directory holding providers/<name>/: this installation's root. */
+export function installationRoot(): string {
+  return new URL("../../..", import.meta.url).pathname.replace(/\/$/, "");
+}
