@@ -10,6 +10,7 @@ export type LaunchFailure =
   | "tls_failed"
   | "unhealthy"
   | "describe_failed"
+  | "setup_failed"
   | "socket_path_too_long";
 
 /** The plugin could not be started and connected. */

@@ -53,6 +53,16 @@ export interface CrashReport {
   nextDelayMs: number;
 }
 
+/** What onLaunch gets: the new process's identity and clients that reach only it. */
+export interface LaunchContext {
+  readonly plugin: string;
+  /** 1 for the first launch, 2 after one relaunch, ... */
+  readonly launch: number;
+  readonly pid: number;
+  readonly description: PluginDescription;
+  client<S extends DescService>(service: S): ServiceClient<S>;
+}
+
 export interface PluginHostOptions {
   /** How the kernel names this plugin (its agent.hcl label); used in logs and errors. */
   name: string;
@@ -82,6 +92,12 @@ export interface PluginHostOptions {
   categories?: readonly CategoryProbe[];
   backoff?: Partial<BackoffPolicy>;
   onCrash?: (report: CrashReport) => void;
+  /**
+   * Runs after every launch (the first and each relaunch), before any other call reaches
+   * the new process, with clients bound to it: the place to re-send Configure after a
+   * crash. A failure kills the process and fails the launch (reason "setup_failed").
+   */
+  onLaunch?: (launch: LaunchContext) => void | Promise<void>;
   /**
    * NODE_COMPILE_CACHE for .ts/.js plugins (a directory), false to disable; defaults
    * to defaultCompileCache(). Caches compiled and type-stripped code, no secrets, and
@@ -223,6 +239,23 @@ export class PluginHost {
     } catch (err) {
       if (err instanceof PluginLaunchError) this.recordFailure(err, 0);
       throw err;
+    }
+    if (this.opts.onLaunch) {
+      const launched = inst;
+      try {
+        await this.opts.onLaunch({
+          plugin: this.name,
+          launch: id,
+          pid: launched.pid,
+          description: launched.description,
+          client: (service) => createClient(service, { acquire: () => launched.lease() }),
+        });
+      } catch (err) {
+        launched.kill();
+        const failure = new PluginLaunchError(this.name, "setup_failed", (err as Error).message, [], err);
+        this.recordFailure(failure, 0);
+        throw failure;
+      }
     }
     this.instance = inst;
     void inst.died.then((death) => {

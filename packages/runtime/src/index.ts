@@ -22,6 +22,7 @@ export {
   type CrashReport,
   DEFAULT_BACKOFF,
   defaultCompileCache,
+  type LaunchContext,
   PluginHost,
   type PluginHostOptions,
 } from "./host.ts";
