@@ -86,7 +86,9 @@ export const bashTool: ToolDefinition<BashArgs> = {
     ["exit_code", "output", "truncated", "dropped_bytes", "duration_ms"],
   ),
   streaming: true,
-  concurrency: { safe: true },
+  // Any two commands may touch the same files, and no argument names what a command
+  // touches, so bash takes the provider-wide lock (the seed forbids safe: true here).
+  concurrency: { safe: false },
   // The command's own deadline (timeout_ms, at most 10 minutes) fires first and is
   // reported on the stream; the kernel's deadline is a backstop behind it.
   defaultTimeoutMs: 615_000,
