@@ -25,7 +25,7 @@ import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import type { HookError } from "@pluggableharness/protocol/hook";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import type { CallbackPeer, CrashReport, PluginLogRecord } from "@pluggableharness/runtime";
+import type { CallbackPeer, CrashReport, LaunchContext, PluginLogRecord } from "@pluggableharness/runtime";
 import {
   createSession,
   hookErrorProducer,
@@ -62,7 +62,7 @@ import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
 import { Session } from "./loop/session.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
-import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
+import { ProviderRegistry, type ProviderStatus, sendConfigure } from "./plugins/providers.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -315,6 +315,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       message: record.message,
       ...(Object.keys(record.fields).length > 0 ? { fields: record.fields } : {}),
     });
+  }
+
+  async pluginLaunched(name: string, launch: LaunchContext): Promise<void> {
+    const p = this.#providers?.get(name);
+    if (!p?.configured) return; // the first launch is configured by the registry itself
+    await sendConfigure(p, (s) => launch.client(s), this.#log.child("providers"));
+    this.#log.info(`provider "${name}" relaunched and configured again`, { launch: launch.launch });
   }
 
   pluginCrashed(report: CrashReport): void {

@@ -13,6 +13,7 @@ import {
   type CallbackPeer,
   type CrashReport,
   type EnvironmentSpec,
+  type LaunchContext,
   PluginHost,
   type PluginHostOptions,
   type PluginLogRecord,
@@ -27,6 +28,8 @@ export interface PoolOwner {
   attach: (peer: CallbackPeer) => handleBidiStreamingCall<ClientEvent, ServerEvent>;
   pluginLog(record: PluginLogRecord): void;
   pluginCrashed(report: CrashReport): void;
+  /** A process of `name` was (re)launched; runs before any other call reaches it. */
+  pluginLaunched(name: string, launch: LaunchContext): Promise<void>;
 }
 
 export interface PluginPoolOptions {
@@ -92,6 +95,9 @@ export class PluginPool {
       ...(options.cwd ? { cwd: options.cwd } : {}),
       logSink: (record) => entry.owner?.pluginLog(record),
       onCrash: (report) => entry.owner?.pluginCrashed(report),
+      onLaunch: async (launch) => {
+        await entry.owner?.pluginLaunched(name, launch);
+      },
       callbacks: {
         service: KernelCallbackService as DescService,
         implementation: callbacks as never,

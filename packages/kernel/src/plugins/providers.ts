@@ -3,7 +3,7 @@
 // static description (GetSchema / GetCapabilities), validates those with the domain
 // rules, runs the configuration's second pass against what actually loaded, decodes
 // each provider block against its ConfigSchema and calls Configure.
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { DescService, JsonObject } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   ConfigError,
@@ -60,6 +60,8 @@ export interface LoadedProvider {
   config: JsonObject;
   /** Cached answer to "does this model provider implement CountTokens". */
   countTokensSupported?: boolean;
+  /** Configure succeeded once; a relaunched process gets the same configuration again. */
+  configured?: boolean;
   readonly tool: ServiceClient<typeof ToolService>;
   readonly model: ServiceClient<typeof ModelService>;
   readonly contextClient: ServiceClient<typeof ContextService>;
@@ -333,6 +335,8 @@ async function describeProvider(
 
 const CONFIGURABLE = ["tool", "model", "context", "memory", "frontend", "widget"] as const;
 
+type ClientFactory = <S extends DescService>(service: S) => ServiceClient<S>;
+
 async function configureProvider(p: LoadedProvider, options: LoadProvidersOptions): Promise<void> {
   const decoded = decodeProviderConfig(
     options.config,
@@ -342,6 +346,20 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
   );
   if (!decoded.ok) throw new ConfigError(decoded.diagnostics, `configuration of provider "${p.name}"`);
   p.config = decoded.config.values;
+  await sendConfigure(p, (s) => p.host.client(s), options.log);
+  p.configured = true;
+}
+
+/**
+ * Sends the provider's decoded configuration to every category it serves. Also used
+ * after a relaunch (with clients bound to the new process): a crashed plugin comes back
+ * unconfigured.
+ */
+export async function sendConfigure(
+  p: LoadedProvider,
+  client: ClientFactory,
+  log: KernelLogger,
+): Promise<void> {
   const problems: string[] = [];
   for (const category of CONFIGURABLE) {
     if (!p.categories.has(category)) continue;
@@ -349,20 +367,20 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     const call = { timeoutMs: CONFIGURE_TIMEOUT_MS };
     const res =
       category === "tool"
-        ? await p.tool.configure(request, call)
+        ? await client(ToolService).configure(request, call)
         : category === "model"
-          ? await p.model.configure(request, call)
+          ? await client(ModelService).configure(request, call)
           : category === "context"
-            ? await p.contextClient.configure(request, call)
+            ? await client(ContextService).configure(request, call)
             : category === "memory"
-              ? await p.host.client(MemoryService).configure(request, call)
+              ? await client(MemoryService).configure(request, call)
               : category === "frontend"
-                ? await p.host.client(FrontendService).configure(request, call)
-                : await p.host.client(WidgetService).configure(request, call);
+                ? await client(FrontendService).configure(request, call)
+                : await client(WidgetService).configure(request, call);
     for (const d of res.result?.diagnostics ?? []) {
       const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
       const text = `${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`;
-      if (d.severity === DiagnosticSeverity.WARNING) options.log.warn(`provider "${p.name}": ${text}`);
+      if (d.severity === DiagnosticSeverity.WARNING) log.warn(`provider "${p.name}": ${text}`);
       else problems.push(text);
     }
   }

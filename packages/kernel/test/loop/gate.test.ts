@@ -7,7 +7,7 @@ import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protoco
 import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { afterAll, describe, expect, it } from "vitest";
-import { calls, Harness, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
+import { calls, Harness, type Loose, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -523,7 +523,7 @@ agent_profile "serial" {
         },
       },
     });
-    const overlap = (a: string, b: string, inv: Array<Record<string, any>>) => {
+    const overlap = (a: string, b: string, inv: Array<Record<string, Loose>>) => {
       const span = (id: string) => [
         inv.find((e) => e["callId"] === id && e["phase"] === "start")!["at"] as number,
         inv.find((e) => e["callId"] === id && e["phase"] === "end")!["at"] as number,

@@ -39,6 +39,10 @@ export const FIXTURES = {
 
 export type FixtureName = keyof typeof FIXTURES;
 
+/** JSON read back from fixture logs and recorded requests (shape checked by the assertions). */
+// biome-ignore lint/suspicious/noExplicitAny: untyped JSON from files the fixtures wrote
+export type Loose = any;
+
 export const TERMINAL = new Set<SessionStatus>([
   SessionStatus.COMPLETED,
   SessionStatus.CANCELLED,
@@ -120,9 +124,9 @@ export interface TestKernel {
   readonly logs: KernelLogRecord[];
   readonly traces: TraceEvent[];
   script(name: string, script: unknown): void;
-  requests(scenario: string): Array<{ model: string; turn: number; attempt: number; request: any }>;
-  invocations(): Array<Record<string, any>>;
-  hookLog(file?: string): Array<Record<string, any>>;
+  requests(scenario: string): Array<{ model: string; turn: number; attempt: number; request: Loose }>;
+  invocations(): Array<Record<string, Loose>>;
+  hookLog(file?: string): Array<Record<string, Loose>>;
   client(options?: { interactive?: boolean }): TestClient;
   /** Persisted events of a session, decoded where the test needs it. */
   file(sessionId: string): SessionFile;
@@ -216,7 +220,8 @@ export class Harness {
       logs,
       traces,
       script: (name, script) => writeFileSync(join(scriptDir, `${name}.json`), JSON.stringify(script)),
-      requests: (scenario) => readJsonl(join(scriptDir, `${scenario}.requests.jsonl`)),
+      requests: (scenario) =>
+        readJsonl(join(scriptDir, `${scenario}.requests.jsonl`)) as ReturnType<TestKernel["requests"]>,
       invocations: () => readJsonl(join(logDir, "invocations.jsonl")),
       hookLog: (file = "hooks.jsonl") => readJsonl(join(logDir, file)),
       client: (options = {}) => {
@@ -244,12 +249,12 @@ export class Harness {
   }
 }
 
-function readJsonl(file: string): Array<Record<string, any>> {
+function readJsonl(file: string): Array<Record<string, Loose>> {
   try {
     return readFileSync(file, "utf8")
       .split("\n")
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as Record<string, any>);
+      .map((l) => JSON.parse(l) as Record<string, Loose>);
   } catch {
     return [];
   }
