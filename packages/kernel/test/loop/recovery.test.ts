@@ -112,9 +112,6 @@ describe("model errors", () => {
       expect(r.status).toBe(SessionStatus.FAILED);
       expect(models(r.requests)).toEqual(["alpha"]);
       expect(r.sleeps).toEqual([]);
-      const c = k.client({ interactive: false });
-      c.send({ event: { case: "attachSession", value: { requestId: "a", sessionId: r.id } } });
-      await c.next("backfillComplete");
       expect(r.meta.status).toBe(SessionStatus.FAILED);
       const failure = k.logs.find(
         (l) => l.sessionId === r.id && l.message === `model call failed: ${category}`,
