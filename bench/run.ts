@@ -24,7 +24,8 @@ import {
   toJson,
 } from "./lib/report.ts";
 import { runScenario } from "./lib/runner.ts";
-import type { Scenario, ScenarioContext, ScenarioResult } from "./lib/scenario.ts";
+import type { ObservedRun, Scenario, ScenarioContext, ScenarioResult } from "./lib/scenario.ts";
+import { timelineMarkdown } from "./lib/timeline.ts";
 import { codingTaskScenario } from "./scenarios/coding-task.ts";
 import { coldStart } from "./scenarios/cold-start.ts";
 import { parallelTools } from "./scenarios/parallel-tools.ts";
@@ -157,7 +158,13 @@ const env: BenchEnv = {
   log,
 };
 
-log(`bench: fake vendor at ${fake.url}; scratch ${scratch}`);
+let commit = "unknown";
+try {
+  commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+} catch {
+  // not a git checkout
+}
+log(`bench: fake vendor at ${fake.url}; scratch ${scratch}; checkout ${commit}`);
 const harnesses = ALL_HARNESSES.filter((h) => harnessIds.includes(h.id));
 const availability = new Map<string, Availability>();
 const homes = new Map<string, string>();
@@ -214,23 +221,41 @@ if (!parsed["no-profile"] && oursAvailable) {
     };
     const s = scenarios[r.id]!;
     await s.setup?.(ctx);
+    // An untraced-by-the-profiler run first, with stream-json output and stdout line times,
+    // for the timeline (the CPU profiler itself slows every process down).
+    const traced: Harness = {
+      ...ours,
+      id: "ours-traced",
+      spec: (run, e) => ours.spec({ ...run, output: "stream" }, e),
+    };
+    let observed: ObservedRun | undefined;
+    const tracedCtx: ScenarioContext = {
+      ...ctx,
+      home: (h) => (h.id === traced.id ? homeOf(ours) : homeOf(h)),
+      trace: true,
+      observe: (o) => {
+        observed = o;
+      },
+    };
+    const tracedSample = await s.run(traced, tracedCtx, 0);
     await s.run(profiled, ctx, -1); // fills the fresh home's compile cache
     rmSync(profDir, { recursive: true, force: true });
     profilingHarness(ours, env, profDir); // recreate the wrappers removed with the directory
     const sample = await s.run(profiled, ctx, 0);
-    const summary = profileMarkdown(summarizeDir(profDir, ROOT), machine().cores);
-    if (!sample.ok) summary.unshift(`(The profiled run itself failed: ${sample.reason}.)`, "");
+    const summary = [
+      ...(observed ? timelineMarkdown(observed) : []),
+      ...(tracedSample.ok ? [] : [`(The traced run failed: ${tracedSample.reason}.)`]),
+      "",
+      "CPU profile (`node --cpu-prof` on the agent and on every plugin process):",
+      "",
+      ...profileMarkdown(summarizeDir(profDir, ROOT), machine().cores),
+    ];
+    if (!sample.ok) summary.push("", `(The profiled run itself failed: ${sample.reason}.)`);
     profiles.push({ scenario: r.title, target: missed.map((t) => t.target).join("; "), summary });
     process.stdout.write(`\n-- profile: ${r.title}\n${summary.join("\n")}\n`);
   }
 }
 
-let commit = "unknown";
-try {
-  commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-} catch {
-  // not a git checkout
-}
 const date = new Date().toISOString().slice(0, 16).replace(":", "") + "Z";
 const infos: HarnessInfo[] = harnesses.map((h) => {
   const a = availability.get(h.id)!;

@@ -67,6 +67,8 @@ export interface Harness {
   spec(run: RunContext, env: BenchEnv): RunSpec;
   /** Undefined when the harness has no tools (the baseline client). */
   tools?: ToolAdapter;
+  /** Extra Node flags for every `agent` process (ours, when profiled). */
+  nodeFlags?: string[];
 }
 
 /** Shared environment: a fresh HOME, no proxies or vendor variables leaking in from the shell. */

@@ -36,9 +36,11 @@ export function profilingHarness(base: Harness, env: BenchEnv, profDir: string):
     chmodSync(wrapper, 0o755);
     overrides.push(`  ${name} = "${wrapper}"`);
   }
+  const nodeFlags = ["--cpu-prof", `--cpu-prof-interval=${INTERVAL_US}`, `--cpu-prof-dir=${profDir}`];
   return {
     ...base,
     id: "ours-profiled",
+    nodeFlags,
     setupHome(home: string) {
       const dir = join(home, ".config", "agent");
       mkdirSync(dir, { recursive: true });
@@ -47,12 +49,6 @@ export function profilingHarness(base: Harness, env: BenchEnv, profDir: string):
     spec(run, e) {
       const spec = base.spec(run, e);
       const i = spec.args.indexOf(agentBin(e.root));
-      const nodeFlags = [
-        "--cpu-prof",
-        `--cpu-prof-interval=${INTERVAL_US}`,
-        `--cpu-prof-dir=${profDir}`,
-        `--cpu-prof-name=agent-${Date.now()}.cpuprofile`,
-      ];
       return { ...spec, args: [...spec.args.slice(0, i), ...nodeFlags, ...spec.args.slice(i)] };
     },
   };
@@ -123,7 +119,10 @@ export function summarizeProfile(file: string, root: string): ProcessProfile {
   }
   const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n);
   return {
-    name: basename(file).replace(/\.cpuprofile$/, ""),
+    // Node's default name (CPU.<date>.<time>.<pid>.<tid>.<seq>) is the agent's; plugins are named by their wrapper.
+    name: basename(file)
+      .replace(/^CPU\.\d+\.\d+\.(\d+)\..*$/, "agent-$1")
+      .replace(/\.cpuprofile$/, ""),
     wallMs: (p.endTime - p.startTime) / 1000,
     busyMs: busy,
     areas: top(areas, 6),

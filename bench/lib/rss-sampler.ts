@@ -7,7 +7,8 @@
 // sums them; every RESCAN_EVERY ticks it scans /proc/*/stat for processes whose parent is in
 // the tree (a process stays in the tree after its parent exits, so re-parented grandchildren
 // are still counted). When the root and every known descendant have exited, or on "stop",
-// it prints one JSON line: { peakKb, peakProcesses, samples, maxProcesses }.
+// it prints one JSON line: { peakKb, peakProcesses, samples, maxProcesses, breakdown }, where
+// breakdown lists each process's RSS at the peak sample.
 //
 // Caveat: a sum of RSS counts pages shared between processes (the node binary's text, shared
 // libraries) once per process, so it overstates what the tree costs the machine; it is the
@@ -41,8 +42,26 @@ function parentOf(pid: number): number | undefined {
   }
 }
 
+/** A short label for a process: "agent", "plugin <name>", or its program name. */
+function label(pid: number): string {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter(Boolean);
+    const joined = argv.join(" ");
+    const plugin = /providers\/([^/]+)\/src\/main\.ts|fixtures\/([^/]+)\/src\/main\.ts/.exec(joined);
+    if (plugin) return `plugin ${plugin[1] ?? plugin[2]}`;
+    if (/bin\/agent\.ts/.test(joined)) return "agent";
+    const prog = (argv[0] ?? "?").split("/").pop()!;
+    const script = argv.slice(1).find((a) => !a.startsWith("-"));
+    return script && /^(node|sh|bash)$/.test(prog) ? `${prog} ${script.split("/").pop()}` : prog;
+  } catch {
+    return "?";
+  }
+}
+
 let root = 0;
 const tree = new Set<number>();
+const labels = new Map<number, string>();
+let peakBreakdown: [number, number][] = [];
 const alive = new Set<number>();
 let peakKb = 0;
 let peakProcesses = 0;
@@ -52,6 +71,8 @@ let ticks = 0;
 let timer: NodeJS.Timeout | undefined;
 
 function rescan(): void {
+  // A child's command line is its parent's until it execs, so labels are refreshed each scan.
+  for (const pid of alive) labels.set(pid, label(pid));
   let grew = true;
   const entries = readdirSync("/proc").filter((n) => n.charCodeAt(0) >= 48 && n.charCodeAt(0) <= 57);
   const parents = new Map<number, number>();
@@ -66,6 +87,7 @@ function rescan(): void {
     for (const [pid, ppid] of parents) {
       if (tree.has(ppid)) {
         tree.add(pid);
+        labels.set(pid, label(pid));
         alive.add(pid);
         parents.delete(pid);
         grew = true;
@@ -76,7 +98,10 @@ function rescan(): void {
 
 function finish(): void {
   if (timer) clearInterval(timer);
-  process.stdout.write(`${JSON.stringify({ peakKb, peakProcesses, samples, maxProcesses })}\n`);
+  const breakdown = peakBreakdown
+    .sort((a, b) => b[1] - a[1])
+    .map(([pid, kb]) => ({ process: labels.get(pid) ?? String(pid), kb }));
+  process.stdout.write(`${JSON.stringify({ peakKb, peakProcesses, samples, maxProcesses, breakdown })}\n`);
   process.exit(0);
 }
 
@@ -84,6 +109,7 @@ function tick(): void {
   if (ticks++ % RESCAN_EVERY === 0) rescan();
   let sum = 0;
   let count = 0;
+  const now: [number, number][] = [];
   for (const pid of alive) {
     const kb = statusRssKb(pid);
     if (kb === undefined) {
@@ -92,11 +118,13 @@ function tick(): void {
     }
     sum += kb;
     count++;
+    now.push([pid, kb]);
   }
   samples++;
   if (sum > peakKb) {
     peakKb = sum;
     peakProcesses = count;
+    peakBreakdown = now;
   }
   if (count > maxProcesses) maxProcesses = count;
   if (!alive.has(root) && alive.size === 0) finish();
@@ -113,6 +141,7 @@ lines.on("line", (line) => {
   if (!Number.isInteger(pid) || pid <= 0 || root !== 0) return;
   root = pid;
   tree.add(pid);
+  labels.set(pid, label(pid));
   alive.add(pid);
   tick();
   timer = setInterval(tick, INTERVAL_MS);

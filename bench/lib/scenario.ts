@@ -1,6 +1,8 @@
 // The contract between the runner and a scenario, and what a scenario's results look like.
+import type { RecordedRequest } from "@pluggableharness/fake-vendors";
 import type { BenchEnv, Harness } from "../harnesses/types.ts";
 import type { BenchFake } from "./fake.ts";
+import type { RunResult } from "./spawn.ts";
 import type { Summary } from "./stats.ts";
 
 export interface MetricDef {
@@ -22,6 +24,15 @@ export interface ScenarioContext {
   dir: string;
   /** The fresh HOME of each harness for this benchmark run (configured to use the fake). */
   home(h: Pick<Harness, "id">): string;
+  /** Record stdout line timestamps and hand every harness run to `observe` (profiling). */
+  trace?: boolean;
+  observe?(run: ObservedRun): void;
+}
+
+export interface ObservedRun {
+  result: RunResult;
+  requests: RecordedRequest[];
+  other: RecordedRequest[];
 }
 
 export interface TargetCheck {

@@ -18,7 +18,16 @@ export interface RunSpec {
 export interface RunOptions {
   timeoutMs: number;
   sampleMemory?: boolean;
+  lineTimes?: boolean;
 }
+
+export interface StdoutLine {
+  at: bigint;
+  type: string;
+  role?: string;
+}
+
+const MAX_LINES = 100_000;
 
 export interface RunResult {
   spawnAt: bigint;
@@ -34,7 +43,15 @@ export interface RunResult {
   stdoutBytes: number;
   stderr: string;
   pid?: number;
-  memory?: { peakKb: number; peakProcesses: number; samples: number; maxProcesses: number };
+  memory?: {
+    peakKb: number;
+    peakProcesses: number;
+    samples: number;
+    maxProcesses: number;
+    breakdown: { process: string; kb: number }[];
+  };
+  /** With `lineTimes`: when each stdout line arrived, with its JSON "type" (and "role") when it has one. */
+  lines?: StdoutLine[];
 }
 
 interface Sampler {
@@ -118,8 +135,22 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
   }
   if (sampler && child.pid !== undefined) sampler.child.stdin!.write(`${child.pid}\n`);
 
+  const lines: StdoutLine[] = [];
+  let partial = "";
   child.stdout!.on("data", (chunk: Buffer) => {
     const now = process.hrtime.bigint();
+    if (options.lineTimes && lines.length < MAX_LINES) {
+      partial += chunk.toString("utf8");
+      let nl = partial.indexOf("\n");
+      while (nl >= 0) {
+        const line = partial.slice(0, Math.min(nl, 300));
+        partial = partial.slice(nl + 1);
+        const type = /^\{"type":"([a-z_]+)"/.exec(line)?.[1] ?? "text";
+        const role = /"role":"([a-z]+)"/.exec(line)?.[1];
+        lines.push({ at: now, type, ...(role ? { role } : {}) });
+        nl = partial.indexOf("\n");
+      }
+    }
     firstStdoutAt ??= now;
     lastStdoutAt = now;
     outBytes += chunk.length;
@@ -181,6 +212,7 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
     stderr: err.slice(-KEEP_STDERR_BYTES),
     ...(child.pid !== undefined ? { pid: child.pid } : {}),
     ...(memory ? { memory } : {}),
+    ...(options.lineTimes ? { lines } : {}),
   };
 }
 

@@ -47,8 +47,15 @@ export async function runHarness(
   const result = await runProcess(spec, {
     timeoutMs: ctx.timeoutMs,
     ...(options.sampleMemory ? { sampleMemory: true } : {}),
+    ...(ctx.trace ? { lineTimes: true } : {}),
   });
-  return { result, requests: view.model.filter(isModelRequest), problems };
+  const requests = view.model.filter(isModelRequest);
+  ctx.observe?.({
+    result,
+    requests,
+    other: [...view.other, ...view.model.filter((r) => !isModelRequest(r))],
+  });
+  return { result, requests, problems };
 }
 
 /** Requests that declare no tools are side calls (opencode's title, for one): answered, not counted. */

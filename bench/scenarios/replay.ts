@@ -15,14 +15,20 @@ import { projectDir } from "./common.ts";
 const EVENTS = 10_000;
 const TARGET_MS = 1_000;
 
-let sessionId: string | undefined;
+/** One generated session per HOME (the profiling run has a HOME of its own). */
+const sessions = new Map<string, string>();
 
 async function timed(h: Harness, ctx: ScenarioContext, sub: "replay" | "show"): Promise<Sample> {
   const home = ctx.home(h);
+  let id = sessions.get(home);
+  if (id === undefined) {
+    id = generateSession(ctx.env.root, join(home, ".local", "state", "agent", "sessions"), EVENTS);
+    sessions.set(home, id);
+  }
   const result = await runProcess(
     {
       command: process.execPath,
-      args: [agentBin(ctx.env.root), "sessions", sub, sessionId!],
+      args: [...(h.nodeFlags ?? []), agentBin(ctx.env.root), "sessions", sub, id],
       env: oursEnv(home),
       cwd: projectDir(h, ctx),
     },
@@ -52,10 +58,6 @@ export const replay: Scenario = {
     h.kind === "ours"
       ? undefined
       : "no peer has a command that re-renders a stored session without calling the model",
-  async setup(ctx: ScenarioContext) {
-    const dir = join(ctx.home({ id: "ours" }), ".local", "state", "agent", "sessions");
-    sessionId = generateSession(ctx.env.root, dir, EVENTS);
-  },
   async run(h: Harness, ctx: ScenarioContext): Promise<Sample> {
     const r = await timed(h, ctx, "replay");
     if (!r.ok) return r;
