@@ -35,6 +35,7 @@ import {
   openSessionReader,
   openSessionWriter,
   REOPENABLE_STATUSES,
+  REPLAY_ONLY_STATUSES,
   SchemaTooNewError,
   SessionNotFoundError,
   type SessionReader,
@@ -503,7 +504,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
 
   async resumeSession(sessionId: string): Promise<SessionHandle> {
     const session = await this.openSession(sessionId, "resume");
-    if (!(session instanceof Session)) {
+    if (!(session instanceof Session) || REPLAY_ONLY_STATUSES.has(session.status())) {
       throw new FrontendRequestError(
         FrontendErrorCategory.SESSION_REPLAY_ONLY,
         `session ${sessionId} ended with status ${SessionStatus[session.status()]?.toLowerCase()} and can only be replayed`,

@@ -1,0 +1,275 @@
+// The kernel's FrontendPort (the hub): session control events with request_id echo,
+// backfill of an attached session through the Render path, broadcast to every
+// subscriber, pending requests for a late joiner, replay-only and re-open semantics,
+// slash commands, and FrontendService.Attach served on a plugin's broker connection.
+import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { Dispatch } from "@pluggableharness/protocol/slashcommand";
+import { afterAll, describe, expect, it } from "vitest";
+import { calls, Harness, modelError, reply, type TestKernel, tool } from "./harness.ts";
+
+const h = new Harness();
+afterAll(() => h.dispose());
+
+const PROFILE = `
+agent_profile "default" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools          = ["tools.*"]
+  slash_commands = ["review"]
+}`;
+
+async function kernel(scripts: Record<string, unknown> = {}): Promise<TestKernel> {
+  return h.kernel({ hcl: PROFILE, scripts });
+}
+
+describe("session control", () => {
+  it("answers every control event on the asking connection, echoing request_id", async () => {
+    const k = await kernel({ ctl: { turns: [reply("hi")] } });
+    const c = k.client();
+    c.send({ event: { case: "hello", value: { protocolVersion: 1 } } });
+    c.send({ event: { case: "createSession", value: { requestId: "r1", profile: "", initialPrompt: [] } } });
+    const created = await c.waitFor((e) => e.requestId === "r1");
+    expect(created.event.case).toBe("sessionCreated");
+    const id = created.sessionId;
+    expect(created.event.case === "sessionCreated" && created.event.value.info?.status).toBe(
+      SessionStatus.RUNNING,
+    );
+
+    c.send({ event: { case: "listSessions", value: { requestId: "r2", rootsOnly: true } } });
+    const list = await c.waitFor((e) => e.requestId === "r2");
+    expect(list.event.case === "sessionList" && list.event.value.sessions.map((s) => s.sessionId)).toEqual([
+      id,
+    ]);
+    expect(list.sessionId).toBe("");
+
+    c.send({ event: { case: "detachSession", value: { requestId: "r3", sessionId: id } } });
+    expect((await c.waitFor((e) => e.requestId === "r3")).event.case).toBe("sessionDetached");
+
+    const failures: Array<[string, object, FrontendErrorCategory]> = [
+      [
+        "r4",
+        { case: "attachSession", value: { requestId: "r4", sessionId: "01JZZZZZZZZZZZZZZZZZZZZZZZ" } },
+        FrontendErrorCategory.SESSION_NOT_FOUND,
+      ],
+      [
+        "r5",
+        { case: "createSession", value: { requestId: "r5", profile: "nope" } },
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+      ],
+      [
+        "r6",
+        { case: "createSession", value: { requestId: "r6", workingDirectory: "/definitely/not/here" } },
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+      ],
+      [
+        "r7",
+        { case: "listSessions", value: { requestId: "r7", parentSessionId: "01JZZZZZZZZZZZZZZZZZZZZZZZ" } },
+        FrontendErrorCategory.SESSION_NOT_FOUND,
+      ],
+    ];
+    for (const [rid, event, category] of failures) {
+      c.send({ event: event as never });
+      const e = await c.waitFor((ev) => ev.requestId === rid);
+      expect(e.event.case === "error" && e.event.value.error?.category).toBe(category);
+    }
+    // Session-scoped events need a session this connection is attached to.
+    c.send({ event: { case: "userMessage", value: { content: [] } } });
+    c.send({
+      sessionId: id,
+      event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text: "x" } } }] } },
+    });
+    const errs = await c.waitFor(
+      (e) => e.event.case === "error" && e.requestId === undefined && e.sessionId === id,
+    );
+    expect(errs.event.case === "error" && errs.event.value.error?.category).toBe(
+      FrontendErrorCategory.INVALID_CLIENT_EVENT,
+    );
+    expect(c.of("error").filter((e) => e.requestId === undefined)).toHaveLength(2);
+    await k.close();
+  });
+
+  it("backfills an attaching connection through the Render path, unicast, then streams live events", async () => {
+    const k = await kernel({
+      backfill: { turns: [calls(tool("r", "tools__read", { path: "a" })), reply("read it")] },
+    });
+    const a = k.client();
+    const id = await a.create("[backfill] read a");
+    await a.finished(id);
+    const seenByA = a.events.length;
+
+    const b = k.client();
+    b.send({ event: { case: "attachSession", value: { requestId: "att", sessionId: id } } });
+    const done = await b.next("backfillComplete");
+    const file = k.file(id);
+    expect(done.lastSequence).toBe(BigInt(file.events.at(-1)!.sequence));
+    const kinds = b.events.map((e) => e.event.case);
+    expect(kinds[0]).toBe("sessionAttached");
+    expect(kinds.slice(1, -1)).toEqual(file.events.map(() => "render"));
+    expect(kinds.at(-1)).toBe("backfillComplete");
+    expect(b.events.every((e) => e.sessionId === id)).toBe(true);
+    expect(b.events[0]!.requestId).toBe("att");
+    const attached = b.events[0]!.event;
+    expect(attached.case === "sessionAttached" && attached.value.replayOnly).toBe(true);
+    // The user's prompt comes back rendered as text.
+    const first = b.events[1]!.event;
+    const tree = first.case === "render" ? first.value.content?.content?.root : undefined;
+    expect(JSON.stringify(tree)).toContain("[backfill] read a");
+    // Nothing of the backfill reached the connection that was already there.
+    expect(a.events.length).toBe(seenByA);
+    await k.close();
+  });
+
+  it("broadcasts a session's events identically to every subscriber and re-sends pending requests to a late joiner", async () => {
+    const k = await kernel({
+      multi: { turns: [calls(tool("w", "tools__write", { path: "a", content: "1" })), reply("ok")] },
+    });
+    const a = k.client();
+    const id = await a.create("[multi] go");
+    const perm = await a.next("permissionRequest");
+    const b = k.client();
+    b.send({ event: { case: "attachSession", value: { requestId: "att", sessionId: id } } });
+    await b.next("backfillComplete");
+    const late = await b.next("permissionRequest");
+    expect(late.planItem?.id).toBe(perm.planItem?.id);
+    const fromB = b.events.length;
+    b.send({
+      sessionId: id,
+      event: { case: "planDecision", value: { planItemId: perm.planItem!.id, decision: 1, scope: 1 } },
+    });
+    await a.finished(id);
+    await b.finished(id, fromB);
+    const tail = (events: typeof a.events, from: number) =>
+      events
+        .slice(from)
+        .filter((e) => e.event.case !== "error")
+        .map((e) => e.event.case);
+    const aFrom = a.events.findIndex((e) => e.event.case === "permissionRequest") + 1;
+    expect(tail(b.events, fromB)).toEqual(tail(a.events, aFrom));
+    await k.close();
+  });
+
+  it("refuses new turns on a plain attach to a finished session, and re-opens it on resume", async () => {
+    const k = await kernel({
+      reopen: { turns: [reply("first answer"), reply("second answer")] },
+    });
+    const a = k.client();
+    const id = await a.create("[reopen] hello");
+    expect(await a.finished(id)).toBe(SessionStatus.COMPLETED);
+    const text = (t: string) => ({ content: [{ block: { case: "text" as const, value: { text: t } } }] });
+
+    const viewer = k.client();
+    viewer.send({ event: { case: "attachSession", value: { requestId: "v", sessionId: id } } });
+    await viewer.next("backfillComplete");
+    viewer.send({ sessionId: id, event: { case: "userMessage", value: text("more") } });
+    const refused = await viewer.next("error");
+    expect(refused.error?.category).toBe(FrontendErrorCategory.SESSION_REPLAY_ONLY);
+
+    const resumer = k.client();
+    resumer.send({ event: { case: "resumeSession", value: { requestId: "res", sessionId: id } } });
+    const opened = await resumer.next("sessionAttached");
+    expect(opened.replayOnly).toBe(false);
+    await resumer.next("backfillComplete");
+    const from = resumer.events.length;
+    resumer.send({ sessionId: id, event: { case: "userMessage", value: text("and then?") } });
+    const reopened = await resumer.next(
+      "sessionStatusUpdate",
+      (v) => v.status === SessionStatus.RUNNING,
+      from,
+    );
+    expect(reopened.previousStatus).toBe(SessionStatus.COMPLETED);
+    expect(await resumer.finished(id, from)).toBe(SessionStatus.COMPLETED);
+    const second = k.requests("reopen")[1]!.request.messages;
+    expect(second.map((m: { role: string }) => m.role)).toEqual(["ROLE_USER", "ROLE_ASSISTANT", "ROLE_USER"]);
+    await k.close();
+  });
+
+  it("rebuilds the history from the session file when a new kernel resumes it", async () => {
+    const k = await kernel({
+      persisted: {
+        turns: [calls(tool("r", "tools__read", { path: "a" })), reply("first"), reply("after resume")],
+      },
+    });
+    const s = await k.kernel.startSession({ prompt: "[persisted] hello" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    await k.close();
+
+    const k2 = await h.kernel({ hcl: PROFILE, reuse: k });
+    const handle = await k2.kernel.resumeSession(s.id);
+    handle.send("[persisted] continue");
+    expect(await handle.idle()).toBe(SessionStatus.COMPLETED);
+    const messages = k2.requests("persisted")[2]!.request.messages;
+    expect(messages).toHaveLength(5);
+    expect(messages[1].content[0].toolUse.name).toBe("tools__read");
+    expect(messages[2].content[0].toolResult.toolUseId).toBe("r");
+    await k2.close();
+  });
+
+  it("keeps a failed session replay-only, even on resume", async () => {
+    const k = await kernel({ broken: { turns: [modelError("auth_error")] } });
+    const a = k.client();
+    const id = await a.create("[broken] hello");
+    expect(await a.finished(id)).toBe(SessionStatus.FAILED);
+    a.send({ event: { case: "resumeSession", value: { requestId: "res", sessionId: id } } });
+    const attached = await a.next("sessionAttached", (_v, e) => e.requestId === "res");
+    expect(attached.replayOnly).toBe(true);
+    a.send({
+      sessionId: id,
+      event: {
+        case: "userMessage",
+        value: { content: [{ block: { case: "text", value: { text: "again" } } }] },
+      },
+    });
+    expect((await a.next("error")).error?.category).toBe(FrontendErrorCategory.SESSION_REPLAY_ONLY);
+    await expect(k.kernel.resumeSession(id)).rejects.toThrow(/replay/);
+    await k.close();
+  });
+});
+
+describe("slash commands", () => {
+  it("registers the profile's commands and expands a prompt-expansion command into a user message", async () => {
+    const k = await kernel({ slash: { turns: [reply("reviewed")] } });
+    const a = k.client();
+    const id = await a.create("");
+    a.send({ event: { case: "attachSession", value: { requestId: "att", sessionId: id } } });
+    const attached = await a.next("sessionAttached");
+    const registered = attached.slashCommandRegistry?.commands.map((c) => [
+      c.provider,
+      c.spec?.name,
+      c.spec?.dispatch,
+    ]);
+    expect(registered).toEqual([
+      ["tools", "review", Dispatch.PROMPT_EXPANSION],
+      ["tools", "wipe", Dispatch.DIRECT_INVOKE],
+    ]);
+    await a.next("backfillComplete");
+    a.send({ sessionId: id, event: { case: "slashCommand", value: { name: "review", args: "main.ts" } } });
+    expect(await a.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(k.requests("slash")[0]!.request.messages[0].content[0].text.text).toBe("[slash] review main.ts");
+    a.send({ sessionId: id, event: { case: "slashCommand", value: { name: "nope", args: "" } } });
+    expect((await a.next("error")).error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    await k.close();
+  });
+});
+
+describe("FrontendService.Attach over the broker", () => {
+  it("serves the Attach stream on a plugin's kernel connection", async () => {
+    const k = await kernel({
+      probe: { turns: [calls(tool("p", "tools__probe_attach", {})), reply("ok")] },
+    });
+    const s = await k.kernel.startSession({ prompt: "[probe] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const result = k.file(s.id).toolResults()[0]!;
+    expect(result.outcome.case === "result" && result.outcome.value.payload).toEqual({
+      sessions: 1,
+      requestId: "probe-1",
+    });
+    expect(k.file(s.id).events.some((e) => e.kind === EventKind.TOOL_RESULT)).toBe(true);
+    await k.close();
+  });
+});
