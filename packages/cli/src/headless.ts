@@ -7,6 +7,7 @@ import { fromBinary, type JsonObject, type JsonValue } from "@bufbuild/protobuf"
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ContentBlock, Role } from "@pluggableharness/protocol/content";
 import {
+  ApplyEventSchema,
   MessageEventSchema,
   PlanEventSchema,
   ToolCallEventSchema,
@@ -14,7 +15,7 @@ import {
 } from "@pluggableharness/protocol/event";
 import { type ServerEvent, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import { EventKind } from "@pluggableharness/protocol/kernel";
-import { PlanDecision } from "@pluggableharness/protocol/plan";
+import { ApplyOutcome, PlanDecision, type PlanItem } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { decisionName, kindName, riskName, statusName, treeText } from "@pluggableharness/provider-tui";
@@ -39,6 +40,8 @@ export interface InitRecord {
 
 export interface RunSummary {
   sessionId: string;
+  /** The whole session's spend (a resumed session includes earlier runs). */
+  sessionCostUsd: number;
   status: SessionStatus;
   detail: string;
   numTurns: number;
@@ -86,9 +89,43 @@ function categoryName(c: ToolErrorCategory): string {
   return ToolErrorCategory[c]?.toLowerCase() ?? "unknown";
 }
 
-/** Structured stream-json records for one persisted event (none for kinds not reported). */
-export function persistedRecords(sessionId: string, e: StoredEvent): JsonObject[] {
-  try {
+const OUTCOMES: Record<number, string> = {
+  [ApplyOutcome.APPLIED]: "applied",
+  [ApplyOutcome.FAILED]: "failed",
+  [ApplyOutcome.DENIED]: "denied",
+  [ApplyOutcome.CANCELLED]: "cancelled",
+};
+
+/**
+ * Turns persisted events into stream-json records. Plan items are remembered from the
+ * plan event (the policy's decision at plan-ready, and its rule); the record for an
+ * item is written when its apply result is persisted, with the final decision and
+ * who made it (a rule, a human, the headless setting).
+ */
+export class RecordDecoder {
+  private readonly sessionId: string;
+  private readonly items = new Map<string, PlanItem>();
+
+  constructor(sessionId: string) {
+    this.sessionId = sessionId;
+  }
+
+  records(e: StoredEvent): JsonObject[] {
+    try {
+      return this.decode(e);
+    } catch (err) {
+      return [
+        {
+          type: "warning",
+          session_id: this.sessionId,
+          message: `event ${e.sequence} could not be decoded: ${(err as Error).message}`,
+        },
+      ];
+    }
+  }
+
+  private decode(e: StoredEvent): JsonObject[] {
+    const sessionId = this.sessionId;
     switch (e.kind) {
       case EventKind.MESSAGE: {
         if (e.producer.category !== PluginCategory.KERNEL) return [];
@@ -158,47 +195,56 @@ export function persistedRecords(sessionId: string, e: StoredEvent): JsonObject[
         ];
       }
       case EventKind.PLAN: {
-        const plan = fromBinary(PlanEventSchema, e.payload).plan;
-        return (plan?.items ?? []).map((i) => ({
-          type: "plan_decision",
-          session_id: sessionId,
-          turn_id: plan?.turnId ?? "",
-          plan_item_id: i.id,
-          tool_call_id: i.toolCallId,
-          provider: i.provider,
-          tool_name: i.toolName,
-          risk: riskName(i.risk),
-          decision: decisionName(i.decision),
-          decided_by: i.decidedBy,
-          ...(i.reason ? { reason: i.reason } : {}),
-        }));
+        for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) this.items.set(i.id, i);
+        return [];
+      }
+      case EventKind.APPLY: {
+        const apply = fromBinary(ApplyEventSchema, e.payload).apply;
+        return (apply?.items ?? []).map((a) => {
+          const item = this.items.get(a.planItemId);
+          return {
+            type: "plan_decision",
+            session_id: sessionId,
+            turn_id: apply?.turnId ?? "",
+            plan_item_id: a.planItemId,
+            tool_call_id: a.toolCallId,
+            provider: item?.provider ?? "",
+            tool_name: item?.toolName ?? "",
+            risk: item ? riskName(item.risk) : "unknown",
+            decision: decisionName(a.decision),
+            decided_by: a.decidedBy,
+            policy_decision: item ? decisionName(item.decision) : "unknown",
+            policy_rule: item?.decidedBy ?? "",
+            outcome: OUTCOMES[a.outcome] ?? "unknown",
+            ...(item?.reason ? { reason: item.reason } : {}),
+            ...(a.error
+              ? { error: { category: categoryName(a.error.category), message: a.error.message } }
+              : {}),
+          };
+        });
       }
       default:
         return [];
     }
-  } catch (err) {
-    return [
-      {
-        type: "warning",
-        session_id: sessionId,
-        message: `event ${e.sequence} could not be decoded: ${(err as Error).message}`,
-      },
-    ];
   }
 }
 
-/** The final record's facts, from the session file. */
+/**
+ * The final record's facts, from the session file: turns, usage, cost and denials of
+ * this run (the events after `afterSequence`), and the whole session's cost.
+ */
 export function summarize(
   reader: SessionReader,
   sessionId: string,
   status: SessionStatus,
   detail: string,
   durationMs: number,
+  afterSequence = 0,
 ): RunSummary {
   const turns = new Set<string>();
   let finalText = "";
   let model = "";
-  for (const e of reader.events({ kinds: [EventKind.MESSAGE] })) {
+  for (const e of reader.events({ kinds: [EventKind.MESSAGE], afterSequence })) {
     if (e.producer.category !== PluginCategory.KERNEL) continue;
     const m = fromBinary(MessageEventSchema, e.payload);
     if (!m.message || m.message.role !== Role.ASSISTANT || m.syntheticReason.startsWith(ATTEMPT_FAILED))
@@ -214,25 +260,41 @@ export function summarize(
     cache_read_input_tokens: 0,
     cache_creation_input_tokens: 0,
   };
+  let costUsd = 0;
   for (const row of reader.costLedger()) {
+    if (row.eventSequence <= afterSequence) continue;
+    costUsd += row.costUsd;
     usage.input_tokens += row.inputTokens;
     usage.output_tokens += row.outputTokens;
     usage.cache_read_input_tokens += row.cacheReadTokens;
     usage.cache_creation_input_tokens += row.cacheWriteTokens;
   }
-  const denials = reader.planItems({ decision: PlanDecision.DENY }).map((r) => ({
-    provider: r.providerName,
-    tool_name: r.toolName,
-    tool_call_id: r.toolCallId,
-    decided_by: r.decidedBy,
-  }));
+  const items = new Map<string, PlanItem>();
+  const denials: RunSummary["denials"] = [];
+  for (const e of reader.events({ kinds: [EventKind.PLAN, EventKind.APPLY], afterSequence })) {
+    if (e.kind === EventKind.PLAN) {
+      for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) items.set(i.id, i);
+      continue;
+    }
+    for (const a of fromBinary(ApplyEventSchema, e.payload).apply?.items ?? []) {
+      if (a.decision !== PlanDecision.DENY) continue;
+      const item = items.get(a.planItemId);
+      denials.push({
+        provider: item?.provider ?? "",
+        tool_name: item?.toolName ?? "",
+        tool_call_id: a.toolCallId,
+        decided_by: a.decidedBy,
+      });
+    }
+  }
   return {
     sessionId,
     status,
     detail,
     numTurns: turns.size,
     durationMs,
-    totalCostUsd: reader.costUsd(),
+    totalCostUsd: costUsd,
+    sessionCostUsd: reader.costUsd(),
     usage,
     finalText,
     denials,
@@ -265,6 +327,7 @@ export function resultRecord(s: RunSummary): JsonObject {
     num_turns: s.numTurns,
     duration_ms: s.durationMs,
     total_cost_usd: s.totalCostUsd,
+    session_cost_usd: s.sessionCostUsd,
     usage: s.usage,
     result: s.finalText,
     permission_denials: s.denials,
@@ -278,6 +341,7 @@ export class HeadlessPrinter {
   private readonly verbose: boolean;
   private sessionId = "";
   private renders = 0;
+  private decoder: RecordDecoder | undefined;
 
   constructor(io: Io, format: OutputFormat, verbose: boolean) {
     this.io = io;
@@ -377,7 +441,8 @@ export class HeadlessPrinter {
   /** Records for events newly persisted in the session file. */
   persisted(events: readonly StoredEvent[]): void {
     if (this.format !== "stream-json") return;
-    for (const e of events) for (const r of persistedRecords(this.sessionId, e)) this.json(r);
+    this.decoder ??= new RecordDecoder(this.sessionId);
+    for (const e of events) for (const r of this.decoder.records(e)) this.json(r);
   }
 
   result(summary: RunSummary): number {

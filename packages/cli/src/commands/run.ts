@@ -299,7 +299,8 @@ async function runHeadless(
     planMode: o.planMode,
   });
   const reader = openSessionReader(handle.id);
-  let lastSequence = reader.lastSequence();
+  const startSequence = reader.lastSequence();
+  let lastSequence = startSequence;
   const drainPersisted = () => {
     const fresh = reader.readEvents({ afterSequence: lastSequence });
     if (fresh.length > 0) lastSequence = fresh.at(-1)!.sequence;
@@ -332,7 +333,7 @@ async function runHeadless(
     await kernel.shutdown();
     await pump;
     drainPersisted();
-    const summary = summarize(reader, handle.id, status, detail, Date.now() - started);
+    const summary = summarize(reader, handle.id, status, detail, Date.now() - started, startSequence);
     return printer.result(summary);
   } finally {
     process.off("SIGINT", onSignal);

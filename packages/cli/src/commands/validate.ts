@@ -73,15 +73,20 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       });
       continue;
     }
+    // A plugin without a config schema accepts an empty block only; the second pass
+    // below decodes the blocks of plugins that declare one.
+    if (!f.configSchema && config.providers.some((b) => b.name === name)) {
+      const decoded = decodeProviderConfig(config, name, { attributes: [] }, io.env);
+      if (!decoded.ok) diags.push(...decoded.diagnostics);
+    }
     loadedFacts[name] = {
       tools: f.tools.map((t) => t.name),
       models: f.models,
       hookPoints: f.hookPoints,
       ...(f.configSchema ? { configSchema: f.configSchema } : {}),
     };
-    const decoded = decodeProviderConfig(config, name, f.configSchema ?? { attributes: [] }, io.env);
-    if (!decoded.ok) diags.push(...decoded.diagnostics);
   }
+  // The second pass, which also decodes every provider block against its schema.
   diags.push(...validateAgainstProviders(config, loadedFacts, io.env));
   print();
   line(io.out, summary(diags, facts.length));

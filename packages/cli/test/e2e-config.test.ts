@@ -1,0 +1,123 @@
+// End-to-end: the configuration-facing commands of the real binary — zero config
+// without a key, init, validate and providers against the first-party plugins.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agent, REPO_ROOT, type Sandbox, sandbox } from "./helpers.ts";
+
+let sb: Sandbox;
+
+beforeAll(() => {
+  sb = sandbox();
+});
+
+afterAll(() => {
+  sb?.cleanup();
+});
+
+describe("zero configuration", () => {
+  it("without agent.hcl and without a vendor key, says exactly what to set and exits non-zero", async () => {
+    const empty = sb.dir("empty");
+    const r = await agent(["run", "-p", "hello"], { cwd: empty, env: sb.env });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toBe(
+      "agent: Without an agent.hcl the agent needs a model vendor credential. Set one of ANTHROPIC_API_KEY, " +
+        "OPENAI_API_KEY, GEMINI_API_KEY (or GOOGLE_API_KEY), XAI_API_KEY, or OPENAI_BASE_URL together with " +
+        "OPENAI_MODEL for an OpenAI-compatible server (OPENAI_API_KEY optional) - or write an agent.hcl.\n",
+    );
+    // No session was started.
+    expect(existsSync(join(sb.env["XDG_STATE_HOME"]!, "agent", "sessions"))).toBe(false);
+  });
+
+  it("prints the version and documents the exit codes in run --help", async () => {
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "packages", "cli", "package.json"), "utf8"));
+    const v = await agent(["--version"], { cwd: sb.home, env: sb.env });
+    expect(v).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+    const help = await agent(["run", "--help"], { cwd: sb.home, env: sb.env });
+    expect(help.code).toBe(0);
+    for (const text of [
+      "--headless-ask",
+      "--output-format",
+      "--max-wall-clock",
+      "3  a bound was reached",
+      "4  cancelled",
+    ]) {
+      expect(help.stdout).toContain(text);
+    }
+    const bad = await agent(["run", "--output-format", "yaml", "-p", "x"], { cwd: sb.home, env: sb.env });
+    expect(bad.code).toBe(2);
+  });
+});
+
+describe("agent init", () => {
+  it("writes a commented agent.hcl for the keys found and explains the next step", async () => {
+    const dir = sb.dir("init");
+    const env = { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-canary-1234", XAI_API_KEY: "xai-canary-5678" };
+    const r = await agent(["init"], { cwd: dir, env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Next:");
+    expect(r.stdout).toContain("agent validate");
+    const text = readFileSync(join(dir, "agent.hcl"), "utf8");
+    expect(text).toContain('api_key = env("ANTHROPIC_API_KEY")');
+    expect(text).toContain('api_key = env("XAI_API_KEY")');
+    expect(text).toMatch(/^# /m);
+    // Keys are never written.
+    expect(text).not.toContain("canary");
+    const again = await agent(["init"], { cwd: dir, env });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("already exists");
+  });
+});
+
+describe("agent validate and agent providers", () => {
+  it("accepts the fixture project, launching every plugin for its schema", async () => {
+    const repo = sb.repo("valid");
+    const env = {
+      ...sb.env,
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      FAKE_ANTHROPIC_URL: "http://127.0.0.1:9",
+      FIXTURE_ROOT: repo,
+    };
+    const [v, p] = await Promise.all([
+      agent(["validate"], { cwd: repo, env }),
+      agent(["providers"], { cwd: repo, env }),
+    ]);
+    expect(v.stdout).toContain("Valid (3 providers checked)");
+    expect(v.code).toBe(0);
+    expect(p.code).toBe(0);
+    const fs = p.stdout.split("\n").find((l) => l.startsWith("filesystem "))!;
+    expect(fs).toMatch(
+      /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
+    );
+    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read-only\).*edit_file \(resource, /);
+    expect(p.stdout).toMatch(/^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5/m);
+  });
+
+  it("reports every problem with file:line:col and exits 1", async () => {
+    const repo = sb.repo("invalid");
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8")
+      .replace(
+        'provider "filesystem" {\n  roots = [env("FIXTURE_ROOT")]',
+        'provider "filesystem" {\n  rootz = [env("FIXTURE_ROOT")]',
+      )
+      .replace('tools     = ["filesystem.*", "exec.*"]', 'tools     = ["filesystem.*", "exec.nope"]');
+    writeFileSync(join(repo, "agent.hcl"), hcl);
+    const lines = hcl.split("\n");
+    const rootz = lines.findIndex((l) => l.includes("rootz")) + 1;
+    const nope = lines.findIndex((l) => l.includes("exec.nope")) + 1;
+    const env = {
+      ...sb.env,
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      FAKE_ANTHROPIC_URL: "http://127.0.0.1:9",
+      FIXTURE_ROOT: repo,
+    };
+    const r = await agent(["validate", repo], { cwd: sb.home, env });
+    expect(r.code).toBe(1);
+    const file = join(repo, "agent.hcl");
+    expect(r.stdout).toContain(`${file}:${rootz}:3: error[unknown_attribute]`);
+    expect(r.stdout).toContain(`${file}:${nope}:`);
+    expect(r.stdout).toMatch(/error\[unknown_tool\]/);
+    expect(r.stdout).toMatch(/Invalid: [2-9] errors/);
+  });
+});
