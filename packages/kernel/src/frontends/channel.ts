@@ -39,6 +39,7 @@ export class SessionChannel {
   readonly #log: KernelLogger;
   #tail: Promise<void> = Promise.resolve();
   #lastQueued = 0;
+  #attaching = 0;
   /** Called whenever the subscriber set changes. */
   onSubscribersChanged: (() => void) | undefined;
 
@@ -85,10 +86,12 @@ export class SessionChannel {
   /** Queues the render of a persisted event (call in the same tick as the append). */
   publishPersisted(event: RenderableEvent): void {
     this.#lastQueued = Math.max(this.#lastQueued, event.sequence);
-    if (this.#subscribers.size === 0) return; // nobody to render for; backfill covers late joiners
+    // Nobody to render for: a later attach backfills it. An attach already queued will
+    // subscribe before this task runs, so it must be rendered.
+    if (this.#subscribers.size === 0 && this.#attaching === 0) return;
     this.#enqueue(async () => {
       if (this.#subscribers.size === 0) return;
-      const content = await this.#safeRender(event);
+      const content = await this.#render(event);
       this.#broadcast(
         create(ServerEventSchema, {
           sessionId: this.sessionId,
@@ -100,23 +103,32 @@ export class SessionChannel {
 
   /** Queues a backfill for `subscriber` and subscribes it afterwards. */
   attach(subscriber: Subscriber, plan: AttachPlan): Promise<void> {
+    // Everything queued before this call is backfilled; everything after it arrives live.
+    const through = this.#lastQueued;
+    this.#attaching++;
     return this.#enqueue(async () => {
-      const through = this.#lastQueued;
-      const send = (init: ServerEventInit) =>
-        subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
-      send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
-      for (const e of plan.backfill.events(through)) {
-        const content = await this.#safeRender(e);
-        send({ event: { case: "render", value: { content } } });
+      try {
+        await this.#backfill(subscriber, plan, through);
+      } finally {
+        this.#attaching--;
       }
-      send({
-        ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}),
-        event: { case: "backfillComplete", value: { lastSequence: BigInt(through) } },
-      });
-      this.#subscribers.add(subscriber);
-      this.onSubscribersChanged?.();
-      for (const init of plan.live?.() ?? []) send(init);
     });
+  }
+
+  async #backfill(subscriber: Subscriber, plan: AttachPlan, through: number): Promise<void> {
+    const send = (init: ServerEventInit) =>
+      subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
+    send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
+    for (const e of plan.backfill.events(through)) {
+      send({ event: { case: "render", value: { content: await this.#render(e) } } });
+    }
+    send({
+      ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}),
+      event: { case: "backfillComplete", value: { lastSequence: BigInt(through) } },
+    });
+    this.#subscribers.add(subscriber);
+    this.onSubscribersChanged?.();
+    for (const init of plan.live?.() ?? []) send(init);
   }
 
   /** Subscribes without a backfill (the creator of a new session). */
@@ -144,9 +156,5 @@ export class SessionChannel {
 
   #broadcast(event: ServerEvent): void {
     for (const s of this.#subscribers) s.deliver(event);
-  }
-
-  async #safeRender(event: RenderableEvent): Promise<PlacedContent> {
-    return this.#render(event);
   }
 }

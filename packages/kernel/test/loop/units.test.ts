@@ -1,0 +1,331 @@
+// The loop's pure pieces, without plugin processes: guards, naming, backoff, template
+// expansion, the invocation tracker, the session channel's ordering and the generic
+// renderer.
+import { create, toBinary } from "@bufbuild/protobuf";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import {
+  HookErrorEventSchema,
+  MessageEventSchema,
+  PlanEventSchema,
+  ToolResultEventSchema,
+} from "@pluggableharness/protocol/event";
+import type { ServerEvent } from "@pluggableharness/protocol/frontend";
+import { HookErrorCategory } from "@pluggableharness/protocol/hook";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { PlanDecision } from "@pluggableharness/protocol/plan";
+import { Region, TextStyle } from "@pluggableharness/protocol/render";
+import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { describe, expect, it } from "vitest";
+import { SessionChannel } from "../../src/frontends/channel.ts";
+import { placed } from "../../src/frontends/renderer.ts";
+import {
+  CircuitBreaker,
+  CostNode,
+  callHash,
+  DoomLoopDetector,
+  declaredToolName,
+  discardLog,
+  expandTemplate,
+  genericRenderTree,
+  InvocationTracker,
+  KernelLogger,
+  type RenderableEvent,
+  retryDelayMs,
+} from "../../src/index.ts";
+import { checkBounds } from "../../src/loop/bounds.ts";
+
+describe("bounds", () => {
+  it("rolls cost up the session tree; the tightest remaining budget on the path wins", () => {
+    const root = new CostNode(1.0);
+    const child = new CostNode(5.0, root);
+    const grandchild = new CostNode(undefined, child);
+    grandchild.charge(0.4);
+    child.charge(0.3);
+    expect(root.spentUsd).toBeCloseTo(0.7);
+    expect(child.spentUsd).toBeCloseTo(0.7);
+    expect(grandchild.remainingUsd()).toBeCloseTo(0.3); // the root's bound is tighter than the child's
+    expect(new CostNode().remainingUsd()).toBe(Number.POSITIVE_INFINITY);
+    root.charge(0.3);
+    expect(checkBounds({ turns: 0, elapsedMs: 0, cost: grandchild })).toBe("max_cost_usd");
+  });
+
+  it("checks each bound independently", () => {
+    const cost = new CostNode();
+    expect(checkBounds({ maxTurns: 3, turns: 2, elapsedMs: 0, cost })).toBeUndefined();
+    expect(checkBounds({ maxTurns: 3, turns: 3, elapsedMs: 0, cost })).toBe("max_turns");
+    expect(checkBounds({ maxWallClockS: 10, turns: 0, elapsedMs: 9_999, cost })).toBeUndefined();
+    expect(checkBounds({ maxWallClockS: 10, turns: 0, elapsedMs: 10_000, cost })).toBe("max_wall_clock_s");
+  });
+
+  it("detects `threshold` identical calls in a row, within the window", () => {
+    const d = new DoomLoopDetector(3, 10);
+    const a = callHash("tools__read", { path: "a", n: 1 });
+    const same = callHash("tools__read", { n: 1, path: "a" });
+    expect(same).toBe(a); // canonical input: key order does not matter
+    const b = callHash("tools__read", { path: "b" });
+    expect([d.record(a), d.record(a), d.record(b), d.record(a), d.record(a)]).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(d.record(a)).toBe(true);
+  });
+
+  it("trips on consecutive denials (an allow resets) and on repeated crashes of one provider", () => {
+    const b = new CircuitBreaker(3, 2);
+    expect([
+      b.decision(true),
+      b.decision(true),
+      b.decision(false),
+      b.decision(true),
+      b.decision(true),
+    ]).toEqual([false, false, false, false, false]);
+    expect(b.decision(true)).toBe(true);
+    expect([
+      b.callEnded("x", true),
+      b.callEnded("y", true),
+      b.callEnded("x", false),
+      b.callEnded("x", true),
+    ]).toEqual([false, false, false, false]);
+    expect(b.callEnded("x", true)).toBe(true);
+  });
+});
+
+describe("naming, backoff, templates", () => {
+  it("presents tools as <provider>__<tool>, sanitised and at most 64 characters", () => {
+    expect(declaredToolName("filesystem", "read_file")).toBe("filesystem__read_file");
+    expect(declaredToolName("my-fs", "read.file")).toBe("my-fs__read_file");
+    const long = declaredToolName("p".repeat(40), "t".repeat(40));
+    expect(long).toHaveLength(64);
+    expect(long).not.toBe(declaredToolName("p".repeat(40), `${"t".repeat(39)}u`));
+  });
+
+  it("backs off exponentially with equal jitter and never retries sooner than retry_after", () => {
+    const deps = {
+      settings: { retry: { base_delay_ms: 500, backoff_factor: 2, max_retries: 5 } } as never,
+      clock: { now: () => 0, sleep: async () => {}, random: () => 0 },
+    };
+    expect([0, 1, 2].map((n) => retryDelayMs(deps, n, undefined))).toEqual([250, 500, 1000]);
+    const high = { ...deps, clock: { ...deps.clock, random: () => 0.999 } };
+    expect(retryDelayMs(high, 0, undefined)).toBeCloseTo(499.75);
+    expect(retryDelayMs(deps, 0, 7)).toBe(7000);
+  });
+
+  it("expands prompt templates", () => {
+    expect(expandTemplate("review {args} now", "  a.ts b.ts ")).toBe("review a.ts b.ts now");
+    expect(expandTemplate("{1} then {2}{3}", "x y")).toBe("x then y");
+    expect(expandTemplate("{unknown}", "x")).toBe("{unknown}");
+  });
+});
+
+describe("invocation tracker", () => {
+  it("knows which sessions a plugin is serving a call for, and for which category", async () => {
+    const t = new InvocationTracker();
+    const end = t.begin("tools", "S1", "tool");
+    const endHook = t.begin("tools", "S1", "hook");
+    expect(t.categoryFor("tools", "S1")).toBe("tool");
+    expect(t.categoryFor("tools", "S2")).toBeUndefined();
+    expect(t.categoryFor("other", "S1")).toBeUndefined();
+    end();
+    end(); // idempotent
+    expect(t.categoryFor("tools", "S1")).toBe("hook");
+    endHook();
+    expect(t.categoryFor("tools", "S1")).toBeUndefined();
+    await t.run("m", "S3", "model", async () => {
+      expect(t.categoryFor("m", "S3")).toBe("model");
+    });
+    expect(t.categoryFor("m", "S3")).toBeUndefined();
+  });
+});
+
+function stored(
+  sequence: number,
+  kind: EventKind,
+  payload: Uint8Array,
+  schemaVersion = "1",
+): RenderableEvent {
+  return {
+    sequence,
+    kind,
+    kindText: EventKind[kind]!.toLowerCase(),
+    producer: { category: PluginCategory.KERNEL, name: "kernel", version: "0.1.0" },
+    schemaVersion,
+    payload,
+  };
+}
+
+describe("session channel", () => {
+  it("backfills up to the last queued event, then delivers later events live, each exactly once", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const rendered: number[] = [];
+    const channel = new SessionChannel(
+      "S",
+      async (e) => {
+        if (e.sequence === 1) await gate; // a slow render holds the queue
+        rendered.push(e.sequence);
+        return placed(genericRenderTree(e));
+      },
+      new KernelLogger(discardLog),
+    );
+    const early: ServerEvent[] = [];
+    channel.subscribe({ interactive: false, deliver: (e) => early.push(e) });
+    const msg = toBinary(MessageEventSchema, create(MessageEventSchema, {}));
+    channel.publishPersisted(stored(1, EventKind.MESSAGE, msg));
+    const late: ServerEvent[] = [];
+    const history = [stored(1, EventKind.MESSAGE, msg), stored(2, EventKind.MESSAGE, msg)];
+    channel.publishPersisted(stored(2, EventKind.MESSAGE, msg));
+    const attached = channel.attach(
+      { interactive: true, deliver: (e) => late.push(e) },
+      {
+        opening: { event: { case: "sessionAttached", value: {} } },
+        requestId: "r",
+        backfill: { events: (through) => history.filter((e) => e.sequence <= through) },
+      },
+    );
+    channel.publishPersisted(stored(3, EventKind.MESSAGE, msg));
+    release();
+    await attached;
+    await channel.flush();
+    expect(late.map((e) => e.event.case)).toEqual([
+      "sessionAttached",
+      "render",
+      "render",
+      "backfillComplete",
+      "render",
+    ]);
+    const complete = late[3]!.event;
+    expect(complete.case === "backfillComplete" && complete.value.lastSequence).toBe(2n);
+    expect(early.map((e) => e.event.case)).toEqual(["render", "render", "render"]);
+    expect(channel.hasInteractiveSubscriber()).toBe(true);
+  });
+});
+
+describe("session channel without subscribers", () => {
+  it("renders events queued while an attach is pending, so the attaching frontend misses nothing", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const channel = new SessionChannel(
+      "S",
+      async (e) => {
+        if (e.sequence === 1) await gate;
+        return placed(genericRenderTree(e));
+      },
+      new KernelLogger(discardLog),
+    );
+    const msg = toBinary(MessageEventSchema, create(MessageEventSchema, {}));
+    const history = [stored(1, EventKind.MESSAGE, msg)];
+    channel.publishPersisted(history[0]!); // no subscriber yet: only the backfill will carry it
+    const got: ServerEvent[] = [];
+    const attached = channel.attach(
+      { interactive: false, deliver: (e) => got.push(e) },
+      { opening: { event: { case: "sessionAttached", value: {} } }, backfill: { events: () => history } },
+    );
+    channel.publishPersisted(stored(2, EventKind.MESSAGE, msg));
+    release();
+    await attached;
+    await channel.flush();
+    expect(got.map((e) => e.event.case)).toEqual(["sessionAttached", "render", "backfillComplete", "render"]);
+  });
+});
+
+describe("generic renderer", () => {
+  it("renders messages, tool results, plans and hook errors, and degrades for unknown shapes", () => {
+    const message = genericRenderTree(
+      stored(
+        1,
+        EventKind.MESSAGE,
+        toBinary(
+          MessageEventSchema,
+          create(MessageEventSchema, {
+            message: { role: 2, content: [{ block: { case: "text", value: { text: "hello there" } } }] },
+          }),
+        ),
+      ),
+    );
+    expect(JSON.stringify(message)).toContain("hello there");
+    expect(JSON.stringify(message)).toContain("Assistant");
+
+    const failed = genericRenderTree(
+      stored(
+        2,
+        EventKind.TOOL_RESULT,
+        toBinary(
+          ToolResultEventSchema,
+          create(ToolResultEventSchema, {
+            provider: "fs",
+            toolName: "write",
+            outcome: {
+              case: "error",
+              value: { category: ToolErrorCategory.PERMISSION_DENIED, message: "nope" },
+            },
+          }),
+        ),
+      ),
+    );
+    const node = failed.root?.node;
+    expect(node?.case).toBe("collapsible");
+    const child = node?.case === "collapsible" ? node.value.children[0]?.node : undefined;
+    expect(child?.case === "text" && [child.value.content, child.value.style]).toEqual([
+      "permission_denied: nope",
+      TextStyle.ERROR,
+    ]);
+
+    const plan = genericRenderTree(
+      stored(
+        3,
+        EventKind.PLAN,
+        toBinary(
+          PlanEventSchema,
+          create(PlanEventSchema, {
+            plan: {
+              items: [
+                { provider: "fs", toolName: "write", decision: PlanDecision.ASK, decidedBy: "default" },
+              ],
+            },
+          }),
+        ),
+      ),
+    );
+    expect(plan.root?.node.case === "table" && plan.root.node.value.rows[0]?.cells).toEqual([
+      "fs.write",
+      "ask",
+      "default",
+      "",
+    ]);
+
+    const hook = genericRenderTree(
+      stored(
+        4,
+        EventKind.HOOK_ERROR,
+        toBinary(
+          HookErrorEventSchema,
+          create(HookErrorEventSchema, {
+            error: {
+              subscriber: { name: "audit" },
+              category: HookErrorCategory.OBSERVE_FAILED,
+              message: "boom",
+            },
+          }),
+        ),
+      ),
+    );
+    expect(hook.root?.node.case === "text" && hook.root.node.value.content).toBe(
+      "hook audit failed (observe_failed): boom",
+    );
+
+    const future = genericRenderTree(stored(5, EventKind.MESSAGE, new Uint8Array([1]), "2"));
+    expect(future.root?.node.case === "text" && future.root.node.value.content).toContain("schema version 2");
+    const garbage = genericRenderTree(stored(6, EventKind.PLAN, new Uint8Array([0xff, 0xff, 0xff])));
+    expect(garbage.root?.node.case === "text" && garbage.root.node.value.content).toContain(
+      "could not be decoded",
+    );
+    expect(placed(garbage).region).toBe(Region.MAIN_CHAT);
+  });
+});
