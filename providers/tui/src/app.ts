@@ -10,20 +10,12 @@ import {
   type ServerEvent_InteractiveRequest,
   StreamDeltaKind,
 } from "@pluggableharness/protocol/frontend";
-import { PlanDecision, PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
+import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
 import { type PlacedContent, Region } from "@pluggableharness/protocol/render";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { FrontendConnection } from "./connection.ts";
-import {
-  brief,
-  decisionName,
-  formatTokens,
-  formatUsd,
-  isTerminal,
-  riskName,
-  statusName,
-} from "./describe.ts";
+import { brief, formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { type Key, KeyDecoder } from "./keys.ts";
 import { paintTree } from "./render-tree.ts";

@@ -2,6 +2,9 @@
 // writes (cursor movement, erase, scrolling) and read back what a user would see.
 import { charWidth } from "../src/style.ts";
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are what it parses
+const CSI = /^\x1b\[(\??)([0-9;]*)([A-Za-z])/;
+
 export class VirtualTerminal {
   readonly columns: number;
   readonly rows: number;
@@ -26,7 +29,7 @@ export class VirtualTerminal {
     while (i < data.length) {
       const ch = data[i]!;
       if (ch === "\x1b") {
-        const m = /^\x1b\[(\??)([0-9;]*)([A-Za-z])/.exec(data.slice(i));
+        const m = CSI.exec(data.slice(i));
         if (!m) {
           i++;
           continue;

@@ -136,10 +136,9 @@ function formatLog(r: KernelLogRecord): string {
 
 /** The log file of interactive sessions: the terminal belongs to the UI. */
 function logFilePath(env: NodeJS.ProcessEnv): string {
-  const base =
-    env["XDG_STATE_HOME"] && env["XDG_STATE_HOME"].startsWith("/")
-      ? env["XDG_STATE_HOME"]
-      : join(env["HOME"] ?? "/tmp", ".local", "state");
+  const base = env["XDG_STATE_HOME"]?.startsWith("/")
+    ? env["XDG_STATE_HOME"]
+    : join(env["HOME"] ?? "/tmp", ".local", "state");
   return join(base, "agent", "agent.log");
 }
 
