@@ -12,6 +12,7 @@ import { ours } from "./harnesses/ours.ts";
 import { claudeCode, codex, opencode, pi } from "./harnesses/peers.ts";
 import type { Availability, BenchEnv, Harness } from "./harnesses/types.ts";
 import { BenchFake } from "./lib/fake.ts";
+import { type MicroResult, runMicro } from "./lib/micro.ts";
 import { versionOverrides } from "./lib/peers.ts";
 import { profileMarkdown, profilingHarness, summarizeDir } from "./lib/profile.ts";
 import {
@@ -34,14 +35,15 @@ import { streamingScenario } from "./scenarios/streaming.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 const ALL_HARNESSES: Harness[] = [ours, claudeCode, codex, opencode, pi, baseline];
-const SCENARIO_IDS = ["cold-start", "streaming", "coding-task", "replay", "parallel-tools"];
+const SCENARIO_IDS = ["cold-start", "streaming", "coding-task", "replay", "parallel-tools", "micro"];
 
 const USAGE = `usage: npm run bench -- [options]
 
   -s, --scenarios LIST     comma-separated: ${SCENARIO_IDS.join(", ")} (default: all)
   -H, --harnesses LIST     comma-separated: ${ALL_HARNESSES.map((h) => h.id).join(", ")} (default: all)
   -n, --runs N|ID=N,...    timed runs per harness, for every scenario or per scenario
-                           (defaults: cold-start 20, streaming 5, coding-task 5, replay 10, parallel-tools 10)
+                           (defaults: cold-start 20, streaming 5, coding-task 5, replay 10, parallel-tools 10;
+                           "micro" runs bench/runtime, bench/state and bench/tools once each)
       --quick              2 timed runs per scenario (a smoke test, not a result)
       --events N           deltas in the streaming scenario (default 20000)
       --timeout-ms N       per harness run (default 180000)
@@ -186,6 +188,7 @@ const homeOf = (h: Pick<Harness, "id">): string => {
 
 const results: ScenarioResult[] = [];
 for (const id of scenarioIds) {
+  if (id === "micro") continue;
   const s = scenarios[id]!;
   const runs = runsFor.get(id) ?? runsFor.get("*") ?? (parsed.quick ? 2 : s.defaultRuns);
   log(`\nbench: ${s.title}: ${runs} runs per harness`);
@@ -195,6 +198,13 @@ for (const id of scenarioIds) {
   const r = await runScenario(s, harnesses, availability, ctx, { runs, log });
   results.push(r);
   process.stdout.write(`${consoleScenario(r)}\n`);
+}
+
+let micro: MicroResult[] = [];
+if (scenarioIds.includes("micro")) {
+  log("\nbench: micro-benchmarks (bench/runtime, bench/state, bench/tools)");
+  micro = await runMicro(ROOT, 15 * 60_000);
+  for (const m of micro) process.stdout.write(`\n== micro: ${m.command}\n${m.output}\n`);
 }
 
 const profiles: ProfileFinding[] = [];
@@ -278,6 +288,7 @@ const report: Report = {
     harnesses.filter((h) => h.tools).map((h) => [h.id, h.tools!.mapping as Record<string, string>]),
   ),
   profiles,
+  micro,
   complete:
     scenarioIds.length === SCENARIO_IDS.length && harnessIds.length === ALL_HARNESSES.length && !parsed.quick,
 };

@@ -1,6 +1,7 @@
 // Turns scenario results into console tables, a Markdown report and a JSON document.
 import { cpus, totalmem } from "node:os";
 import type { Harness } from "../harnesses/types.ts";
+import type { MicroResult } from "./micro.ts";
 import type { HarnessResult, MetricDef, ScenarioResult } from "./scenario.ts";
 import { fmt } from "./scenario.ts";
 
@@ -29,6 +30,7 @@ export interface Report {
   scenarios: ScenarioResult[];
   toolMapping: Record<string, Record<string, string>>;
   profiles: ProfileFinding[];
+  micro: MicroResult[];
   complete: boolean;
 }
 
@@ -180,6 +182,10 @@ export function markdown(report: Report): string {
     for (const p of report.profiles) {
       out.push(`### ${p.scenario}: ${p.target}`, "", ...p.summary, "");
     }
+  }
+  if (report.micro.length > 0) {
+    out.push("## Micro-benchmarks", "", "Run as they are, once each; their own output:", "");
+    for (const m of report.micro) out.push(`### \`${m.command}\``, "", "```text", m.output, "```", "");
   }
   return `${out.join("\n")}\n`;
 }
