@@ -107,13 +107,27 @@ async function start(config: TuiConfig): Promise<void> {
   const output = (tty
     ? new WriteStream(fd)
     : createWriteStream("", { fd, autoClose: false })) as unknown as TuiOutput;
+  // This process does not own that terminal, so no SIGWINCH arrives: poll its size.
+  const poll =
+    output instanceof WriteStream
+      ? setInterval(() => {
+          const [columns, rows] = output.getWindowSize();
+          if (columns !== output.columns || rows !== output.rows) {
+            output.columns = columns;
+            output.rows = rows;
+            output.emit("resize");
+          }
+        }, 500)
+      : undefined;
+  poll?.unref();
   const connection = attachOverGrpc(await plugin.kernel.channel());
   const session: SessionTarget = config.session
     ? { kind: "resume", sessionId: config.session }
     : { kind: "create", ...(config.profile ? { profile: config.profile } : {}) };
   try {
-    await runTui({ connection, input, output, session });
+    await runTui({ connection, input, output: output as unknown as TuiOutput, session });
   } finally {
+    clearInterval(poll);
     if (!tty) closeSync(fd);
     running = false;
   }
