@@ -2,7 +2,7 @@
 // backfill of an attached session through the Render path, broadcast to every
 // subscriber, pending requests for a late joiner, replay-only and re-open semantics,
 // slash commands, and FrontendService.Attach served on a plugin's broker connection.
-import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
+import { FrontendErrorCategory, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
@@ -227,6 +227,59 @@ describe("session control", () => {
     });
     expect((await a.next("error")).error?.category).toBe(FrontendErrorCategory.SESSION_REPLAY_ONLY);
     await expect(k.kernel.resumeSession(id)).rejects.toThrow(/replay/);
+    await k.close();
+  });
+});
+
+describe("rendering and live output", () => {
+  it("renders persisted events through their producer's Render, with kind and schema_version", async () => {
+    const k = await kernel({
+      rendered: {
+        turns: [
+          { events: [{ emit: "remember me" }, ...calls(tool("c", "tools__chunks", { n: 1 })).events] },
+          reply("ok"),
+        ],
+      },
+    });
+    const a = k.client();
+    const id = await a.create("[rendered] go");
+    await a.finished(id);
+    const b = k.client();
+    b.send({ event: { case: "attachSession", value: { requestId: "att", sessionId: id } } });
+    await b.next("backfillComplete");
+    const texts = b
+      .of("render")
+      .map((e) => e.event.value.content?.content?.root?.node)
+      .map((n) => (n?.case === "text" ? n.value.content : ""));
+    expect(texts).toContain("scripted-model rendered memory_write v1");
+    expect(texts).toContain("test-tools rendered tool_call v1");
+    expect(texts).toContain("test-tools rendered tool_result v1");
+    // Live subscribers got the same renders as they happened.
+    const live = a.of("render").map((e) => JSON.stringify(e.event.value.content));
+    expect(live).toContain(
+      JSON.stringify(
+        b.of("render").find((e) => JSON.stringify(e).includes("memory_write"))!.event.value.content,
+      ),
+    );
+    await k.close();
+  });
+
+  it("forwards tool output live as stream deltas and records it in arrival order", async () => {
+    const k = await kernel({ chunks: { turns: [calls(tool("c", "tools__chunks", { n: 3 })), reply("ok")] } });
+    const a = k.client();
+    const id = await a.create("[chunks] go");
+    await a.finished(id);
+    const deltas = a.of("streamDelta").filter((e) => e.event.value.kind === StreamDeltaKind.TOOL_OUTPUT);
+    expect(deltas.map((e) => [e.event.value.targetId, e.event.value.text])).toEqual([
+      ["c", "line 1\n"],
+      ["c", "line 2\n"],
+      ["c", "line 3\n"],
+    ]);
+    const output = k
+      .file(id)
+      .toolResults()[0]!
+      .output.map((o) => new TextDecoder().decode(o.data));
+    expect(output).toEqual(["line 1\n", "line 2\n", "line 3\n"]);
     await k.close();
   });
 });

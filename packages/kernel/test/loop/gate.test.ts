@@ -446,6 +446,8 @@ describe("plans", () => {
     expect(write!.preview?.root?.node.case).toBe("diff");
     expect([write!.kind, write!.risk, write!.description]).toEqual([1, 3, "Writes a file."]);
     expect(slow!.preview).toBeUndefined();
+    // Without a preview the item still carries the raw arguments for the frontend to show.
+    expect(slow!.input).toEqual({ path: "b" });
     expect(
       started(k)
         .map((e) => e["tool"])

@@ -323,6 +323,20 @@ describe("cancellation", () => {
     );
   });
 
+  it("cancels through the API as well: SessionHandle.interrupt()", async () => {
+    const k = await chainKernel();
+    k.script("apicancel", { turns: [{ events: [text("working"), { waitCancel: true }] }] });
+    const handle = await k.kernel.startSession();
+    const watcher = k.client({ interactive: false });
+    watcher.send({ event: { case: "attachSession", value: { requestId: "w", sessionId: handle.id } } });
+    await watcher.next("backfillComplete");
+    handle.send("[apicancel] go");
+    await watcher.next("streamDelta", (v) => v.text === "working");
+    handle.interrupt();
+    expect(await handle.idle()).toBe(SessionStatus.CANCELLED);
+    expect(k.file(handle.id).meta.status).toBe(SessionStatus.CANCELLED);
+  });
+
   it("cancels a running tool on interrupt; the result reports what already happened", async () => {
     const k = await chainKernel();
     k.script("cancelfool", {
