@@ -1,0 +1,310 @@
+// In-process tests of the CLI's pieces: the init template, exit statuses, flag
+// parsing, profile overrides and the headless printers.
+import { PassThrough } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import { loadConfigSource } from "@pluggableharness/config";
+import { ServerEventSchema, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { describe, expect, it } from "vitest";
+import { initConfigText, vendorsFound } from "../src/commands/init.ts";
+import { applyOverrides, configFailure } from "../src/commands/run.ts";
+import { runPrune } from "../src/commands/sessions.ts";
+import { parseDuration } from "../src/duration.ts";
+import { EXIT, exitCodeFor } from "../src/exit-codes.ts";
+import { HeadlessPrinter, type RunSummary, resultRecord, runExitCode } from "../src/headless.ts";
+import { CliError, type Io } from "../src/io.ts";
+
+function captureIo(): Io & { text(): string; errText(): string } {
+  const out = new PassThrough();
+  const err = new PassThrough();
+  let o = "";
+  let e = "";
+  out.on("data", (d) => {
+    o += d;
+  });
+  err.on("data", (d) => {
+    e += d;
+  });
+  return { out, err, env: {}, cwd: "/", text: () => o, errText: () => e };
+}
+
+function summary(over: Partial<RunSummary> = {}): RunSummary {
+  return {
+    sessionId: "S1",
+    sessionCostUsd: 0.5,
+    status: SessionStatus.COMPLETED,
+    detail: "",
+    numTurns: 3,
+    durationMs: 1234,
+    totalCostUsd: 0.25,
+    usage: {
+      input_tokens: 100,
+      output_tokens: 20,
+      cache_read_input_tokens: 5,
+      cache_creation_input_tokens: 0,
+    },
+    finalText: "All done.\n",
+    denials: [],
+    model: "anthropic/claude-sonnet-5",
+    ...over,
+  };
+}
+
+describe("agent init", () => {
+  it("finds every configured vendor in the built-in order", () => {
+    const env = {
+      XAI_API_KEY: "x",
+      ANTHROPIC_API_KEY: "a",
+      OPENAI_BASE_URL: "http://h/v1",
+      OPENAI_MODEL: "m",
+      OPENAI_API_KEY: "k",
+    };
+    expect(vendorsFound(env).map((f) => f.vendor.provider)).toEqual([
+      "anthropic",
+      "xai",
+      "openai-compatible",
+    ]);
+    expect(vendorsFound({ GOOGLE_API_KEY: "g" }).map((f) => f.variables)).toEqual([["GOOGLE_API_KEY"]]);
+    expect(vendorsFound({})).toEqual([]);
+  });
+
+  it("writes a configuration that loads without errors, the first vendor primary and the rest fallbacks", () => {
+    const found = vendorsFound({
+      ANTHROPIC_API_KEY: "a",
+      OPENAI_BASE_URL: "http://localhost:11434/v1",
+      OPENAI_MODEL: "qwen3",
+    });
+    const text = initConfigText(found, "/work/project");
+    const loaded = loadConfigSource(text, "agent.hcl", "/work/project");
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics, null, 2));
+    const profile = loaded.config.profiles.find((p) => p.name === "default")!;
+    expect(profile.model?.primary).toMatchObject({ provider: "anthropic" });
+    expect(profile.model?.fallbacks.map((f) => [f.provider, f.id])).toContainEqual([
+      "openai-compatible",
+      "qwen3",
+    ]);
+    expect(loaded.config.policies.map((p) => [p.name, p.action])).toEqual([
+      ["allow_reads", "allow"],
+      ["ask_before_changes", "ask"],
+      ["refuse_critical", "deny"],
+    ]);
+    expect(text).toContain('base_url = env("OPENAI_BASE_URL")');
+  });
+});
+
+describe("exit statuses", () => {
+  it("are distinct for success, bound reached, denied or cancelled, and error", () => {
+    expect(exitCodeFor(SessionStatus.COMPLETED, 0)).toBe(EXIT.OK);
+    for (const s of [
+      SessionStatus.ERROR_MAX_TURNS,
+      SessionStatus.ERROR_MAX_BUDGET_USD,
+      SessionStatus.ERROR_MAX_WALL_CLOCK,
+    ])
+      expect(exitCodeFor(s, 0)).toBe(EXIT.BOUND);
+    expect(exitCodeFor(SessionStatus.CANCELLED, 0)).toBe(EXIT.DENIED_OR_CANCELLED);
+    expect(exitCodeFor(SessionStatus.COMPLETED, 2)).toBe(EXIT.DENIED_OR_CANCELLED);
+    expect(exitCodeFor(SessionStatus.FAILED, 0)).toBe(EXIT.ERROR);
+    expect(new Set(Object.values(EXIT)).size).toBe(5);
+    // The denial breaker ends a run as FAILED, but it was stopped by denials.
+    expect(
+      runExitCode(summary({ status: SessionStatus.FAILED, detail: "denial_breaker: too many denied" })),
+    ).toBe(4);
+    expect(runExitCode(summary({ status: SessionStatus.FAILED, detail: "model error" }))).toBe(1);
+  });
+});
+
+describe("flags", () => {
+  it("parses durations", () => {
+    expect(parseDuration("90", "--x")).toBe(90);
+    expect(parseDuration("15m", "--x")).toBe(900);
+    expect(parseDuration("1h30m", "--x")).toBe(5400);
+    expect(() => parseDuration("soon", "--max-wall-clock")).toThrow(
+      /--max-wall-clock: "soon" is not a duration/,
+    );
+  });
+
+  const base = loadConfigSource(
+    `required_providers {
+  anthropic = {
+    source  = "pluggableharness/anthropic"
+    version = ">= 0.1.0"
+  }
+  xai = {
+    source  = "pluggableharness/xai"
+    version = ">= 0.1.0"
+  }
+}
+agent_profile "default" {
+  model {
+    primary {
+      provider = "anthropic"
+      id       = "claude-sonnet-5"
+    }
+    fallback {
+      provider = "anthropic"
+      id       = "claude-haiku-4-5"
+    }
+  }
+  max_turns = 50
+}
+`,
+    "agent.hcl",
+    "/p",
+  );
+  if (!base.ok) throw new Error("fixture config does not load");
+
+  it("applies --model and the bounds to a copy of the profile", () => {
+    const cfg = applyOverrides(base.config, "default", {
+      model: "xai/grok-4-5",
+      maxTurns: "7",
+      maxBudgetUsd: "0.5",
+      maxWallClock: "2m",
+    });
+    const p = cfg.profiles.find((x) => x.name === "default")!;
+    expect(p.model?.primary).toMatchObject({ provider: "xai", id: "grok-4-5" });
+    expect(p.model?.fallbacks).toEqual([]);
+    expect(p).toMatchObject({ max_turns: 7, max_cost_usd: 0.5, max_wall_clock_s: 120 });
+    // The loaded configuration itself is untouched.
+    expect(base.config.profiles.find((x) => x.name === "default")).toMatchObject({ max_turns: 50 });
+  });
+
+  it("rejects a model of an undeclared provider, a malformed model and unknown profiles", () => {
+    const usage = (f: () => unknown) => {
+      try {
+        f();
+      } catch (err) {
+        return err instanceof CliError ? err.exitCode : -1;
+      }
+      return 0;
+    };
+    expect(usage(() => applyOverrides(base.config, "default", { model: "openai/gpt" }))).toBe(EXIT.USAGE);
+    expect(usage(() => applyOverrides(base.config, "default", { model: "claude" }))).toBe(EXIT.USAGE);
+    expect(usage(() => applyOverrides(base.config, "default", { maxTurns: "0" }))).toBe(EXIT.USAGE);
+    expect(usage(() => applyOverrides(base.config, "nope", {}))).toBe(EXIT.ERROR);
+  });
+
+  it("turns the no-key diagnostic into one sentence", () => {
+    const err = configFailure([
+      {
+        severity: "error",
+        category: "no_model_provider",
+        summary: "No model provider configured",
+        detail: "Set one of X.",
+        file: "<built-in>",
+        line: 1,
+        column: 1,
+      },
+    ]);
+    expect(err.message).toBe("agent: Set one of X.");
+  });
+
+  it("prune refuses to run without being told what to delete", () => {
+    expect(() => runPrune(captureIo(), [], {})).toThrow(/deletes only what it is told to/);
+  });
+});
+
+describe("headless printers", () => {
+  const ev = (e: Parameters<typeof create<typeof ServerEventSchema>>[1]) => create(ServerEventSchema, e);
+
+  it("stream-json: one object per line for deltas, usage and status, then the result", () => {
+    const io = captureIo();
+    const p = new HeadlessPrinter(io, "stream-json", false);
+    p.init({
+      sessionId: "S1",
+      model: "m/x",
+      tools: ["fs.*"],
+      profile: "default",
+      cwd: "/w",
+      headlessAsk: "deny",
+      planMode: true,
+    });
+    p.event(
+      ev({
+        sessionId: "S1",
+        event: { case: "streamDelta", value: { targetId: "t", text: "Hi", kind: StreamDeltaKind.TEXT } },
+      }),
+    );
+    p.event(ev({ sessionId: "S1", event: { case: "render", value: {} } }));
+    p.event(
+      ev({
+        sessionId: "S1",
+        event: {
+          case: "usageUpdate",
+          value: {
+            providerName: "m",
+            modelId: "x",
+            inputTokens: 10n,
+            outputTokens: 2n,
+            costUsd: 0.1,
+            sessionCostUsd: 0.1,
+          },
+        },
+      }),
+    );
+    p.event(
+      ev({
+        sessionId: "S1",
+        event: {
+          case: "sessionStatusUpdate",
+          value: { status: SessionStatus.COMPLETED, previousStatus: SessionStatus.RUNNING },
+        },
+      }),
+    );
+    expect(p.result(summary())).toBe(0);
+    const recs = io
+      .text()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(recs.map((r) => r.type)).toEqual(["init", "delta", "usage", "status", "result"]);
+    expect(recs[0]).toMatchObject({ session_id: "S1", plan_mode: true, tools: ["fs.*"] });
+    expect(recs[1]).toMatchObject({ kind: "text", text: "Hi", target_id: "t" });
+    expect(recs[2]).toMatchObject({ input_tokens: 10, output_tokens: 2, cost_usd: 0.1 });
+    expect(recs[3]).toMatchObject({ status: "completed", previous_status: "running" });
+    expect(recs[4]).toEqual(resultRecord(summary()));
+    expect(recs[4]).toMatchObject({
+      subtype: "success",
+      num_turns: 3,
+      duration_ms: 1234,
+      total_cost_usd: 0.25,
+      session_cost_usd: 0.5,
+      session_id: "S1",
+      result: "All done.\n",
+      usage: {
+        input_tokens: 100,
+        output_tokens: 20,
+        cache_read_input_tokens: 5,
+        cache_creation_input_tokens: 0,
+      },
+    });
+  });
+
+  it("json prints only the final record; text only the final answer (and why it stopped, on stderr)", () => {
+    const json = captureIo();
+    const pj = new HeadlessPrinter(json, "json", false);
+    pj.init({
+      sessionId: "S1",
+      model: "",
+      tools: [],
+      profile: "default",
+      cwd: "/",
+      headlessAsk: "deny",
+      planMode: false,
+    });
+    pj.event(ev({ sessionId: "S1", event: { case: "streamDelta", value: { targetId: "t", text: "Hi" } } }));
+    expect(pj.result(summary({ status: SessionStatus.ERROR_MAX_TURNS }))).toBe(3);
+    expect(json.text().trim().split("\n")).toHaveLength(1);
+    expect(JSON.parse(json.text())).toMatchObject({
+      type: "result",
+      subtype: "error_max_turns",
+      is_error: true,
+    });
+
+    const text = captureIo();
+    const pt = new HeadlessPrinter(text, "text", false);
+    pt.event(ev({ sessionId: "S1", event: { case: "streamDelta", value: { targetId: "t", text: "Hi" } } }));
+    expect(pt.result(summary({ status: SessionStatus.CANCELLED, detail: "interrupted" }))).toBe(4);
+    expect(text.text()).toBe("All done.\n");
+    expect(text.errText()).toContain("ended: interrupted");
+  });
+});
