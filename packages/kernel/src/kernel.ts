@@ -522,6 +522,16 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.#closed = true;
     for (const s of this.#sessions.values()) s.interrupt();
     await Promise.all([...this.#sessions.values()].map((s) => s.waitRun().catch(() => {})));
+    // A session created without a prompt never ran; it must not stay RUNNING in its file.
+    for (const s of this.#sessions.values()) {
+      if (s.status() === SessionStatus.RUNNING && !s.running) {
+        try {
+          s.setStatus(SessionStatus.CANCELLED, "the kernel shut down before the session ran");
+        } catch {
+          // best effort
+        }
+      }
+    }
     await Promise.all([...this.#sessions.values()].map((s) => s.channel.flush()));
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {

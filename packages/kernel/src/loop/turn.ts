@@ -42,6 +42,7 @@ import {
   type CallOutcomeKind,
   ConcurrencyScheduler,
   checkDone,
+  checkToolCall,
   serializeAllFor,
   TurnDoneTracker,
   toolErrorReaction,
@@ -409,8 +410,17 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       c.vetoed = { by: veto.deniedBy ?? "hook", reason: veto.reason ?? "vetoed at pre-tool-call" };
   }
   for (const c of calls) {
-    if (c.tool && c.invalid)
-      setResult(c, { status: "failed", denied: false, outcome: { kind: "error", error: c.invalid } });
+    if (!c.tool) continue;
+    // Arguments the model could not form, or that fail the input schema, never reach
+    // the gate: the model gets an invalid_arguments result to correct itself.
+    const invalid =
+      c.invalid ??
+      checkToolCall(
+        buildToolCall(session, { callId: c.block.id, turnId, tool: c.tool, args: c.args }),
+        c.tool.tool,
+      );
+    if (invalid)
+      setResult(c, { status: "failed", denied: false, outcome: { kind: "error", error: invalid } });
   }
 
   // ---- 8. split by kind ----------------------------------------------------------------------

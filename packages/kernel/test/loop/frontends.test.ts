@@ -210,6 +210,14 @@ describe("session control", () => {
     await k2.close();
   });
 
+  it("leaves no session RUNNING in its file after shutdown, even one that never ran", async () => {
+    const k = await kernel();
+    const idle = await k.kernel.startSession();
+    expect(idle.status()).toBe(SessionStatus.RUNNING);
+    await k.close();
+    expect(k.file(idle.id).meta.status).toBe(SessionStatus.CANCELLED);
+  });
+
   it("keeps a failed session replay-only, even on resume", async () => {
     const k = await kernel({ broken: { turns: [modelError("auth_error")] } });
     const a = k.client();

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
+import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
 import { calls, Harness, type Loose, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
 
@@ -178,6 +179,38 @@ policy "ask_flaky" {
       true,
     );
     expect(c.of("permissionRequest")).toEqual([]);
+    await k.close();
+  });
+});
+
+describe("arguments", () => {
+  it("answers malformed or schema-violating arguments with invalid_arguments before the gate", async () => {
+    const k = await h.kernel({
+      scripts: {
+        badargs: {
+          turns: [
+            calls(
+              tool("a", "tools__write", { path: "x" }),
+              { toolRaw: { id: "b", name: "tools__read", args: "{not json" } },
+              tool("c", "tools__read", { path: "fine" }),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[badargs] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(started(k).map((e) => e["callId"])).toEqual(["c"]);
+    expect(k.file(id).planItems).toEqual([]);
+    expect(c.of("permissionRequest")).toEqual([]);
+    const results = k.file(id).toolResults();
+    expect(results.map((r) => r.outcome.case === "error" && r.outcome.value.category)).toEqual([
+      ToolErrorCategory.INVALID_ARGUMENTS,
+      ToolErrorCategory.INVALID_ARGUMENTS,
+      false,
+    ]);
     await k.close();
   });
 });
