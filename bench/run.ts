@@ -186,7 +186,48 @@ const homeOf = (h: Pick<Harness, "id">): string => {
   return home;
 };
 
+const date = new Date().toISOString().slice(0, 16).replace(":", "") + "Z";
 const results: ScenarioResult[] = [];
+let micro: MicroResult[] = [];
+const profiles: ProfileFinding[] = [];
+function writeReport(final: boolean): void {
+  const infos: HarnessInfo[] = harnesses.map((h) => {
+    const a = availability.get(h.id)!;
+    return {
+      id: h.id,
+      label: h.label,
+      kind: h.kind,
+      available: a.ok,
+      ...(a.ok ? { version: a.version, ...(a.note ? { note: a.note } : {}) } : { reason: a.reason }),
+    };
+  });
+  const report: Report = {
+    date,
+    command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
+    machine: machine(),
+    commit,
+    harnesses: infos,
+    scenarios: results,
+    toolMapping: Object.fromEntries(
+      harnesses.filter((h) => h.tools).map((h) => [h.id, h.tools!.mapping as Record<string, string>]),
+    ),
+    profiles,
+    micro,
+    complete:
+      final &&
+      scenarioIds.length === SCENARIO_IDS.length &&
+      harnessIds.length === ALL_HARNESSES.length &&
+      !parsed.quick,
+    finished: final,
+  };
+  if (parsed["no-write"]) return;
+  const out = parsed.out ?? join(ROOT, "bench", "results");
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, `${date}.md`), markdown(report));
+  writeFileSync(join(out, `${date}.json`), toJson(report));
+  if (final) log(`\nbench: wrote ${join(out, `${date}.md`)} and .json`);
+}
+
 for (const id of scenarioIds) {
   if (id === "micro") continue;
   const s = scenarios[id]!;
@@ -198,16 +239,15 @@ for (const id of scenarioIds) {
   const r = await runScenario(s, harnesses, availability, ctx, { runs, log });
   results.push(r);
   process.stdout.write(`${consoleScenario(r)}\n`);
+  writeReport(false);
 }
 
-let micro: MicroResult[] = [];
 if (scenarioIds.includes("micro")) {
   log("\nbench: micro-benchmarks (bench/runtime, bench/state, bench/tools)");
   micro = await runMicro(ROOT, 15 * 60_000);
   for (const m of micro) process.stdout.write(`\n== micro: ${m.command}\n${m.output}\n`);
 }
 
-const profiles: ProfileFinding[] = [];
 const oursAvailable = availability.get("ours")?.ok === true && harnessIds.includes("ours");
 if (!parsed["no-profile"] && oursAvailable) {
   for (const r of results) {
@@ -263,40 +303,9 @@ if (!parsed["no-profile"] && oursAvailable) {
     if (!sample.ok) summary.push("", `(The profiled run itself failed: ${sample.reason}.)`);
     profiles.push({ scenario: r.title, target: missed.map((t) => t.target).join("; "), summary });
     process.stdout.write(`\n-- profile: ${r.title}\n${summary.join("\n")}\n`);
+    writeReport(false);
   }
 }
 
-const date = new Date().toISOString().slice(0, 16).replace(":", "") + "Z";
-const infos: HarnessInfo[] = harnesses.map((h) => {
-  const a = availability.get(h.id)!;
-  return {
-    id: h.id,
-    label: h.label,
-    kind: h.kind,
-    available: a.ok,
-    ...(a.ok ? { version: a.version, ...(a.note ? { note: a.note } : {}) } : { reason: a.reason }),
-  };
-});
-const report: Report = {
-  date,
-  command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`,
-  machine: machine(),
-  commit,
-  harnesses: infos,
-  scenarios: results,
-  toolMapping: Object.fromEntries(
-    harnesses.filter((h) => h.tools).map((h) => [h.id, h.tools!.mapping as Record<string, string>]),
-  ),
-  profiles,
-  micro,
-  complete:
-    scenarioIds.length === SCENARIO_IDS.length && harnessIds.length === ALL_HARNESSES.length && !parsed.quick,
-};
-if (!parsed["no-write"]) {
-  const out = parsed.out ?? join(ROOT, "bench", "results");
-  mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, `${date}.md`), markdown(report));
-  writeFileSync(join(out, `${date}.json`), toJson(report));
-  log(`\nbench: wrote ${join(out, `${date}.md`)} and .json`);
-}
+writeReport(true);
 await cleanup();

@@ -32,6 +32,8 @@ export interface Report {
   profiles: ProfileFinding[];
   micro: MicroResult[];
   complete: boolean;
+  /** False while the run is still going (the files are rewritten after every scenario). */
+  finished: boolean;
 }
 
 export function machine(): Report["machine"] {
@@ -115,7 +117,7 @@ export function markdown(report: Report): string {
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}; runner on Node ${m.node}; ` +
       `checkout ${report.commit}.`,
     "",
-    `Command: \`${report.command}\`${report.complete ? "" : " (a partial run: not every scenario or harness was selected)"}`,
+    `Command: \`${report.command}\`${report.complete ? "" : report.finished ? " (a partial run: not every scenario or harness was selected)" : " (IN PROGRESS: written after each scenario; the run has not finished)"}`,
     "",
     "How each figure is measured, how the peers are installed and pointed at the fake vendor, and the caveats: " +
       "[bench/README.md](../README.md). Every harness ran against the same loopback fake vendor with zero " +
