@@ -50,7 +50,8 @@ export interface LoadedProvider {
   readonly tools?: ValidatedToolset;
   /** Operations whose Preview is implemented. */
   readonly previewSupported: ReadonlySet<string>;
-  readonly models?: ValidatedCapabilities;
+  /** Refreshed after Configure: a provider may serve models its configuration declares. */
+  models?: ValidatedCapabilities;
   readonly context?: ContextCapabilities;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];
@@ -185,11 +186,29 @@ export class ProviderRegistry {
       };
     }
     const diags = validateAgainstProviders(options.config, facts, options.env);
-    for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
+    // Unknown models are judged after Configure (below), when every model is known.
+    for (const d of diags) {
+      if (d.severity === "warning" && d.category !== "unknown_model") options.log.warn(formatDiagnostic(d));
+    }
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 
     // Decode and Configure.
     await Promise.all([...registry.#loaded.values()].map((p) => configureProvider(p, options)));
+
+    // A model provider may serve models its configuration declares (an OpenAI-compatible
+    // server's model list), so its capabilities are read again once it is configured.
+    await Promise.all([...registry.#loaded.values()].map((p) => refreshModels(p, options)));
+    const modelFacts: Record<string, LoadedProviders[string]> = {};
+    for (const p of registry.#loaded.values()) {
+      modelFacts[p.name] = {
+        tools: p.tools ? [...p.tools.tools.keys()] : [],
+        models: p.models ? [...p.models.models.keys()] : [],
+        hookPoints: [...p.hookPoints],
+      };
+    }
+    for (const d of validateAgainstProviders(options.config, modelFacts, options.env)) {
+      if (d.category === "unknown_model") options.log.warn(formatDiagnostic(d));
+    }
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -331,6 +350,18 @@ async function describeProvider(
     contextClient,
     hook,
   };
+}
+
+async function refreshModels(p: LoadedProvider, options: LoadProvidersOptions): Promise<void> {
+  if (!p.categories.has("model")) return;
+  const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
+  const caps = (await p.model.getCapabilities({}, { timeoutMs })).capabilities;
+  if (!caps)
+    throw new Error(
+      `provider "${p.name}": ModelService.GetCapabilities returned no capabilities after Configure`,
+    );
+  p.models = validateCapabilities(p.name, caps);
+  for (const w of p.models.warnings) options.log.debug(w.message, { provider: p.name, rule: w.rule });
 }
 
 const CONFIGURABLE = ["tool", "model", "context", "memory", "frontend", "widget"] as const;
