@@ -91,8 +91,14 @@ const NONE_SET =
   "GEMINI_API_KEY (or GOOGLE_API_KEY), XAI_API_KEY, or OPENAI_BASE_URL together with OPENAI_MODEL for an " +
   "OpenAI-compatible server (OPENAI_API_KEY optional) - or write an agent.hcl.";
 
-/** The built-in agent.hcl text for `env`, or undefined when no vendor is configured. */
-export function defaultConfigSource(env: Environment): string | undefined {
+/** First-party tools whose configuration requires the directories they may touch. */
+const ROOTED_TOOL_PROVIDERS: readonly FirstPartyName[] = ["filesystem", "search"];
+
+/**
+ * The built-in agent.hcl text for `env`, or undefined when no vendor is configured.
+ * With `projectDir`, the file and search tools are confined to that directory.
+ */
+export function defaultConfigSource(env: Environment, projectDir?: string): string | undefined {
   const vendor = chooseVendor(env);
   if (vendor === undefined) return undefined;
   const all: FirstPartyName[] = [vendor.provider, ...DEFAULT_TOOL_PROVIDERS, "project-context", "tui"];
@@ -110,7 +116,12 @@ export function defaultConfigSource(env: Environment): string | undefined {
   for (const [attr, variable] of Object.entries({ ...vendor.secrets, ...vendor.plain })) {
     lines.push(`  ${attr} = env(${q(variable)})`);
   }
-  lines.push("}", "", `agent_profile "default" {`, "  model {", "    primary {");
+  lines.push("}", "");
+  if (projectDir !== undefined) {
+    for (const name of ROOTED_TOOL_PROVIDERS)
+      lines.push(`provider ${q(name)} {`, `  roots = [${q(projectDir)}]`, "}", "");
+  }
+  lines.push(`agent_profile "default" {`, "  model {", "    primary {");
   lines.push(`      provider = ${q(vendor.provider)}`, `      id       = ${q(vendor.primary)}`, "    }");
   for (const id of vendor.fallbacks) {
     lines.push(
@@ -131,7 +142,7 @@ export function defaultConfigSource(env: Environment): string | undefined {
  * which variables to set.
  */
 export function defaultConfig(env: Environment = process.env, projectDir = process.cwd()): LoadResult {
-  const source = defaultConfigSource(env);
+  const source = defaultConfigSource(env, projectDir);
   if (source === undefined) {
     return {
       ok: false,
