@@ -83,3 +83,4 @@ export {
   serveModelProvider,
 } from "./serve.ts";
 export { parseEventJson, readSse, type SseEvent } from "./sse.ts";
+export { StopSequenceMatcher } from "./stop.ts";

@@ -9,7 +9,7 @@
 //   reasoning, and turning it into text would put words in the model's mouth.
 // - Tool-call arguments travel as JSON text; tool names are renamed reversibly when they
 //   break the vendor's rule (^[a-zA-Z0-9_-]{1,64}$).
-// - stop_sequences are enforced by the adapter (stop.ts), so `stop` is never sent.
+// - stop_sequences are enforced by the adapter (model-kit's StopSequenceMatcher), so `stop` is never sent.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   type CatalogModel,

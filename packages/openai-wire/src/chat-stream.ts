@@ -12,6 +12,7 @@ import {
   ev,
   malformedFrame,
   readSse,
+  type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
@@ -19,7 +20,6 @@ import {
 } from "@pluggableharness/model-kit";
 import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { classifyStreamError } from "./errors.ts";
-import type { StopSequenceMatcher } from "./stop.ts";
 
 type Json = Record<string, unknown>;
 

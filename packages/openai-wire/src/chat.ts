@@ -1,11 +1,15 @@
 // One Chat Completions completion end to end: translate, send once, stream back. The xai and
 // openai-compatible providers differ only in the options and the usage mapping they pass.
-import type { AdapterCall, StreamEventInit, UsageInit } from "@pluggableharness/model-kit";
+import {
+  type AdapterCall,
+  StopSequenceMatcher,
+  type StreamEventInit,
+  type UsageInit,
+} from "@pluggableharness/model-kit";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { buildChatRequest, type ChatRequestOptions } from "./chat-request.ts";
 import { parseChatStream } from "./chat-stream.ts";
 import { streamOpenAI } from "./run.ts";
-import { StopSequenceMatcher } from "./stop.ts";
 
 export interface ChatCompletionSetup {
   /** The full `…/chat/completions` URL. */

@@ -29,5 +29,4 @@ export {
 } from "./errors.ts";
 export { OPENAI_RATE_LIMIT_HEADERS, openaiRateLimits } from "./ratelimits.ts";
 export { type OpenAICall, type OpenedStream, streamOpenAI } from "./run.ts";
-export { StopSequenceMatcher } from "./stop.ts";
 export { chatUsage, decimalText, detailComponents, num, plainDecimal } from "./usage.ts";

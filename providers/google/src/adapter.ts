@@ -7,6 +7,7 @@ import {
   diagnostic,
   joinUrl,
   type ModelAdapter,
+  StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
 import { GEMINI_MODELS } from "./catalog.ts";
@@ -105,7 +106,12 @@ export const adapter: ModelAdapter<GeminiState> = {
       signal,
     });
     if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
-    yield* translateStream(res.body, signal, built.names);
+    yield* translateStream(
+      res.body,
+      signal,
+      built.names,
+      new StopSequenceMatcher(req.params?.stopSequences ?? []),
+    );
   },
 
   async countTokens(req, call) {

@@ -79,7 +79,8 @@ export function buildRequest(
   const generation: Json = {};
   if (params?.maxOutputTokens !== undefined) generation["maxOutputTokens"] = Number(params.maxOutputTokens);
   if (params?.temperature !== undefined) generation["temperature"] = params.temperature;
-  if (params && params.stopSequences.length > 0) generation["stopSequences"] = [...params.stopSequences];
+  // stop_sequences are enforced by the adapter (stream.ts): Gemini would cut the sequence out
+  // and answer a plain STOP, so the match could not be reported.
   const thinking = thinkingConfig(req, model, includeThoughts);
   if (thinking) generation["thinkingConfig"] = thinking;
 

@@ -1,5 +1,5 @@
 // Gemini SSE (one GenerateContentResponse per event, no terminator) -> StreamEvents, and
-// Google RPC error bodies -> ModelFailure.
+// Google RPC error bodies -> ModelFailure. Stop sequences are matched here, not by Gemini.
 
 import {
   argumentsJson,
@@ -9,6 +9,7 @@ import {
   parseDurationSeconds,
   parseEventJson,
   readSse,
+  type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
@@ -84,13 +85,16 @@ interface State {
 }
 
 /**
- * Translates the response body. The caller emits stream_start from the first chunk's
- * responseId through `onResponseId` (Gemini sends no request-id header).
+ * Translates the response body; stream_start carries the first chunk's responseId (Gemini
+ * sends no request-id header). Once `stop` has matched, nothing the model produces afterwards
+ * is forwarded (text, thoughts, signatures, function calls), but the body is still read to
+ * its end for the final usage.
  */
 export async function* translateStream(
   body: ReadableStream<Uint8Array> | null,
   signal: AbortSignal,
   names: ToolNameMap,
+  stop: StopSequenceMatcher,
 ): AsyncGenerator<StreamEventInit> {
   const s: State = {
     usage: undefined,
@@ -102,6 +106,12 @@ export async function* translateStream(
     tier: undefined,
   };
   let blocked: Json | undefined;
+  // Text held back as a possible start of a stop sequence goes out before any other part, so
+  // the event order follows the parts (a sequence cannot span a non-text part).
+  const release = function* (): Generator<StreamEventInit> {
+    const held = stop.flush();
+    if (held) yield ev.text(held);
+  };
   for await (const sse of readSse(body, signal)) {
     const chunk = parseEventJson(sse);
     if (chunk["error"]) throw geminiFailure(200, sse.data);
@@ -127,7 +137,10 @@ export async function* translateStream(
     if (!candidate) continue;
     const content = candidate["content"] as Json | undefined;
     for (const part of Array.isArray(content?.["parts"]) ? (content["parts"] as Json[]) : []) {
+      if (stop.matched !== undefined) break;
       const signature = typeof part["thoughtSignature"] === "string" ? part["thoughtSignature"] : undefined;
+      const call = part["functionCall"] as Json | undefined;
+      if (part["thought"] === true || signature !== undefined || call) yield* release();
       if (part["thought"] === true) {
         if (typeof part["text"] === "string" && part["text"] !== "") yield ev.thinking(part["text"]);
         if (signature !== undefined) yield ev.signature(signature);
@@ -135,7 +148,6 @@ export async function* translateStream(
       }
       // The signature belongs to the reasoning before this part: it comes first.
       if (signature !== undefined) yield ev.signature(signature);
-      const call = part["functionCall"] as Json | undefined;
       if (call) {
         const id =
           typeof call["id"] === "string" && call["id"] !== ""
@@ -147,14 +159,21 @@ export async function* translateStream(
         yield ev.toolDelta(id, argumentsJson(call["args"] ?? {}));
         yield ev.toolDone(id);
       } else if (typeof part["text"] === "string" && part["text"] !== "") {
-        yield ev.text(part["text"]);
+        const out = stop.push(part["text"]);
+        if (out) yield ev.text(out);
       }
     }
     if (typeof candidate["finishReason"] === "string") s.finish = candidate["finishReason"];
   }
 
   if (s.finish === undefined && !blocked) throw transportFailure("the stream ended without a finishReason");
+  yield* release();
   yield ev.usage(usageOf(s.usage));
+  // Whatever Gemini says about how it ended concerns output after the match, which was dropped.
+  if (stop.matched !== undefined) {
+    yield ev.stop(StopReason.STOP_SEQUENCE, stop.matched);
+    return;
+  }
   if (blocked) {
     const reason = String(blocked["blockReason"]);
     yield ev.safety(SafetyKind.MODERATION, `the prompt was blocked (${reason})`, { block_reason: reason });

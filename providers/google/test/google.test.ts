@@ -368,6 +368,71 @@ describe("streaming", () => {
   });
 });
 
+describe("stop sequences", () => {
+  const textOf = (events: Awaited<ReturnType<typeof complete>>["events"]) =>
+    only(events, "textDelta")
+      .map((t) => t.text)
+      .join("");
+
+  it("matches a stop sequence split across deltas itself, drops what follows and still reports usage", async () => {
+    fake.push({
+      kind: "turn",
+      blocks: [
+        { type: "thinking", text: "Count to three." },
+        { type: "text", text: "one two END three", deltas: ["one tw", "o E", "ND th", "ree"] },
+        { type: "tool_call", name: "read_file", args: { path: "after.txt" } },
+      ],
+      usage: { inputTokens: 12, outputTokens: 8, reasoningTokens: 5 },
+    });
+    const { events, error } = await complete({ params: { stopSequences: ["END", "never"] } });
+    expect(error).toBeUndefined();
+    // Gemini never hears of the sequences: it would cut the match out and answer a plain STOP.
+    expect(lastBody()["generationConfig"]).not.toHaveProperty("stopSequences");
+    expect(only(events, "thinkingDelta").map((t) => t.text)).toEqual(["Count to three."]);
+    expect(textOf(events)).toBe("one two ");
+    expect(only(events, "toolCallStart")).toEqual([]);
+    expect(cases(events).slice(-2)).toEqual(["usage", "stop"]);
+    expect(only(events, "stop")).toHaveLength(1);
+    expect(only(events, "stop")[0]).toMatchObject({
+      reason: StopReason.STOP_SEQUENCE,
+      matchedStopSequence: "END",
+    });
+    // The figures of the last chunk: the body was read to its end after the match.
+    const u = only(events, "usage")[0]!;
+    expect([u.inputTokens, u.outputTokens, u.reasoningTokens]).toEqual([12n, 8n, 5n]);
+    const acc = accumulate(events, specs.get(FLASH)!, "google");
+    expect(acc.error).toBeUndefined();
+    expect(acc.stop).toMatchObject({ reason: StopReason.STOP_SEQUENCE, matchedStopSequence: "END" });
+    expect(acc.message.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []))).toEqual(
+      ["one two "],
+    );
+    expect(acc.usage).toHaveLength(1);
+  });
+
+  it("releases text held as a possible match when none follows, in order before a function call", async () => {
+    fake.push({
+      kind: "turn",
+      blocks: [
+        { type: "text", text: "Looking E", deltas: ["Looking E"] },
+        { type: "tool_call", name: "read_file", args: { path: "a.txt" } },
+      ],
+    });
+    const first = await complete({ params: { stopSequences: ["END"] } });
+    expect(first.error).toBeUndefined();
+    const kinds = cases(first.events);
+    expect(kinds.lastIndexOf("textDelta")).toBeLessThan(kinds.indexOf("toolCallStart"));
+    expect(textOf(first.events)).toBe("Looking E");
+    expect(only(first.events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
+    expect(only(first.events, "stop")[0]!.matchedStopSequence).toBeUndefined();
+
+    fake.push({ kind: "text", text: "the EN", deltas: ["the E", "N"] });
+    const second = await complete({ params: { stopSequences: ["END"] } });
+    expect(textOf(second.events)).toBe("the EN");
+    expect(only(second.events, "stop")[0]).toMatchObject({ reason: StopReason.END_TURN });
+    expect(only(second.events, "stop")[0]!.matchedStopSequence).toBeUndefined();
+  });
+});
+
 describe("parallel tool calls", () => {
   it("streams several calls in one turn, each with its own id and arguments", async () => {
     fake.push(scenarios.parallelToolCalls());

@@ -9,14 +9,10 @@ import {
   joinUrl,
   type ModelAdapter,
   ModelFailure,
+  StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
-import {
-  classifyHttpError,
-  plainHttpRemote,
-  StopSequenceMatcher,
-  streamOpenAI,
-} from "@pluggableharness/openai-wire";
+import { classifyHttpError, plainHttpRemote, streamOpenAI } from "@pluggableharness/openai-wire";
 import type { CountTokensRequest, StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isOpenAIModel, OPENAI_MODELS } from "./catalog.ts";
 import { buildResponsesRequest } from "./request.ts";

@@ -16,18 +16,13 @@ import {
   ev,
   parseEventJson,
   readSse,
+  type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
   type UsageInit,
 } from "@pluggableharness/model-kit";
-import {
-  classifyStreamError,
-  detailComponents,
-  errorInfoOf,
-  num,
-  type StopSequenceMatcher,
-} from "@pluggableharness/openai-wire";
+import { classifyStreamError, detailComponents, errorInfoOf, num } from "@pluggableharness/openai-wire";
 import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { summaryText } from "./reasoning.ts";
 

@@ -1,10 +1,10 @@
-// Stop sequences enforced by the adapter. The Responses API has no stop parameter, xAI's
-// reasoning models reject one, and a Chat Completions server that honours `stop` answers
-// with a plain "stop" that does not say which sequence matched. So every OpenAI-family
-// adapter watches the text itself: text is held back only as long as it could still be the
-// start of a sequence, the text before the first match is forwarded, and everything the
-// model produces after it is dropped (docs/decisions.md, "Model providers (OpenAI, xAI,
-// compatible)").
+// Stop sequences enforced by the adapter rather than by the vendor. A vendor that honours a
+// stop parameter cuts the sequence out and rarely says which one matched (OpenAI-compatible
+// servers answer a plain "stop", Gemini a plain STOP), and some endpoints have no such
+// parameter at all; yet StreamEvent.stop must name the match. So the adapter does not send the
+// parameter and watches the text itself: text is held back only while it could still be the
+// start of a sequence, the text before the earliest match is forwarded, and everything the
+// model produces after it is for the adapter to drop (docs/decisions.md, "Model providers").
 export class StopSequenceMatcher {
   readonly #sequences: string[];
   #held = "";
