@@ -96,9 +96,11 @@ export function configure(values: JsonObject): Diagnostic[] {
   } catch {
     problems.push(configError(["search_base_url"], "search_base_url must be an http(s) URL"));
   }
-  const key = values["search_api_key"] as string | undefined;
+  // An omitted attribute arrives as its zero value "" (the schema bridge's rule): unset.
+  const rawKey = values["search_api_key"] as string | undefined;
+  const key = rawKey === undefined || rawKey === "" ? undefined : rawKey;
   if (key !== undefined && key.trim() === "")
-    problems.push(configError(["search_api_key"], "search_api_key is empty"));
+    problems.push(configError(["search_api_key"], "search_api_key is blank"));
   const domains = values["allowed_domains"] as string[] | undefined;
   if (problems.length > 0) return problems;
   settings = {

@@ -285,6 +285,11 @@ describe("web_search", () => {
       const unset = await wrongKey.invoke("web_search", { query: "x" });
       expect(unset.error?.category).toBe(ToolErrorCategory.EXECUTION_FAILED);
       expect(unset.error?.message).toMatch(/search_api_key/);
+      // An omitted attribute reaches Configure as its zero value "": unset, not an error.
+      await wrongKey.configure({ search_api_key: "" });
+      const zero = await wrongKey.invoke("web_search", { query: "x" });
+      expect(zero.error?.category).toBe(ToolErrorCategory.EXECUTION_FAILED);
+      expect(zero.error?.message).toMatch(/search_api_key/);
     } finally {
       await wrongKey.close();
     }
