@@ -82,8 +82,9 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     problems.push(configError(["default_timeout_ms"], "default_timeout_ms must not exceed max_timeout_ms"));
   }
   let jail: Jail | undefined;
+  // An omitted list arrives as its zero value [] (the schema bridge's rule): no roots.
   const roots = values["roots"] as string[] | undefined;
-  if (roots && problems.length === 0) {
+  if (roots && roots.length > 0 && problems.length === 0) {
     try {
       jail = await Jail.create(roots);
     } catch (err) {

@@ -208,6 +208,10 @@ describe("bash", () => {
       const broken = await other.invoke("bash", { command: "true" }, { cwd: join(dir, "allowed") });
       expect(broken.error?.category).toBe(ToolErrorCategory.EXECUTION_FAILED);
       expect(broken.error?.message).toMatch(/cannot start \/nonexistent\/shell/);
+      // An omitted roots attribute reaches Configure as []: no restriction, not an error.
+      await other.configure({ roots: [] });
+      const anywhere = await other.invoke("bash", { command: "true" }, { cwd: dir });
+      expect(anywhere.error).toBeUndefined();
     } finally {
       await other.close();
     }
