@@ -61,7 +61,8 @@ import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
 import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
-import { Session } from "./loop/session.ts";
+import { profileCandidates, Session } from "./loop/session.ts";
+import { ToolRegistry } from "./loop/tool-registry.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus, sendConfigure } from "./plugins/providers.ts";
 import { noTrace, type Tracer } from "./trace.ts";
@@ -455,6 +456,23 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         `working directory ${wd} is not a directory`,
       );
     }
+    // Everything that can refuse the profile is checked before the session file exists.
+    try {
+      ToolRegistry.forProfile(profile, deps.providers);
+    } catch (err) {
+      throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
+    }
+    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
+      inputTokens: 0n,
+      messages: [],
+      tools: [],
+    });
+    if (!route.chosen) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
+      );
+    }
     const dir = this.#options.stateDir;
     const writer = createSession(
       { profile: profile.name, depth: 0 },
@@ -463,29 +481,9 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         ...(this.#options.durability ? { durability: this.#options.durability } : {}),
       },
     );
-    let session: Session;
-    try {
-      session = new Session(deps, { writer, profile, workingDirectory: wd }, (s, input, signal) =>
-        runSessionRun(deps, s, input, signal),
-      );
-    } catch (err) {
-      writer.setStatus(SessionStatus.FAILED);
-      writer.close();
-      throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
-    }
-    const route = routeCandidates(deps, session.candidates(), 0, {
-      inputTokens: 0n,
-      messages: [],
-      tools: [],
-    });
-    if (!route.chosen) {
-      writer.setStatus(SessionStatus.FAILED);
-      writer.close();
-      throw new FrontendRequestError(
-        FrontendErrorCategory.SESSION_CREATE_FAILED,
-        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
-      );
-    }
+    const session = new Session(deps, { writer, profile, workingDirectory: wd }, (s, input, signal) =>
+      runSessionRun(deps, s, input, signal),
+    );
     this.#sessions.set(session.id, session);
     return session;
   }

@@ -6,7 +6,6 @@
 import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentProfile,
-  getProfile,
   type PolicyEngine,
   PolicyStoreError,
   recordAlwaysDecision,
@@ -303,18 +302,7 @@ export class Session implements HubSession, SessionControl {
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {
-    const m = this.profile.model;
-    if (m) {
-      return [m.primary, ...m.fallbacks].map((r) => {
-        const params = paramsFromConfig(r.params);
-        return { provider: r.provider, modelId: r.id, ...(params ? { params } : {}) };
-      });
-    }
-    for (const p of this.deps.providers.modelProviders()) {
-      const first = p.models?.models.keys().next().value;
-      if (first !== undefined) return [{ provider: p.name, modelId: first }];
-    }
-    return [];
+    return profileCandidates(this.profile, this.deps);
   }
 
   // ---- runs ------------------------------------------------------------------------
@@ -598,7 +586,21 @@ export class Session implements HubSession, SessionControl {
   }
 }
 
-/** A session profile by name, or undefined when agent.hcl declares none by that name. */
-export function profileFor(deps: LoopDeps, name: string): AgentProfile | undefined {
-  return getProfile(deps.config, name);
+/** A profile's model chain (primary, then fallbacks); without one, the first model loaded. */
+export function profileCandidates(
+  profile: AgentProfile,
+  deps: Pick<LoopDeps, "providers">,
+): ModelCandidate[] {
+  const m = profile.model;
+  if (m) {
+    return [m.primary, ...m.fallbacks].map((r) => {
+      const params = paramsFromConfig(r.params);
+      return { provider: r.provider, modelId: r.id, ...(params ? { params } : {}) };
+    });
+  }
+  for (const p of deps.providers.modelProviders()) {
+    const first = p.models?.models.keys().next().value;
+    if (first !== undefined) return [{ provider: p.name, modelId: first }];
+  }
+  return [];
 }

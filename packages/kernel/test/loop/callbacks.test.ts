@@ -30,10 +30,13 @@ describe("kernel callbacks", () => {
     const s = await k.kernel.startSession({ prompt: "[cb] go" });
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     const file = k.file(s.id);
-    const results = file
-      .toolResults()
-      .map((r) => (r.outcome.case === "result" ? r.outcome.value.payload! : {}));
-    const [ok, otherSession, unspecified] = results;
+    // The three calls run concurrently: results are persisted in completion order.
+    const byCall = new Map(
+      file
+        .toolResults()
+        .map((r) => [r.toolCallId, r.outcome.case === "result" ? r.outcome.value.payload! : {}]),
+    );
+    const [ok, otherSession, unspecified] = ["e1", "e2", "e3"].map((id) => byCall.get(id));
 
     // Emit: persisted with a kernel-assigned id and sequence, attributed to the caller.
     const emitted = file.events.find((e) => e.kind === EventKind.MEMORY_WRITE)!;

@@ -94,6 +94,31 @@ describe("session control", () => {
     await k.close();
   });
 
+  it("refuses a profile without a usable model before any session file exists", async () => {
+    const k = await h.kernel({
+      hcl: `${PROFILE}
+agent_profile "broken" {
+  model {
+    primary {
+      provider = "model"
+      id       = "no-such-model"
+    }
+  }
+}`,
+    });
+    const c = k.client();
+    c.send({ event: { case: "createSession", value: { requestId: "b", profile: "broken" } } });
+    const e = await c.waitFor((ev) => ev.requestId === "b");
+    expect(e.event.case === "error" && e.event.value.error?.category).toBe(
+      FrontendErrorCategory.SESSION_CREATE_FAILED,
+    );
+    expect(e.event.case === "error" && e.event.value.error?.message).toContain("no usable model");
+    c.send({ event: { case: "listSessions", value: { requestId: "l" } } });
+    const list = await c.waitFor((ev) => ev.requestId === "l");
+    expect(list.event.case === "sessionList" && list.event.value.sessions).toEqual([]);
+    await k.close();
+  });
+
   it("backfills an attaching connection through the Render path, unicast, then streams live events", async () => {
     const k = await kernel({
       backfill: { turns: [calls(tool("r", "tools__read", { path: "a" })), reply("read it")] },

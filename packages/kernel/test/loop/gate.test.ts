@@ -459,7 +459,7 @@ describe("plans", () => {
 
   it("snapshots kind, risk and description, and a Preview; a slow Preview just leaves it out", async () => {
     const k = await h.kernel({
-      limits: { previewTimeoutMs: 150 },
+      limits: { previewTimeoutMs: 1000 },
       scripts: {
         preview: {
           turns: [
@@ -547,11 +547,11 @@ agent_profile "serial" {
         sched: {
           turns: [
             calls(
-              tool("r1", "tools__read", { path: "a", delay_ms: 150 }),
-              tool("r2", "tools__read", { path: "b", delay_ms: 150 }),
-              tool("w1", "tools__write", { path: "same", content: "1", delay_ms: 100 }),
-              tool("w2", "tools__write", { path: "same", content: "2", delay_ms: 100 }),
-              tool("w3", "tools__write", { path: "other", content: "3", delay_ms: 100 }),
+              tool("r1", "tools__read", { path: "a", delay_ms: 300 }),
+              tool("r2", "tools__read", { path: "b", delay_ms: 300 }),
+              tool("w1", "tools__write", { path: "same", content: "1", delay_ms: 250 }),
+              tool("w2", "tools__write", { path: "same", content: "2", delay_ms: 250 }),
+              tool("w3", "tools__write", { path: "other", content: "3", delay_ms: 250 }),
             ),
             reply("ok"),
           ],
