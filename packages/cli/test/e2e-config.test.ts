@@ -1,5 +1,6 @@
 // End-to-end: the configuration-facing commands of the real binary — zero config
 // without a key, init, validate and providers against the first-party plugins.
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -47,6 +48,34 @@ describe("zero configuration", () => {
     }
     const bad = await agent(["run", "--output-format", "yaml", "-p", "x"], { cwd: sb.home, env: sb.env });
     expect(bad.code).toBe(2);
+  });
+});
+
+describe("the README's try-it-without-a-key command", () => {
+  it("runs zero-config against the fake vendor's command line server", async () => {
+    // npm start -w testing/fake-vendors -- --port <n>, as the README says (port 0: any).
+    const server = spawn(
+      join(REPO_ROOT, "node_modules", ".bin", "node"),
+      [join(REPO_ROOT, "testing", "fake-vendors", "src", "cli.ts"), "--port", "0", "--quiet"],
+      {
+        stdio: ["ignore", "pipe", "ignore"],
+      },
+    );
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        server.stdout!.setEncoding("utf8").once("data", (d: string) => resolve(d.split("\n")[0]!.trim()));
+        server.once("exit", () => reject(new Error("the fake vendor exited")));
+      });
+      const project = sb.dir("try-it");
+      const r = await agent(["run", "-p", "say OK"], {
+        cwd: project,
+        env: { ...sb.env, OPENAI_BASE_URL: `${url}/v1`, OPENAI_MODEL: "demo" },
+      });
+      expect(r.stderr).toBe("");
+      expect(r).toMatchObject({ code: 0, stdout: "OK\n" });
+    } finally {
+      server.kill();
+    }
   });
 });
 

@@ -208,8 +208,8 @@ describe("agent run -p (headless)", () => {
     }
   });
 
-  it("gives distinct exit codes for a denied call and a reached bound", async () => {
-    // Two independent sessions at once: denied (4) and max turns (3).
+  it("gives distinct exit codes for a denied call and a reached bound; --plan withholds changing tools", async () => {
+    // Three independent sessions at once: denied (4), max turns (3), plan mode.
     const denyRepo = sb.repo("deny");
     const boundRepo = sb.repo("bound");
     const script = [
@@ -218,8 +218,13 @@ describe("agent run -p (headless)", () => {
     ];
     const denyFake = await startFakeVendor({ vendor: "anthropic", script });
     const boundFake = await startFakeVendor({ vendor: "anthropic", script });
+    const planRepo = sb.repo("plan");
+    const planFake = await startFakeVendor({
+      vendor: "anthropic",
+      script: [{ kind: "text", text: "Plan: fix add()." }],
+    });
     try {
-      const [denied, bound] = await Promise.all([
+      const [denied, bound, plan] = await Promise.all([
         agent(["run", "-p", "run the tests", "--output-format", "json"], {
           cwd: denyRepo,
           env: { ...env, FAKE_ANTHROPIC_URL: denyFake.url, FIXTURE_ROOT: denyRepo },
@@ -241,7 +246,19 @@ describe("agent run -p (headless)", () => {
             env: { ...env, FAKE_ANTHROPIC_URL: boundFake.url, FIXTURE_ROOT: boundRepo },
           },
         ),
+        // Plan mode: the model is offered no tool that changes anything.
+        agent(["run", "-p", "plan a fix", "--plan"], {
+          cwd: planRepo,
+          env: { ...env, FAKE_ANTHROPIC_URL: planFake.url, FIXTURE_ROOT: planRepo },
+        }),
       ]);
+      expect(plan).toMatchObject({ code: 0, stdout: "Plan: fix add().\n" });
+      const offered = ((planFake.requests[0]!.json as { tools?: { name: string }[] }).tools ?? []).map(
+        (t) => t.name,
+      );
+      expect(offered).toContain("filesystem__read_file");
+      expect(offered).not.toContain("filesystem__edit_file");
+      expect(offered).not.toContain("exec__bash");
       expect(denied.code).toBe(4);
       const d = JSON.parse(denied.stdout);
       expect(d).toMatchObject({ subtype: "success", is_error: true, exit_code: 4 });
@@ -262,6 +279,7 @@ describe("agent run -p (headless)", () => {
     } finally {
       await denyFake.close();
       await boundFake.close();
+      await planFake.close();
     }
   });
 });
