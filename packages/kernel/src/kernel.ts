@@ -518,7 +518,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   async shutdown(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#sessions.values()) s.interrupt();
+    for (const s of this.#sessions.values()) s.stop();
     await Promise.all([...this.#sessions.values()].map((s) => s.waitRun().catch(() => {})));
     // A session created without a prompt never ran; it must not stay RUNNING in its file.
     for (const s of this.#sessions.values()) {

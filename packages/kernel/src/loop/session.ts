@@ -108,6 +108,7 @@ export class Session implements HubSession, SessionControl {
   readonly #inputs: ContentBlock[][] = [];
   #run: { controller: AbortController; done: Promise<void> } | undefined;
   #idleWaiters: Array<(s: SessionStatus) => void> = [];
+  #stopped = false;
   /** Starts a run; set by the kernel (breaks the module cycle with the driver). */
   readonly #startRun: (session: Session, input: ContentBlock[], signal: AbortSignal) => Promise<void>;
 
@@ -323,8 +324,16 @@ export class Session implements HubSession, SessionControl {
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
+  /** Stops for good: cancels the current run and drops queued input (kernel shutdown). */
+  stop(): void {
+    this.#stopped = true;
+    this.#inputs.length = 0;
+    this.interrupt();
+  }
+
   #kick(): void {
     if (this.#run) return;
+    if (this.#stopped) this.#inputs.length = 0;
     const input = this.#inputs.shift();
     if (!input) {
       const waiters = this.#idleWaiters;

@@ -214,6 +214,43 @@ agent_profile "broken" {
     await k.close();
   });
 
+  it("queues a message sent during a run and runs it next, re-opening the session", async () => {
+    const k = await kernel({
+      queued: {
+        turns: [
+          calls(tool("w", "tools__write", { path: "a", content: "1" })),
+          reply("first"),
+          reply("second"),
+        ],
+      },
+    });
+    const a = k.client();
+    const id = await a.create("[queued] one");
+    const perm = await a.next("permissionRequest");
+    a.send({
+      sessionId: id,
+      event: {
+        case: "userMessage",
+        value: { content: [{ block: { case: "text", value: { text: "two" } } }] },
+      },
+    });
+    a.send({
+      sessionId: id,
+      event: { case: "planDecision", value: { planItemId: perm.planItem!.id, decision: 1, scope: 1 } },
+    });
+    await a.finished(id);
+    const secondRun = await a.next("sessionStatusUpdate", (v) => v.status === SessionStatus.RUNNING);
+    expect(secondRun.previousStatus).toBe(SessionStatus.COMPLETED);
+    const from = a.events.findIndex(
+      (e) => e.event.case === "sessionStatusUpdate" && e.event.value.status === SessionStatus.RUNNING,
+    );
+    expect(await a.finished(id, from)).toBe(SessionStatus.COMPLETED);
+    const last = k.requests("queued").at(-1)!.request.messages;
+    expect(last.at(-1).content[0].text.text).toBe("two");
+    expect(last).toHaveLength(5);
+    await k.close();
+  });
+
   it("rebuilds the history from the session file when a new kernel resumes it", async () => {
     const k = await kernel({
       persisted: {
