@@ -19,6 +19,7 @@ import {
   StreamCompletionRequestSchema,
   type ToolDeclaration,
 } from "@pluggableharness/protocol/model";
+import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import { modelErrorFor, PluginCrashedError, RpcError } from "@pluggableharness/runtime";
 import {
   type AccumulatedCompletion,
@@ -286,6 +287,32 @@ export async function callModel(
           error.category === "process_crashed" ? 0 : retryDelayMs(deps, retries, error.retryAfterSeconds);
         retries++;
         session.retriesUsed++;
+        if (error.category === "rate_limited" || error.category === "overloaded") {
+          // Frontends show it in their status line (top bar) while the kernel waits.
+          const what = error.category === "rate_limited" ? "rate limited" : "overloaded";
+          session.channel.publish({
+            event: {
+              case: "render",
+              value: {
+                content: {
+                  region: Region.TOP_BAR,
+                  replace: true,
+                  content: {
+                    root: {
+                      node: {
+                        case: "text",
+                        value: {
+                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
+                          style: TextStyle.WARNING,
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          });
+        }
         await deps.clock.sleep(delay, input.signal);
         if (input.signal.aborted) return { kind: "cancelled", candidate };
         continue;

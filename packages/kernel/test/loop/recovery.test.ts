@@ -6,6 +6,7 @@
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import { ApplyOutcome } from "@pluggableharness/protocol/plan";
+import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
@@ -82,6 +83,29 @@ describe("model errors", () => {
     expect(models(r.requests)).toEqual(["alpha", "alpha", "alpha"]);
     // base 100 ms x 2^n, equal jitter at random() = 0.5 -> 75, 150; retry_after 3 s wins over 75.
     expect(r.sleeps).toEqual([3000, 150]);
+  });
+
+  it("tells frontends in the top bar while it waits to retry a rate-limited call", async () => {
+    const k = await chainKernel();
+    k.script("ratelimit-notice", { turns: [[modelError("rate_limited", { retryAfter: 3 }), reply("ok")]] });
+    const c = k.client({ interactive: false });
+    const id = await c.create("[ratelimit-notice] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    const notice = c.events.find(
+      (e) => e.event.case === "render" && e.event.value.content?.region === Region.TOP_BAR,
+    );
+    expect(notice?.event.value).toMatchObject({
+      content: {
+        replace: true,
+        content: {
+          root: {
+            node: {
+              value: { content: "model/alpha is rate limited; retry 1 of 2 in 3s", style: TextStyle.WARNING },
+            },
+          },
+        },
+      },
+    });
   });
 
   it("falls back to the next eligible model once retries of overloaded are spent", async () => {
