@@ -16,6 +16,7 @@ import {
 import { type ServerEvent, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { ApplyOutcome, PlanDecision, type PlanItem } from "@pluggableharness/protocol/plan";
+import { Region } from "@pluggableharness/protocol/render";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { decisionName, kindName, riskName, statusName, treeText } from "@pluggableharness/provider-tui";
@@ -335,6 +336,10 @@ export function resultRecord(s: RunSummary): JsonObject {
   };
 }
 
+function isTranscript(region: Region | undefined): boolean {
+  return region === undefined || region === Region.MAIN_CHAT || region === Region.UNSPECIFIED;
+}
+
 export class HeadlessPrinter {
   private readonly io: Io;
   private readonly format: OutputFormat;
@@ -370,6 +375,15 @@ export class HeadlessPrinter {
 
   event(ev: ServerEvent): void {
     const e = ev.event;
+    // Renders outside the conversation (a status-line notice such as a rate-limit retry)
+    // are not transcript: they go to stderr (text) or a notice record (stream-json).
+    if (e.case === "render" && !isTranscript(e.value.content?.region)) {
+      const text = treeText(e.value.content?.content);
+      if (this.format === "stream-json")
+        this.json({ type: "notice", session_id: ev.sessionId || this.sessionId, text });
+      else line(this.io.err, `agent: ${text}`);
+      return;
+    }
     if (this.format === "text") {
       if (this.verbose && e.case === "render") {
         // The transcript: every finished unit as its producer rendered it.

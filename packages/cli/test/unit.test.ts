@@ -4,6 +4,7 @@ import { PassThrough } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import { loadConfigSource } from "@pluggableharness/config";
 import { ServerEventSchema, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import { Region } from "@pluggableharness/protocol/render";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { describe, expect, it } from "vitest";
 import { initConfigText, vendorsFound } from "../src/commands/init.ts";
@@ -277,6 +278,56 @@ describe("headless printers", () => {
         cache_creation_input_tokens: 0,
       },
     });
+  });
+
+  it("keeps status-line notices (a rate-limit retry) out of the transcript", () => {
+    const notice = ev({
+      sessionId: "S1",
+      event: {
+        case: "render",
+        value: {
+          content: {
+            region: Region.TOP_BAR,
+            replace: true,
+            content: {
+              root: { node: { case: "text", value: { content: "m/x is rate limited; retry 1 of 5 in 2s" } } },
+            },
+          },
+        },
+      },
+    });
+    const chat = ev({
+      sessionId: "S1",
+      event: {
+        case: "render",
+        value: {
+          content: {
+            region: Region.MAIN_CHAT,
+            content: { root: { node: { case: "text", value: { content: "Assistant" } } } },
+          },
+        },
+      },
+    });
+    const sj = captureIo();
+    const p = new HeadlessPrinter(sj, "stream-json", true);
+    p.event(notice);
+    p.event(chat);
+    expect(
+      sj
+        .text()
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l)),
+    ).toEqual([
+      { type: "notice", session_id: "S1", text: "m/x is rate limited; retry 1 of 5 in 2s" },
+      { type: "render", session_id: "S1", text: "Assistant" },
+    ]);
+    const tx = captureIo();
+    const t = new HeadlessPrinter(tx, "text", true);
+    t.event(notice);
+    t.event(chat);
+    expect(tx.text()).toBe("Assistant\n");
+    expect(tx.errText()).toBe("agent: m/x is rate limited; retry 1 of 5 in 2s\n");
   });
 
   it("json prints only the final record; text only the final answer (and why it stopped, on stderr)", () => {

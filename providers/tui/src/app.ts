@@ -292,6 +292,8 @@ export class Tui {
         this.costUsd = u.sessionCostUsd;
         this.remainingUsd = u.remainingCostBudgetUsd;
         if (u.modelId) this.model = u.providerName ? `${u.providerName}/${u.modelId}` : u.modelId;
+        // A call went through: a rate-limit or overload notice is over.
+        this.warning = "";
         return;
       }
       case "sessionStatusUpdate": {

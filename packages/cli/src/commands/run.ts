@@ -198,6 +198,9 @@ export async function runRun(
         }
       };
 
+  // Plugins take a moment to start; say so on a terminal.
+  const starting = !headless && !!io.out.isTTY;
+  if (starting) io.out.write("⠋ Starting the agent…");
   let kernel: Kernel;
   try {
     kernel = await createKernel({
@@ -213,6 +216,8 @@ export async function runRun(
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
+  } finally {
+    if (starting) io.out.write("\r\x1b[K");
   }
 
   try {
