@@ -48,6 +48,13 @@ describe("zero configuration", () => {
     }
     const bad = await agent(["run", "--output-format", "yaml", "-p", "x"], { cwd: sb.home, env: sb.env });
     expect(bad.code).toBe(2);
+    // `agent conform` is the conformance library's own command line.
+    const conform = await agent(["conform", "--help"], { cwd: sb.home, env: sb.env });
+    expect(conform.code).toBe(0);
+    expect(conform.stdout).toContain("usage: agent conform <plugin-executable>");
+    const noPlugin = await agent(["conform"], { cwd: sb.home, env: sb.env });
+    expect(noPlugin.code).toBe(2);
+    expect(noPlugin.stderr).toContain("missing the plugin executable");
   });
 });
 
