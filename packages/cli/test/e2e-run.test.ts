@@ -2,6 +2,7 @@
 // Anthropic. A scripted model reads, edits and tests a small repository headless; the
 // session file, the stream-json records, resume, replay and the session commands are
 // then checked against each other.
+import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
@@ -9,7 +10,7 @@ import { PlanDecision } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { createSession, eventKindText, openSessionReader } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -280,6 +281,70 @@ describe("agent run -p (headless)", () => {
       await denyFake.close();
       await boundFake.close();
       await planFake.close();
+    }
+  });
+});
+
+describe("agent run -p: cancelled and failed", () => {
+  it("exits 4 on SIGINT (the run is cancelled) and 1 when the session fails", async () => {
+    const cancelRepo = sb.repo("cancel");
+    const failRepo = sb.repo("fail");
+    const slow = await startFakeVendor({
+      vendor: "anthropic",
+      script: [
+        {
+          kind: "text",
+          text: "one two three four five six seven eight nine ten",
+          chunks: 10,
+          chunkDelayMs: 400,
+        },
+      ],
+    });
+    const broken = await startFakeVendor({
+      vendor: "anthropic",
+      script: [
+        { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
+      ],
+    });
+    try {
+      const cancelled = new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+        const child = spawn(AGENT_BIN, ["run", "-p", "count", "--output-format", "stream-json"], {
+          cwd: cancelRepo,
+          env: { ...env, FAKE_ANTHROPIC_URL: slow.url, FIXTURE_ROOT: cancelRepo },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let sent = false;
+        child.stdout!.setEncoding("utf8").on("data", (d: string) => {
+          stdout += d;
+          // Ctrl-C once the answer is streaming.
+          if (!sent && stdout.includes('"type":"delta"')) {
+            sent = true;
+            child.kill("SIGINT");
+          }
+        });
+        child.on("error", reject);
+        child.on("close", (code) => resolve({ code, stdout }));
+      });
+      const [c, f] = await Promise.all([
+        cancelled,
+        agent(["run", "-p", "hello", "--output-format", "json"], {
+          cwd: failRepo,
+          env: { ...env, FAKE_ANTHROPIC_URL: broken.url, FIXTURE_ROOT: failRepo },
+        }),
+      ]);
+      expect(c.code).toBe(4);
+      expect(records(c.stdout).at(-1)).toMatchObject({ type: "result", subtype: "cancelled", exit_code: 4 });
+      expect(f.code).toBe(1);
+      expect(JSON.parse(f.stdout)).toMatchObject({
+        type: "result",
+        subtype: "failed",
+        is_error: true,
+        exit_code: 1,
+      });
+    } finally {
+      await slow.close();
+      await broken.close();
     }
   });
 });
