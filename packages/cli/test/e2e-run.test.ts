@@ -159,16 +159,31 @@ describe("agent run -p (headless)", () => {
     expect(fake.requests).toHaveLength(4);
   });
 
-  it("replays the session through the recorded producers exactly as it was rendered live", async () => {
+  it("replays the session through the recorded producers exactly as it was rendered live; lists and shows it", async () => {
     const live = firstRun.filter((rec) => rec["type"] === "render").map((rec) => String(rec["text"]));
     expect(live.length).toBeGreaterThan(5);
-    const r = await agent(["sessions", "replay", sessionId], { cwd: repo, env });
+    // Read-only commands: run side by side.
+    const [r, list, show] = await Promise.all([
+      agent(["sessions", "replay", sessionId], { cwd: repo, env }),
+      agent(["sessions", "list"], { cwd: repo, env }),
+      agent(["sessions", "show", sessionId], { cwd: repo, env }),
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${live.join("\n\n")}\n`);
     // The filesystem plugin's own Render (not the kernel's generic one) drew the edit.
     expect(r.stdout).toContain("+  return a + b;");
     expect(fake.requests).toHaveLength(4);
+
+    // The listing: id, start time, profile, status, cost.
+    expect(list.code).toBe(0);
+    const row = list.stdout.split("\n").find((l) => l.startsWith(sessionId))!;
+    expect(row).toMatch(/^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+default\s+completed\s+\$\d/);
+    // show: the kernel's generic rendering of the file, no plugin started.
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain("Fixed add() in calc.js; the test passes.");
+    expect(show.stdout).toContain("→ exec.bash");
+    expect(show.stdout).not.toBe(r.stdout);
   });
 
   it("resumes the session with --resume and --continue", async () => {
@@ -349,18 +364,8 @@ describe("agent run -p: cancelled and failed", () => {
   });
 });
 
-describe("agent sessions", () => {
-  it("lists sessions with id, start time, profile, status and cost; shows one; prunes only what it is told", async () => {
-    const list = await agent(["sessions", "list"], { cwd: repo, env });
-    expect(list.code).toBe(0);
-    const row = list.stdout.split("\n").find((l) => l.startsWith(sessionId))!;
-    expect(row).toMatch(/^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+default\s+completed\s+\$\d/);
-
-    const show = await agent(["sessions", "show", sessionId], { cwd: repo, env });
-    expect(show.code).toBe(0);
-    expect(show.stdout).toContain("Fixed add() in calc.js; the test passes.");
-    expect(show.stdout).toContain("→ exec.bash");
-
+describe("agent sessions prune", () => {
+  it("deletes only the session it is told to", async () => {
     // A second, unrelated session file; pruning it by id leaves the first one alone.
     const other = createSession({ profile: "other", depth: 0 }, { dir: sessionsDir(), durability: "normal" });
     const otherId = other.sessionId;
