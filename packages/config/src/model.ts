@@ -2,6 +2,7 @@
 // (provider bodies stay undecoded until a ConfigSchema is known), so the whole
 // object can be logged or serialised safely.
 
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { Block, Body, Range } from "@pluggableharness/hcl";
 import type { ConfigDiagnostic } from "./diagnostics.ts";
 import type { VersionConstraint } from "./version.ts";
@@ -57,6 +58,12 @@ export interface ModelRef {
   id: string;
   /** Generation parameters (GenerationParams) given for this candidate. */
   params: GenerationParamsConfig;
+  /**
+   * `provider_options = { ... }`: vendor knobs copied into every request routed to this
+   * candidate (StreamCompletionRequest.provider_options). Plain values only; nothing
+   * in the kernel reads a key.
+   */
+  provider_options?: JsonObject;
   range: Range;
   /** Where `provider = ...` is written. */
   providerRange: Range;

@@ -1,8 +1,24 @@
 // `agent_profile "<name>" { ... }` blocks (configuration/agent-profiles.md).
 
-import type { Block, Range } from "@pluggableharness/hcl";
-import { type Diags, decodeBody, label, readNumber, readString, readStringList } from "./decode.ts";
-import { errorAt, warningAt } from "./diagnostics.ts";
+import type { JsonObject } from "@bufbuild/protobuf";
+import {
+  type Attribute,
+  type Block,
+  evaluate,
+  FunctionError,
+  isObject,
+  type Range,
+} from "@pluggableharness/hcl";
+import {
+  type Diags,
+  decodeBody,
+  label,
+  readNumber,
+  readString,
+  readStringList,
+  typeError,
+} from "./decode.ts";
+import { errorAt, fromHcl, warningAt } from "./diagnostics.ts";
 import type { AgentProfile, GenerationParamsConfig, ModelRef, ToolPattern } from "./model.ts";
 
 const PROVIDER_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -52,10 +68,42 @@ const PARAM_ATTRS = [
   "stop_sequences",
 ];
 
+/**
+ * `provider_options`: an object of plain values, sent with every request routed to the
+ * candidate. No functions: env() in particular is refused, because the values travel in
+ * each request and are recorded with it, so they are no place for a secret (a vendor key
+ * belongs in the provider block, whose schema marks it sensitive).
+ */
+function readProviderOptions(attr: Attribute, what: string, diags: Diags): JsonObject | undefined {
+  const r = evaluate(attr.expr, {
+    functions: {
+      env: () => {
+        throw new FunctionError({
+          code: "unknown-function",
+          summary: "env() is not allowed here",
+          detail: `${what} takes plain values only; a secret belongs in the provider block.`,
+        });
+      },
+    },
+  });
+  for (const d of r.diagnostics) diags.push(fromHcl(d, "eval"));
+  const v = r.value;
+  if (v === undefined) return undefined;
+  if (!isObject(v)) {
+    diags.push(typeError(attr.expr.range, what, "an object, e.g. { seed = 7 }", v));
+    return undefined;
+  }
+  // HCL values are JSON values already (finite numbers, strings, bools, null, lists, objects).
+  return v as JsonObject;
+}
+
 function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | undefined {
   const body = decodeBody(
     block.body,
-    { attributes: ["provider", "id", ...PARAM_ATTRS], required: ["provider", "id"] },
+    {
+      attributes: ["provider", "id", "provider_options", ...PARAM_ATTRS],
+      required: ["provider", "id"],
+    },
     block.typeRange,
     what,
     diags,
@@ -98,8 +146,17 @@ function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | un
     const v = readStringList(stops, `${what}.stop_sequences`, diags);
     if (v !== undefined) params.stop_sequences = v.map((s) => s.value);
   }
+  const optionsAttr = get("provider_options");
+  const providerOptions = optionsAttr && readProviderOptions(optionsAttr, `${what}.provider_options`, diags);
   if (!provider || !id) return undefined;
-  return { provider, id, params, range: block.typeRange, providerRange: get("provider")!.expr.range };
+  return {
+    provider,
+    id,
+    params,
+    ...(providerOptions ? { provider_options: providerOptions } : {}),
+    range: block.typeRange,
+    providerRange: get("provider")!.expr.range,
+  };
 }
 
 export function decodeProfileBlock(block: Block, diags: Diags): AgentProfile | undefined {

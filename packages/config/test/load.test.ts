@@ -232,6 +232,70 @@ agent_profile "default" {
       stop_sequences: ["END"],
     });
   });
+
+  it("keeps a candidate's provider_options as written and refuses env() and non-objects there", () => {
+    const source = (primaryExtra: string, fallbackExtra = "") => `required_providers {
+  anthropic = {
+    source  = "pluggableharness/anthropic"
+    version = ">= 0"
+  }
+}
+agent_profile "default" {
+  model {
+    primary {
+      provider = "anthropic"
+      id       = "claude-opus-4-8"
+${primaryExtra}
+    }
+    fallback {
+      provider = "anthropic"
+      id       = "claude-sonnet-4-6"
+${fallbackExtra}
+    }
+  }
+}
+`;
+    const ok = loadConfigSource(
+      source(
+        `      provider_options = {
+        service_tier   = "priority"
+        top_k          = 5
+        anthropic_beta = ["b1", "b2"]
+        nested         = { on = true, off = null }
+      }`,
+      ),
+      "agent.hcl",
+      "/p",
+    );
+    expect(ok.ok).toBe(true);
+    if (!ok.ok) return;
+    const m = ok.config.profiles[0]!.model!;
+    expect(m.primary.provider_options).toStrictEqual({
+      service_tier: "priority",
+      top_k: 5,
+      anthropic_beta: ["b1", "b2"],
+      nested: { on: true, off: null },
+    });
+    // Not written: absent, not an empty object.
+    expect(m.fallbacks[0]!).not.toHaveProperty("provider_options");
+
+    const env = loadConfigSource(
+      source("", '      provider_options = { user = env("HOME") }'),
+      "agent.hcl",
+      "/p",
+    );
+    if (env.ok) throw new Error("env() in provider_options was accepted");
+    const envErr = env.diagnostics.find((d) => d.severity === "error")!;
+    expect(envErr).toMatchObject({ category: "unsupported_expression", line: 17 });
+    expect(envErr.detail).toContain("model.fallback[0].provider_options takes plain values only");
+
+    const notObject = loadConfigSource(source('      provider_options = "seed=7"'), "agent.hcl", "/p");
+    if (notObject.ok) throw new Error("a string provider_options was accepted");
+    expect(notObject.diagnostics.find((d) => d.severity === "error")).toMatchObject({
+      category: "type",
+      line: 12,
+    });
+  });
 });
 
 describe("built-in default configuration", () => {

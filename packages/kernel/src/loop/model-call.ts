@@ -7,7 +7,7 @@
 // - auth_error, invalid_request, context_length_exceeded, content_filtered, unknown:
 //   never retried and never masked by a fallback: the turn fails with that category.
 // An attempt that was billed before it failed is persisted as its own message event.
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { GenerationParamsConfig } from "@pluggableharness/config";
 import type { ContextSection, Message } from "@pluggableharness/protocol/content";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
@@ -45,6 +45,8 @@ export interface ModelCandidate {
   readonly provider: string;
   readonly modelId: string;
   readonly params?: GenerationParams;
+  /** The candidate's `provider_options`, copied into its requests and never read here. */
+  readonly providerOptions?: JsonObject;
 }
 
 export interface ResolvedCandidate {
@@ -52,6 +54,7 @@ export interface ResolvedCandidate {
   readonly provider: LoadedProvider;
   readonly spec: ModelSpec;
   readonly params?: GenerationParams;
+  readonly providerOptions?: JsonObject;
 }
 
 export interface ModelCallInput {
@@ -151,7 +154,13 @@ export function routeCandidates(
       continue;
     }
     return {
-      chosen: { index: i, provider, spec, ...(params.params ? { params: params.params } : {}) },
+      chosen: {
+        index: i,
+        provider,
+        spec,
+        ...(params.params ? { params: params.params } : {}),
+        ...(c.providerOptions ? { providerOptions: c.providerOptions } : {}),
+      },
       skipped,
     };
   }
@@ -221,6 +230,7 @@ export async function callModel(
         modelId: candidate.spec.id,
         tools: [...input.tools],
         ...(candidate.params ? { params: candidate.params } : {}),
+        ...(candidate.providerOptions ? { providerOptions: candidate.providerOptions } : {}),
         assembledContext: [...input.sections],
         callContext: {
           sessionId: session.id,

@@ -604,7 +604,12 @@ export function profileCandidates(
   if (m) {
     return [m.primary, ...m.fallbacks].map((r) => {
       const params = paramsFromConfig(r.params);
-      return { provider: r.provider, modelId: r.id, ...(params ? { params } : {}) };
+      return {
+        provider: r.provider,
+        modelId: r.id,
+        ...(params ? { params } : {}),
+        ...(r.provider_options ? { providerOptions: r.provider_options } : {}),
+      };
     });
   }
   for (const p of deps.providers.modelProviders()) {

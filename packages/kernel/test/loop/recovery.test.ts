@@ -232,6 +232,71 @@ agent_profile "default" {
   });
 });
 
+describe("provider_options", () => {
+  it("copies each candidate's provider_options into the requests routed to it, untouched", async () => {
+    await current?.close();
+    current = undefined;
+    const k = await h.kernel({
+      hcl: `
+agent_profile "default" {
+  model {
+    primary {
+      provider         = "model"
+      id               = "alpha"
+      provider_options = {
+        service_tier = "priority"
+        seed         = 7
+        nested       = { list = [1, "two", true, null], ratio = 0.25 }
+      }
+    }
+    fallback {
+      provider         = "model"
+      id               = "beta"
+      provider_options = { beta_flag = true }
+    }
+    fallback {
+      provider = "model"
+      id       = "serial"
+    }
+  }
+}
+settings {
+  retry {
+    base_delay_ms  = 100
+    backoff_factor = 2
+    max_retries    = 1
+  }
+}`,
+    });
+    const r = await runHeadless(k, "options", {
+      turns: [
+        {
+          models: {
+            alpha: modelError("overloaded"),
+            beta: modelError("overloaded"),
+            serial: reply("from serial"),
+          },
+        },
+      ],
+    });
+    expect(r.status).toBe(SessionStatus.COMPLETED);
+    const alpha = {
+      service_tier: "priority",
+      seed: 7,
+      nested: { list: [1, "two", true, null], ratio: 0.25 },
+    };
+    // A candidate without provider_options sends none (no empty object either).
+    expect(r.requests.map((q) => [q.model, q.request.providerOptions])).toStrictEqual([
+      ["alpha", alpha],
+      ["alpha", alpha],
+      ["beta", { beta_flag: true }],
+      ["beta", { beta_flag: true }],
+      ["serial", undefined],
+    ]);
+    await k.close();
+  });
+});
+
 describe("tool failures", () => {
   it("retries a retryable data-source failure as the seed rules allow", async () => {
     const k = await chainKernel();
