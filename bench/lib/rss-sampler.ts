@@ -72,7 +72,11 @@ let timer: NodeJS.Timeout | undefined;
 
 function rescan(): void {
   // A child's command line is its parent's until it execs, so labels are refreshed each scan.
-  for (const pid of alive) labels.set(pid, label(pid));
+  // An exiting process (a zombie) has an empty command line: keep the label it had.
+  for (const pid of alive) {
+    const l = label(pid);
+    if (l !== "?") labels.set(pid, l);
+  }
   let grew = true;
   const entries = readdirSync("/proc").filter((n) => n.charCodeAt(0) >= 48 && n.charCodeAt(0) <= 57);
   const parents = new Map<number, number>();
