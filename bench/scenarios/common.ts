@@ -13,6 +13,8 @@ import { declaredTools, isModelRequest, toolResults } from "../lib/wire.ts";
 export interface HarnessRun {
   result: RunResult;
   requests: RecordedRequest[];
+  /** Every other call the fake received during the run (token counting, HEAD /, telemetry). */
+  other: RecordedRequest[];
   /** Problems the script handler met (e.g. a tool the harness does not declare). */
   problems: string[];
 }
@@ -50,12 +52,9 @@ export async function runHarness(
     ...(ctx.trace ? { lineTimes: true } : {}),
   });
   const requests = view.model.filter(isModelRequest);
-  ctx.observe?.({
-    result,
-    requests,
-    other: [...view.other, ...view.model.filter((r) => !isModelRequest(r))],
-  });
-  return { result, requests, problems };
+  const other = [...view.other, ...view.model.filter((r) => !isModelRequest(r))];
+  ctx.observe?.({ result, requests, other });
+  return { result, requests, other, problems };
 }
 
 /** Requests that declare no tools are side calls (opencode's title, for one): answered, not counted. */
