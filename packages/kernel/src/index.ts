@@ -26,6 +26,7 @@ export {
 } from "./log.ts";
 export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/bounds.ts";
 export { DEFAULT_LIMITS, type LoopLimits } from "./loop/deps.ts";
+export { commandArguments, DIRECT_INVOKE_REASON, type InvocationOrigin } from "./loop/direct-invoke.ts";
 export { finalAnswerInstruction } from "./loop/driver.ts";
 export type {
   ClientEventInit,

@@ -3,7 +3,7 @@
 // sessions with the control events, receives each subscribed session's ServerEvents in
 // that session's one order, and drives sessions with user messages, decisions and
 // interrupts. Control answers and errors go only to the connection that asked.
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ContentBlock, ContentBlockSchema } from "@pluggableharness/protocol/content";
 import {
   type ClientEvent,
@@ -18,6 +18,7 @@ import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/sess
 import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import type { KernelLogger } from "../log.ts";
+import type { InvocationOrigin } from "../loop/direct-invoke.ts";
 import type {
   ClientEventInit,
   ConnectOptions,
@@ -42,10 +43,22 @@ export class FrontendRequestError extends Error {
   }
 }
 
+/** A tool call the operator asks for directly: a direct-invoke slash command or an action trigger. */
+export interface DirectInvokeRequest {
+  /** The tool provider's local name. */
+  readonly provider: string;
+  readonly toolName: string;
+  /** A slash command's raw argument text (mapped to the input), or an action's arguments. */
+  readonly args: string | JsonObject;
+  readonly origin: InvocationOrigin;
+}
+
 /** What a running (or runnable) session lets frontends do. */
 export interface SessionControl {
   /** A new user message. `mayReopen`: the subscription was made by create or resume. */
   submit(content: ContentBlock[], options: { mayReopen: boolean }): FrontendErrorInit | undefined;
+  /** A tool call with no model turn, queued like a message. */
+  invoke(request: DirectInvokeRequest, options: { mayReopen: boolean }): FrontendErrorInit | undefined;
   interrupt(): void;
   decide(decision: ClientEvent_PlanDecision): FrontendErrorInit | undefined;
   respond(response: ClientEvent_InteractiveResponse): FrontendErrorInit | undefined;
@@ -339,10 +352,24 @@ export class FrontendHub implements FrontendPort {
             `no slash command /${e.value.name} is registered for this session`,
           );
         }
+        if (found.spec.dispatch === Dispatch.DIRECT_INVOKE) {
+          fail(
+            control.invoke(
+              {
+                provider: found.provider,
+                toolName: found.spec.toolName ?? "",
+                args: e.value.args,
+                origin: { kind: "slash_command", name: found.spec.name, args: e.value.args },
+              },
+              { mayReopen: sub.mayReopen },
+            ),
+          );
+          return;
+        }
         if (found.spec.dispatch !== Dispatch.PROMPT_EXPANSION) {
           throw new FrontendRequestError(
-            FrontendErrorCategory.UNKNOWN,
-            `/${e.value.name} is a direct-invoke command; running tools without a model turn is not supported by this kernel yet`,
+            FrontendErrorCategory.INVALID_CLIENT_EVENT,
+            `/${e.value.name} has no dispatch mode`,
           );
         }
         const textValue = expandTemplate(found.spec.template ?? "", e.value.args);
@@ -356,11 +383,28 @@ export class FrontendHub implements FrontendPort {
         );
         return;
       }
-      case "actionTrigger":
-        throw new FrontendRequestError(
-          FrontendErrorCategory.UNKNOWN,
-          "action_trigger runs a tool without a model turn, which this kernel does not support yet",
+      case "actionTrigger": {
+        if (sub.replayOnly || !control) throw replayOnlyError(sub.session);
+        const t = e.value;
+        if (!t.provider || !t.toolName) {
+          throw new FrontendRequestError(
+            FrontendErrorCategory.INVALID_CLIENT_EVENT,
+            "action_trigger needs provider and tool_name, echoed from the action node",
+          );
+        }
+        fail(
+          control.invoke(
+            {
+              provider: t.provider,
+              toolName: t.toolName,
+              args: t.args ?? {},
+              origin: { kind: "action_trigger", nodeId: t.nodeId },
+            },
+            { mayReopen: sub.mayReopen },
+          ),
         );
+        return;
+      }
     }
   }
 

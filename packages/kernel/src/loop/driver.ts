@@ -1,4 +1,5 @@
-// One run of a session: from a user message until the turn loop stops. session-start
+// One run of a session: from a user message until the turn loop stops, or one tool call
+// the operator made directly (direct-invoke.ts), which runs no turn at all. session-start
 // fires before the first turn and session-end after the last, so every RUNNING period
 // of a session is bracketed by the pair (a re-opened session gets a new pair). When a
 // bound, the doom-loop detector or a breaker fires, exactly one more turn runs with
@@ -10,7 +11,8 @@ import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { type StopReason, statusForStop } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
-import type { Session } from "./session.ts";
+import { runDirectInvocation } from "./direct-invoke.ts";
+import type { Session, SessionInput } from "./session.ts";
 import { runTurn } from "./turn.ts";
 
 const STOP_TEXT: Record<StopReason, string> = {
@@ -37,7 +39,7 @@ function textBlock(text: string): ContentBlock {
 export async function runSessionRun(
   deps: LoopDeps,
   session: Session,
-  input: ContentBlock[],
+  input: SessionInput,
   signal: AbortSignal,
 ): Promise<void> {
   if (session.status() !== SessionStatus.RUNNING) session.setStatus(SessionStatus.RUNNING, "re-opened");
@@ -69,9 +71,15 @@ export async function runSessionRun(
   let detail = "";
   if (signal.aborted) {
     status = SessionStatus.CANCELLED;
+  } else if (input.kind === "invoke") {
+    // The operator's own call: no model turn, no bounds (nothing was spent), and the run
+    // completes whatever the call's outcome; the model reads the report next turn.
+    const outcome = await runDirectInvocation(deps, session, input.invocation, signal);
+    status = outcome === "cancelled" ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
+    if (outcome === "cancelled") detail = "interrupted";
   } else {
     let turnId = deps.newId();
-    session.appendUserMessage(turnId, input);
+    session.appendUserMessage(turnId, input.content);
     let turns = 0;
     let final: StopReason | undefined;
     for (;;) {

@@ -28,6 +28,7 @@ import {
   type SlashCommandRegistry,
   SlashCommandRegistrySchema,
 } from "@pluggableharness/protocol/slashcommand";
+import { ToolKind } from "@pluggableharness/protocol/tool";
 import {
   type AppendedEvent,
   type CostEntry,
@@ -40,9 +41,10 @@ import {
 } from "@pluggableharness/state";
 import { type AccumulatedCompletion, checkPayload } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
-import type { FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
+import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
+import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { type ModelCandidate, paramsFromConfig, type ResolvedCandidate } from "./model-call.ts";
 import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
 
@@ -71,6 +73,13 @@ interface PendingInteractive {
   readonly tool: SessionTool;
   readonly resolve: (r: InteractiveResolution) => void;
 }
+
+/** What a run starts from: a user message, or a tool call the operator made directly. */
+export type SessionInput =
+  | { readonly kind: "message"; readonly content: ContentBlock[] }
+  | { readonly kind: "invoke"; readonly invocation: DirectInvocation };
+
+export type RunStarter = (session: Session, input: SessionInput, signal: AbortSignal) => Promise<void>;
 
 /** Synthetic reasons of messages that stay out of the conversation (billed failed attempts). */
 export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
@@ -105,18 +114,14 @@ export class Session implements HubSession, SessionControl {
   readonly #asks = new Map<string, PendingAsk>();
   readonly #interactives = new Map<string, PendingInteractive>();
   readonly #settled = new Set<string>();
-  readonly #inputs: ContentBlock[][] = [];
+  readonly #inputs: SessionInput[] = [];
   #run: { controller: AbortController; done: Promise<void> } | undefined;
   #idleWaiters: Array<(s: SessionStatus) => void> = [];
   #stopped = false;
   /** Starts a run; set by the kernel (breaks the module cycle with the driver). */
-  readonly #startRun: (session: Session, input: ContentBlock[], signal: AbortSignal) => Promise<void>;
+  readonly #startRun: RunStarter;
 
-  constructor(
-    deps: LoopDeps,
-    init: SessionInit,
-    startRun: (session: Session, input: ContentBlock[], signal: AbortSignal) => Promise<void>,
-  ) {
+  constructor(deps: LoopDeps, init: SessionInit, startRun: RunStarter) {
     this.deps = deps;
     this.writer = init.writer;
     this.id = init.writer.sessionId;
@@ -312,9 +317,9 @@ export class Session implements HubSession, SessionControl {
     return this.#run !== undefined;
   }
 
-  /** Queues input and starts a run if none is active. */
+  /** Queues a user message and starts a run if none is active. */
   enqueue(content: ContentBlock[]): void {
-    this.#inputs.push(content);
+    this.#inputs.push({ kind: "message", content });
     this.#kick();
   }
 
@@ -393,23 +398,78 @@ export class Session implements HubSession, SessionControl {
 
   // ---- SessionControl ---------------------------------------------------------------
 
-  submit(content: ContentBlock[], options: { mayReopen: boolean }): FrontendErrorInit | undefined {
+  /** Why new input may not start a run now (a finished session not re-opened by this subscriber). */
+  #notRunnable(options: { mayReopen: boolean }): FrontendErrorInit | undefined {
     const status = this.#status;
-    if (status !== SessionStatus.RUNNING && !this.#run) {
-      if (!REOPENABLE_STATUSES.has(status)) {
-        return {
-          category: FrontendErrorCategory.SESSION_REPLAY_ONLY,
-          message: `session ${this.id} ended with status ${SessionStatus[status]?.toLowerCase()} and is replay-only`,
-        };
-      }
-      if (!options.mayReopen) {
-        return {
-          category: FrontendErrorCategory.SESSION_REPLAY_ONLY,
-          message: `session ${this.id} is ${SessionStatus[status]?.toLowerCase()}; resume it (resume_session) to continue`,
-        };
-      }
+    if (status === SessionStatus.RUNNING || this.#run) return undefined;
+    if (!REOPENABLE_STATUSES.has(status)) {
+      return {
+        category: FrontendErrorCategory.SESSION_REPLAY_ONLY,
+        message: `session ${this.id} ended with status ${SessionStatus[status]?.toLowerCase()} and is replay-only`,
+      };
     }
+    if (!options.mayReopen) {
+      return {
+        category: FrontendErrorCategory.SESSION_REPLAY_ONLY,
+        message: `session ${this.id} is ${SessionStatus[status]?.toLowerCase()}; resume it (resume_session) to continue`,
+      };
+    }
+    return undefined;
+  }
+
+  submit(content: ContentBlock[], options: { mayReopen: boolean }): FrontendErrorInit | undefined {
+    const refused = this.#notRunnable(options);
+    if (refused) return refused;
     this.enqueue(content);
+    return undefined;
+  }
+
+  /**
+   * Queues a call the operator makes without a model turn (a direct-invoke slash command
+   * or an action trigger). The tool must be one of this session's; the arguments are
+   * mapped (slash command text) and checked against its input schema here, so a typo is
+   * answered at once and nothing runs.
+   */
+  invoke(request: DirectInvokeRequest, options: { mayReopen: boolean }): FrontendErrorInit | undefined {
+    const invalid = (message: string): FrontendErrorInit => ({
+      category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+      message,
+    });
+    const what =
+      request.origin.kind === "slash_command"
+        ? `/${request.origin.name}`
+        : `action "${request.origin.nodeId}"`;
+    const refused = this.#notRunnable(options);
+    if (refused) return refused;
+    const tool = this.tools
+      .all()
+      .find((t) => t.provider.name === request.provider && t.tool.schema.name === request.toolName);
+    if (!tool) {
+      return invalid(
+        `${what}: ${request.provider}.${request.toolName} is not one of this session's tools (profile "${this.profile.name}")`,
+      );
+    }
+    if (this.planMode && tool.tool.schema.kind === ToolKind.RESOURCE) {
+      return invalid(
+        `${what}: ${request.provider}.${request.toolName} changes things, and the session is in plan mode`,
+      );
+    }
+    let args: JsonObject;
+    if (typeof request.args === "string") {
+      const mapped = commandArguments(request.args, tool.tool.inputJsonSchema);
+      if (!mapped.ok) return invalid(`${what}: ${mapped.error}`);
+      args = mapped.value;
+    } else {
+      args = request.args;
+    }
+    const check = checkPayload(tool.tool.inputJsonSchema, args);
+    if (!check.ok) {
+      return invalid(
+        `${what}: the arguments do not match ${request.provider}.${request.toolName}'s input schema: ${check.errors.join("; ")}`,
+      );
+    }
+    this.#inputs.push({ kind: "invoke", invocation: { tool, args, origin: request.origin } });
+    this.#kick();
     return undefined;
   }
 

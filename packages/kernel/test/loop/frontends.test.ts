@@ -369,6 +369,7 @@ describe("slash commands", () => {
     expect(registered).toEqual([
       ["tools", "review", Dispatch.PROMPT_EXPANSION],
       ["tools", "wipe", Dispatch.DIRECT_INVOKE],
+      ["tools", "peek", Dispatch.DIRECT_INVOKE],
     ]);
     await a.next("backfillComplete");
     a.send({ sessionId: id, event: { case: "slashCommand", value: { name: "review", args: "main.ts" } } });

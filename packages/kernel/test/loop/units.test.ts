@@ -1,5 +1,5 @@
 // The loop's pure pieces, without plugin processes: guards, naming, backoff, template
-// expansion, the invocation tracker, the session channel's ordering and the generic
+// expansion, slash command argument mapping, the invocation tracker, the session channel's ordering and the generic
 // renderer.
 import { create, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
@@ -22,6 +22,7 @@ import {
   CircuitBreaker,
   CostNode,
   callHash,
+  commandArguments,
   DoomLoopDetector,
   declaredToolName,
   discardLog,
@@ -327,5 +328,71 @@ describe("generic renderer", () => {
       "could not be decoded",
     );
     expect(placed(garbage).region).toBe(Region.MAIN_CHAT);
+  });
+});
+
+describe("direct-invoke argument mapping", () => {
+  const str = { type: "string" };
+  const writeSchema = {
+    type: "object",
+    properties: {
+      path: str,
+      content: str,
+      mode: { type: "integer" },
+      force: { type: "boolean" },
+      tags: { type: "array", items: str },
+    },
+    required: ["path", "content"],
+  };
+  const pathOnly = {
+    type: "object",
+    properties: { path: str, depth: { type: "integer" } },
+    required: ["path"],
+  };
+
+  it("reads key=value words as typed properties, with quoting for spaces", () => {
+    expect(
+      commandArguments(
+        `path="my file.txt" content='a = b' mode=420 force=true tags='["x","y"]'`,
+        writeSchema,
+      ),
+    ).toStrictEqual({
+      ok: true,
+      value: { path: "my file.txt", content: "a = b", mode: 420, force: true, tags: ["x", "y"] },
+    });
+  });
+
+  it("takes a JSON object as it is, and nothing as {}", () => {
+    expect(commandArguments(' {"path": "a", "depth": 2} ', pathOnly)).toStrictEqual({
+      ok: true,
+      value: { path: "a", depth: 2 },
+    });
+    expect(commandArguments("   ", pathOnly)).toStrictEqual({ ok: true, value: {} });
+  });
+
+  it("puts any other text whole into the tool's one required string field", () => {
+    expect(commandArguments("src/a b.ts", pathOnly)).toStrictEqual({
+      ok: true,
+      value: { path: "src/a b.ts" },
+    });
+    // "x=1" names no property, so it is text, not a pair.
+    expect(commandArguments("x=1", pathOnly)).toStrictEqual({ ok: true, value: { path: "x=1" } });
+  });
+
+  it("explains what to write when the text cannot be mapped", () => {
+    const fail = (text: string, schema: object) => {
+      const r = commandArguments(text, schema as never);
+      if (r.ok) throw new Error(`"${text}" was mapped to ${JSON.stringify(r.value)}`);
+      return r.error;
+    };
+    expect(fail("hello world", writeSchema)).toContain("path=… content=… mode=… force=… tags=…");
+    expect(fail("mode=fast path=a", writeSchema)).toBe('mode: "fast" is not a number');
+    expect(fail("force=yes", writeSchema)).toBe('force: "yes" is not true or false');
+    expect(fail("path=a path=b", writeSchema)).toBe("path is given twice");
+    expect(fail('path="open', writeSchema)).toBe("a quote is not closed");
+    expect(fail("{not json", pathOnly)).toContain("not a JSON object");
+    expect(
+      fail("[1, 2]", { type: "object", properties: { n: { type: "array" } }, required: ["n"] }),
+    ).toContain("cannot map");
   });
 });
