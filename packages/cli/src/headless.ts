@@ -29,10 +29,20 @@ export type OutputFormat = "text" | "json" | "stream-json";
 /** Kernel-written message events of failed, billed attempts are not part of the conversation. */
 const ATTEMPT_FAILED = "attempt_failed:";
 
+/** A tool as the init record lists it: the model's name for it, where it comes from, kind and risk. */
+export interface InitTool {
+  name: string;
+  provider: string;
+  tool: string;
+  kind: string;
+  risk: string;
+}
+
 export interface InitRecord {
   sessionId: string;
   model: string;
-  tools: string[];
+  /** The tools the model is offered in this run (plan mode leaves resources out). */
+  tools: InitTool[];
   profile: string;
   cwd: string;
   headlessAsk: string;
@@ -365,7 +375,13 @@ export class HeadlessPrinter {
       type: "init",
       session_id: r.sessionId,
       model: r.model,
-      tools: r.tools,
+      tools: r.tools.map((t) => ({
+        name: t.name,
+        provider: t.provider,
+        tool: t.tool,
+        kind: t.kind,
+        risk: t.risk,
+      })),
       profile: r.profile,
       cwd: r.cwd,
       headless_ask: r.headlessAsk,

@@ -83,7 +83,23 @@ describe("agent run -p (headless)", () => {
       profile: "default",
       headless_ask: "allow",
     });
-    expect(init["tools"]).toEqual(["filesystem.*", "exec.*"]);
+    // The tools as the model was sent them (not the profile's patterns), with kind and risk.
+    const listed = init["tools"] as Array<Record<string, string>>;
+    const sent = (fake.requests[0]!.json as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(listed.map((t) => t["name"])).toEqual(sent);
+    expect(sent).toContain("filesystem__edit_file");
+    expect(listed.find((t) => t["name"] === "filesystem__read_file")).toEqual({
+      name: "filesystem__read_file",
+      provider: "filesystem",
+      tool: "read_file",
+      kind: "data_source",
+      risk: "read_only",
+    });
+    expect(listed.find((t) => t["name"] === "exec__bash")).toMatchObject({
+      provider: "exec",
+      tool: "bash",
+      kind: "resource",
+    });
     sessionId = String(init["session_id"]);
     expect(firstRun.every((rec) => rec["session_id"] === sessionId)).toBe(true);
 

@@ -213,7 +213,9 @@ describe("headless printers", () => {
     p.init({
       sessionId: "S1",
       model: "m/x",
-      tools: ["fs.*"],
+      tools: [
+        { name: "fs__read_file", provider: "fs", tool: "read_file", kind: "data_source", risk: "read_only" },
+      ],
       profile: "default",
       cwd: "/w",
       headlessAsk: "deny",
@@ -258,7 +260,13 @@ describe("headless printers", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
     expect(recs.map((r) => r.type)).toEqual(["init", "delta", "usage", "status", "result"]);
-    expect(recs[0]).toMatchObject({ session_id: "S1", plan_mode: true, tools: ["fs.*"] });
+    expect(recs[0]).toMatchObject({
+      session_id: "S1",
+      plan_mode: true,
+      tools: [
+        { name: "fs__read_file", provider: "fs", tool: "read_file", kind: "data_source", risk: "read_only" },
+      ],
+    });
     expect(recs[1]).toMatchObject({ kind: "text", text: "Hi", target_id: "t" });
     expect(recs[2]).toMatchObject({ input_tokens: 10, output_tokens: 2, cost_usd: 0.1 });
     expect(recs[3]).toMatchObject({ status: "completed", previous_status: "running" });

@@ -35,7 +35,13 @@ export type {
   FrontendPort,
 } from "./loop/frontend-port.ts";
 export { retryDelayMs } from "./loop/model-call.ts";
-export { declaredToolName, TOOL_NAME_SEPARATOR, ToolNameCollisionError } from "./loop/tool-registry.ts";
+export {
+  declaredToolName,
+  type SessionToolInfo,
+  TOOL_NAME_SEPARATOR,
+  type ToolKindName,
+  ToolNameCollisionError,
+} from "./loop/tool-registry.ts";
 export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
 export {
   ProviderConfigureError,

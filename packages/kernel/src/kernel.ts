@@ -62,7 +62,7 @@ import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
 import { profileCandidates, Session } from "./loop/session.ts";
-import { ToolRegistry } from "./loop/tool-registry.ts";
+import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus, sendConfigure } from "./plugins/providers.ts";
 import { noTrace, type Tracer } from "./trace.ts";
@@ -124,6 +124,11 @@ export interface SessionHandle {
   /** Cancels the current run (model stream and running tools); the session records `cancelled`. */
   interrupt(): void;
   setPlanMode(on: boolean): void;
+  /**
+   * The session's tools as resolved from its profile, in profile order, under the names the
+   * model sees, with kind and risk; `offered` is false for what plan mode withholds now.
+   */
+  tools(): SessionToolInfo[];
   /** Resolves with the status once no run is active and nothing is queued. */
   idle(): Promise<SessionStatus>;
 }
@@ -559,6 +564,7 @@ function handleFor(session: Session): SessionHandle {
     setPlanMode: (on) => {
       session.planMode = on;
     },
+    tools: () => session.tools.describe({ planMode: session.planMode }),
     idle: () => session.idle(),
   };
 }

@@ -28,7 +28,7 @@ import { runTui } from "@pluggableharness/provider-tui";
 import { listSessions, openSessionReader } from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
-import { HeadlessPrinter, type OutputFormat, summarize } from "../headless.ts";
+import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
 
@@ -237,7 +237,7 @@ export async function runRun(
         format: opts.outputFormat ?? "text",
         verbose: !!opts.verbose,
         model,
-        tools: toolsOf(config, handle.profile),
+        tools: handle.tools().filter((t) => t.offered),
         headlessAsk: opts.headlessAsk ?? "deny",
         planMode: !!opts.plan,
       });
@@ -251,10 +251,6 @@ export async function runRun(
 function modelOf(config: AgentConfig, profileName: string): string {
   const primary = config.profiles.find((p) => p.name === profileName)?.model?.primary;
   return primary ? `${primary.provider}/${primary.id}` : "";
-}
-
-function toolsOf(config: AgentConfig, profileName: string): string[] {
-  return config.profiles.find((p) => p.name === profileName)?.tools.map((t) => t.text) ?? [];
 }
 
 /** Waits for the attach answer (session_attached … backfill_complete), dropping the backfill. */
@@ -283,7 +279,7 @@ async function runHeadless(
     format: OutputFormat;
     verbose: boolean;
     model: string;
-    tools: string[];
+    tools: InitTool[];
     headlessAsk: string;
     planMode: boolean;
   },

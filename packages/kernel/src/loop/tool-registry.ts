@@ -5,8 +5,8 @@
 // never has to be parsed; two tools mapping to one name is a session-start error.
 import { createHash } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import type { AgentProfile } from "@pluggableharness/config";
-import { resolveProfileTools } from "@pluggableharness/config";
+import type { AgentProfile, RiskName } from "@pluggableharness/config";
+import { resolveProfileTools, riskNameOf } from "@pluggableharness/config";
 import { type ToolDeclaration, ToolDeclarationSchema } from "@pluggableharness/protocol/model";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import type { ValidatedTool } from "../domain/index.ts";
@@ -22,6 +22,28 @@ export interface SessionTool {
   readonly tool: ValidatedTool;
   readonly declaration: ToolDeclaration;
 }
+
+export type ToolKindName = "data_source" | "resource" | "interactive";
+
+/** A session tool as the model is shown it, for listings (SessionHandle.tools()). */
+export interface SessionToolInfo {
+  /** The name the model calls it by: `<provider>__<tool>`. */
+  readonly name: string;
+  /** The tool provider's local name. */
+  readonly provider: string;
+  /** The operation's own name at its provider. */
+  readonly tool: string;
+  readonly kind: ToolKindName;
+  readonly risk: RiskName;
+  /** Whether the model is offered it now (plan mode withholds resources). */
+  readonly offered: boolean;
+}
+
+const KIND_NAMES: Record<number, ToolKindName> = {
+  [ToolKind.DATA_SOURCE]: "data_source",
+  [ToolKind.RESOURCE]: "resource",
+  [ToolKind.INTERACTIVE]: "interactive",
+};
 
 export class ToolNameCollisionError extends Error {
   readonly code = "tool_name_collision";
@@ -85,6 +107,19 @@ export class ToolRegistry {
 
   all(): SessionTool[] {
     return [...this.#byName.values()];
+  }
+
+  /** Every tool in profile order, named as the model sees it. */
+  describe(options: { planMode: boolean }): SessionToolInfo[] {
+    return this.all().map((t) => ({
+      name: t.declaredName,
+      provider: t.provider.name,
+      tool: t.tool.schema.name,
+      // GetSchema validation rejects unspecified kinds and risks, so both names exist.
+      kind: KIND_NAMES[t.tool.schema.kind]!,
+      risk: riskNameOf(t.tool.schema.risk)!,
+      offered: !(options.planMode && t.tool.schema.kind === ToolKind.RESOURCE),
+    }));
   }
 
   /** Declarations for a request; plan mode withholds every resource tool. */

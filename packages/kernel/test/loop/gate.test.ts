@@ -457,6 +457,37 @@ describe("plans", () => {
     await k.close();
   });
 
+  it("lists the session's tools under the names the model is sent, with kind, risk and what plan mode offers", async () => {
+    const k = await h.kernel({ scripts: { listing: { turns: [reply("one"), reply("two")] } } });
+    const s = await k.kernel.startSession({ planMode: true });
+    const listed = s.tools();
+    expect(listed.find((t) => t.tool === "write")).toEqual({
+      name: "tools__write",
+      provider: "tools",
+      tool: "write",
+      kind: "resource",
+      risk: "moderate",
+      offered: false,
+    });
+    expect(listed.find((t) => t.tool === "ask")).toMatchObject({
+      kind: "interactive",
+      risk: "read_only",
+      offered: true,
+    });
+    s.send("[listing] plan");
+    await s.idle();
+    const sent = (turn: number) =>
+      k.requests("listing")[turn]!.request.tools.map((t: { name: string }) => t.name);
+    expect(listed.filter((t) => t.offered).map((t) => t.name)).toEqual(sent(0));
+    s.setPlanMode(false);
+    const all = s.tools();
+    expect(all.every((t) => t.offered)).toBe(true);
+    s.send("go on");
+    await s.idle();
+    expect(all.map((t) => t.name)).toEqual(sent(1));
+    await k.close();
+  });
+
   it("snapshots kind, risk and description, and a Preview; a slow Preview just leaves it out", async () => {
     const k = await h.kernel({
       limits: { previewTimeoutMs: 1000 },
