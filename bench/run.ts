@@ -163,6 +163,13 @@ const env: BenchEnv = {
 let commit = "unknown";
 try {
   commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+  // The suite measures the working tree; say so when it differs from the commit.
+  const dirty = execFileSync("git", ["status", "--porcelain", "--", "packages", "providers"], {
+    cwd: ROOT,
+    encoding: "utf8",
+  }).trim();
+  if (dirty)
+    commit += ` plus uncommitted changes in ${dirty.split("\n").length} files under packages/ and providers/`;
 } catch {
   // not a git checkout
 }

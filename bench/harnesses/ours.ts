@@ -21,8 +21,11 @@ const TOOL_PROVIDERS = ["filesystem", "search", "exec", "web", "user", "task"];
 const CONTEXT_PROVIDERS = ["project-context"];
 const ROOTED = ["filesystem", "search", "exec"];
 
+/** The `agent` executable as installed: the CLI package's declared bin. */
 export function agentBin(root: string): string {
-  return join(root, "packages", "cli", "bin", "agent.ts");
+  const dir = join(root, "packages", "cli");
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { bin: { agent: string } };
+  return join(dir, pkg.bin.agent);
 }
 
 export function slowToolMain(root: string): string {
