@@ -198,8 +198,18 @@ describe("agent run -p (headless)", () => {
     // show: the kernel's generic rendering of the file, no plugin started.
     expect(show.code).toBe(0);
     expect(show.stdout).toContain("Fixed add() in calc.js; the test passes.");
-    expect(show.stdout).toContain("→ exec.bash");
     expect(show.stdout).not.toBe(r.stdout);
+    // Each call once (its tool_call event), with its result once (its tool_result event):
+    // messages no longer repeat the model's tool_use blocks or the tool_result blocks.
+    const count = (text: string, what: string) => text.split(what).length - 1;
+    for (const call of ["filesystem.read_file", "filesystem.edit_file", "exec.bash"]) {
+      expect([call, count(show.stdout, `→ ${call}`), count(show.stdout, `✓ ${call}`)]).toEqual([call, 1, 1]);
+    }
+    for (const text of [show.stdout, r.stdout]) {
+      expect(text).not.toContain("Tool call ");
+      expect(text).not.toContain("Result of ");
+      expect(text).not.toContain("filesystem__read_file");
+    }
   });
 
   it("resumes the session with --resume and --continue", async () => {

@@ -7,7 +7,7 @@ export * as domain from "./domain/index.ts";
 export { attachHandler } from "./frontends/attach.ts";
 export type { AttachPlan, BackfillSource, ServerEventInit, Subscriber } from "./frontends/channel.ts";
 export { expandTemplate, FrontendRequestError } from "./frontends/hub.ts";
-export { EventRenderer, genericRenderTree, type RenderableEvent } from "./frontends/renderer.ts";
+export { EventRenderer, genericRenderTree, hasContent, type RenderableEvent } from "./frontends/renderer.ts";
 export { type HookContext, HookDispatcher, type HookOutcome } from "./hooks/dispatcher.ts";
 export {
   createKernel,

@@ -61,8 +61,12 @@ export async function runShow(io: Io, id: string, opts: { expand?: boolean }): P
   try {
     let n = 0;
     for (const e of reader.events()) {
+      // Like a live or replayed session: an event with nothing to show (a message of tool
+      // results only) prints nothing, so each call appears once, by its own events.
+      const tree = genericRenderTree(e);
+      if (!tree.root) continue;
       if (n++ > 0) line(io.out);
-      line(io.out, treeText(genericRenderTree(e), { expand: !!opts.expand }));
+      line(io.out, treeText(tree, { expand: !!opts.expand }));
     }
     return EXIT.OK;
   } finally {

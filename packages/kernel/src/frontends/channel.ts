@@ -3,12 +3,14 @@
 // and interactive requests, usage and status updates) goes through one serial queue,
 // so a subscriber never sees a permission request before the plan it belongs to, and
 // an attaching frontend's backfill (replayed renders up to the last event queued before
-// it attached) is followed exactly by the live events after it.
+// it attached) is followed exactly by the live events after it. A render with nothing to
+// show (an empty tree, e.g. a message of tool results only) is not sent, live or in a
+// backfill alike, so both read the same.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/frontend";
 import type { PlacedContent } from "@pluggableharness/protocol/render";
 import type { KernelLogger } from "../log.ts";
-import type { RenderableEvent } from "./renderer.ts";
+import { hasContent, type RenderableEvent } from "./renderer.ts";
 
 export type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
 
@@ -92,6 +94,7 @@ export class SessionChannel {
     this.#enqueue(async () => {
       if (this.#subscribers.size === 0) return;
       const content = await this.#render(event);
+      if (!hasContent(content.content)) return;
       this.#broadcast(
         create(ServerEventSchema, {
           sessionId: this.sessionId,
@@ -120,7 +123,8 @@ export class SessionChannel {
       subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
     send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
     for (const e of plan.backfill.events(through)) {
-      send({ event: { case: "render", value: { content: await this.#render(e) } } });
+      const content = await this.#render(e);
+      if (hasContent(content.content)) send({ event: { case: "render", value: { content } } });
     }
     send({
       ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}),

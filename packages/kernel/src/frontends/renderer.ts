@@ -104,11 +104,23 @@ function blockNodes(blocks: readonly ContentBlock[]): RenderNode[] {
   return out;
 }
 
-function renderMessage(m: Message | undefined, syntheticReason: string): RenderNode {
+/**
+ * A message without its tool_use and tool_result blocks: every call is shown once, by
+ * its own tool_call event, and every result by its tool_result event. Undefined when
+ * nothing is left (a message of tool results only, or of tool calls only).
+ */
+function renderMessage(m: Message | undefined, syntheticReason: string): RenderNode | undefined {
   if (!m) return text("(empty message)", TextStyle.DIM);
+  const shown = m.content.filter((b) => b.block.case !== "toolUse" && b.block.case !== "toolResult");
+  if (shown.length === 0) return undefined;
   const who = m.role === Role.ASSISTANT ? "Assistant" : "User";
   const header = syntheticReason ? `${who} (kernel: ${syntheticReason})` : who;
-  return group([text(header, TextStyle.BOLD), ...blockNodes(m.content)]);
+  return group([text(header, TextStyle.BOLD), ...blockNodes(shown)]);
+}
+
+/** The tool as a transcript names it: provider.tool, or the model's name when no provider served it. */
+function toolLabel(provider: string, tool: string): string {
+  return provider ? `${provider}.${tool}` : tool;
 }
 
 function errorLine(e: ToolError): string {
@@ -130,9 +142,12 @@ const OUTCOMES: Record<number, string> = {
   [ApplyOutcome.CANCELLED]: "cancelled",
 };
 
-/** The kernel's rendering of any persisted event; never throws. */
+/**
+ * The kernel's rendering of any persisted event; never throws. A tree without a root
+ * means the event has nothing to show (frontends are not sent it).
+ */
 export function genericRenderTree(event: RenderableEvent): RenderTree {
-  const root = (() => {
+  const root = ((): RenderNode | undefined => {
     const v1 = event.schemaVersion === "1" || event.schemaVersion === "v1";
     if (!v1) {
       return text(
@@ -149,13 +164,13 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
         case EventKind.TOOL_CALL: {
           const e = fromBinary(ToolCallEventSchema, event.payload);
           return group([
-            text(`→ ${e.provider}.${e.call?.toolName ?? "?"}`, TextStyle.BOLD),
+            text(`→ ${toolLabel(e.provider, e.call?.toolName ?? "?")}`, TextStyle.BOLD),
             code(json(e.call?.arguments), "json"),
           ]);
         }
         case EventKind.TOOL_RESULT: {
           const e = fromBinary(ToolResultEventSchema, event.payload);
-          const head = `${e.denied ? "✗ denied" : e.outcome.case === "error" ? "✗" : "✓"} ${e.provider}.${e.toolName}`;
+          const head = `${e.denied ? "✗ denied" : e.outcome.case === "error" ? "✗" : "✓"} ${toolLabel(e.provider, e.toolName)}`;
           const children: RenderNode[] = [];
           if (e.outcome.case === "result") children.push(code(json(e.outcome.value.payload), "json"));
           if (e.outcome.case === "error") children.push(text(errorLine(e.outcome.value), TextStyle.ERROR));
@@ -233,7 +248,12 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
       );
     }
   })();
-  return create(RenderTreeSchema, { root });
+  return create(RenderTreeSchema, root ? { root } : {});
+}
+
+/** Whether a rendered tree shows anything. */
+export function hasContent(tree: RenderTree | undefined): boolean {
+  return tree?.root?.node.case !== undefined;
 }
 
 export function placed(tree: RenderTree, region: Region = Region.MAIN_CHAT): PlacedContent {

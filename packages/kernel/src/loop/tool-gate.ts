@@ -473,7 +473,7 @@ export function resultBlock(call: CallRecord, turnAborted: boolean): ContentBloc
   };
 }
 
-export function cancelledResult(): CallResult {
+function cancelledResult(): CallResult {
   return {
     status: "cancelled",
     denied: false,

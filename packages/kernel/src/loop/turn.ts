@@ -31,7 +31,7 @@ import type { LoopDeps } from "./deps.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
 import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
-import { CallGate, type CallRecord, cancelledResult, resultBlock } from "./tool-gate.ts";
+import { CallGate, type CallRecord, resultBlock } from "./tool-gate.ts";
 
 export type TurnOutcome =
   | { readonly kind: "done" }
@@ -159,20 +159,22 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       session.history.push(partial.message);
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
+        // Calls the model named before the interrupt: none ran, each gets a cancelled
+        // result (a tool_result event too, so transcripts still show the call).
+        const unrun: CallRecord[] = uses.map((b, index) => {
+          const use = b.block.value as ToolUseBlock;
+          return { index, block: use, args: use.input ?? {}, resultPersisted: false, hookable: false };
+        });
+        new CallGate(deps, session, {
+          turnId,
+          calls: unrun,
+          signal,
+          serializeAll: false,
+          trace,
+        }).cancelRemaining();
         session.appendUserMessage(
           turnId,
-          uses.map((b) => {
-            const use = b.block.value as ToolUseBlock;
-            const call: CallRecord = {
-              index: 0,
-              block: use,
-              args: use.input ?? {},
-              resultPersisted: true,
-              hookable: false,
-              result: cancelledResult(),
-            };
-            return resultBlock(call, true);
-          }),
+          unrun.map((c) => resultBlock(c, true)),
         );
       }
     }

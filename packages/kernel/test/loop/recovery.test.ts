@@ -412,6 +412,38 @@ describe("cancellation", () => {
     );
   });
 
+  it("gives tool calls named before an interrupt mid-stream a cancelled result, in history and in the file", async () => {
+    const k = await chainKernel();
+    k.script("cancelcalls", {
+      turns: [
+        {
+          events: [
+            text("reading"),
+            tool("t1", "tools__read", { path: "a" }),
+            text(" then"),
+            { waitCancel: true },
+          ],
+        },
+      ],
+    });
+    const c = k.client();
+    const id = await c.create("[cancelcalls] go");
+    // The stream is ordered: once " then" arrived, the kernel has the whole tool call.
+    await c.next("streamDelta", (v, e) => e.sessionId === id && v.text === " then");
+    c.send({ sessionId: id, event: { case: "interrupt", value: {} } });
+    expect(await c.finished(id)).toBe(SessionStatus.CANCELLED);
+    const f = k.file(id);
+    expect(k.invocations()).toEqual([]);
+    expect(f.kinds()).toEqual(["message", "message", "tool_result", "message"]);
+    const r = f.toolResults()[0]!;
+    expect([r.toolCallId, r.toolName, r.outcome.case === "error" && r.outcome.value.category]).toEqual([
+      "t1",
+      "tools__read",
+      ToolErrorCategory.CANCELLED,
+    ]);
+    expect(toolUsePairing(f.messages())).toEqual({ uses: ["t1"], results: ["t1"] });
+  });
+
   it("cancels through the API as well: SessionHandle.interrupt()", async () => {
     const k = await chainKernel();
     k.script("apicancel", { turns: [{ events: [text("working"), { waitCancel: true }] }] });

@@ -17,7 +17,7 @@ import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
 import { SessionChannel } from "../../src/frontends/channel.ts";
-import { placed } from "../../src/frontends/renderer.ts";
+import { hasContent, placed } from "../../src/frontends/renderer.ts";
 import {
   CircuitBreaker,
   CostNode,
@@ -233,6 +233,86 @@ describe("session channel without subscribers", () => {
     await attached;
     await channel.flush();
     expect(got.map((e) => e.event.case)).toEqual(["sessionAttached", "render", "backfillComplete", "render"]);
+  });
+});
+
+describe("each tool call shown once", () => {
+  const message = (seq: number, role: number, content: object[]) =>
+    stored(
+      seq,
+      EventKind.MESSAGE,
+      toBinary(
+        MessageEventSchema,
+        create(MessageEventSchema, { message: { role, content: content as never } }),
+      ),
+    );
+  const use = { block: { case: "toolUse", value: { id: "c1", name: "fs__read", input: { path: "a" } } } };
+  const result = {
+    block: {
+      case: "toolResult",
+      value: { toolUseId: "c1", content: [{ block: { case: "text", value: { text: "{}" } } }] },
+    },
+  };
+  const said = { block: { case: "text", value: { text: "Reading a." } } };
+
+  it("leaves tool calls and results out of messages; a message of nothing else renders empty", () => {
+    const withText = genericRenderTree(message(1, 2, [said, use]));
+    expect(hasContent(withText)).toBe(true);
+    expect(JSON.stringify(withText)).toContain("Reading a.");
+    expect(JSON.stringify(withText)).not.toContain("fs__read");
+    expect(hasContent(genericRenderTree(message(2, 2, [use])))).toBe(false);
+    expect(hasContent(genericRenderTree(message(3, 1, [result])))).toBe(false);
+    const notFound = genericRenderTree(
+      stored(
+        4,
+        EventKind.TOOL_RESULT,
+        toBinary(
+          ToolResultEventSchema,
+          create(ToolResultEventSchema, {
+            provider: "",
+            toolName: "fs__gone",
+            outcome: {
+              case: "error",
+              value: { category: ToolErrorCategory.NOT_FOUND, message: "no such tool" },
+            },
+          }),
+        ),
+      ),
+    );
+    expect(notFound.root?.node.case === "collapsible" && notFound.root.node.value.summary).toBe("✗ fs__gone");
+  });
+
+  it("sends no render for an event with nothing to show, live or in a backfill", async () => {
+    const channel = new SessionChannel(
+      "S",
+      async (e) => placed(genericRenderTree(e)),
+      new KernelLogger(discardLog),
+    );
+    const live: ServerEvent[] = [];
+    channel.subscribe({ interactive: false, deliver: (e) => live.push(e) });
+    const history = [
+      message(1, 1, [said]),
+      message(2, 2, [use]),
+      message(3, 1, [result]),
+      message(4, 2, [said]),
+    ];
+    for (const e of history) channel.publishPersisted(e);
+    const late: ServerEvent[] = [];
+    await channel.attach(
+      { interactive: false, deliver: (e) => late.push(e) },
+      { opening: { event: { case: "sessionAttached", value: {} } }, backfill: { events: () => history } },
+    );
+    await channel.flush();
+    expect(live.map((e) => e.event.case)).toEqual(["render", "render"]);
+    expect(late.map((e) => e.event.case)).toEqual([
+      "sessionAttached",
+      "render",
+      "render",
+      "backfillComplete",
+    ]);
+    expect(late.slice(1, 3).map((e) => JSON.stringify(e.event.value))).toEqual(
+      live.map((e) => JSON.stringify(e.event.value)),
+    );
   });
 });
 
