@@ -62,6 +62,7 @@ export {
   type VendorRequest,
   type VendorResponse,
 } from "./http.ts";
+export { MAX_MERGED_CHARS, mergeBufferedDeltas } from "./merge.ts";
 export { type RateLimitHeaderFamily, type ResetFormat, rateLimitsFromHeaders } from "./ratelimits.ts";
 export {
   ANTHROPIC_TOOL_NAMES,

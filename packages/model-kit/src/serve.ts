@@ -17,6 +17,7 @@ import { checkContentSupport, type ProviderIdentity } from "./content.ts";
 import { isAbortError, ModelFailure } from "./errors.ts";
 import type { StreamEventInit } from "./events.ts";
 import { CancelledError } from "./http.ts";
+import { mergeBufferedDeltas } from "./merge.ts";
 
 export type Logger = PluginContext["log"];
 
@@ -180,7 +181,8 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
           redact: configured.redact,
           self,
         };
-        for await (const event of adapter.stream(req, call)) {
+        // Deltas already buffered travel as one event (merge.ts); none waits for the network.
+        for await (const event of mergeBufferedDeltas(adapter.stream(req, call))) {
           if (ctx.signal.aborted) return;
           events++;
           yield event;

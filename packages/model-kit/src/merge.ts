@@ -1,0 +1,111 @@
+// Delta merging for the provider → kernel stream. A vendor's network read often carries
+// hundreds of SSE frames; sent one StreamEvent each, every text delta pays for a gRPC
+// message, an HTTP/2 frame and a decode in the kernel. Adjacent text deltas (or thinking
+// deltas) that are already buffered when the next event is asked for therefore travel as
+// one StreamEvent. Nothing waits for more input: when the source has no further event
+// ready before the event loop's next macrotask (it is waiting for the network), the held
+// text goes out at once. Order is kept and nothing is dropped: any other event, a
+// different delta kind, the end of the source or its failure releases the held text first.
+import type { StreamEventInit } from "./events.ts";
+
+/** A merged delta never grows beyond this many characters (keeps gRPC messages small). */
+export const MAX_MERGED_CHARS = 64 * 1024;
+
+const TICK: unique symbol = Symbol("tick");
+type MergeableCase = "textDelta" | "thinkingDelta";
+
+function mergeableCase(e: StreamEventInit): MergeableCase | undefined {
+  const c = e.event?.case;
+  return c === "textDelta" || c === "thinkingDelta" ? c : undefined;
+}
+
+function textOf(e: StreamEventInit): string {
+  const v = e.event?.value as { text?: string } | undefined;
+  return v?.text ?? "";
+}
+
+/**
+ * Yields `source`'s events with runs of adjacent, already-available text deltas (or
+ * thinking deltas) merged into one event each. See the module comment for when a run ends.
+ */
+export async function* mergeBufferedDeltas(
+  source: AsyncIterable<StreamEventInit>,
+  maxChars = MAX_MERGED_CHARS,
+): AsyncGenerator<StreamEventInit> {
+  const it = source[Symbol.asyncIterator]();
+  // The held run: its first event as received, and the texts of the ones merged into it.
+  let first: StreamEventInit | undefined;
+  let heldCase: MergeableCase | undefined;
+  let parts: string[] = [];
+  let size = 0;
+  // Resolves at the next check phase; one per held run, not one per event.
+  let tick: Promise<typeof TICK> | undefined;
+  const nextTick = (): Promise<typeof TICK> =>
+    new Promise((resolve) =>
+      setImmediate(() => {
+        tick = undefined;
+        resolve(TICK);
+      }),
+    );
+  const release = (): StreamEventInit => {
+    const out =
+      parts.length === 0
+        ? first!
+        : ({
+            event: { case: heldCase!, value: { text: textOf(first!) + parts.join("") } },
+          } as StreamEventInit);
+    first = undefined;
+    heldCase = undefined;
+    parts = [];
+    size = 0;
+    return out;
+  };
+  let finished = false;
+  try {
+    for (;;) {
+      const pending = it.next();
+      let result: IteratorResult<StreamEventInit>;
+      try {
+        if (first) {
+          tick ??= nextTick();
+          const raced = await Promise.race([pending, tick]);
+          if (raced === TICK) {
+            // The source is waiting for input: send what is held now.
+            yield release();
+            result = await pending;
+          } else result = raced;
+        } else result = await pending;
+      } catch (err) {
+        if (first) yield release();
+        finished = true;
+        throw err;
+      }
+      if (result.done) {
+        finished = true;
+        if (first) yield release();
+        return;
+      }
+      const event = result.value;
+      const kind = mergeableCase(event);
+      if (kind !== undefined && first && kind === heldCase) {
+        const text = textOf(event);
+        if (size + text.length <= maxChars) {
+          parts.push(text);
+          size += text.length;
+          continue;
+        }
+      }
+      if (first) yield release();
+      if (kind !== undefined) {
+        first = event;
+        heldCase = kind;
+        size = textOf(event).length;
+        continue;
+      }
+      yield event;
+    }
+  } finally {
+    // A consumer that stopped early (cancellation) closes the source too.
+    if (!finished) await it.return?.();
+  }
+}

@@ -1,0 +1,141 @@
+// Delta merging between an adapter and the wire: runs of buffered deltas become one event,
+// nothing is reordered or dropped, and nothing waits for input that has not arrived.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { ev, mergeBufferedDeltas, type StreamEventInit } from "../src/index.ts";
+
+type Step = { event: StreamEventInit; waitBefore: boolean };
+
+/** A source yielding `steps`; a step marked waitBefore arrives only after a macrotask (a network read). */
+async function* source(steps: readonly Step[]): AsyncGenerator<StreamEventInit> {
+  for (const s of steps) {
+    if (s.waitBefore) await new Promise<void>((resolve) => setTimeout(resolve, 0));
+    yield s.event;
+  }
+}
+
+async function collect(it: AsyncIterable<StreamEventInit>): Promise<StreamEventInit[]> {
+  const out: StreamEventInit[] = [];
+  for await (const e of it) out.push(e);
+  return out;
+}
+
+const caseOf = (e: StreamEventInit) => e.event?.case;
+const textOf = (e: StreamEventInit) => (e.event?.value as { text?: string } | undefined)?.text ?? "";
+
+/** The stream as the kernel accumulates it: runs of same-kind deltas joined, other events as they are. */
+function normalized(events: readonly StreamEventInit[]): Array<[string | undefined, string]> {
+  const out: Array<[string | undefined, string]> = [];
+  for (const e of events) {
+    const c = caseOf(e);
+    const last = out.at(-1);
+    if ((c === "textDelta" || c === "thinkingDelta") && last?.[0] === c) last[1] += textOf(e);
+    else out.push([c, c === "textDelta" || c === "thinkingDelta" ? textOf(e) : JSON.stringify(e)]);
+  }
+  return out;
+}
+
+describe("mergeBufferedDeltas", () => {
+  it("merges deltas that are already buffered into one event", async () => {
+    const steps: Step[] = [
+      { event: ev.start("r"), waitBefore: false },
+      ...["a", "b", "c"].map((t) => ({ event: ev.text(t), waitBefore: false })),
+      { event: ev.thinking("x"), waitBefore: false },
+      { event: ev.thinking("y"), waitBefore: false },
+      { event: ev.text("d"), waitBefore: false },
+      { event: ev.stop(1), waitBefore: false },
+    ];
+    const out = await collect(mergeBufferedDeltas(source(steps)));
+    expect(out.map((e) => [caseOf(e), textOf(e)])).toEqual([
+      ["streamStart", ""],
+      ["textDelta", "abc"],
+      ["thinkingDelta", "xy"],
+      ["textDelta", "d"],
+      ["stop", ""],
+    ]);
+    // Events that were not merged are passed through as they are.
+    expect(out[0]).toBe(steps[0]!.event);
+    expect(out.at(-1)).toBe(steps.at(-1)!.event);
+  });
+
+  it("sends held text as soon as the source waits for input", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    async function* slow(): AsyncGenerator<StreamEventInit> {
+      yield ev.text("a");
+      yield ev.text("b");
+      await gate; // the vendor has sent nothing more yet
+      yield ev.text("c");
+    }
+    const it = mergeBufferedDeltas(slow())[Symbol.asyncIterator]();
+    // Resolves although the source is still blocked: nothing waits for "c".
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("ab");
+    release();
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("c");
+    expect((await it.next()).done).toBe(true);
+  });
+
+  it("releases held text before a failure of the source", async () => {
+    async function* failing(): AsyncGenerator<StreamEventInit> {
+      yield ev.text("partial ");
+      yield ev.text("answer");
+      throw new Error("stream broke off");
+    }
+    const out: StreamEventInit[] = [];
+    await expect(
+      (async () => {
+        for await (const e of mergeBufferedDeltas(failing())) out.push(e);
+      })(),
+    ).rejects.toThrow("stream broke off");
+    expect(out.map(textOf)).toEqual(["partial answer"]);
+  });
+
+  it("never grows a merged event beyond the limit", async () => {
+    const steps = Array.from({ length: 10 }, () => ({ event: ev.text("12345"), waitBefore: false }));
+    const out = await collect(mergeBufferedDeltas(source(steps), 12));
+    expect(out.map(textOf)).toEqual(["1234512345", "1234512345", "1234512345", "1234512345", "1234512345"]);
+  });
+
+  it("closes the source when the consumer stops early", async () => {
+    let closed = false;
+    async function* endless(): AsyncGenerator<StreamEventInit> {
+      try {
+        for (let i = 0; ; i++) {
+          await new Promise<void>((resolve) => setTimeout(resolve, 0));
+          yield ev.text(String(i));
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    for await (const e of mergeBufferedDeltas(endless())) {
+      expect(textOf(e)).toBe("0");
+      break;
+    }
+    expect(closed).toBe(true);
+  });
+
+  it("never reorders or drops anything, wherever the network reads fall", async () => {
+    const event = fc.oneof(
+      fc.string({ maxLength: 4 }).map((t) => ev.text(t)),
+      fc.string({ maxLength: 4 }).map((t) => ev.thinking(t)),
+      fc.string({ maxLength: 3 }).map((id) => ev.toolDelta("call", id)),
+      fc.constant(ev.metadata({ actualModel: "m" })),
+      fc.constant(ev.signature("sig")),
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ event, waitBefore: fc.boolean() }), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 12 }),
+        async (steps, limit) => {
+          const out = await collect(mergeBufferedDeltas(source(steps), limit));
+          expect(normalized(out)).toEqual(normalized(steps.map((s) => s.event)));
+          for (const e of out) expect(textOf(e).length).toBeLessThanOrEqual(Math.max(limit, 4));
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
