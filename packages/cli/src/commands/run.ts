@@ -30,7 +30,7 @@ import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
-import { CliError, type Io, line } from "../io.ts";
+import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
 
 export interface RunOptions {
   print?: string;
@@ -285,7 +285,9 @@ async function runHeadless(
   },
 ): Promise<number> {
   const started = Date.now();
-  const printer = new HeadlessPrinter(io, o.format, o.verbose);
+  // One write per event-loop turn instead of one per record (a delta each in stream-json).
+  const out = new CoalescingWriter(io.out);
+  const printer = new HeadlessPrinter({ ...io, out }, o.format, o.verbose);
   const conn = kernel.frontends.connect({ name: "headless", interactive: false });
   const events = conn.events[Symbol.asyncIterator]();
   await attach(conn, handle.id, events);
@@ -329,15 +331,21 @@ async function runHeadless(
   try {
     handle.send(prompt);
     const status = await handle.idle();
-    // Let the session's queued events reach the printer, then end the connection.
-    await kernel.shutdown();
+    // Shutting down delivers the session's queued events and then ends the connection,
+    // before it stops the plugins: the result goes out while they stop.
+    const down = kernel.shutdown();
+    down.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
     await pump;
     drainPersisted();
     const summary = summarize(reader, handle.id, status, detail, Date.now() - started, startSequence);
-    return printer.result(summary);
+    const exit = printer.result(summary);
+    out.flushNow();
+    await down;
+    return exit;
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    out.close();
     reader.close();
     conn.close();
   }
