@@ -42,6 +42,7 @@ import {
 } from "@pluggableharness/state";
 import { InvocationTracker } from "./callbacks/invocations.ts";
 import { callbackImplementation } from "./callbacks/service.ts";
+import { defaultTokenCountFile, TokenCountCache } from "./callbacks/token-counts.ts";
 import { type KernelClock, systemClock } from "./clock.ts";
 import { ulidGenerator } from "./domain/index.ts";
 import { attachHandler } from "./frontends/attach.ts";
@@ -63,8 +64,9 @@ import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
 import { profileCandidates, Session } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
+import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
-import { ProviderRegistry, type ProviderStatus, sendConfigure } from "./plugins/providers.ts";
+import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -99,6 +101,19 @@ export interface KernelOptions {
   readonly trace?: Tracer;
   /** Session file durability (default "full"; "normal" for tests). */
   readonly durability?: "full" | "normal";
+  /**
+   * Where providers' static descriptions are cached (describe-cache.ts), so a provider
+   * with an entry is launched only when first used; false launches every provider at
+   * start. Default: $XDG_CACHE_HOME/agent/describe from `env`.
+   */
+  readonly describeCache?: string | false;
+  /** Run first-party providers from their up-to-date bundles (default: unless AGENT_NO_BUNDLES=1). */
+  readonly bundles?: boolean;
+  /**
+   * Where exact token counts persist between runs (callbacks/token-counts.ts); false keeps
+   * them for this kernel only. Default: $XDG_CACHE_HOME/agent/token-counts.json from `env`.
+   */
+  readonly tokenCountCache?: string | false;
   readonly limits?: Partial<LoopLimits>;
 }
 
@@ -213,6 +228,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   readonly #tracker = new InvocationTracker();
   readonly #renderer: EventRenderer;
   readonly #kernelProducer = kernelProducer(KERNEL_VERSION);
+  readonly #tokenCounts: TokenCountCache;
   #providers: ProviderRegistry | undefined;
   #deps: LoopDeps | undefined;
   #closed = false;
@@ -224,11 +240,14 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.#pool = options.pool ?? new PluginPool();
     this.#ownsPool = options.pool === undefined;
     this.#renderer = new EventRenderer(() => this.#providers, log.child("render"));
+    const countsFile = options.tokenCountCache ?? defaultTokenCountFile(options.env ?? process.env);
+    this.#tokenCounts = new TokenCountCache(countsFile === false ? undefined : countsFile);
     this.frontends = new FrontendHub(this, log.child("frontends"));
   }
 
   async init(resolved: Parameters<typeof ProviderRegistry.load>[0]["resolved"]): Promise<void> {
     const env = this.#options.env ?? process.env;
+    const cacheDir = this.#options.describeCache ?? defaultDescribeCacheDir(env);
     const providers = await ProviderRegistry.load({
       config: this.config,
       resolved,
@@ -236,6 +255,9 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       owner: this,
       env,
       log: this.#log.child("providers"),
+      installationRoot: this.#options.installationRoot,
+      bundles: this.#options.bundles ?? env["AGENT_NO_BUNDLES"] !== "1",
+      ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
@@ -303,6 +325,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         providers: () => this.#providers,
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
+        tokenCounts: this.#tokenCounts,
       },
       peer,
     );
@@ -325,10 +348,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   async pluginLaunched(name: string, launch: LaunchContext): Promise<void> {
-    const p = this.#providers?.get(name);
-    if (!p?.configured) return; // the first launch is configured by the registry itself
-    await sendConfigure(p, (s) => launch.client(s), this.#log.child("providers"));
-    this.#log.info(`provider "${name}" relaunched and configured again`, { launch: launch.launch });
+    // While the registry loads, it describes and configures what it launches itself.
+    const providers = this.#providers;
+    if (!providers) return;
+    const configured = await providers.launched(name, launch.description, (s) => launch.client(s));
+    if (configured && launch.launch > 1) {
+      this.#log.info(`provider "${name}" relaunched and configured again`, { launch: launch.launch });
+    }
   }
 
   pluginCrashed(report: CrashReport): void {
@@ -392,6 +418,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     });
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
+      await this.#activateFor(profile);
       const session = new Session(
         this.#d,
         {
@@ -467,6 +494,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     } catch (err) {
       throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
     }
+    await this.#activateFor(profile);
     const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
       inputTokens: 0n,
       messages: [],
@@ -491,6 +519,38 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     );
     this.#sessions.set(session.id, session);
     return session;
+  }
+
+  /**
+   * Providers described from the cache start when first used. A session's model providers
+   * are started (and configured) now, since routing needs their configured models; its
+   * context providers start alongside, as the first turn calls them at once.
+   */
+  async #activateFor(profile: NonNullable<ReturnType<typeof getProfile>>): Promise<void> {
+    const providers = this.#d.providers;
+    for (const p of providers.contextProviders()) {
+      providers.activate(p.name).catch(() => {
+        // Contribute reports the failure (the provider is skipped for that turn)
+      });
+    }
+    const wanted = [
+      ...new Set(
+        profile.model
+          ? [profile.model.primary, ...profile.model.fallbacks].map((m) => m.provider)
+          : providers.modelProviders().map((p) => p.name),
+      ),
+    ];
+    const results = await Promise.allSettled(wanted.map((name) => providers.activate(name)));
+    const failed = results.flatMap((r, i) =>
+      r.status === "rejected" ? [`${wanted[i]}: ${(r.reason as Error).message}`] : [],
+    );
+    if (failed.length > 0 && !this.#options.tolerateProviderFailures) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_CREATE_FAILED,
+        `a model provider failed to start:\n${failed.map((f) => `  - ${f}`).join("\n")}`,
+      );
+    }
+    for (const f of failed) this.#log.error(`model provider failed to start: ${f}`);
   }
 
   // ---- Kernel ----------------------------------------------------------------------------------
@@ -545,6 +605,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       }
     }
     this.#sessions.clear();
+    this.#tokenCounts.flush();
     this.#pool.release(this);
     if (this.#ownsPool) await this.#pool.shutdown();
   }

@@ -7,6 +7,18 @@ export {
   RpcError,
   type ServiceClient,
 } from "@pluggableharness/goplugin";
+export {
+  BUNDLE_DIR,
+  type BundleManifest,
+  bundlePathFor,
+  checkBundle,
+  type FreshBundle,
+  forgetBundleChecks,
+  freshBundle,
+  inputsDigest,
+  preferBundle,
+  sha256File,
+} from "./bundles.ts";
 export { CATEGORY_PROBES } from "./categories.ts";
 export { modelErrorFor, toolErrorFor } from "./classify.ts";
 export { buildEnvironment, DEFAULT_ENV_ALLOWLIST, type EnvironmentSpec } from "./env.ts";

@@ -2,8 +2,9 @@
 // The caller is the plugin the connection belongs to; nothing in a request can change
 // that. Emit writes only into a session the caller is serving a call for, with a
 // kernel-assigned id and sequence; Log lands in the kernel's log, attributed; CountTokens
-// is exact through a model provider's own tokenizer when it has one, otherwise the one
-// documented fallback; RunSession (sub-agents) is not available yet.
+// is exact through a model provider's own tokenizer when it has one (an exact count of a
+// text already counted is answered from token-counts.ts), otherwise the one documented
+// fallback; RunSession (sub-agents) is not available yet.
 
 import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
 import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
@@ -16,6 +17,7 @@ import type { KernelLogger, KernelLogLevel } from "../log.ts";
 import type { Session } from "../loop/session.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { InvocationTracker } from "./invocations.ts";
+import { TokenCountCache } from "./token-counts.ts";
 
 const INVALID_ARGUMENT = 3;
 const FAILED_PRECONDITION = 9;
@@ -38,6 +40,8 @@ export interface CallbackDeps {
   readonly providers: () => ProviderRegistry | undefined;
   readonly log: KernelLogger;
   readonly kernelProducer: ProducerRef;
+  /** Exact counts already known; without one every count asks the model provider. */
+  readonly tokenCounts?: TokenCountCache;
 }
 
 /** The producer to record for a plugin acting in `category`; never UNSPECIFIED. */
@@ -118,12 +122,21 @@ export function callbackImplementation(
       const ref = req.modelRef;
       const provider = ref ? deps.providers()?.get(ref.provider) : undefined;
       if (ref && provider?.models?.models.has(ref.id) && provider.countTokensSupported !== false) {
+        const identity = provider.producers["model"];
+        const key = TokenCountCache.key(
+          `${provider.resolved.source}@${identity?.version ?? provider.resolved.version ?? ""}`,
+          ref.id,
+          textOf,
+        );
+        const known = deps.tokenCounts?.get(key);
+        if (known !== undefined) return { count: BigInt(known), exact: true };
         try {
           const res = await provider.model.countTokens(
             { text: textOf, modelId: ref.id },
             { timeoutMs: COUNT_TOKENS_TIMEOUT_MS, signal: ctx.signal },
           );
           provider.countTokensSupported = true;
+          deps.tokenCounts?.set(key, Number(res.count));
           return { count: res.count, exact: true };
         } catch (err) {
           if ((err as { code?: number }).code === UNIMPLEMENTED) provider.countTokensSupported = false;

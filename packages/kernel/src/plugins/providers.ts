@@ -1,8 +1,14 @@
-// The providers a kernel runs with. Loading launches every declared provider (its
-// category is only known once it answers Describe), asks each served category for its
-// static description (GetSchema / GetCapabilities), validates those with the domain
-// rules, runs the configuration's second pass against what actually loaded, decodes
+// The providers a kernel runs with. Loading gets every declared provider's static
+// description (its categories from Describe, then GetSchema / GetCapabilities), validates
+// those with the domain rules, runs the configuration's second pass against them, decodes
 // each provider block against its ConfigSchema and calls Configure.
+//
+// A description comes from the describe cache when it holds one for the provider's exact
+// code (describe-cache.ts); such a provider stays dormant: its process is launched only
+// when something first calls it (a tool call, a Contribute, a hook) or when a session
+// activates it (its model providers, which routing needs configured), and Configure
+// reaches it from the launch hook before any other call. Without an entry the provider
+// is launched, described, cached and configured right away.
 import type { DescService, JsonObject } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
@@ -25,7 +31,7 @@ import { ModelService } from "@pluggableharness/protocol/model";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
-import type { PluginHost } from "@pluggableharness/runtime";
+import { freshBundle, type PluginHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
   type ValidatedToolset,
@@ -33,6 +39,8 @@ import {
   validateToolSchemas,
 } from "../domain/index.ts";
 import type { KernelLogger } from "../log.ts";
+import { KERNEL_VERSION } from "../version.ts";
+import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
 
 /** One provider that launched and answered its category descriptions. */
@@ -63,6 +71,14 @@ export interface LoadedProvider {
   countTokensSupported?: boolean;
   /** Configure succeeded once; a relaunched process gets the same configuration again. */
   configured?: boolean;
+  /** Every launch of this provider's process sends Configure from the launch hook. */
+  configureOnLaunch?: boolean;
+  /** Described from the cache and not launched yet. */
+  dormant: boolean;
+  /** The describe-cache entry it was built from or stored in. */
+  readonly cacheKey?: string;
+  /** The launch and post-Configure model refresh a session waits for (activate()). */
+  activation?: Promise<void>;
   readonly tool: ServiceClient<typeof ToolService>;
   readonly model: ServiceClient<typeof ModelService>;
   readonly contextClient: ServiceClient<typeof ContextService>;
@@ -122,6 +138,12 @@ export interface LoadProvidersOptions {
   readonly tolerateFailures?: boolean;
   /** Deadline for each describe call. */
   readonly describeTimeoutMs?: number;
+  /** The installation root: where first-party bundles are looked for. */
+  readonly installationRoot?: string;
+  /** Launch first-party providers from their up-to-date bundles (default true). */
+  readonly bundles?: boolean;
+  /** The describe cache; undefined launches every provider to describe it. */
+  readonly describeCache?: DescribeCache;
 }
 
 /** Whole-call deadline for the static description RPCs (they must be cheap and offline). */
@@ -131,8 +153,78 @@ const CONFIGURE_TIMEOUT_MS = 30_000;
 export class ProviderRegistry {
   readonly #loaded = new Map<string, LoadedProvider>();
   readonly #statuses: ProviderStatus[] = [];
+  #config: AgentConfig | undefined;
+  #env: Readonly<Record<string, string | undefined>> = {};
+  #log: KernelLogger | undefined;
+  #cache: DescribeCache | undefined;
+  #timeoutMs = DESCRIBE_TIMEOUT_MS;
 
   private constructor() {}
+
+  /** Unknown models are judged once a provider is configured (it may declare models then). */
+  #warnUnknownModels(providers: readonly LoadedProvider[]): void {
+    if (!this.#config || !this.#log) return;
+    const facts: Record<string, LoadedProviders[string]> = {};
+    for (const p of providers) {
+      facts[p.name] = {
+        tools: p.tools ? [...p.tools.tools.keys()] : [],
+        models: p.models ? [...p.models.models.keys()] : [],
+        hookPoints: [...p.hookPoints],
+      };
+    }
+    for (const d of validateAgainstProviders(this.#config, facts, this.#env)) {
+      if (d.category === "unknown_model") this.#log.warn(formatDiagnostic(d));
+    }
+  }
+
+  /**
+   * Launches a dormant provider (Configure runs from the launch hook) and, for a model
+   * provider, reads its models again. Resolves at once for a running provider; a failed
+   * activation is retried by the next call.
+   */
+  activate(name: string): Promise<void> {
+    const p = this.#loaded.get(name);
+    if (!p?.dormant) return Promise.resolve();
+    p.activation ??= (async () => {
+      try {
+        await p.host.start();
+        if (p.categories.has("model")) {
+          await refreshModels(p, { log: this.#log!, describeTimeoutMs: this.#timeoutMs });
+          this.#warnUnknownModels([p]);
+        }
+        p.dormant = false;
+      } catch (err) {
+        p.activation = undefined;
+        throw err;
+      }
+    })();
+    return p.activation;
+  }
+
+  /**
+   * Called for every launch of a provider's process, before any other call reaches it:
+   * checks the identity against what the session was built from (a mismatch drops the
+   * cache entry) and sends Configure when the provider wants it on each launch.
+   */
+  async launched(
+    name: string,
+    description: { categories: readonly string[]; producers: Readonly<Record<string, ProducerRef>> },
+    client: ClientFactory,
+  ): Promise<boolean> {
+    const p = this.#loaded.get(name);
+    if (!p) return false;
+    if (p.cacheKey && this.#cache && !sameIdentity(p, description)) {
+      this.#cache.invalidate(p.resolved.source, p.cacheKey);
+      this.#log?.warn(
+        `provider "${name}" describes itself differently from its cached description; the cache entry is dropped`,
+        { provider: name },
+      );
+    }
+    if (!p.configureOnLaunch) return false;
+    await sendConfigure(p, client, this.#log!);
+    p.configured = true;
+    return true;
+  }
 
   static async load(options: LoadProvidersOptions): Promise<ProviderRegistry> {
     const registry = new ProviderRegistry();
@@ -154,7 +246,7 @@ export class ProviderRegistry {
           return;
         }
         try {
-          const p = await describeProvider(resolved, options);
+          const p = await loadProvider(resolved, options);
           registry.#loaded.set(name, p);
         } catch (err) {
           const message = (err as Error).message;
@@ -192,23 +284,17 @@ export class ProviderRegistry {
     }
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 
-    // Decode and Configure.
+    // Decode every block; Configure what is running (a dormant provider gets it at launch).
     await Promise.all([...registry.#loaded.values()].map((p) => configureProvider(p, options)));
 
     // A model provider may serve models its configuration declares (an OpenAI-compatible
     // server's model list), so its capabilities are read again once it is configured.
-    await Promise.all([...registry.#loaded.values()].map((p) => refreshModels(p, options)));
-    const modelFacts: Record<string, LoadedProviders[string]> = {};
-    for (const p of registry.#loaded.values()) {
-      modelFacts[p.name] = {
-        tools: p.tools ? [...p.tools.tools.keys()] : [],
-        models: p.models ? [...p.models.models.keys()] : [],
-        hookPoints: [...p.hookPoints],
-      };
-    }
-    for (const d of validateAgainstProviders(options.config, modelFacts, options.env)) {
-      if (d.category === "unknown_model") options.log.warn(formatDiagnostic(d));
-    }
+    const running = [...registry.#loaded.values()].filter((p) => !p.dormant);
+    await Promise.all(running.map((p) => refreshModels(p, options)));
+    registry.#warnUnknownModels(running);
+    registry.#log = options.log;
+    registry.#cache = options.describeCache;
+    registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -222,6 +308,8 @@ export class ProviderRegistry {
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    registry.#config = options.config;
+    registry.#env = options.env;
     return registry;
   }
 
@@ -255,21 +343,109 @@ function textualOrder(config: AgentConfig, name: string): number {
   return req ? req.range.start.byte : Number.MAX_SAFE_INTEGER;
 }
 
-async function describeProvider(
+function sameIdentity(
+  p: LoadedProvider,
+  d: { categories: readonly string[]; producers: Readonly<Record<string, ProducerRef>> },
+): boolean {
+  if (d.categories.length !== p.categories.size || d.categories.some((c) => !p.categories.has(c)))
+    return false;
+  return d.categories.every((c) => {
+    const a = p.producers[c];
+    const b = d.producers[c];
+    return !!a && !!b && a.name === b.name && a.version === b.version && a.source === b.source;
+  });
+}
+
+/** What runs for a resolved provider: its fresh bundle (first party) or its executable. */
+function launchTarget(
+  resolved: ResolvedProvider,
+  options: LoadProvidersOptions,
+): { command: string; codeDigest: string | undefined } {
+  const root = options.installationRoot;
+  if (resolved.origin !== "first_party" || !root || !resolved.packageDir) {
+    return { command: resolved.executable, codeDigest: undefined };
+  }
+  const bundle = options.bundles === false ? undefined : freshBundle(resolved.executable, root);
+  if (bundle) return { command: bundle.path, codeDigest: `bundle:${bundle.digest}` };
+  if (!options.describeCache) return { command: resolved.executable, codeDigest: undefined };
+  return {
+    command: resolved.executable,
+    codeDigest: `source:${workspaceDependencyDigest(resolved.packageDir, root)}`,
+  };
+}
+
+async function loadProvider(
   resolved: ResolvedProvider,
   options: LoadProvidersOptions,
 ): Promise<LoadedProvider> {
   const name = resolved.localName;
-  const host = options.pool.acquire(name, resolved.executable, options.owner, {
+  const target = launchTarget(resolved, options);
+  const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
   });
+  const cache = options.describeCache;
+  const cacheKey =
+    cache && target.codeDigest ? DescribeCache.key(resolved, target.codeDigest, KERNEL_VERSION) : undefined;
+  // A process some other kernel already runs (a shared pool) is configured here, not lazily.
+  const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
+  if (cached) {
+    try {
+      return buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true });
+    } catch {
+      // an entry the rules now reject: describe the provider live
+      cache!.invalidate(resolved.source, cacheKey!);
+    }
+  }
+  const live = await fetchDescription(host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
+  const p = buildLoaded(resolved, host, live, {
+    ...options,
+    ...(cacheKey ? { cacheKey } : {}),
+    dormant: false,
+  });
+  if (cacheKey) cache!.write(resolved.source, cacheKey, live);
+  return p;
+}
+
+/** Asks a provider's process for its static description (launching it). */
+async function fetchDescription(host: PluginHost, timeoutMs: number): Promise<ProviderDescription> {
   const description = await host.describe();
   const categories = new Set(description.categories);
-  const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-  const tool = host.client(ToolService);
-  const model = host.client(ModelService);
-  const contextClient = host.client(ContextService);
-  const hook = host.client(HookSubscriberService);
+  const call = { timeoutMs };
+  const d: {
+    -readonly [K in keyof ProviderDescription]: ProviderDescription[K];
+  } = { categories: description.categories, producers: description.producers };
+  const [toolSchema, model, context, memory, frontend, widget] = await Promise.all([
+    categories.has("tool") ? host.client(ToolService).getSchema({}, call) : undefined,
+    categories.has("model") ? host.client(ModelService).getCapabilities({}, call) : undefined,
+    categories.has("context") ? host.client(ContextService).getCapabilities({}, call) : undefined,
+    categories.has("memory") ? host.client(MemoryService).getCapabilities({}, call) : undefined,
+    categories.has("frontend") ? host.client(FrontendService).getCapabilities({}, call) : undefined,
+    categories.has("widget") ? host.client(WidgetService).getCapabilities({}, call) : undefined,
+  ]);
+  if (toolSchema) d.toolSchema = toolSchema;
+  if (model) {
+    if (!model.capabilities) throw new Error("ModelService.GetCapabilities returned no capabilities");
+    d.model = model.capabilities;
+  }
+  if (context) {
+    if (!context.capabilities) throw new Error("ContextService.GetCapabilities returned no capabilities");
+    d.context = context.capabilities;
+  }
+  if (memory?.capabilities) d.memory = memory.capabilities;
+  if (frontend?.capabilities) d.frontend = frontend.capabilities;
+  if (widget?.capabilities) d.widget = widget.capabilities;
+  return d;
+}
+
+/** Validates a description with the domain rules and makes the provider the kernel uses. */
+function buildLoaded(
+  resolved: ResolvedProvider,
+  host: PluginHost,
+  d: ProviderDescription,
+  options: LoadProvidersOptions & { readonly cacheKey?: string; readonly dormant: boolean },
+): LoadedProvider {
+  const name = resolved.localName;
+  const categories = new Set(d.categories);
   let tools: ValidatedToolset | undefined;
   let previewSupported = new Set<string>();
   let models: ValidatedCapabilities | undefined;
@@ -280,62 +456,51 @@ async function describeProvider(
   const takeSchema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && configSchema === undefined) configSchema = s;
   };
+  const warnings: Array<{ message: string; rule: string }> = [];
 
   if (categories.has("tool")) {
-    const res = await tool.getSchema({}, { timeoutMs });
+    const res = d.toolSchema;
+    if (!res) throw new Error("ToolService.GetSchema gave no answer");
     tools = validateToolSchemas(name, res);
     previewSupported = new Set(res.previewSupported);
     for (const p of res.supportedHookPoints) hookPoints.add(p);
     slashCommands.push(...tools.slashCommands);
     takeSchema(res.configSchema);
-    for (const w of tools.warnings) options.log.warn(w.message, { provider: name, rule: w.rule });
+    warnings.push(...tools.warnings);
   }
   if (categories.has("model")) {
-    const caps = (await model.getCapabilities({}, { timeoutMs })).capabilities;
+    const caps = d.model;
     if (!caps) throw new Error("ModelService.GetCapabilities returned no capabilities");
     models = validateCapabilities(name, caps);
     for (const p of caps.supportedHookPoints) hookPoints.add(p);
     slashCommands.push(...caps.slashCommands);
     takeSchema(caps.configSchema);
-    for (const w of models.warnings) options.log.warn(w.message, { provider: name, rule: w.rule });
+    warnings.push(...models.warnings);
   }
   if (categories.has("context")) {
-    context = (await contextClient.getCapabilities({}, { timeoutMs })).capabilities;
+    context = d.context;
     if (!context) throw new Error("ContextService.GetCapabilities returned no capabilities");
     for (const p of context.supportedHookPoints) hookPoints.add(p);
     slashCommands.push(...context.slashCommands);
     takeSchema(context.configSchema);
   }
-  if (categories.has("memory")) {
-    const caps = (await host.client(MemoryService).getCapabilities({}, { timeoutMs })).capabilities;
-    if (caps) {
-      for (const p of caps.supportedHookPoints) hookPoints.add(p);
-      slashCommands.push(...caps.slashCommands);
-      takeSchema(caps.configSchema);
-    }
+  for (const caps of [
+    categories.has("memory") ? d.memory : undefined,
+    categories.has("frontend") ? d.frontend : undefined,
+    categories.has("widget") ? d.widget : undefined,
+  ]) {
+    if (!caps) continue;
+    for (const p of caps.supportedHookPoints) hookPoints.add(p);
+    slashCommands.push(...caps.slashCommands);
+    takeSchema(caps.configSchema);
   }
-  if (categories.has("frontend")) {
-    const caps = (await host.client(FrontendService).getCapabilities({}, { timeoutMs })).capabilities;
-    if (caps) {
-      for (const p of caps.supportedHookPoints) hookPoints.add(p);
-      slashCommands.push(...caps.slashCommands);
-      takeSchema(caps.configSchema);
-    }
-  }
-  if (categories.has("widget")) {
-    const caps = (await host.client(WidgetService).getCapabilities({}, { timeoutMs })).capabilities;
-    if (caps) {
-      for (const p of caps.supportedHookPoints) hookPoints.add(p);
-      slashCommands.push(...caps.slashCommands);
-      takeSchema(caps.configSchema);
-    }
-  }
+  for (const w of warnings) options.log.warn(w.message, { provider: name, rule: w.rule });
   return {
     name,
     host,
     resolved,
     categories,
-    producers: description.producers,
+    producers: d.producers,
     order: textualOrder(options.config, name),
     ...(tools ? { tools } : {}),
     previewSupported,
@@ -345,14 +510,19 @@ async function describeProvider(
     slashCommands,
     ...(configSchema ? { configSchema } : {}),
     config: {},
-    tool,
-    model,
-    contextClient,
-    hook,
+    dormant: options.dormant,
+    ...(options.cacheKey ? { cacheKey: options.cacheKey } : {}),
+    tool: host.client(ToolService),
+    model: host.client(ModelService),
+    contextClient: host.client(ContextService),
+    hook: host.client(HookSubscriberService),
   };
 }
 
-async function refreshModels(p: LoadedProvider, options: LoadProvidersOptions): Promise<void> {
+async function refreshModels(
+  p: LoadedProvider,
+  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs">,
+): Promise<void> {
   if (!p.categories.has("model")) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
   const caps = (await p.model.getCapabilities({}, { timeoutMs })).capabilities;
@@ -377,6 +547,8 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
   );
   if (!decoded.ok) throw new ConfigError(decoded.diagnostics, `configuration of provider "${p.name}"`);
   p.config = decoded.config.values;
+  p.configureOnLaunch = true;
+  if (p.dormant) return; // Configure goes out from the launch hook, before any other call
   await sendConfigure(p, (s) => p.host.client(s), options.log);
   p.configured = true;
 }

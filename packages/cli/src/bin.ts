@@ -1,5 +1,6 @@
-#!/usr/bin/env node
-import { main } from "../src/index.ts";
+// The `agent` command's program: what bin/agent.mjs runs, from this source or from its
+// prebuilt bundle.
+import { main } from "./index.ts";
 
 // A closed pipe (`agent sessions show … | head`) ends the command quietly.
 for (const stream of [process.stdout, process.stderr]) {

@@ -1,0 +1,209 @@
+// The on-disk cache of providers' static descriptions: which categories a provider
+// serves, its Describe identities, and its GetSchema / GetCapabilities answers. With an
+// entry, the kernel builds tool declarations and validates the configuration without
+// launching the plugin, and launches it only when something first calls it.
+//
+// An entry is keyed by what determines those answers: the provider's source, version and
+// package checksum (the lock file's), the digest of the code that actually runs (its
+// bundle's manifest digest, or the checksums of the workspace packages it is built from
+// when it runs from source), and this kernel's version. Any change gives a new key; the
+// entries of the provider's older keys are deleted when the new one is written. Only
+// first-party providers are cached (a dev_overrides executable has no checksum).
+// Entries hold protobuf bytes (base64) of answers that carry no secrets: descriptions
+// are asked for before Configure.
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { packageChecksum, type ResolvedProvider } from "@pluggableharness/config";
+import { type ProducerRef, ProducerRefSchema } from "@pluggableharness/protocol/common";
+import { type ContextCapabilities, ContextCapabilitiesSchema } from "@pluggableharness/protocol/context";
+import { type FrontendCapabilities, FrontendCapabilitiesSchema } from "@pluggableharness/protocol/frontend";
+import { type MemoryCapabilities, MemoryCapabilitiesSchema } from "@pluggableharness/protocol/memory";
+import { type Capabilities, CapabilitiesSchema } from "@pluggableharness/protocol/model";
+import { type GetSchemaResponse, GetSchemaResponseSchema } from "@pluggableharness/protocol/tool";
+import { type WidgetCapabilities, WidgetCapabilitiesSchema } from "@pluggableharness/protocol/widget";
+
+/** A provider's static answers, live or from the cache. */
+export interface ProviderDescription {
+  readonly categories: readonly string[];
+  readonly producers: Readonly<Record<string, ProducerRef>>;
+  readonly toolSchema?: GetSchemaResponse;
+  readonly model?: Capabilities;
+  readonly context?: ContextCapabilities;
+  readonly memory?: MemoryCapabilities;
+  readonly frontend?: FrontendCapabilities;
+  readonly widget?: WidgetCapabilities;
+}
+
+const FORMAT = 1;
+
+interface Entry {
+  readonly format: number;
+  readonly key: string;
+  readonly categories: string[];
+  readonly producers: Record<string, string>;
+  readonly answers: Record<string, string>;
+}
+
+const ANSWERS = {
+  toolSchema: GetSchemaResponseSchema,
+  model: CapabilitiesSchema,
+  context: ContextCapabilitiesSchema,
+  memory: MemoryCapabilitiesSchema,
+  frontend: FrontendCapabilitiesSchema,
+  widget: WidgetCapabilitiesSchema,
+} as const;
+
+type AnswerName = keyof typeof ANSWERS;
+
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+const decode = <D extends DescMessage>(schema: D, text: string): MessageShape<D> =>
+  fromBinary(schema, Buffer.from(text, "base64"));
+
+/** $XDG_CACHE_HOME/agent/describe (per user). */
+export function defaultDescribeCacheDir(env: Readonly<Record<string, string | undefined>>): string {
+  const xdg = env["XDG_CACHE_HOME"];
+  const base = xdg?.startsWith("/") ? xdg : join(env["HOME"] || homedir(), ".cache");
+  return join(base, "agent", "describe");
+}
+
+/** A file-name-safe prefix naming the provider, so older entries can be found and removed. */
+function filePrefix(source: string): string {
+  return `${source.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 80)}--`;
+}
+
+const sourceDigests = new Map<string, string>();
+const packageChecksums = new Map<string, string>();
+
+function cachedChecksum(dir: string): string {
+  let c = packageChecksums.get(dir);
+  if (c === undefined) {
+    c = packageChecksum(dir);
+    packageChecksums.set(dir, c);
+  }
+  return c;
+}
+
+/**
+ * The checksums of the workspace packages a first-party provider is built from (its
+ * @pluggableharness/* dependencies, transitively): what a change to shared code such as
+ * the tool kit changes, where the provider's own checksum would not.
+ */
+export function workspaceDependencyDigest(packageDir: string, installationRoot: string): string {
+  const memo = sourceDigests.get(packageDir);
+  if (memo) return memo;
+  const seen = new Map<string, string>();
+  const visit = (dir: string) => {
+    let deps: Record<string, string> = {};
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+        dependencies?: Record<string, string>;
+      };
+      deps = pkg.dependencies ?? {};
+    } catch {
+      return;
+    }
+    for (const name of Object.keys(deps).sort()) {
+      if (!name.startsWith("@pluggableharness/") || seen.has(name)) continue;
+      const depDir = join(installationRoot, "node_modules", name);
+      try {
+        seen.set(name, cachedChecksum(depDir));
+      } catch {
+        seen.set(name, "missing");
+        continue;
+      }
+      visit(depDir);
+    }
+  };
+  visit(packageDir);
+  const lines = [...seen.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([n, c]) => `${c}  ${n}\n`)
+    .join("");
+  const digest = `sha256:${createHash("sha256").update(lines).digest("hex")}`;
+  sourceDigests.set(packageDir, digest);
+  return digest;
+}
+
+export class DescribeCache {
+  readonly dir: string;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /** The key of a resolved provider running `codeDigest`; undefined when it cannot be cached. */
+  static key(resolved: ResolvedProvider, codeDigest: string, kernelVersion: string): string | undefined {
+    if (resolved.origin !== "first_party" || !resolved.checksum) return undefined;
+    const text = JSON.stringify([
+      FORMAT,
+      kernelVersion,
+      resolved.source,
+      resolved.version ?? "",
+      resolved.checksum,
+      codeDigest,
+    ]);
+    return createHash("sha256").update(text).digest("hex");
+  }
+
+  #file(source: string, key: string): string {
+    return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.json`);
+  }
+
+  /** The cached description, or undefined on a miss or an unreadable entry. */
+  read(source: string, key: string): ProviderDescription | undefined {
+    let entry: Entry;
+    try {
+      entry = JSON.parse(readFileSync(this.#file(source, key), "utf8")) as Entry;
+    } catch {
+      return undefined;
+    }
+    if (entry.format !== FORMAT || entry.key !== key) return undefined;
+    try {
+      const producers: Record<string, ProducerRef> = {};
+      for (const [c, text] of Object.entries(entry.producers)) producers[c] = decode(ProducerRefSchema, text);
+      const answers: Partial<Record<AnswerName, unknown>> = {};
+      for (const [name, text] of Object.entries(entry.answers)) {
+        if (!(name in ANSWERS)) return undefined;
+        answers[name as AnswerName] = decode(ANSWERS[name as AnswerName], text);
+      }
+      return { categories: [...entry.categories], producers, ...answers } as ProviderDescription;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stores a description (atomically) and drops the provider's entries under other keys. */
+  write(source: string, key: string, d: ProviderDescription): void {
+    const producers: Record<string, string> = {};
+    for (const [c, p] of Object.entries(d.producers)) producers[c] = b64(toBinary(ProducerRefSchema, p));
+    const answers: Record<string, string> = {};
+    for (const name of Object.keys(ANSWERS) as AnswerName[]) {
+      const value = d[name];
+      if (value) answers[name] = b64(toBinary(ANSWERS[name] as DescMessage, value as never));
+    }
+    const entry: Entry = { format: FORMAT, key, categories: [...d.categories], producers, answers };
+    const file = this.#file(source, key);
+    try {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify(entry), { mode: 0o600 });
+      renameSync(tmp, file);
+      const prefix = filePrefix(source);
+      for (const name of readdirSync(this.dir)) {
+        if (name.startsWith(prefix) && join(this.dir, name) !== file && name.endsWith(".json")) {
+          rmSync(join(this.dir, name), { force: true });
+        }
+      }
+    } catch {
+      // a cache that cannot be written only costs the next start a launch
+    }
+  }
+
+  /** Forgets an entry (its provider answered differently once launched). */
+  invalidate(source: string, key: string): void {
+    rmSync(this.#file(source, key), { force: true });
+  }
+}

@@ -1,0 +1,135 @@
+// Builds one single-file ESM bundle per first-party entry point (every provider's
+// src/main.ts and the CLI's src/bin.ts) into dist/bundles/, each with a manifest of its
+// inputs that packages/runtime/src/bundles.ts checks before preferring the bundle over
+// the sources. Runs on install (the root `prepare` script), so `npm ci` leaves the
+// bundles ready; a failed or missing bundle only means the sources run instead.
+//
+// Usage: node scripts/bundle.ts [--check]   (--check: exit 1 if any bundle is stale)
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Plugin } from "esbuild";
+import {
+  BUNDLE_MANIFEST_FORMAT,
+  type BundleManifest,
+  bundlePathFor,
+  checkBundle,
+  inputsDigest,
+  sha256File,
+} from "../packages/runtime/src/bundles.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const posix = (p: string) => p.split(sep).join("/");
+
+/** Every first-party entry point worth bundling. */
+export function entries(): string[] {
+  const out: string[] = [];
+  const providers = join(root, "providers");
+  for (const name of readdirSync(providers).sort()) {
+    const main = join(providers, name, "src", "main.ts");
+    try {
+      if (statSync(main).isFile()) out.push(main);
+    } catch {
+      // a provider still being written
+    }
+  }
+  out.push(join(root, "packages", "cli", "src", "bin.ts"));
+  return out;
+}
+
+/**
+ * `import.meta.url` of a source file, as seen from the bundle: the bundled code still
+ * reads files next to its sources (package.json for its version), so each module keeps
+ * its own location relative to the bundle, which stays inside the installation.
+ */
+function sourceLocations(outfile: string): Plugin {
+  return {
+    name: "source-locations",
+    setup(b) {
+      b.onLoad({ filter: /\.[cm]?ts$/ }, (args) => {
+        const text = readFileSync(args.path, "utf8");
+        if (args.path.includes(`${sep}node_modules${sep}`) || !text.includes("import.meta.url")) {
+          return { contents: text, loader: "ts" };
+        }
+        const rel = posix(relative(dirname(outfile), args.path));
+        const url = `new URL(${JSON.stringify(rel)}, import.meta.url).href`;
+        return { contents: text.replaceAll("import.meta.url", url), loader: "ts" };
+      });
+    },
+  };
+}
+
+// CommonJS dependencies (grpc-js) call require() for Node built-ins.
+const BANNER =
+  'import { createRequire as __phCreateRequire } from "node:module";\n' +
+  "const require = __phCreateRequire(import.meta.url);";
+
+async function bundle(entry: string): Promise<string> {
+  const outfile = bundlePathFor(entry, root)!;
+  mkdirSync(dirname(outfile), { recursive: true });
+  const tmp = `${outfile}.tmp`;
+  const result = await build({
+    entryPoints: [entry],
+    outfile: tmp,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node24",
+    // Stack traces and error names stay readable; classes keep their names.
+    keepNames: true,
+    banner: { js: BANNER },
+    metafile: true,
+    absWorkingDir: root,
+    logLevel: "warning",
+    plugins: [sourceLocations(outfile)],
+  });
+  const inputs: Record<string, { size: number; mtimeMs: number; sha256: string }> = {};
+  for (const rel of Object.keys(result.metafile!.inputs)) {
+    const abs = join(root, rel);
+    const st = statSync(abs);
+    inputs[posix(relative(root, abs))] = { size: st.size, mtimeMs: st.mtimeMs, sha256: sha256File(abs) };
+  }
+  // Files read at run time next to the sources (versions) are inputs too.
+  for (const rel of Object.keys(inputs)) {
+    const pkg = join(root, dirname(rel), "..", "package.json");
+    const pkgRel = posix(relative(root, pkg));
+    if (rel.includes("node_modules/") || pkgRel.startsWith("..") || inputs[pkgRel]) continue;
+    try {
+      const st = statSync(pkg);
+      inputs[pkgRel] = { size: st.size, mtimeMs: st.mtimeMs, sha256: sha256File(pkg) };
+    } catch {
+      // not a package root
+    }
+  }
+  renameSync(tmp, outfile);
+  const st = statSync(outfile);
+  const manifest: BundleManifest = {
+    format: BUNDLE_MANIFEST_FORMAT,
+    entry: posix(relative(root, entry)),
+    inputs,
+    digest: inputsDigest(inputs),
+    output: { size: st.size, mtimeMs: st.mtimeMs, sha256: sha256File(outfile) },
+  };
+  writeFileSync(`${outfile}.json`, `${JSON.stringify(manifest, null, 1)}\n`);
+  return outfile;
+}
+
+const check = process.argv.includes("--check");
+const started = performance.now();
+let stale = 0;
+for (const entry of entries()) {
+  const rel = posix(relative(root, entry));
+  if (check) {
+    if (!checkBundle(entry, root)) {
+      stale++;
+      console.log(`stale: ${rel}`);
+    }
+    continue;
+  }
+  const out = await bundle(entry);
+  console.log(
+    `bundled ${rel} -> ${posix(relative(root, out))} (${(statSync(out).size / 1024).toFixed(0)} KiB)`,
+  );
+}
+if (check) process.exitCode = stale > 0 ? 1 : 0;
+else console.log(`bundles built in ${(performance.now() - started).toFixed(0)} ms`);
