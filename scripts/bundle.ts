@@ -18,11 +18,11 @@ import {
   sha256File,
 } from "../packages/runtime/src/bundles.ts";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const posix = (p: string) => p.split(sep).join("/");
 
 /** Every first-party entry point worth bundling. */
-export function entries(): string[] {
+export function entries(root: string = REPO_ROOT): string[] {
   const out: string[] = [];
   const providers = join(root, "providers");
   for (const name of readdirSync(providers).sort()) {
@@ -64,7 +64,8 @@ const BANNER =
   'import { createRequire as __phCreateRequire } from "node:module";\n' +
   "const require = __phCreateRequire(import.meta.url);";
 
-async function bundle(entry: string): Promise<string> {
+/** Bundles `entry` (a file under `root`) and writes its manifest; returns the bundle's path. */
+export async function buildBundle(entry: string, root: string = REPO_ROOT): Promise<string> {
   const outfile = bundlePathFor(entry, root)!;
   mkdirSync(dirname(outfile), { recursive: true });
   const tmp = `${outfile}.tmp`;
@@ -114,22 +115,26 @@ async function bundle(entry: string): Promise<string> {
   return outfile;
 }
 
-const check = process.argv.includes("--check");
-const started = performance.now();
-let stale = 0;
-for (const entry of entries()) {
-  const rel = posix(relative(root, entry));
-  if (check) {
-    if (!checkBundle(entry, root)) {
-      stale++;
-      console.log(`stale: ${rel}`);
+async function main(root: string): Promise<void> {
+  const check = process.argv.includes("--check");
+  const started = performance.now();
+  let stale = 0;
+  for (const entry of entries(root)) {
+    const rel = posix(relative(root, entry));
+    if (check) {
+      if (!checkBundle(entry, root)) {
+        stale++;
+        console.log(`stale: ${rel}`);
+      }
+      continue;
     }
-    continue;
+    const out = await buildBundle(entry, root);
+    console.log(
+      `bundled ${rel} -> ${posix(relative(root, out))} (${(statSync(out).size / 1024).toFixed(0)} KiB)`,
+    );
   }
-  const out = await bundle(entry);
-  console.log(
-    `bundled ${rel} -> ${posix(relative(root, out))} (${(statSync(out).size / 1024).toFixed(0)} KiB)`,
-  );
+  if (check) process.exitCode = stale > 0 ? 1 : 0;
+  else console.log(`bundles built in ${(performance.now() - started).toFixed(0)} ms`);
 }
-if (check) process.exitCode = stale > 0 ? 1 : 0;
-else console.log(`bundles built in ${(performance.now() - started).toFixed(0)} ms`);
+
+if (import.meta.main) await main(REPO_ROOT);

@@ -61,8 +61,19 @@ export function sha256File(file: string): string {
   return createHash("sha256").update(readFileSync(file)).digest("hex");
 }
 
+/** Inputs confirmed unchanged in this process (bundles share most of theirs). */
+const confirmed = new Map<string, string>();
+
 /** Whether one recorded input still has the same content. */
 function unchanged(file: string, input: BundleInput): boolean {
+  const stamp = `${input.size}:${input.mtimeMs}:${input.sha256}`;
+  if (confirmed.get(file) === stamp) return true;
+  const ok = compare(file, input);
+  if (ok) confirmed.set(file, stamp);
+  return ok;
+}
+
+function compare(file: string, input: BundleInput): boolean {
   let st: import("node:fs").Stats;
   try {
     st = statSync(file);
@@ -88,7 +99,7 @@ const memo = new Map<string, FreshBundle | undefined>();
 export function freshBundle(entry: string, root: string): FreshBundle | undefined {
   const key = `${root}\u0000${entry}`;
   if (memo.has(key)) return memo.get(key);
-  const found = checkBundle(entry, root);
+  const found = checkBundle(entry, root, unchanged);
   memo.set(key, found);
   return found;
 }
@@ -96,10 +107,15 @@ export function freshBundle(entry: string, root: string): FreshBundle | undefine
 /** Forgets what freshBundle decided (tests that rebuild or touch bundles). */
 export function forgetBundleChecks(): void {
   memo.clear();
+  confirmed.clear();
 }
 
-/** The uncached check behind freshBundle. */
-export function checkBundle(entry: string, root: string): FreshBundle | undefined {
+/** The uncached check behind freshBundle (each input's stat, and its hash when touched). */
+export function checkBundle(
+  entry: string,
+  root: string,
+  same: (file: string, input: BundleInput) => boolean = compare,
+): FreshBundle | undefined {
   const path = bundlePathFor(entry, root);
   if (!path) return undefined;
   let manifest: BundleManifest;
@@ -117,9 +133,9 @@ export function checkBundle(entry: string, root: string): FreshBundle | undefine
   ) {
     return undefined;
   }
-  if (!manifest.output || !unchanged(path, manifest.output)) return undefined;
+  if (!manifest.output || !same(path, manifest.output)) return undefined;
   for (const [rel, input] of Object.entries(manifest.inputs)) {
-    if (!unchanged(join(root, rel), input)) return undefined;
+    if (!same(join(root, rel), input)) return undefined;
   }
   return { path, digest: manifest.digest };
 }

@@ -1,0 +1,241 @@
+// Providers described from the describe cache are launched only when used. The first-party
+// providers here are real subprocesses: small packages under a scratch installation root
+// whose entry records each start, then runs one of the agent-loop test fixtures.
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ProducerRefSchema } from "@pluggableharness/protocol/common";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createKernel, type Kernel, type KernelLogRecord } from "../../src/index.ts";
+import { calls, FIXTURES, reply, tool } from "../loop/harness.ts";
+
+let root: string;
+let project: string;
+let scripts: string;
+let logs: string;
+let cacheDir: string;
+const kernels: Kernel[] = [];
+
+/** A first-party package `providers/<name>` whose entry logs its start, then runs `fixture`. */
+function provider(name: string, fixture: string, version = "1.0.0"): void {
+  const dir = join(root, "providers", name);
+  mkdirSync(join(dir, "src"), { recursive: true });
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `test-${name}`, version, type: "module" }));
+  writeFileSync(
+    join(dir, "src", "main.ts"),
+    [
+      'import { appendFileSync } from "node:fs";',
+      `appendFileSync(${JSON.stringify(join(root, "starts.log"))}, ${JSON.stringify(`${name}\n`)});`,
+      `await import(${JSON.stringify(pathToFileURL(fixture).href)});`,
+      "",
+    ].join("\n"),
+  );
+}
+
+const starts = (): string[] => {
+  try {
+    return readFileSync(join(root, "starts.log"), "utf8").split("\n").filter(Boolean);
+  } catch {
+    return [];
+  }
+};
+
+const invocations = (): Array<Record<string, unknown>> => {
+  try {
+    return readFileSync(join(logs, "invocations.jsonl"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  } catch {
+    return [];
+  }
+};
+
+async function kernel(logsInto: KernelLogRecord[] = []): Promise<Kernel> {
+  const k = await createKernel({
+    projectDir: project,
+    installationRoot: root,
+    env: { HOME: root },
+    stateDir: join(root, "state"),
+    globalConfig: false,
+    describeCache: cacheDir,
+    tokenCountCache: false,
+    bundles: false,
+    durability: "normal",
+    logSink: (r) => logsInto.push(r),
+  });
+  kernels.push(k);
+  return k;
+}
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "ph-lazy-"));
+  project = join(root, "project");
+  scripts = join(root, "scripts");
+  logs = join(root, "logs");
+  cacheDir = join(root, "cache", "describe");
+  for (const d of [project, scripts, logs]) mkdirSync(d, { recursive: true });
+  provider("anthropic", FIXTURES.model);
+  provider("filesystem", FIXTURES.tools);
+  provider("project-context", FIXTURES.context);
+  writeFileSync(
+    join(project, "agent.hcl"),
+    `required_providers {
+  model   = { source = "pluggableharness/anthropic", version = ">= 0.0.0" }
+  tools   = { source = "pluggableharness/filesystem", version = ">= 0.0.0" }
+  context = { source = "pluggableharness/project-context", version = ">= 0.0.0" }
+}
+provider "model" {
+  script_dir = ${JSON.stringify(scripts)}
+}
+provider "tools" {
+  log_dir = ${JSON.stringify(logs)}
+}
+provider "context" {
+  label    = "Notes"
+  text     = "project notes"
+  log_file = ${JSON.stringify(join(logs, "context.jsonl"))}
+}
+agent_profile "default" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools = ["tools.*"]
+}
+`,
+  );
+  writeFileSync(
+    join(scripts, "lazy.json"),
+    JSON.stringify({ turns: [calls(tool("c1", "tools__read", { path: "a.txt" })), reply("done")] }),
+  );
+});
+
+afterEach(async () => {
+  for (const k of kernels.splice(0)) await k.shutdown().catch(() => {});
+  rmSync(root, { recursive: true, force: true });
+});
+
+async function runOnce(k: Kernel): Promise<SessionStatus> {
+  const h = await k.startSession({ prompt: "[lazy] read a.txt" });
+  return h.idle();
+}
+
+describe("the describe cache and lazy launch", () => {
+  it("launches every provider on a cold cache and stores their descriptions", async () => {
+    const k = await kernel();
+    expect(starts().sort()).toEqual(["anthropic", "filesystem", "project-context"]);
+    expect(readdirSync(cacheDir).filter((f) => f.endsWith(".json"))).toHaveLength(3);
+    expect(await runOnce(k)).toBe(SessionStatus.COMPLETED);
+    expect(starts()).toHaveLength(3);
+  });
+
+  it("with a warm cache, starts nothing until a session needs it, and configures each before its first call", async () => {
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+
+    const k = await kernel();
+    expect(starts()).toEqual([]);
+    expect(k.listProviders().map((p) => [p.name, p.state])).toEqual([
+      ["context", "loaded"],
+      ["model", "loaded"],
+      ["tools", "loaded"],
+    ]);
+
+    // A session starts its model provider (routing needs it configured) and its context provider.
+    const h = await k.startSession();
+    expect(starts()).toContain("anthropic");
+    expect(starts()).not.toContain("filesystem");
+    expect(h.tools().map((t) => t.name)).toContain("tools__read");
+
+    // The first tool call starts the tool provider; its invocation log only exists once
+    // Configure (which names the log directory) reached it before the call.
+    h.send("[lazy] read a.txt");
+    expect(await h.idle()).toBe(SessionStatus.COMPLETED);
+    expect(starts().filter((s) => s === "filesystem")).toHaveLength(1);
+    expect(
+      invocations()
+        .filter((e) => e["phase"] === "start")
+        .map((e) => e["tool"]),
+    ).toEqual(["read"]);
+    expect(readFileSync(join(logs, "context.jsonl"), "utf8").length).toBeGreaterThan(0);
+  });
+
+  it("a provider that is never used is never started", async () => {
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    writeFileSync(join(scripts, "talk.json"), JSON.stringify({ turns: [reply("hello")] }));
+    const k = await kernel();
+    const h = await k.startSession({ prompt: "[talk] hi" });
+    expect(await h.idle()).toBe(SessionStatus.COMPLETED);
+    expect(starts().sort()).toEqual(["anthropic", "project-context"]);
+  });
+
+  it("a changed package misses the cache: it is launched at start and its stale entry is replaced", async () => {
+    await (await kernel()).shutdown();
+    const before = readdirSync(cacheDir).sort();
+    rmSync(join(root, "starts.log"));
+
+    appendFileSync(join(root, "providers", "filesystem", "src", "main.ts"), "// changed\n");
+    const k = await kernel();
+    expect(starts()).toEqual(["filesystem"]);
+    const after = readdirSync(cacheDir).sort();
+    expect(after).toHaveLength(3);
+    expect(after.filter((f) => !before.includes(f))).toHaveLength(1);
+    expect(await runOnce(k)).toBe(SessionStatus.COMPLETED);
+  });
+
+  it("an unreadable entry is a miss, and describeCache: false launches everything", async () => {
+    await (await kernel()).shutdown();
+    for (const f of readdirSync(cacheDir)) writeFileSync(join(cacheDir, f), "{ not json");
+    rmSync(join(root, "starts.log"));
+    await kernel();
+    expect(starts()).toHaveLength(3);
+
+    rmSync(join(root, "starts.log"));
+    const eager = await createKernel({
+      projectDir: project,
+      installationRoot: root,
+      env: { HOME: root },
+      stateDir: join(root, "state"),
+      globalConfig: false,
+      describeCache: false,
+      tokenCountCache: false,
+      bundles: false,
+    });
+    kernels.push(eager);
+    expect(starts()).toHaveLength(3);
+  });
+
+  it("a provider that describes itself differently once started drops its cache entry", async () => {
+    await (await kernel()).shutdown();
+    // Same package checksum, another identity: only a launch can tell.
+    const file = join(cacheDir, readdirSync(cacheDir).find((f) => f.includes("filesystem"))!);
+    const entry = JSON.parse(readFileSync(file, "utf8")) as { producers: Record<string, string> };
+    const ref = fromBinary(ProducerRefSchema, Buffer.from(entry.producers["tool"]!, "base64"));
+    ref.version = "0.0.1-stale";
+    entry.producers["tool"] = Buffer.from(toBinary(ProducerRefSchema, ref)).toString("base64");
+    writeFileSync(file, JSON.stringify(entry));
+
+    const records: KernelLogRecord[] = [];
+    const k = await kernel(records);
+    expect(existsSync(file)).toBe(true);
+    expect(await runOnce(k)).toBe(SessionStatus.COMPLETED);
+    expect(existsSync(file)).toBe(false);
+    expect(records.some((r) => r.level === "warn" && r.message.includes("differently"))).toBe(true);
+  });
+});
