@@ -95,7 +95,7 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .description("print a session's transcript from its file (no plugin is started)")
     .option("--expand", "show collapsed parts (thinking, tool output) in full")
     .action(async (id: string, opts) => {
-      const { runShow } = await import("./commands/replay.ts");
+      const { runShow } = await import("./commands/show.ts");
       finish(await runShow(io, id, opts));
     });
   sessions

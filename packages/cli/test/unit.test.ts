@@ -1,5 +1,9 @@
 // In-process tests of the CLI's pieces: the init template, exit statuses, flag
 // parsing, profile overrides and the headless printers.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import { loadConfigSource } from "@pluggableharness/config";
@@ -14,6 +18,7 @@ import { parseDuration } from "../src/duration.ts";
 import { EXIT, exitCodeFor } from "../src/exit-codes.ts";
 import { HeadlessPrinter, type RunSummary, resultRecord, runExitCode } from "../src/headless.ts";
 import { CliError, type Io } from "../src/io.ts";
+import { REPO_ROOT } from "./helpers.ts";
 
 function captureIo(): Io & { text(): string; errText(): string } {
   const out = new PassThrough();
@@ -365,5 +370,49 @@ describe("headless printers", () => {
     expect(pt.result(summary({ status: SessionStatus.CANCELLED, detail: "interrupted" }))).toBe(4);
     expect(text.text()).toBe("All done.\n");
     expect(text.errText()).toContain("ended: interrupted");
+  });
+});
+
+describe("start-up cost of the read-only session commands", () => {
+  // Runs the command through the CLI's main() in a child Node process that records every
+  // module it resolves, so the test sees exactly what `agent sessions …` loads.
+  function modulesLoadedBy(args: string[]): string[] {
+    const dir = mkdtempSync(join(tmpdir(), "agent-cli-modules-"));
+    try {
+      const out = join(dir, "modules.json");
+      const script = `
+        import { registerHooks } from "node:module";
+        import { writeFileSync } from "node:fs";
+        const seen = [];
+        registerHooks({ resolve(s, c, next) { const r = next(s, c); seen.push(r.url); return r; } });
+        const { main } = await import(${JSON.stringify(join(REPO_ROOT, "packages/cli/src/index.ts"))});
+        await main(["node", "agent", ...${JSON.stringify(args)}]);
+        writeFileSync(${JSON.stringify(out)}, JSON.stringify(seen));`;
+      const r = spawnSync(join(REPO_ROOT, "node_modules/.bin/node"), ["--input-type=module", "-e", script], {
+        env: { ...process.env, XDG_STATE_HOME: dir, HOME: dir },
+        encoding: "utf8",
+      });
+      expect(r.stderr).not.toMatch(/Error \[|TypeError|SyntaxError/);
+      return (JSON.parse(readFileSync(out, "utf8")) as string[]).map((u) =>
+        u.replace(`file://${REPO_ROOT}`, ""),
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const HEAVY =
+    /packages\/(runtime|config|plugin-sdk|goplugin|hcl|conformance)\/|packages\/kernel\/src\/(?!frontends\/generic-render\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+
+  it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
+    const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);
+    expect(loaded).toContain("packages/kernel/src/frontends/generic-render.ts");
+    expect(loaded).toContain("packages/cli/src/commands/show.ts");
+    expect(loaded.filter((u) => HEAVY.test(u))).toEqual([]);
+  });
+
+  it("sessions list loads no kernel either", () => {
+    const loaded = modulesLoadedBy(["sessions", "list"]);
+    expect(loaded).toContain("packages/cli/src/commands/sessions.ts");
+    expect(loaded.filter((u) => HEAVY.test(u))).toEqual([]);
   });
 });

@@ -1,10 +1,5 @@
-// `agent sessions show` and `agent sessions replay`.
-//
-// show: the transcript straight from the session file, every event through the
-// kernel's generic renderer; no plugin is started.
-//
-// replay: the same events re-rendered by the builds that produced them, through the
-// kernel's ordinary attach path (session_attached, one render per event,
+// `agent sessions replay`: a session's events re-rendered by the builds that produced
+// them, through the kernel's ordinary attach path (session_attached, one render per event,
 // backfill_complete), so the output is what a frontend attaching to the session sees.
 // Before anything is launched or rendered, the producers the session recorded are
 // compared with what this project installs; any that is missing is reported and the
@@ -18,23 +13,17 @@ import {
   type ResolvedProvider,
   resolveProviders,
 } from "@pluggableharness/config";
-import { createKernel, genericRenderTree } from "@pluggableharness/kernel";
+import { createKernel } from "@pluggableharness/kernel";
 import { producerFor, readPackageMetadata } from "@pluggableharness/plugin-sdk";
 import { PluginCategory } from "@pluggableharness/protocol/common";
-import { treeText } from "@pluggableharness/provider-tui";
+import { treeText } from "@pluggableharness/provider-tui/render-tree";
 import { PluginHost } from "@pluggableharness/runtime";
-import {
-  isSessionId,
-  openSessionReader,
-  type ProducerIdentity,
-  type ProducerRecord,
-  SessionNotFoundError,
-  type SessionReader,
-} from "@pluggableharness/state";
+import type { ProducerIdentity, ProducerRecord } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
 import { configFailure } from "./run.ts";
+import { openReader } from "./show.ts";
 
 const CATEGORIES = [
   PluginCategory.MODEL,
@@ -44,35 +33,6 @@ const CATEGORIES = [
   PluginCategory.FRONTEND,
   PluginCategory.WIDGET,
 ];
-
-function openReader(id: string): SessionReader {
-  if (!isSessionId(id)) throw new CliError(`agent: "${id}" is not a session id`, EXIT.USAGE);
-  try {
-    return openSessionReader(id, { log: () => {} });
-  } catch (err) {
-    if (err instanceof SessionNotFoundError) throw new CliError(`agent: no session ${id}`, EXIT.ERROR);
-    throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
-  }
-}
-
-/** Prints the transcript of a session file with the kernel's generic renderer. */
-export async function runShow(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
-  const reader = openReader(id);
-  try {
-    let n = 0;
-    for (const e of reader.events()) {
-      // Like a live or replayed session: an event with nothing to show (a message of tool
-      // results only) prints nothing, so each call appears once, by its own events.
-      const tree = genericRenderTree(e);
-      if (!tree.root) continue;
-      if (n++ > 0) line(io.out);
-      line(io.out, treeText(tree, { expand: !!opts.expand }));
-    }
-    return EXIT.OK;
-  } finally {
-    reader.close();
-  }
-}
 
 /**
  * What this project would run, as producer identities, known without launching

@@ -4,7 +4,7 @@
 // recorded producers (see replay.ts).
 
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import { formatUsd, statusName } from "@pluggableharness/provider-tui";
+import { formatUsd, statusName } from "@pluggableharness/provider-tui/describe";
 import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharness/state";
 import { parseDuration } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";

@@ -1,6 +1,7 @@
 // The loop's pure pieces, without plugin processes: guards, naming, backoff, template
 // expansion, slash command argument mapping, the invocation tracker, the session channel's ordering and the generic
 // renderer.
+import { readFileSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import {
@@ -233,6 +234,17 @@ describe("session channel without subscribers", () => {
     await attached;
     await channel.flush();
     expect(got.map((e) => e.event.case)).toEqual(["sessionAttached", "render", "backfillComplete", "render"]);
+  });
+});
+
+describe("the generic renderer module", () => {
+  it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
+    const src = readFileSync(new URL("../../src/frontends/generic-render.ts", import.meta.url), "utf8");
+    const specifiers = [...src.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+    expect(specifiers.length).toBeGreaterThan(5);
+    expect(
+      specifiers.filter((s) => !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+)$/.test(s)),
+    ).toEqual([]);
   });
 });
 

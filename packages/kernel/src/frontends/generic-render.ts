@@ -1,0 +1,260 @@
+// The kernel's generic renderer: a render.v1 tree for any persisted event.v1 payload. It
+// is what paints an event whose producer is the kernel, or whose producer cannot render
+// it, and what `agent sessions show` prints. Its imports are the protocol's generated
+// types only (no runtime, configuration or plugin code), so a command that only reads a
+// session file can load it without loading the kernel
+// (`@pluggableharness/kernel/render`).
+import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
+import type { PluginCategory } from "@pluggableharness/protocol/common";
+import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
+import { Role } from "@pluggableharness/protocol/content";
+import {
+  ApplyEventSchema,
+  ContextContributionEventSchema,
+  HookErrorEventSchema,
+  MemoryMutationEventSchema,
+  MessageEventSchema,
+  PlanEventSchema,
+  ToolCallEventSchema,
+  ToolResultEventSchema,
+} from "@pluggableharness/protocol/event";
+import { HookErrorCategory } from "@pluggableharness/protocol/hook";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { ApplyOutcome, PlanDecision } from "@pluggableharness/protocol/plan";
+import {
+  type PlacedContent,
+  PlacedContentSchema,
+  Region,
+  type RenderNode,
+  RenderNodeSchema,
+  type RenderTree,
+  RenderTreeSchema,
+  TextStyle,
+} from "@pluggableharness/protocol/render";
+import { type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
+
+/** What a renderer needs of a persisted event. StoredEvent satisfies it. */
+export interface RenderableEvent {
+  readonly sequence: number;
+  readonly kind: EventKind;
+  readonly kindText: string;
+  readonly producer: { readonly category: PluginCategory; readonly name: string; readonly version: string };
+  readonly schemaVersion: string;
+  readonly payload: Uint8Array;
+}
+
+type NodeInit = Parameters<typeof create<typeof RenderNodeSchema>>[1];
+
+const node = (init: NodeInit): RenderNode => create(RenderNodeSchema, init);
+const text = (content: string, style: TextStyle = TextStyle.UNSPECIFIED): RenderNode =>
+  node({ node: { case: "text", value: { content, style } } });
+const code = (content: string, language?: string): RenderNode =>
+  node({ node: { case: "codeBlock", value: { content, ...(language ? { language } : {}) } } });
+const group = (children: RenderNode[]): RenderNode => node({ node: { case: "group", value: { children } } });
+const collapsible = (summary: string, children: RenderNode[], collapsed = true): RenderNode =>
+  node({ node: { case: "collapsible", value: { summary, children, collapsedByDefault: collapsed } } });
+
+function json(value: JsonObject | undefined): string {
+  return JSON.stringify(value ?? {}, null, 2);
+}
+
+function blockNodes(blocks: readonly ContentBlock[]): RenderNode[] {
+  const out: RenderNode[] = [];
+  for (const b of blocks) {
+    const v = b.block;
+    switch (v.case) {
+      case "text":
+        out.push(text(v.value.text));
+        break;
+      case "thinking":
+        out.push(collapsible("Thinking", [text(v.value.text, TextStyle.DIM)]));
+        break;
+      case "redactedThinking":
+        out.push(text("(redacted reasoning)", TextStyle.DIM));
+        break;
+      case "toolUse":
+        out.push(collapsible(`Tool call ${v.value.name}`, [code(json(v.value.input), "json")], false));
+        break;
+      case "toolResult":
+        out.push(
+          collapsible(
+            `Result of ${v.value.toolUseId}${v.value.isError ? " (error)" : ""}`,
+            blockNodes(v.value.content).map((n) =>
+              v.value.isError && n.node.case === "text" ? text(n.node.value.content, TextStyle.ERROR) : n,
+            ),
+          ),
+        );
+        break;
+      case "image":
+        out.push(text(`(image, ${v.value.mediaType})`, TextStyle.DIM));
+        break;
+      case "document":
+        out.push(
+          text(
+            `(document${v.value.filename ? ` ${v.value.filename}` : ""}, ${v.value.mediaType})`,
+            TextStyle.DIM,
+          ),
+        );
+        break;
+      default:
+        out.push(text("(unknown content)", TextStyle.DIM));
+    }
+  }
+  return out;
+}
+
+/**
+ * A message without its tool_use and tool_result blocks: every call is shown once, by
+ * its own tool_call event, and every result by its tool_result event. Undefined when
+ * nothing is left (a message of tool results only, or of tool calls only).
+ */
+function renderMessage(m: Message | undefined, syntheticReason: string): RenderNode | undefined {
+  if (!m) return text("(empty message)", TextStyle.DIM);
+  const shown = m.content.filter((b) => b.block.case !== "toolUse" && b.block.case !== "toolResult");
+  if (shown.length === 0) return undefined;
+  const who = m.role === Role.ASSISTANT ? "Assistant" : "User";
+  const header = syntheticReason ? `${who} (kernel: ${syntheticReason})` : who;
+  return group([text(header, TextStyle.BOLD), ...blockNodes(shown)]);
+}
+
+/** The tool as a transcript names it: provider.tool, or the model's name when no provider served it. */
+function toolLabel(provider: string, tool: string): string {
+  return provider ? `${provider}.${tool}` : tool;
+}
+
+function errorLine(e: ToolError): string {
+  const name = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";
+  return `${name}: ${e.message}`;
+}
+
+const DECISIONS: Record<number, string> = {
+  [PlanDecision.PENDING]: "pending",
+  [PlanDecision.ALLOW]: "allow",
+  [PlanDecision.ASK]: "ask",
+  [PlanDecision.DENY]: "deny",
+};
+
+const OUTCOMES: Record<number, string> = {
+  [ApplyOutcome.APPLIED]: "applied",
+  [ApplyOutcome.FAILED]: "failed",
+  [ApplyOutcome.DENIED]: "denied",
+  [ApplyOutcome.CANCELLED]: "cancelled",
+};
+
+/**
+ * The kernel's rendering of any persisted event; never throws. A tree without a root
+ * means the event has nothing to show (frontends are not sent it).
+ */
+export function genericRenderTree(event: RenderableEvent): RenderTree {
+  const root = ((): RenderNode | undefined => {
+    const v1 = event.schemaVersion === "1" || event.schemaVersion === "v1";
+    if (!v1) {
+      return text(
+        `(${event.kindText} event from ${event.producer.name} ${event.producer.version}, schema version ${event.schemaVersion}: no renderer available)`,
+        TextStyle.DIM,
+      );
+    }
+    try {
+      switch (event.kind) {
+        case EventKind.MESSAGE: {
+          const e = fromBinary(MessageEventSchema, event.payload);
+          return renderMessage(e.message, e.syntheticReason);
+        }
+        case EventKind.TOOL_CALL: {
+          const e = fromBinary(ToolCallEventSchema, event.payload);
+          return group([
+            text(`→ ${toolLabel(e.provider, e.call?.toolName ?? "?")}`, TextStyle.BOLD),
+            code(json(e.call?.arguments), "json"),
+          ]);
+        }
+        case EventKind.TOOL_RESULT: {
+          const e = fromBinary(ToolResultEventSchema, event.payload);
+          const head = `${e.denied ? "✗ denied" : e.outcome.case === "error" ? "✗" : "✓"} ${toolLabel(e.provider, e.toolName)}`;
+          const children: RenderNode[] = [];
+          if (e.outcome.case === "result") children.push(code(json(e.outcome.value.payload), "json"));
+          if (e.outcome.case === "error") children.push(text(errorLine(e.outcome.value), TextStyle.ERROR));
+          const output = e.output.map((c) => new TextDecoder().decode(c.data)).join("");
+          if (output) children.push(code(output));
+          return collapsible(head, children, e.outcome.case !== "error");
+        }
+        case EventKind.PLAN: {
+          const plan = fromBinary(PlanEventSchema, event.payload).plan;
+          return node({
+            node: {
+              case: "table",
+              value: {
+                headers: ["tool", "decision", "decided by", "reason"],
+                rows: (plan?.items ?? []).map((i) => ({
+                  cells: [
+                    `${i.provider}.${i.toolName}`,
+                    DECISIONS[i.decision] ?? "?",
+                    i.decidedBy,
+                    i.reason ?? "",
+                  ],
+                })),
+              },
+            },
+          });
+        }
+        case EventKind.APPLY: {
+          const apply = fromBinary(ApplyEventSchema, event.payload).apply;
+          return node({
+            node: {
+              case: "list",
+              value: {
+                items: (apply?.items ?? []).map((i) =>
+                  text(
+                    `${i.toolCallId}: ${OUTCOMES[i.outcome] ?? "?"} (${DECISIONS[i.decision] ?? "?"} by ${i.decidedBy})${i.error ? ` — ${errorLine(i.error)}` : ""}`,
+                  ),
+                ),
+              },
+            },
+          });
+        }
+        case EventKind.CONTEXT_CONTRIBUTION: {
+          const e = fromBinary(ContextContributionEventSchema, event.payload);
+          const children = e.sections.map((s) =>
+            collapsible(`${s.label} (${s.tokens} tokens)`, blockNodes(s.content)),
+          );
+          for (const l of e.droppedLabels)
+            children.push(text(`dropped: ${l} (over budget)`, TextStyle.WARNING));
+          return collapsible(`Context from ${event.producer.name}`, children);
+        }
+        case EventKind.MEMORY_WRITE:
+        case EventKind.MEMORY_UPDATE:
+        case EventKind.MEMORY_DELETE: {
+          const r = fromBinary(MemoryMutationEventSchema, event.payload).record;
+          return text(
+            `memory ${event.kindText.replace("memory_", "")}: ${r?.title ?? r?.id ?? "?"}`,
+            TextStyle.DIM,
+          );
+        }
+        case EventKind.HOOK_ERROR: {
+          const e = fromBinary(HookErrorEventSchema, event.payload).error;
+          const cat = e ? (HookErrorCategory[e.category]?.toLowerCase() ?? "unknown") : "unknown";
+          return text(
+            `hook ${e?.subscriber?.name ?? "?"} failed (${cat}${e?.timedOut ? ", timed out" : ""}): ${e?.message ?? ""}`,
+            TextStyle.ERROR,
+          );
+        }
+        default:
+          return text(`(${event.kindText} event)`, TextStyle.DIM);
+      }
+    } catch (err) {
+      return text(
+        `(${event.kindText} event could not be decoded: ${(err as Error).message})`,
+        TextStyle.WARNING,
+      );
+    }
+  })();
+  return create(RenderTreeSchema, root ? { root } : {});
+}
+
+/** Whether a rendered tree shows anything. */
+export function hasContent(tree: RenderTree | undefined): boolean {
+  return tree?.root?.node.case !== undefined;
+}
+
+export function placed(tree: RenderTree, region: Region = Region.MAIN_CHAT): PlacedContent {
+  return create(PlacedContentSchema, { region, content: tree, replace: false });
+}
