@@ -26,7 +26,11 @@ const BOM = "\uFEFF";
 const ASCII = /^[^\u0080-\uffff]*$/;
 
 type Clusters = "ascii" | { starts: number[]; bytes: number[] };
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+// Built on first use: creating a grapheme segmenter loads ICU break data (tens of ms),
+// and ASCII-only sources never need one.
+let shared: Intl.Segmenter | undefined;
+const segmenter = (): Intl.Segmenter =>
+  (shared ??= new Intl.Segmenter(undefined, { granularity: "grapheme" }));
 
 /** Number of bytes `text` occupies in UTF-8 (well-formed input assumed). */
 export function utf8Length(text: string): number {
@@ -45,7 +49,7 @@ export function utf8Length(text: string): number {
 
 /** Splits `text` into grapheme clusters. */
 export function graphemes(text: string): string[] {
-  return Array.from(segmenter.segment(text), (s) => s.segment);
+  return Array.from(segmenter().segment(text), (s) => s.segment);
 }
 
 /**
@@ -142,7 +146,7 @@ export class SourceFile {
       }
       clusters = { starts: [], bytes: [] };
       let byte = this.lineStartBytes[line]!;
-      for (const seg of segmenter.segment(this.text.slice(from, to))) {
+      for (const seg of segmenter().segment(this.text.slice(from, to))) {
         clusters.starts.push(from + seg.index);
         clusters.bytes.push(byte);
         byte += utf8Length(seg.segment);
