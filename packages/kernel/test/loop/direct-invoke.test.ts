@@ -156,8 +156,8 @@ policy "no_remove" {
     );
     expect(lastMessage(k, id).text).toContain('\nResult (error): Denied: denied by policy rule "no_remove"');
 
-    expect(await runAndSettle(c, id, slash("peek", "path=d.txt delay_ms=0"))).toBe(SessionStatus.COMPLETED);
-    expect(started(k, "read").map((e) => e["args"])).toEqual([{ path: "d.txt", delay_ms: 0 }]);
+    expect(await runAndSettle(c, id, slash("peek", "path=d.txt hold=false"))).toBe(SessionStatus.COMPLETED);
+    expect(started(k, "read").map((e) => e["args"])).toEqual([{ path: "d.txt", hold: false }]);
     expect(lastMessage(k, id).text).toContain('Result: {"path":"d.txt","content":"contents of d.txt"}');
     expect(k.requests("dd")).toHaveLength(1);
     await k.close();
@@ -216,8 +216,8 @@ describe("action triggers", () => {
     expect(await refused({ case: "actionTrigger", value: { nodeId: "n", toolName: "read" } })).toContain(
       "needs provider and tool_name",
     );
-    expect(await refused({ case: "slashCommand", value: { name: "peek", args: "delay_ms=soon" } })).toBe(
-      '/peek: delay_ms: "soon" is not a number',
+    expect(await refused({ case: "slashCommand", value: { name: "peek", args: "hold=soon" } })).toBe(
+      '/peek: hold: "soon" is not true or false',
     );
     expect(await refused({ case: "slashCommand", value: { name: "peek", args: "" } })).toContain(
       "must have required property 'path'",

@@ -1,14 +1,14 @@
 // The plan/apply gate: policy per item, third-party vetoes, ask/allow/deny, decision
 // scopes, corrected input, headless asks, plan mode, the data-source and interactive
 // precheck, Preview, terminates_turn and scheduling per ConcurrencySpec.
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, watch, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
-import { calls, Harness, type Loose, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
+import { calls, Harness, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -578,41 +578,79 @@ agent_profile "serial" {
         sched: {
           turns: [
             calls(
-              tool("r1", "tools__read", { path: "a", delay_ms: 300 }),
-              tool("r2", "tools__read", { path: "b", delay_ms: 300 }),
-              tool("w1", "tools__write", { path: "same", content: "1", delay_ms: 250 }),
-              tool("w2", "tools__write", { path: "same", content: "2", delay_ms: 250 }),
-              tool("w3", "tools__write", { path: "other", content: "3", delay_ms: 250 }),
+              tool("r1", "tools__read", { path: "a", hold: true }),
+              tool("r2", "tools__read", { path: "b", hold: true }),
+              tool("w1", "tools__write", { path: "same", content: "1", hold: true }),
+              tool("w2", "tools__write", { path: "same", content: "2", hold: true }),
+              tool("w3", "tools__write", { path: "other", content: "3", hold: true }),
             ),
             reply("ok"),
           ],
         },
       },
     });
-    const overlap = (a: string, b: string, inv: Array<Record<string, Loose>>) => {
-      const span = (id: string) => [
-        inv.find((e) => e["callId"] === id && e["phase"] === "start")!["at"] as number,
-        inv.find((e) => e["callId"] === id && e["phase"] === "end")!["at"] as number,
-      ];
-      const [s1, e1] = span(a);
-      const [s2, e2] = span(b);
-      return s1! < e2! && s2! < e1!;
+    // Each call holds (running, after logging its start) until the test releases it, so
+    // "these two overlap" is seen directly: both started and neither can have ended.
+    const log = (sessionId: string) => k.invocations().filter((e) => e["sessionId"] === sessionId);
+    const started = (sessionId: string) =>
+      log(sessionId)
+        .filter((e) => e["phase"] === "start")
+        .map((e) => e["callId"] as string);
+    const running = (sessionId: string) => {
+      const ended = new Set(
+        log(sessionId)
+          .filter((e) => e["phase"] === "end")
+          .map((e) => e["callId"]),
+      );
+      return started(sessionId).filter((id) => !ended.has(id));
     };
-    const s = await k.kernel.startSession({ prompt: "[sched] go" });
-    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
-    let inv = k.invocations();
-    expect(overlap("r1", "r2", inv)).toBe(true);
-    expect(overlap("w1", "w2", inv)).toBe(false);
-    expect(overlap("w1", "w3", inv)).toBe(true);
-    const order = inv.filter((e) => e["phase"] === "start" && e["tool"] === "write").map((e) => e["callId"]);
-    expect(order.indexOf("w1")).toBeLessThan(order.indexOf("w2"));
+    const release = (sessionId: string, ...ids: string[]) => {
+      for (const id of ids) writeFileSync(join(k.logDir, `release-${sessionId}-${id}`), "");
+    };
+    /** Waits for the invocation log to satisfy `ok` (woken by writes to the log directory). */
+    const until = (what: string, ok: () => boolean) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (!ok()) return;
+          watcher.close();
+          clearTimeout(deadline);
+          resolve();
+        };
+        const watcher = watch(k.logDir, check);
+        // Reached only when the kernel never does what is awaited (the test then fails).
+        const deadline = setTimeout(() => {
+          watcher.close();
+          reject(new Error(`${what} never happened; log: ${JSON.stringify(k.invocations())}`));
+        }, 15_000);
+        check();
+      });
 
-    rmSync(join(k.logDir, "invocations.jsonl"));
+    const s = await k.kernel.startSession({ prompt: "[sched] go" });
+    // Data sources with safe: true run together.
+    await until("r1 and r2 running at once", () => running(s.id).length === 2);
+    expect(running(s.id)).toEqual(["r1", "r2"]);
+    release(s.id, "r1", "r2");
+    // Writes keyed on path: distinct keys run together, the shared key waits. w2 was
+    // dispatched before w3, so a kernel that did not hold it back would have started it
+    // by the time w3 started.
+    await until("w1 and w3 running at once", () => ["w1", "w3"].every((id) => running(s.id).includes(id)));
+    expect(running(s.id)).toEqual(["w1", "w3"]);
+    release(s.id, "w1");
+    await until("w2 starting once w1 ended", () => started(s.id).includes("w2"));
+    const order = log(s.id).map((e) => `${e["phase"]} ${e["callId"]}`);
+    expect(order.indexOf("end w1")).toBeLessThan(order.indexOf("start w2"));
+    release(s.id, "w2", "w3");
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+
+    // A model without parallel tool calls: one call at a time, in tool_use order.
     const s2 = await k.kernel.startSession({ prompt: "[sched] go", profile: "serial" });
+    for (const id of ["r1", "r2", "w1", "w2", "w3"]) {
+      await until(`${id} starting`, () => started(s2.id).includes(id));
+      expect(running(s2.id)).toEqual([id]);
+      release(s2.id, id);
+      await until(`${id} ending`, () => !running(s2.id).includes(id));
+    }
     expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
-    inv = k.invocations();
-    expect(overlap("r1", "r2", inv)).toBe(false);
-    expect(overlap("w1", "w3", inv)).toBe(false);
     await k.close();
   });
 });
