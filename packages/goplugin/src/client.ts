@@ -108,26 +108,35 @@ function unary(transport: Transport, method: DescMethod): UnaryFn<DescMessage, D
     const message = toMessage(method.input, request);
     return new Promise((resolve, reject) => {
       let override: Error | undefined;
-      const call = lease.client.makeUnaryRequest(
-        path,
-        def.requestSerialize,
-        def.responseDeserialize as (b: Buffer) => MessageShape<DescMessage>,
-        message,
-        metadataOf(options),
-        grpcOptions(options),
-        (err, response) => {
-          untrack();
-          signal?.removeEventListener("abort", onAbort);
-          if (override) return reject(override);
-          if (err || response === undefined) {
-            Promise.resolve(lease.mapError ? lease.mapError(err ?? new Error("empty response"), path) : err)
-              .then((mapped) => reject(toRpcError(mapped, path)))
-              .catch(reject);
-            return;
-          }
-          resolve(response);
-        },
-      );
+      // grpc-js captures a stack trace per call (new Error()) for the message of a failed
+      // call; errors here are rebuilt from code and details, so that capture is turned off.
+      const stackLimit = Error.stackTraceLimit;
+      Error.stackTraceLimit = 0;
+      let call: ReturnType<Client["makeUnaryRequest"]>;
+      try {
+        call = lease.client.makeUnaryRequest(
+          path,
+          def.requestSerialize,
+          def.responseDeserialize as (b: Buffer) => MessageShape<DescMessage>,
+          message,
+          metadataOf(options),
+          grpcOptions(options),
+          (err, response) => {
+            untrack();
+            signal?.removeEventListener("abort", onAbort);
+            if (override) return reject(override);
+            if (err || response === undefined) {
+              Promise.resolve(lease.mapError ? lease.mapError(err ?? new Error("empty response"), path) : err)
+                .then((mapped) => reject(toRpcError(mapped, path)))
+                .catch(reject);
+              return;
+            }
+            resolve(response);
+          },
+        );
+      } finally {
+        Error.stackTraceLimit = stackLimit;
+      }
       const abort = (reason: Error) => {
         override ??= reason;
         call.cancel();

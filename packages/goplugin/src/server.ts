@@ -86,15 +86,36 @@ function toMessage<D extends DescMessage>(desc: D, value: MessageInitShape<D>): 
   return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value);
 }
 
+/**
+ * The handler context of one call. grpc-js reports every call as "cancelled" when its
+ * stream closes, answered or not, so the listener is removed once the answer is sent;
+ * and most unary handlers never look at their signal, so its AbortController (and the
+ * DOMException it aborts with) is only made when `signal` is read.
+ */
 function baseContext(
   call: ServerUnaryCall<unknown, unknown> | ServerWritableStream<unknown, unknown>,
   method: DescMethod,
-): { ctx: HandlerContext; controller: AbortController } {
-  const controller = new AbortController();
-  call.once("cancelled", () =>
-    controller.abort(new DOMException("call cancelled by the client", "AbortError")),
-  );
-  return { ctx: { signal: controller.signal, metadata: call.metadata, method }, controller };
+): { ctx: HandlerContext; finish: () => void } {
+  let controller: AbortController | undefined;
+  let cancelled = false;
+  const reason = () => new DOMException("call cancelled by the client", "AbortError");
+  const onCancelled = () => {
+    cancelled = true;
+    controller?.abort(reason());
+  };
+  call.once("cancelled", onCancelled);
+  const ctx: HandlerContext = {
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (cancelled) controller.abort(reason());
+      }
+      return controller.signal;
+    },
+    metadata: call.metadata,
+    method,
+  };
+  return { ctx, finish: () => call.off("cancelled", onCancelled) };
 }
 
 function isCancellation(err: unknown, signal: AbortSignal): boolean {
@@ -107,14 +128,18 @@ function unaryHandler<C>(
   opts: ImplementOptions<C>,
 ): handleUnaryCall<unknown, unknown> {
   return (call, callback) => {
-    const { ctx } = baseContext(call, method);
+    const { ctx, finish } = baseContext(call, method);
     const context = opts.context ? opts.context(ctx, call.request) : (ctx as C);
     Promise.resolve()
       .then(() => fn(call.request as MessageShape<DescMessage>, context))
       .then(
-        (response) => callback(null, toMessage(method.output, response)),
+        (response) => {
+          finish();
+          callback(null, toMessage(method.output, response));
+        },
         (err: unknown) => {
           if (!isCancellation(err, ctx.signal)) opts.onError?.(err, method);
+          finish();
           callback(toStatus(err));
         },
       );
@@ -139,7 +164,7 @@ function serverStreamHandler<C>(
   opts: ImplementOptions<C>,
 ): handleServerStreamingCall<unknown, unknown> {
   return async (call) => {
-    const { ctx } = baseContext(call, method);
+    const { ctx, finish } = baseContext(call, method);
     const context = opts.context ? opts.context(ctx, call.request) : (ctx as C);
     let iterator: AsyncIterator<MessageInitShape<DescMessage>> | undefined;
     try {
@@ -151,7 +176,10 @@ function serverStreamHandler<C>(
         if (ctx.signal.aborted) break;
         if (!call.write(toMessage(method.output, next.value))) await waitForDrain(call, ctx.signal);
       }
-      if (!ctx.signal.aborted) call.end();
+      if (!ctx.signal.aborted) {
+        finish();
+        call.end();
+      }
     } catch (err) {
       if (ctx.signal.aborted) return; // the client went away: nothing to report
       opts.onError?.(err, method);

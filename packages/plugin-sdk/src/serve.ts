@@ -218,7 +218,17 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
     const handlers = implement(reg.service, impl as ServiceImpl<DescService, PluginContext>, {
       context: (base, request): PluginContext => {
         const callContext = extractCallContext(base.method.input, request);
-        return { ...base, callContext, kernel: kernel.withCallContext(callContext), log };
+        return {
+          // Read through, not copied: the signal is made only for handlers that use it.
+          get signal() {
+            return base.signal;
+          },
+          metadata: base.metadata,
+          method: base.method,
+          callContext,
+          kernel: kernel.withCallContext(callContext),
+          log,
+        };
       },
       onError: (err, method) =>
         log.error("handler failed", { method: `${reg.service.typeName}/${method.name}`, error: String(err) }),

@@ -336,10 +336,7 @@ export function toolService(options: ToolProviderOptions) {
     async render(req) {
       // Payloads are event.v1 messages; "1" is the only version emitted so far.
       if (req.schemaVersion !== "1") return {};
-      const [{ fromBinary }, events] = await Promise.all([
-        import("@bufbuild/protobuf"),
-        import("@pluggableharness/protocol/event"),
-      ]);
+      const { fromBinary, events } = renderModules ?? (await loadRenderModules());
       let input: RenderInput;
       let tool: ToolDefinition | undefined;
       try {
@@ -380,6 +377,26 @@ export function toolService(options: ToolProviderOptions) {
       return node ? { tree: { root: node } } : {};
     },
   });
+}
+
+/**
+ * What Render decodes payloads with, imported on the first Render (start-up never needs
+ * it) and kept: a dynamic import per call costs a module resolution each time.
+ */
+let renderModules:
+  | {
+      fromBinary: typeof import("@bufbuild/protobuf").fromBinary;
+      events: typeof import("@pluggableharness/protocol/event");
+    }
+  | undefined;
+
+async function loadRenderModules(): Promise<NonNullable<typeof renderModules>> {
+  const [{ fromBinary }, events] = await Promise.all([
+    import("@bufbuild/protobuf"),
+    import("@pluggableharness/protocol/event"),
+  ]);
+  renderModules = { fromBinary, events };
+  return renderModules;
 }
 
 /** Serves a tool provider from a plugin's main module. */
