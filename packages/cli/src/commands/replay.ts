@@ -21,7 +21,7 @@ import { PluginHost } from "@pluggableharness/runtime";
 import type { ProducerIdentity, ProducerRecord } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
-import { CliError, type Io, line } from "../io.ts";
+import { CliError, CoalescingWriter, type Io } from "../io.ts";
 import { configFailure } from "./run.ts";
 import { openReader } from "./show.ts";
 
@@ -42,15 +42,17 @@ const CATEGORIES = [
 async function installedProducers(
   resolved: readonly ResolvedProvider[],
   cwd: string,
-): Promise<ProducerIdentity[]> {
-  const out: ProducerIdentity[] = [];
+): Promise<Map<string, ProducerIdentity[]>> {
+  const out = new Map<string, ProducerIdentity[]>();
   await Promise.all(
     resolved.map(async (r) => {
+      const own: ProducerIdentity[] = [];
+      out.set(r.localName, own);
       if (r.packageDir) {
         const meta = readPackageMetadata(join(r.packageDir, "package.json"));
         for (const category of CATEGORIES) {
           const p = producerFor(meta, category, 1);
-          out.push({ category, name: p.name, version: p.version });
+          own.push({ category, name: p.name, version: p.version });
         }
         return;
       }
@@ -58,7 +60,7 @@ async function installedProducers(
       try {
         const d = await host.describe();
         for (const p of Object.values(d.producers))
-          out.push({ category: p.category, name: p.name, version: p.version });
+          own.push({ category: p.category, name: p.name, version: p.version });
       } catch {
         // not installed in a usable way: its producers count as missing
       } finally {
@@ -67,6 +69,31 @@ async function installedProducers(
     }),
   );
   return out;
+}
+
+const producerKey = (p: ProducerIdentity) => `${p.category}\u0000${p.name}\u0000${p.version}`;
+
+/** The categories whose events the kernel's renderer sends to their producer's Render. */
+const RENDERING_CATEGORIES = new Set([
+  PluginCategory.MODEL,
+  PluginCategory.TOOL,
+  PluginCategory.CONTEXT,
+  PluginCategory.MEMORY,
+]);
+
+/**
+ * The providers a replay has no use for: those that produced none of the session's events
+ * in a category the renderer asks to Render. Only the rest are loaded (a session written
+ * by the kernel and one tool provider starts that one plugin, not the whole profile).
+ */
+export function providersNotNeeded(
+  recorded: readonly ProducerIdentity[],
+  installed: ReadonlyMap<string, readonly ProducerIdentity[]>,
+): string[] {
+  const wanted = new Set(recorded.filter((p) => RENDERING_CATEGORIES.has(p.category)).map(producerKey));
+  return [...installed]
+    .filter(([, producers]) => !producers.some((p) => wanted.has(producerKey(p))))
+    .map(([name]) => name);
 }
 
 function describeMissing(missing: readonly ProducerRecord[]): string {
@@ -88,8 +115,11 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
 
   // 1. The check, before anything is rendered or launched for the replay.
   const reader = openReader(id);
+  let exclude: string[];
   try {
-    const missing = reader.missingProducers(await installedProducers(resolved, io.cwd));
+    const installed = await installedProducers(resolved, io.cwd);
+    const missing = reader.missingProducers([...installed.values()].flat());
+    exclude = providersNotNeeded(reader.producers(), installed);
     if (missing.length > 0) {
       throw new CliError(
         `agent: cannot replay session ${id}: it was written by plugins this project does not install:\n${describeMissing(missing)}\n` +
@@ -109,12 +139,13 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
       installationRoot: installationRoot(),
       env: io.env,
       config: loaded.config,
-      exclude: resolved.filter((r) => r.localName === "tui").map((r) => r.localName),
+      exclude,
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
   }
+  const out = new CoalescingWriter(io.out);
   try {
     const conn = kernel.frontends.connect({ name: "replay", interactive: false });
     conn.send({ event: { case: "attachSession", value: { requestId: "replay", sessionId: id } } });
@@ -124,14 +155,15 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
       if (e.case === "error")
         throw new CliError(`agent: ${e.value.error?.message ?? "replay failed"}`, EXIT.ERROR);
       if (e.case === "render") {
-        if (n++ > 0) line(io.out);
-        line(io.out, treeText(e.value.content?.content, { expand: !!opts.expand }));
+        out.write(`${n++ > 0 ? "\n" : ""}${treeText(e.value.content?.content, { expand: !!opts.expand })}\n`);
       }
       if (e.case === "backfillComplete") break;
     }
     conn.close();
+    out.close();
     return EXIT.OK;
   } finally {
+    out.close();
     await kernel.shutdown().catch(() => {});
   }
 }

@@ -11,7 +11,7 @@ import {
   type SessionReader,
 } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
-import { CliError, type Io, line } from "../io.ts";
+import { CliError, CoalescingWriter, type Io } from "../io.ts";
 
 export function openReader(id: string): SessionReader {
   if (!isSessionId(id)) throw new CliError(`agent: "${id}" is not a session id`, EXIT.USAGE);
@@ -26,6 +26,7 @@ export function openReader(id: string): SessionReader {
 /** Prints the transcript of a session file with the kernel's generic renderer. */
 export async function runShow(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
   const reader = openReader(id);
+  const out = new CoalescingWriter(io.out);
   try {
     let n = 0;
     for (const e of reader.events()) {
@@ -33,11 +34,11 @@ export async function runShow(io: Io, id: string, opts: { expand?: boolean }): P
       // results only) prints nothing, so each call appears once, by its own events.
       const tree = genericRenderTree(e);
       if (!tree.root) continue;
-      if (n++ > 0) line(io.out);
-      line(io.out, treeText(tree, { expand: !!opts.expand }));
+      out.write(`${n++ > 0 ? "\n" : ""}${treeText(tree, { expand: !!opts.expand })}\n`);
     }
     return EXIT.OK;
   } finally {
+    out.close();
     reader.close();
   }
 }

@@ -14,6 +14,9 @@ import { hasContent, type RenderableEvent } from "./renderer.ts";
 
 export type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
 
+/** How many backfill renders may be in flight at once. */
+export const BACKFILL_WINDOW = 64;
+
 /** The part of a frontend connection a channel writes to. */
 export interface Subscriber {
   readonly interactive: boolean;
@@ -122,10 +125,21 @@ export class SessionChannel {
     const send = (init: ServerEventInit) =>
       subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
     send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
-    for (const e of plan.backfill.events(through)) {
-      const content = await this.#render(e);
+    // Renders run ahead of delivery (up to BACKFILL_WINDOW at once: a producer's Render
+    // RPCs overlap instead of waiting for each other) and are sent in sequence order.
+    const inFlight: Promise<PlacedContent>[] = [];
+    const sendNext = async () => {
+      const content = await inFlight.shift()!;
       if (hasContent(content.content)) send({ event: { case: "render", value: { content } } });
+    };
+    for (const e of plan.backfill.events(through)) {
+      const rendering = this.#render(e);
+      // A failure surfaces when its turn comes; until then it must not count as unhandled.
+      rendering.catch(() => {});
+      inFlight.push(rendering);
+      if (inFlight.length >= BACKFILL_WINDOW) await sendNext();
     }
+    while (inFlight.length > 0) await sendNext();
     send({
       ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}),
       event: { case: "backfillComplete", value: { lastSequence: BigInt(through) } },

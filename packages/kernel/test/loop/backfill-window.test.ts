@@ -1,0 +1,103 @@
+// A backfill's renders overlap (a producer's Render RPCs do not wait for each other), up
+// to a bounded window, and still reach the frontend in sequence order, whatever order the
+// renders finish in.
+import { create, toBinary } from "@bufbuild/protobuf";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import { Role } from "@pluggableharness/protocol/content";
+import { MessageEventSchema } from "@pluggableharness/protocol/event";
+import type { ServerEvent } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import type { PlacedContent } from "@pluggableharness/protocol/render";
+import { describe, expect, it } from "vitest";
+import { BACKFILL_WINDOW, SessionChannel } from "../../src/frontends/channel.ts";
+import { placed } from "../../src/frontends/renderer.ts";
+import { discardLog, genericRenderTree, KernelLogger, type RenderableEvent } from "../../src/index.ts";
+
+function message(sequence: number): RenderableEvent {
+  return {
+    sequence,
+    kind: EventKind.MESSAGE,
+    kindText: "message",
+    producer: { category: PluginCategory.KERNEL, name: "kernel", version: "0.1.0" },
+    schemaVersion: "1",
+    payload: toBinary(
+      MessageEventSchema,
+      create(MessageEventSchema, {
+        message: {
+          role: Role.USER,
+          content: [{ block: { case: "text", value: { text: `event ${sequence}` } } }],
+        },
+      }),
+    ),
+  };
+}
+
+const textOf = (e: ServerEvent) => {
+  const v = e.event;
+  return v.case === "render" ? JSON.stringify(v.value.content?.content).match(/event (\d+)/)?.[1] : v.case;
+};
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("backfill window", () => {
+  it("keeps up to BACKFILL_WINDOW renders in flight and delivers them in sequence order", async () => {
+    const history = Array.from({ length: 3 * BACKFILL_WINDOW + 5 }, (_, i) => message(i + 1));
+    const waiting: Array<() => void> = [];
+    let inFlight = 0;
+    let most = 0;
+    const channel = new SessionChannel(
+      "S",
+      (e) =>
+        new Promise<PlacedContent>((resolve) => {
+          most = Math.max(most, ++inFlight);
+          waiting.push(() => {
+            inFlight--;
+            resolve(placed(genericRenderTree(e)));
+          });
+        }),
+      new KernelLogger(discardLog),
+    );
+    const got: ServerEvent[] = [];
+    let done = false;
+    const attached = channel
+      .attach(
+        { interactive: false, deliver: (e) => got.push(e) },
+        { opening: { event: { case: "sessionAttached", value: {} } }, backfill: { events: () => history } },
+      )
+      .then(() => {
+        done = true;
+      });
+    while (!done) {
+      await turn();
+      // Finish the renders in flight last-started first.
+      for (const finish of waiting.splice(0).reverse()) finish();
+    }
+    await attached;
+    expect(most).toBe(BACKFILL_WINDOW);
+    expect(got.map(textOf)).toEqual([
+      "sessionAttached",
+      ...history.map((e) => String(e.sequence)),
+      "backfillComplete",
+    ]);
+  });
+
+  it("reports a failed render in its turn without losing the ones before it", async () => {
+    const history = Array.from({ length: 10 }, (_, i) => message(i + 1));
+    const errors: string[] = [];
+    const channel = new SessionChannel(
+      "S",
+      async (e) => {
+        if (e.sequence === 4) throw new Error("render broke");
+        return placed(genericRenderTree(e));
+      },
+      new KernelLogger((r) => errors.push(r.message)),
+    );
+    const got: ServerEvent[] = [];
+    await channel.attach(
+      { interactive: false, deliver: (e) => got.push(e) },
+      { opening: { event: { case: "sessionAttached", value: {} } }, backfill: { events: () => history } },
+    );
+    expect(got.map(textOf)).toEqual(["sessionAttached", "1", "2", "3"]);
+    expect(errors).toContain("frontend delivery failed");
+  });
+});
