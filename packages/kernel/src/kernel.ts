@@ -25,7 +25,16 @@ import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import type { HookError } from "@pluggableharness/protocol/hook";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import type { CallbackPeer, CrashReport, LaunchContext, PluginLogRecord } from "@pluggableharness/runtime";
+import {
+  type CallbackPeer,
+  type CrashReport,
+  discardPrelaunched,
+  type LaunchContext,
+  type PluginLogRecord,
+  prelaunchPlanFileInUse,
+  type SpawnedSpec,
+  writePrelaunchPlan,
+} from "@pluggableharness/runtime";
 import {
   createSession,
   hookErrorProducer,
@@ -114,6 +123,12 @@ export interface KernelOptions {
    * them for this kernel only. Default: $XDG_CACHE_HOME/agent/token-counts.json from `env`.
    */
   readonly tokenCountCache?: string | false;
+  /**
+   * Where to record the processes the first session starts, for the next run to prelaunch
+   * (runtime prelaunch.ts); false records nothing. Default: the plan file bin/agent.mjs
+   * chose for this process, if any.
+   */
+  readonly prelaunchPlan?: string | false;
   readonly limits?: Partial<LoopLimits>;
 }
 
@@ -232,6 +247,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   #providers: ProviderRegistry | undefined;
   #deps: LoopDeps | undefined;
   #closed = false;
+  #planned = false;
 
   constructor(options: KernelOptions, config: AgentConfig, log: KernelLogger) {
     this.#options = options;
@@ -551,6 +567,25 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       );
     }
     for (const f of failed) this.#log.error(`model provider failed to start: ${f}`);
+    this.#recordPrelaunch([...wanted, ...providers.contextProviders().map((p) => p.name)]);
+  }
+
+  /**
+   * After the first session started its providers: what the next run may prelaunch, and
+   * the end of this run's prelaunched processes that were not taken over.
+   */
+  #recordPrelaunch(names: readonly string[]): void {
+    if (this.#planned) return;
+    this.#planned = true;
+    const file = this.#options.prelaunchPlan ?? prelaunchPlanFileInUse();
+    discardPrelaunched();
+    if (!file || !existsSync(this.config.file)) return;
+    const specs: SpawnedSpec[] = [];
+    for (const name of new Set(names)) {
+      const spec = this.#d.providers.get(name)?.host.lastSpawn;
+      if (spec) specs.push(spec);
+    }
+    writePrelaunchPlan(file, [this.config.file], specs);
   }
 
   // ---- Kernel ----------------------------------------------------------------------------------

@@ -244,9 +244,14 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
 export async function serveModelProvider<S>(adapter: ModelAdapter<S>) {
   const impl = createModelService(adapter);
   const { dispose, ...methods } = impl;
-  return serve({
+  const served = await serve({
     packageJson: adapter.packageJson,
     services: [service(ModelService, methods as never)],
     onShutdown: dispose,
   });
+  // Node loads its fetch implementation (undici) on first use, which costs tens of ms;
+  // loading it now, while the kernel is still configuring this plugin and assembling
+  // context, keeps that cost off the first model request.
+  setImmediate(() => void new Headers());
+  return served;
 }

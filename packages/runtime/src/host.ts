@@ -22,6 +22,7 @@ import {
   type PluginInstance,
   type PluginLogRecord,
 } from "./instance.ts";
+import type { SpawnedSpec } from "./prelaunch.ts";
 
 export interface BackoffPolicy {
   /** Delay before the second relaunch in a row; doubles for each further one. */
@@ -125,6 +126,7 @@ export class PluginHost {
   private consecutiveFailures = 0;
   private lastFailureAt = 0;
   private crashes = 0;
+  private spawned: SpawnedSpec | undefined;
 
   constructor(opts: PluginHostOptions) {
     this.name = opts.name;
@@ -149,6 +151,11 @@ export class PluginHost {
 
   get running(): boolean {
     return this.instance?.alive ?? false;
+  }
+
+  /** What the latest launch spawned: executable, arguments, directory, environment. */
+  get lastSpawn(): SpawnedSpec | undefined {
+    return this.spawned;
   }
 
   /** The running process's socket address from its handshake. */
@@ -233,6 +240,9 @@ export class PluginHost {
             this.opts.nodeCompileCache === false
               ? undefined
               : (this.opts.nodeCompileCache ?? defaultCompileCache()),
+          onSpawn: (spec) => {
+            this.spawned = spec;
+          },
         },
         id,
       );

@@ -48,4 +48,17 @@ export {
   type PluginDescription,
   type PluginLogRecord,
 } from "./instance.ts";
+export {
+  adoptPrelaunched,
+  discardPrelaunched,
+  type PrelaunchPlan,
+  prelaunch,
+  prelaunchedCount,
+  prelaunchPlanFile,
+  prelaunchPlanFileInUse,
+  readPrelaunchPlan,
+  type SpawnedSpec,
+  setPrelaunchPlanFile,
+  writePrelaunchPlan,
+} from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";

@@ -49,7 +49,15 @@ import { methodPath, serviceDefinition } from "@pluggableharness/protocol/grpc";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { buildEnvironment, type EnvironmentSpec } from "./env.ts";
 import { type LaunchFailure, PluginCrashedError, PluginLaunchError, PluginStoppedError } from "./errors.ts";
-import { describeOutput, killGroup, readFirstLine, resolveCommand, spawnPlugin } from "./process.ts";
+import { adoptPrelaunched, type SpawnedSpec } from "./prelaunch.ts";
+import {
+  describeOutput,
+  killGroup,
+  readFirstLine,
+  resolveCommand,
+  spawnPlugin,
+  trackPlugin,
+} from "./process.ts";
 
 /** A plugin log line, attributed to the plugin that wrote it. */
 export interface PluginLogRecord extends LogLine {
@@ -119,6 +127,8 @@ export interface InstanceOptions {
   callbacks: CallbackRegistration | undefined;
   categories: readonly CategoryProbe[];
   nodeCompileCache: string | undefined;
+  /** Told what was spawned (or adopted from a prelaunch) for this launch. */
+  onSpawn?: (spec: SpawnedSpec) => void;
 }
 
 const STDERR_TAIL_LINES = 20;
@@ -318,7 +328,7 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   } catch (err) {
     throw fail("socket_path_too_long", (err as SocketPathTooLongError).message, [], err);
   }
-  const socketDir = mkdtempSync(join(base, "ph-"));
+  let socketDir = mkdtempSync(join(base, "ph-"));
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
 
   let hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined;
@@ -341,7 +351,18 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
     env["NODE_COMPILE_CACHE"] = opts.nodeCompileCache;
   }
 
-  const child = spawnPlugin({ file, args, env, cwd: opts.cwd });
+  // A process bin/agent.mjs started for exactly this launch is taken over (prelaunch.ts).
+  const spec: SpawnedSpec = { file, args, cwd: opts.cwd, env };
+  const adopted = opts.socketDir === undefined && !hostCert ? adoptPrelaunched(spec) : undefined;
+  let child: ChildProcess;
+  if (adopted) {
+    cleanupDir();
+    socketDir = adopted.socketDir;
+    child = trackPlugin(adopted.child);
+  } else {
+    child = spawnPlugin({ file, args, env, cwd: opts.cwd });
+  }
+  opts.onSpawn?.(spec);
   const tail: string[] = [];
   const sink = (source: PluginLogRecord["source"], line: string, level: "debug" | "info") => {
     if (source === "stderr") {

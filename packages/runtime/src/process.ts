@@ -1,9 +1,10 @@
 // Starting a plugin process: which program runs it, its own process group (so the
 // whole tree can be killed), the strict first stdout line, and a last-resort kill of
 // every plugin when the kernel process exits.
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { extname } from "node:path";
 import { LineSplitter, quote } from "@pluggableharness/goplugin";
+import { spawnDetached } from "./prelaunch.ts";
 
 const NODE_EXTENSIONS = new Set([".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"]);
 
@@ -54,14 +55,12 @@ export interface SpawnSpec {
 }
 
 export function spawnPlugin(spec: SpawnSpec): ChildProcess {
+  return trackPlugin(spawnDetached({ file: spec.file, args: spec.args, env: spec.env, cwd: spec.cwd }));
+}
+
+/** Takes a plugin process (spawned here or prelaunched) into the kill-at-exit set. */
+export function trackPlugin(child: ChildProcess): ChildProcess {
   installExitHook();
-  const child = spawn(spec.file, spec.args, {
-    env: spec.env,
-    cwd: spec.cwd,
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    windowsHide: true,
-  });
   live.add(child);
   child.once("exit", () => live.delete(child));
   child.once("error", () => live.delete(child));

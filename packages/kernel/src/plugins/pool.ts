@@ -42,6 +42,8 @@ export interface PluginPoolOptions {
 export interface AcquireOptions {
   readonly env?: EnvironmentSpec;
   readonly cwd?: string;
+  /** Extra Node flags when the executable is a .ts/.js/.mjs file run on the kernel's Node. */
+  readonly nodeArgs?: readonly string[];
 }
 
 interface Entry {
@@ -93,6 +95,7 @@ export class PluginPool {
       command,
       ...(options.env ? { env: options.env } : {}),
       ...(options.cwd ? { cwd: options.cwd } : {}),
+      ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
       logSink: (record) => entry.owner?.pluginLog(record),
       onCrash: (report) => entry.owner?.pluginCrashed(report),
       onLaunch: async (launch) => {

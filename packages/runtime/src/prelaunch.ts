@@ -1,0 +1,236 @@
+// Speculative prelaunch: a plugin process started before the kernel has even loaded, so
+// its start-up overlaps the kernel's own. A run records which processes its session
+// started first (the session's model and context providers) in a plan file; the next
+// `agent run` with the same directory and flags spawns them from bin/agent.mjs at once,
+// exactly as the launcher would. The launcher adopts such a process only when file,
+// arguments, working directory and environment match what it was about to spawn;
+// whatever is not adopted is killed once the kernel has started its session, or when
+// the process exits. A plan whose configuration file changed is not used.
+//
+// This module imports nothing but Node built-ins: bin/agent.mjs loads it before the CLI.
+// The processes and the plan path live in a global registry because the bin and the
+// (bundled or source) kernel each load their own copy of this module.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+
+const FORMAT = 1;
+/** Set per launch: never recorded, never compared. */
+const SOCKET_DIR_VARIABLE = "PLUGIN_UNIX_SOCKET_DIR";
+/** Names whose values a plan records (handshake constants, the compile cache); no secrets. */
+const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE)$/;
+
+export interface SpawnedSpec {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly cwd: string | undefined;
+  readonly env: Readonly<Record<string, string>>;
+}
+
+interface PlanPlugin {
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly cwd?: string;
+  /** name -> literal value, or null: the value comes from the starting process's environment. */
+  readonly env: Readonly<Record<string, string | null>>;
+}
+
+export interface PrelaunchPlan {
+  readonly format: number;
+  /** Files whose change invalidates the plan (agent.hcl), with size and mtime. */
+  readonly watch: ReadonlyArray<{ readonly path: string; readonly size: number; readonly mtimeMs: number }>;
+  readonly plugins: readonly PlanPlugin[];
+}
+
+interface Prelaunched {
+  readonly spec: SpawnedSpec;
+  readonly socketDir: string;
+  readonly child: ChildProcess;
+}
+
+interface Registry {
+  planFile?: string;
+  waiting: Prelaunched[];
+}
+
+const KEY = Symbol.for("pluggableharness.runtime.prelaunch");
+
+function registry(): Registry {
+  const g = globalThis as { [KEY]?: Registry };
+  g[KEY] ??= { waiting: [] };
+  return g[KEY];
+}
+
+/** Spawns a plugin process the way the launcher does: its own process group, stdout and stderr piped. */
+export function spawnDetached(spec: SpawnedSpec): ChildProcess {
+  return spawn(spec.file, [...spec.args], {
+    env: { ...spec.env },
+    cwd: spec.cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    windowsHide: true,
+  });
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+}
+
+/** Where the plan of a run in `cwd` with these selecting flags lives. */
+export function prelaunchPlanFile(
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string,
+  flags: Readonly<Record<string, string | undefined>>,
+): string {
+  const xdg = env["XDG_CACHE_HOME"];
+  const base = xdg?.startsWith("/") ? xdg : join(env["HOME"] || homedir(), ".cache");
+  const key = createHash("sha256")
+    .update(JSON.stringify([cwd, flags]))
+    .digest("hex")
+    .slice(0, 32);
+  return join(base, "agent", "prelaunch", `${key}.json`);
+}
+
+/** The plan file the kernel of this process records its first session's launches in. */
+export function setPrelaunchPlanFile(file: string | undefined): void {
+  registry().planFile = file;
+}
+
+export function prelaunchPlanFileInUse(): string | undefined {
+  return registry().planFile;
+}
+
+/** Writes a plan (atomically); values of inherited variables are not recorded. */
+export function writePrelaunchPlan(
+  file: string,
+  watch: readonly string[],
+  spawned: readonly SpawnedSpec[],
+): void {
+  const plan: PrelaunchPlan = {
+    format: FORMAT,
+    watch: watch.map((path) => {
+      const st = statSync(path);
+      return { path, size: st.size, mtimeMs: st.mtimeMs };
+    }),
+    plugins: spawned.map((s) => {
+      const env: Record<string, string | null> = {};
+      for (const [name, value] of Object.entries(s.env)) {
+        if (name === SOCKET_DIR_VARIABLE) continue;
+        env[name] = RECORDED.test(name) ? value : null;
+      }
+      return { file: s.file, args: [...s.args], ...(s.cwd ? { cwd: s.cwd } : {}), env };
+    }),
+  };
+  try {
+    mkdirSync(join(file, ".."), { recursive: true, mode: 0o700 });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(plan), { mode: 0o600 });
+    renameSync(tmp, file);
+  } catch {
+    // only the next start is slower
+  }
+}
+
+/** The plan in `file` if every watched file is unchanged. */
+export function readPrelaunchPlan(file: string): PrelaunchPlan | undefined {
+  let plan: PrelaunchPlan;
+  try {
+    plan = JSON.parse(readFileSync(file, "utf8")) as PrelaunchPlan;
+  } catch {
+    return undefined;
+  }
+  if (plan.format !== FORMAT || !Array.isArray(plan.plugins) || !Array.isArray(plan.watch)) return undefined;
+  for (const w of plan.watch) {
+    try {
+      const st = statSync(w.path);
+      if (st.size !== w.size || st.mtimeMs !== w.mtimeMs) return undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return plan;
+}
+
+/**
+ * Starts the plan's processes now and keeps them for the launcher to adopt. Returns how
+ * many were started. Unadopted ones are killed by discardPrelaunched() or at exit.
+ */
+export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, string | undefined>>): number {
+  const reg = registry();
+  let started = 0;
+  for (const p of plan.plugins) {
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(p.env)) {
+      const v = value ?? source[name];
+      if (v !== undefined) env[name] = v;
+    }
+    let socketDir: string;
+    try {
+      socketDir = mkdtempSync(join(tmpdir(), "ph-"));
+    } catch {
+      continue;
+    }
+    env[SOCKET_DIR_VARIABLE] = socketDir;
+    const spec: SpawnedSpec = { file: p.file, args: p.args, cwd: p.cwd, env };
+    const child = spawnDetached(spec);
+    child.once("error", () => {});
+    reg.waiting.push({ spec, socketDir, child });
+    started++;
+  }
+  if (started > 0) process.once("exit", () => discardPrelaunched());
+  return started;
+}
+
+function sameSpec(a: SpawnedSpec, b: SpawnedSpec): boolean {
+  if (a.file !== b.file || a.cwd !== b.cwd || a.args.length !== b.args.length) return false;
+  if (a.args.some((x, i) => x !== b.args[i])) return false;
+  const names = (e: Readonly<Record<string, string>>) =>
+    Object.keys(e)
+      .filter((n) => n !== SOCKET_DIR_VARIABLE)
+      .sort();
+  const an = names(a.env);
+  const bn = names(b.env);
+  return an.length === bn.length && an.every((n, i) => n === bn[i] && a.env[n] === b.env[n]);
+}
+
+/**
+ * A waiting prelaunched process started exactly as `spec` (its socket directory aside),
+ * handed over to the caller, or undefined. A process that already exited is discarded.
+ */
+export function adoptPrelaunched(spec: SpawnedSpec): { child: ChildProcess; socketDir: string } | undefined {
+  const reg = registry();
+  const i = reg.waiting.findIndex((w) => sameSpec(w.spec, spec));
+  if (i < 0) return undefined;
+  const [found] = reg.waiting.splice(i, 1);
+  const { child, socketDir } = found!;
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
+    rmSync(socketDir, { recursive: true, force: true });
+    return undefined;
+  }
+  return { child, socketDir };
+}
+
+/** Kills every prelaunched process nobody adopted. */
+export function discardPrelaunched(): void {
+  const reg = registry();
+  for (const w of reg.waiting.splice(0)) {
+    killGroup(w.child);
+    rmSync(w.socketDir, { recursive: true, force: true });
+  }
+}
+
+/** How many prelaunched processes wait for adoption (tests). */
+export function prelaunchedCount(): number {
+  return registry().waiting.length;
+}
