@@ -10,7 +10,8 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/frontend";
 import type { PlacedContent } from "@pluggableharness/protocol/render";
 import type { KernelLogger } from "../log.ts";
-import { hasContent, type RenderableEvent } from "./renderer.ts";
+import type { RenderPreference } from "../loop/frontend-port.ts";
+import { genericRenderTree, hasContent, placed, type RenderableEvent } from "./generic-render.ts";
 
 export type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
 
@@ -20,8 +21,13 @@ export const BACKFILL_WINDOW = 64;
 /** The part of a frontend connection a channel writes to. */
 export interface Subscriber {
   readonly interactive: boolean;
+  /** How it wants persisted events rendered (default "producer"; see ConnectOptions). */
+  readonly renders?: RenderPreference;
   deliver(event: ServerEvent): void;
 }
+
+const RICHNESS: Record<RenderPreference, number> = { none: 0, generic: 1, producer: 2 };
+const wants = (s: Subscriber): RenderPreference => s.renders ?? "producer";
 
 export interface BackfillSource {
   /** Persisted events with sequence <= through, in sequence order. */
@@ -95,16 +101,23 @@ export class SessionChannel {
     // subscribe before this task runs, so it must be rendered.
     if (this.#subscribers.size === 0 && this.#attaching === 0) return;
     this.#enqueue(async () => {
-      if (this.#subscribers.size === 0) return;
-      const content = await this.#render(event);
+      // Rendered once, the richest way any subscriber wants it; nobody wanting a render
+      // (a headless run printing only its answer) means no Render RPC at all.
+      let mode: RenderPreference = "none";
+      for (const s of this.#subscribers) if (RICHNESS[wants(s)] > RICHNESS[mode]) mode = wants(s);
+      if (mode === "none") return;
+      const content = await this.#renderAs(mode, event);
       if (!hasContent(content.content)) return;
-      this.#broadcast(
-        create(ServerEventSchema, {
-          sessionId: this.sessionId,
-          event: { case: "render", value: { content } },
-        }),
-      );
+      const rendered = create(ServerEventSchema, {
+        sessionId: this.sessionId,
+        event: { case: "render", value: { content } },
+      });
+      for (const s of this.#subscribers) if (wants(s) !== "none") s.deliver(rendered);
     });
+  }
+
+  #renderAs(mode: RenderPreference, event: RenderableEvent): Promise<PlacedContent> {
+    return mode === "producer" ? this.#render(event) : Promise.resolve(placed(genericRenderTree(event)));
   }
 
   /** Queues a backfill for `subscriber` and subscribes it afterwards. */
@@ -132,8 +145,9 @@ export class SessionChannel {
       const content = await inFlight.shift()!;
       if (hasContent(content.content)) send({ event: { case: "render", value: { content } } });
     };
-    for (const e of plan.backfill.events(through)) {
-      const rendering = this.#render(e);
+    const mode = wants(subscriber);
+    for (const e of mode === "none" ? [] : plan.backfill.events(through)) {
+      const rendering = this.#renderAs(mode, e);
       // A failure surfaces when its turn comes; until then it must not count as unhandled.
       rendering.catch(() => {});
       inFlight.push(rendering);

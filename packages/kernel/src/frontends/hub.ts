@@ -24,6 +24,7 @@ import type {
   ConnectOptions,
   FrontendConnection,
   FrontendPort,
+  RenderPreference,
 } from "../loop/frontend-port.ts";
 import type { BackfillSource, ServerEventInit, SessionChannel, Subscriber } from "./channel.ts";
 import { AsyncQueue } from "./queue.ts";
@@ -122,6 +123,7 @@ class HubConnection implements FrontendConnection, Subscriber {
   readonly id = ++connectionCounter;
   readonly name: string;
   readonly interactive: boolean;
+  readonly renders: RenderPreference;
   readonly #queue = new AsyncQueue<ServerEvent>();
   readonly subscriptions = new Map<string, Subscription>();
   readonly #hub: FrontendHub;
@@ -131,6 +133,7 @@ class HubConnection implements FrontendConnection, Subscriber {
     this.#hub = hub;
     this.name = options.name ?? `connection-${this.id}`;
     this.interactive = options.interactive ?? false;
+    this.renders = options.renders ?? "producer";
   }
 
   get events(): AsyncIterable<ServerEvent> {

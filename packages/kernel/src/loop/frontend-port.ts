@@ -31,7 +31,16 @@ export interface ConnectOptions {
    * the operator's headless setting and otherwise denies; it never waits.
    */
   readonly interactive?: boolean;
+  /**
+   * How this connection wants persisted events rendered (live and in a backfill):
+   * "producer" (default) by the build that produced them, through its Render RPC;
+   * "generic" by the kernel's own renderer only (no plugin is asked); "none" not at all
+   * (it reads what it needs elsewhere, e.g. a headless run that prints only the answer).
+   */
+  readonly renders?: RenderPreference;
 }
+
+export type RenderPreference = "producer" | "generic" | "none";
 
 export interface FrontendPort {
   connect(options?: ConnectOptions): FrontendConnection;

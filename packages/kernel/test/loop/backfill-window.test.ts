@@ -1,6 +1,7 @@
 // A backfill's renders overlap (a producer's Render RPCs do not wait for each other), up
 // to a bounded window, and still reach the frontend in sequence order, whatever order the
-// renders finish in.
+// renders finish in. Persisted events are rendered only as richly as some subscriber
+// wants: by the producer, by the kernel's generic renderer, or not at all.
 import { create, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { Role } from "@pluggableharness/protocol/content";
@@ -99,5 +100,77 @@ describe("backfill window", () => {
     );
     expect(got.map(textOf)).toEqual(["sessionAttached", "1", "2", "3"]);
     expect(errors).toContain("frontend delivery failed");
+  });
+});
+
+describe("render preferences", () => {
+  const tool = (sequence: number): RenderableEvent => ({
+    ...message(sequence),
+    producer: { category: PluginCategory.TOOL, name: "fs", version: "1.0.0" },
+  });
+
+  function channelWithProducer() {
+    const asked: number[] = [];
+    const channel = new SessionChannel(
+      "S",
+      async (e) => {
+        asked.push(e.sequence);
+        return placed(genericRenderTree(e));
+      },
+      new KernelLogger(discardLog),
+    );
+    return { channel, asked };
+  }
+
+  it("asks no producer when nobody wants renders, and sends none", async () => {
+    const { channel, asked } = channelWithProducer();
+    const got: ServerEvent[] = [];
+    channel.subscribe({ interactive: false, renders: "none", deliver: (e) => got.push(e) });
+    channel.publishPersisted(tool(1));
+    channel.publish({ event: { case: "sessionStatusUpdate", value: {} } });
+    await channel.flush();
+    expect(asked).toEqual([]);
+    expect(got.map((e) => e.event.case)).toEqual(["sessionStatusUpdate"]);
+  });
+
+  it("renders with the kernel's generic renderer for a subscriber that wants only that", async () => {
+    const { channel, asked } = channelWithProducer();
+    const got: ServerEvent[] = [];
+    channel.subscribe({ interactive: false, renders: "generic", deliver: (e) => got.push(e) });
+    channel.publishPersisted(tool(1));
+    await channel.flush();
+    expect(asked).toEqual([]);
+    expect(got.map(textOf)).toEqual(["1"]);
+  });
+
+  it("renders once through the producer when any subscriber wants that; a 'none' subscriber still gets nothing", async () => {
+    const { channel, asked } = channelWithProducer();
+    const rich: ServerEvent[] = [];
+    const plain: ServerEvent[] = [];
+    const quiet: ServerEvent[] = [];
+    channel.subscribe({ interactive: true, deliver: (e) => rich.push(e) });
+    channel.subscribe({ interactive: false, renders: "generic", deliver: (e) => plain.push(e) });
+    channel.subscribe({ interactive: false, renders: "none", deliver: (e) => quiet.push(e) });
+    channel.publishPersisted(tool(1));
+    channel.publishPersisted(tool(2));
+    await channel.flush();
+    expect(asked).toEqual([1, 2]);
+    expect(rich.map(textOf)).toEqual(["1", "2"]);
+    expect(plain.map(textOf)).toEqual(["1", "2"]);
+    expect(quiet).toEqual([]);
+  });
+
+  it("backfills a 'none' subscriber with the opening and the end only", async () => {
+    const { channel, asked } = channelWithProducer();
+    const got: ServerEvent[] = [];
+    await channel.attach(
+      { interactive: false, renders: "none", deliver: (e) => got.push(e) },
+      {
+        opening: { event: { case: "sessionAttached", value: {} } },
+        backfill: { events: () => [tool(1), tool(2)] },
+      },
+    );
+    expect(asked).toEqual([]);
+    expect(got.map((e) => e.event.case)).toEqual(["sessionAttached", "backfillComplete"]);
   });
 });
