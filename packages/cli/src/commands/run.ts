@@ -3,7 +3,7 @@
 // terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
 // and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
@@ -21,6 +21,7 @@ import {
   type KernelLogRecord,
   LOG_LEVEL_ORDER,
   type SessionHandle,
+  type Tracer,
 } from "@pluggableharness/kernel";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
@@ -198,6 +199,11 @@ export async function runRun(
         }
       };
 
+  // AGENT_TRACE=<file>: the kernel's trace events (turn steps, model attempts, tool calls,
+  // hook dispatch) as JSON lines with a wall-clock timestamp in ms (sub-ms resolution),
+  // written when the run ends.
+  const trace = traceSink(io.env["AGENT_TRACE"]);
+
   // Plugins take a moment to start; say so on a terminal.
   const starting = !headless && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
@@ -212,6 +218,7 @@ export async function runRun(
       exclude: inProcessFrontends(config),
       logSink,
       logLevel: level,
+      ...(trace ? { trace: trace.tracer } : {}),
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
@@ -245,7 +252,28 @@ export async function runRun(
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
     await kernel.shutdown().catch(() => {});
+    trace?.close();
   }
+}
+
+/** Trace events kept in memory and written to `file` at the end (tracing must not slow the run). */
+function traceSink(file: string | undefined): { tracer: Tracer; close(): void } | undefined {
+  if (!file) return undefined;
+  const lines: string[] = [];
+  return {
+    tracer: (e) => {
+      lines.push(
+        JSON.stringify({ t: Number((performance.timeOrigin + performance.now()).toFixed(3)), ...e }),
+      );
+    },
+    close: () => {
+      try {
+        writeFileSync(file, lines.length > 0 ? `${lines.join("\n")}\n` : "", { mode: 0o600 });
+      } catch {
+        // a trace is a diagnostic; failing to write it must not fail the run
+      }
+    },
+  };
 }
 
 function modelOf(config: AgentConfig, profileName: string): string {
@@ -288,7 +316,14 @@ async function runHeadless(
   // One write per event-loop turn instead of one per record (a delta each in stream-json).
   const out = new CoalescingWriter(io.out);
   const printer = new HeadlessPrinter({ ...io, out }, o.format, o.verbose);
-  const conn = kernel.frontends.connect({ name: "headless", interactive: false });
+  const conn = kernel.frontends.connect({
+    name: "headless",
+    interactive: false,
+    // Only --verbose prints renders. stream-json prints records read back from the session
+    // file, and a render is its cue that an event was persisted: the kernel's own renderer
+    // is enough for that, so no plugin is asked to Render in the middle of a turn.
+    renders: o.verbose ? "producer" : o.format === "stream-json" ? "generic" : "none",
+  });
   const events = conn.events[Symbol.asyncIterator]();
   await attach(conn, handle.id, events);
   printer.init({

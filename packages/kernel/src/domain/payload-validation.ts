@@ -12,13 +12,31 @@ export interface PayloadCheck {
 const ajv = new Ajv({ allErrors: true, strict: false, validateSchema: false });
 const compiled = new WeakMap<JsonObject, ValidateFunction>();
 
-/** Validates a JSON value against a subset JSON Schema (as produced by toJsonSchema). */
-export function checkPayload(jsonSchema: JsonObject, payload: unknown): PayloadCheck {
+function validatorOf(jsonSchema: JsonObject): ValidateFunction {
   let validate = compiled.get(jsonSchema);
   if (!validate) {
     validate = ajv.compile(jsonSchema);
     compiled.set(jsonSchema, validate);
   }
+  return validate;
+}
+
+/**
+ * Compiles a schema's validator ahead of its first use (a compile costs milliseconds;
+ * callers do it while they wait anyway, e.g. while a tool runs). Never throws: a schema
+ * that does not compile fails at its first check instead.
+ */
+export function precompilePayloadSchema(jsonSchema: JsonObject): void {
+  try {
+    validatorOf(jsonSchema);
+  } catch {
+    // reported by checkPayload when it is used
+  }
+}
+
+/** Validates a JSON value against a subset JSON Schema (as produced by toJsonSchema). */
+export function checkPayload(jsonSchema: JsonObject, payload: unknown): PayloadCheck {
+  const validate = validatorOf(jsonSchema);
   if (validate(payload)) return { ok: true, errors: [] };
   const errors = (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`);
   return { ok: false, errors };

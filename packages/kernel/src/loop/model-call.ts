@@ -353,10 +353,15 @@ async function attempt(
   const onAbort = () => controller.abort(input.signal.reason);
   input.signal.addEventListener("abort", onAbort, { once: true });
   let violation: ClassifiedModelError | undefined;
+  let first = true;
   try {
     for await (const event of candidate.provider.model.streamCompletion(request, {
       signal: controller.signal,
     })) {
+      if (first) {
+        first = false;
+        deps.trace({ name: "model.first_event", sessionId: session.id, turnId: input.turnId });
+      }
       try {
         acc.push(event);
       } catch (err) {
@@ -399,6 +404,7 @@ async function attempt(
   } finally {
     input.signal.removeEventListener("abort", onAbort);
     end();
+    deps.trace({ name: "model.stream_end", sessionId: session.id, turnId: input.turnId });
   }
   if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
   const completion = acc.finish();

@@ -19,6 +19,7 @@ import { toolErrorFor } from "@pluggableharness/runtime";
 import {
   checkToolCall,
   InvokeStreamValidator,
+  precompilePayloadSchema,
   resolveToolTimeout,
   toolErrorReaction,
 } from "../domain/index.ts";
@@ -87,6 +88,9 @@ export async function executeTool(
       cancelled: false,
     };
   }
+  // The result is checked against the output schema; its validator is compiled while the
+  // call runs rather than when the first result is already waiting.
+  setImmediate(precompilePayloadSchema, input.tool.tool.outputJsonSchema);
   let attempts = 0;
   let retries = 0;
   for (;;) {
@@ -154,6 +158,8 @@ async function invokeOnce(
   }, timeout.ms);
   const validator = new InvokeStreamValidator(tool.tool);
   const end = deps.tracker.begin(tool.provider.name, session.id, "tool");
+  const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
+  deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
   try {
     for await (const res of tool.provider.tool.invoke({ call }, { signal: controller.signal })) {
@@ -224,6 +230,7 @@ async function invokeOnce(
     clearTimeout(timer);
     input.signal.removeEventListener("abort", onAbort);
     end();
+    deps.trace({ name: "tool.invoked", sessionId: session.id, turnId: input.turnId, attrs: traced });
   }
   for (const v of validator.violations) {
     deps.log.warn(

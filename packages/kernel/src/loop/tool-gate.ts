@@ -133,24 +133,40 @@ export class CallGate {
 
     // ---- 7. pre-tool-call ----------------------------------------------------------------------
     trace("7");
-    for (const c of calls) {
-      if (!c.tool) continue;
-      const schema = c.tool.tool.schema;
-      const toolCall = buildToolCall(session, { callId: c.block.id, turnId, tool: c.tool, args: c.args });
-      session.persist(
-        EventKind.TOOL_CALL,
-        toolProducer(deps, c.tool),
-        toBinary(
+    const toolCalls = new Map<CallRecord, ReturnType<typeof buildToolCall>>();
+    const toolCallEvent = (c: CallRecord, tool: SessionTool) => {
+      const call = buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args });
+      toolCalls.set(c, call);
+      return {
+        kind: EventKind.TOOL_CALL,
+        producer: toolProducer(deps, tool),
+        payload: toBinary(
           ToolCallEventSchema,
           create(ToolCallEventSchema, {
             turnId,
-            provider: c.tool.provider.name,
-            call: toolCall,
-            kind: schema.kind,
-            risk: schema.risk,
+            provider: tool.provider.name,
+            call,
+            kind: tool.tool.schema.kind,
+            risk: tool.tool.schema.risk,
           }),
         ),
-      );
+      };
+    };
+    // Each call is recorded before its pre-tool-call hook. With no subscriber to see one
+    // before the next is recorded, the batch's tool_call events go to disk together, in
+    // order, in one transaction (one sync instead of one per call).
+    const eachRecordedAlone = deps.hooks.subscribers("pre-tool-call").length > 0;
+    if (!eachRecordedAlone) {
+      session.persistBatch(calls.flatMap((c) => (c.tool ? [toolCallEvent(c, c.tool)] : [])));
+    }
+    for (const c of calls) {
+      if (!c.tool) continue;
+      const schema = c.tool.tool.schema;
+      if (eachRecordedAlone) {
+        const e = toolCallEvent(c, c.tool);
+        session.persist(e.kind, e.producer, e.payload);
+      }
+      const toolCall = toolCalls.get(c)!;
       const veto = await deps.hooks.dispatch(
         "pre-tool-call",
         create(HookPayloadSchema, {
