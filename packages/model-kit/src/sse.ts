@@ -23,9 +23,8 @@ export async function* readSse(
 ): AsyncGenerator<SseEvent> {
   if (!body) return;
   const queue: SseEvent[] = [];
-  const parser = createParser({
-    onEvent: (e: EventSourceMessage) => queue.push({ event: e.event, data: e.data, id: e.id }),
-  });
+  // The parser's message already has SseEvent's shape: queued as it is, not copied.
+  const parser = createParser({ onEvent: (e: EventSourceMessage) => queue.push(e as SseEvent) });
   const decoder = new TextDecoder("utf-8");
   const reader = body.getReader();
   const onAbort = () => void reader.cancel().catch(() => {});
