@@ -61,8 +61,14 @@ export function sha256File(file: string): string {
   return createHash("sha256").update(readFileSync(file)).digest("hex");
 }
 
-/** Inputs confirmed unchanged in this process (bundles share most of theirs). */
-const confirmed = new Map<string, string>();
+/**
+ * Inputs confirmed unchanged in this process (bundles share most of theirs). Global, so
+ * the copy of this module bin/agent.mjs loads and the copy inside the CLI bundle share it.
+ */
+const CONFIRMED = Symbol.for("pluggableharness.runtime.bundle-inputs");
+const shared = globalThis as { [CONFIRMED]?: Map<string, string> };
+shared[CONFIRMED] ??= new Map();
+const confirmed: Map<string, string> = shared[CONFIRMED];
 
 /** Whether one recorded input still has the same content. */
 function unchanged(file: string, input: BundleInput): boolean {
