@@ -298,10 +298,12 @@ export class ProviderRegistry {
     // server's model list), so its capabilities are read again once it is configured.
     const running = [...registry.#loaded.values()].filter((p) => !p.dormant);
     await Promise.all(running.map((p) => refreshModels(p, options)));
-    registry.#warnUnknownModels(running);
+    registry.#config = options.config;
+    registry.#env = options.env;
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
+    registry.#warnUnknownModels(running);
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -315,8 +317,6 @@ export class ProviderRegistry {
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    registry.#config = options.config;
-    registry.#env = options.env;
     return registry;
   }
 

@@ -221,6 +221,28 @@ describe("the describe cache and lazy launch", () => {
     expect(starts()).toHaveLength(3);
   });
 
+  it("judges unknown models once the model provider is configured, at start or at activation", async () => {
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8").replace(
+        '      id       = "alpha"\n    }',
+        '      id       = "alpha"\n    }\n    fallback {\n      provider = "model"\n      id       = "zeta"\n    }',
+      ),
+    );
+    const unknown = (records: KernelLogRecord[]) =>
+      records.filter((r) => r.level === "warn" && r.message.includes("zeta"));
+    const cold: KernelLogRecord[] = [];
+    await (await kernel(cold)).shutdown();
+    expect(unknown(cold)).toHaveLength(1);
+
+    const warm: KernelLogRecord[] = [];
+    const k = await kernel(warm);
+    expect(unknown(warm)).toHaveLength(0);
+    await k.startSession();
+    expect(unknown(warm)).toHaveLength(1);
+  });
+
   it("a provider that describes itself differently once started drops its cache entry", async () => {
     await (await kernel()).shutdown();
     // Same package checksum, another identity: only a launch can tell.
