@@ -47,9 +47,12 @@ function label(pid: number): string {
   try {
     const argv = readFileSync(`/proc/${pid}/cmdline`, "latin1").split("\0").filter(Boolean);
     const joined = argv.join(" ");
-    const plugin = /providers\/([^/]+)\/src\/main\.ts|fixtures\/([^/]+)\/src\/main\.ts/.exec(joined);
+    // Sources or prebuilt bundles (dist/bundles/providers/<name>/src/main.mjs).
+    const plugin = /providers\/([^/]+)\/src\/main\.m?[tj]s|fixtures\/([^/]+)\/src\/main\.m?[tj]s/.exec(
+      joined,
+    );
     if (plugin) return `plugin ${plugin[1] ?? plugin[2]}`;
-    if (/bin\/agent\.ts/.test(joined)) return "agent";
+    if (/bin\/agent\.m?[tj]s/.test(joined)) return "agent";
     const prog = (argv[0] ?? "?").split("/").pop()!;
     const script = argv.slice(1).find((a) => !a.startsWith("-"));
     return script && /^(node|sh|bash)$/.test(prog) ? `${prog} ${script.split("/").pop()}` : prog;
