@@ -14,7 +14,7 @@ import { ModelService } from "@pluggableharness/protocol/model";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
-import { PluginHost } from "@pluggableharness/runtime";
+import { PluginHost, preferBundle } from "@pluggableharness/runtime";
 
 export interface ToolFacts {
   name: string;
@@ -73,7 +73,8 @@ export async function inspectProviders(
         };
         const host = new PluginHost({
           name: r.localName,
-          command: r.executable,
+          // A first-party provider runs from its up-to-date bundle, as under the kernel.
+          command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
           cwd: config.projectDir,
           launchTimeoutMs: TIMEOUT_MS,
           logSink: (rec) => options.log?.(`[${r.localName}] ${rec.message}`),
