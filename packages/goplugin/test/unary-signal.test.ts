@@ -85,6 +85,6 @@ describe("unary handler signal", () => {
     await settle();
     const signal = signals.get("late look");
     expect(signal?.aborted).toBe(true);
-    expect((signal?.reason as Error).name).toBe("AbortError");
+    expect((signal?.reason as Error | undefined)?.name).toBe("AbortError");
   });
 });
