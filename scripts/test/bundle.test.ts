@@ -31,6 +31,7 @@ beforeAll(() => {
       'import { readFileSync } from "node:fs";',
       'import { greeting } from "./helper.ts";',
       'const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };',
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source text for the fixture file
       "console.log(`${greeting} ${pkg.version}`);",
       "",
     ].join("\n"),

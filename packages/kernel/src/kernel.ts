@@ -634,6 +634,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {
       try {
+        s.flushPersistSoon();
         s.writer.close();
       } catch {
         // already closed

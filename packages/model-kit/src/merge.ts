@@ -1,32 +1,44 @@
 // Delta merging for the provider → kernel stream. A vendor's network read often carries
 // hundreds of SSE frames; sent one StreamEvent each, every text delta pays for a gRPC
 // message, an HTTP/2 frame and a decode in the kernel. Adjacent text deltas (or thinking
-// deltas) that are already buffered when the next event is asked for therefore travel as
-// one StreamEvent. Nothing waits for more input: when the source has no further event
-// ready before the event loop's next macrotask (it is waiting for the network), the held
-// text goes out at once. Order is kept and nothing is dropped: any other event, a
-// different delta kind, the end of the source or its failure releases the held text first.
+// deltas, or argument fragments of the same tool call) that are already buffered when the
+// next event is asked for therefore travel as one StreamEvent. Nothing waits for more
+// input: when the source has no further event ready before the event loop's next check
+// phase (it is waiting for the network), the held text goes out at once. Order is kept
+// and nothing is dropped: any other event, a different delta kind or call, the end of the
+// source or its failure releases the held text first.
 import type { StreamEventInit } from "./events.ts";
 
 /** A merged delta never grows beyond this many characters (keeps gRPC messages small). */
 export const MAX_MERGED_CHARS = 64 * 1024;
 
 const TICK: unique symbol = Symbol("tick");
-type MergeableCase = "textDelta" | "thinkingDelta";
 
-function mergeableCase(e: StreamEventInit): MergeableCase | undefined {
-  const c = e.event?.case;
-  return c === "textDelta" || c === "thinkingDelta" ? c : undefined;
+/** Events that can merge share a key: the delta kind, and for tool arguments the call id. */
+function mergeKey(e: StreamEventInit): string | undefined {
+  const v = e.event;
+  if (v?.case === "textDelta" || v?.case === "thinkingDelta") return v.case;
+  if (v?.case === "toolCallDelta") return `toolCallDelta\u0000${v.value.id ?? ""}`;
+  return undefined;
 }
 
 function textOf(e: StreamEventInit): string {
-  const v = e.event?.value as { text?: string } | undefined;
-  return v?.text ?? "";
+  const v = e.event;
+  if (v?.case === "toolCallDelta") return v.value.argumentsFragment ?? "";
+  return (v?.value as { text?: string } | undefined)?.text ?? "";
+}
+
+/** `first` with `text` as its whole text. */
+function withText(first: StreamEventInit, text: string): StreamEventInit {
+  const v = first.event;
+  if (v?.case === "toolCallDelta")
+    return { event: { case: "toolCallDelta", value: { id: v.value.id ?? "", argumentsFragment: text } } };
+  return { event: { case: v?.case as "textDelta" | "thinkingDelta", value: { text } } } as StreamEventInit;
 }
 
 /**
- * Yields `source`'s events with runs of adjacent, already-available text deltas (or
- * thinking deltas) merged into one event each. See the module comment for when a run ends.
+ * Yields `source`'s events with runs of adjacent, already-available deltas of one kind
+ * (and one tool call) merged into one event each. See the module comment for when a run ends.
  */
 export async function* mergeBufferedDeltas(
   source: AsyncIterable<StreamEventInit>,
@@ -35,7 +47,7 @@ export async function* mergeBufferedDeltas(
   const it = source[Symbol.asyncIterator]();
   // The held run: its first event as received, and the texts of the ones merged into it.
   let first: StreamEventInit | undefined;
-  let heldCase: MergeableCase | undefined;
+  let heldKey: string | undefined;
   let parts: string[] = [];
   let size = 0;
   // Resolves at the next check phase; one per held run, not one per event.
@@ -48,14 +60,9 @@ export async function* mergeBufferedDeltas(
       }),
     );
   const release = (): StreamEventInit => {
-    const out =
-      parts.length === 0
-        ? first!
-        : ({
-            event: { case: heldCase!, value: { text: textOf(first!) + parts.join("") } },
-          } as StreamEventInit);
+    const out = parts.length === 0 ? first! : withText(first!, textOf(first!) + parts.join(""));
     first = undefined;
-    heldCase = undefined;
+    heldKey = undefined;
     parts = [];
     size = 0;
     return out;
@@ -86,8 +93,8 @@ export async function* mergeBufferedDeltas(
         return;
       }
       const event = result.value;
-      const kind = mergeableCase(event);
-      if (kind !== undefined && first && kind === heldCase) {
+      const key = mergeKey(event);
+      if (key !== undefined && first && key === heldKey) {
         const text = textOf(event);
         if (size + text.length <= maxChars) {
           parts.push(text);
@@ -96,9 +103,9 @@ export async function* mergeBufferedDeltas(
         }
       }
       if (first) yield release();
-      if (kind !== undefined) {
+      if (key !== undefined) {
         first = event;
-        heldCase = kind;
+        heldKey = key;
         size = textOf(event).length;
         continue;
       }

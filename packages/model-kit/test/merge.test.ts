@@ -21,16 +21,27 @@ async function collect(it: AsyncIterable<StreamEventInit>): Promise<StreamEventI
 }
 
 const caseOf = (e: StreamEventInit) => e.event?.case;
-const textOf = (e: StreamEventInit) => (e.event?.value as { text?: string } | undefined)?.text ?? "";
+const textOf = (e: StreamEventInit) => {
+  const v = e.event;
+  if (v?.case === "toolCallDelta") return v.value.argumentsFragment ?? "";
+  return (v?.value as { text?: string } | undefined)?.text ?? "";
+};
+/** What may merge: text, thinking, and argument fragments of one call. */
+const keyOf = (e: StreamEventInit) => {
+  const v = e.event;
+  if (v?.case === "textDelta" || v?.case === "thinkingDelta") return v.case;
+  if (v?.case === "toolCallDelta") return `tool:${v.value.id}`;
+  return undefined;
+};
 
-/** The stream as the kernel accumulates it: runs of same-kind deltas joined, other events as they are. */
+/** The stream as the kernel accumulates it: runs of mergeable deltas joined, other events as they are. */
 function normalized(events: readonly StreamEventInit[]): Array<[string | undefined, string]> {
   const out: Array<[string | undefined, string]> = [];
   for (const e of events) {
-    const c = caseOf(e);
+    const k = keyOf(e);
     const last = out.at(-1);
-    if ((c === "textDelta" || c === "thinkingDelta") && last?.[0] === c) last[1] += textOf(e);
-    else out.push([c, c === "textDelta" || c === "thinkingDelta" ? textOf(e) : JSON.stringify(e)]);
+    if (k !== undefined && last?.[0] === k) last[1] += textOf(e);
+    else out.push(k !== undefined ? [k, textOf(e)] : [caseOf(e), JSON.stringify(e)]);
   }
   return out;
 }
@@ -56,6 +67,27 @@ describe("mergeBufferedDeltas", () => {
     // Events that were not merged are passed through as they are.
     expect(out[0]).toBe(steps[0]!.event);
     expect(out.at(-1)).toBe(steps.at(-1)!.event);
+  });
+
+  it("merges argument fragments of one tool call, never across calls", async () => {
+    const steps: Step[] = [
+      ev.toolStart("a", "read"),
+      ev.toolDelta("a", '{"pa'),
+      ev.toolDelta("a", 'th":"x"}'),
+      ev.toolDelta("b", "{}"),
+      ev.toolDelta("a", ""),
+      ev.toolDone("a"),
+    ].map((event) => ({ event, waitBefore: false }));
+    const out = await collect(mergeBufferedDeltas(source(steps)));
+    expect(out.map((e) => [caseOf(e), textOf(e)])).toEqual([
+      ["toolCallStart", ""],
+      ["toolCallDelta", '{"path":"x"}'],
+      ["toolCallDelta", "{}"],
+      ["toolCallDelta", ""],
+      ["toolCallDone", ""],
+    ]);
+    expect(out[1]!.event).toMatchObject({ value: { id: "a" } });
+    expect(out[2]!.event).toMatchObject({ value: { id: "b" } });
   });
 
   it("sends held text as soon as the source waits for input", async () => {
@@ -121,7 +153,7 @@ describe("mergeBufferedDeltas", () => {
     const event = fc.oneof(
       fc.string({ maxLength: 4 }).map((t) => ev.text(t)),
       fc.string({ maxLength: 4 }).map((t) => ev.thinking(t)),
-      fc.string({ maxLength: 3 }).map((id) => ev.toolDelta("call", id)),
+      fc.tuple(fc.constantFrom("a", "b"), fc.string({ maxLength: 3 })).map(([id, f]) => ev.toolDelta(id, f)),
       fc.constant(ev.metadata({ actualModel: "m" })),
       fc.constant(ev.signature("sig")),
     );

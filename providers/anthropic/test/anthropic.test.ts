@@ -177,7 +177,8 @@ describe("streaming", () => {
     const first = await complete({ tools, params: { toolChoice: { mode: ToolChoiceMode.ANY } } });
     expect(cases(first.events)).toContain("toolCallDelta");
     expect(only(first.events, "toolCallStart")[0]).toMatchObject({ id: "toolu_01A", name: "fs.read_file" });
-    expect(only(first.events, "toolCallDelta").length).toBeGreaterThan(5);
+    // Fragments that reach the provider in one read travel merged (model-kit merge.ts).
+    expect(only(first.events, "toolCallDelta").length).toBeGreaterThan(0);
     expect(only(first.events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
     const acc = accumulate(first.events, specs.get(SONNET)!, "anthropic");
     const use = acc.message.content.find((b) => b.block.case === "toolUse")!.block.value as {

@@ -225,7 +225,8 @@ describe("streaming", () => {
     expect(only(first.events, "toolCallStart")[0]).toEqual(
       expect.objectContaining({ id: "call_A1", name: "fs.read_file" }),
     );
-    expect(only(first.events, "toolCallDelta").length).toBeGreaterThan(5);
+    // Fragments that reach the provider in one read travel merged (model-kit merge.ts).
+    expect(only(first.events, "toolCallDelta").length).toBeGreaterThan(0);
     expect(only(first.events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
     const sentFirst = lastBody();
     expect(sentFirst.tools).toEqual([

@@ -32,6 +32,7 @@ import {
   modelErrorReaction,
   ProtocolViolationError,
   placeCacheBreakpoints,
+  precompilePayloadSchema,
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
@@ -370,7 +371,12 @@ async function attempt(
         break;
       }
       const e = event.event;
-      if (e.case === "textDelta" && e.value.text) {
+      if (e.case === "toolCallStart") {
+        // Its arguments are checked against the input schema once the answer is complete;
+        // the validator compiles while the rest of the answer streams in.
+        const tool = session.tools.get(e.value.name);
+        if (tool) setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
+      } else if (e.case === "textDelta" && e.value.text) {
         session.channel.publish({
           event: { case: "streamDelta", value: { targetId, text: e.value.text, kind: StreamDeltaKind.TEXT } },
         });

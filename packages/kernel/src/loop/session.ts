@@ -84,6 +84,13 @@ export type RunStarter = (session: Session, input: SessionInput, signal: AbortSi
 /** Synthetic reasons of messages that stay out of the conversation (billed failed attempts). */
 export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
 
+/** An event written in a batch (schema version "1"). */
+interface BatchedEvent {
+  readonly kind: EventKind;
+  readonly producer: ProducerIdentity;
+  readonly payload: Uint8Array;
+}
+
 export interface SessionInit {
   readonly writer: SessionWriter;
   readonly profile: AgentProfile;
@@ -111,6 +118,8 @@ export class Session implements HubSession, SessionControl {
   assembledTokensLastTurn = 0;
   previousToolsFingerprint: string | undefined;
   #status: SessionStatus;
+  /** Events persistSoon() queued for the end of this event-loop turn. */
+  #soon: BatchedEvent[] = [];
   readonly #asks = new Map<string, PendingAsk>();
   readonly #interactives = new Map<string, PendingInteractive>();
   readonly #settled = new Set<string>();
@@ -210,6 +219,7 @@ export class Session implements HubSession, SessionControl {
       schemaVersion?: string;
     } = {},
   ): AppendedEvent {
+    this.flushPersistSoon();
     const schemaVersion = extras.schemaVersion ?? "1";
     const appended = this.writer.append({
       kind,
@@ -234,9 +244,38 @@ export class Session implements HubSession, SessionControl {
    * Appends several events in one transaction (one sync to disk instead of one each), in
    * order, and queues their renders like persist() does.
    */
-  persistBatch(
-    events: readonly { kind: EventKind; producer: ProducerIdentity; payload: Uint8Array }[],
-  ): AppendedEvent[] {
+  persistBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
+    this.flushPersistSoon();
+    return this.#appendBatch(events);
+  }
+
+  /**
+   * Appends an event at the end of this event-loop turn, in one transaction with the other
+   * events queued in the same turn (results of parallel calls that arrive together share
+   * one sync to disk). Order is kept: any other write flushes the queue first.
+   */
+  persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
+    this.#soon.push({ kind, producer, payload });
+    if (this.#soon.length > 1) return;
+    setImmediate(() => {
+      try {
+        this.flushPersistSoon();
+      } catch (err) {
+        // Nobody awaits this write; a failure (a writer closed under it) is logged, not thrown.
+        this.deps.log.error("could not persist queued events", { error: (err as Error).message }, this.id);
+      }
+    });
+  }
+
+  /** Writes what persistSoon() queued, now. */
+  flushPersistSoon(): void {
+    if (this.#soon.length === 0) return;
+    const queued = this.#soon;
+    this.#soon = [];
+    this.#appendBatch(queued);
+  }
+
+  #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
     const appended = this.writer.appendBatch(events.map((e) => ({ ...e, schemaVersion: "1" })));
     events.forEach((e, i) => {
       this.channel.publishPersisted({
@@ -320,6 +359,7 @@ export class Session implements HubSession, SessionControl {
   setStatus(status: SessionStatus, detail = ""): void {
     const previous = this.#status;
     if (previous === status) return;
+    this.flushPersistSoon();
     this.writer.setStatus(status);
     this.#status = status;
     this.channel.publish({

@@ -510,7 +510,8 @@ function persistToolResult(session: Session, turnId: string, call: CallRecord): 
   const r = call.result;
   const exec = r.execution;
   const deps = session.deps;
-  session.persist(
+  // Results of parallel calls often arrive together: they share a transaction.
+  session.persistSoon(
     EventKind.TOOL_RESULT,
     call.tool ? toolProducer(deps, call.tool) : deps.kernelProducer,
     toBinary(
