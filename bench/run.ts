@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { checkBundle } from "@pluggableharness/runtime";
+import { buildBundle, entries as bundleEntries } from "../scripts/bundle.ts";
 import { baseline } from "./harnesses/baseline.ts";
 import { ours } from "./harnesses/ours.ts";
 import { claudeCode, codex, opencode, pi } from "./harnesses/peers.ts";
@@ -174,6 +176,14 @@ try {
   // not a git checkout
 }
 log(`bench: fake vendor at ${fake.url}; scratch ${scratch}; checkout ${commit}`);
+// Ours runs first-party code from the prebuilt bundles only while they match the sources;
+// a stale bundle silently falls back to the TypeScript sources, which start slower. Measure
+// what `npm ci` ships: rebuild whatever an edit since the last build has made stale.
+{
+  const stale = bundleEntries(ROOT).filter((entry) => !checkBundle(entry, ROOT));
+  for (const entry of stale) await buildBundle(entry, ROOT);
+  log(`bench: bundles ${stale.length === 0 ? "up to date" : `rebuilt ${stale.length} stale`}`);
+}
 const harnesses = ALL_HARNESSES.filter((h) => harnessIds.includes(h.id));
 const availability = new Map<string, Availability>();
 const homes = new Map<string, string>();

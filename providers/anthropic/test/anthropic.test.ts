@@ -3,6 +3,17 @@
 
 import { fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  accumulate,
+  cases,
+  collect,
+  launch,
+  only,
+  type RequestInit,
+  str,
+  text,
+  utf8,
+} from "@pluggableharness/conformance/model-testing";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
@@ -18,7 +29,6 @@ import {
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import type { PluginHost } from "@pluggableharness/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accumulate, cases, collect, launch, only, type RequestInit, str, text, utf8 } from "./harness.ts";
 
 const CANARY = "sk-ant-CANARY-7f3a9c1e5b2d";
 const MAIN = new URL("../src/main.ts", import.meta.url);
@@ -68,7 +78,7 @@ const base = (init: Partial<RequestInit> = {}): RequestInit =>
   }) as RequestInit;
 
 async function complete(init: Partial<RequestInit> = {}, signal?: AbortSignal) {
-  return collect(client, base(init), signal ? { signal } : {});
+  return collect(client, base(init), signal);
 }
 
 describe("capabilities and configuration", () => {

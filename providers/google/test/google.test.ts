@@ -2,6 +2,17 @@
 // (validate: true), over the runtime host.
 import { fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  accumulate,
+  cases,
+  collect,
+  launch,
+  only,
+  type RequestInit,
+  str,
+  text,
+  utf8,
+} from "@pluggableharness/conformance/model-testing";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import { Role } from "@pluggableharness/protocol/content";
@@ -15,7 +26,6 @@ import {
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import type { PluginHost } from "@pluggableharness/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accumulate, cases, collect, launch, only, type RequestInit, str, text, utf8 } from "./harness.ts";
 
 const CANARY = "AIzaCANARY-91b2c3d4e5f6";
 const MAIN = new URL("../src/main.ts", import.meta.url);
@@ -55,7 +65,7 @@ const base = (init: Partial<RequestInit> = {}): RequestInit =>
   }) as RequestInit;
 
 const complete = (init: Partial<RequestInit> = {}, signal?: AbortSignal) =>
-  collect(client, base(init), signal ? { signal } : {});
+  collect(client, base(init), signal);
 
 type Body = { contents: Array<{ role: string; parts: Array<Record<string, unknown>> }> } & Record<
   string,

@@ -3,13 +3,6 @@
 // launched once and reconfigured per dialect, as an operator would point it elsewhere.
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
-import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
-import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
-import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
-import { SchemaSchema } from "@pluggableharness/protocol/schema";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   accumulate,
   type Client,
@@ -23,7 +16,14 @@ import {
   textOf,
   toolResult,
   utf8,
-} from "../../openai/test/harness.ts";
+} from "@pluggableharness/conformance/model-testing";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
+import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
+import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
+import { SchemaSchema } from "@pluggableharness/protocol/schema";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CANARY = "sk-local-CANARY-0a9b8c7d6e";
 const MAIN = new URL("../src/main.ts", import.meta.url);

@@ -2,6 +2,22 @@
 // (validate: true), over the runtime host. One launched plugin serves every test.
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import {
+  accumulate,
+  type Client,
+  cases,
+  collect,
+  errorOf,
+  type Launched,
+  launch,
+  only,
+  type RequestInit,
+  str,
+  text,
+  textOf,
+  toolResult,
+  utf8,
+} from "@pluggableharness/conformance/model-testing";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
@@ -18,22 +34,6 @@ import {
 } from "@pluggableharness/protocol/model";
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  accumulate,
-  type Client,
-  cases,
-  collect,
-  errorOf,
-  type Launched,
-  launch,
-  only,
-  type RequestInit,
-  str,
-  text,
-  textOf,
-  toolResult,
-  utf8,
-} from "./harness.ts";
 
 const CANARY = "sk-proj-CANARY-5d1e9b7a3c";
 const MAIN = new URL("../src/main.ts", import.meta.url);

@@ -2,19 +2,6 @@
 // Completions dialect, validate: true), over the runtime host.
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
-import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
-import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
-import {
-  type ModelSpec,
-  RateLimitKind,
-  StopReason,
-  ThinkingDisable,
-  ToolChoiceMode,
-} from "@pluggableharness/protocol/model";
-import { SchemaSchema } from "@pluggableharness/protocol/schema";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   accumulate,
   type Client,
@@ -29,7 +16,20 @@ import {
   textOf,
   toolResult,
   utf8,
-} from "../../openai/test/harness.ts";
+} from "@pluggableharness/conformance/model-testing";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
+import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
+import {
+  type ModelSpec,
+  RateLimitKind,
+  StopReason,
+  ThinkingDisable,
+  ToolChoiceMode,
+} from "@pluggableharness/protocol/model";
+import { SchemaSchema } from "@pluggableharness/protocol/schema";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CANARY = "xai-CANARY-e2c4a6b8d0f1";
 const MAIN = new URL("../src/main.ts", import.meta.url);

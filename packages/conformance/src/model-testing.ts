@@ -1,5 +1,6 @@
-// Launches a provider as a real plugin process through the runtime host (as the kernel
-// does) and helps read what it streams. Shared by the three OpenAI-family provider tests.
+// Helpers for tests of model providers over the real plugin boundary: launch the provider
+// through the runtime host (as the kernel does), collect what a completion streams, and fold
+// it with the kernel's own accumulator. Shared by every first-party model provider's tests.
 import { fileURLToPath } from "node:url";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
