@@ -55,6 +55,15 @@ export function timelineMarkdown(run: ObservedRun): string[] {
         `${part("assistant message → last tool_result printed", tools)}; ` +
         `${part("last tool_result → next model request", after)} (with ${median(extra)} other vendor call(s) per turn, e.g. count_tokens).`,
     );
+    // Medians hide the few slow turns (a plugin started on its first call, say): show them.
+    const slowest = gaps
+      .map((gap, i) => ({ gap, turn: i + 1 }))
+      .sort((a, b) => b.gap - a.gap)
+      .slice(0, 3);
+    out.push(
+      `All turns together ${ms(gaps.reduce((a, b) => a + b, 0))}; slowest: ` +
+        `${slowest.map((s) => `turn ${s.turn} ${ms(s.gap)}`).join(", ")}.`,
+    );
   }
   const resultLine = lines.find((l) => l.type === "result");
   const last = requests[requests.length - 1];
