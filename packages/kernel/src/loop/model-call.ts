@@ -374,8 +374,13 @@ async function attempt(
       if (e.case === "toolCallStart") {
         // Its arguments are checked against the input schema once the answer is complete;
         // the validator compiles while the rest of the answer streams in.
+        // A provider still dormant starts now, so its launch overlaps the rest of the
+        // answer instead of delaying the call (a failure here is retried by the call).
         const tool = session.tools.get(e.value.name);
-        if (tool) setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
+        if (tool) {
+          setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
+          session.deps.providers.activate(tool.provider.name).catch(() => {});
+        }
       } else if (e.case === "textDelta" && e.value.text) {
         session.channel.publish({
           event: { case: "streamDelta", value: { targetId, text: e.value.text, kind: StreamDeltaKind.TEXT } },

@@ -175,6 +175,24 @@ describe("the describe cache and lazy launch", () => {
     expect(readFileSync(join(logs, "context.jsonl"), "utf8").length).toBeGreaterThan(0);
   });
 
+  it("a dormant tool provider starts when the model begins a call to it, while the answer still streams", async () => {
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    // The answer holds after the call's start until the tool plugin has been started: without
+    // the early start it would only start once the answer is complete, so the hold times out.
+    const started = { waitFor: { file: join(root, "starts.log"), text: "filesystem", timeoutMs: 15_000 } };
+    const [call] = calls(tool("c1", "tools__read", { path: "a.txt" })).events;
+    writeFileSync(
+      join(scripts, "early.json"),
+      JSON.stringify({ turns: [{ events: [call, started, { stop: "tool_use" }] }, reply("done")] }),
+    );
+    const k = await kernel();
+    const h = await k.startSession({ prompt: "[early] read a.txt" });
+    expect(await h.idle()).toBe(SessionStatus.COMPLETED);
+    expect(starts().filter((s) => s === "filesystem")).toHaveLength(1);
+    expect(invocations().filter((e) => e["phase"] === "start")).toHaveLength(1);
+  });
+
   it("a provider that is never used is never started", async () => {
     await (await kernel()).shutdown();
     rmSync(join(root, "starts.log"));
