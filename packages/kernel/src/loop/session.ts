@@ -219,16 +219,26 @@ export class Session implements HubSession, SessionControl {
       schemaVersion?: string;
     } = {},
   ): AppendedEvent {
-    this.flushPersistSoon();
     const schemaVersion = extras.schemaVersion ?? "1";
-    const appended = this.writer.append({
+    const event = {
       kind,
       producer,
       schemaVersion,
       payload,
       ...(extras.costs ? { costs: extras.costs } : {}),
       ...(extras.planItems ? { planItems: extras.planItems } : {}),
-    });
+    };
+    let appended: AppendedEvent;
+    if (this.#soon.length === 0) appended = this.writer.append(event);
+    else {
+      // Queued tool results go first, in the same transaction (typically: the results, then
+      // the user message that carries them to the model: one sync to disk, not two).
+      const queued = this.#soon;
+      this.#soon = [];
+      const all = this.writer.appendBatch([...queued.map((e) => ({ ...e, schemaVersion: "1" })), event]);
+      this.#publishBatch(queued, all);
+      appended = all.at(-1)!;
+    }
     this.channel.publishPersisted({
       sequence: appended.sequence,
       kind,
@@ -245,14 +255,16 @@ export class Session implements HubSession, SessionControl {
    * order, and queues their renders like persist() does.
    */
   persistBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
-    this.flushPersistSoon();
-    return this.#appendBatch(events);
+    const queued = this.#soon;
+    this.#soon = [];
+    return this.#appendBatch([...queued, ...events]).slice(queued.length);
   }
 
   /**
    * Appends an event at the end of this event-loop turn, in one transaction with the other
    * events queued in the same turn (results of parallel calls that arrive together share
-   * one sync to disk). Order is kept: any other write flushes the queue first.
+   * one sync to disk). Order is kept: any other write takes the queue first, in its own
+   * transaction.
    */
   persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
     this.#soon.push({ kind, producer, payload });
@@ -277,6 +289,12 @@ export class Session implements HubSession, SessionControl {
 
   #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
     const appended = this.writer.appendBatch(events.map((e) => ({ ...e, schemaVersion: "1" })));
+    this.#publishBatch(events, appended);
+    return appended;
+  }
+
+  /** Queues the renders of `events`, appended as `appended` (same order). */
+  #publishBatch(events: readonly BatchedEvent[], appended: readonly AppendedEvent[]): void {
     events.forEach((e, i) => {
       this.channel.publishPersisted({
         sequence: appended[i]!.sequence,
@@ -287,7 +305,6 @@ export class Session implements HubSession, SessionControl {
         payload: e.payload,
       });
     });
-    return appended;
   }
 
   /** Persists a message event with its ledger rows, charges its cost and reports usage. */
