@@ -135,7 +135,13 @@ function call(action: Action, ctx: ToolContext): ToolCallSpec {
 
 /** The environment of every `agent` process: a fresh HOME and the fake credentials agent.hcl names. */
 export function oursEnv(home: string): Record<string, string> {
-  return { ...baseEnv(home), ANTHROPIC_API_KEY: "sk-fake-bench", BENCH_SEARCH_API_KEY: "sk-fake-bench" };
+  return {
+    ...baseEnv(home),
+    ANTHROPIC_API_KEY: "sk-fake-bench",
+    BENCH_SEARCH_API_KEY: "sk-fake-bench",
+    // BENCH_AGENT_TRACE=<file>: the kernel's step timeline of ours (each run overwrites it).
+    ...(process.env["BENCH_AGENT_TRACE"] ? { AGENT_TRACE: process.env["BENCH_AGENT_TRACE"] } : {}),
+  };
 }
 
 export const ours: Harness = {

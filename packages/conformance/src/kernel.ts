@@ -32,6 +32,8 @@ export class RecordingKernel {
   readonly logs: RecordedLog[] = [];
   readonly emits: RecordedEmit[] = [];
   countTokensCalls = 0;
+  /** Answer CountTokens as exact, as a kernel with a vendor tokenizer would (still the formula). */
+  exactCounts = false;
   #waiters: Array<{ match: (l: RecordedLog) => boolean; resolve: (l: RecordedLog) => void }> = [];
   #sequence = 0n;
 
@@ -42,7 +44,7 @@ export class RecordingKernel {
         countTokens: (req) => {
           this.countTokensCalls++;
           const texts = req.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
-          return { count: BigInt(fallbackTokenCount(texts)), exact: false };
+          return { count: BigInt(fallbackTokenCount(texts)), exact: this.exactCounts };
         },
         log: (req) => {
           const entry: RecordedLog = {

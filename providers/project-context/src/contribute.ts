@@ -39,14 +39,31 @@ interface Candidate {
 
 type Counter = (text: string) => Promise<number>;
 
+/**
+ * Exact counts already answered, per model and text. The same files are contributed every
+ * turn; asking the kernel again costs a callback round trip per section per turn for the
+ * same answer. Estimates are never kept (the kernel may have an exact count next time).
+ */
+const exactCounts = new Map<string, number>();
+const MAX_CACHED_COUNTS = 256;
+
 function counterFor(kernel: KernelClient, req: ContextRequest): Counter {
   const target = req.modelTarget;
+  const model = target?.id ? `${target.provider}/${target.id}` : "";
   return async (text) => {
+    const key = `${model}\u0000${text}`;
+    const known = exactCounts.get(key);
+    if (known !== undefined) return known;
     const res = await kernel.countTokens({
       content: [{ block: { case: "text", value: { text } } }],
       ...(target?.id ? { modelRef: { provider: target.provider, id: target.id } } : {}),
     });
-    return Number(res.count);
+    const count = Number(res.count);
+    if (res.exact) {
+      if (exactCounts.size >= MAX_CACHED_COUNTS) exactCounts.delete(exactCounts.keys().next().value!);
+      exactCounts.set(key, count);
+    }
+    return count;
   };
 }
 

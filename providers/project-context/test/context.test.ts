@@ -89,6 +89,34 @@ describe("project-context", () => {
     expect(plugin.kernel.countTokensCalls).toBeGreaterThan(before);
   });
 
+  it("asks the kernel once per model and text for an exact count, every time for an estimate", async () => {
+    const request = (id: string) => ({
+      sessionId: "s1",
+      turnId: "t1",
+      tokenBudget: 100_000n,
+      workingDirectory: join(repo, "pkg"),
+      modelTarget: { provider: "m", id, contextWindow: 100_000n, effectiveCeiling: 90_000n },
+    });
+    const calls = async (id: string) => {
+      const before = plugin.kernel.countTokensCalls;
+      const res = await client().contribute(request(id));
+      expect(res.sections.map((s) => s.label)).toEqual(["Base instructions", "AGENTS.md", "pkg/CLAUDE.md"]);
+      return plugin.kernel.countTokensCalls - before;
+    };
+    // Estimates (the kernel's fallback) are asked for again each time.
+    expect(await calls("estimated")).toBe(3);
+    expect(await calls("estimated")).toBe(3);
+    plugin.kernel.exactCounts = true;
+    try {
+      expect(await calls("exact")).toBe(3);
+      expect(await calls("exact")).toBe(0);
+      // Another model has its own tokenizer.
+      expect(await calls("other")).toBe(3);
+    } finally {
+      plugin.kernel.exactCounts = false;
+    }
+  });
+
   it("fits its sections into token_budget, cutting the one that crosses it", async () => {
     const budget = 600;
     const res = await client().contribute({
