@@ -52,14 +52,15 @@ function counterFor(kernel: KernelClient, req: ContextRequest): Counter {
   const model = target?.id ? `${target.provider}/${target.id}` : "";
   return async (text) => {
     const key = `${model}\u0000${text}`;
-    const known = exactCounts.get(key);
+    const known = model ? exactCounts.get(key) : undefined;
     if (known !== undefined) return known;
     const res = await kernel.countTokens({
       content: [{ block: { case: "text", value: { text } } }],
       ...(target?.id ? { modelRef: { provider: target.provider, id: target.id } } : {}),
     });
     const count = Number(res.count);
-    if (res.exact) {
+    // Without a named model the kernel picks one per session: such a count is not reusable.
+    if (res.exact && model) {
       if (exactCounts.size >= MAX_CACHED_COUNTS) exactCounts.delete(exactCounts.keys().next().value!);
       exactCounts.set(key, count);
     }

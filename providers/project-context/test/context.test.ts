@@ -90,14 +90,16 @@ describe("project-context", () => {
   });
 
   it("asks the kernel once per model and text for an exact count, every time for an estimate", async () => {
-    const request = (id: string) => ({
+    const request = (id?: string) => ({
       sessionId: "s1",
       turnId: "t1",
       tokenBudget: 100_000n,
       workingDirectory: join(repo, "pkg"),
-      modelTarget: { provider: "m", id, contextWindow: 100_000n, effectiveCeiling: 90_000n },
+      ...(id
+        ? { modelTarget: { provider: "m", id, contextWindow: 100_000n, effectiveCeiling: 90_000n } }
+        : {}),
     });
-    const calls = async (id: string) => {
+    const calls = async (id?: string) => {
       const before = plugin.kernel.countTokensCalls;
       const res = await client().contribute(request(id));
       expect(res.sections.map((s) => s.label)).toEqual(["Base instructions", "AGENTS.md", "pkg/CLAUDE.md"]);
@@ -112,6 +114,9 @@ describe("project-context", () => {
       expect(await calls("exact")).toBe(0);
       // Another model has its own tokenizer.
       expect(await calls("other")).toBe(3);
+      // Without a named model the kernel counts for the session's model: never reused.
+      expect(await calls()).toBe(3);
+      expect(await calls()).toBe(3);
     } finally {
       plugin.kernel.exactCounts = false;
     }

@@ -372,10 +372,9 @@ async function attempt(
       }
       const e = event.event;
       if (e.case === "toolCallStart") {
-        // Its arguments are checked against the input schema once the answer is complete;
-        // the validator compiles while the rest of the answer streams in.
-        // A provider still dormant starts now, so its launch overlaps the rest of the
-        // answer instead of delaying the call (a failure here is retried by the call).
+        // Work the call will need is started while the rest of the answer streams in: the
+        // input-schema validator compiles, and a provider still dormant launches (a failed
+        // launch here is retried by the call itself).
         const tool = session.tools.get(e.value.name);
         if (tool) {
           setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);

@@ -263,8 +263,8 @@ export class Session implements HubSession, SessionControl {
   /**
    * Appends an event at the end of this event-loop turn, in one transaction with the other
    * events queued in the same turn (results of parallel calls that arrive together share
-   * one sync to disk). Order is kept: any other write takes the queue first, in its own
-   * transaction.
+   * one sync to disk). Order is kept: every other write empties the queue first (persist
+   * and persistBatch in the same transaction as their own events).
    */
   persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
     this.#soon.push({ kind, producer, payload });
