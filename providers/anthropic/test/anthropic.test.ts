@@ -3,6 +3,8 @@
 
 import { fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import {
   accumulate,
   cases,
@@ -13,9 +15,7 @@ import {
   str,
   text,
   utf8,
-} from "@pluggableharness/conformance/model-testing";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+} from "@pluggableharness/model-provider-testing";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { Role } from "@pluggableharness/protocol/content";
 import {

@@ -2,6 +2,8 @@
 // (validate: true), over the runtime host.
 import { fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import {
   accumulate,
   cases,
@@ -12,9 +14,7 @@ import {
   str,
   text,
   utf8,
-} from "@pluggableharness/conformance/model-testing";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+} from "@pluggableharness/model-provider-testing";
 import { Role } from "@pluggableharness/protocol/content";
 import {
   ModelErrorCategory,

@@ -3,6 +3,8 @@
 // launched once and reconfigured per dialect, as an operator would point it elsewhere.
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import {
   accumulate,
   type Client,
@@ -16,9 +18,7 @@ import {
   textOf,
   toolResult,
   utf8,
-} from "@pluggableharness/conformance/model-testing";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+} from "@pluggableharness/model-provider-testing";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";

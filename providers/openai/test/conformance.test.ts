@@ -1,60 +1,41 @@
 // agent conform's model-provider checks pass for this provider against its fake vendor.
-import { fileURLToPath } from "node:url";
-import { runConformance } from "@pluggableharness/conformance";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { modelConformance, unexpected } from "@pluggableharness/model-provider-testing";
+import { expect, it } from "vitest";
 
 const KEY = "sk-test-key-for-conformance";
-let fake: FakeVendor;
-
-beforeAll(async () => {
-  fake = await startFakeVendor({
-    vendor: "openai-responses",
-    validate: true,
-    apiKey: KEY,
-    countTokens: () => 3,
-    // A paced stream, so cancellation lands mid-stream.
-    script: () => ({
-      ...scenarios.text("one two three four five six seven eight", { chunks: 8 }),
-      chunkDelayMs: 5,
-    }),
-  });
-});
-
-afterAll(async () => {
-  await fake?.close();
-});
 
 it("passes every model-provider conformance check", async () => {
-  const report = await runConformance({
-    executable: fileURLToPath(new URL("../src/main.ts", import.meta.url)),
-    config: {
+  const report = await modelConformance({
+    main: new URL("../src/main.ts", import.meta.url),
+    fake: { vendor: "openai-responses", apiKey: KEY, countTokens: () => 3 },
+    config: (fake) => ({
       api_key: KEY,
       base_url: `${fake.url}/v1`,
       // A model without vision or documents, so the rejection checks have a target.
       models_json: JSON.stringify({
         "gpt-text-only": { like: "gpt-5.4-mini", vision: false, documents: false },
       }),
-    },
+    }),
     model: "gpt-5.4-mini",
   });
-  expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+  expect(
+    unexpected(report, {
+      pass: [
+        "model.describe",
+        "model.capabilities.valid",
+        "model.configure.missing_required",
+        "model.configure.no_echo",
+        "model.stream.shape",
+        "model.errors.unknown_model",
+        "model.errors.unsupported_image",
+        "model.errors.unsupported_document",
+        "model.stream.cancel",
+        "model.count_tokens",
+        "model.secrets",
+        "model.errors.auth",
+        "model.health",
+      ],
+    }),
+  ).toEqual([]);
   expect(report.exitCode).toBe(0);
-  for (const id of [
-    "model.describe",
-    "model.capabilities.valid",
-    "model.configure.missing_required",
-    "model.configure.no_echo",
-    "model.stream.shape",
-    "model.errors.unknown_model",
-    "model.errors.unsupported_image",
-    "model.errors.unsupported_document",
-    "model.stream.cancel",
-    "model.count_tokens",
-    "model.secrets",
-    "model.errors.auth",
-    "model.health",
-  ]) {
-    expect(report.results.find((r) => r.id === id)?.status, id).toBe("pass");
-  }
 });

@@ -2,6 +2,8 @@
 // (validate: true), over the runtime host. One launched plugin serves every test.
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
 import {
   accumulate,
   type Client,
@@ -17,9 +19,7 @@ import {
   textOf,
   toolResult,
   utf8,
-} from "@pluggableharness/conformance/model-testing";
-import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
-import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
+} from "@pluggableharness/model-provider-testing";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import {
