@@ -18,6 +18,18 @@ export interface ModelConformanceCase {
   readonly model?: string;
 }
 
+/** The checks every first-party model provider passes; each test adds its own. */
+export const EVERY_PROVIDER_PASSES = [
+  "model.describe",
+  "model.configure.no_echo",
+  "model.stream.shape",
+  "model.errors.unknown_model",
+  "model.errors.unsupported_document",
+  "model.stream.cancel",
+  "model.secrets",
+  "model.errors.auth",
+] as const;
+
 /** An answer in 8 chunks 5 ms apart, so the cancellation check lands mid-stream. */
 const paced = () => ({
   ...scenarios.text("one two three four five six seven eight", { chunks: 8 }),
