@@ -62,6 +62,32 @@ export function diagnostic(
   });
 }
 
+/** A host on this machine: localhost, *.localhost, 127.0.0.0/8 or ::1. */
+export function isLoopback(baseUrl: string): boolean {
+  try {
+    const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
+    return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\./.test(host);
+  } catch {
+    return false;
+  }
+}
+
+/** Plain http to another machine: a key sent there travels unencrypted. */
+export function plainHttpRemote(baseUrl: string): boolean {
+  return baseUrl.startsWith("http://") && !isLoopback(baseUrl);
+}
+
+/** A warning when `base_url` sends the key in clear text to another machine. */
+export function plainHttpWarning(baseUrl: unknown): ConfigDiagnostic | undefined {
+  if (typeof baseUrl !== "string" || !plainHttpRemote(baseUrl)) return undefined;
+  return diagnostic(
+    "warning",
+    ["base_url"],
+    "base_url is plain http to another host",
+    "The API key would travel unencrypted.",
+  );
+}
+
 export function hasErrors(diagnostics: readonly ConfigDiagnostic[]): boolean {
   return diagnostics.some((d) => d.severity === DiagnosticSeverity.ERROR);
 }

@@ -17,9 +17,12 @@ export {
   configSchema,
   diagnostic,
   hasErrors,
+  isLoopback,
   makeRedactor,
   type ParsedConfig,
   parseConfig,
+  plainHttpRemote,
+  plainHttpWarning,
 } from "./config.ts";
 export {
   argumentsJson,

@@ -35,18 +35,3 @@ export function toolResultText(blocks: readonly ContentBlock[], isError: boolean
 export function argumentsText(input: unknown): string {
   return JSON.stringify(input ?? {});
 }
-
-/** A host on this machine: localhost, *.localhost, 127.0.0.0/8 or ::1. */
-export function isLoopback(baseUrl: string): boolean {
-  try {
-    const host = new URL(baseUrl).hostname.replace(/^\[|\]$/g, "");
-    return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127\./.test(host);
-  } catch {
-    return false;
-  }
-}
-
-/** Plain http to another machine: a key sent there travels unencrypted. */
-export function plainHttpRemote(baseUrl: string): boolean {
-  return baseUrl.startsWith("http://") && !isLoopback(baseUrl);
-}

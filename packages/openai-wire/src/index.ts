@@ -15,8 +15,6 @@ export {
   documentDataUrl,
   documentFilename,
   imageUrl,
-  isLoopback,
-  plainHttpRemote,
   toolResultText,
 } from "./content.ts";
 export {

@@ -4,10 +4,10 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AttributeDef,
   checkBaseUrl,
-  diagnostic,
   ev,
   joinUrl,
   type ModelAdapter,
+  plainHttpWarning,
   rateLimitsFromHeaders,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
@@ -88,11 +88,8 @@ export const adapter: ModelAdapter<AnthropicState> = {
         log: ctx.log.named("keepalive"),
       });
     }
-    if (state.baseUrl.startsWith("http://") && !/^http:\/\/(127\.|localhost|\[::1\])/.test(state.baseUrl)) {
-      ctx.report(
-        diagnostic("warning", ["base_url"], "base_url is not HTTPS", "The API key would travel unencrypted."),
-      );
-    }
+    const insecure = plainHttpWarning(state.baseUrl);
+    if (insecure) ctx.report(insecure);
     return state;
   },
 

@@ -4,9 +4,9 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AttributeDef,
   checkBaseUrl,
-  diagnostic,
   joinUrl,
   type ModelAdapter,
+  plainHttpWarning,
   StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
@@ -78,11 +78,8 @@ export const adapter: ModelAdapter<GeminiState> = {
       includeThoughts: values["include_thoughts"] !== false,
       caches: new ExplicitCaches(Number(values["explicit_cache_ttl_seconds"] ?? 300), ctx.log.named("cache")),
     };
-    if (state.baseUrl.startsWith("http://") && !/^http:\/\/(127\.|localhost|\[::1\])/.test(state.baseUrl)) {
-      ctx.report(
-        diagnostic("warning", ["base_url"], "base_url is not HTTPS", "The API key would travel unencrypted."),
-      );
-    }
+    const insecure = plainHttpWarning(state.baseUrl);
+    if (insecure) ctx.report(insecure);
     return state;
   },
 

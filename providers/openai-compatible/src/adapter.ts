@@ -17,11 +17,13 @@ import {
   type ConfigureContext,
   checkBaseUrl,
   diagnostic,
+  isLoopback,
   joinUrl,
   type ModelAdapter,
+  plainHttpWarning,
   type ThinkingDef,
 } from "@pluggableharness/model-kit";
-import { chatUsage, isLoopback, plainHttpRemote, streamChatCompletion } from "@pluggableharness/openai-wire";
+import { chatUsage, streamChatCompletion } from "@pluggableharness/openai-wire";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 
 /** Request-side differences between compatible servers. */
@@ -231,15 +233,8 @@ export const adapter: ModelAdapter<CompatibleState> = {
     const headers: Record<string, string> = {};
     if (typeof values["api_key"] === "string") {
       headers["authorization"] = `Bearer ${values["api_key"]}`;
-      if (plainHttpRemote(values["base_url"] as string))
-        ctx.report(
-          diagnostic(
-            "warning",
-            ["base_url"],
-            "The key would travel unencrypted",
-            "base_url uses plain http to another host.",
-          ),
-        );
+      const insecure = plainHttpWarning(values["base_url"]);
+      if (insecure) ctx.report(insecure);
     }
     return {
       baseUrl: values["base_url"] as string,

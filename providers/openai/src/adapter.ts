@@ -5,14 +5,14 @@ import {
   type AttributeDef,
   type ConfigureContext,
   checkBaseUrl,
-  diagnostic,
   joinUrl,
   type ModelAdapter,
   ModelFailure,
+  plainHttpWarning,
   StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
-import { classifyHttpError, plainHttpRemote, streamOpenAI } from "@pluggableharness/openai-wire";
+import { classifyHttpError, streamOpenAI } from "@pluggableharness/openai-wire";
 import type { CountTokensRequest, StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isOpenAIModel, OPENAI_MODELS } from "./catalog.ts";
 import { buildResponsesRequest } from "./request.ts";
@@ -55,15 +55,8 @@ export const adapter: ModelAdapter<OpenAIState> = {
   ownsModel: isOpenAIModel,
 
   configure(values: Record<string, JsonValue>, ctx: ConfigureContext): OpenAIState {
-    if (plainHttpRemote(values["base_url"] as string))
-      ctx.report(
-        diagnostic(
-          "warning",
-          ["base_url"],
-          "The key would travel unencrypted",
-          "base_url uses plain http to another host.",
-        ),
-      );
+    const insecure = plainHttpWarning(values["base_url"]);
+    if (insecure) ctx.report(insecure);
     const headers: Record<string, string> = { authorization: `Bearer ${values["api_key"] as string}` };
     if (typeof values["organization"] === "string") headers["openai-organization"] = values["organization"];
     if (typeof values["project"] === "string") headers["openai-project"] = values["project"];

@@ -16,18 +16,12 @@ import {
   type AttributeDef,
   type ConfigureContext,
   checkBaseUrl,
-  diagnostic,
   joinUrl,
   type ModelAdapter,
+  plainHttpWarning,
   type UsageInit,
 } from "@pluggableharness/model-kit";
-import {
-  decimalText,
-  detailComponents,
-  num,
-  plainHttpRemote,
-  streamChatCompletion,
-} from "@pluggableharness/openai-wire";
+import { decimalText, detailComponents, num, streamChatCompletion } from "@pluggableharness/openai-wire";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isXaiModel, XAI_MODELS } from "./catalog.ts";
 
@@ -111,15 +105,8 @@ export const adapter: ModelAdapter<XaiState> = {
   ownsModel: isXaiModel,
 
   configure(values: Record<string, JsonValue>, ctx: ConfigureContext): XaiState {
-    if (plainHttpRemote(values["base_url"] as string))
-      ctx.report(
-        diagnostic(
-          "warning",
-          ["base_url"],
-          "The key would travel unencrypted",
-          "base_url uses plain http to another host.",
-        ),
-      );
+    const insecure = plainHttpWarning(values["base_url"]);
+    if (insecure) ctx.report(insecure);
     return {
       baseUrl: values["base_url"] as string,
       headers: { authorization: `Bearer ${values["api_key"] as string}` },
