@@ -1,0 +1,5 @@
+import type { FaultScenario } from "../scenario.ts";
+
+// Every fault kind `npm run faults` runs, in table order. Add a scenario module and
+// list it here.
+export const scenarios: FaultScenario[] = [];
