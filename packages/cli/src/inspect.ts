@@ -5,13 +5,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
-import type { ConfigSchema } from "@pluggableharness/protocol/config";
+import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { MemoryService } from "@pluggableharness/protocol/memory";
-import { ModelService } from "@pluggableharness/protocol/model";
-import { ToolService } from "@pluggableharness/protocol/tool";
+import { type Capabilities as ModelCapabilities, ModelService } from "@pluggableharness/protocol/model";
+import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
 import { PluginHost, preferBundle } from "@pluggableharness/runtime";
@@ -36,6 +36,18 @@ export interface ProviderFacts {
   error?: string;
   /** Diagnostics the provider itself returned from Configure (only when configured). */
   configureProblems: string[];
+  /** The same, structured: what `agent validate` positions at the attribute they name. */
+  configureDiagnostics: ConfigureDiagnostic[];
+  /** The raw descriptions, for the kernel's own rules (ToolService.GetSchema, ModelService.GetCapabilities). */
+  toolSchema?: GetSchemaResponse;
+  modelCapabilities?: ModelCapabilities;
+}
+
+export interface ConfigureDiagnostic {
+  readonly severity: "error" | "warning";
+  readonly attributePath: readonly string[];
+  readonly summary: string;
+  readonly detail: string;
 }
 
 const TIMEOUT_MS = 15_000;
@@ -70,6 +82,7 @@ export async function inspectProviders(
           hookPoints: [],
           healthy: false,
           configureProblems: [],
+          configureDiagnostics: [],
         };
         const host = new PluginHost({
           name: r.localName,
@@ -94,6 +107,7 @@ export async function inspectProviders(
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
+              if (caps) facts.modelCapabilities = caps;
             }
           }
         } catch (err) {
@@ -120,6 +134,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);
+        facts.toolSchema = res;
         facts.tools = res.tools.map((t) => ({
           name: t.name,
           kind: toolKind(t.kind),
@@ -132,6 +147,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
       case "model": {
         const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
         facts.models = caps?.models.map((m) => m.id) ?? [];
+        if (caps) facts.modelCapabilities = caps;
         hooks(caps?.supportedHookPoints ?? []);
         schema(caps?.configSchema);
         break;
@@ -185,6 +201,12 @@ async function configureAll(host: PluginHost, facts: ProviderFacts, values: Json
                   ? await host.client(WidgetService).configure(request, call)
                   : undefined;
     for (const d of res?.result?.diagnostics ?? []) {
+      facts.configureDiagnostics.push({
+        severity: d.severity === DiagnosticSeverity.WARNING ? "warning" : "error",
+        attributePath: [...d.attributePath],
+        summary: d.summary,
+        detail: d.detail,
+      });
       const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
       facts.configureProblems.push(`${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`);
     }

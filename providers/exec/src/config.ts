@@ -13,8 +13,10 @@ export const CONFIG: readonly ConfigField[] = [
   {
     name: "roots",
     type: "list_string",
+    path: true,
     description:
-      "If set, commands only run when call_context.working_directory lies inside one of these directories. " +
+      "If set, commands only run when call_context.working_directory lies inside one of these directories " +
+      "(relative ones are taken from the directory of agent.hcl). " +
       "This does not sandbox what a command itself touches.",
   },
   {
