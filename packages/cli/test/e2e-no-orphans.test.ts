@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AGENT_BIN, agent, processesIn, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, processesIn, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
