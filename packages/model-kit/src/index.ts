@@ -39,14 +39,17 @@ export {
   textOf,
 } from "./content.ts";
 export {
+  causeCode,
   classifyHttpFailure,
   DEFAULT_RETRYABLE,
   type ErrorCategory,
+  exceedsRateLimit,
   type FailureInit,
   GRPC_CANCELLED,
   GRPC_CODE,
   grpcCodeFor,
   type HttpFailure,
+  invalidResponse,
   isAbortError,
   MAX_VENDOR_BODY,
   ModelFailure,
@@ -54,6 +57,8 @@ export {
   parseDurationSeconds,
   retryAfterFromHeaders,
   transportFailure,
+  UNREACHABLE_CODES,
+  unreachable,
 } from "./errors.ts";
 export { ev, type StreamEventInit, type UsageInit } from "./events.ts";
 export {
@@ -61,6 +66,7 @@ export {
   type FetchLike,
   hostOf,
   joinUrl,
+  refuseHtml,
   sendVendorRequest,
   type VendorRequest,
   type VendorResponse,

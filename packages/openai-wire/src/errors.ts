@@ -11,7 +11,12 @@
 //   is context_length_exceeded whatever the status.
 // - content_policy_violation / content_filter are content_filtered.
 // - "Please try again in 2s" / "in 120ms" in a message is the body's retry hint; headers win.
-import { classifyHttpFailure, ModelFailure, parseDurationSeconds } from "@pluggableharness/model-kit";
+import {
+  classifyHttpFailure,
+  exceedsRateLimit,
+  ModelFailure,
+  parseDurationSeconds,
+} from "@pluggableharness/model-kit";
 
 export interface OpenAIErrorInfo {
   code?: string | undefined;
@@ -130,6 +135,8 @@ export function classifyStreamError(info: OpenAIErrorInfo, frame?: string): Mode
     return new ModelFailure("rate_limited", what, {
       ...init,
       retryAfterSeconds: retryHintFromMessage(info.message),
+      // A request larger than the per-minute budget never fits, however long one waits.
+      ...(exceedsRateLimit(info.message) ? { retryable: false } : {}),
     });
   if (TRANSIENT.has(key(info.code)) || TRANSIENT.has(key(info.type)))
     return new ModelFailure("overloaded", what, init);

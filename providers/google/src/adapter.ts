@@ -7,6 +7,7 @@ import {
   joinUrl,
   type ModelAdapter,
   plainHttpWarning,
+  refuseHtml,
   StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
@@ -103,6 +104,7 @@ export const adapter: ModelAdapter<GeminiState> = {
       signal,
     });
     if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
+    await refuseHtml(res);
     yield* translateStream(
       res.body,
       signal,
