@@ -49,7 +49,7 @@ const VENDORS: Vendor[] = [
   },
 ];
 
-function project(name: string, v: Vendor, baseUrl: string, idleMs = 400): string {
+function project(name: string, v: Vendor, baseUrl: string, idleMs = 1_000): string {
   const dir = sb.dir(name);
   writeFileSync(
     join(dir, "agent.hcl"),

@@ -64,21 +64,21 @@ async function run(k: TestKernel, scenario: string, script: unknown) {
 
 describe("stream idle timeout", () => {
   it("cuts a call that sends nothing before its first event, and retries it", async () => {
-    const k = await kernel({ idleMs: 300 });
+    const k = await kernel({ idleMs: 500 });
     const r = await run(k, "stall-before", { turns: [[{ events: [{ waitCancel: true }] }, reply("ok")]] });
     expect(r.status).toBe(SessionStatus.COMPLETED);
     expect(r.models).toEqual(["alpha", "alpha"]);
     expect(r.failures.map((f) => [f.message, f.fields?.["error"]])).toEqual([
       [
         "model call failed: overloaded",
-        "no data from model/alpha for 0.3 s before its answer began; the stalled stream was cut",
+        "no data from model/alpha for 0.5 s before its answer began; the stalled stream was cut",
       ],
     ]);
     expect(r.sleeps).toEqual([75]);
   });
 
   it("cuts a call that goes quiet mid-answer, and keeps the partial answer out of the conversation", async () => {
-    const k = await kernel({ idleMs: 300 });
+    const k = await kernel({ idleMs: 500 });
     const r = await run(k, "stall-mid", {
       turns: [[{ events: [text("half an ans"), { waitCancel: true }] }, reply("whole answer")]],
     });
@@ -95,11 +95,11 @@ describe("stream idle timeout", () => {
   });
 
   it("does not count a silence the vendor announced (buffering) as a stall", async () => {
-    const k = await kernel({ idleMs: 300 });
+    const k = await kernel({ idleMs: 500 });
     const r = await run(k, "buffering", {
       turns: [
         {
-          events: [{ buffering: true }, { pause: 900 }, text("reviewed"), usage(5, 5), { stop: "end_turn" }],
+          events: [{ buffering: true }, { pause: 1_500 }, text("reviewed"), usage(5, 5), { stop: "end_turn" }],
         },
       ],
     });
@@ -109,7 +109,7 @@ describe("stream idle timeout", () => {
   });
 
   it("gives up on the same request when every retry stalls, then falls back", async () => {
-    const k = await kernel({ idleMs: 200 });
+    const k = await kernel({ idleMs: 400 });
     const r = await run(k, "stall-chain", {
       turns: [{ models: { alpha: { events: [{ waitCancel: true }] }, beta: reply("from beta") } }],
     });

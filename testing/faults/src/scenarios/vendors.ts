@@ -59,7 +59,7 @@ const VENDORS: Vendor[] = [
 ];
 
 /** The idle timeout the scenarios run with; the bound each stalled run must stay within follows from it. */
-const IDLE_MS = 500;
+const IDLE_MS = 1_500;
 
 function config(v: Vendor): string {
   return `required_providers {
