@@ -437,6 +437,38 @@ describe("SSE", () => {
     expect((err as ModelFailure).message).not.toMatch(/sk-in/);
   });
 
+  it("says cannot reach <origin> for a host that does not resolve, and keeps a reset retryable", async () => {
+    const failing = (code: string) => async () => {
+      throw new TypeError("fetch failed", {
+        cause: Object.assign(new Error(`getaddrinfo ${code}`), { code }),
+      });
+    };
+    const send = (code: string) =>
+      sendVendorRequest(
+        {
+          url: "https://api.example.invalid/v1/chat?key=k",
+          headers: {},
+          signal: new AbortController().signal,
+        },
+        failing(code),
+      ).catch((e: unknown) => e);
+    expect(await send("ENOTFOUND")).toMatchObject({
+      category: "overloaded",
+      retryable: false,
+      vendorCode: "unreachable",
+      message: "cannot reach https://api.example.invalid (host not found)",
+    });
+    expect(await send("EAI_AGAIN")).toMatchObject({
+      retryable: false,
+      message: expect.stringContaining("lookup failed"),
+    });
+    expect(await send("ECONNRESET")).toMatchObject({
+      category: "overloaded",
+      retryable: true,
+      vendorCode: "transport_error",
+    });
+  });
+
   it("reads an answer with no event in it as an invalid response, not a broken stream", async () => {
     for (const [chunks, what] of [
       [[], /empty body/],
