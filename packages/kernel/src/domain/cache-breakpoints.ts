@@ -1,9 +1,20 @@
 // Kernel-owned cache-breakpoint placement. Breakpoints go at the stable-prefix boundaries
 // of the tools -> system -> static context -> conversation order: after the tool list when
-// it is unchanged from the previous turn, and after the assembled context when its
-// leading section is static. A model without explicit cache markers gets none.
-import { create, toJson } from "@bufbuild/protobuf";
-import { type ContextSection, Stability } from "@pluggableharness/protocol/content";
+// it is unchanged from the previous request, after the assembled context when its leading
+// section is static, and on the conversation tail when everything before the messages is
+// unchanged: after the newest message (the prefix the next request will read) and after the
+// previous request's newest message (the entry this request reads, however many blocks the
+// last step added). A model without explicit cache markers gets none; a request never
+// carries more than MAX_CACHE_BREAKPOINTS.
+import { createHash } from "node:crypto";
+import { create, toBinary, toJson } from "@bufbuild/protobuf";
+import {
+  type ContextSection,
+  ContextSectionSchema,
+  type Message,
+  MessageSchema,
+  Stability,
+} from "@pluggableharness/protocol/content";
 import {
   type CacheBreakpoint,
   CacheBreakpoint_AfterAssembledContextSchema,
@@ -15,9 +26,53 @@ import {
 } from "@pluggableharness/protocol/model";
 import { canonicalJson } from "./canonical-json.ts";
 
+/**
+ * The most breakpoints one request carries: the smallest limit among vendors with explicit
+ * markers (Anthropic and Bedrock take four cache_control blocks; OpenAI GPT-5.6 writes at
+ * most four breakpoints per request). Adapters for vendors with fewer map what they can.
+ */
+export const MAX_CACHE_BREAKPOINTS = 4;
+
 /** A stable fingerprint of a tool list, to tell whether it changed between turns. */
 export function toolListFingerprint(tools: readonly ToolDeclaration[]): string {
   return canonicalJson(tools.map((t) => toJson(ToolDeclarationSchema, t)));
+}
+
+/** A stable fingerprint of the assembled context, to tell whether it changed between requests. */
+export function contextFingerprint(sections: readonly ContextSection[]): string {
+  const hash = createHash("sha256");
+  for (const s of sections) hash.update(toBinary(ContextSectionSchema, s)).update("\u0000");
+  return hash.digest("hex");
+}
+
+/** Identifies one message's exact content (a rewritten history changes it). */
+export function messageFingerprint(message: Message): string {
+  return createHash("sha256").update(toBinary(MessageSchema, message)).digest("hex");
+}
+
+/** What the kernel remembers of a session's previous model request. */
+export interface PreviousRequestPrefix {
+  readonly toolsFingerprint: string;
+  readonly contextFingerprint: string;
+  /** Index of that request's newest message, and that message's fingerprint. */
+  readonly lastIndex: number;
+  readonly lastMessage: string;
+}
+
+/** The prefix record of a request, for the next request's placement. */
+export function requestPrefix(
+  tools: readonly ToolDeclaration[],
+  sections: readonly ContextSection[],
+  messages: readonly Message[],
+): PreviousRequestPrefix | undefined {
+  const last = messages.at(-1);
+  if (!last) return undefined;
+  return {
+    toolsFingerprint: toolListFingerprint(tools),
+    contextFingerprint: contextFingerprint(sections),
+    lastIndex: messages.length - 1,
+    lastMessage: messageFingerprint(last),
+  };
 }
 
 export interface BreakpointInput {
@@ -26,14 +81,21 @@ export interface BreakpointInput {
   /** The previous turn's toolListFingerprint; undefined on a session's first turn. */
   readonly previousToolsFingerprint?: string;
   readonly assembledContext: readonly ContextSection[];
+  /** The request's messages; the conversation tail is marked when they are given. */
+  readonly messages?: readonly Message[];
+  /** The session's previous request; undefined on its first one. */
+  readonly previous?: PreviousRequestPrefix;
 }
+
+const afterMessage = (index: number) =>
+  create(CacheBreakpointSchema, { position: { case: "afterMessageIndex", value: BigInt(index) } });
 
 export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[] {
   if (!input.caching?.explicitMarkers) return [];
   const out: CacheBreakpoint[] = [];
-  const toolsStable =
-    input.previousToolsFingerprint === undefined ||
-    input.previousToolsFingerprint === toolListFingerprint(input.tools);
+  const previousTools = input.previous?.toolsFingerprint ?? input.previousToolsFingerprint;
+  const toolsFingerprint = toolListFingerprint(input.tools);
+  const toolsStable = previousTools === undefined || previousTools === toolsFingerprint;
   if (input.tools.length > 0 && toolsStable) {
     out.push(
       create(CacheBreakpointSchema, {
@@ -52,7 +114,33 @@ export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[]
       }),
     );
   }
-  return out;
+
+  // The conversation tail: only while everything before the messages stays the same, since a
+  // changed prefix invalidates every cached message after it (writing it again each request
+  // would cost the write premium without ever being read).
+  const messages = input.messages ?? [];
+  const prev = input.previous;
+  const prefixStable =
+    toolsStable &&
+    (prev === undefined || prev.contextFingerprint === contextFingerprint(input.assembledContext));
+  if (messages.length > 0 && prefixStable) {
+    const tail = messages.length - 1;
+    const conversation = [tail];
+    // The previous request's newest message, when it is still where it was: its entry is what
+    // this request reads.
+    if (
+      prev &&
+      prev.lastIndex < tail &&
+      messages[prev.lastIndex] !== undefined &&
+      messageFingerprint(messages[prev.lastIndex]!) === prev.lastMessage
+    ) {
+      conversation.unshift(prev.lastIndex);
+    }
+    // Within the limit, the newest positions are kept first (they cover the longest prefix).
+    const room = Math.max(0, MAX_CACHE_BREAKPOINTS - out.length);
+    out.push(...conversation.slice(-room).map(afterMessage));
+  }
+  return out.slice(0, MAX_CACHE_BREAKPOINTS);
 }
 
 /**
