@@ -199,5 +199,9 @@ export function buildResponsesRequest(
     body["include"] = ["reasoning.encrypted_content"];
   }
   Object.assign(body, passThroughOptions(options, RESPONSES_OPTIONS, Object.keys(body)));
+  // OpenAI caches prompts automatically; the session id as prompt_cache_key keeps a
+  // conversation's requests on the servers holding its prefix (provider_options may override).
+  const session = req.callContext?.sessionId;
+  if (body["prompt_cache_key"] === undefined && session) body["prompt_cache_key"] = session;
   return { body, names, droppedReasoning };
 }

@@ -677,6 +677,15 @@ describe("content rules and parameters", () => {
     expect(fake.requests.length).toBe(before);
   });
 
+  it("sends the session id as prompt_cache_key unless provider_options names one", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete();
+    expect(lastBody()["prompt_cache_key"]).toBe("s1");
+    fake.push(scenarios.text("ok"));
+    await complete({ providerOptions: { prompt_cache_key: "shared-prefix" } });
+    expect(lastBody()["prompt_cache_key"]).toBe("shared-prefix");
+  });
+
   it("counts tokens exactly with the vendor's counter", async () => {
     const res = await client.countTokens({ text: "count me", modelId: MODEL });
     expect(res.count).toBe(42n);
