@@ -6,7 +6,6 @@
 // previous request's newest message (the entry this request reads, however many blocks the
 // last step added). A model without explicit cache markers gets none; a request never
 // carries more than MAX_CACHE_BREAKPOINTS.
-import { createHash } from "node:crypto";
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
 import {
   type ContextSection,
@@ -38,25 +37,37 @@ export function toolListFingerprint(tools: readonly ToolDeclaration[]): string {
   return canonicalJson(tools.map((t) => toJson(ToolDeclarationSchema, t)));
 }
 
-/** A stable fingerprint of the assembled context, to tell whether it changed between requests. */
-export function contextFingerprint(sections: readonly ContextSection[]): string {
-  const hash = createHash("sha256");
-  for (const s of sections) hash.update(toBinary(ContextSectionSchema, s)).update("\u0000");
-  return hash.digest("hex");
+/** The assembled context's exact bytes, to tell whether it changed between requests. */
+export function contextBytes(sections: readonly ContextSection[]): Uint8Array {
+  const parts = sections.map((s) => toBinary(ContextSectionSchema, s));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length + 4, 0));
+  let at = 0;
+  for (const p of parts) {
+    new DataView(out.buffer).setUint32(at, p.length);
+    out.set(p, at + 4);
+    at += p.length + 4;
+  }
+  return out;
 }
 
-/** Identifies one message's exact content (a rewritten history changes it). */
-export function messageFingerprint(message: Message): string {
-  return createHash("sha256").update(toBinary(MessageSchema, message)).digest("hex");
+/** One message's exact bytes (a rewritten history changes them). */
+export function messageBytes(message: Message): Uint8Array {
+  return toBinary(MessageSchema, message);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** What the kernel remembers of a session's previous model request. */
 export interface PreviousRequestPrefix {
   readonly toolsFingerprint: string;
-  readonly contextFingerprint: string;
-  /** Index of that request's newest message, and that message's fingerprint. */
+  readonly context: Uint8Array;
+  /** Index of that request's newest message, and that message's bytes. */
   readonly lastIndex: number;
-  readonly lastMessage: string;
+  readonly lastMessage: Uint8Array;
 }
 
 /** The prefix record of a request, for the next request's placement. */
@@ -69,9 +80,9 @@ export function requestPrefix(
   if (!last) return undefined;
   return {
     toolsFingerprint: toolListFingerprint(tools),
-    contextFingerprint: contextFingerprint(sections),
+    context: contextBytes(sections),
     lastIndex: messages.length - 1,
-    lastMessage: messageFingerprint(last),
+    lastMessage: messageBytes(last),
   };
 }
 
@@ -121,8 +132,7 @@ export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[]
   const messages = input.messages ?? [];
   const prev = input.previous;
   const prefixStable =
-    toolsStable &&
-    (prev === undefined || prev.contextFingerprint === contextFingerprint(input.assembledContext));
+    toolsStable && (prev === undefined || sameBytes(prev.context, contextBytes(input.assembledContext)));
   if (messages.length > 0 && prefixStable) {
     const tail = messages.length - 1;
     const conversation = [tail];
@@ -132,7 +142,7 @@ export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[]
       prev &&
       prev.lastIndex < tail &&
       messages[prev.lastIndex] !== undefined &&
-      messageFingerprint(messages[prev.lastIndex]!) === prev.lastMessage
+      sameBytes(messageBytes(messages[prev.lastIndex]!), prev.lastMessage)
     ) {
       conversation.unshift(prev.lastIndex);
     }
