@@ -216,7 +216,7 @@ describe("streaming", () => {
     fake.push(scenarios.thinking({ thinking: "Counting letters.", signature: SIG, text: "Three." }));
     const t = await complete({ modelId: "gemini-3-pro", params: { thinkingEffort: "low" } });
     expect(lastBody()["generationConfig"]).toMatchObject({
-      thinkingConfig: { thinkingLevel: "low", includeThoughts: true },
+      thinkingConfig: { thinkingLevel: "LOW", includeThoughts: true },
     });
     expect(
       only(t.events, "thinkingDelta")

@@ -351,7 +351,7 @@ describe("reasoning items", () => {
     expect(input[2]).toEqual({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "42" }],
+      content: "42",
     });
   });
 
