@@ -387,9 +387,12 @@ const describeDiagnostic = (d: ts.Diagnostic, lines: Map<number, string>) => {
   return `${lines.get(line) ?? "prelude"} (line ${line}): ${ts.flattenDiagnosticMessageText(d.messageText, "\n").slice(0, 600)}`;
 };
 
+// biome-ignore lint/suspicious/noExplicitAny: captured JSON bodies, edited by path below
+type Loose = any;
+
 /** Deliberately wrong bodies: each must be refused by its SDK type. */
 function broken(): Array<{ kind: Kind; label: string; body: unknown }> {
-  const first = (k: Kind) => structuredClone(captured.find((c) => c.kind === k)!.body) as Record<string, any>;
+  const first = (k: Kind) => structuredClone(captured.find((c) => c.kind === k)!.body) as Record<string, Loose>;
   const out: Array<{ kind: Kind; label: string; body: unknown }> = [];
   const a1 = first("anthropic");
   a1["max_token"] = a1["max_tokens"];
@@ -403,13 +406,13 @@ function broken(): Array<{ kind: Kind; label: string; body: unknown }> {
   delete a3["tools"][0]["input_schema"];
   out.push({ kind: "anthropic", label: "anthropic: camelCase inputSchema", body: a3 });
   const o1 = first("responses");
-  o1["input"].find((i: any) => i.type === "function_call")["arguments"] = { city: "Beijing" };
+  o1["input"].find((i: Loose) => i.type === "function_call")["arguments"] = { city: "Beijing" };
   out.push({ kind: "responses", label: "responses: arguments as an object", body: o1 });
   const o2 = first("responses");
   o2["reasoning"] = { effort: "extreme" };
   out.push({ kind: "responses", label: "responses: unknown effort", body: o2 });
   const c1 = first("chat");
-  c1["messages"].find((m: any) => m.role === "tool")["tool_use_id"] = "x";
+  c1["messages"].find((m: Loose) => m.role === "tool")["tool_use_id"] = "x";
   out.push({ kind: "chat", label: "chat: tool_use_id on a tool message", body: c1 });
   const c2 = first("chat");
   c2["max_tokens"] = "2048";
