@@ -392,7 +392,8 @@ type Loose = any;
 
 /** Deliberately wrong bodies: each must be refused by its SDK type. */
 function broken(): Array<{ kind: Kind; label: string; body: unknown }> {
-  const first = (k: Kind) => structuredClone(captured.find((c) => c.kind === k)!.body) as Record<string, Loose>;
+  const first = (k: Kind) =>
+    structuredClone(captured.find((c) => c.kind === k)!.body) as Record<string, Loose>;
   const out: Array<{ kind: Kind; label: string; body: unknown }> = [];
   const a1 = first("anthropic");
   a1["max_token"] = a1["max_tokens"];
