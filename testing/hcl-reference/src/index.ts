@@ -1,0 +1,8 @@
+// The differential test's machinery; see README.md.
+export { ALLOWLIST, type AllowlistEntry, explain } from "./allowlist.ts";
+export { compareResults, type Disagreement } from "./compare.ts";
+export { type CorpusInput, fixtureInputs, specInputs, STANDARD_ENV, STANDARD_VARIABLES, upstreamInputs } from "./corpus.ts";
+export { generateInputs } from "./generate.ts";
+export { ours } from "./ours.ts";
+export { buildReference, findToolchain, runReference } from "./reference.ts";
+export { runDifferential, type DifferentialReport } from "./run.ts";
