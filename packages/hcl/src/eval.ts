@@ -90,7 +90,9 @@ export function evaluate(expr: Expression, ctx: EvalContext = {}): EvalResult {
     const value = toPlain(result);
     if (value === undefined) {
       return {
-        diagnostics: [errorDiag("unknown-result", "Unknown result", "The expression has no known value.", expr.range)],
+        diagnostics: [
+          errorDiag("unknown-result", "Unknown result", "The expression has no known value.", expr.range),
+        ],
       };
     }
     return { value, diagnostics };
@@ -98,7 +100,12 @@ export function evaluate(expr: Expression, ctx: EvalContext = {}): EvalResult {
     if (e instanceof RangeError) {
       return {
         diagnostics: [
-          errorDiag("too-deep", "Expression too complex", "This expression is nested too deeply to evaluate.", expr.range),
+          errorDiag(
+            "too-deep",
+            "Expression too complex",
+            "This expression is nested too deeply to evaluate.",
+            expr.range,
+          ),
         ],
       };
     }
@@ -135,7 +142,10 @@ function firstChar(r: Range): Range {
 export function isLiteralKey(e: Expression): boolean {
   if (e.kind === "Number" || e.kind === "Bool" || e.kind === "Null") return true;
   return (
-    e.kind === "Template" && e.heredoc === undefined && e.parts.length === 1 && e.parts[0]!.kind === "TemplateLiteral"
+    e.kind === "Template" &&
+    e.heredoc === undefined &&
+    e.parts.length === 1 &&
+    e.parts[0]!.kind === "TemplateLiteral"
   );
 }
 
@@ -336,15 +346,24 @@ class Evaluator {
       if (v.kind !== "map") return unknown(t.elem);
       const x = v.entries.get(name);
       if (x === undefined) {
-        this.error("missing-map-element", "Missing map element", `This map has no element with the key "${name}".`, at);
+        this.error(
+          "missing-map-element",
+          "Missing map element",
+          `This map has no element with the key "${name}".`,
+          at,
+        );
         return DYNAMIC_VALUE;
       }
       return x;
     }
     if (t.kind === "tuple" || t.kind === "list") {
-      return unsupported(`A ${t.kind} has no attributes. To read "${name}" from every element, use a splat: "[*].${name}".`);
+      return unsupported(
+        `A ${t.kind} has no attributes. To read "${name}" from every element, use a splat: "[*].${name}".`,
+      );
     }
-    return unsupported(isPrimitive(t) ? `A ${t.kind} value has no attributes.` : "This value does not have any attributes.");
+    return unsupported(
+      isPrimitive(t) ? `A ${t.kind} value has no attributes.` : "This value does not have any attributes.",
+    );
   }
 
   private index(e: Index, scope: Scope | undefined): TypedValue {
@@ -360,7 +379,12 @@ class Evaluator {
       return DYNAMIC_VALUE;
     };
     if (coll.kind === "null") {
-      this.error("null-access", "Attempt to index null value", "This value is null, so it cannot be indexed.", at);
+      this.error(
+        "null-access",
+        "Attempt to index null value",
+        "This value is null, so it cannot be indexed.",
+        at,
+      );
       return DYNAMIC_VALUE;
     }
     if (key.kind === "null") return invalid("A null value cannot be used as an index.");
@@ -378,11 +402,15 @@ class Evaluator {
       if (!isKnown(k) || !isKnown(coll)) return t.kind === "tuple" ? DYNAMIC_VALUE : unknown(t.elem);
       if (coll.kind === "map") {
         // Computed keys are not echoed: they may carry secrets.
-        return coll.entries.get((k as { value: string }).value) ?? invalid("This map has no element with the given key.");
+        return (
+          coll.entries.get((k as { value: string }).value) ??
+          invalid("This map has no element with the given key.")
+        );
       }
       const items = (coll as TypedValue & { kind: "tuple" | "list" }).items;
       const n = (k as { value: number }).value;
-      if (!Number.isInteger(n)) return invalid("A sequence is indexed by a whole number; this index has a fractional part.");
+      if (!Number.isInteger(n))
+        return invalid("A sequence is indexed by a whole number; this index has a fractional part.");
       if (n < 0) return invalid("A negative number is not a valid index for a sequence.");
       if (n >= items.length) {
         return invalid(
@@ -418,7 +446,8 @@ class Evaluator {
   private splat(e: Splat, scope: Scope | undefined): TypedValue {
     const m = this.mark();
     const source = this.eval(e.source, scope);
-    const each = (item: TypedValue) => this.eval(e.each, { names: new Map(), parent: scope, splatItem: item });
+    const each = (item: TypedValue) =>
+      this.eval(e.each, { names: new Map(), parent: scope, splatItem: item });
     if (this.failedSince(m)) {
       each(DYNAMIC_VALUE);
       return DYNAMIC_VALUE;
@@ -427,7 +456,12 @@ class Evaluator {
     const sequence = t.kind === "tuple" || t.kind === "list";
     if (source.kind === "null") {
       if (!sequence) return tuple([]);
-      this.error("null-splat", "Splat of null value", "A splat cannot be applied to a null sequence.", e.source.range);
+      this.error(
+        "null-splat",
+        "Splat of null value",
+        "A splat cannot be applied to a null sequence.",
+        e.source.range,
+      );
       return DYNAMIC_VALUE;
     }
     if (t.kind === "dynamic") return DYNAMIC_VALUE;
@@ -436,7 +470,8 @@ class Evaluator {
     const resultType = (): Type => {
       const ut = typeOf(upgraded);
       if (ut.kind === "list") return { kind: "list", elem: typeOf(each(unknown(ut.elem))) };
-      if (ut.kind === "tuple") return { kind: "tuple", elems: ut.elems.map((et) => typeOf(each(unknown(et)))) };
+      if (ut.kind === "tuple")
+        return { kind: "tuple", elems: ut.elems.map((et) => typeOf(each(unknown(et)))) };
       return DYNAMIC;
     };
     if (!isKnown(upgraded)) return unknown(resultType());
@@ -456,7 +491,12 @@ class Evaluator {
       }
       const elem = typeOf(results[0]!);
       if (!results.every((r) => typesEqual(typeOf(r), elem))) {
-        this.error("invalid-splat", "Invalid splat result", "The splat results do not all have the same type.", e.range);
+        this.error(
+          "invalid-splat",
+          "Invalid splat result",
+          "The splat results do not all have the same type.",
+          e.range,
+        );
         return DYNAMIC_VALUE;
       }
       return { kind: "list", elem, items: results };
@@ -617,7 +657,12 @@ class Evaluator {
       return convert(v, to);
     } catch (err) {
       if (!(err instanceof ConversionError)) throw err;
-      this.error("invalid-operand", "Invalid operand", `Unsuitable value for ${side} operand: ${err.message}.`, range);
+      this.error(
+        "invalid-operand",
+        "Invalid operand",
+        `Unsuitable value for ${side} operand: ${err.message}.`,
+        range,
+      );
       return undefined;
     }
   }
@@ -699,7 +744,12 @@ class Evaluator {
             this.error("operation-failed", "Operation failed", "Zero cannot be divided by zero.", e.range);
           } else {
             // hcl/v2 yields an infinity (or, for "%", the left operand); a Value cannot hold an infinity.
-            this.error("divide-by-zero", "Division by zero", `The right operand of "${op}" is zero.`, e.right.range);
+            this.error(
+              "divide-by-zero",
+              "Division by zero",
+              `The right operand of "${op}" is zero.`,
+              e.right.range,
+            );
           }
           return unknown(NUMBER);
         }
@@ -772,7 +822,12 @@ class Evaluator {
   private condition(expr: Expression, scope: Scope | undefined): boolean | undefined {
     const cond = this.eval(expr, scope);
     if (cond.kind === "null") {
-      this.error("invalid-condition", "Null condition", "The condition is null; it must be true or false.", expr.range);
+      this.error(
+        "invalid-condition",
+        "Null condition",
+        "The condition is null; it must be true or false.",
+        expr.range,
+      );
       return undefined;
     }
     if (!isKnown(cond)) return undefined;
@@ -796,7 +851,12 @@ class Evaluator {
   private collection(expr: Expression, scope: Scope | undefined): TypedValue | undefined {
     const coll = this.eval(expr, scope);
     if (coll.kind === "null") {
-      this.error("null-iteration", "Iteration over null value", "A null value cannot be iterated by 'for'.", expr.range);
+      this.error(
+        "null-iteration",
+        "Iteration over null value",
+        "A null value cannot be iterated by 'for'.",
+        expr.range,
+      );
       return undefined;
     }
     const t = typeOf(coll);
@@ -833,9 +893,17 @@ class Evaluator {
     if (condition !== undefined) {
       // hcl/v2 first checks the condition with unknown loop variables.
       const m = this.mark();
-      const c = this.eval(condition, this.bindings(e.keyVar, e.valueVar, DYNAMIC_VALUE, DYNAMIC_VALUE, scope));
+      const c = this.eval(
+        condition,
+        this.bindings(e.keyVar, e.valueVar, DYNAMIC_VALUE, DYNAMIC_VALUE, scope),
+      );
       if (c.kind === "null") {
-        this.error("invalid-condition", "Condition is null", "The 'if' clause must not be null.", condition.range);
+        this.error(
+          "invalid-condition",
+          "Condition is null",
+          "The 'if' clause must not be null.",
+          condition.range,
+        );
         return DYNAMIC_VALUE;
       }
       try {
@@ -866,7 +934,12 @@ class Evaluator {
       if (condition !== undefined) {
         const c = this.eval(condition, inner);
         if (c.kind === "null") {
-          once("invalid-condition", "Invalid 'for' condition", "The 'if' clause must not be null.", condition.range);
+          once(
+            "invalid-condition",
+            "Invalid 'for' condition",
+            "The 'if' clause must not be null.",
+            condition.range,
+          );
           continue;
         }
         if (!e.object && !isKnown(c)) {
@@ -878,7 +951,12 @@ class Evaluator {
           b = convert(c, BOOL);
         } catch (err) {
           if (!(err instanceof ConversionError)) throw err;
-          once("invalid-condition", "Invalid 'for' condition", `The 'if' clause must be a bool: ${err.message}.`, condition.range);
+          once(
+            "invalid-condition",
+            "Invalid 'for' condition",
+            `The 'if' clause must be a bool: ${err.message}.`,
+            condition.range,
+          );
           continue;
         }
         if (!isKnown(b)) {
@@ -1026,7 +1104,8 @@ function shortCircuit(
   // A null counts as "not true" (go-cty's True() of a null bool is false).
   const truth = (v: TypedValue) => v.kind === "bool" && v.value;
   const decisive = (v: TypedValue) => isKnown(v) && (isOr ? truth(v) : !truth(v));
-  if (!isKnown(l) && !isKnown(r)) return lDiags.length === 0 ? { value: unknown(BOOL), diags: lDiags } : undefined;
+  if (!isKnown(l) && !isKnown(r))
+    return lDiags.length === 0 ? { value: unknown(BOOL), diags: lDiags } : undefined;
   if (decisive(l)) return { value: bool(isOr), diags: lDiags };
   if (decisive(r)) return { value: bool(isOr), diags: rDiags };
   if (!isKnown(l) && isKnown(r)) return { value: unknown(BOOL), diags: lDiags };

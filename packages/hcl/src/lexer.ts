@@ -81,7 +81,8 @@ const NUMBER = /[0-9](?:[0-9.]|[eE][+-]?[0-9])*/y;
 const HEREDOC_OPEN = /<<(-?)([\p{ID_Start}_][\p{ID_Continue}-]*)\r?\n/uy;
 
 // What Go's unicode.IsSpace accepts (JavaScript's \s differs on U+0085 and U+FEFF).
-export const GO_SPACE = "\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+export const GO_SPACE =
+  "\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
 const PLACEHOLDER = {
   filename: "",
   start: { line: 1, column: 1, byte: 0 },
@@ -301,13 +302,21 @@ class Lexer {
       case "^":
       case "~":
         if (this.tell("bitwise")) {
-          const hint = { "&": ' Logical AND is written "&&".', "|": ' Logical OR is written "||".', "~": ' Logical NOT is written "!".', "^": "" }[c];
+          const hint = {
+            "&": ' Logical AND is written "&&".',
+            "|": ' Logical OR is written "||".',
+            "~": ' Logical NOT is written "!".',
+            "^": "",
+          }[c];
           report("Unsupported operator", `Bitwise operators do not exist in HCL.${hint}`);
         }
         return;
       case "`":
         if (this.tell("backtick")) {
-          report("Invalid character", 'The "`" character is not valid. For a multi-line string, use a heredoc ("<<EOT").');
+          report(
+            "Invalid character",
+            'The "`" character is not valid. For a multi-line string, use a heredoc ("<<EOT").',
+          );
         }
         return;
       case "'":
@@ -404,7 +413,7 @@ class Lexer {
       this.report(
         "invalid-character",
         "Invalid character",
-        "A backslash at the end of a line does not continue the string; write \"\\\\\" for a literal backslash.",
+        'A backslash at the end of a line does not continue the string; write "\\\\" for a literal backslash.',
         start,
         this.i,
       );
@@ -435,7 +444,9 @@ class Lexer {
     const text = this.text;
     const sel = text[at + 1]!;
     const problem = (detail: string, end: number) =>
-      problems.push(this.later(errorDiag("invalid-escape", "Invalid escape sequence", detail, PLACEHOLDER), at, end));
+      problems.push(
+        this.later(errorDiag("invalid-escape", "Invalid escape sequence", detail, PLACEHOLDER), at, end),
+      );
     switch (sel) {
       case "n":
         return ["\n", at + 2];

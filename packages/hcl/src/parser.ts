@@ -100,6 +100,8 @@ const OPENERS: Partial<Record<TokenKind, TokenKind>> = {
   "%{": "seqend",
 };
 
+const INTERP = "$" + "{";
+
 /** Deep enough for any real configuration, shallow enough to never overflow the stack. */
 const MAX_DEPTH = 200;
 
@@ -118,6 +120,8 @@ class Parser {
   private recovery = false;
   /** Errors reported by the parser so far (a sub-parse "had errors" when this grew). */
   private errors = 0;
+  /** Problems met so far, reported or not (recovery mode silences some): items with one are dropped. */
+  private failures = 0;
 
   constructor(src: SourceFile, tokens: Token[], diagnostics: Diagnostic[]) {
     this.src = src;
@@ -169,7 +173,9 @@ class Parser {
 
   /** The range of the last token read. */
   private prevRange(): Range {
-    return this.pos === 0 ? this.range(this.peek()) : this.range(this.tokens[Math.min(this.pos, this.tokens.length) - 1]!);
+    return this.pos === 0
+      ? this.range(this.peek())
+      : this.range(this.tokens[Math.min(this.pos, this.tokens.length) - 1]!);
   }
 
   private pushNewlines(significant: boolean): void {
@@ -195,12 +201,18 @@ class Parser {
   private error(code: string, summary: string, detail: string, subject: Range): void {
     this.diagnostics.push(errorDiag(code, summary, detail, subject));
     this.errors++;
+    this.failures++;
+  }
+
+  private setRecovery(): void {
+    this.recovery = true;
+    this.failures++;
   }
 
   /** Skips to the `end` that balances the current construct (or the end of the file); returns it. */
   private recover(end: TokenKind): Token {
     const start = end === "seqend" ? "${" : Object.keys(OPENERS).find((k) => OPENERS[k as TokenKind] === end);
-    this.recovery = true;
+    this.setRecovery();
     let nest = 0;
     for (;;) {
       const tok = this.read();
@@ -215,7 +227,7 @@ class Parser {
 
   /** Skips past the newline that ends the current body item, outside any brackets. */
   private recoverAfterBodyItem(): void {
-    this.recovery = true;
+    this.setRecovery();
     const open: TokenKind[] = [];
     for (;;) {
       const tok = this.read();
@@ -224,7 +236,8 @@ class Parser {
       } else if (tok.kind === "eof") return;
       else if (OPENERS[tok.kind] !== undefined) open.push(tok.kind);
       else if (tok.kind === "seqend") {
-        while (open.length > 0 && open[open.length - 1] !== "${" && open[open.length - 1] !== "%{") open.pop();
+        while (open.length > 0 && open[open.length - 1] !== "${" && open[open.length - 1] !== "%{")
+          open.pop();
         open.pop();
       } else if (Object.values(OPENERS).includes(tok.kind)) {
         const opener = Object.keys(OPENERS).find((k) => OPENERS[k as TokenKind] === tok.kind) as TokenKind;
@@ -245,6 +258,7 @@ class Parser {
 
   /** A stand-in for an expression that failed to parse (its item is dropped anyway). */
   private placeholder(range: Range): Expression {
+    this.failures++;
     return { kind: "Null", range };
   }
 
@@ -267,23 +281,22 @@ class Parser {
   }
 
   /** The items of a body up to `end` ("eof", or "}" for a block), consuming `end`. */
-  parseBody(end: "eof" | "}"): { items: BodyItem[]; ok: boolean } {
+  parseBody(end: "eof" | "}"): { items: BodyItem[]; closed: boolean } {
     const items: BodyItem[] = [];
     const seen = new Map<string, Attribute>();
     const startRange = this.prevRange();
-    const errorsBefore = this.errors;
     for (;;) {
       const next = this.peek();
       if (next.kind === end) {
         this.read();
-        break;
+        return { items, closed: true };
       }
       if (next.kind === "newline") {
         this.read();
         continue;
       }
       if (next.kind === "ident") {
-        const before = this.errors;
+        const before = this.failures;
         const item = this.nested(() => this.parseBodyItem());
         if (item === undefined) continue;
         if (item.kind === "Attribute") {
@@ -299,7 +312,7 @@ class Parser {
             continue;
           }
           seen.set(item.name, item);
-          if (this.errors > before) continue;
+          if (this.failures > before) continue;
         } else if (!item.ok) continue;
         items.push(item.kind === "Attribute" ? item : item.block);
         continue;
@@ -307,7 +320,12 @@ class Parser {
       const bad = this.read();
       if (!this.recovery) {
         if (bad.kind === "oquote") {
-          this.error("argument-or-block-required", "Invalid argument name", "Argument names must not be quoted.", this.range(bad));
+          this.error(
+            "argument-or-block-required",
+            "Invalid argument name",
+            "Argument names must not be quoted.",
+            this.range(bad),
+          );
         } else if (bad.kind === "eof") {
           this.error(
             "unclosed-block",
@@ -325,9 +343,8 @@ class Parser {
         }
       }
       this.recover(end);
-      break;
+      return { items, closed: false };
     }
-    return { items, ok: this.errors === errorsBefore };
   }
 
   private parseBodyItem(): Attribute | { kind: "Block"; block: Block; ok: boolean } | undefined {
@@ -381,7 +398,7 @@ class Parser {
 
   private finishBlock(ident: Token): { kind: "Block"; block: Block; ok: boolean } {
     const labels: BlockLabel[] = [];
-    const errorsBefore = this.errors;
+    const failuresBefore = this.failures;
     const typeRange = this.range(ident);
     let open: Token;
     for (;;) {
@@ -404,7 +421,9 @@ class Parser {
       if (tok.kind === "=") {
         invalid('"=" sets an attribute; a block is written without it: "name { ... }".');
       } else if (tok.kind === "newline") {
-        invalid('A block\'s content must be enclosed in "{" and "}", with "{" on the same line as the block type and labels.');
+        invalid(
+          'A block\'s content must be enclosed in "{" and "}", with "{" on the same line as the block type and labels.',
+        );
       } else if (!this.recovery) {
         invalid(`Expected a quoted label or "{", but found ${this.describe(tok)}.`);
       }
@@ -425,29 +444,41 @@ class Parser {
     const openRange = this.range(open);
     let items: BodyItem[] = [];
     let bodyErrors = 0;
+    let closed = true;
     const first = this.peek().kind;
     if (first === "newline" || first === "eof" || first === "}") {
-      const before = this.errors;
-      items = this.parseBody("}").items;
-      bodyErrors = this.errors - before;
+      const before = this.failures;
+      const body = this.parseBody("}");
+      items = body.items;
+      closed = body.closed;
+      bodyErrors = this.failures - before;
     } else {
-      const before = this.errors;
+      const before = this.failures;
       const reported = this.diagnostics.length;
       const attr = this.parseSingleAttrBody();
-      if (attr !== undefined && this.errors === before) items = [attr];
-      bodyErrors = this.errors - before;
+      if (attr !== undefined && this.failures === before) items = [attr];
+      bodyErrors = this.failures - before;
       // hcl/v2 lists the attribute's own problems after those of the block's one-line form.
       const attrDiagnostics = this.diagnostics.splice(reported);
       const after = this.peek();
       const single = (detail: string) =>
-        this.error("invalid-single-line-block", "Invalid single-argument block definition", detail, this.range(after));
+        this.error(
+          "invalid-single-line-block",
+          "Invalid single-argument block definition",
+          detail,
+          this.range(after),
+        );
       if (after.kind === "}") {
         this.read();
       } else {
         if (after.kind === ",") {
-          single("A block written on one line can hold only one attribute. Write the block over several lines, one attribute per line.");
+          single(
+            "A block written on one line can hold only one attribute. Write the block over several lines, one attribute per line.",
+          );
         } else if (after.kind === "newline") {
-          single('A block written on one line must also be closed on that line, with "}" right after its attribute.');
+          single(
+            'A block written on one line must also be closed on that line, with "}" right after its attribute.',
+          );
         } else if (!this.recovery) {
           if (after.kind === "eof") {
             this.error(
@@ -457,7 +488,9 @@ class Parser {
               openRange,
             );
           } else {
-            single(`A block written on one line must end with "}" right after its attribute; found ${this.describe(after)}.`);
+            single(
+              `A block written on one line must end with "}" right after its attribute; found ${this.describe(after)}.`,
+            );
           }
         }
         this.recover("}");
@@ -490,7 +523,7 @@ class Parser {
       range: this.between(typeRange, closeRange),
     };
     // Errors inside the body dropped their own items; anything else breaks the block.
-    return { kind: "Block", block, ok: this.errors - errorsBefore === bodyErrors };
+    return { kind: "Block", block, ok: closed && this.failures - failuresBefore === bodyErrors };
   }
 
   /** The single attribute of a one-line block, `type { name = value }`. */
@@ -556,11 +589,21 @@ class Parser {
         continue;
       }
       if (tok.kind === "eof") {
-        this.error("unterminated-string", "Unterminated string", "This string has no closing quote.", this.range(tok));
+        this.error(
+          "unterminated-string",
+          "Unterminated string",
+          "This string has no closing quote.",
+          this.range(tok),
+        );
         endRange = this.range(tok);
         break;
       }
-      this.error("invalid-block-label", "Invalid block label", `${this.describeToken(tok)} is not allowed in a block label.`, this.range(tok));
+      this.error(
+        "invalid-block-label",
+        "Invalid block label",
+        `${this.describeToken(tok)} is not allowed in a block label.`,
+        this.range(tok),
+      );
       this.recover("cquote");
       endRange = this.range(tok);
       break;
@@ -574,6 +617,7 @@ class Parser {
     for (const d of tok.problems ?? []) {
       this.diagnostics.push(d);
       this.errors++;
+      this.failures++;
     }
   }
 
@@ -607,7 +651,13 @@ class Parser {
     before = this.errors;
     const falseExpr = this.parseExpression();
     if (this.recovery && this.errors > before) return condition;
-    return { kind: "Conditional", condition, trueExpr, falseExpr, range: this.between(startRange, falseExpr.range) };
+    return {
+      kind: "Conditional",
+      condition,
+      trueExpr,
+      falseExpr,
+      range: this.between(startRange, falseExpr.range),
+    };
   }
 
   private parseBinary(level: number): Expression {
@@ -661,7 +711,7 @@ class Parser {
             `An attribute name is required after a dot, but found ${this.describe(attr)}.`,
             this.range(attr),
           );
-          this.recovery = true;
+          this.setRecovery();
         }
       } else if (next.kind === "[") {
         const open = this.read();
@@ -671,11 +721,23 @@ class Parser {
           if (close.kind !== "]" && !this.recovery) {
             // hcl/v2 reports this at the token its recovery stops on (the "]" or the end of the file).
             close = this.recover("]");
-            this.error("missing-bracket", "Missing close bracket on splat index", 'A full splat is written "[*]".', this.range(close));
+            this.error(
+              "missing-bracket",
+              "Missing close bracket on splat index",
+              'A full splat is written "[*]".',
+              this.range(close),
+            );
           }
           const marker = this.between(this.range(open), this.range(close));
           const each = this.parseTraversals({ kind: "SplatItem", range: marker });
-          ret = { kind: "Splat", source: ret, each, full: true, markerRange: marker, range: this.between(ret.range, each.range) };
+          ret = {
+            kind: "Splat",
+            source: ret,
+            each,
+            full: true,
+            markerRange: marker,
+            range: this.between(ret.range, each.range),
+          };
           continue;
         }
         this.pushNewlines(false);
@@ -689,12 +751,24 @@ class Parser {
           if (close.kind !== "]" && !this.recovery) {
             // hcl/v2 reports this at the token its recovery stops on (the "]" or the end of the file).
             close = this.recover("]");
-            this.error("missing-bracket", "Missing close bracket on index", 'The index key must be followed by "]".', this.range(close));
+            this.error(
+              "missing-bracket",
+              "Missing close bracket on index",
+              'The index key must be followed by "]".',
+              this.range(close),
+            );
           }
         }
         this.popNewlines();
         const stepRange = this.between(this.range(open), this.range(close));
-        ret = { kind: "Index", collection: ret, key, legacy: false, stepRange, range: this.between(ret.range, stepRange) };
+        ret = {
+          kind: "Index",
+          collection: ret,
+          key,
+          legacy: false,
+          stepRange,
+          range: this.between(ret.range, stepRange),
+        };
       } else {
         return ret;
       }
@@ -714,7 +788,14 @@ class Parser {
         `Two legacy indexes cannot be chained; write [${a}][${b}] instead.`,
         this.range(reportAt),
       );
-      return { kind: "Index", collection: on, key: this.placeholder(this.range(num)), legacy: true, stepRange, range };
+      return {
+        kind: "Index",
+        collection: on,
+        key: this.placeholder(this.range(num)),
+        legacy: true,
+        stepRange,
+        range,
+      };
     }
     const key = this.numberLiteral(num);
     return { kind: "Index", collection: on, key, legacy: true, stepRange, range };
@@ -754,7 +835,7 @@ class Parser {
             );
           }
         }
-        this.recovery = true;
+        this.setRecovery();
         return source;
       }
       this.read();
@@ -768,7 +849,14 @@ class Parser {
       };
       last = this.range(tok);
     }
-    return { kind: "Splat", source, each, full: false, markerRange: marker, range: this.between(source.range, last) };
+    return {
+      kind: "Splat",
+      source,
+      each,
+      full: false,
+      markerRange: marker,
+      range: this.between(source.range, last),
+    };
   }
 
   private numberLiteral(tok: Token): Expression {
@@ -801,7 +889,7 @@ class Parser {
             `Expected ")" to close the parenthesis opened at ${pos(this.range(open))}, but found ${this.describe(close)}.`,
             this.range(close),
           );
-          this.recovery = true;
+          this.setRecovery();
         }
         const cparen = this.read();
         this.popNewlines();
@@ -827,7 +915,12 @@ class Parser {
       case "!": {
         const op = this.read();
         const operand = this.nested(() => this.parseWithTraversals());
-        return { kind: "Unary", op: op.kind as "-" | "!", operand, range: this.between(this.range(op), operand.range) };
+        return {
+          kind: "Unary",
+          op: op.kind as "-" | "!",
+          operand,
+          range: this.between(this.range(op), operand.range),
+        };
       }
       case "[":
         return this.parseTuple();
@@ -836,7 +929,12 @@ class Parser {
       default: {
         if (!this.recovery) {
           if (start.kind === "eof") {
-            this.error("invalid-expression", "Missing expression", "Expected the start of an expression, but found the end of the file.", this.range(start));
+            this.error(
+              "invalid-expression",
+              "Missing expression",
+              "Expected the start of an expression, but found the end of the file.",
+              this.range(start),
+            );
           } else {
             this.error(
               "invalid-expression",
@@ -846,7 +944,7 @@ class Parser {
             );
           }
         }
-        this.recovery = true;
+        this.setRecovery();
         return this.placeholder(this.range(start));
       }
     }
@@ -860,8 +958,13 @@ class Parser {
       this.read();
       const part = this.read();
       if (part.kind !== "ident") {
-        this.error("invalid-function-name", "Invalid function name", 'A namespaced function name is written "namespace::name".', this.range(part));
-        this.recovery = true;
+        this.error(
+          "invalid-function-name",
+          "Invalid function name",
+          'A namespaced function name is written "namespace::name".',
+          this.range(part),
+        );
+        this.setRecovery();
         return this.placeholder(this.range(part));
       }
       name += `::${this.text(part)}`;
@@ -869,8 +972,13 @@ class Parser {
     }
     const open = this.read();
     if (open.kind !== "(") {
-      this.error("missing-call-arguments", "Missing function call", `"${name}" is a function name, so it must be followed by "(".`, this.range(open));
-      this.recovery = true;
+      this.error(
+        "missing-call-arguments",
+        "Missing function call",
+        `"${name}" is a function name, so it must be followed by "(".`,
+        this.range(open),
+      );
+      this.setRecovery();
       return this.placeholder(this.range(open));
     }
     const nameRange = this.between(this.range(first), this.range(last));
@@ -1112,33 +1220,54 @@ class Parser {
     const closer: TokenKind = object ? "}" : "]";
     const invalid = (detail: string, at: Range) =>
       this.error("invalid-for-expression", "Invalid 'for' expression", detail, at);
-    const giveUp = (): Expression => this.placeholder(this.between(this.range(open), this.range(this.recover(closer))));
+    const giveUp = (): Expression =>
+      this.placeholder(this.between(this.range(open), this.range(this.recover(closer))));
     const expect = (ok: boolean, detail: string): boolean => {
       if (ok) return true;
       if (!this.recovery) invalid(detail, this.range(this.peek()));
       return false;
     };
-    if (!expect(this.peek().kind === "ident", `Expected a variable name after "for", but found ${this.describe(this.peek())}.`)) {
+    if (
+      !expect(
+        this.peek().kind === "ident",
+        `Expected a variable name after "for", but found ${this.describe(this.peek())}.`,
+      )
+    ) {
       return giveUp();
     }
     let valueVar = this.text(this.read());
     let keyVar: string | undefined;
     if (this.peek().kind === ",") {
       this.read();
-      if (!expect(this.peek().kind === "ident", `Expected a second variable name after ",", but found ${this.describe(this.peek())}.`)) {
+      if (
+        !expect(
+          this.peek().kind === "ident",
+          `Expected a second variable name after ",", but found ${this.describe(this.peek())}.`,
+        )
+      ) {
         return giveUp();
       }
       keyVar = valueVar;
       valueVar = this.text(this.read());
     }
-    if (!expect(this.isKeyword(this.peek(), "in"), `Expected "in" after the variable names, but found ${this.describe(this.peek())}.`)) {
+    if (
+      !expect(
+        this.isKeyword(this.peek(), "in"),
+        `Expected "in" after the variable names, but found ${this.describe(this.peek())}.`,
+      )
+    ) {
       return giveUp();
     }
     this.read();
     let before = this.errors;
     const collection = this.parseExpression();
     if (this.recovery && this.errors > before) return giveUp();
-    if (!expect(this.peek().kind === ":", `Expected ":" after the collection, but found ${this.describe(this.peek())}.`)) {
+    if (
+      !expect(
+        this.peek().kind === ":",
+        `Expected ":" after the collection, but found ${this.describe(this.peek())}.`,
+      )
+    ) {
       return giveUp();
     }
     this.read();
@@ -1169,19 +1298,28 @@ class Parser {
       close = this.read();
     } else {
       if (!this.recovery) {
-        invalid(`Expected "${closer}" to end the 'for' expression, but found ${this.describe(this.peek())}.`, this.range(this.peek()));
+        invalid(
+          `Expected "${closer}" to end the 'for' expression, but found ${this.describe(this.peek())}.`,
+          this.range(this.peek()),
+        );
       }
       close = this.recover(closer);
     }
     if (!object) {
       if (keyExpr !== undefined) {
-        invalid('A tuple \'for\' expression has no key: "=>" belongs in an object \'for\' expression ("{for ...}").', keyExpr.range);
+        invalid(
+          "A tuple 'for' expression has no key: \"=>\" belongs in an object 'for' expression (\"{for ...}\").",
+          keyExpr.range,
+        );
       }
       if (dots !== undefined) {
-        invalid("The grouping marker \"...\" is only allowed in an object 'for' expression.", this.range(dots));
+        invalid(
+          "The grouping marker \"...\" is only allowed in an object 'for' expression.",
+          this.range(dots),
+        );
       }
     } else if (keyExpr === undefined) {
-      invalid('An object \'for\' expression needs "key => value".', valueExpr.range);
+      invalid("An object 'for' expression needs \"key => value\".", valueExpr.range);
     }
     return {
       kind: "For",
@@ -1221,7 +1359,11 @@ class Parser {
       nextCanTrimPrev = false;
       if (next.kind === "lit") {
         this.reportProblems(next);
-        items.push({ kind: "lit", value: ltrim ? stripMarkers.left(next.value!) : next.value!, range: this.range(next) });
+        items.push({
+          kind: "lit",
+          value: ltrim ? stripMarkers.left(next.value!) : next.value!,
+          range: this.range(next),
+        });
         nextCanTrimPrev = true;
         continue;
       }
@@ -1231,7 +1373,8 @@ class Parser {
           if (prev?.kind === "lit") prev.value = stripMarkers.right(prev.value);
         }
         this.pushNewlines(false);
-        const item = next.kind === "${" ? this.parseInterpolation(next, end, firstRange) : this.parseDirective(next);
+        const item =
+          next.kind === "${" ? this.parseInterpolation(next, end, firstRange) : this.parseDirective(next);
         this.popNewlines();
         if (item === undefined) continue;
         items.push(item);
@@ -1259,6 +1402,7 @@ class Parser {
     const reported = this.diagnostics.length;
     const parts = nestTemplate(items, endRange, this.diagnostics);
     this.errors += this.diagnostics.length - reported;
+    this.failures += this.diagnostics.length - reported;
     return {
       kind: "Template",
       parts,
@@ -1276,14 +1420,14 @@ class Parser {
           this.error(
             "unclosed-bracket",
             "Unclosed template interpolation sequence",
-            'An "${" in this template has no closing "}" before the end of the file.',
+            `An "${INTERP}" in this template has no closing "}" before the end of the file.`,
             firstRange,
           );
         } else if ((close.kind === "cquote" || close.kind === "oquote") && end === "cquote") {
           this.error(
             "unclosed-bracket",
             "Unclosed template interpolation sequence",
-            'An "${" in this template has no closing "}" before the end of the string.',
+            `An "${INTERP}" in this template has no closing "}" before the end of the string.`,
             firstRange,
           );
         } else {
@@ -1296,7 +1440,13 @@ class Parser {
         }
       }
       const last = this.recover("seqend");
-      return { kind: "interp", expr, stripLeft: open.strip === true, stripRight: false, range: this.between(this.range(open), this.range(last)) };
+      return {
+        kind: "interp",
+        expr,
+        stripLeft: open.strip === true,
+        stripRight: false,
+        range: this.between(this.range(open), this.range(last)),
+      };
     }
     this.read();
     return {
@@ -1326,7 +1476,8 @@ class Parser {
     const keyword = this.text(kw);
     let fields: Omit<FlatItem & { kind: "directive" }, "kind" | "stripLeft" | "stripRight" | "range">;
     const forProblem = (detail: string) => {
-      if (!this.recovery) this.error("invalid-for-directive", "Invalid 'for' directive", detail, this.range(this.peek()));
+      if (!this.recovery)
+        this.error("invalid-for-directive", "Invalid 'for' directive", detail, this.range(this.peek()));
       this.recover("seqend");
       return undefined;
     };
@@ -1340,18 +1491,26 @@ class Parser {
         fields = { keyword };
         break;
       case "for": {
-        if (this.peek().kind !== "ident") return forProblem('A "for" directive needs a variable name after "for".');
+        if (this.peek().kind !== "ident")
+          return forProblem('A "for" directive needs a variable name after "for".');
         let valueVar = this.text(this.read());
         let keyVar: string | undefined;
         if (this.peek().kind === ",") {
           this.read();
-          if (this.peek().kind !== "ident") return forProblem('A "for" directive needs a second variable name after ",".');
+          if (this.peek().kind !== "ident")
+            return forProblem('A "for" directive needs a second variable name after ",".');
           keyVar = valueVar;
           valueVar = this.text(this.read());
         }
-        if (!this.isKeyword(this.peek(), "in")) return forProblem('A "for" directive needs "in" after the variable names.');
+        if (!this.isKeyword(this.peek(), "in"))
+          return forProblem('A "for" directive needs "in" after the variable names.');
         this.read();
-        fields = { keyword, ...(keyVar === undefined ? {} : { keyVar }), valueVar, collection: this.parseExpression() };
+        fields = {
+          keyword,
+          ...(keyVar === undefined ? {} : { keyVar }),
+          valueVar,
+          collection: this.parseExpression(),
+        };
         break;
       }
       default:

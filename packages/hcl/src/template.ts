@@ -80,7 +80,11 @@ export function flushHeredoc(items: FlatItem[]): void {
  * does: a missing `endif`/`endfor` at the template's end (`endRange`), a
  * stray `else`/`endif`/`endfor` where it stands.
  */
-export function nestTemplate(items: readonly FlatItem[], endRange: Range, diagnostics: Diagnostic[]): TemplatePart[] {
+export function nestTemplate(
+  items: readonly FlatItem[],
+  endRange: Range,
+  diagnostics: Diagnostic[],
+): TemplatePart[] {
   let pos = 0;
   const unexpected = (d: Directive, detail: string) =>
     diagnostics.push(errorDiag("unexpected-directive", `Unexpected ${d.keyword} directive`, detail, d.range));
@@ -98,7 +102,11 @@ export function nestTemplate(items: readonly FlatItem[], endRange: Range, diagno
   const part = (): TemplatePart | undefined => {
     const item = items[pos++]!;
     if (item.kind === "lit") {
-      return { kind: "TemplateLiteral", value: item.value.normalize("NFC"), range: item.range } satisfies TemplateLiteral;
+      return {
+        kind: "TemplateLiteral",
+        value: item.value.normalize("NFC"),
+        range: item.range,
+      } satisfies TemplateLiteral;
     }
     if (item.kind === "interp") {
       return {
@@ -134,12 +142,16 @@ export function nestTemplate(items: readonly FlatItem[], endRange: Range, diagno
           return {
             kind: "TemplateIf",
             condition: open.condition!,
+            // biome-ignore lint/suspicious/noThenProperty: the AST names the branch "then" (ast.ts).
             then: nonEmpty(then),
             ...(otherwise === undefined ? {} : { else: nonEmpty(otherwise) }),
             range: span(open.range, next.range),
           };
         }
-        unexpected(next, `Expected "%{ endif }" for the "if" at ${open.range.start.line}:${open.range.start.column}.`);
+        unexpected(
+          next,
+          `Expected "%{ endif }" for the "if" at ${open.range.start.line}:${open.range.start.column}.`,
+        );
         return undefined;
       }
       const p = part();

@@ -267,7 +267,10 @@ export function equals(a: TypedValue, b: TypedValue): boolean | undefined {
     case "object":
     case "map": {
       const am = a.kind === "object" ? a.attrs : a.entries;
-      const bm = (b as typeof a).kind === "object" ? (b as typeof a & { kind: "object" }).attrs : (b as typeof a & { kind: "map" }).entries;
+      const bm =
+        (b as typeof a).kind === "object"
+          ? (b as typeof a & { kind: "object" }).attrs
+          : (b as typeof a & { kind: "map" }).entries;
       if (am.size !== bm.size) return false;
       for (const [k, x] of am) {
         const y = bm.get(k);
@@ -373,7 +376,11 @@ function knownConversion(from: Type, to: Type): Conversion | undefined {
     return (v) => {
       const m = v as TypedValue & { kind: "map" };
       const entries = new Map([...m.entries].map(([k, x]) => [k, conv(x)]));
-      return { kind: "map", elem: entries.size === 0 ? to.elem : commonType([...entries.values()], to.elem), entries };
+      return {
+        kind: "map",
+        elem: entries.size === 0 ? to.elem : commonType([...entries.values()], to.elem),
+        entries,
+      };
     };
   }
   if (to.kind === "list" && from.kind === "tuple") return tupleToList(from, to.elem);
@@ -388,7 +395,10 @@ function commonType(items: readonly TypedValue[], fallback: Type): Type {
   return first === undefined ? fallback : typeOf(first);
 }
 
-function objectToObject(from: Type & { kind: "object" }, to: Type & { kind: "object" }): Conversion | undefined {
+function objectToObject(
+  from: Type & { kind: "object" },
+  to: Type & { kind: "object" },
+): Conversion | undefined {
   const convs = new Map<string, Conversion>();
   for (const [name, toAty] of to.attrs) {
     const fromAty = from.attrs.get(name);
@@ -419,7 +429,8 @@ function collectionToList(fromElem: Type, toElem: Type): Conversion | undefined 
   if (conv === undefined) return undefined;
   return (v) => {
     const items = (v as TypedValue & { kind: "list" }).items.map(conv);
-    if (items.length === 0) return { kind: "list", elem: toElem.kind === "dynamic" ? fromElem : toElem, items };
+    if (items.length === 0)
+      return { kind: "list", elem: toElem.kind === "dynamic" ? fromElem : toElem, items };
     return makeList(items);
   };
 }
@@ -603,14 +614,17 @@ function unifyCollections(kind: "list" | "map", types: readonly Type[], withDyna
   if (elem === undefined) return [undefined, []] as [undefined, []];
   const target = kind === "list" ? listType(elem) : mapType(elem);
   const convs = conversionsTo(types, target);
-  return convs === undefined ? ([undefined, []] as [undefined, []]) : ([target, convs] as [Type, typeof convs]);
+  return convs === undefined
+    ? ([undefined, []] as [undefined, []])
+    : ([target, convs] as [Type, typeof convs]);
 }
 
 function unifyObjectTypes(types: readonly Type[]): [Type | undefined, Array<Conversion | undefined>] {
   const first = (types[0] as Type & { kind: "object" }).attrs;
   for (const t of types.slice(1)) {
     const attrs = (t as Type & { kind: "object" }).attrs;
-    if (attrs.size !== first.size || [...attrs.keys()].some((k) => !first.has(k))) return unifyObjectsToMap(types);
+    if (attrs.size !== first.size || [...attrs.keys()].some((k) => !first.has(k)))
+      return unifyObjectsToMap(types);
   }
   const out = new Map<string, Type>();
   for (const name of first.keys()) {
@@ -634,7 +648,8 @@ function unifyObjectsToMap(types: readonly Type[]): [Type | undefined, Array<Con
 
 function unifyTupleTypes(types: readonly Type[]): [Type | undefined, Array<Conversion | undefined>] {
   const first = (types[0] as Type & { kind: "tuple" }).elems;
-  if (types.some((t) => (t as Type & { kind: "tuple" }).elems.length !== first.length)) return unifyTuplesToList(types);
+  if (types.some((t) => (t as Type & { kind: "tuple" }).elems.length !== first.length))
+    return unifyTuplesToList(types);
   const out: Type[] = [];
   for (let i = 0; i < first.length; i++) {
     const [u] = unify(types.map((t) => (t as Type & { kind: "tuple" }).elems[i]!));

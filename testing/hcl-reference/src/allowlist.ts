@@ -10,7 +10,7 @@ import { evaluate, parseFile } from "@pluggableharness/hcl";
 import type { Disagreement } from "./compare.ts";
 import { referenceFunctions } from "./functions.ts";
 import type { OurResult } from "./ours.ts";
-import type { RefResult, ReferenceInput } from "./reference.ts";
+import type { ReferenceInput, RefResult } from "./reference.ts";
 
 export interface Case {
   input: ReferenceInput;
@@ -67,19 +67,26 @@ const EVAL_KINDS = new Set(["value", "eval-outcome", "eval-error"]);
 
 /** A number literal that a 64-bit double cannot hold (it overflows to infinity). */
 const hasHugeLiteral = (s: string): boolean =>
-  [...s.matchAll(/(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/g)].some((m) => !Number.isFinite(Number(m[0])));
+  [...s.matchAll(/(?<![\w.])[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/g)].some(
+    (m) => !Number.isFinite(Number(m[0])),
+  );
 
 /** Values equal up to the rounding of IEEE doubles (numbers, and numbers inside strings). */
 function closeEnough(a: unknown, b: unknown): boolean {
-  const near = (x: number, y: number) => x === y || Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y));
+  const near = (x: number, y: number) =>
+    x === y || Math.abs(x - y) <= 1e-9 * Math.max(Math.abs(x), Math.abs(y));
   if (typeof a === "number" && typeof b === "number") return near(a, b);
   if (typeof a === "string" && typeof b === "string") {
     if (a === b) return true;
     const na = a.split(/(-?[0-9]+(?:\.[0-9]+)?)/);
     const nb = b.split(/(-?[0-9]+(?:\.[0-9]+)?)/);
-    return na.length === nb.length && na.every((x, i) => (i % 2 === 1 ? near(Number(x), Number(nb[i])) : x === nb[i]));
+    return (
+      na.length === nb.length &&
+      na.every((x, i) => (i % 2 === 1 ? near(Number(x), Number(nb[i])) : x === nb[i]))
+    );
   }
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => closeEnough(x, b[i]));
+  if (Array.isArray(a))
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => closeEnough(x, b[i]));
   if (a !== null && b !== null && typeof a === "object" && typeof b === "object") {
     const ka = Object.keys(a).sort();
     const kb = Object.keys(b).sort();
@@ -98,7 +105,8 @@ function sameShape(a: unknown, b: unknown): boolean {
     const strip = (s: string) => s.replace(/-?[0-9]+(?:\.[0-9]+)?(?:e[+-]?[0-9]+)?/g, "#");
     return strip(a) === strip(b);
   }
-  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameShape(x, b[i]));
+  if (Array.isArray(a))
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => sameShape(x, b[i]));
   if (a !== null && b !== null && typeof a === "object" && typeof b === "object") {
     const ka = Object.keys(a).sort();
     const kb = Object.keys(b).sort();
@@ -119,7 +127,10 @@ function strictValue(c: Case): { value?: unknown; failed: boolean } | undefined 
     functions: referenceFunctions(c.input.env),
     strictLogicalOperators: true,
   };
-  const walk = (items: typeof file.body.items, prefix: string): { value?: unknown; failed: boolean } | undefined => {
+  const walk = (
+    items: typeof file.body.items,
+    prefix: string,
+  ): { value?: unknown; failed: boolean } | undefined => {
     for (const item of items) {
       if (item.kind === "Attribute") {
         if (`${prefix}attr ${item.name}` === path) {
@@ -202,7 +213,8 @@ export const ALLOWLIST: readonly AllowlistEntry[] = [
     kind: "deviation",
     reason:
       'Dividing by zero is an error in packages/hcl. hcl/v2 (go-cty) yields an infinity for "/" and the left operand for "%"; a Value has no infinity, and a silent x % 0 == x hides mistakes.',
-    matches: (c) => c.disagreement.kind === "eval-outcome" && c.disagreement.ours.includes("(divide-by-zero)"),
+    matches: (c) =>
+      c.disagreement.kind === "eval-outcome" && c.disagreement.ours.includes("(divide-by-zero)"),
   },
   {
     id: "unterminated-comment",

@@ -35,7 +35,10 @@ export interface Disagreement {
 
 /** Shared diagnostic classes: reference summaries and our codes that mean the same thing. */
 const CLASSES: Record<string, { summaries: string[]; codes: string[] }> = {
-  "invalid-character": { summaries: ["Invalid character", "Unsupported operator"], codes: ["invalid-character"] },
+  "invalid-character": {
+    summaries: ["Invalid character", "Unsupported operator"],
+    codes: ["invalid-character"],
+  },
   "invalid-utf8": { summaries: ["Invalid character encoding"], codes: ["invalid-utf8"] },
   "body-item": {
     summaries: ["Argument or block definition required", "Invalid argument name"],
@@ -43,7 +46,11 @@ const CLASSES: Record<string, { summaries: string[]; codes: string[] }> = {
   },
   "attribute-redefined": { summaries: ["Attribute redefined"], codes: ["attribute-redefined"] },
   "missing-newline": {
-    summaries: ["Missing newline after argument", "Missing newline after block definition", "Unexpected comma after argument"],
+    summaries: [
+      "Missing newline after argument",
+      "Missing newline after block definition",
+      "Unexpected comma after argument",
+    ],
     codes: ["missing-newline"],
   },
   "single-line-block": {
@@ -98,21 +105,39 @@ const CLASSES: Record<string, { summaries: string[]; codes: string[] }> = {
   "attribute-value": { summaries: ["Missing attribute value"], codes: ["missing-attribute-value"] },
   "number-literal": { summaries: ["Invalid number literal"], codes: ["invalid-number"] },
   "item-separator": { summaries: ["Missing item separator"], codes: ["missing-item-separator"] },
-  "attribute-separator": { summaries: ["Missing attribute separator"], codes: ["missing-attribute-separator"] },
+  "attribute-separator": {
+    summaries: ["Missing attribute separator"],
+    codes: ["missing-attribute-separator"],
+  },
   "argument-separator": { summaries: ["Missing argument separator"], codes: ["missing-argument-separator"] },
-  "key-value-separator": { summaries: ["Missing key/value separator"], codes: ["missing-key-value-separator"] },
-  "attribute-name": { summaries: ["Invalid attribute name", "Attribute name required"], codes: ["invalid-attribute-name"] },
+  "key-value-separator": {
+    summaries: ["Missing key/value separator"],
+    codes: ["missing-key-value-separator"],
+  },
+  "attribute-name": {
+    summaries: ["Invalid attribute name", "Attribute name required"],
+    codes: ["invalid-attribute-name"],
+  },
   "legacy-index": { summaries: ["Invalid legacy index syntax"], codes: ["invalid-legacy-index"] },
   "nested-splat": { summaries: ["Nested splat expression not allowed"], codes: ["nested-splat"] },
-  parenthesis: { summaries: ["Unbalanced parentheses", "Missing closing parenthesis"], codes: ["missing-paren"] },
+  parenthesis: {
+    summaries: ["Unbalanced parentheses", "Missing closing parenthesis"],
+    codes: ["missing-paren"],
+  },
   "index-bracket": {
     summaries: ["Missing close bracket on index", "Missing close bracket on splat index"],
     codes: ["missing-bracket", "invalid-splat"],
   },
   "conditional-colon": { summaries: ["Missing false expression in conditional"], codes: ["missing-colon"] },
   // Evaluation.
-  "unknown-variable": { summaries: ["Unknown variable", "Variables not allowed"], codes: ["unknown-variable"] },
-  "unknown-function": { summaries: ["Call to unknown function", "Function calls not allowed"], codes: ["unknown-function"] },
+  "unknown-variable": {
+    summaries: ["Unknown variable", "Variables not allowed"],
+    codes: ["unknown-variable"],
+  },
+  "unknown-function": {
+    summaries: ["Call to unknown function", "Function calls not allowed"],
+    codes: ["unknown-function"],
+  },
   "unsupported-attribute": { summaries: ["Unsupported attribute"], codes: ["unsupported-attribute"] },
   "missing-map-element": { summaries: ["Missing map element"], codes: ["missing-map-element"] },
   "null-splat": { summaries: ["Splat of null value"], codes: ["null-splat"] },
@@ -129,7 +154,10 @@ const CLASSES: Record<string, { summaries: string[]; codes: string[] }> = {
     summaries: ["Incorrect condition type", "Null condition", "Invalid 'for' condition", "Condition is null"],
     codes: ["invalid-condition"],
   },
-  "interpolation-value": { summaries: ["Invalid template interpolation value"], codes: ["invalid-interpolation"] },
+  "interpolation-value": {
+    summaries: ["Invalid template interpolation value"],
+    codes: ["invalid-interpolation"],
+  },
   "object-key": {
     summaries: ["Incorrect key type", "Null value as key", "Invalid object key", "Ambiguous attribute key"],
     codes: ["invalid-key"],
@@ -140,7 +168,10 @@ const CLASSES: Record<string, { summaries: string[]; codes: string[] }> = {
     codes: ["not-iterable", "null-iteration"],
   },
   expansion: { summaries: ["Invalid expanding argument value"], codes: ["invalid-expansion"] },
-  "conditional-types": { summaries: ["Inconsistent conditional result types"], codes: ["inconsistent-conditional-types"] },
+  "conditional-types": {
+    summaries: ["Inconsistent conditional result types"],
+    codes: ["inconsistent-conditional-types"],
+  },
 };
 
 const BY_SUMMARY = new Map<string, string>();
@@ -182,7 +213,7 @@ export function compareResults(ref: RefResult, ours: OurResult): Disagreement[] 
   if (ref.panic !== undefined) return [{ kind: "reference-panic", path: "", reference: ref.panic, ours: "" }];
   const refErrors = errors(ref.diags);
   const ourErrors = errors(ours.diags);
-  if ((refErrors.length > 0) !== (ourErrors.length > 0)) {
+  if (refErrors.length > 0 !== ourErrors.length > 0) {
     return [
       {
         kind: "acceptance",
@@ -205,10 +236,15 @@ export function compareResults(ref: RefResult, ours: OurResult): Disagreement[] 
   return out;
 }
 
-function compareBody(ref: readonly RefItem[], ours: readonly OurItem[], path: string, out: Disagreement[]): void {
+function compareBody(
+  ref: readonly RefItem[],
+  ours: readonly OurItem[],
+  path: string,
+  out: Disagreement[],
+): void {
   const describe = (items: readonly (RefItem | OurItem)[]) =>
     items.map((i) => ("attr" in i ? `attr ${i.attr}` : `block ${i.block}`)).join(", ");
-  if (ref.length !== ours.length || ref.some((r, i) => ("attr" in r) !== ("attr" in ours[i]!))) {
+  if (ref.length !== ours.length || ref.some((r, i) => "attr" in r !== "attr" in ours[i]!)) {
     out.push({ kind: "body-shape", path, reference: describe(ref), ours: describe(ours) });
     return;
   }
@@ -238,9 +274,14 @@ function compareBody(ref: readonly RefItem[], ours: readonly OurItem[], path: st
       if (json(r.labels) !== json(o.labels)) {
         out.push({ kind: "labels", path: at, reference: json(r.labels), ours: json(o.labels) });
       }
-      const ranges = (b: { type: RangeTuple; labelRanges: RangeTuple[]; open: RangeTuple; close: RangeTuple }) =>
-        [b.type, ...b.labelRanges, b.open, b.close].map(rangeText).join(" ");
-      if (ranges(r) !== ranges(o)) out.push({ kind: "ranges", path: at, reference: ranges(r), ours: ranges(o) });
+      const ranges = (b: {
+        type: RangeTuple;
+        labelRanges: RangeTuple[];
+        open: RangeTuple;
+        close: RangeTuple;
+      }) => [b.type, ...b.labelRanges, b.open, b.close].map(rangeText).join(" ");
+      if (ranges(r) !== ranges(o))
+        out.push({ kind: "ranges", path: at, reference: ranges(r), ours: ranges(o) });
       compareBody(r.body, o.body, `${at}/`, out);
     }
   });
@@ -255,7 +296,8 @@ function compareEval(
   const refFailed = r.diags !== undefined;
   const ourFailed = o.diags !== undefined;
   if (!refFailed && !ourFailed) {
-    if (!sameValue(r.value, o.value!)) out.push({ kind: "value", path, reference: json(r.value), ours: json(o.value) });
+    if (!sameValue(r.value, o.value!))
+      out.push({ kind: "value", path, reference: json(r.value), ours: json(o.value) });
     return;
   }
   if (refFailed !== ourFailed) {
@@ -272,6 +314,11 @@ function compareEval(
     (d) => refClass(d) === ourClass(ourError) && sameRange([d.from, d.to], [ourError.from, ourError.to]),
   );
   if (!found) {
-    out.push({ kind: "eval-error", path, reference: errors(r.diags!).map(refDiagText).join("; "), ours: ourDiagText(ourError) });
+    out.push({
+      kind: "eval-error",
+      path,
+      reference: errors(r.diags!).map(refDiagText).join("; "),
+      ours: ourDiagText(ourError),
+    });
   }
 }

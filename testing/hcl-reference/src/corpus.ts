@@ -105,7 +105,18 @@ export function goString(lit: string): Uint8Array {
       continue;
     }
     const k = body[++i]!;
-    const simple: Record<string, number> = { a: 7, b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, "\\": 92, '"': 34, "'": 39 };
+    const simple: Record<string, number> = {
+      a: 7,
+      b: 8,
+      f: 12,
+      n: 10,
+      r: 13,
+      t: 9,
+      v: 11,
+      "\\": 92,
+      '"': 34,
+      "'": 39,
+    };
     if (k in simple) bytes.push(simple[k]!);
     else if (k === "x") {
       bytes.push(Number.parseInt(body.slice(i + 1, i + 3), 16));
@@ -171,14 +182,20 @@ export function upstreamInputs(): CorpusInput[] {
       }
     }
   }
-  add("upstream:hclsimple/testdata/test.hcl", new Uint8Array(readFileSync(join(HCL_SOURCE, "hclsimple/testdata/test.hcl"))));
+  add(
+    "upstream:hclsimple/testdata/test.hcl",
+    new Uint8Array(readFileSync(join(HCL_SOURCE, "hclsimple/testdata/test.hcl"))),
+  );
   const tables: Array<[string, (b: Uint8Array) => Uint8Array]> = [
     ["hclsyntax/parser_test.go", (b) => b],
     ["hclsyntax/expression_test.go", (b) => concat("a = ", b, "\n")],
-    ["hclsyntax/expression_template_test.go", (b) => concat("a = <<END_OF_TEMPLATE\n", b, "\nEND_OF_TEMPLATE\n")],
+    [
+      "hclsyntax/expression_template_test.go",
+      (b) => concat("a = <<END_OF_TEMPLATE\n", b, "\nEND_OF_TEMPLATE\n"),
+    ],
   ];
   for (const [file, wrap] of tables) {
-    tableInputs(join(HCL_SOURCE, file)).forEach((b, i) => add(`upstream:${file}#${i}`, wrap(b)));
+    for (const [i, b] of tableInputs(join(HCL_SOURCE, file)).entries()) add(`upstream:${file}#${i}`, wrap(b));
   }
   return inputs;
 }
@@ -194,7 +211,9 @@ export function fixtureInputs(): CorpusInput[] {
     .sort()
     .map((f) => {
       const name = f.slice(0, -4);
-      const { context = {} } = JSON.parse(readFileSync(new URL(`${name}.json`, dir), "utf8")) as FixtureExpectation;
+      const { context = {} } = JSON.parse(
+        readFileSync(new URL(`${name}.json`, dir), "utf8"),
+      ) as FixtureExpectation;
       return {
         source: "fixtures",
         id: `fixtures:${name}`,

@@ -32,7 +32,13 @@ const triple = (p: Range["start"]): Triple => [p.line, p.column, p.byte];
 const range = (r: Range): RangeTuple => [triple(r.start), triple(r.end)];
 
 function diag(d: Diagnostic): OurDiag {
-  return { sev: d.severity, code: d.code, summary: d.summary, from: triple(d.subject.start), to: triple(d.subject.end) };
+  return {
+    sev: d.severity,
+    code: d.code,
+    summary: d.summary,
+    from: triple(d.subject.start),
+    to: triple(d.subject.end),
+  };
 }
 
 export function ours(input: ReferenceInput): OurResult {
@@ -48,7 +54,9 @@ export function ours(input: ReferenceInput): OurResult {
       if (item.kind === "Attribute") {
         const r = evaluate(item.expr, ctx);
         const base = { attr: item.name, name: range(item.nameRange), expr: range(item.expr.range) };
-        return r.value === undefined ? { ...base, diags: r.diagnostics.map(diag) } : { ...base, value: r.value };
+        return r.value === undefined
+          ? { ...base, diags: r.diagnostics.map(diag) }
+          : { ...base, value: r.value };
       }
       return {
         block: item.type,

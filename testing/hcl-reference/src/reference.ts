@@ -27,7 +27,9 @@ export function findToolchain(): Toolchain | { missing: string } {
   const go = ["/usr/bin/go", "/usr/lib/go/bin/go"].find((p) => existsSync(p));
   if (go === undefined) return { missing: "no Go toolchain (Debian package golang-go)" };
   if (!existsSync(join(HCL_SOURCE, "hclsyntax/parser.go"))) {
-    return { missing: `no hcl/v2 sources under ${HCL_SOURCE} (Debian package golang-github-hashicorp-hcl-v2-dev)` };
+    return {
+      missing: `no hcl/v2 sources under ${HCL_SOURCE} (Debian package golang-github-hashicorp-hcl-v2-dev)`,
+    };
   }
   const v = spawnSync(go, ["version"], { encoding: "utf8", env: goEnv(tmpdir()) });
   if (v.status !== 0) return { missing: `"go version" failed: ${v.stderr}` };
@@ -35,6 +37,7 @@ export function findToolchain(): Toolchain | { missing: string } {
 }
 
 function debianVersion(pkg: string): string {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's own format syntax.
   const r = spawnSync("dpkg-query", ["-W", "-f=${Version}", pkg], { encoding: "utf8" });
   return r.status === 0 ? r.stdout.trim() : "unknown";
 }
@@ -136,7 +139,10 @@ export function runReference(bin: string, inputs: readonly ReferenceInput[]): Pr
         reject(new Error(`hclref exited with ${code}: ${Buffer.concat(err).toString()}`));
         return;
       }
-      const lines = Buffer.concat(out).toString("utf8").split("\n").filter((l) => l !== "");
+      const lines = Buffer.concat(out)
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l !== "");
       const results = lines.map((l) => JSON.parse(l) as RefResult);
       if (results.length !== inputs.length) {
         reject(new Error(`hclref answered ${results.length} of ${inputs.length} inputs`));

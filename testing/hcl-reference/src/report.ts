@@ -11,7 +11,9 @@ const { values } = parseArgs({
 });
 const tc = findToolchain();
 if ("missing" in tc) {
-  console.error(`hcl differential: ${tc.missing}. Run .ci/run's apt-get step (golang-go, golang-github-hashicorp-hcl-v2-dev).`);
+  console.error(
+    `hcl differential: ${tc.missing}. Run .ci/run's apt-get step (golang-go, golang-github-hashicorp-hcl-v2-dev).`,
+  );
   process.exit(2);
 }
 const report = await runDifferential(tc, {
@@ -20,8 +22,14 @@ const report = await runDifferential(tc, {
 });
 const total = Object.values(report.inputs).reduce((a, b) => a + b, 0);
 console.log(`reference: ${tc.goVersion}, golang-github-hashicorp-hcl-v2-dev ${tc.hclVersion}`);
-console.log(`inputs: ${total} (${Object.entries(report.inputs).map(([k, v]) => `${k} ${v}`).join(", ")})`);
-console.log(`inputs with a disagreement: ${report.disagreeing}; with an unexplained one: ${report.unexplainedInputs}`);
+console.log(
+  `inputs: ${total} (${Object.entries(report.inputs)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(", ")})`,
+);
+console.log(
+  `inputs with a disagreement: ${report.disagreeing}; with an unexplained one: ${report.unexplainedInputs}`,
+);
 for (const [id, n] of Object.entries(report.explainedBy)) console.log(`  explained by ${id}: ${n}`);
 const show = values.show === undefined ? 50 : Number(values.show);
 const unexplained = report.findings.filter((f) => f.explainedBy === undefined);
@@ -33,7 +41,11 @@ for (const f of unexplained) {
 for (const [key, fs] of [...byKind].sort((a, b) => b[1].length - a[1].length)) {
   console.log(`\n${fs.length}\t${key}`);
   for (const f of fs.slice(0, Math.max(1, Math.ceil(show / byKind.size)))) {
-    console.log(`\t${f.input.id} ${f.disagreement.path}\n\t  reference: ${f.disagreement.reference.slice(0, 300)}\n\t  ours:      ${f.disagreement.ours.slice(0, 300)}`);
+    console.log(
+      `\t${f.input.id} ${f.disagreement.path}\n\t  reference: ${f.disagreement.reference.slice(0, 300)}\n\t  ours:      ${f.disagreement.ours.slice(0, 300)}`,
+    );
   }
 }
-console.log(`\nmillis: build ${report.millis.build.toFixed(0)}, reference ${report.millis.reference.toFixed(0)}, ours ${report.millis.ours.toFixed(0)}`);
+console.log(
+  `\nmillis: build ${report.millis.build.toFixed(0)}, reference ${report.millis.reference.toFixed(0)}, ours ${report.millis.ours.toFixed(0)}`,
+);

@@ -4,7 +4,14 @@
 
 import { type AllowlistEntry, explain } from "./allowlist.ts";
 import { compareResults, type Disagreement } from "./compare.ts";
-import { type CorpusInput, fixtureInputs, specInputs, STANDARD_ENV, STANDARD_VARIABLES, upstreamInputs } from "./corpus.ts";
+import {
+  type CorpusInput,
+  fixtureInputs,
+  STANDARD_ENV,
+  STANDARD_VARIABLES,
+  specInputs,
+  upstreamInputs,
+} from "./corpus.ts";
 import { generateInputs } from "./generate.ts";
 import { ours } from "./ours.ts";
 import { buildReference, runReference, type Toolchain } from "./reference.ts";
@@ -76,7 +83,12 @@ export async function runDifferential(
   const count = (s: CorpusInput["source"]) => inputs.filter((i) => i.source === s).length;
   return {
     toolchain,
-    inputs: { spec: count("spec"), upstream: count("upstream"), fixtures: count("fixtures"), generated: count("generated") },
+    inputs: {
+      spec: count("spec"),
+      upstream: count("upstream"),
+      fixtures: count("fixtures"),
+      generated: count("generated"),
+    },
     disagreeing,
     unexplainedInputs,
     findings,
