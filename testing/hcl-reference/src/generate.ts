@@ -66,7 +66,6 @@ const stringChars = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom("\\q", "\\u12", "\\") },
 );
 
-
 /** A tree of expression text; depth bounded by fast-check's `depthSize`. */
 const exprArb: fc.Memo<string> = fc.memo((n: number): fc.Arbitrary<string> => {
   const leaf = fc.oneof(
@@ -449,4 +448,3 @@ const fileArb = fc
 export function generateInputs(seed: number, count: number): string[] {
   return fc.sample(fileArb, { seed, numRuns: count });
 }
-
