@@ -158,7 +158,11 @@ export class SourceFile {
       }
       clusters = { starts: [], bytes: [] };
       let byte = this.lineStartBytes[line]!;
-      const cuts = [from, ...this.breaks.filter((b) => b > from && b < to), to];
+      const cuts = [from];
+      for (let k = firstAbove(this.breaks, from); k < this.breaks.length && this.breaks[k]! < to; k++) {
+        cuts.push(this.breaks[k]!);
+      }
+      cuts.push(to);
       for (let k = 0; k + 1 < cuts.length; k++) {
         const pieceStart = cuts[k]!;
         for (const seg of segmenter().segment(this.text.slice(pieceStart, cuts[k + 1]!))) {
@@ -174,6 +178,18 @@ export class SourceFile {
     }
     return clusters;
   }
+}
+
+/** Index of the first element of sorted `xs` greater than `x`. */
+function firstAbove(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Where decoding bytes as UTF-8 failed. */
