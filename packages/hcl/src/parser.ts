@@ -102,6 +102,8 @@ const OPENERS: Partial<Record<TokenKind, TokenKind>> = {
 
 const INTERP = "$" + "{";
 
+const CLOSERS = new Map<TokenKind, TokenKind>(Object.entries(OPENERS).map(([o, c]) => [c, o as TokenKind]));
+
 /** Deep enough for any real configuration, shallow enough to never overflow the stack. */
 const MAX_DEPTH = 200;
 
@@ -211,7 +213,7 @@ class Parser {
 
   /** Skips to the `end` that balances the current construct (or the end of the file); returns it. */
   private recover(end: TokenKind): Token {
-    const start = end === "seqend" ? "${" : Object.keys(OPENERS).find((k) => OPENERS[k as TokenKind] === end);
+    const start = end === "seqend" ? "${" : CLOSERS.get(end);
     this.setRecovery();
     let nest = 0;
     for (;;) {
@@ -239,8 +241,8 @@ class Parser {
         while (open.length > 0 && open[open.length - 1] !== "${" && open[open.length - 1] !== "%{")
           open.pop();
         open.pop();
-      } else if (Object.values(OPENERS).includes(tok.kind)) {
-        const opener = Object.keys(OPENERS).find((k) => OPENERS[k as TokenKind] === tok.kind) as TokenKind;
+      } else if (CLOSERS.has(tok.kind)) {
+        const opener = CLOSERS.get(tok.kind)!;
         while (open.length > 0 && open[open.length - 1] !== opener) open.pop();
         open.pop();
       }

@@ -121,8 +121,11 @@ export class SourceFile {
    * mark that starts a token is a column of its own even though it would join
    * the previous character in running text.
    */
-  setBreaks(breaks: Iterable<number>): void {
-    this.breaks = [...new Set(breaks)].sort((a, b) => a - b);
+  setBreaks(breaks: readonly number[]): void {
+    // The lexer hands them over in order; only a non-ASCII line ever looks at them.
+    this.breaks = breaks.every((b, i) => i === 0 || breaks[i - 1]! <= b)
+      ? breaks
+      : [...breaks].sort((a, b) => a - b);
     this.clusters.clear();
   }
 
