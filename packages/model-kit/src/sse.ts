@@ -33,6 +33,8 @@ export async function* readSse(
   // What came before the first event, to tell an empty or non-SSE answer from a stream.
   let events = 0;
   let head = "";
+  /** The last decoded text, to tell whether the body ended on a complete line. */
+  let last = "";
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
@@ -45,9 +47,13 @@ export async function* readSse(
       if (signal.aborted) throw new CancelledError();
       if (chunk.done) {
         finished = true;
-        const tail = decoder.decode();
-        if (events === 0 && head.length < 512) head += tail;
-        parser.feed(tail);
+        const rest = decoder.decode();
+        if (rest) last = rest;
+        if (events === 0 && head.length < 512) head += rest;
+        // A body whose last line is complete but lacks the closing blank line (as the vendor
+        // SDKs' own fixtures end) still delivers that last event, as the SDKs do; a body cut
+        // mid-line does not, so a torn frame is never parsed as a whole one.
+        parser.feed(/[\r\n]$/.test(last) ? `${rest}\n` : rest);
         parser.reset({ consume: true });
         events += queue.length;
         if (events === 0) {
@@ -63,6 +69,7 @@ export async function* readSse(
       }
       const text = decoder.decode(chunk.value, { stream: true });
       if (events === 0 && head.length < 512) head += text.slice(0, 512 - head.length);
+      if (text) last = text;
       parser.feed(text);
       while (queue.length > 0) {
         events++;

@@ -36,6 +36,7 @@ import {
   contentNeeds,
   fallbackTokenCount,
   modelErrorReaction,
+  type PreviousRequestPrefix,
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
@@ -71,6 +72,8 @@ export interface ModelCallInput {
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
   readonly previousToolsFingerprint?: string;
+  /** The session's previous model request (conversation-tail cache breakpoints). */
+  readonly previousRequest?: PreviousRequestPrefix;
   readonly signal: AbortSignal;
   /** When waiting for the model must end (the run's wall-clock bound), in clock ms. */
   readonly deadline?: number;
@@ -274,6 +277,8 @@ export async function callModel(
             ? { previousToolsFingerprint: input.previousToolsFingerprint }
             : {}),
           assembledContext: [...input.sections],
+          messages: input.messages,
+          ...(input.previousRequest ? { previous: input.previousRequest } : {}),
         }),
       });
       checkStreamCompletionRequest(request, candidate.spec);

@@ -99,7 +99,13 @@ describe("stream idle timeout", () => {
     const r = await run(k, "buffering", {
       turns: [
         {
-          events: [{ buffering: true }, { pause: 1_500 }, text("reviewed"), usage(5, 5), { stop: "end_turn" }],
+          events: [
+            { buffering: true },
+            { pause: 1_500 },
+            text("reviewed"),
+            usage(5, 5),
+            { stop: "end_turn" },
+          ],
         },
       ],
     });
