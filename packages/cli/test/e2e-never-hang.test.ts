@@ -76,8 +76,9 @@ const FAULTS: Fault[] = [
   },
 ];
 
-/** Removes what a fault put outside the repository (the global configuration). */
-function undo(env: NodeJS.ProcessEnv): void {
+/** Removes what a fault wrote (the lock file, the global configuration); the prelaunch plan stays. */
+function undo(repo: string, env: NodeJS.ProcessEnv): void {
+  rmSync(join(repo, ".agent"), { recursive: true, force: true });
   rmSync(join(env["XDG_CONFIG_HOME"]!, "agent"), { recursive: true, force: true });
 }
 
@@ -99,10 +100,16 @@ async function primed(name: string): Promise<{ repo: string; env: NodeJS.Process
   return { repo, env };
 }
 
+// One primed repository per mode: a failed run leaves the prelaunch plan in place, so each
+// fault's run prelaunches again.
 describe("agent run -p after a successful run (prelaunch)", () => {
+  let repo = "";
+  let env: NodeJS.ProcessEnv = {};
+  beforeAll(async () => {
+    ({ repo, env } = await primed("headless"));
+  });
   for (const fault of FAULTS) {
     it(`exits 1 with the message on ${fault.name}, leaving no process behind`, async () => {
-      const { repo, env } = await primed(`headless-${fault.name.replace(/\W+/g, "-")}`);
       const broken = fault.inject(repo, env);
       try {
         const r = await agent(["run", "-p", "say OK"], { cwd: repo, env: broken, timeoutMs: 20_000 });
@@ -112,7 +119,7 @@ describe("agent run -p after a successful run (prelaunch)", () => {
         expect(r.code).toBe(1);
         expect(processesIn(repo)).toEqual([]);
       } finally {
-        undo(env);
+        undo(repo, env);
       }
     });
   }
@@ -120,9 +127,12 @@ describe("agent run -p after a successful run (prelaunch)", () => {
 
 describe("agent run in a terminal after a successful run (prelaunch)", () => {
   let socket = "";
+  let repo = "";
+  let env: NodeJS.ProcessEnv = {};
   const tmux = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
-  beforeAll(() => {
+  beforeAll(async () => {
     socket = join(sb.home, "tmux-never-hang.sock");
+    ({ repo, env } = await primed("tui"));
   });
   afterAll(() => {
     try {
@@ -134,14 +144,14 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
 
   for (const fault of FAULTS) {
     it(`exits 1 with the message on ${fault.name}, leaving no process behind`, async () => {
-      const { repo, env } = await primed(`tui-${fault.name.replace(/\W+/g, "-")}`);
       const broken: Record<string, string> = {
         ...(fault.inject(repo, env) as Record<string, string>),
         TERM: "xterm-256color",
       };
-      const status = join(sb.home, `${repo.split("/").pop()}.status`);
-      const errFile = join(sb.home, `${repo.split("/").pop()}.stderr`);
-      const script = join(sb.home, `${repo.split("/").pop()}.sh`);
+      const base = join(sb.home, `tui-${fault.name.replace(/\W+/g, "-")}`);
+      const status = `${base}.status`;
+      const errFile = `${base}.stderr`;
+      const script = `${base}.sh`;
       const exports = Object.entries(broken)
         .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
         .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
@@ -169,7 +179,7 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
         expect(processesIn(repo)).toEqual([]);
       } finally {
         tmux("kill-session", "-t", session);
-        undo(env);
+        undo(repo, env);
       }
     });
   }
