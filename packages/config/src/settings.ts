@@ -36,7 +36,7 @@ export const DEFAULT_OBSERVABILITY: Readonly<ObservabilitySettings> = {
 /**
  * The default stream idle timeout: five minutes of silence, as Codex and pi use. Reasoning
  * models can think for minutes between two events; the HTTP client (undici) gives up on a
- * silent connection after 300 s anyway (docs/decisions.md, "Bounded stalls").
+ * silent connection after 300 s anyway (docs/decisions.md, "Reliability under faults, part B").
  */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
 

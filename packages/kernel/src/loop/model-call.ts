@@ -10,7 +10,7 @@
 // request larger than the rate limit) is not retried; the chain may still fall back.
 // Stalls are bounded: an attempt that delivers no event for settings.stream_idle_timeout_ms
 // is cut and counts as overloaded. The run's wall-clock deadline cuts an attempt and any
-// retry wait that would end after it (a "bound" result; docs/decisions.md, "Bounded stalls").
+// retry wait that would end after it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
 // An attempt that was billed before it failed is persisted as its own message event.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { GenerationParamsConfig } from "@pluggableharness/config";
