@@ -1,7 +1,8 @@
 // Never hang (issue 15, point 3): after one successful run (so the next prelaunches its
 // plugins), a start-up error — a missing key, a truncated lock file, a broken global
 // configuration, a plugin that rejects its configuration (run i injects fault i mod 4) —
-// must end `agent run -p` with status 1 and the message within seconds, leaving no process.
+// must end `agent run -p` with status 1 and the message within seconds, with nothing holding
+// the process open after the command (bin.ts's exit guard never speaks), leaving no process.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startFakeVendor } from "@pluggableharness/fake-vendors";
@@ -80,7 +81,10 @@ export const startupErrorAfterPrelaunch: FaultScenario = {
         return { survived: false, lost: 0, note: `${fault.name}: exit ${r.code} after ${r.ms} ms` };
       if (!fault.says.test(r.stderr))
         return { survived: false, lost: 0, note: `${fault.name}: ${r.stderr.slice(-200)}` };
-      if (r.ms > 10_000) return { survived: false, lost: 0, note: `${fault.name}: took ${r.ms} ms` };
+      // The exit guard's message means something held the process after the command ended.
+      if (r.stderr.includes("still open"))
+        return { survived: false, lost: 0, note: `${fault.name}: ${r.stderr.trim()}` };
+      if (r.ms > 15_000) return { survived: false, lost: 0, note: `${fault.name}: took ${r.ms} ms` };
       if (!clean) return { survived: false, lost: 0, note: `${fault.name}: left ${processesIn(repo)[0]}` };
       return { survived: true, lost: 0 };
     } finally {
