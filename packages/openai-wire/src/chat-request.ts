@@ -17,6 +17,8 @@ import {
   OPENAI_TOOL_NAMES,
   type ProviderIdentity,
   prepareHistory,
+  type SamplingName,
+  samplingFor,
   schemaToJson,
   systemTexts,
   type ToolNameMap,
@@ -33,6 +35,8 @@ export interface ChatRequestOptions {
   streamUsage: boolean;
   /** provider_options keys passed through into the body, as documented by the provider. */
   passThrough: readonly string[];
+  /** Which of those are sampling knobs, sent only when the model accepts them. */
+  samplingOptions?: readonly SamplingName[];
 }
 
 export interface ChatRequest {
@@ -40,6 +44,8 @@ export interface ChatRequest {
   names: ToolNameMap;
   /** Reasoning blocks left out (foreign, or any reasoning: chat cannot carry it). */
   droppedReasoning: number;
+  /** Sampling parameters the model refuses, left out. */
+  droppedSampling: SamplingName[];
 }
 
 type Part = JsonObject;
@@ -198,9 +204,14 @@ export function buildChatRequest(
   if (choice !== undefined) body["tool_choice"] = choice;
   const params = req.params;
   if (params?.maxOutputTokens !== undefined) body[options.maxTokensField] = Number(params.maxOutputTokens);
-  if (params?.temperature !== undefined) body["temperature"] = params.temperature;
+  const provided = req.providerOptions ? { ...req.providerOptions } : undefined;
+  const sampling = samplingFor(req, model, {
+    ...(provided ? { providerOptions: provided } : {}),
+    optionKeys: (options.samplingOptions ?? []).filter((k) => options.passThrough.includes(k)),
+  });
+  Object.assign(body, sampling.values);
   if (params?.thinkingEffort !== undefined && model.thinking?.effort)
     body["reasoning_effort"] = params.thinkingEffort;
-  Object.assign(body, passThroughOptions(req.providerOptions, options.passThrough, Object.keys(body)));
-  return { body, names, droppedReasoning: history.droppedReasoning };
+  Object.assign(body, passThroughOptions(provided, options.passThrough, Object.keys(body)));
+  return { body, names, droppedReasoning: history.droppedReasoning, droppedSampling: sampling.dropped };
 }

@@ -97,6 +97,7 @@ export const adapter: ModelAdapter<AnthropicState> = {
     const { state, model, signal } = call;
     state.keepalive?.cancel();
     const built = buildRequest(req, model, call.self);
+    for (const note of built.notes) call.log.warn(note, { model: model.id });
     const url = joinUrl(state.baseUrl, "/v1/messages");
     const headers = {
       "x-api-key": state.apiKey,

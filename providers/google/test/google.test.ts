@@ -29,7 +29,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CANARY = "AIzaCANARY-91b2c3d4e5f6";
 const MAIN = new URL("../src/main.ts", import.meta.url);
-const FLASH = "gemini-2.5-flash";
+const FLASH = "gemini-2.5-flash-lite";
+const PRO = "gemini-3.1-pro-preview";
 const BLIND = "gemini-blind";
 
 let fake: FakeVendor;
@@ -77,15 +78,21 @@ describe("capabilities", () => {
   it("declares a catalog the kernel accepts, with long-context tiers and per-generation thinking", async () => {
     const caps = (await client.getCapabilities({})).capabilities!;
     expect(() => validateCapabilities("google", caps)).not.toThrow();
-    const pro3 = specs.get("gemini-3-pro")!;
-    expect(pro3.thinking?.effort).toMatchObject({ levels: ["low", "high"], default: "high" });
+    expect([...specs.keys()]).toEqual(
+      expect.arrayContaining(["gemini-3.8-flash", PRO, "gemini-3.5-flash-lite", FLASH]),
+    );
+    // Ids no longer served (gemini-3-pro never was one) are not offered.
+    for (const gone of ["gemini-3-pro", "gemini-3-pro-preview", "gemini-2.5-pro", "gemini-2.5-flash"])
+      expect(specs.has(gone), gone).toBe(false);
+    const pro3 = specs.get(PRO)!;
+    expect(pro3.thinking?.effort).toMatchObject({ levels: ["low", "medium", "high"], default: "high" });
     expect(pro3.thinking?.budget).toBeUndefined();
-    const pro25 = specs.get("gemini-2.5-pro")!;
-    expect(pro25.thinking?.budget?.range).toMatchObject({ min: 128n, max: 32768n });
-    expect(pro25.pricing!.tiers.map((t) => [t.inputTokensFrom, t.inputTokensUntil])).toEqual([
+    expect(pro3.pricing!.tiers.map((t) => [t.inputTokensFrom, t.inputTokensUntil])).toEqual([
       [undefined, 200_001n],
       [200_001n, undefined],
     ]);
+    const lite = specs.get(FLASH)!;
+    expect(lite.thinking?.budget?.range).toMatchObject({ min: 0n, max: 24576n });
     expect(specs.get(FLASH)!.caching).toMatchObject({
       supported: true,
       implicitAutomatic: true,
@@ -214,7 +221,7 @@ describe("streaming", () => {
   it("streams thought summaries and echoes the trailing signature verbatim", async () => {
     const SIG = "EqsFCqgFAb4+9vvtAF5n87lB4OGDOoTRMOqp35jW/AG37eeWcow=";
     fake.push(scenarios.thinking({ thinking: "Counting letters.", signature: SIG, text: "Three." }));
-    const t = await complete({ modelId: "gemini-3-pro", params: { thinkingEffort: "low" } });
+    const t = await complete({ modelId: PRO, params: { thinkingEffort: "low" } });
     expect(lastBody()["generationConfig"]).toMatchObject({
       thinkingConfig: { thinkingLevel: "low", includeThoughts: true },
     });
@@ -224,11 +231,11 @@ describe("streaming", () => {
         .join(""),
     ).toBe("Counting letters.");
     expect(str(only(t.events, "thinkingSignature")[0]!.signature)).toBe(SIG);
-    const msg = accumulate(t.events, specs.get("gemini-3-pro")!, "google").message;
+    const msg = accumulate(t.events, specs.get(PRO)!, "google").message;
 
     fake.push(scenarios.text("ok"));
     await complete({
-      modelId: "gemini-3-pro",
+      modelId: PRO,
       messages: [
         { role: Role.USER, id: "m0", content: [text("q")] },
         { ...msg, producedByProvider: "google" },
@@ -294,7 +301,7 @@ describe("streaming", () => {
     const res = await complete();
     const u = only(res.events, "usage")[0]!;
     expect([u.inputTokens, u.cacheReadTokens, u.outputTokens]).toEqual([100n, 1000n, 5n]);
-    const hand = (100 * 0.3 + 5 * 2.5 + 1000 * 0.03) / 1e6;
+    const hand = (100 * 0.1 + 5 * 0.4 + 1000 * 0.01) / 1e6;
     const rec = recordUsage(u, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
     expect(rec.costUsd).toBeCloseTo(hand, 12);
   });
@@ -354,14 +361,14 @@ describe("streaming", () => {
     expect(fake.cachedContents.size).toBe(0);
   });
 
-  it("prices a long prompt on gemini-2.5-pro at the >200K rate card", async () => {
+  it("prices a long prompt on gemini-3.1-pro-preview at the >200K rate card", async () => {
     fake.push(scenarios.text("long", { usage: { inputTokens: 250_000, outputTokens: 1000 } }));
-    const res = await complete({ modelId: "gemini-2.5-pro", params: { thinkingBudgetTokens: 1024n } });
-    expect(lastBody()["generationConfig"]).toMatchObject({ thinkingConfig: { thinkingBudget: 1024 } });
+    const res = await complete({ modelId: PRO, params: { thinkingEffort: "medium" } });
+    expect(lastBody()["generationConfig"]).toMatchObject({ thinkingConfig: { thinkingLevel: "medium" } });
     const u = only(res.events, "usage")[0]!;
-    const rec = recordUsage(u, specs.get("gemini-2.5-pro")!.pricing!, timestampFromMs(Date.now()));
+    const rec = recordUsage(u, specs.get(PRO)!.pricing!, timestampFromMs(Date.now()));
     expect(rec.pricingTierIndex).toBe(1);
-    expect(rec.costUsd).toBeCloseTo((250_000 * 2.5 + 1000 * 15) / 1e6, 12);
+    expect(rec.costUsd).toBeCloseTo((250_000 * 4 + 1000 * 18) / 1e6, 12);
   });
 
   it("maps safety stops to content_filtered with a notice, and the output limit", async () => {

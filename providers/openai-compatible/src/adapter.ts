@@ -256,6 +256,7 @@ export const adapter: ModelAdapter<CompatibleState> = {
         maxTokensField: "max_tokens",
         streamUsage: DIALECTS[call.state.dialect].streamUsage,
         passThrough: COMPATIBLE_OPTIONS,
+        samplingOptions: ["top_p", "top_k"],
       },
       usage: (u) => chatUsage(u, { caching }),
     });

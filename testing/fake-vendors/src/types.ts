@@ -63,6 +63,10 @@ export interface RateLimitSpec {
   inputTokens?: RateLimitWindow;
   /** Anthropic only. */
   outputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-input-tokens-*`). */
+  priorityInputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-output-tokens-*`). */
+  priorityOutputTokens?: RateLimitWindow;
 }
 
 /** Options that control how (not what) a response is delivered. */
@@ -116,7 +120,14 @@ export interface ToolCallSpec {
 }
 
 export type BlockSpec =
-  | { type: "text"; text: string; chunks?: number; deltas?: string[] }
+  | {
+      type: "text";
+      text: string;
+      chunks?: number;
+      deltas?: string[];
+      /** OpenAI Responses only: the output message's `phase` (gpt-5.3-codex and later). */
+      phase?: "commentary" | "final_answer";
+    }
   | {
       /** Anthropic thinking block; OpenAI reasoning summary; Gemini thought part; chat `reasoning_content`. */
       type: "thinking";

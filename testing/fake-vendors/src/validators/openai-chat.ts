@@ -1,5 +1,6 @@
 // Checks a Chat Completions request by OpenAI's rules (compatible servers are often laxer).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -28,6 +29,15 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
   if (!Array.isArray(body.messages))
     return bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
   if (body.messages.length === 0) return bad("[] is too short - 'messages'", "messages", "empty_array");
+  const effort = typeof body.reasoning_effort === "string" ? body.reasoning_effort : undefined;
+  for (const key of ["temperature", "top_p"]) {
+    if (body[key] !== undefined && !openaiAcceptsSampling(body.model, effort))
+      return bad(
+        `Unsupported parameter: '${key}' is not supported with this model.`,
+        key,
+        "unsupported_parameter",
+      );
+  }
 
   let openCalls: Set<string> | undefined;
   for (const [i, m] of body.messages.entries()) {
