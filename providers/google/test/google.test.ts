@@ -1,6 +1,6 @@
 // The Gemini provider as a real plugin process against the loopback Gemini fake
 // (validate: true), over the runtime host.
-import { fromJson } from "@bufbuild/protobuf";
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
@@ -15,7 +15,7 @@ import {
   text,
   utf8,
 } from "@pluggableharness/model-provider-testing";
-import { Role } from "@pluggableharness/protocol/content";
+import { type ContentBlockSchema, type MessageSchema, Role } from "@pluggableharness/protocol/content";
 import {
   ModelErrorCategory,
   type ModelSpec,
@@ -584,5 +584,134 @@ describe("token counting and secrets", () => {
     const { events } = await complete();
     expect(JSON.stringify(only(events, "error"))).not.toContain(CANARY);
     expect(logs.filter((l) => JSON.stringify(l).includes(CANARY))).toEqual([]);
+  });
+});
+
+describe("thought signatures and call ids across fallback (Gemini 3)", () => {
+  const G3 = "gemini-3.8-flash";
+  type Block = MessageInitShape<typeof ContentBlockSchema>;
+  const use = (id: string, name = "read_file"): Block => ({
+    block: { case: "toolUse", value: { id, name, input: { path: "a.txt" } } },
+  });
+  const result = (id: string, out: string): Block => ({
+    block: { case: "toolResult", value: { toolUseId: id, content: [text(out)] } },
+  });
+  const modelParts = () =>
+    lastBody()
+      .contents.filter((c) => c.role === "model")
+      .map((c) => c.parts);
+
+  it("puts the placeholder signature on calls Gemini 3 never signed (another vendor's, Gemini 2.5's)", async () => {
+    fake.push(scenarios.text("Done."));
+    const res = await complete({
+      modelId: G3,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Read a.txt and b.txt")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          producedByModelId: "claude-sonnet-5",
+          content: [text("Reading both."), use("toolu_1"), use("toolu_2")],
+        },
+        { role: Role.USER, id: "m2", content: [result("toolu_1", "a"), result("toolu_2", "b")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m3",
+          producedByProvider: "google",
+          producedByModelId: FLASH,
+          content: [use(`gemini_local_r1_0`)],
+        },
+        { role: Role.USER, id: "m4", content: [result("gemini_local_r1_0", "again")] },
+      ],
+    });
+    expect(res.error).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    const [first, second] = modelParts();
+    // One placeholder per step, on its first call (as Gemini signs parallel calls).
+    expect(first).toEqual([
+      { text: "Reading both." },
+      {
+        functionCall: { name: "read_file", args: { path: "a.txt" } },
+        thoughtSignature: "skip_thought_signature_validator",
+      },
+      { functionCall: { name: "read_file", args: { path: "a.txt" } } },
+    ]);
+    expect(second).toEqual([
+      {
+        functionCall: { name: "read_file", args: { path: "a.txt" } },
+        thoughtSignature: "skip_thought_signature_validator",
+      },
+    ]);
+  });
+
+  it("never replaces a real signature, and sends none to a model that does not require them", async () => {
+    fake.push(scenarios.text("ok"));
+    const signed: MessageInitShape<typeof MessageSchema> = {
+      role: Role.ASSISTANT,
+      id: "m1",
+      producedByProvider: "google",
+      content: [{ block: { case: "thinking", value: { text: "", signature: utf8("real-sig") } } }, use("c1")],
+    };
+    const history: MessageInitShape<typeof MessageSchema>[] = [
+      { role: Role.USER, id: "m0", content: [text("go")] },
+      signed,
+      { role: Role.USER, id: "m2", content: [result("c1", "x")] },
+    ];
+    await complete({ modelId: G3, messages: history });
+    expect(modelParts()[0]![0]!["thoughtSignature"]).toBe("real-sig");
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: FLASH,
+      messages: [history[0]!, { ...signed, content: [use("c1")] }, history[2]!],
+    });
+    expect(modelParts()[0]![0]!["thoughtSignature"]).toBeUndefined();
+  });
+
+  it("echoes a call id Gemini returned on the call and on its response, and only those", async () => {
+    fake.push({
+      kind: "tool_calls",
+      calls: [{ name: "read_file", args: { path: "a.txt" }, id: "fc-7a2", signature: "s1" }],
+    });
+    const first = await complete({ modelId: G3 });
+    const msg = accumulate(first.events, specs.get(G3)!, "google").message;
+    const id = (msg.content.find((b) => b.block.case === "toolUse")!.block.value as { id: string }).id;
+    expect(id).toBe("fc-7a2");
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: G3,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("read")] },
+        { ...msg, producedByProvider: "google" },
+        { role: Role.USER, id: "m2", content: [result(id, "hi")] },
+      ],
+    });
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    const contents = lastBody().contents;
+    expect(contents[1]!.parts[0]).toEqual({
+      functionCall: { id: "fc-7a2", name: "read_file", args: { path: "a.txt" } },
+      thoughtSignature: "s1",
+    });
+    expect(contents[2]!.parts[0]).toEqual({
+      functionResponse: { id: "fc-7a2", name: "read_file", response: { output: "hi" } },
+    });
+  });
+
+  it("the validating fake refuses an unsigned current-turn call on Gemini 3 as the real API does", async () => {
+    const res = await fetch(`${fake.url}/v1beta/models/${G3}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": CANARY, "content-type": "application/json" },
+      body: JSON.stringify({
+        contents: [
+          { role: "user", parts: [{ text: "go" }] },
+          { role: "model", parts: [{ functionCall: { name: "read_file", args: {} } }] },
+          { role: "user", parts: [{ functionResponse: { name: "read_file", response: { output: "x" } } }] },
+        ],
+      }),
+    });
+    expect(res.status).toBe(400);
+    const err = ((await res.json()) as { error: { status: string; message: string } }).error;
+    expect(err.status).toBe("INVALID_ARGUMENT");
+    expect(err.message).toContain("is missing a `thought_signature`");
   });
 });
