@@ -5,8 +5,12 @@
 // - A user message's tool results become `tool` messages, placed first because they must
 //   answer the previous assistant message's tool_calls. What a tool message cannot hold
 //   (images, documents) follows in a user message after them, with the user's own content.
-// - Thinking and redacted thinking are never sent: Chat Completions has no input slot for
-//   reasoning, and turning it into text would put words in the model's mouth.
+// - Thinking and redacted thinking are not sent: Chat Completions has no input slot for
+//   reasoning, and turning it into text would put words in the model's mouth. The
+//   exception is a dialect that echoes reasoning (DeepSeek, Moonshot): an assistant message
+//   with tool calls carries its own reasoning text as `reasoning_content` (empty when it
+//   has none, or came from another vendor), because those servers refuse a tool loop
+//   without it.
 // - Tool-call arguments travel as JSON text; tool names are renamed reversibly when they
 //   break the vendor's rule (^[a-zA-Z0-9_-]{1,64}$).
 // - stop_sequences are enforced by the adapter (model-kit's StopSequenceMatcher), so `stop` is never sent.
@@ -37,6 +41,8 @@ export interface ChatRequestOptions {
   passThrough: readonly string[];
   /** Which of those are sampling knobs, sent only when the model accepts them. */
   samplingOptions?: readonly SamplingName[];
+  /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek-style). */
+  echoReasoning?: boolean;
 }
 
 export interface ChatRequest {
@@ -134,7 +140,9 @@ export function buildChatRequest(
   options: ChatRequestOptions,
 ): ChatRequest {
   const names = toolNameMap(requestToolNames(req), OPENAI_TOOL_NAMES);
-  const history = prepareHistory(req.messages, self, () => false);
+  const echo = options.echoReasoning === true;
+  // Own reasoning text survives only where it is echoed; redacted data never can be.
+  const history = prepareHistory(req.messages, self, (b) => echo && b.block.case === "thinking");
   const messages: JsonObject[] = [];
   const system = systemTexts(req.assembledContext);
   if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") });
@@ -159,6 +167,10 @@ export function buildChatRequest(
       );
       if (text === "" && calls.length === 0) continue;
       const m: JsonObject = { role: "assistant", content: text === "" ? null : text };
+      if (echo && calls.length > 0)
+        m["reasoning_content"] = blocks
+          .flatMap((b) => (b.block.case === "thinking" ? [b.block.value.text] : []))
+          .join("");
       if (calls.length > 0) m["tool_calls"] = calls;
       messages.push(m);
       continue;

@@ -706,7 +706,7 @@ export const startXaiFake = only("xai");
 
 /** A Chat Completions server in one of the OpenAI-compatible dialects. */
 export function startOpenAICompatibleFake(
-  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai",
+  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai" | "deepseek",
   options: Omit<FakeVendorOptions, "vendor"> = {},
 ): Promise<FakeVendor> {
   return startFakeVendor({ ...options, vendor: dialect });

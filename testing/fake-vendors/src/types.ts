@@ -13,7 +13,8 @@ export type VendorId =
   | "ollama" // Ollama's OpenAI-compatible /v1/chat/completions
   | "vllm"
   | "lmstudio"
-  | "mistral";
+  | "mistral"
+  | "deepseek"; // DeepSeek's /chat/completions: reasoning_content, which tool loops must echo
 
 /** The endpoint family a request was routed to. */
 export type Endpoint = "messages" | "responses" | "chat" | "gemini" | "count_tokens" | "other";

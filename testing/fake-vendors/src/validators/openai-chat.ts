@@ -22,6 +22,11 @@ const bad = (
   code,
 });
 
+/** DeepSeek reasons unless the request turns thinking off (`thinking: {type: "disabled"}`). */
+function thinkingOn(body: Json): boolean {
+  return !(isObject(body.thinking) && body.thinking.type === "disabled");
+}
+
 export function validateChat(request: RecordedRequest): Rejection | undefined {
   const body = request.json;
   if (!isObject(body)) return bad("We could not parse the JSON body of your request.", undefined);
@@ -78,6 +83,19 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
           );
       }
     }
+    if (
+      request.vendor === "deepseek" &&
+      thinkingOn(body) &&
+      role === "assistant" &&
+      Array.isArray(m.tool_calls) &&
+      m.tool_calls.length > 0 &&
+      typeof m.reasoning_content !== "string"
+    )
+      return bad(
+        `Missing \`reasoning_content\` field in the assistant message at message index ${i}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls`,
+        undefined,
+        "invalid_request_error",
+      );
     if (role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
       openCalls = new Set(m.tool_calls.filter(isObject).map((c) => String(c.id)));
     }
