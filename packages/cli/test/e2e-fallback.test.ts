@@ -126,6 +126,32 @@ describe("fallback chain against the vendors' real refusals", () => {
     ]);
     expect(reqs[0]!.rejected).toMatchObject({ status: 404, errorType: "NOT_FOUND" });
     expect(reqs.slice(1).every((q) => q.rejected === undefined)).toBe(true);
+    // The file reaches the model as its lines (read_file's model_text_field), not as JSON
+    // with escaped newlines; the rest of the payload is one compact line before it.
+    const sent = JSON.stringify(reqs[2]!.json);
+    const contents = (reqs[2]!.json as { contents: Array<{ parts: Array<Record<string, unknown>> }> })
+      .contents;
+    const response = contents.flatMap((c) => c.parts).find((p) => p["functionResponse"])![
+      "functionResponse"
+    ] as {
+      response: { output: string };
+    };
+    const [head, ...lines] = response.response.output.split("\n");
+    expect(JSON.parse(head!)).toMatchObject({
+      path: "calc.js",
+      start_line: 1,
+      total_lines: 6,
+      truncated: false,
+    });
+    expect(lines).toEqual([
+      "     1\t// Adds two numbers.",
+      "     2\tfunction add(a, b) {",
+      "     3\t  return a - b;",
+      "     4\t}",
+      "     5\t",
+      "     6\tmodule.exports = { add };",
+    ]);
+    expect(sent).not.toContain('\\"content\\"');
   });
 
   it("an Anthropic tool loop that falls back to Gemini 3 sends the placeholder signature and is accepted", async () => {
