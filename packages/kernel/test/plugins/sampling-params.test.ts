@@ -75,6 +75,6 @@ describe("sampling parameters the model refuses", () => {
   });
 
   it("are an error under settings.strict_params: the kernel does not start", async () => {
-    await expect(start(true, [])).rejects.toThrow(/agent\.hcl:18:21[^]*does not accept temperature/);
+    await expect(start(true, [])).rejects.toThrow(/agent\.hcl:18:21[\s\S]*does not accept temperature/);
   });
 });
