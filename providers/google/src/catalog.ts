@@ -47,8 +47,15 @@ const base = () => ({
   sampling: { accepted: [...common.sampling.accepted] },
 });
 
-// "Prompts <= 200K tokens" pay the first rate card: the second starts at 200,001.
+// "Prompts <= 200K tokens" pay the first rate card: the second starts at 200,001. The
+// prompt is the whole promptTokenCount, cached content included (docs/decisions.md).
 const LONG = 200_001;
+
+// Explicit-cache storage, USD per million tokens per hour (pricing page, "Context caching
+// ... storage price"). Creating a cache bills its tokens once at the input rate, which is
+// why cacheWrite equals input.
+const STORAGE_PRO = 4.5;
+const STORAGE_FLASH = 1;
 
 export const GEMINI_MODELS: CatalogModel[] = [
   {
@@ -68,6 +75,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 3.75,
           cacheRead: 0.075,
           cacheWrite: 0.75,
+          cacheStorage: STORAGE_FLASH,
           batchInput: 0.375,
           batchOutput: 1.875,
         },
@@ -77,7 +85,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
       id: `${MODELS} (GA 2026-09-02, no shutdown announced)`,
       limits: GUIDE,
       thinking: `${GUIDE}: LOW, MEDIUM, HIGH, default MEDIUM (minimal was removed in 3.8)`,
-      pricing: `${PRICING}: $0.75 input, $3.75 output, cached $0.075; no long-context tier published`,
+      pricing: `${PRICING}: $0.75 input, $3.75 output, cached $0.075, storage $1 per MTok-hour; no long-context tier published`,
       signatures: SIGNATURES,
       sampling: SAMPLING,
     },
@@ -100,6 +108,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 12,
           cacheRead: 0.2,
           cacheWrite: 2,
+          cacheStorage: STORAGE_PRO,
           batchInput: 1,
           batchOutput: 6,
           inputUntil: LONG,
@@ -109,6 +118,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 18,
           cacheRead: 0.4,
           cacheWrite: 4,
+          cacheStorage: STORAGE_PRO,
           batchInput: 2,
           batchOutput: 9,
           inputFrom: LONG,
@@ -119,7 +129,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
       id: `${MODELS} (preview since 2026-02-19, the replacement named for gemini-3-pro-preview)`,
       limits: GUIDE,
       thinking: `${GUIDE}: LOW, MEDIUM, HIGH, default HIGH`,
-      pricing: `${PRICING}: <=200K prompt $2/$12, >200K $4/$18, cached $0.20/$0.40`,
+      pricing: `${PRICING}: <=200K prompt $2/$12, >200K $4/$18, cached $0.20/$0.40, storage $4.50 per MTok-hour`,
       signatures: SIGNATURES,
       sampling: SAMPLING,
     },
@@ -137,7 +147,15 @@ export const GEMINI_MODELS: CatalogModel[] = [
     },
     pricing: {
       tiers: [
-        { input: 0.3, output: 2.5, cacheRead: 0.03, cacheWrite: 0.3, batchInput: 0.15, batchOutput: 1.25 },
+        {
+          input: 0.3,
+          output: 2.5,
+          cacheRead: 0.03,
+          cacheWrite: 0.3,
+          cacheStorage: STORAGE_FLASH,
+          batchInput: 0.15,
+          batchOutput: 1.25,
+        },
       ],
     },
     sources: {
@@ -146,7 +164,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
         "ai.google.dev/gemini-api/docs/whats-new-gemini-3.6 (1M context for 3.6 Flash and 3.5 Flash-Lite); 65,536 output as the Gemini 3 line",
       thinking:
         "ai.google.dev/gemini-api/docs/whats-new-gemini-3.6 (default level minimal); levels minimal, low, medium, high",
-      pricing: `${PRICING}: $0.30 input, $2.50 output, cached $0.03`,
+      pricing: `${PRICING}: $0.30 input, $2.50 output, cached $0.03, storage $1 per MTok-hour`,
       signatures: SIGNATURES,
       sampling: SAMPLING,
     },
@@ -161,14 +179,22 @@ export const GEMINI_MODELS: CatalogModel[] = [
     thinking: { budget: { min: 0, max: 24_576 }, adaptiveByDefault: false, disable: "always" },
     pricing: {
       tiers: [
-        { input: 0.1, output: 0.4, cacheRead: 0.01, cacheWrite: 0.1, batchInput: 0.05, batchOutput: 0.2 },
+        {
+          input: 0.1,
+          output: 0.4,
+          cacheRead: 0.01,
+          cacheWrite: 0.1,
+          cacheStorage: STORAGE_FLASH,
+          batchInput: 0.05,
+          batchOutput: 0.2,
+        },
       ],
     },
     sources: {
       id: `${MODELS} ("not deprecated and remains available through the API until further notice")`,
       limits: "ai.google.dev/gemini-api/docs/models/gemini-2.5-flash-lite (1,048,576 input, 65,536 output)",
       thinking: `${THINKING}: thinkingBudget 512-24576 or 0, no thinking unless a budget is set`,
-      pricing: `${PRICING}: $0.10 input, $0.40 output, caching $0.01`,
+      pricing: `${PRICING}: $0.10 input, $0.40 output, caching $0.01, storage $1 per MTok-hour`,
       signatures: "Gemini 2.5 returns thought signatures but does not require them back",
       sampling: SAMPLING,
     },

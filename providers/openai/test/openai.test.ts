@@ -351,7 +351,7 @@ describe("reasoning items", () => {
     expect(input[2]).toEqual({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "42" }],
+      content: "42",
     });
   });
 
@@ -677,6 +677,15 @@ describe("content rules and parameters", () => {
     expect(fake.requests.length).toBe(before);
   });
 
+  it("sends the session id as prompt_cache_key unless provider_options names one", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete();
+    expect(lastBody()["prompt_cache_key"]).toBe("s1");
+    fake.push(scenarios.text("ok"));
+    await complete({ providerOptions: { prompt_cache_key: "shared-prefix" } });
+    expect(lastBody()["prompt_cache_key"]).toBe("shared-prefix");
+  });
+
   it("counts tokens exactly with the vendor's counter", async () => {
     const res = await client.countTokens({ text: "count me", modelId: MODEL });
     expect(res.count).toBe(42n);
@@ -749,19 +758,19 @@ describe("vendor fidelity (issue 17)", () => {
       {
         type: "message",
         role: "assistant",
-        content: [{ type: "output_text", text: "Got it, looking." }],
+        content: "Got it, looking.",
         phase: "commentary",
       },
       {
         type: "message",
         role: "assistant",
-        content: [{ type: "output_text", text: "Checking." }],
+        content: "Checking.",
         phase: "commentary",
       },
       {
         type: "message",
         role: "assistant",
-        content: [{ type: "output_text", text: "Here are the files." }],
+        content: "Here are the files.",
         phase: "final_answer",
       },
     ]);
@@ -788,7 +797,7 @@ describe("vendor fidelity (issue 17)", () => {
     expect(inputOf(lastBody())[1]).toEqual({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "Hello" }],
+      content: "Hello",
     });
   });
 

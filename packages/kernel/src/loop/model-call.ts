@@ -33,6 +33,7 @@ import {
   contentNeeds,
   fallbackTokenCount,
   modelErrorReaction,
+  type PreviousRequestPrefix,
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
@@ -68,6 +69,8 @@ export interface ModelCallInput {
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
   readonly previousToolsFingerprint?: string;
+  /** The session's previous model request (conversation-tail cache breakpoints). */
+  readonly previousRequest?: PreviousRequestPrefix;
   readonly signal: AbortSignal;
 }
 
@@ -259,6 +262,8 @@ export async function callModel(
             ? { previousToolsFingerprint: input.previousToolsFingerprint }
             : {}),
           assembledContext: [...input.sections],
+          messages: input.messages,
+          ...(input.previousRequest ? { previous: input.previousRequest } : {}),
         }),
       });
       checkStreamCompletionRequest(request, candidate.spec);
