@@ -37,9 +37,17 @@ export interface PolicyMatch {
   provider?: string;
   tool_name?: string;
   risk?: RiskName;
+  /**
+   * Command patterns (arg-match.ts): the call's `command` argument, split into the simple
+   * commands it runs, matches when each of them matches one of these. This project's
+   * extension of the spec's four fields.
+   */
+  command?: string[];
+  /** Path globs tested against the call's `path` argument, relative to the working directory. */
+  path?: string[];
 }
 
-export type PolicyOrigin = "operator" | "always" | "session";
+export type PolicyOrigin = "operator" | "always" | "session" | "builtin";
 
 export interface PolicyRule {
   name: string;

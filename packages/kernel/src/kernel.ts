@@ -11,6 +11,7 @@ import {
   devOverridePaths,
   errorsOf,
   getProfile,
+  kernelProtectedPaths,
   loadAlwaysRules,
   loadGlobalConfig,
   loadProjectConfig,
@@ -306,6 +307,10 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       kernelProducer: this.#kernelProducer,
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,
+      protectedPaths: [
+        ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env),
+        ...(this.#options.stateDir ? [this.#options.stateDir] : []),
+      ],
       headlessAsk: this.#options.headlessAsk ?? "deny",
       limits: {
         ...DEFAULT_LIMITS,
