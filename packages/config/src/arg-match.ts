@@ -91,21 +91,15 @@ export function canonicalPattern(p: CommandPattern): string {
     .join(" ");
 }
 
-/** How specific a pattern is: literal words first, then glob words, then literal characters. */
+/** How specific a pattern is: its literal words, then its glob words (a lone `*` counts nothing). */
 export function patternWeight(p: CommandPattern): number {
   let literal = 0;
   let glob = 0;
-  let chars = 0;
   for (const w of p.words) {
-    if (w.kind === "literal") {
-      literal++;
-      chars += w.text.length;
-    } else if (w.kind === "glob") {
-      glob++;
-      chars += w.text.replace(/[*?]/g, "").length;
-    }
+    if (w.kind === "literal") literal++;
+    else if (w.kind === "glob") glob++;
   }
-  return literal * 1_000_000 + glob * 1_000 + Math.min(chars, 999);
+  return literal * 1_000 + glob;
 }
 
 /** Directories whose programs a bare name in a pattern also matches (`/usr/bin/rm` is `rm`). */

@@ -98,7 +98,7 @@ const CRITICAL_COMMANDS = [
   "git push * --force-with-lease *",
   "git push * --force-with-lease=*",
   "git push * -f *",
-  "git push * '+*'",
+  "git push * +*",
   "sudo *",
   "doas *",
   "su *",

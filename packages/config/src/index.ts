@@ -37,6 +37,12 @@ export {
   hasErrors,
 } from "./diagnostics.ts";
 export {
+  DEFAULT_SECRET_PATTERNS,
+  type ExecEnvironment,
+  envNamesReadByConfig,
+  execEnvironment,
+} from "./exec-env.ts";
+export {
   type DevOverride,
   devOverridePaths,
   type GlobalConfig,

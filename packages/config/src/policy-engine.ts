@@ -61,6 +61,13 @@ export interface PolicyEvaluation {
   note?: string;
   /** The simple command that decided a compound shell command. */
   command?: string;
+  /** The deciding rule tests arguments (a command pattern or path glob). */
+  argumentScoped?: true;
+}
+
+function coveredBy(seg: SimpleCommand, allowed: ReadonlySet<SimpleCommand>): boolean {
+  for (let s: SimpleCommand | undefined = seg; s; s = s.via) if (allowed.has(s)) return true;
+  return false;
 }
 
 const STRICTNESS: Record<PolicyAction, number> = { allow: 0, ask: 1, deny: 2 };
@@ -201,8 +208,17 @@ export class PolicyEngine {
    */
   evaluate(call: PolicyCall): PolicyEvaluation {
     let worst: PolicyEvaluation | undefined;
+    // A wrapper (`env X=1 cmd`, `sh -c '…'`) that a rule allows by its exact words covers
+    // what it wraps (the rule named the whole command), except a deny of the inner command.
+    const allowedExplicitly = new Set<SimpleCommand>();
     for (const u of unitsOf(call)) {
+      const via = u.segment?.via;
       const r = this.evaluateUnit(u);
+      if (via && coveredBy(via, allowedExplicitly) && r.decision !== "deny") {
+        if (u.segment) allowedExplicitly.add(u.segment);
+        continue;
+      }
+      if (r.decision === "allow" && r.argumentScoped && u.segment) allowedExplicitly.add(u.segment);
       if (!worst || STRICTNESS[r.decision] > STRICTNESS[worst.decision]) worst = r;
     }
     const result = worst!;
@@ -239,6 +255,7 @@ export class PolicyEngine {
         rule: op.name,
         layer: op.origin === "builtin" ? "builtin" : "operator",
         ...(op.origin === "builtin" && op.action === "deny" ? { note: "a critical command" } : {}),
+        ...(hasArgumentMatch(op.match) ? { argumentScoped: true as const } : {}),
       };
     } else {
       const d = mostSpecificFor(this.defaults, u);
@@ -255,6 +272,7 @@ export class PolicyEngine {
           decision: human.action,
           rule: human.name,
           layer: human.origin === "session" ? "session" : "always",
+          ...(hasArgumentMatch(human.match) ? { argumentScoped: true as const } : {}),
         },
         human,
         seg,

@@ -23,6 +23,8 @@ export interface SimpleCommand {
   readonly nested: boolean;
   /** The program of the pipeline stage feeding this one's stdin (`curl` in `curl … | sh`). */
   readonly pipedFrom?: string;
+  /** The wrapper this command was taken out of (`env X=1 npm test` for `npm test`). */
+  readonly via?: SimpleCommand;
 }
 
 export interface ParsedCommand {
@@ -138,30 +140,69 @@ function simple(
   // Reserved words (if/then/while/...) are control flow: what follows them is a command.
   while (argv.length > 0 && !argv[0]!.dynamic && RESERVED.has(argv[0]!.text)) argv.shift();
   if (argv.length === 0 && writes.length === 0) return;
-  out.push({ argv, assignments, writes, nested, ...(pipedFrom ? { pipedFrom } : {}) });
-  unwrap(argv, depth, out);
+  const cmd: SimpleCommand = { argv, assignments, writes, nested, ...(pipedFrom ? { pipedFrom } : {}) };
+  out.push(cmd);
+  unwrap(cmd, depth, out);
 }
 
+/** Options of wrappers that take a value as the next word. */
+const OPTION_VALUES: Record<string, readonly string[]> = {
+  nice: ["-n", "--adjustment"],
+  timeout: ["-s", "--signal", "-k", "--kill-after"],
+  env: ["-u", "--unset", "-C", "--chdir"],
+  sudo: ["-u", "--user", "-g", "--group", "-C", "-h", "--host", "-p", "--prompt", "-U", "-r", "-t", "-D"],
+  doas: ["-u", "-C"],
+  xargs: [
+    "-I",
+    "-n",
+    "-P",
+    "-L",
+    "-d",
+    "-E",
+    "-s",
+    "-a",
+    "--max-args",
+    "--max-procs",
+    "--delimiter",
+    "--arg-file",
+  ],
+  stdbuf: ["-i", "-o", "-e"],
+  time: ["-f", "-o", "--format", "--output"],
+};
+
 /** `env X=1 cmd`, `nice cmd`, `sh -c "cmd"`, `xargs cmd`: the inner command is judged too. */
-function unwrap(argv: readonly ShellWord[], depth: number, out: SimpleCommand[]): void {
+function unwrap(outer: SimpleCommand, depth: number, out: SimpleCommand[]): void {
+  const argv = outer.argv;
   if (argv.length < 2 || argv[0]!.dynamic) return;
   const name = basename(argv[0]!.text);
   if (SHELLS.has(name)) {
     const c = argv.findIndex((w, i) => i > 0 && !w.dynamic && /^-[a-z]*c[a-z]*$/.test(w.text));
     if (c > 0 && argv[c + 1]) {
       if (argv[c + 1]!.dynamic) throw new Opaque(`${name} -c with a computed script`);
+      const before = out.length;
       read(argv[c + 1]!.text, depth + 1, true, out);
+      for (let k = before; k < out.length; k++) {
+        if (out[k]!.via === undefined) out[k] = { ...out[k]!, via: outer };
+      }
     }
     return;
   }
   if (name === "eval" || name === "source" || name === ".") throw new Opaque(`${name} runs computed text`);
   if (WRAPPERS.has(name) || name === "xargs" || name === "sudo" || name === "doas") {
+    if (name === "env" && argv.some((w) => /^(-S|--split-string)/.test(w.text))) {
+      throw new Opaque("env -S splits a computed command line");
+    }
+    const valued = OPTION_VALUES[name] ?? [];
     let i = 1;
     while (i < argv.length) {
       const w = argv[i]!;
       if (w.dynamic) return;
-      if (w.text.startsWith("-")) {
+      if (w.text === "--") {
         i++;
+        break;
+      }
+      if (w.text.startsWith("-")) {
+        i += valued.includes(w.text) ? 2 : 1;
         continue;
       }
       if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w.text)) {
@@ -176,8 +217,9 @@ function unwrap(argv: readonly ShellWord[], depth: number, out: SimpleCommand[])
     }
     const rest = argv.slice(i);
     if (rest.length === 0) return;
-    out.push({ argv: rest, assignments: 0, writes: [], nested: true });
-    unwrap(rest, depth + 1, out);
+    const inner: SimpleCommand = { argv: rest, assignments: 0, writes: [], nested: true, via: outer };
+    out.push(inner);
+    unwrap(inner, depth + 1, out);
   }
 }
 

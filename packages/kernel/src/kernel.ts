@@ -9,7 +9,9 @@ import {
   type AgentConfig,
   ConfigError,
   devOverridePaths,
+  envNamesReadByConfig,
   errorsOf,
+  execEnvironment,
   getProfile,
   kernelProtectedPaths,
   loadAlwaysRules,
@@ -347,6 +349,20 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        execEnvironment: (patterns) => {
+          const source = this.#options.env ?? process.env;
+          const projectDir = this.config.projectDir;
+          const e = execEnvironment(source, {
+            configNames: envNamesReadByConfig(projectDir, source),
+            patterns,
+            installationRoot: this.#options.installationRoot,
+            execPath: process.execPath,
+          });
+          return {
+            ...e,
+            protectedPaths: [...(this.#deps?.protectedPaths ?? kernelProtectedPaths(projectDir, source))],
+          };
+        },
       },
       peer,
     );
