@@ -72,6 +72,8 @@ export interface CallRecord {
   invalid?: ToolError;
   vetoed?: { readonly by: string; readonly reason: string };
   item?: PlanItem;
+  /** A kernel-owned path the call would write (the kernel refuses it before policy). */
+  protectedHit?: { readonly path: string };
   result?: CallResult;
   resultPersisted: boolean;
   /** Whether post-tool-call may fire for it (it had a provider, kind and risk). */
@@ -295,6 +297,10 @@ export class CallGate {
     // ---- 10. plan ----------------------------------------------------------------------------------
     trace("10");
     const planned = resources.filter((c) => !c.result);
+    for (const c of planned) {
+      const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+      if (hit) c.protectedHit = hit;
+    }
     const items = await Promise.all(planned.map((c) => buildPlanItem(deps, session, turnId, c, signal)));
     planned.forEach((c, i) => {
       c.item = items[i]!;
@@ -319,7 +325,7 @@ export class CallGate {
           continue;
         }
         // The kernel's own rule comes first and no policy or human answer overrides it.
-        const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+        const hit = c.protectedHit;
         if (hit) {
           item.decision = PlanDecision.DENY;
           item.decidedBy = PROTECTED_PATHS_RULE;
@@ -658,7 +664,8 @@ async function buildPlanItem(
     risk: schema.risk,
     description: schema.description,
   });
-  const preview = await previewOf(deps, session, turnId, tool, c, signal);
+  // A call the kernel refuses outright is never previewed: nothing of it runs.
+  const preview = c.protectedHit ? undefined : await previewOf(deps, session, turnId, tool, c, signal);
   if (preview) item.preview = preview;
   return item;
 }
