@@ -346,6 +346,10 @@ export class PolicyEngine {
 /** The argument part of a remembered verdict. */
 export type ArgumentScope = Pick<PolicyMatch, "command" | "path">;
 
+/** Credentials with a recognisable shape (vendor API keys, tokens, private keys). */
+const SECRET_SHAPE =
+  /\b(sk-[A-Za-z0-9_-]{16,}|sk-ant-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{30,}|xai-[A-Za-z0-9]{20,})|-----BEGIN [A-Z ]*PRIVATE KEY-----/;
+
 /** What a SESSION or ALWAYS answer to a call would remember: the narrowest rules covering it. */
 export type RememberScope =
   | { ok: true; scopes: ArgumentScope[]; description: string }
@@ -356,8 +360,22 @@ export type RememberScope =
  * runs, each matching exactly that command; for a file tool, exactly its path; otherwise
  * the tool itself.
  */
-export function narrowestScope(call: PolicyCall): RememberScope {
+export function narrowestScope(
+  call: PolicyCall,
+  options: { secretValues?: readonly string[] } = {},
+): RememberScope {
   const what = `${call.provider}.${call.tool_name}`;
+  // A rule is written to disk and shown in prompts: never one carrying a secret.
+  const text = JSON.stringify(call.args ?? {});
+  if (
+    (options.secretValues ?? []).some((v) => v.length >= 8 && text.includes(v)) ||
+    SECRET_SHAPE.test(text)
+  ) {
+    return {
+      ok: false,
+      reason: "the arguments contain what looks like a secret, which a remembered rule would store on disk",
+    };
+  }
   const command = call.args?.["command"];
   if (typeof command === "string") {
     const patterns = exactCommandPatterns(command);

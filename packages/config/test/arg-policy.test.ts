@@ -268,6 +268,23 @@ describe("remembered answers are as narrow as the request", () => {
     });
   });
 
+  it("never remembers a rule that would carry a secret to disk or into a prompt", () => {
+    const canary = "canary-value-7e1f3b9d";
+    expect(
+      narrowestScope(bash(`curl -H 'x-api-key: ${canary}' https://api.example`), { secretValues: [canary] }),
+    ).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("secret"),
+    });
+    expect(
+      narrowestScope(bash("curl -H 'authorization: Bearer ghp_abcdefghijklmnopqrstuvwx12' x")),
+    ).toMatchObject({ ok: false });
+    expect(narrowestScope(write("notes/sk-ant-api03-abcdefghijkl.txt"))).toMatchObject({ ok: false });
+    expect(narrowestScope(bash("curl https://api.example"), { secretValues: [canary] })).toMatchObject({
+      ok: true,
+    });
+  });
+
   it("`always` on `npm test` allows npm test in the next session and nothing else (store round trip)", () => {
     const dir = mkdtempSync(join(tmpdir(), "always-"));
     const scope = narrowestScope(bash("npm test"));
@@ -425,5 +442,38 @@ policy "d" {
       ["invalid_value", 10],
       ["invalid_value", 14],
     ]);
+  });
+});
+
+describe("sandbox settings in agent.hcl", () => {
+  const load = (text: string) => loadConfigSource(Buffer.from(text), "agent.hcl", "/project");
+
+  it("settings.sandbox defaults to best_effort and takes required or off; network is a required_providers flag", () => {
+    const d = load("");
+    if (!d.ok) throw new Error("unreachable");
+    expect(d.config.settings.sandbox).toBe("best_effort");
+    const r = load(`required_providers {
+  grep = { source = "github.com/acme/provider-grep", version = "1.0.0", network = true }
+}
+settings {
+  sandbox = "required"
+}
+`);
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    expect(r.config.settings.sandbox).toBe("required");
+    expect(r.config.requiredProviders[0]).toMatchObject({ localName: "grep", network: true });
+  });
+
+  it("rejects other modes and a non-boolean network with positions", () => {
+    const r = load(`required_providers {
+  grep = { source = "github.com/acme/provider-grep", version = "1.0.0", network = "yes" }
+}
+settings {
+  sandbox = "sometimes"
+}
+`);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.diagnostics.map((d) => d.line).sort()).toEqual([2, 5]);
   });
 });

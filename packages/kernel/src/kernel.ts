@@ -313,6 +313,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env),
         ...(this.#options.stateDir ? [this.#options.stateDir] : []),
       ],
+      secretValues: this.#secretValues(),
       headlessAsk: this.#options.headlessAsk ?? "deny",
       limits: {
         ...DEFAULT_LIMITS,
@@ -321,6 +322,17 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       },
       newId: newUlid,
     };
+  }
+
+  #secretValues(): string[] {
+    const source = this.#options.env ?? process.env;
+    const e = execEnvironment(source, {
+      configNames: envNamesReadByConfig(this.config.projectDir, source),
+    });
+    return e.withheld.flatMap((n) => {
+      const v = source[n];
+      return v && v.length >= 8 ? [v] : [];
+    });
   }
 
   get #d(): LoopDeps {

@@ -52,6 +52,8 @@ export interface LoopDeps {
    * directories): the gate refuses every resource call that would write them.
    */
   readonly protectedPaths: readonly string[];
+  /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
+  readonly secretValues: readonly string[];
   /** How an `ask` resolves when no interactive frontend is attached. */
   readonly headlessAsk: "deny" | "allow";
   readonly limits: LoopLimits;

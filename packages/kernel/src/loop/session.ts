@@ -586,13 +586,16 @@ export class Session implements HubSession, SessionControl {
     // A remembered answer covers exactly what was asked: the narrowest rule for the call.
     const remember =
       d.scope === PlanDecisionScope.ALWAYS || d.scope === PlanDecisionScope.SESSION
-        ? narrowestScope({
-            kind: "resource",
-            provider,
-            tool_name: toolName,
-            args: (pending.item.input ?? {}) as JsonObject,
-            cwd: this.workingDirectory,
-          })
+        ? narrowestScope(
+            {
+              kind: "resource",
+              provider,
+              tool_name: toolName,
+              args: (pending.item.input ?? {}) as JsonObject,
+              cwd: this.workingDirectory,
+            },
+            { secretValues: this.deps.secretValues },
+          )
         : undefined;
     if (remember && !remember.ok) {
       return {

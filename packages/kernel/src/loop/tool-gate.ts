@@ -339,7 +339,7 @@ export class CallGate {
         if (verdict.decision === "deny") item.reason = denyReason(verdict);
         else if (verdict.decision === "ask") {
           if (verdict.note) item.reason = `asks because ${verdict.note}`;
-          const remember = narrowestScope(call);
+          const remember = narrowestScope(call, { secretValues: deps.secretValues });
           if (remember.ok) item.rememberScope = remember.description;
           else item.rememberUnavailable = remember.reason;
         }

@@ -337,6 +337,28 @@ describe("asking a human", () => {
     await k2.close();
   });
 
+  it("never remembers a call carrying a secret: the prompt says so, SESSION/ALWAYS are refused, ONCE works", async () => {
+    const secret = "sk-ant-api03-canaryCANARYcanary0042";
+    const k = await h.kernel({
+      scripts: {
+        secret: { turns: [calls(tool("w", "tools__write", { path: "a", content: secret })), reply("ok")] },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[secret] go");
+    const req = await c.next("permissionRequest");
+    expect(req.planItem!.rememberScope).toBeUndefined();
+    expect(req.planItem!.rememberUnavailable).toMatch(/secret/);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.ALWAYS });
+    const err = await c.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    expect(err.error?.message).not.toContain(secret);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW);
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(existsSync(join(k.projectDir, ".agent", "policy.auto.hcl"))).toBe(false);
+    await k.close();
+  });
+
   it("rejects an ALWAYS decision it cannot store with a distinct error; the item stays pending", async () => {
     const k = await h.kernel({
       scripts: {
