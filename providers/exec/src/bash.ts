@@ -15,8 +15,12 @@ import {
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { settings } from "./config.ts";
+import { FORWARDER, startEgress } from "./egress.ts";
 import { RunningCommand } from "./process.ts";
 import { probeSandbox, removePlaceholders, type Wrapped, wrap } from "./sandbox.ts";
+
+/** Where the egress forwarder listens inside the sandbox (its own network namespace). */
+const EGRESS_PORT = 3128;
 
 interface BashArgs {
   command: string;
@@ -71,6 +75,7 @@ function sandboxFor(
   cwd: string,
   env: ExecEnv,
   argv: readonly string[],
+  egressDir?: string,
 ): { wrapped?: Wrapped; notice?: string } {
   if (settings.sandbox === "off") return {};
   const probe = probeSandbox();
@@ -91,7 +96,7 @@ function sandboxFor(
     wrapped: wrap(
       {
         bwrap: probe.bwrap,
-        writable: settings.jail ? [...settings.jail.roots] : [cwd],
+        writable: [...(settings.jail ? settings.jail.roots : [cwd]), ...(egressDir ? [egressDir] : [])],
         protectedPaths: env.protectedPaths,
         network: settings.network,
         cwd,
@@ -171,7 +176,30 @@ export const bashTool: ToolDefinition<BashArgs> = {
     const timeoutMs = timeoutOf(args);
     const cwd = await workingDirectory(ctx.workingDirectory);
     const env = await commandEnvironment(ctx);
-    const box = sandboxFor(cwd, env, [settings.shell, "-c", args.command]);
+    // Hosts on the allowlist are reached through a proxy the sandbox can talk to.
+    const egress =
+      !settings.network && settings.allowedHosts.length > 0 && settings.sandbox !== "off" && probeSandbox().ok
+        ? await startEgress(settings.allowedHosts)
+        : undefined;
+    const shellArgv = [settings.shell, "-c", args.command];
+    const argv = egress
+      ? [
+          process.execPath,
+          "--input-type=module",
+          "-e",
+          FORWARDER,
+          egress.socket,
+          String(EGRESS_PORT),
+          ...shellArgv,
+        ]
+      : shellArgv;
+    let box: ReturnType<typeof sandboxFor>;
+    try {
+      box = sandboxFor(cwd, env, argv, egress?.dir);
+    } catch (err) {
+      egress?.close();
+      throw err;
+    }
     if (box.wrapped) {
       // Inside the sandbox a missing shell would be bwrap's error; say it the same way as outside.
       try {
@@ -201,6 +229,7 @@ export const bashTool: ToolDefinition<BashArgs> = {
       const placeholders = box.wrapped.placeholders;
       void cmd.done.then(() => removePlaceholders(placeholders));
     }
+    if (egress) void cmd.done.then(() => egress.close());
     const state = (): JsonObject => ({
       pid: cmd.pid ?? -1,
       output_bytes_streamed: cmd.outputBytes,

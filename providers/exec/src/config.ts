@@ -30,7 +30,14 @@ export const CONFIG: readonly ConfigField[] = [
     name: "network",
     type: "bool",
     default: false,
-    description: "Whether sandboxed commands may use the network (default: no network at all).",
+    description: "Whether sandboxed commands may use the whole network (default: no network at all).",
+  },
+  {
+    name: "allowed_hosts",
+    type: "list_string",
+    description:
+      "Without network = true: hosts sandboxed commands may reach through an HTTP(S) proxy the provider runs " +
+      "(a domain includes its subdomains); tools find it through HTTP_PROXY/HTTPS_PROXY.",
   },
   {
     name: "secret_env_patterns",
@@ -70,6 +77,7 @@ export interface Settings {
   jail: Jail | undefined;
   sandbox: SandboxMode;
   network: boolean;
+  allowedHosts: string[];
   secretPatterns: string[];
   maxOutputBytes: number;
   defaultTimeoutMs: number;
@@ -82,6 +90,7 @@ export const DEFAULTS: Settings = {
   jail: undefined,
   sandbox: "best_effort",
   network: false,
+  allowedHosts: [],
   secretPatterns: [],
   maxOutputBytes: 64 * 1024,
   defaultTimeoutMs: 120_000,
@@ -116,6 +125,13 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     );
   }
   const network = values["network"] === true;
+  const allowedHosts = ((values["allowed_hosts"] as string[] | undefined) ?? []).filter(
+    (h) => h.trim() !== "",
+  );
+  for (const h of allowedHosts) {
+    if (!/^(\*\.)?[A-Za-z0-9.-]+$/.test(h))
+      problems.push(configError(["allowed_hosts"], `not a host name: ${h}`));
+  }
   const secretPatterns = ((values["secret_env_patterns"] as string[] | undefined) ?? []).filter(
     (p) => p !== "",
   );
@@ -135,6 +151,7 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     jail,
     sandbox,
     network,
+    allowedHosts,
     secretPatterns,
     maxOutputBytes,
     defaultTimeoutMs,

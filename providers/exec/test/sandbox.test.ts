@@ -143,6 +143,32 @@ describe.skipIf(!probe.ok)("bash in the sandbox", () => {
     }
   });
 
+  it("reaches only allowed_hosts, through the provider's proxy", async () => {
+    const server: Server = createServer((s) => {
+      s.once("data", () => s.end("HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nhello\n"));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    const limited = new ToolHarness({ executable: MAIN, name: "exec-hosts" });
+    try {
+      await limited.configure({ roots: [project], sandbox: "required", allowed_hosts: ["127.0.0.1"] });
+      const run = async (command: string) =>
+        String((await limited.invoke("bash", { command }, { cwd: project })).result?.["output"] ?? "");
+      expect(await run(`curl -s http://127.0.0.1:${port}/`)).toBe("hello\n");
+      expect(await run(`curl -s -o /dev/null -w '%{http_code}' http://localhost:${port}/`)).toBe("403");
+      // Around the proxy there is still no network at all.
+      expect(
+        (await run(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo open || echo refused`))
+          .trim()
+          .split("\n")
+          .pop(),
+      ).toBe("refused");
+    } finally {
+      await limited.close();
+      server.close();
+    }
+  });
+
   it("leaves no process behind when the plugin dies", async () => {
     const marker = `300.${process.pid}${Date.now() % 100000}`;
     const victim = new ToolHarness({ executable: MAIN, name: "exec-victim" });
