@@ -463,7 +463,7 @@ function expansion(line: string, i: number, substitution: (body: string) => void
     const k = line.indexOf("}", i + 2);
     if (k < 0) throw new Opaque("unbalanced brace");
     const inner = line.slice(i + 2, k);
-    if (/\$\(|`/.test(inner)) throw new Opaque("a substitution inside ${…}");
+    if (/\$\(|`/.test(inner)) throw new Opaque("a substitution inside a braced parameter expansion");
     return k + 1;
   }
   let j = i + 1;
