@@ -27,6 +27,8 @@ export type DiagnosticCategory =
   | "env_unset"
   /** Two policy rules that can match the same call with the same specificity. */
   | "policy_conflict"
+  /** A policy rule that matches exactly the calls of another of equal specificity: it can never decide. */
+  | "policy_shadowed"
   /** A policy rule with an empty match (a warning). */
   | "policy_empty_match"
   /** A malformed version constraint, or no version satisfying one. */

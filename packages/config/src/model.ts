@@ -15,6 +15,8 @@ export interface RequiredProvider {
   version: string;
   constraints: VersionConstraint[];
   range: Range;
+  /** `network = true`: the plugin's sandbox keeps the network (default: only first-party plugins do). */
+  network?: boolean;
 }
 
 /** A `provider "<name>" { ... }` block, kept undecoded until its ConfigSchema is known. */
@@ -37,9 +39,17 @@ export interface PolicyMatch {
   provider?: string;
   tool_name?: string;
   risk?: RiskName;
+  /**
+   * Command patterns (arg-match.ts): the call's `command` argument, split into the simple
+   * commands it runs, matches when each of them matches one of these. This project's
+   * extension of the spec's four fields.
+   */
+  command?: string[];
+  /** Path globs tested against the call's `path` argument, relative to the working directory. */
+  path?: string[];
 }
 
-export type PolicyOrigin = "operator" | "always" | "session";
+export type PolicyOrigin = "operator" | "always" | "session" | "builtin";
 
 export interface PolicyRule {
   name: string;
@@ -155,6 +165,12 @@ export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
 
 export interface Settings {
   default_frontend?: string;
+  /**
+   * The bubblewrap sandbox for tool plugins and third-party plugins (docs/decisions.md,
+   * "Security"): "required" fails a launch where it cannot run, "best_effort" runs them
+   * unconfined there and warns once, "off" never sandboxes.
+   */
+  sandbox: "required" | "best_effort" | "off";
   log_level: LogLevel;
   /** Effective switch: `telemetry` when written, else whether observability{} is present. */
   telemetry: boolean;

@@ -539,7 +539,7 @@ describe("ALWAYS policy store", () => {
   it("persists verdicts as policy blocks loaded like operator rules", () => {
     const dir = projectDir({});
     expect(loadAlwaysRules(dir)).toEqual({ ok: true, rules: [] });
-    const r1 = recordAlwaysDecision(dir, {
+    const [r1] = recordAlwaysDecision(dir, {
       provider: "filesystem",
       tool_name: "write_file",
       decision: "allow",
@@ -568,7 +568,7 @@ describe("ALWAYS policy store", () => {
       ["always:default:filesystem.write_file", "deny", "default", "always"],
       ["always:reviewer:filesystem.write_file", "allow", "reviewer", "always"],
     ]);
-    expect(r1.match).toEqual({ provider: "filesystem", tool_name: "write_file" });
+    expect(r1!.match).toEqual({ provider: "filesystem", tool_name: "write_file" });
     const e = new PolicyEngine([], { alwaysRules: loaded.rules, profile: "reviewer" });
     expect(e.evaluate({ kind: "resource", provider: "filesystem", tool_name: "write_file" })).toMatchObject({
       decision: "allow",

@@ -42,6 +42,7 @@ import type { KernelLogger } from "../log.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
+import { PluginSandboxState } from "./sandbox.ts";
 
 /** One provider that launched and answered its category descriptions. */
 export interface LoadedProvider {
@@ -75,6 +76,8 @@ export interface LoadedProvider {
   configureOnLaunch?: boolean;
   /** Described from the cache and not launched yet. */
   dormant: boolean;
+  /** What decides the sandbox of its process (plugins/sandbox.ts). */
+  sandbox?: PluginSandboxState;
   /** The describe-cache entry it was built from or stored in. */
   readonly cacheKey?: string;
   /** The launch and post-Configure model refresh a session waits for (activate()). */
@@ -397,9 +400,11 @@ async function loadProvider(
 ): Promise<LoadedProvider> {
   const name = resolved.localName;
   const target = launchTarget(resolved, options);
+  const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
   const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
     ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+    sandbox: sandbox.forLaunch,
   });
   const cache = options.describeCache;
   const cacheKey =
@@ -407,8 +412,10 @@ async function loadProvider(
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
   const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
   if (cached) {
+    sandbox.isTool = cached.categories.includes("tool");
+    if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
-      return buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true });
+      return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
     } catch {
       // an entry the rules now reject: describe the provider live
       cache!.invalidate(resolved.source, cacheKey!);
@@ -421,7 +428,12 @@ async function loadProvider(
     dormant: false,
   });
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
-  return p;
+  sandbox.isTool = live.categories.includes("tool");
+  if (live.toolSchema) sandbox.tools = live.toolSchema;
+  // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
+  // call reaches it, and relaunched in it on first use.
+  if (sandbox.stale()) await host.shutdown();
+  return { ...p, sandbox };
 }
 
 /** Asks a provider's process for its static description (launching it). */
@@ -566,6 +578,11 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
   if (!decoded.ok) throw new ConfigError(decoded.diagnostics, `configuration of provider "${p.name}"`);
   p.config = decoded.config.values;
   p.configureOnLaunch = true;
+  if (p.sandbox) {
+    p.sandbox.config = p.config;
+    // Its roots decide where it may write: a process launched before they were known restarts.
+    if (p.sandbox.stale()) await p.host.shutdown();
+  }
   if (p.dormant) return; // Configure goes out from the launch hook, before any other call
   await sendConfigure(p, (s) => p.host.client(s), options.log);
   p.configured = true;
