@@ -41,6 +41,8 @@ export type DiagnosticCategory =
   | "unknown_tool"
   /** A model id its loaded provider does not advertise (a warning). */
   | "unknown_model"
+  /** A generation parameter the profile's model refuses (a warning, or an error under strict_params). */
+  | "unsupported_parameter"
   /** A malformed "<provider>.<tool>" pattern. */
   | "tool_pattern"
   /** A hook point that does not exist, is not subscribable, or is not supported. */

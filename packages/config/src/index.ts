@@ -132,6 +132,7 @@ export {
   resolveProvider,
   resolveProviders,
 } from "./resolve.ts";
+export { type SamplingParamName, samplingParamsOf, samplingRefusal } from "./sampling.ts";
 export {
   type DecodedProviderConfig,
   type DecodeResult,

@@ -77,6 +77,8 @@ export interface ModelRef {
   range: Range;
   /** Where `provider = ...` is written. */
   providerRange: Range;
+  /** Where each generation parameter is written (its attribute's expression). */
+  paramRanges?: Partial<Record<keyof GenerationParamsConfig, Range>>;
 }
 
 export interface GenerationParamsConfig {
@@ -84,6 +86,10 @@ export interface GenerationParamsConfig {
   thinking_budget_tokens?: number;
   max_output_tokens?: number;
   temperature?: number;
+  /** Nucleus sampling, 0..1. */
+  top_p?: number;
+  /** Top-k sampling, a positive integer. */
+  top_k?: number;
   stop_sequences?: string[];
 }
 
@@ -176,6 +182,11 @@ export interface Settings {
   default_max_depth: number;
   doom_loop_threshold: number;
   doom_loop_window: number;
+  /**
+   * A generation parameter a profile sets for a model that refuses it (a sampling
+   * parameter, e.g. temperature on Claude Opus 4.7+) is an error instead of a warning.
+   */
+  strict_params: boolean;
   retry: RetrySettings;
   observability: ObservabilitySettings;
 }

@@ -43,6 +43,7 @@ export function defaultSettings(): Settings {
     default_max_depth: 2,
     doom_loop_threshold: 3,
     doom_loop_window: 10,
+    strict_params: false,
     sandbox: "best_effort",
     retry: { ...DEFAULT_RETRY },
     observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
@@ -67,6 +68,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "default_max_depth",
         "doom_loop_threshold",
         "doom_loop_window",
+        "strict_params",
         "sandbox",
       ],
       blocks: { retry: { single: true }, observability: { single: true } },
@@ -180,6 +182,8 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
     if (attrs !== undefined) s.observability.resource_attrs = attrs;
   }
 
+  const strict = a("strict_params") && readBool(a("strict_params")!, "settings.strict_params", diags);
+  if (strict !== undefined) s.strict_params = strict;
   const telemetry = a("telemetry") && readBool(a("telemetry")!, "settings.telemetry", diags);
   s.telemetry = telemetry ?? s.observability_declared;
   return s;

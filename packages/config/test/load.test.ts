@@ -344,8 +344,8 @@ describe("built-in default configuration", () => {
   it.each([
     [{ ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" }, "anthropic", "claude-sonnet-5"],
     [{ OPENAI_API_KEY: "o", GEMINI_API_KEY: "g" }, "openai", "gpt-5.6-sol"],
-    [{ GOOGLE_API_KEY: "g" }, "google", "gemini-3-pro"],
-    [{ GEMINI_API_KEY: "g", XAI_API_KEY: "x" }, "google", "gemini-3-pro"],
+    [{ GOOGLE_API_KEY: "g" }, "google", "gemini-3.8-flash"],
+    [{ GEMINI_API_KEY: "g", XAI_API_KEY: "x" }, "google", "gemini-3.8-flash"],
     [{ XAI_API_KEY: "x", ANTHROPIC_API_KEY: "" }, "xai", "grok-4.3"],
     [
       { OPENAI_BASE_URL: "http://localhost:11434/v1", OPENAI_MODEL: "llama3.3" },

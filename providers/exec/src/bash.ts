@@ -170,6 +170,7 @@ export const bashTool: ToolDefinition<BashArgs> = {
   // reported on the stream; the kernel's deadline is a backstop behind it.
   defaultTimeoutMs: 615_000,
   idempotent: false,
+  modelText: { field: "output" },
 
   async *invoke(args, ctx) {
     if (args.command.trim() === "") throw new ToolFailure("invalid_arguments", "command is empty");

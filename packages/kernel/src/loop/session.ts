@@ -116,6 +116,11 @@ export class Session implements HubSession, SessionControl {
   history: Message[];
   planMode = false;
   retriesUsed = 0;
+  /**
+   * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
+   * with its message: routing skips them for the rest of the session.
+   */
+  readonly unavailableModels = new Map<string, string>();
   assembledTokensLastTurn = 0;
   previousToolsFingerprint: string | undefined;
   /** The previous model request's prefix, for conversation cache breakpoints. */

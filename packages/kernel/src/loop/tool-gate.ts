@@ -46,6 +46,7 @@ import {
   type CallOutcomeKind,
   ConcurrencyScheduler,
   checkToolCall,
+  modelTextOf,
   toolErrorReaction,
 } from "../domain/index.ts";
 import type { StopReason } from "./bounds.ts";
@@ -506,7 +507,8 @@ function outputText(exec: ToolExecution | undefined): string {
 /** What the model is told about a call's result, and whether it counts as an error. */
 export function resultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
   const r = call.result!;
-  if (r.outcome.kind === "result") return { content: JSON.stringify(r.outcome.payload), isError: false };
+  if (r.outcome.kind === "result")
+    return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
   if (r.denied) return { content: `Denied: ${r.outcome.error.message}`, isError: true };
   const e = r.outcome.error;
   const category = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";

@@ -156,6 +156,9 @@ export interface LoadProvidersOptions {
  */
 export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
+/** Diagnostics about a profile's model candidates, judged once the models are final. */
+const MODEL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_model", "unsupported_parameter"]);
+
 /** Whole-call deadline for the static description RPCs (they must be cheap and offline). */
 const DESCRIBE_TIMEOUT_MS = 10_000;
 const CONFIGURE_TIMEOUT_MS = 30_000;
@@ -171,20 +174,27 @@ export class ProviderRegistry {
 
   private constructor() {}
 
-  /** Unknown models are judged once a provider is configured (it may declare models then). */
-  #warnUnknownModels(providers: readonly LoadedProvider[]): void {
+  /**
+   * Model references are judged once a provider is configured (it may declare models then):
+   * an unknown model is a warning; a parameter the model refuses is a warning, or with
+   * settings.strict_params an error that stops the load.
+   */
+  #checkModelReferences(providers: readonly LoadedProvider[]): void {
     if (!this.#config || !this.#log) return;
     const facts: Record<string, LoadedProviders[string]> = {};
     for (const p of providers) {
       facts[p.name] = {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
+        specs: p.models ? [...p.models.models.values()] : [],
         hookPoints: [...p.hookPoints],
       };
     }
-    for (const d of validateAgainstProviders(this.#config, facts, this.#env)) {
-      if (d.category === "unknown_model") this.#log.warn(formatDiagnostic(d));
-    }
+    const diags = validateAgainstProviders(this.#config, facts, this.#env).filter((d) =>
+      MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
+    if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
   }
 
   /**
@@ -200,7 +210,7 @@ export class ProviderRegistry {
         await p.host.start();
         if (p.categories.has("model")) {
           await refreshModels(p, { log: this.#log!, describeTimeoutMs: this.#timeoutMs });
-          this.#warnUnknownModels([p]);
+          this.#checkModelReferences([p]);
         }
         p.dormant = false;
       } catch (err) {
@@ -287,11 +297,11 @@ export class ProviderRegistry {
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
-    const diags = validateAgainstProviders(options.config, facts, options.env);
-    // Unknown models are judged after Configure (below), when every model is known.
-    for (const d of diags) {
-      if (d.severity === "warning" && d.category !== "unknown_model") options.log.warn(formatDiagnostic(d));
-    }
+    // Model references are judged after Configure (below), when every model is known.
+    const diags = validateAgainstProviders(options.config, facts, options.env).filter(
+      (d) => !MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 
     // Decode every block; Configure what is running (a dormant provider gets it at launch).
@@ -306,7 +316,7 @@ export class ProviderRegistry {
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-    registry.#warnUnknownModels(running);
+    registry.#checkModelReferences(running);
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
