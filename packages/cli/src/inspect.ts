@@ -10,7 +10,11 @@ import { ContextService } from "@pluggableharness/protocol/context";
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { MemoryService } from "@pluggableharness/protocol/memory";
-import { type Capabilities as ModelCapabilities, ModelService } from "@pluggableharness/protocol/model";
+import {
+  type Capabilities as ModelCapabilities,
+  ModelService,
+  type ModelSpec,
+} from "@pluggableharness/protocol/model";
 import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
@@ -30,6 +34,8 @@ export interface ProviderFacts {
   configSchema?: ConfigSchema;
   tools: ToolFacts[];
   models: string[];
+  /** The ModelSpecs behind `models`. */
+  specs: ModelSpec[];
   hookPoints: HookPoint[];
   healthy: boolean;
   /** Why the provider could not be launched or described. */
@@ -79,6 +85,7 @@ export async function inspectProviders(
           producers: {},
           tools: [],
           models: [],
+          specs: [],
           hookPoints: [],
           healthy: false,
           configureProblems: [],
@@ -108,6 +115,7 @@ export async function inspectProviders(
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
               if (caps) facts.modelCapabilities = caps;
+              facts.specs = caps?.models ?? facts.specs;
             }
           }
         } catch (err) {
@@ -148,6 +156,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
         const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
         facts.models = caps?.models.map((m) => m.id) ?? [];
         if (caps) facts.modelCapabilities = caps;
+        facts.specs = caps?.models ?? [];
         hooks(caps?.supportedHookPoints ?? []);
         schema(caps?.configSchema);
         break;

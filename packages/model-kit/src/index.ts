@@ -6,6 +6,9 @@ export {
   type DisableName,
   type PricingTierDef,
   parseCustomModels,
+  SAMPLING_NAMES,
+  type SamplingDef,
+  type SamplingName,
   type ThinkingDef,
   type ToolChoiceName,
   toModelSpec,
@@ -28,7 +31,9 @@ export {
   argumentsJson,
   base64,
   checkContentSupport,
+  EMPTY_TOOL_RESULT,
   type HistoryReport,
+  hasVisibleText,
   type Origin,
   opaqueToString,
   originOf,
@@ -37,6 +42,7 @@ export {
   prepareHistory,
   systemTexts,
   textOf,
+  toolResultText,
 } from "./content.ts";
 export {
   causeCode,
@@ -56,6 +62,7 @@ export {
   malformedFrame,
   parseDurationSeconds,
   retryAfterFromHeaders,
+  saysModelNotFound,
   transportFailure,
   UNREACHABLE_CODES,
   unreachable,
@@ -73,6 +80,13 @@ export {
 } from "./http.ts";
 export { MAX_MERGED_CHARS, mergeBufferedDeltas } from "./merge.ts";
 export { type RateLimitHeaderFamily, type ResetFormat, rateLimitsFromHeaders } from "./ratelimits.ts";
+export {
+  acceptedSampling,
+  droppedSamplingNote,
+  type SamplingChoice,
+  type SamplingValues,
+  samplingFor,
+} from "./sampling.ts";
 export {
   ANTHROPIC_TOOL_NAMES,
   GEMINI_TOOL_NAMES,

@@ -28,6 +28,8 @@ export interface CommandOptions {
   maxOutputBytes: number;
   /** Wait between SIGTERM and SIGKILL. */
   killGraceMs: number;
+  /** Runs this program instead of `<shell> -c <command>` (the sandbox wrapping the same command line). */
+  wrapper?: { file: string; args: readonly string[] };
 }
 
 /**
@@ -36,13 +38,13 @@ export interface CommandOptions {
  * fd 3 is the lifeline, a socket whose other end only the plugin holds. The watchdog, a
  * subshell in this group that ignores the stop sequence's SIGTERM, reads it: a line is
  * the plugin letting it go; end-of-file means the plugin is gone, and the watchdog kills
- * the whole group. The shell itself does not inherit the lifeline. `$!` tells the plugin
+ * the whole group. The shell (or the sandbox wrapping it) does not inherit the lifeline. `$!` tells the plugin
  * the watchdog's pid, so it does not count as a command process left behind.
  */
 const LEADER = [
   "(trap '' TERM INT HUP; read -r _ <&3 || kill -9 0) &",
   'echo "$!" >&3',
-  'exec 3<&- "$1" -c "$2"',
+  'exec 3<&- "$@"',
 ].join("\n");
 
 /** Linux has /proc: processes of a group can be told apart (the watchdog is not counted). */
@@ -129,10 +131,14 @@ export class RunningCommand {
         missing = err as NodeJS.ErrnoException;
       }
     }
+    // What the leader becomes: the shell, or the sandbox that runs the same command line.
+    const program = opts.wrapper
+      ? [opts.wrapper.file, ...opts.wrapper.args]
+      : [opts.shell, "-c", opts.command];
     // Its own process group, so the whole tree can be signalled without the plugin.
     this.child = spawn(
       missing ? opts.shell : "/bin/sh",
-      missing ? [] : ["-c", LEADER, "agent-exec", opts.shell, opts.command],
+      missing ? [] : ["-c", LEADER, "agent-exec", ...program],
       {
         cwd: opts.cwd,
         env: opts.env,
