@@ -38,7 +38,7 @@ const VENDORS: Vendor[] = [
     block: KEYED,
     base: (u) => `${u}/v1`,
   },
-  { provider: "google", fake: "gemini", model: "gemini-2.5-flash", block: KEYED, base: (u) => u },
+  { provider: "google", fake: "gemini", model: "gemini-2.5-flash-lite", block: KEYED, base: (u) => u },
   { provider: "xai", fake: "xai", model: "grok-4.3", block: KEYED, base: (u) => `${u}/v1` },
   {
     provider: "openai-compatible",

@@ -191,7 +191,8 @@ describe("bash", () => {
   it("takes a command's whole tree down when the plugin itself is killed (SIGKILL, no cleanup)", async () => {
     const victim = new ToolHarness({ executable: MAIN, name: "exec-victim" });
     try {
-      await victim.configure({});
+      // Unsandboxed: the watchdog alone must do it (the sandbox has its own test, sandbox.test.ts).
+      await victim.configure({ sandbox: "off" });
       const pids = join(dir, "tree-pids");
       const ready = join(dir, "tree-ready");
       // A shell, a background subshell with two children, another background job and a
@@ -208,7 +209,11 @@ describe("bash", () => {
       const call = victim.invoke("bash", { command }, { cwd: dir });
       call.catch(() => {});
       await fileAppears(ready);
-      const tree = readFileSync(pids, "utf8").trim().split("\n").map(Number);
+      // The background subshell records its children on its own schedule.
+      const lines = () => readFileSync(pids, "utf8").trim().split("\n");
+      const until = Date.now() + 5_000;
+      while (lines().length < 6 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      const tree = lines().map(Number);
       expect(tree).toHaveLength(6);
       for (const pid of tree) expect(alive(pid)).toBe(true);
       const plugin = victim.plugin.host.pid!;

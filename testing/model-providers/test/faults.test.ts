@@ -39,7 +39,7 @@ const PROVIDERS: ProviderCase[] = [
   {
     name: "google",
     vendor: "gemini",
-    model: "gemini-2.5-flash",
+    model: "gemini-2.5-flash-lite",
     config: (b) => ({ api_key: KEY, base_url: b }),
     base: (u) => u,
   },

@@ -113,7 +113,7 @@ function chunkParts(turn: NormalizedTurn): Json[][] {
 
 export const gemini: WireRenderer = {
   requestIdHeader: undefined,
-  defaultModel: "gemini-2.5-flash",
+  defaultModel: "gemini-2.5-flash-lite",
   newRequestId: (ctx) => ctx.rng.base62(23),
   isStream: (ctx) => ctx.request.path.endsWith(":streamGenerateContent"),
   rateLimitHeaders: () => ({}),

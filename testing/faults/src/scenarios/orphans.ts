@@ -1,7 +1,8 @@
 // No orphans (issue 15, point 6): a real `agent run` whose bash call has a process tree
 // running, and a SIGKILL at a varied point, either of the exec plugin alone (the session
 // must carry on) or of the agent itself. Afterwards nothing the run started may be alive.
-import { existsSync, readFileSync } from "node:fs";
+// Odd runs turn exec's bubblewrap sandbox off, so the exec watchdog is proven on its own.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startFakeVendor } from "@pluggableharness/fake-vendors";
 import type { FaultOutcome, FaultScenario } from "../scenario.ts";
@@ -48,6 +49,18 @@ async function treeRun(index: number, victim: "plugin" | "agent"): Promise<Fault
   const s = scratch();
   const fake = await startFakeVendor({ vendor: "anthropic", script: [] });
   const repo = s.repo();
+  // Every other run without the bubblewrap sandbox: the watchdog alone must do it then.
+  const unsandboxed = index % 2 === 1;
+  if (unsandboxed) {
+    const file = join(repo, "agent.hcl");
+    writeFileSync(
+      file,
+      readFileSync(file, "utf8").replace(
+        'provider "exec" {\n  roots = [env("FIXTURE_ROOT")]',
+        'provider "exec" {\n  roots   = [env("FIXTURE_ROOT")]\n  sandbox = "off"',
+      ),
+    );
+  }
   try {
     fake.push(
       { kind: "tool_calls", calls: [{ name: "exec__bash", args: { command: treeCommand(repo) } }] },
