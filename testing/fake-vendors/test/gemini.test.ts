@@ -154,8 +154,8 @@ describe("Gemini other forms and errors", () => {
       { text: "t", thought: true },
       { text: "answer", thoughtSignature: "S" },
     ]);
-    expect(body.modelVersion).toBe("gemini-2.5-flash-lite");
-    expect(fake.requests[0]!.model).toBe("gemini-2.5-flash-lite");
+    expect(body.modelVersion).toBe("gemini-2.5-flash");
+    expect(fake.requests[0]!.model).toBe("gemini-2.5-flash");
     expect(fake.requests[0]!.stream).toBe(false);
   });
 

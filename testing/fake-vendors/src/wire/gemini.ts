@@ -113,7 +113,7 @@ function chunkParts(turn: NormalizedTurn): Json[][] {
 
 export const gemini: WireRenderer = {
   requestIdHeader: undefined,
-  defaultModel: "gemini-2.5-flash-lite",
+  defaultModel: "gemini-2.5-flash",
   newRequestId: (ctx) => ctx.rng.base62(23),
   isStream: (ctx) => ctx.request.path.endsWith(":streamGenerateContent"),
   rateLimitHeaders: () => ({}),
