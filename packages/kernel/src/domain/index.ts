@@ -12,6 +12,7 @@ export * from "./errors.ts";
 export * from "./generation-params.ts";
 export * from "./ids.ts";
 export * from "./invoke-stream.ts";
+export * from "./json-depth.ts";
 export * from "./json-schema.ts";
 export * from "./model-errors.ts";
 export * from "./payload-validation.ts";

@@ -39,7 +39,7 @@ import {
   REOPENABLE_STATUSES,
   type SessionWriter,
 } from "@pluggableharness/state";
-import { type AccumulatedCompletion, checkPayload } from "../domain/index.ts";
+import { type AccumulatedCompletion, checkArguments } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
@@ -540,7 +540,7 @@ export class Session implements HubSession, SessionControl {
     } else {
       args = request.args;
     }
-    const check = checkPayload(tool.tool.inputJsonSchema, args);
+    const check = checkArguments(tool.tool.inputJsonSchema, args);
     if (!check.ok) {
       return invalid(
         `${what}: the arguments do not match ${request.provider}.${request.toolName}'s input schema: ${check.errors.join("; ")}`,
@@ -572,7 +572,7 @@ export class Session implements HubSession, SessionControl {
     const allow = d.decision === ClientDecision.ALLOW;
     if (d.correctedInput !== undefined) {
       if (!allow) return invalid("corrected_input comes only with an ALLOW decision");
-      const check = checkPayload(pending.tool.tool.inputJsonSchema, d.correctedInput);
+      const check = checkArguments(pending.tool.tool.inputJsonSchema, d.correctedInput);
       if (!check.ok) {
         return invalid(
           `corrected_input does not match ${pending.tool.provider.name}.${pending.tool.tool.schema.name}'s input schema: ${check.errors.join("; ")}`,
@@ -625,7 +625,7 @@ export class Session implements HubSession, SessionControl {
       };
     }
     const payload = r.response ?? {};
-    const check = checkPayload(pending.tool.tool.outputJsonSchema, payload);
+    const check = checkArguments(pending.tool.tool.outputJsonSchema, payload);
     if (!check.ok) {
       return {
         category: FrontendErrorCategory.INVALID_CLIENT_EVENT,

@@ -1,0 +1,61 @@
+// Reliability (issue 15, part A): bad input is an error and the session goes on, a failed
+// turn leaves the session open, breakers that count, and a session resumed after its
+// kernel died mid-turn is a valid conversation. Real plugin subprocesses, fake clock.
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { afterAll, describe, expect, it } from "vitest";
+import { Harness, reply, type TestKernel, toolUsePairing, usage } from "./harness.ts";
+
+const h = new Harness();
+afterAll(() => h.dispose());
+
+let current: TestKernel | undefined;
+async function freshKernel(spec: Parameters<Harness["kernel"]>[0] = {}): Promise<TestKernel> {
+  await current?.close();
+  current = await h.kernel({ headlessAsk: "allow", ...spec });
+  return current;
+}
+
+/** `{"a":{"a":…{"x":1}…}}` nested `depth` objects deep, as argument JSON text. */
+function nestedArgs(depth: number): string {
+  return `${'{"a":'.repeat(depth - 1)}{"x":1}${"}".repeat(depth - 1)}`;
+}
+
+describe("tool arguments nested deeper than the wire carries", () => {
+  for (const depth of [48, 1000, 100_000]) {
+    it(`depth ${depth}: the call gets invalid_arguments, and the session goes on`, async () => {
+      const k = await freshKernel();
+      const scenario = `deep${depth}`;
+      k.script(scenario, {
+        turns: [
+          {
+            events: [
+              { toolRaw: { id: "c1", name: "tools__read", args: nestedArgs(depth) } },
+              usage(5, 5),
+              { stop: "tool_use" },
+            ],
+          },
+          reply("recovered"),
+          reply("still here"),
+        ],
+      });
+      const s = await k.kernel.startSession({ prompt: `[${scenario}] go` });
+      expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+      const file = k.file(s.id);
+      const [result] = file.toolResults();
+      expect(result?.outcome.case).toBe("error");
+      expect(result?.outcome.value).toMatchObject({
+        category: ToolErrorCategory.INVALID_ARGUMENTS,
+        message: expect.stringMatching(/nested more than 32 levels/),
+      });
+      // Nothing deep reached the history: the second request carries the call with empty input.
+      const second = k.requests(scenario)[1]?.request;
+      expect(JSON.stringify(second).length).toBeLessThan(20_000);
+      expect(toolUsePairing(file.messages())).toEqual({ uses: ["c1"], results: ["c1"] });
+      // The session takes the next message, and the model sees the whole history again.
+      s.send("and now?");
+      expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+      expect(k.requests(scenario)).toHaveLength(3);
+    });
+  }
+});
