@@ -28,6 +28,8 @@ export type OutputFormat = "text" | "json" | "stream-json";
 
 /** Kernel-written message events of failed, billed attempts are not part of the conversation. */
 const ATTEMPT_FAILED = "attempt_failed:";
+/** The kernel's record of why a turn failed (a message event kept out of the conversation). */
+const TURN_FAILED = "turn_failed";
 
 /** A tool as the init record lists it: the model's name for it, where it comes from, kind and risk. */
 export interface InitTool {
@@ -142,6 +144,12 @@ export class RecordDecoder {
         if (e.producer.category !== PluginCategory.KERNEL) return [];
         const m = fromBinary(MessageEventSchema, e.payload);
         if (!m.message || m.syntheticReason.startsWith(ATTEMPT_FAILED)) return [];
+        if (m.syntheticReason === TURN_FAILED) {
+          const text = m.message.content
+            .map((b) => (b.block.case === "text" ? b.block.value.text : ""))
+            .join("");
+          return [{ type: "turn_failed", session_id: sessionId, turn_id: m.turnId, message: text }];
+        }
         return [
           {
             type: "message",
@@ -258,7 +266,12 @@ export function summarize(
   for (const e of reader.events({ kinds: [EventKind.MESSAGE], afterSequence })) {
     if (e.producer.category !== PluginCategory.KERNEL) continue;
     const m = fromBinary(MessageEventSchema, e.payload);
-    if (!m.message || m.message.role !== Role.ASSISTANT || m.syntheticReason.startsWith(ATTEMPT_FAILED))
+    if (
+      !m.message ||
+      m.message.role !== Role.ASSISTANT ||
+      m.syntheticReason.startsWith(ATTEMPT_FAILED) ||
+      m.syntheticReason === TURN_FAILED
+    )
       continue;
     turns.add(m.turnId);
     if (m.model) model = `${m.model.provider}/${m.model.id}`;

@@ -167,7 +167,7 @@ export interface Kernel {
   readonly frontends: FrontendPort;
   readonly config: AgentConfig;
   startSession(options?: StartSessionOptions): Promise<SessionHandle>;
-  /** Loads a session to continue it (COMPLETED or CANCELLED ones re-open on the next send). */
+  /** Loads a session to continue it (COMPLETED, CANCELLED or FAILED ones re-open on the next send). */
   resumeSession(sessionId: string): Promise<SessionHandle>;
   listProviders(): readonly ProviderStatus[];
   /** Cancels running sessions, closes every connection and stops the plugins this kernel owns. */

@@ -79,20 +79,28 @@ export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
   return info;
 }
 
-/** Bound-exhausted and failed sessions are replay-only: their status never changes again. */
+/** Bound-exhausted sessions are replay-only: their status never changes again. */
 export const REPLAY_ONLY_STATUSES: ReadonlySet<SessionStatus> = new Set([
   STATUS_ERROR_MAX_TURNS,
   STATUS_ERROR_MAX_BUDGET_USD,
   STATUS_ERROR_MAX_WALL_CLOCK,
+]);
+
+/**
+ * Terminal statuses a new message may re-open to RUNNING. FAILED is one of them, unlike
+ * in the spec: a failed run (a model that kept failing, a tripped breaker) leaves a
+ * consistent conversation, and the operator must be able to go on from it
+ * (docs/decisions.md, "Reliability").
+ */
+export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  STATUS_COMPLETED,
+  STATUS_CANCELLED,
   STATUS_FAILED,
 ]);
 
-/** Terminal statuses ResumeSession may re-open to RUNNING. */
-export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([STATUS_COMPLETED, STATUS_CANCELLED]);
-
 /**
  * Throws InvalidStatusTransitionError unless `from -> to` is allowed:
- * RUNNING -> any terminal status; COMPLETED/CANCELLED -> RUNNING (a re-open);
+ * RUNNING -> any terminal status; COMPLETED/CANCELLED/FAILED -> RUNNING (a re-open);
  * nothing else, and never anything out of a replay-only status.
  */
 export function checkStatusTransition(from: SessionStatus, fromText: string, to: SessionStatus): void {

@@ -112,6 +112,9 @@ function renderMessage(m: Message | undefined, syntheticReason: string): RenderN
   if (!m) return text("(empty message)", TextStyle.DIM);
   const shown = m.content.filter((b) => b.block.case !== "toolUse" && b.block.case !== "toolResult");
   if (shown.length === 0) return undefined;
+  // The kernel's record of a failed turn is not the model speaking.
+  if (syntheticReason === "turn_failed")
+    return group([text("Turn failed", TextStyle.ERROR), ...blockNodes(shown)]);
   const who = m.role === Role.ASSISTANT ? "Assistant" : "User";
   const header = syntheticReason ? `${who} (kernel: ${syntheticReason})` : who;
   return group([text(header, TextStyle.BOLD), ...blockNodes(shown)]);

@@ -84,6 +84,17 @@ export type RunStarter = (session: Session, input: SessionInput, signal: AbortSi
 /** Synthetic reasons of messages that stay out of the conversation (billed failed attempts). */
 export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
 
+/**
+ * The synthetic reason of the kernel's record of a failed turn: why it failed, in the
+ * session file for `sessions show` and for whoever resumes it; never sent to a model.
+ */
+export const TURN_FAILED_REASON = "turn_failed";
+
+/** Kernel-written messages that are records, not conversation. */
+export function outsideConversation(syntheticReason: string): boolean {
+  return syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) || syntheticReason === TURN_FAILED_REASON;
+}
+
 /** An event written in a batch (schema version "1"). */
 interface BatchedEvent {
   readonly kind: EventKind;
@@ -158,7 +169,7 @@ export class Session implements HubSession, SessionControl {
       for (const e of reader.events({ kinds: [EventKind.MESSAGE] })) {
         if (e.producer.category !== PluginCategory.KERNEL) continue;
         const m = fromBinary(MessageEventSchema, e.payload);
-        if (m.syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) || !m.message) continue;
+        if (outsideConversation(m.syntheticReason) || !m.message) continue;
         out.push(m.message);
       }
       return out;
@@ -372,6 +383,22 @@ export class Session implements HubSession, SessionControl {
     );
   }
 
+  /**
+   * A turn failed (its model kept failing, a hook broke the request, the kernel hit an
+   * error): the reason goes to the log and into the session file, and the session stays
+   * open for the next message.
+   */
+  recordTurnFailure(turnId: string, detail: string): void {
+    this.deps.log.error(`the turn failed: ${detail}`, { turn: turnId }, this.id);
+    const text = `The turn failed: ${detail}. The session is still open: send another message to go on.`;
+    const message = create(MessageSchema, {
+      role: Role.ASSISTANT,
+      id: this.deps.newId(),
+      content: [{ block: { case: "text", value: { text } } }],
+    });
+    this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason: TURN_FAILED_REASON }));
+  }
+
   /** Moves session_meta's status and tells subscribers. */
   setStatus(status: SessionStatus, detail = ""): void {
     const previous = this.#status;
@@ -456,6 +483,7 @@ export class Session implements HubSession, SessionControl {
         );
         if (this.#status === SessionStatus.RUNNING) {
           try {
+            this.recordTurnFailure(this.deps.newId(), `kernel error: ${(err as Error).message}`);
             this.setStatus(SessionStatus.FAILED, `kernel error: ${(err as Error).message}`);
           } catch {
             // the file may be gone (shutdown)

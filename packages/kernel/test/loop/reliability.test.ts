@@ -4,7 +4,7 @@
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
-import { Harness, reply, type TestKernel, toolUsePairing, usage } from "./harness.ts";
+import { Harness, modelError, reply, type TestKernel, toolUsePairing, usage } from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -58,4 +58,21 @@ describe("tool arguments nested deeper than the wire carries", () => {
       expect(k.requests(scenario)).toHaveLength(3);
     });
   }
+});
+
+describe("a failed turn is not a dead session", () => {
+  it("a new kernel resumes a session whose turn failed, and the next message runs", async () => {
+    const k = await freshKernel();
+    k.script("failedturn", { turns: [[modelError("auth_error"), reply("works now")]] });
+    const s = await k.kernel.startSession({ prompt: "[failedturn] hello" });
+    expect(await s.idle()).toBe(SessionStatus.FAILED);
+    await k.close();
+    current = await h.kernel({ headlessAsk: "allow", reuse: k });
+    const again = await current.kernel.resumeSession(s.id);
+    again.send("[failedturn] the key is fixed");
+    expect(await again.idle()).toBe(SessionStatus.COMPLETED);
+    const messages = current.requests("failedturn")[1]!.request.messages;
+    // The failure record is not part of the conversation.
+    expect(messages.map((m: { role: string }) => m.role)).toEqual(["ROLE_USER", "ROLE_USER"]);
+  });
 });
