@@ -295,20 +295,43 @@ export function summarize(
   }
   const items = new Map<string, PlanItem>();
   const denials: RunSummary["denials"] = [];
-  for (const e of reader.events({ kinds: [EventKind.PLAN, EventKind.APPLY], afterSequence })) {
+  const counted = new Set<string>();
+  for (const e of reader.events({
+    kinds: [EventKind.PLAN, EventKind.APPLY, EventKind.TOOL_RESULT],
+    afterSequence,
+  })) {
     if (e.kind === EventKind.PLAN) {
       for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) items.set(i.id, i);
+      continue;
+    }
+    if (e.kind === EventKind.TOOL_RESULT) {
+      // Every denied call has a denied result: data sources and interactive calls too,
+      // which have no plan item.
+      const r = fromBinary(ToolResultEventSchema, e.payload);
+      if (!r.denied || counted.has(r.toolCallId)) continue;
+      counted.add(r.toolCallId);
+      const message = r.outcome.case === "error" ? r.outcome.value.message : "";
+      denials.push({
+        provider: r.provider,
+        tool_name: r.toolName,
+        tool_call_id: r.toolCallId,
+        decided_by: /\(decided by ([^)]*)\)$/.exec(message)?.[1] ?? "",
+      });
       continue;
     }
     for (const a of fromBinary(ApplyEventSchema, e.payload).apply?.items ?? []) {
       if (a.decision !== PlanDecision.DENY) continue;
       const item = items.get(a.planItemId);
-      denials.push({
+      const entry = {
         provider: item?.provider ?? "",
         tool_name: item?.toolName ?? "",
         tool_call_id: a.toolCallId,
         decided_by: a.decidedBy,
-      });
+      };
+      const known = denials.findIndex((d) => d.tool_call_id === a.toolCallId);
+      if (known >= 0) denials[known] = entry;
+      else denials.push(entry);
+      counted.add(a.toolCallId);
     }
   }
   return {

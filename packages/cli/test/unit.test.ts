@@ -110,6 +110,9 @@ describe("exit statuses", () => {
     expect(exitCodeFor(SessionStatus.CANCELLED, 0)).toBe(EXIT.DENIED_OR_CANCELLED);
     expect(exitCodeFor(SessionStatus.COMPLETED, 2)).toBe(EXIT.DENIED_OR_CANCELLED);
     expect(exitCodeFor(SessionStatus.FAILED, 0)).toBe(EXIT.ERROR);
+    // A denied call is exit 4 even when a bound stopped the run afterwards; a failure stays 1.
+    expect(exitCodeFor(SessionStatus.ERROR_MAX_TURNS, 1)).toBe(EXIT.DENIED_OR_CANCELLED);
+    expect(exitCodeFor(SessionStatus.FAILED, 1)).toBe(EXIT.ERROR);
     expect(new Set(Object.values(EXIT)).size).toBe(5);
     // The denial breaker ends a run as FAILED, but it was stopped by denials.
     expect(

@@ -1,4 +1,5 @@
 // @pluggableharness/model-kit: vendor-neutral helpers for model-provider plugins.
+
 export {
   type CatalogModel,
   type CustomModelDefaults,
@@ -38,6 +39,7 @@ export {
   systemTexts,
   textOf,
 } from "./content.ts";
+export { contextWindowStopFailure, isContextWindowStop } from "./context-stop.ts";
 export {
   classifyHttpFailure,
   DEFAULT_RETRYABLE,

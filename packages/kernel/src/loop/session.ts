@@ -158,7 +158,14 @@ export class Session implements HubSession, SessionControl {
     this.tools = ToolRegistry.forProfile(init.profile, deps.providers);
     this.cost = new CostNode(init.profile.max_cost_usd, init.parent?.cost);
     this.doom = new DoomLoopDetector(deps.settings.doom_loop_threshold, deps.settings.doom_loop_window);
-    this.breaker = new CircuitBreaker(deps.limits.denialBreaker, deps.limits.crashBreaker);
+    this.breaker = new CircuitBreaker(
+      {
+        consecutive: deps.limits.denialBreaker,
+        window: deps.limits.denialWindow,
+        sameCall: deps.limits.sameCallDenials,
+      },
+      deps.limits.crashBreaker,
+    );
   }
 
   /** The conversation persisted in a session file: kernel-written message events, billed failures left out. */

@@ -41,7 +41,7 @@ import {
   checkToolCall,
   toolErrorReaction,
 } from "../domain/index.ts";
-import type { StopReason } from "./bounds.ts";
+import { callHash, type StopReason } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { AskResolution, Session } from "./session.ts";
 import { buildToolCall, executeTool, type ToolExecution, type ToolOutcome, toolError } from "./tool-exec.ts";
@@ -127,8 +127,9 @@ export class CallGate {
     const { turnId, calls, signal, serializeAll, trace } = this.#input;
     const hookCtx = { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal };
     const setResult = (c: CallRecord, r: CallResult) => this.setResult(c, r);
-    const noteDecision = (denied: boolean) => {
-      if (session.breaker.decision(denied)) this.breakerTripped ??= "denial_breaker";
+    const noteDecision = (c: CallRecord, denied: boolean) => {
+      const call = denied && c.tool ? callHash(c.tool.declaredName, c.args) : undefined;
+      if (session.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
     };
 
     // ---- 7. pre-tool-call ----------------------------------------------------------------------
@@ -215,7 +216,7 @@ export class CallGate {
     const precheck = (c: CallRecord): boolean => {
       if (c.result) return false;
       if (c.vetoed) {
-        noteDecision(true);
+        noteDecision(c, true);
         denied(c, c.vetoed.by, c.vetoed.reason);
         return false;
       }
@@ -235,7 +236,7 @@ export class CallGate {
           session.id,
         );
       }
-      noteDecision(verdict.decision !== "allow");
+      noteDecision(c, verdict.decision !== "allow");
       if (verdict.decision !== "allow") {
         denied(
           c,
@@ -378,7 +379,7 @@ export class CallGate {
             const d = await decisions[i]!;
             applied.set(c, d);
             if (d.decision === "cancelled") return setResult(c, cancelledResult());
-            noteDecision(d.decision === "deny");
+            noteDecision(c, d.decision === "deny");
             if (d.decision === "deny") return denied(c, d.decidedBy, d.reason ?? "denied");
             if (signal.aborted) return setResult(c, cancelledResult());
             await execute(c, d.correctedInput ?? c.args);

@@ -4,7 +4,16 @@
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
-import { Harness, modelError, reply, type TestKernel, toolUsePairing, usage } from "./harness.ts";
+import {
+  calls,
+  Harness,
+  modelError,
+  reply,
+  type TestKernel,
+  tool,
+  toolUsePairing,
+  usage,
+} from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -74,5 +83,57 @@ describe("a failed turn is not a dead session", () => {
     const messages = current.requests("failedturn")[1]!.request.messages;
     // The failure record is not part of the conversation.
     expect(messages.map((m: { role: string }) => m.role)).toEqual(["ROLE_USER", "ROLE_USER"]);
+  });
+});
+
+describe("breakers that count", () => {
+  const NO_WRITES = `
+agent_profile "default" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools     = ["tools.*"]
+  max_turns = 45
+}
+policy "no_writes" {
+  match  = { provider = "tools", tool_name = "write" }
+  action = "deny"
+}`;
+
+  it("a denied call interleaved with allowed ones still trips the denial breaker", async () => {
+    const k = await freshKernel({ hcl: NO_WRITES });
+    k.script("interleave", {
+      turns: [
+        calls(
+          tool("w", "tools__write", { path: "x", content: "1" }),
+          tool("r", "tools__read", { path: "a" }),
+        ),
+      ],
+      repeat: true,
+    });
+    const s = await k.kernel.startSession({ prompt: "[interleave] go" });
+    expect(await s.idle()).toBe(SessionStatus.FAILED);
+    const file = k.file(s.id);
+    expect(file.planItems.filter((p) => p.decisionText === "deny")).toHaveLength(3);
+    expect(k.requests("interleave")).toHaveLength(4); // three turns, then the final-answer turn
+  });
+
+  it("different denied calls half the time trip the window", async () => {
+    const k = await freshKernel({ hcl: NO_WRITES });
+    const turns = [];
+    for (let i = 0; i < 40; i++)
+      turns.push(
+        calls(
+          tool(`w${i}`, "tools__write", { path: `f${i}`, content: "1" }),
+          tool(`r${i}`, "tools__read", { path: "a" }),
+        ),
+      );
+    k.script("halfdenied", { turns });
+    const s = await k.kernel.startSession({ prompt: "[halfdenied] go" });
+    expect(await s.idle()).toBe(SessionStatus.FAILED);
+    expect(k.file(s.id).planItems.filter((p) => p.decisionText === "deny")).toHaveLength(10);
   });
 });

@@ -95,6 +95,47 @@ describe("bounds", () => {
   });
 });
 
+describe("the denial breaker counts denials however they interleave", () => {
+  const limits = { consecutive: 5, window: { denials: 4, decisions: 8 }, sameCall: 3 };
+
+  it("trips when one call is denied a third time, allowed calls in between", () => {
+    const b = new CircuitBreaker(limits, 3);
+    const seq = [
+      b.decision(true, "w"),
+      b.decision(false),
+      b.decision(false),
+      b.decision(true, "w"),
+      b.decision(false),
+    ];
+    expect(seq).toEqual([false, false, false, false, false]);
+    expect(b.decision(true, "w")).toBe(true);
+  });
+
+  it("trips when denials fill the window, whatever the calls and the allows between them", () => {
+    const b = new CircuitBreaker(limits, 3);
+    const seq: boolean[] = [];
+    for (let i = 0; i < 3; i++) seq.push(b.decision(true, `call${i}`), b.decision(false));
+    expect(seq.every((x) => !x)).toBe(true);
+    expect(b.decision(true, "call3")).toBe(true);
+  });
+
+  it("lets denials that thin out in a long run go on (they leave the window)", () => {
+    const b = new CircuitBreaker(limits, 3);
+    for (let i = 0; i < 40; i++) {
+      expect(b.decision(true, `c${i}`)).toBe(false);
+      for (let j = 0; j < 3; j++) expect(b.decision(false)).toBe(false);
+    }
+  });
+
+  it("starts afresh on reset", () => {
+    const b = new CircuitBreaker(limits, 3);
+    b.decision(true, "w");
+    b.decision(true, "w");
+    b.reset();
+    expect(b.decision(true, "w")).toBe(false);
+  });
+});
+
 describe("naming, backoff, templates", () => {
   it("presents tools as <provider>__<tool>, sanitised and at most 64 characters", () => {
     expect(declaredToolName("filesystem", "read_file")).toBe("filesystem__read_file");

@@ -1,0 +1,109 @@
+// End-to-end reliability of `agent run` (issue 15, part A): the real binary, the
+// first-party plugins and loopback fake vendors. A failed run leaves a session that
+// --resume and --continue go on with; a stop because the context window is full is not
+// a success; every denied call makes the exit status 4.
+import { appendFileSync } from "node:fs";
+import { join } from "node:path";
+import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agent, type Sandbox, sandbox } from "./helpers.ts";
+
+let sb: Sandbox;
+const fakes: FakeVendor[] = [];
+
+beforeAll(() => {
+  sb = sandbox();
+});
+afterAll(async () => {
+  for (const f of fakes) await f.close();
+  sb?.cleanup();
+});
+
+async function project(name: string, script: Parameters<typeof startFakeVendor>[0]["script"]) {
+  const fake = await startFakeVendor({ vendor: "anthropic", script, validate: true });
+  fakes.push(fake);
+  const repo = sb.repo(name);
+  const env = {
+    ...sb.env,
+    XDG_STATE_HOME: join(sb.home, `state-${name}`),
+    ANTHROPIC_API_KEY: "sk-ant-test",
+    FAKE_ANTHROPIC_URL: fake.url,
+    FIXTURE_ROOT: repo,
+  };
+  return { fake, repo, env };
+}
+
+describe("a failed run is not a dead session", () => {
+  it("exits 1 with the reason, then --resume and --continue go on with the same session", async () => {
+    const { fake, repo, env } = await project("failed", [
+      { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
+      { kind: "text", text: "Back again." },
+      { kind: "text", text: "Still here." },
+    ]);
+    const failed = await agent(["run", "-p", "hello", "--output-format", "json"], { cwd: repo, env });
+    expect(failed.code).toBe(1);
+    const result = JSON.parse(failed.stdout);
+    expect(result).toMatchObject({
+      subtype: "failed",
+      exit_code: 1,
+      detail: expect.stringMatching(/auth_error/),
+    });
+    expect(failed.stderr).toMatch(/the turn failed: model_error auth_error/);
+
+    const resumed = await agent(["run", "--resume", result.session_id, "-p", "the key is fixed"], {
+      cwd: repo,
+      env,
+    });
+    expect(resumed).toMatchObject({ code: 0, stdout: "Back again.\n" });
+    const continued = await agent(["run", "--continue", "-p", "and now?"], { cwd: repo, env });
+    expect(continued).toMatchObject({ code: 0, stdout: "Still here.\n" });
+    // Both went on with the one session; neither request repeated the failure to the model.
+    // (the adapter merges the two user messages into one, as the Messages API wants).
+    const last = fake.requests.at(-1)!.json as { messages: Array<{ role: string }> };
+    expect(last.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+    expect(JSON.stringify(last.messages)).toContain("the key is fixed");
+    expect(JSON.stringify(last.messages)).not.toMatch(/turn failed/i);
+    expect(fake.requests.every((r) => !r.rejected)).toBe(true);
+
+    const show = await agent(["sessions", "show", result.session_id], { cwd: repo, env });
+    expect(show.stdout).toMatch(/Turn failed[\s\S]*auth_error/);
+  });
+});
+
+describe("exit statuses", () => {
+  it("a stop because the context window is full fails the run (1), it is no success", async () => {
+    const { repo, env } = await project("window", [
+      { kind: "text", text: "The answer is", vendorStopReason: "model_context_window_exceeded" },
+    ]);
+    const r = await agent(["run", "-p", "long task", "--output-format", "json"], { cwd: repo, env });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      subtype: "failed",
+      is_error: true,
+      detail: expect.stringMatching(/context_length_exceeded/),
+    });
+  });
+
+  it("a denied read (a data source, no plan item) makes the exit status 4", async () => {
+    const { repo, env } = await project("denyread", [
+      { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }] },
+      { kind: "text", text: "I was not allowed to read it." },
+    ]);
+    appendFileSync(
+      join(repo, "agent.hcl"),
+      '\npolicy "no_reading_calc" {\n  match  = { tool_name = "read_file" }\n  action = "deny"\n}\n',
+    );
+    const r = await agent(["run", "-p", "read calc.js", "--output-format", "json"], { cwd: repo, env });
+    expect(r.code).toBe(4);
+    const result = JSON.parse(r.stdout);
+    expect(result).toMatchObject({ subtype: "success", exit_code: 4 });
+    expect(result.permission_denials).toEqual([
+      {
+        provider: "filesystem",
+        tool_name: "read_file",
+        tool_call_id: expect.any(String),
+        decided_by: "no_reading_calc",
+      },
+    ]);
+  });
+});
