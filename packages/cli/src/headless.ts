@@ -107,6 +107,7 @@ const OUTCOMES: Record<number, string> = {
   [ApplyOutcome.FAILED]: "failed",
   [ApplyOutcome.DENIED]: "denied",
   [ApplyOutcome.CANCELLED]: "cancelled",
+  [ApplyOutcome.INTERRUPTED]: "interrupted",
 };
 
 /**

@@ -71,6 +71,7 @@ import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
 import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
+import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
@@ -437,14 +438,29 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       await this.#activateFor(profile);
       const session = new Session(
         this.#d,
-        {
-          writer,
-          profile,
-          workingDirectory: this.config.projectDir,
-          history: Session.historyFromFile(writer),
-        },
+        { writer, profile, workingDirectory: this.config.projectDir },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
+      const conversation = Session.conversationFromFile(writer, session.tools);
+      session.history = conversation.history;
+      if (session.status() === SessionStatus.RUNNING) {
+        // This kernel holds the session's writer, so the one that ran it has stopped
+        // (killed, crashed, shut down mid-run): answer what it left open, and end its run.
+        if (conversation.dangling.length > 0) {
+          repairInterrupted(session, conversation.dangling);
+          this.#log.warn(
+            `session ${session.id} was interrupted mid-turn; ${conversation.dangling.length} open tool call(s) answered as interrupted`,
+            undefined,
+            session.id,
+          );
+        }
+        session.setStatus(
+          SessionStatus.CANCELLED,
+          "interrupted: the agent that ran it stopped before the run ended",
+        );
+      } else if (conversation.dangling.length > 0) {
+        repairInterrupted(session, conversation.dangling);
+      }
       this.#sessions.set(session.id, session);
       return session;
     } catch (err) {

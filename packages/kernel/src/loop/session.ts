@@ -46,6 +46,8 @@ import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { type ModelCandidate, paramsFromConfig, type ResolvedCandidate } from "./model-call.ts";
+import { ATTEMPT_FAILED_PREFIX, TURN_FAILED_REASON } from "./records.ts";
+import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
 
 /** How a plan item's ask was settled. */
@@ -80,20 +82,6 @@ export type SessionInput =
   | { readonly kind: "invoke"; readonly invocation: DirectInvocation };
 
 export type RunStarter = (session: Session, input: SessionInput, signal: AbortSignal) => Promise<void>;
-
-/** Synthetic reasons of messages that stay out of the conversation (billed failed attempts). */
-export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
-
-/**
- * The synthetic reason of the kernel's record of a failed turn: why it failed, in the
- * session file for `sessions show` and for whoever resumes it; never sent to a model.
- */
-export const TURN_FAILED_REASON = "turn_failed";
-
-/** Kernel-written messages that are records, not conversation. */
-export function outsideConversation(syntheticReason: string): boolean {
-  return syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) || syntheticReason === TURN_FAILED_REASON;
-}
 
 /** An event written in a batch (schema version "1"). */
 interface BatchedEvent {
@@ -168,21 +156,21 @@ export class Session implements HubSession, SessionControl {
     );
   }
 
-  /** The conversation persisted in a session file: kernel-written message events, billed failures left out. */
-  static historyFromFile(writer: SessionWriter): Message[] {
+  /**
+   * The conversation persisted in a session file (kernel-written message events, records
+   * of failed attempts and turns left out), every tool_use answered once (resume.ts).
+   */
+  static conversationFromFile(writer: SessionWriter, tools?: ToolRegistry): RebuiltConversation {
     const reader = writer.openReader();
     try {
-      const out: Message[] = [];
-      for (const e of reader.events({ kinds: [EventKind.MESSAGE] })) {
-        if (e.producer.category !== PluginCategory.KERNEL) continue;
-        const m = fromBinary(MessageEventSchema, e.payload);
-        if (outsideConversation(m.syntheticReason) || !m.message) continue;
-        out.push(m.message);
-      }
-      return out;
+      return rebuildConversation(reader.events(), tools);
     } finally {
       reader.close();
     }
+  }
+
+  static historyFromFile(writer: SessionWriter): Message[] {
+    return Session.conversationFromFile(writer).history;
   }
 
   // ---- HubSession -----------------------------------------------------------------

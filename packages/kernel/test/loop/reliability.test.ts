@@ -1,9 +1,19 @@
 // Reliability (issue 15, part A): bad input is an error and the session goes on, a failed
 // turn leaves the session open, breakers that count, and a session resumed after its
 // kernel died mid-turn is a valid conversation. Real plugin subprocesses, fake clock.
+import { copyFileSync, existsSync, mkdirSync, watch, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import { Role } from "@pluggableharness/protocol/content";
+import { MessageEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { ApplyOutcome } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import type { StoredEvent } from "@pluggableharness/state";
 import { afterAll, describe, expect, it } from "vitest";
+import { rebuildConversation } from "../../src/loop/resume.ts";
 import {
   calls,
   Harness,
@@ -23,6 +33,24 @@ async function freshKernel(spec: Parameters<Harness["kernel"]>[0] = {}): Promise
   await current?.close();
   current = await h.kernel({ headlessAsk: "allow", ...spec });
   return current;
+}
+
+/** Resolves once `ok()` holds, checked whenever something is written to `dir`. */
+function until(dir: string, ok: () => boolean, timeoutMs = 15_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (!ok()) return;
+      watcher.close();
+      clearTimeout(deadline);
+      resolve();
+    };
+    const watcher = watch(dir, check);
+    const deadline = setTimeout(() => {
+      watcher.close();
+      reject(new Error("timed out"));
+    }, timeoutMs);
+    check();
+  });
 }
 
 /** `{"a":{"a":…{"x":1}…}}` nested `depth` objects deep, as argument JSON text. */
@@ -135,5 +163,181 @@ policy "no_writes" {
     const s = await k.kernel.startSession({ prompt: "[halfdenied] go" });
     expect(await s.idle()).toBe(SessionStatus.FAILED);
     expect(k.file(s.id).planItems.filter((p) => p.decisionText === "deny")).toHaveLength(10);
+  });
+});
+
+describe("resuming a session whose kernel stopped mid-turn", () => {
+  /**
+   * A copy of the session file taken while a call is held: what a kernel killed at that
+   * moment leaves behind (every committed transaction is in the file or its WAL).
+   */
+  function snapshot(k: TestKernel, sessionId: string, into: string): void {
+    mkdirSync(into, { recursive: true });
+    for (const suffix of [".sqlite", ".sqlite-wal"]) {
+      const from = join(k.stateDir, `${sessionId}${suffix}`);
+      if (existsSync(from)) copyFileSync(from, join(into, `${sessionId}${suffix}`));
+    }
+  }
+
+  async function stopWhile(k: TestKernel, scenario: string, held: string, script: unknown) {
+    k.script(scenario, script);
+    const s = await k.kernel.startSession({ prompt: `[${scenario}] go` });
+    await until(k.logDir, () => k.invocations().some((e) => e["callId"] === held && e["phase"] === "start"));
+    const copy = join(k.root, `killed-${scenario}`);
+    snapshot(k, s.id, copy);
+    writeFileSync(join(k.logDir, `release-${s.id}-${held}`), "");
+    await s.idle();
+    return { id: s.id, copy };
+  }
+
+  it("answers every open call once, says what may have applied, and records it for the audit", async () => {
+    const k = await freshKernel();
+    const { id, copy } = await stopWhile(k, "killedwrite", "w", {
+      turns: [
+        calls(
+          tool("r", "tools__read", { path: "a" }),
+          tool("w", "tools__write", { path: "b", content: "x", hold: true }),
+        ),
+        reply("done"),
+        reply("after the resume"),
+      ],
+    });
+    await k.close();
+    // A new kernel on the copy: the kernel that wrote it is gone.
+    const k2 = await h.kernel({ headlessAsk: "allow", reuse: k, stateDir: copy });
+    current = k2;
+    const s = await k2.kernel.resumeSession(id);
+    expect(s.status()).toBe(SessionStatus.CANCELLED);
+    s.send("[killedwrite] go on");
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const sent = k2.requests("killedwrite").at(-1)!.request.messages;
+    expect(sent.map((m: Loose) => m.role)).toEqual(["ROLE_USER", "ROLE_ASSISTANT", "ROLE_USER", "ROLE_USER"]);
+    const results = sent[2].content.map((b: Loose) => b.toolResult);
+    expect(results.map((r: Loose) => r.toolUseId)).toEqual(["r", "w"]);
+    // The read had finished: its recorded result. The write was being applied: it may have.
+    expect(results[0].content[0].text.text).toContain("contents of a");
+    expect(results[1].isError).toBe(true);
+    expect(results[1].content[0].text.text).toMatch(/^interrupted: .*may or may not have taken effect/);
+
+    const file = k2.file(id);
+    const apply = file.applies().at(-1)!;
+    expect(apply.items).toEqual([
+      expect.objectContaining({ toolCallId: "w", outcome: ApplyOutcome.INTERRUPTED }),
+    ]);
+    const interrupted = file.toolResults().filter((r) => r.toolCallId === "w");
+    expect(interrupted).toHaveLength(1);
+    expect(interrupted[0]!.outcome.value).toMatchObject({ category: ToolErrorCategory.CANCELLED });
+    expect(toolUsePairing(file.messages())).toEqual({ uses: ["r", "w"], results: ["r", "w"] });
+
+    // Exactly one: a second resume finds nothing left to answer.
+    await k2.close();
+    const k3 = await h.kernel({ headlessAsk: "allow", reuse: k, stateDir: copy });
+    current = k3;
+    const again = await k3.kernel.resumeSession(id);
+    expect(again.status()).toBe(SessionStatus.COMPLETED);
+    expect(k3.file(id).events.length).toBe(file.events.length);
+  });
+
+  it("a read that never finished, and a write never approved, were not applied", async () => {
+    const k = await freshKernel();
+    const { id, copy } = await stopWhile(k, "killedread", "r", {
+      turns: [
+        calls(
+          tool("r", "tools__read", { path: "a", hold: true }),
+          tool("w", "tools__write", { path: "b", content: "x" }),
+        ),
+        reply("done"),
+        reply("after the resume"),
+      ],
+    });
+    await k.close();
+    const k2 = await h.kernel({ headlessAsk: "allow", reuse: k, stateDir: copy });
+    current = k2;
+    const s = await k2.kernel.resumeSession(id);
+    s.send("[killedread] go on");
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const results = k2
+      .requests("killedread")
+      .at(-1)!
+      .request.messages[2].content.map((b: Loose) => b.toolResult);
+    expect(results[0].content[0].text.text).toMatch(
+      /^interrupted: the agent stopped before this call finished/,
+    );
+    expect(results[1].content[0].text.text).toMatch(/before this call was approved; it was not applied/);
+    expect(k2.file(id).applies()).toHaveLength(0);
+  });
+});
+
+describe("rebuildConversation", () => {
+  const kernel = { category: PluginCategory.KERNEL, name: "kernel", version: "0.1.0" };
+  let seq = 0;
+  const event = (kind: EventKind, payload: Uint8Array, producer = kernel): StoredEvent => ({
+    sequence: ++seq,
+    id: String(seq),
+    timestamp: "",
+    kind,
+    kindText: "",
+    producer,
+    schemaVersion: "1",
+    payload,
+  });
+  const msg = (role: Role, content: unknown[], syntheticReason = "") =>
+    event(
+      EventKind.MESSAGE,
+      toBinary(
+        MessageEventSchema,
+        create(MessageEventSchema, {
+          message: { role, content: content as never },
+          turnId: "t",
+          syntheticReason,
+        }),
+      ),
+    );
+  const say = (t: string) => ({ block: { case: "text", value: { text: t } } });
+  const use = (id: string) => ({ block: { case: "toolUse", value: { id, name: "tools__read", input: {} } } });
+  const answer = (id: string) => ({
+    block: { case: "toolResult", value: { toolUseId: id, content: [say("ok")], isError: false } },
+  });
+  const shape = (history: ReturnType<typeof rebuildConversation>["history"]) =>
+    history.map((m) => m.content.map((b) => `${m.role === Role.USER ? "u" : "a"}:${b.block.case}`).join(","));
+
+  it("answers an open call in the next user message, results first", () => {
+    const r = rebuildConversation([
+      msg(Role.USER, [say("hi")]),
+      msg(Role.ASSISTANT, [use("a"), use("b")]),
+      msg(Role.USER, [answer("a"), say("and?")]),
+    ]);
+    expect(shape(r.history)).toEqual(["u:text", "a:toolUse,a:toolUse", "u:toolResult,u:toolResult,u:text"]);
+    expect(r.dangling).toHaveLength(0);
+  });
+
+  it("inserts a user message of results before the next assistant message, and reports the open tail", () => {
+    const r = rebuildConversation([
+      msg(Role.USER, [say("hi")]),
+      msg(Role.ASSISTANT, [use("a")]),
+      msg(Role.ASSISTANT, [say("odd")]),
+      msg(Role.USER, [say("more")]),
+      msg(Role.ASSISTANT, [use("c")]),
+    ]);
+    expect(shape(r.history)).toEqual([
+      "u:text",
+      "a:toolUse",
+      "u:toolResult",
+      "a:text",
+      "u:text",
+      "a:toolUse",
+    ]);
+    expect(r.dangling.map((d) => d.use.id)).toEqual(["c"]);
+  });
+
+  it("skips records and events that do not decode", () => {
+    const r = rebuildConversation([
+      msg(Role.USER, [say("hi")]),
+      msg(Role.ASSISTANT, [say("failed")], "turn_failed"),
+      event(EventKind.TOOL_RESULT, new Uint8Array([0xff, 0xff, 0xff])),
+      event(EventKind.MESSAGE, new Uint8Array([0x0a, 0xff])),
+      msg(Role.ASSISTANT, [say("fine")]),
+    ]);
+    expect(shape(r.history)).toEqual(["u:text", "a:text"]);
   });
 });
