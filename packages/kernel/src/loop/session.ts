@@ -3,14 +3,13 @@
 // ALWAYS rules plus SESSION verdicts), the guards (cost node, doom loop, breaker), the
 // requests waiting for a human, and the run currently executing. A session runs one
 // run at a time; user messages arriving meanwhile queue for the next run.
-import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentProfile,
   type PolicyEngine,
   PolicyStoreError,
   recordAlwaysDecision,
 } from "@pluggableharness/config";
-import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ContentBlock, type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import { type MessageEvent, MessageEventSchema } from "@pluggableharness/protocol/event";
 import {

@@ -17,6 +17,7 @@ import { rebuildConversation } from "../../src/loop/resume.ts";
 import {
   calls,
   Harness,
+  type Loose,
   modelError,
   reply,
   type TestKernel,
