@@ -2,11 +2,12 @@
 // first-party plugins and loopback fake vendors. A failed run leaves a session that
 // --resume and --continue go on with; a stop because the context window is full is not
 // a success; every denied call makes the exit status 4.
+import { spawn } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { join } from "node:path";
-import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 const fakes: FakeVendor[] = [];
@@ -105,5 +106,43 @@ describe("exit statuses", () => {
         decided_by: "no_reading_calc",
       },
     ]);
+  });
+});
+
+describe("one writer per session", () => {
+  it("refuses a second --resume of a live session at once, naming the holder; takes over once it is killed", async () => {
+    const { fake, repo, env } = await project("live", [
+      scenarios.stall({ afterFrames: 2 }),
+      { kind: "text", text: "Took over." },
+    ]);
+    const first = spawn(AGENT_BIN, ["run", "-p", "work", "--output-format", "stream-json"], {
+      cwd: repo,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      let out = "";
+      first.stdout!.setEncoding("utf8").on("data", (d: string) => {
+        out += d;
+      });
+      await fake.waitForStall();
+      const id = String(records(out.split("\n")[0] ?? "")[0]?.["session_id"]);
+      const started = Date.now();
+      const second = await agent(["run", "--resume", id, "-p", "me too"], { cwd: repo, env });
+      // Refused before any plugin starts.
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(
+        new RegExp(`session ${id} is open in another agent process \\(pid ${first.pid}.*since \\d{4}-`),
+      );
+      expect(fake.requests).toHaveLength(1);
+
+      first.kill("SIGKILL");
+      await new Promise((resolve) => first.on("close", resolve));
+      const third = await agent(["run", "--resume", id, "-p", "go on"], { cwd: repo, env });
+      expect(third).toMatchObject({ code: 0, stdout: "Took over.\n" });
+    } finally {
+      first.kill("SIGKILL");
+    }
   });
 });

@@ -46,8 +46,10 @@ import {
   REOPENABLE_STATUSES,
   REPLAY_ONLY_STATUSES,
   SchemaTooNewError,
+  SessionLockedError,
   SessionNotFoundError,
   type SessionReader,
+  type SessionWriter,
 } from "@pluggableharness/state";
 import { InvocationTracker } from "./callbacks/invocations.ts";
 import { callbackImplementation } from "./callbacks/service.ts";
@@ -429,10 +431,19 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     } finally {
       reader.close();
     }
-    const writer = openSessionWriter(sessionId, {
-      ...(dir ? { dir } : {}),
-      ...(this.#options.durability ? { durability: this.#options.durability } : {}),
-    });
+    let writer: SessionWriter;
+    try {
+      writer = openSessionWriter(sessionId, {
+        ...(dir ? { dir } : {}),
+        ...(this.#options.durability ? { durability: this.#options.durability } : {}),
+        log: (e) => this.#log[e.level](e.message, { code: e.code }, sessionId),
+      });
+    } catch (err) {
+      // Another process runs it: one writer per session, refused at once.
+      if (err instanceof SessionLockedError)
+        throw new FrontendRequestError(FrontendErrorCategory.SESSION_BUSY, err.message);
+      throw err;
+    }
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
       await this.#activateFor(profile);

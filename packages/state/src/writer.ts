@@ -14,10 +14,12 @@ import {
   AsyncTransactionError,
   InvalidArgumentError,
   SessionExistsError,
+  SessionNotFoundError,
   StoreClosedError,
   WriterAlreadyOpenError,
 } from "./errors.ts";
-import { stderrLogger } from "./log.ts";
+import { acquireSessionLock, assertSessionUnlocked, type SessionLock } from "./lock.ts";
+import { type StateLogger, stderrLogger } from "./log.ts";
 import { checkStatusTransition, readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
 import { openSessionFile } from "./open.ts";
 import { assertSessionId, newUlid, resolveSessionsDir, sessionFilePath } from "./paths.ts";
@@ -25,7 +27,14 @@ import { SessionReader } from "./reader.ts";
 import { type RecoveryReport, unreadableFlagPath } from "./recover.ts";
 import { createSchema, type MigrationStepResult } from "./schema.ts";
 import { closeQuietly, connect, type Durability } from "./sqlite.ts";
-import type { AppendedEvent, NewEvent, NewSession, SessionMeta, WriterOptions } from "./types.ts";
+import type {
+  AppendedEvent,
+  NewEvent,
+  NewSession,
+  SessionMeta,
+  StateOptions,
+  WriterOptions,
+} from "./types.ts";
 import { type PreparedEvent, prepareEvent } from "./validate.ts";
 
 // One writer per file per process; the kernel is the only process that writes.
@@ -71,7 +80,14 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
     if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SessionExistsError(sessionId, path);
     throw err;
   }
-  const db = connect(path, { readOnly: false, busyTimeoutMs: options.busyTimeoutMs });
+  const lock = acquireSessionLock(sessionId, path);
+  let db: DatabaseSync;
+  try {
+    db = connect(path, { readOnly: false, busyTimeoutMs: options.busyTimeoutMs });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     configure(db, options.durability ?? "full");
     // Schema, version stamp and the meta row commit together: a crash leaves either an
@@ -93,9 +109,23 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
   } catch (err) {
     if (db.isTransaction) db.exec("ROLLBACK");
     closeQuietly(db);
+    lock.release();
     throw err;
   }
-  return new SessionWriter(db, sessionId, path, [], undefined);
+  return new SessionWriter(db, sessionId, path, [], undefined, lock);
+}
+
+/** Logs that a lock was taken over from a process that died holding it. */
+function noteTakeover(lock: SessionLock, path: string, log: StateLogger): void {
+  const was = lock.tookOverFrom;
+  if (!was) return;
+  log({
+    level: "warn",
+    code: "stale_lock_taken_over",
+    path,
+    sessionId: lock.sessionId,
+    message: `session ${lock.sessionId} was left open by process ${was.pid} (since ${was.since}), which is gone; this process took it over`,
+  });
 }
 
 /**
@@ -105,17 +135,26 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
 export function openSessionWriter(sessionId: string, options: WriterOptions = {}): SessionWriter {
   const path = sessionFilePath(resolveSessionsDir(options.dir), sessionId);
   if (hasOpenWriter(path)) throw new WriterAlreadyOpenError(path);
-  const opened = openSessionFile(path, sessionId, "write", {
-    log: options.log ?? stderrLogger,
-    busyTimeoutMs: options.busyTimeoutMs,
-  });
+  if (!existsSync(path)) throw new SessionNotFoundError(sessionId, path);
+  const log = options.log ?? stderrLogger;
+  // The lock comes before anything writes (salvage, migrations, appends).
+  const lock = acquireSessionLock(sessionId, path);
+  let opened: ReturnType<typeof openSessionFile>;
+  try {
+    opened = openSessionFile(path, sessionId, "write", { log, busyTimeoutMs: options.busyTimeoutMs });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     configure(opened.db, options.durability ?? "full");
   } catch (err) {
     closeQuietly(opened.db);
+    lock.release();
     throw err;
   }
-  return new SessionWriter(opened.db, sessionId, path, opened.migrations, opened.recovery);
+  noteTakeover(lock, path, log);
+  return new SessionWriter(opened.db, sessionId, path, opened.migrations, opened.recovery, lock);
 }
 
 export class SessionWriter implements Disposable {
@@ -135,6 +174,8 @@ export class SessionWriter implements Disposable {
   readonly #insertCost: StatementSync;
   readonly #insertPlanItem: StatementSync;
 
+  readonly #lock: SessionLock | undefined;
+
   /** Use createSession / openSessionWriter. */
   constructor(
     db: DatabaseSync,
@@ -142,12 +183,15 @@ export class SessionWriter implements Disposable {
     path: string,
     migrations: readonly MigrationStepResult[],
     recovery: RecoveryReport | undefined,
+    lock?: SessionLock,
   ) {
     const key = resolve(path);
     if (openWriters.has(key)) {
       closeQuietly(db);
+      lock?.release();
       throw new WriterAlreadyOpenError(path);
     }
+    this.#lock = lock;
     this.#db = db;
     this.sessionId = sessionId;
     this.path = path;
@@ -305,10 +349,19 @@ export class SessionWriter implements Disposable {
     if (this.#closed) return;
     this.#closed = true;
     openWriters.delete(resolve(this.path));
-    this.#db.close();
+    try {
+      this.#db.close();
+    } finally {
+      this.#lock?.release();
+    }
   }
 
   [Symbol.dispose](): void {
     this.close();
   }
+}
+
+/** Throws SessionLockedError when another process holds the session's writer (nothing is taken). */
+export function assertNoOtherWriter(sessionId: string, options: StateOptions = {}): void {
+  assertSessionUnlocked(sessionId, sessionFilePath(resolveSessionsDir(options.dir), sessionId));
 }

@@ -26,7 +26,13 @@ import {
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { runTui } from "@pluggableharness/provider-tui";
-import { listSessions, openSessionReader } from "@pluggableharness/state";
+import {
+  assertNoOtherWriter,
+  isSessionId,
+  listSessions,
+  openSessionReader,
+  SessionLockedError,
+} from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
@@ -204,6 +210,17 @@ export async function runRun(
   // written when the run ends.
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
+  // A session another process is running is refused before any plugin starts.
+  const resumeId = opts.continue ? latestSessionId() : opts.resume;
+  if (resumeId && isSessionId(resumeId)) {
+    try {
+      assertNoOtherWriter(resumeId);
+    } catch (err) {
+      if (err instanceof SessionLockedError) throw new CliError(`agent: ${err.message}`, EXIT.ERROR);
+      throw err;
+    }
+  }
+
   // Plugins take a moment to start; say so on a terminal.
   const starting = !headless && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
@@ -228,7 +245,6 @@ export async function runRun(
   }
 
   try {
-    const resumeId = opts.continue ? latestSessionId() : opts.resume;
     let handle: SessionHandle;
     try {
       handle = resumeId
