@@ -3,7 +3,7 @@
 // --resume and --continue go on with; a stop because the context window is full is not
 // a success; every denied call makes the exit status 4.
 import { spawn } from "node:child_process";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -144,5 +144,31 @@ describe("one writer per session", () => {
     } finally {
       first.kill("SIGKILL");
     }
+  });
+});
+
+describe("clean files", () => {
+  it("a finished session is one self-contained .sqlite: no -wal or -shm left, a lone copy holds everything", async () => {
+    const { repo, env } = await project("clean", [
+      { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }] },
+      { kind: "text", text: "Read it." },
+    ]);
+    const r = await agent(["run", "-p", "read calc.js", "--output-format", "json"], { cwd: repo, env });
+    expect(r.code).toBe(0);
+    const id = JSON.parse(r.stdout).session_id as string;
+    const dir = join(env.XDG_STATE_HOME, "agent", "sessions");
+    const left = readdirSync(dir).filter((f) => f.startsWith(id));
+    expect(left.sort()).toEqual([`${id}.sqlite`, `${id}.sqlite.lock`]);
+    const copyEnv = { ...env, XDG_STATE_HOME: join(sb.home, "state-clean-copy") };
+    const copyDir = join(copyEnv.XDG_STATE_HOME, "agent", "sessions");
+    mkdirSync(copyDir, { recursive: true });
+    copyFileSync(join(dir, `${id}.sqlite`), join(copyDir, `${id}.sqlite`));
+    const [original, copy] = await Promise.all([
+      agent(["sessions", "show", id], { cwd: repo, env }),
+      agent(["sessions", "show", id], { cwd: repo, env: copyEnv }),
+    ]);
+    expect(copy.code).toBe(0);
+    expect(copy.stdout).toBe(original.stdout);
+    expect(copy.stdout).toContain("Read it.");
   });
 });

@@ -88,4 +88,10 @@ export type {
   StoredEvent,
   WriterOptions,
 } from "./types.ts";
-export { assertNoOtherWriter, createSession, openSessionWriter, SessionWriter } from "./writer.ts";
+export {
+  assertNoOtherWriter,
+  createSession,
+  openSessionWriter,
+  SessionWriter,
+  tidySessionFile,
+} from "./writer.ts";

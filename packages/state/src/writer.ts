@@ -321,7 +321,7 @@ export class SessionWriter implements Disposable {
   setStatus(status: SessionStatus, options: { readonly at?: Date } = {}): SessionMeta {
     const at = options.at ?? new Date();
     if (Number.isNaN(at.getTime())) throw new InvalidArgumentError("at must be a valid Date");
-    return this.transaction(() => {
+    const meta = this.transaction(() => {
       const db = this.#db;
       const current = readMeta(db, this.path);
       checkStatusTransition(current.status, current.statusText, status);
@@ -333,6 +333,27 @@ export class SessionWriter implements Disposable {
       );
       return readMeta(db, this.path);
     });
+    // A run ended: everything goes into the main file, so the .sqlite alone is the whole
+    // session even while the process keeps it open (or dies before closing it).
+    if (status !== STATUS_RUNNING && this.#depth === 0) this.checkpoint();
+    return meta;
+  }
+
+  /**
+   * Copies the WAL into the main file (PASSIVE: never waits for a reader). True when
+   * every frame made it; a reader holding an older snapshot can keep some back until later.
+   */
+  checkpoint(): boolean {
+    try {
+      const r = this.#open().prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as {
+        busy: number;
+        log: number;
+        checkpointed: number;
+      };
+      return Number(r.busy) === 0 && Number(r.log) === Number(r.checkpointed);
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -345,10 +366,20 @@ export class SessionWriter implements Disposable {
     return new SessionReader(db, this.sessionId, this.path, [], undefined);
   }
 
+  /** The last connection's close removes the WAL; with readers still open, the copy is made now. */
+  private checkpointOnClose(): void {
+    try {
+      this.#db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get();
+    } catch {
+      // a damaged or read-only file: closing still works
+    }
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     openWriters.delete(resolve(this.path));
+    this.checkpointOnClose();
     try {
       this.#db.close();
     } finally {
@@ -364,4 +395,28 @@ export class SessionWriter implements Disposable {
 /** Throws SessionLockedError when another process holds the session's writer (nothing is taken). */
 export function assertNoOtherWriter(sessionId: string, options: StateOptions = {}): void {
   assertSessionUnlocked(sessionId, sessionFilePath(resolveSessionsDir(options.dir), sessionId));
+}
+
+/**
+ * Leaves a finished session as one self-contained file: when no process holds its writer,
+ * checkpoints the WAL and closes the last connection, which removes the -wal and -shm
+ * sidecars (a read-only connection closing last cannot). Best effort; never throws.
+ */
+export function tidySessionFile(sessionId: string, options: StateOptions = {}): void {
+  let lock: SessionLock | undefined;
+  try {
+    const path = sessionFilePath(resolveSessionsDir(options.dir), sessionId);
+    if (hasOpenWriter(path) || !existsSync(`${path}-wal`)) return;
+    lock = acquireSessionLock(sessionId, path);
+    const db = connect(path, { readOnly: false, busyTimeoutMs: 0 });
+    try {
+      db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").get();
+    } finally {
+      db.close();
+    }
+  } catch {
+    // another process has it open, or it is damaged: nothing to tidy now
+  } finally {
+    lock?.release();
+  }
 }

@@ -32,6 +32,7 @@ import {
   listSessions,
   openSessionReader,
   SessionLockedError,
+  tidySessionFile,
 } from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
@@ -244,6 +245,7 @@ export async function runRun(
     if (starting) io.out.write("\r\x1b[K");
   }
 
+  let sessionId: string | undefined;
   try {
     let handle: SessionHandle;
     try {
@@ -253,6 +255,7 @@ export async function runRun(
     } catch (err) {
       throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
     }
+    sessionId = handle.id;
     handle.setPlanMode(!!opts.plan);
     const model = modelOf(config, handle.profile);
     if (headless) {
@@ -268,6 +271,8 @@ export async function runRun(
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
     await kernel.shutdown().catch(() => {});
+    // Every connection to the file is closed now: leave it as one self-contained .sqlite.
+    if (sessionId) tidySessionFile(sessionId);
     trace?.close();
   }
 }
