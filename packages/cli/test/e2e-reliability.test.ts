@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process";
 import { appendFileSync, copyFileSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
@@ -171,4 +172,89 @@ describe("clean files", () => {
     expect(copy.stdout).toBe(original.stdout);
     expect(copy.stdout).toContain("Read it.");
   });
+});
+
+describe("damaged session files", () => {
+  // One real session, copied into a fresh sessions directory for each kind of damage.
+  let original: { repo: string; env: NodeJS.ProcessEnv; id: string; file: string } | undefined;
+  async function finished(name: string) {
+    if (!original) {
+      const { repo, env } = await project("damaged", [
+        {
+          kind: "tool_calls",
+          text: "Reading.",
+          calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }],
+        },
+        { kind: "text", text: "All read." },
+      ]);
+      const r = await agent(["run", "-p", "read calc.js", "--output-format", "json"], { cwd: repo, env });
+      expect(r.code).toBe(0);
+      const id = JSON.parse(r.stdout).session_id as string;
+      original = {
+        repo,
+        env,
+        id,
+        file: join(String(env["XDG_STATE_HOME"]), "agent", "sessions", `${id}.sqlite`),
+      };
+    }
+    const { repo, id } = original;
+    const env = { ...original.env, XDG_STATE_HOME: join(sb.home, `state-${name}`) };
+    const dir = join(env.XDG_STATE_HOME, "agent", "sessions");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${id}.sqlite`);
+    copyFileSync(original.file, file);
+    return { repo, env, id, file };
+  }
+  const damage = (file: string, sql: string) => {
+    const db = new DatabaseSync(file, { enableForeignKeyConstraints: false });
+    db.exec(sql);
+    db.close();
+  };
+
+  it("show and replay report undecodable events and show the rest", async () => {
+    const { repo, env, id, file } = await finished("damaged-rows");
+    damage(
+      file,
+      `UPDATE events SET payload = x'0aff0aff' WHERE sequence = (SELECT min(sequence) FROM events WHERE kind = 'tool_result');
+       UPDATE events SET kind = 'no_such_kind' WHERE sequence = (SELECT min(sequence) FROM events WHERE kind = 'tool_call');`,
+    );
+    const runs = await Promise.all(
+      ["show", "replay"].map((c) => agent(["sessions", c, id], { cwd: repo, env })),
+    );
+    for (const [i, command] of ["show", "replay"].entries()) {
+      const r = runs[i]!;
+      expect(r.stderr, command).not.toMatch(/\n\s+at /); // no stack trace
+      expect(r.stdout, command).toContain("All read.");
+      expect(r.stderr, command).toMatch(
+        /damaged: event \d+ cannot be read: unknown event kind "no_such_kind"/,
+      );
+      expect(r.stderr, command).toMatch(
+        /damaged: event \d+ cannot be read: its tool_result payload does not decode/,
+      );
+      expect(r.code, command).toBe(1);
+    }
+  });
+
+  for (const table of ["producers", "cost_ledger", "plan_items", "events"]) {
+    it(`show, replay and list report a missing ${table} table and show the rest`, async () => {
+      const { repo, env, id, file } = await finished(`damaged-${table}`);
+      damage(file, `DROP TABLE ${table};`);
+      const [show, replay, list] = await Promise.all(
+        ["show", "replay", "list"].map((c) =>
+          agent(["sessions", c, ...(c === "list" ? [] : [id])], { cwd: repo, env }),
+        ),
+      );
+      for (const [command, r] of [
+        ["show", show!],
+        ["replay", replay!],
+      ] as const) {
+        expect(r.stderr, command).not.toMatch(/\n\s+at /);
+        if (table !== "events") expect(r.stdout, command).toContain("All read.");
+        expect(r.stderr, command).toMatch(new RegExp(`damaged: the ${table} table is missing`));
+        expect(r.code, command).toBe(1);
+      }
+      expect(list!.stderr).not.toMatch(/\n\s+at /);
+      expect(list!.stdout).toContain(id);
+    });
+  }
 });

@@ -44,9 +44,16 @@ export function readMeta(db: DatabaseSync, path: string): SessionMeta {
 
 /** SUM(cost_ledger.cost_usd), computed at read time, never cached. */
 export function readCostUsd(db: DatabaseSync): number {
-  const row = db.prepare("SELECT coalesce(sum(cost_usd), 0) AS total FROM cost_ledger").get() as {
-    total: number;
-  };
+  let row: { total: number };
+  try {
+    row = db.prepare("SELECT coalesce(sum(cost_usd), 0) AS total FROM cost_ledger").get() as {
+      total: number;
+    };
+  } catch (err) {
+    // A file that lost its ledger still lists and shows; its reader reports the damage.
+    if (/no such table: cost_ledger/.test((err as Error).message)) return 0;
+    throw err;
+  }
   return Number(row.total);
 }
 
