@@ -3,7 +3,7 @@
 // --resume and --continue go on with; a stop because the context window is full is not
 // a success; every denied call makes the exit status 4.
 import { spawn } from "node:child_process";
-import { appendFileSync, copyFileSync, mkdirSync, readdirSync } from "node:fs";
+import { appendFileSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
@@ -257,4 +257,44 @@ describe("damaged session files", () => {
       expect(list!.stdout).toContain(id);
     });
   }
+});
+
+describe("a large write", () => {
+  it("a 10 MB write_file is stored once, and every reader still sees the whole call", async () => {
+    const content = `${"0123456789abcdef".repeat(64)}\n`.repeat(10_000); // 10 MB, under the tool's 10 MiB limit
+    const { repo, env } = await project("bigwrite", [
+      { kind: "tool_calls", calls: [{ name: "filesystem__write_file", args: { path: "big.txt", content } }] },
+      { kind: "text", text: "Wrote it." },
+    ]);
+    const r = await agent(
+      ["run", "-p", "write big.txt", "--output-format", "stream-json", "--headless-ask", "allow"],
+      {
+        cwd: repo,
+        env,
+        timeoutMs: 120_000,
+      },
+    );
+    expect(readFileSync(join(repo, "big.txt"), "utf8")).toBe(content);
+    const recs = records(r.stdout);
+    const id = String(recs[0]?.["session_id"]);
+    // The headless printer restores the input left out of the stored tool_call event.
+    const call = recs.find((x) => x["type"] === "tool_call")!;
+    expect((call["input"] as { content: string }).content).toHaveLength(content.length);
+
+    const db = new DatabaseSync(join(env.XDG_STATE_HOME, "agent", "sessions", `${id}.sqlite`), {
+      readOnly: true,
+    });
+    const rows = db.prepare("SELECT kind, length(payload) AS n FROM events").all() as {
+      kind: string;
+      n: number;
+    }[];
+    db.close();
+    const total = rows.reduce((a, x) => a + x.n, 0);
+    // The assistant message holds the content; everything else together is small.
+    expect(total).toBeLessThan(content.length + 200 * 1024);
+    expect(rows.filter((x) => x.n > 100 * 1024).map((x) => x.kind)).toEqual(["message"]);
+
+    const show = await agent(["sessions", "show", id], { cwd: repo, env, timeoutMs: 120_000 });
+    expect(show.stdout).toContain("0123456789abcdef".repeat(64)); // the call's arguments, restored
+  }, 180_000);
 });

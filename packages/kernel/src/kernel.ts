@@ -67,6 +67,7 @@ import {
   type SessionService,
 } from "./frontends/hub.ts";
 import { EventRenderer } from "./frontends/renderer.ts";
+import { StoredInputs } from "./frontends/stored-inputs.ts";
 import { HookDispatcher } from "./hooks/dispatcher.ts";
 import { discardLog, KernelLogger, type KernelLogLevel, type KernelLogSink } from "./log.ts";
 import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
@@ -217,7 +218,10 @@ class ArchivedSession implements HubSession {
 
   openBackfill() {
     const r = this.#reader();
-    return { events: (through: number) => r.events({ throughSequence: through }), close: () => r.close() };
+    return {
+      events: (through: number) => new StoredInputs().all(r.events({ throughSequence: through })),
+      close: () => r.close(),
+    };
   }
 
   slashCommands() {

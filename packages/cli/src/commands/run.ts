@@ -23,6 +23,7 @@ import {
   type SessionHandle,
   type Tracer,
 } from "@pluggableharness/kernel";
+import { StoredInputs } from "@pluggableharness/kernel/render";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { runTui } from "@pluggableharness/provider-tui";
@@ -359,8 +360,9 @@ async function runHeadless(
   const reader = openSessionReader(handle.id);
   const startSequence = reader.lastSequence();
   let lastSequence = startSequence;
+  const inputs = new StoredInputs();
   const drainPersisted = () => {
-    const fresh = reader.readEvents({ afterSequence: lastSequence });
+    const fresh = reader.readEvents({ afterSequence: lastSequence }).map((e) => inputs.restore(e));
     if (fresh.length > 0) lastSequence = fresh.at(-1)!.sequence;
     printer.persisted(fresh);
   };

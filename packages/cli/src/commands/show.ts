@@ -2,7 +2,7 @@
 // through the kernel's generic renderer; no plugin is started. It loads only the session
 // reader, the generic renderer (`@pluggableharness/kernel/render`) and the plain-text
 // painter, never the kernel, so it starts fast.
-import { eventProblem, genericRenderTree } from "@pluggableharness/kernel/render";
+import { eventProblem, genericRenderTree, StoredInputs } from "@pluggableharness/kernel/render";
 import { treeText } from "@pluggableharness/provider-tui/render-tree";
 import {
   isSessionId,
@@ -57,7 +57,8 @@ export async function runShow(io: Io, id: string, opts: { expand?: boolean }): P
   const problems: string[] = [];
   try {
     let n = 0;
-    for (const e of reader.events()) {
+    // Large tool inputs are stored once, in the assistant message: put them back.
+    for (const e of new StoredInputs().all(reader.events())) {
       const problem = eventProblem(e);
       if (problem) problems.push(`event ${e.sequence} cannot be read: ${problem}`);
       // Like a live or replayed session: an event with nothing to show (a message of tool

@@ -17,6 +17,7 @@ export * from "./json-schema.ts";
 export * from "./model-errors.ts";
 export * from "./payload-validation.ts";
 export * from "./pricing.ts";
+export * from "./render-budget.ts";
 export * from "./request-checks.ts";
 export * from "./routing.ts";
 export * from "./scheduler.ts";

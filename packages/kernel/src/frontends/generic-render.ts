@@ -292,3 +292,11 @@ export function hasContent(tree: RenderTree | undefined): boolean {
 export function placed(tree: RenderTree, region: Region = Region.MAIN_CHAT): PlacedContent {
   return create(PlacedContentSchema, { region, content: tree, replace: false });
 }
+
+export {
+  isLargeInput,
+  LARGE_INPUT_BYTES,
+  StoredInputs,
+  storedPlanEvent,
+  storedToolCallEvent,
+} from "./stored-inputs.ts";

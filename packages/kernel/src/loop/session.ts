@@ -41,6 +41,7 @@ import {
 import { type AccumulatedCompletion, checkArguments } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
+import { StoredInputs } from "../frontends/stored-inputs.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
@@ -86,7 +87,10 @@ export type RunStarter = (session: Session, input: SessionInput, signal: AbortSi
 interface BatchedEvent {
   readonly kind: EventKind;
   readonly producer: ProducerIdentity;
+  /** What is stored. */
   readonly payload: Uint8Array;
+  /** What live subscribers render, when the stored payload leaves something out (stored-inputs.ts). */
+  readonly live?: Uint8Array;
 }
 
 export interface SessionInit {
@@ -189,7 +193,7 @@ export class Session implements HubSession, SessionControl {
   openBackfill() {
     const reader = this.writer.openReader();
     return {
-      events: (through: number) => reader.events({ throughSequence: through }),
+      events: (through: number) => new StoredInputs().all(reader.events({ throughSequence: through })),
       close: () => reader.close(),
     };
   }
@@ -222,6 +226,8 @@ export class Session implements HubSession, SessionControl {
       costs?: readonly CostEntry[];
       planItems?: readonly PlanItemEntry[];
       schemaVersion?: string;
+      /** What live subscribers render, when `payload` leaves something out. */
+      live?: Uint8Array;
     } = {},
   ): AppendedEvent {
     const schemaVersion = extras.schemaVersion ?? "1";
@@ -240,7 +246,15 @@ export class Session implements HubSession, SessionControl {
       // the user message that carries them to the model: one sync to disk, not two).
       const queued = this.#soon;
       this.#soon = [];
-      const all = this.writer.appendBatch([...queued.map((e) => ({ ...e, schemaVersion: "1" })), event]);
+      const all = this.writer.appendBatch([
+        ...queued.map((e) => ({
+          kind: e.kind,
+          producer: e.producer,
+          payload: e.payload,
+          schemaVersion: "1",
+        })),
+        event,
+      ]);
       this.#publishBatch(queued, all);
       appended = all.at(-1)!;
     }
@@ -250,7 +264,7 @@ export class Session implements HubSession, SessionControl {
       kindText: eventKindText(kind),
       producer,
       schemaVersion,
-      payload,
+      payload: extras.live ?? payload,
     });
     return appended;
   }
@@ -293,7 +307,9 @@ export class Session implements HubSession, SessionControl {
   }
 
   #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
-    const appended = this.writer.appendBatch(events.map((e) => ({ ...e, schemaVersion: "1" })));
+    const appended = this.writer.appendBatch(
+      events.map((e) => ({ kind: e.kind, producer: e.producer, payload: e.payload, schemaVersion: "1" })),
+    );
     this.#publishBatch(events, appended);
     return appended;
   }
@@ -307,7 +323,7 @@ export class Session implements HubSession, SessionControl {
         kindText: eventKindText(e.kind),
         producer: e.producer,
         schemaVersion: "1",
-        payload: e.payload,
+        payload: e.live ?? e.payload,
       });
     });
   }

@@ -38,9 +38,11 @@ import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import {
   type CallOutcomeKind,
   ConcurrencyScheduler,
+  capRenderTree,
   checkToolCall,
   toolErrorReaction,
 } from "../domain/index.ts";
+import { storedPlanEvent, storedToolCallEvent } from "../frontends/stored-inputs.ts";
 import { callHash, type StopReason } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { AskResolution, Session } from "./session.ts";
@@ -138,19 +140,21 @@ export class CallGate {
     const toolCallEvent = (c: CallRecord, tool: SessionTool) => {
       const call = buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args });
       toolCalls.set(c, call);
+      const event = create(ToolCallEventSchema, {
+        turnId,
+        provider: tool.provider.name,
+        call,
+        kind: tool.tool.schema.kind,
+        risk: tool.tool.schema.risk,
+      });
+      // Large arguments are stored once, in the assistant message (stored-inputs.ts).
+      const stored = storedToolCallEvent(event);
+      const live = toBinary(ToolCallEventSchema, event);
       return {
         kind: EventKind.TOOL_CALL,
         producer: toolProducer(deps, tool),
-        payload: toBinary(
-          ToolCallEventSchema,
-          create(ToolCallEventSchema, {
-            turnId,
-            provider: tool.provider.name,
-            call,
-            kind: tool.tool.schema.kind,
-            risk: tool.tool.schema.risk,
-          }),
-        ),
+        payload: stored === event ? live : toBinary(ToolCallEventSchema, stored),
+        live,
       };
     };
     // Each call is recorded before its pre-tool-call hook. With no subscriber to see one
@@ -165,7 +169,7 @@ export class CallGate {
       const schema = c.tool.tool.schema;
       if (eachRecordedAlone) {
         const e = toolCallEvent(c, c.tool);
-        session.persist(e.kind, e.producer, e.payload);
+        session.persist(e.kind, e.producer, e.payload, { live: e.live });
       }
       const toolCall = toolCalls.get(c)!;
       const veto = await deps.hooks.dispatch(
@@ -345,14 +349,12 @@ export class CallGate {
       }
       if (signal.aborted) return "cancelled";
       const planMessage = create(PlanSchema, { turnId, items });
-      session.persist(
-        EventKind.PLAN,
-        deps.kernelProducer,
-        toBinary(PlanEventSchema, create(PlanEventSchema, { plan: planMessage })),
-        {
-          planItems: planItemEntriesFromPlan(planMessage),
-        },
-      );
+      const planEvent = create(PlanEventSchema, { plan: planMessage });
+      const storedPlan = storedPlanEvent(planEvent);
+      session.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
+        planItems: planItemEntriesFromPlan(planMessage),
+        ...(storedPlan === planEvent ? {} : { live: toBinary(PlanEventSchema, planEvent) }),
+      });
       plan.persisted = true;
       session.channel.publish({ event: { case: "planReady", value: { plan: planMessage } } });
 
@@ -617,7 +619,7 @@ async function buildPlanItem(
     description: schema.description,
   });
   const preview = await previewOf(deps, session, turnId, tool, c, signal);
-  if (preview) item.preview = preview;
+  if (preview) item.preview = capRenderTree(preview);
   return item;
 }
 

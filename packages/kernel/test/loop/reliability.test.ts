@@ -3,16 +3,17 @@
 // kernel died mid-turn is a valid conversation. Real plugin subprocesses, fake clock.
 import { copyFileSync, existsSync, mkdirSync, watch, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { Role } from "@pluggableharness/protocol/content";
-import { MessageEventSchema } from "@pluggableharness/protocol/event";
+import { MessageEventSchema, PlanEventSchema, ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { ApplyOutcome } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
 import { afterAll, describe, expect, it } from "vitest";
+import { StoredInputs, storedPlanEvent, storedToolCallEvent } from "../../src/frontends/stored-inputs.ts";
 import { rebuildConversation } from "../../src/loop/resume.ts";
 import {
   calls,
@@ -269,19 +270,21 @@ describe("resuming a session whose kernel stopped mid-turn", () => {
   });
 });
 
+const KERNEL_PRODUCER = { category: PluginCategory.KERNEL, name: "kernel", version: "0.1.0" };
+let seq = 0;
+/** A stored event, as a reader hands it out. */
+const event = (kind: EventKind, payload: Uint8Array, producer = KERNEL_PRODUCER): StoredEvent => ({
+  sequence: ++seq,
+  id: String(seq),
+  timestamp: "",
+  kind,
+  kindText: "",
+  producer,
+  schemaVersion: "1",
+  payload,
+});
+
 describe("rebuildConversation", () => {
-  const kernel = { category: PluginCategory.KERNEL, name: "kernel", version: "0.1.0" };
-  let seq = 0;
-  const event = (kind: EventKind, payload: Uint8Array, producer = kernel): StoredEvent => ({
-    sequence: ++seq,
-    id: String(seq),
-    timestamp: "",
-    kind,
-    kindText: "",
-    producer,
-    schemaVersion: "1",
-    payload,
-  });
   const msg = (role: Role, content: unknown[], syntheticReason = "") =>
     event(
       EventKind.MESSAGE,
@@ -340,5 +343,56 @@ describe("rebuildConversation", () => {
       msg(Role.ASSISTANT, [say("fine")]),
     ]);
     expect(shape(r.history)).toEqual(["u:text", "a:text"]);
+  });
+});
+
+describe("large inputs are stored once", () => {
+  it("tool_call and plan events leave a large input out; StoredInputs puts it back", () => {
+    const big = { path: "big", content: "x".repeat(5_000) };
+    const small = { path: "a", content: "y" };
+    const message = event(
+      EventKind.MESSAGE,
+      toBinary(
+        MessageEventSchema,
+        create(MessageEventSchema, {
+          message: {
+            role: Role.ASSISTANT,
+            content: [
+              { block: { case: "toolUse", value: { id: "b", name: "w", input: big } } },
+              { block: { case: "toolUse", value: { id: "s", name: "w", input: small } } },
+            ],
+          },
+        }),
+      ),
+    );
+    const callOf = (id: string, args: typeof big) =>
+      storedToolCallEvent(create(ToolCallEventSchema, { call: { id, toolName: "w", arguments: args } }));
+    const storedBig = callOf("b", big);
+    expect(storedBig.argumentsInMessage).toBe(true);
+    expect(storedBig.call?.arguments).toEqual({});
+    expect(callOf("s", small).argumentsInMessage).toBe(false);
+    const plan = storedPlanEvent(
+      create(PlanEventSchema, {
+        plan: {
+          items: [
+            { id: "i1", toolCallId: "b", input: big },
+            { id: "i2", toolCallId: "s", input: small },
+          ],
+        },
+      }),
+    );
+    expect(plan.inputsInMessage).toEqual(["b"]);
+    const tool = { category: PluginCategory.TOOL, name: "fs", version: "1" };
+    const inputs = new StoredInputs();
+    const [, restoredCall, restoredPlan] = [
+      ...inputs.all([
+        message,
+        event(EventKind.TOOL_CALL, toBinary(ToolCallEventSchema, storedBig), tool),
+        event(EventKind.PLAN, toBinary(PlanEventSchema, plan)),
+      ]),
+    ];
+    expect(fromBinary(ToolCallEventSchema, restoredCall!.payload).call?.arguments).toEqual(big);
+    const items = fromBinary(PlanEventSchema, restoredPlan!.payload).plan!.items;
+    expect(items.map((i) => i.input)).toEqual([big, small]);
   });
 });
