@@ -127,19 +127,23 @@ export interface DenialLimits {
   readonly window: { readonly denials: number; readonly decisions: number };
   /** Denials of one and the same call (tool and arguments) in a run. */
   readonly sameCall: number;
+  /** Turns in a row with at least one denial, whatever else they ran. */
+  readonly turns: number;
 }
 
 /**
  * The denial breaker (consecutive denials, denials in a sliding window of decisions,
- * the same call denied again and again) and consecutive crashes per tool provider.
- * Interleaving allowed calls resets only the streak: a model that keeps retrying a
- * denied call between allowed ones trips the same-call count, and one that is denied
- * half the time trips the window.
+ * the same call denied again and again, turns in a row that each had a denial) and
+ * consecutive crashes per tool provider. Interleaving allowed calls resets only the
+ * streak: a model that keeps retrying a denied call between allowed ones trips the
+ * same-call count, one denied half the time trips the window, and one that meets a
+ * denial turn after turn, however many calls it mixes in, trips the turn count.
  */
 export class CircuitBreaker {
   readonly denials: DenialLimits;
   readonly crashThreshold: number;
   #streak = 0;
+  #deniedTurns = 0;
   readonly #recent: boolean[] = [];
   readonly #deniedCalls = new Map<string, number>();
   readonly #crashes = new Map<string, number>();
@@ -151,6 +155,7 @@ export class CircuitBreaker {
             consecutive: denials,
             window: { denials: Number.POSITIVE_INFINITY, decisions: 0 },
             sameCall: Number.POSITIVE_INFINITY,
+            turns: Number.POSITIVE_INFINITY,
           }
         : denials;
     this.crashThreshold = crashThreshold;
@@ -174,6 +179,12 @@ export class CircuitBreaker {
     return this.#streak >= limits.consecutive || inWindow >= limits.window.denials || same >= limits.sameCall;
   }
 
+  /** A turn's calls are settled; true when it makes `turns` turns in a row with a denial. */
+  turnEnded(hadDenial: boolean): boolean {
+    this.#deniedTurns = hadDenial ? this.#deniedTurns + 1 : 0;
+    return this.#deniedTurns >= this.denials.turns;
+  }
+
   /** A finished call of `provider`; true when its crash breaker trips. */
   callEnded(provider: string, crashed: boolean): boolean {
     const n = crashed ? (this.#crashes.get(provider) ?? 0) + 1 : 0;
@@ -187,6 +198,7 @@ export class CircuitBreaker {
 
   reset(): void {
     this.#streak = 0;
+    this.#deniedTurns = 0;
     this.#recent.length = 0;
     this.#deniedCalls.clear();
     this.#crashes.clear();

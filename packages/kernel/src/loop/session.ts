@@ -154,6 +154,7 @@ export class Session implements HubSession, SessionControl {
         consecutive: deps.limits.denialBreaker,
         window: deps.limits.denialWindow,
         sameCall: deps.limits.sameCallDenials,
+        turns: deps.limits.deniedTurns,
       },
       deps.limits.crashBreaker,
     );

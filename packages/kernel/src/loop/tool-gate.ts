@@ -440,6 +440,9 @@ export class CallGate {
       );
     }
 
+    // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
+    if (session.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
+      this.breakerTripped ??= "denial_breaker";
     return "ok";
   }
 }

@@ -96,7 +96,7 @@ describe("bounds", () => {
 });
 
 describe("the denial breaker counts denials however they interleave", () => {
-  const limits = { consecutive: 5, window: { denials: 4, decisions: 8 }, sameCall: 3 };
+  const limits = { consecutive: 5, window: { denials: 4, decisions: 8 }, sameCall: 3, turns: 100 };
 
   it("trips when one call is denied a third time, allowed calls in between", () => {
     const b = new CircuitBreaker(limits, 3);
@@ -532,5 +532,27 @@ describe("direct-invoke argument mapping", () => {
     expect(
       fail("[1, 2]", { type: "object", properties: { n: { type: "array" } }, required: ["n"] }),
     ).toContain("cannot map");
+  });
+});
+
+describe("the denial breaker's turn count", () => {
+  it("trips after turns in a row that each met a denial, however many allowed calls they mixed in", () => {
+    const b = new CircuitBreaker(
+      { consecutive: 5, window: { denials: 100, decisions: 200 }, sameCall: 100, turns: 3 },
+      3,
+    );
+    const turn = (denied: boolean) => {
+      for (let i = 0; i < 3; i++) b.decision(false);
+      b.decision(denied, `call${Math.random()}`);
+      return b.turnEnded(denied);
+    };
+    expect([turn(true), turn(true), turn(false), turn(true), turn(true)]).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(turn(true)).toBe(true);
   });
 });
