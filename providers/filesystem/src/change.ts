@@ -168,7 +168,9 @@ function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefi
 const changeOutput = {
   path: s.string("The path as requested."),
   diff: s.string("Unified diff of the change; empty when the content did not change."),
-  diff_truncated: s.boolean("The diff was longer than 16 KiB and is cut short (the change itself was made whole)."),
+  diff_truncated: s.boolean(
+    "The diff was longer than 16 KiB and is cut short (the change itself was made whole).",
+  ),
   additions: s.integer("Lines added."),
   deletions: s.integer("Lines removed."),
 };

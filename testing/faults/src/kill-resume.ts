@@ -11,7 +11,6 @@ import { fileURLToPath } from "node:url";
 import {
   type FakeVendor,
   type ScriptEntry,
-  type ScriptedResponse,
   scenarios,
   startFakeVendor,
   type TextResponse,
