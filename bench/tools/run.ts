@@ -3,6 +3,9 @@
 //     call (spawn, handshake, health check, discovery, GetSchema / GetCapabilities).
 //  2. search on a generated 10,000-file tree (100 directories x 100 files): grep for a
 //     rare literal, a common regex, files_with_matches, and a recursive glob.
+//  3. web_fetch's HTML reduction (htmlToText) on generated pages of 256 KiB to 2 MiB:
+//     time per size and the time ratio to the smallest, which stays near the size ratio
+//     when the reduction is linear.
 // Environment: BENCH_LAUNCHES (default 10), BENCH_RUNS (default 15).
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +15,7 @@ import { ToolHarness } from "@pluggableharness/conformance";
 import { ContextService } from "@pluggableharness/protocol/context";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { PluginHost } from "@pluggableharness/runtime";
+import { htmlToText } from "../../providers/web/src/html.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const launches = Number(process.env["BENCH_LAUNCHES"] ?? 10);
@@ -80,5 +84,34 @@ async function search(): Promise<void> {
   }
 }
 
+function page(bytes: number): string {
+  const row = (i: number) =>
+    `<section><h2>Part ${i}</h2><p>Some <strong>bold</strong> text and a <a href="/p/${i}">link</a>.</p>` +
+    `<ul><li>one</li><li>two <code>x()</code></li></ul><table><tr><td>a</td><td>${i}</td></tr></table></section>\n`;
+  let body = "";
+  for (let i = 0; body.length < bytes; i++) body += row(i);
+  return `<!doctype html><html><head><title>Bench</title><style>p{}</style></head><body>${body}</body></html>`;
+}
+
+function htmlReduction(): void {
+  const sizes = [256, 512, 1024, 2048].map((k) => k * 1024);
+  let base: number | undefined;
+  for (const size of sizes) {
+    const html = page(size);
+    const samples: number[] = [];
+    for (let i = 0; i < Math.max(3, Math.floor(runs / 3)); i++) {
+      const t0 = performance.now();
+      htmlToText(html, "https://example.org/");
+      samples.push(performance.now() - t0);
+    }
+    const median = [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
+    base ??= median;
+    console.log(
+      `htmlToText ${String(size / 1024).padStart(5)} KiB page: ${stats(samples)}, ${(median / base).toFixed(1)}x the 256 KiB time (${size / sizes[0]!}x the size)`,
+    );
+  }
+}
+
 for (const name of [...TOOL_PROVIDERS, "project-context"]) await coldStart(name);
 await search();
+htmlReduction();

@@ -34,6 +34,8 @@ export interface PricingTierDef {
   cacheRead?: number;
   batchInput?: number;
   batchOutput?: number;
+  /** Explicit-cache storage, USD per million tokens per hour (only where the vendor bills it). */
+  cacheStorage?: number;
   /** Half-open input-token window: [inputFrom, inputUntil). */
   inputFrom?: number;
   inputUntil?: number;
@@ -127,6 +129,9 @@ export function toModelSpec(m: CatalogModel): ModelSpec {
         outputPerMtok: t.output,
         ...(cachingSupported
           ? { cacheWritePerMtok: t.cacheWrite ?? t.input, cacheReadPerMtok: t.cacheRead ?? t.input }
+          : {}),
+        ...(cachingSupported && t.cacheStorage !== undefined
+          ? { cacheStoragePerMtokHour: t.cacheStorage }
           : {}),
         ...(t.batchInput !== undefined && t.batchOutput !== undefined
           ? { batchInputPerMtok: t.batchInput, batchOutputPerMtok: t.batchOutput }
@@ -365,6 +370,7 @@ function parsePricing(v: JsonValue, errs: string[]): CatalogModel["pricing"] | u
     ["cache_read_per_mtok", "cacheRead"],
     ["batch_input_per_mtok", "batchInput"],
     ["batch_output_per_mtok", "batchOutput"],
+    ["cache_storage_per_mtok_hour", "cacheStorage"],
   ];
   const tier: Partial<PricingTierDef> = {};
   for (const [key, field] of fields) {

@@ -67,6 +67,8 @@ export interface UsageInit {
   vendorTotal?: number | bigint | undefined;
   components?: Array<{ name: string; value: number | bigint }>;
   vendorCost?: { amount: string; unit: string; currency?: string };
+  /** Explicit-cache storage the vendor bills: cached tokens x seconds stored. */
+  cacheStorageTokenSeconds?: number | bigint | undefined;
 }
 
 const big = (n: number | bigint) => (typeof n === "bigint" ? n : BigInt(Math.trunc(n)));
@@ -96,5 +98,8 @@ function usageValue(u: UsageInit) {
     ...(total !== undefined && total !== parts ? { vendorTotalTokens: total } : {}),
     components,
     ...(u.vendorCost ? { vendorCost: u.vendorCost } : {}),
+    ...(u.cacheStorageTokenSeconds !== undefined
+      ? { cacheStorageTokenSeconds: big(u.cacheStorageTokenSeconds) }
+      : {}),
   };
 }

@@ -30,6 +30,8 @@ export async function* readSse(
   const onAbort = () => void reader.cancel().catch(() => {});
   signal.addEventListener("abort", onAbort, { once: true });
   let finished = false;
+  /** The last decoded text, to tell whether the body ended on a complete line. */
+  let last = "";
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
@@ -42,12 +44,19 @@ export async function* readSse(
       if (signal.aborted) throw new CancelledError();
       if (chunk.done) {
         finished = true;
-        parser.feed(decoder.decode());
+        const rest = decoder.decode();
+        if (rest) last = rest;
+        // A body whose last line is complete but lacks the closing blank line (as the vendor
+        // SDKs' own fixtures end) still delivers that last event, as the SDKs do; a body cut
+        // mid-line does not, so a torn frame is never parsed as a whole one.
+        parser.feed(/[\r\n]$/.test(last) ? `${rest}\n` : rest);
         parser.reset({ consume: true });
         yield* queue.splice(0);
         return;
       }
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
+      const text = decoder.decode(chunk.value, { stream: true });
+      if (text) last = text;
+      parser.feed(text);
       while (queue.length > 0) {
         yield queue.shift()!;
         if (signal.aborted) throw new CancelledError();

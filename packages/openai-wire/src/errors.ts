@@ -11,6 +11,8 @@
 //   is context_length_exceeded whatever the status.
 // - content_policy_violation / content_filter are content_filtered.
 // - "Please try again in 2s" / "in 120ms" in a message is the body's retry hint; headers win.
+// - A rejected key is auth_error whatever the status: xAI answers an incorrect key with a
+//   400 (`{"code":"invalid-argument","error":"Incorrect API key provided. ..."}`).
 import { classifyHttpFailure, ModelFailure, parseDurationSeconds } from "@pluggableharness/model-kit";
 
 export interface OpenAIErrorInfo {
@@ -56,6 +58,7 @@ export function parseErrorBody(text: string): OpenAIErrorInfo {
 
 const CONTEXT_MESSAGE =
   /context length|context window|maximum prompt length|prompt is too long|too many tokens|exceeds the context|maximum context/i;
+const BAD_KEY = /\b(incorrect|invalid) api key\b|api key not valid/i;
 const QUOTA = new Set(["insufficient_quota", "billing_hard_limit_reached", "billing_not_active"]);
 const FILTERED = new Set(["content_policy_violation", "content_filter"]);
 
@@ -74,10 +77,11 @@ function isContextLength(info: OpenAIErrorInfo): boolean {
 export function classifyHttpError(status: number, headers: Headers, body: string): ModelFailure {
   const info = parseErrorBody(body);
   const vendorCode = info.code ?? info.type;
-  if (QUOTA.has(info.code ?? "") || QUOTA.has(info.type ?? "")) {
+  const badKey = status >= 400 && status < 500 && BAD_KEY.test(info.message ?? "");
+  if (badKey || QUOTA.has(info.code ?? "") || QUOTA.has(info.type ?? "")) {
     return new ModelFailure(
       "auth_error",
-      `vendor answered HTTP ${status}: ${info.message ?? "quota exhausted"}`,
+      `vendor answered HTTP ${status}: ${info.message ?? (badKey ? "the API key was refused" : "quota exhausted")}`,
       {
         retryable: false,
         vendorCode,

@@ -173,11 +173,16 @@ export function buildRequest(
       .flatMap((p) => (p.case === "afterMessageIndex" ? [Number(p.value)] : []))
       .sort((a, b) => b - a);
     for (const index of indexes) {
-      // The last markable block that came from that message (thinking blocks take no marker).
+      // The last markable block that came from that message (thinking blocks and empty text
+      // blocks take no marker: the API refuses cache_control on either).
       const block = merged
         .flatMap((m) => m.blocks)
         .filter(
-          (b) => b.from === index && b.json["type"] !== "thinking" && b.json["type"] !== "redacted_thinking",
+          (b) =>
+            b.from === index &&
+            b.json["type"] !== "thinking" &&
+            b.json["type"] !== "redacted_thinking" &&
+            !(b.json["type"] === "text" && b.json["text"] === ""),
         )
         .at(-1);
       if (block && !targets.includes(block.json)) targets.push(block.json);

@@ -584,35 +584,12 @@ describe("errors", () => {
   });
 });
 
-describe("token counting, keep-alive and secrets", () => {
+describe("token counting and secrets", () => {
   it("counts tokens with the vendor's endpoint", async () => {
     const res = await client.countTokens({ text: "count me", modelId: SONNET });
     expect(res.count).toBe(42n);
     const sent = fake.otherRequests.concat(fake.requests).find((r) => r.path.endsWith("/count_tokens"));
     expect(sent?.json).toMatchObject({ model: SONNET, messages: [{ role: "user", content: "count me" }] });
-  });
-
-  it("keeps the prompt cache warm with max_tokens 1 pings when configured", async () => {
-    expect(
-      (
-        await client.configure({
-          config: config({ cache_keepalive_seconds: 0.2, cache_keepalive_max_pings: 1 }),
-        })
-      ).result!.diagnostics,
-    ).toEqual([]);
-    fake.push(scenarios.text("cached"), scenarios.text("ping"));
-    const n = fake.requests.length;
-    await complete({
-      assembledContext: [{ provider: "a", label: "one", content: [text("static")] }],
-      cacheBreakpoints: [{ position: { case: "afterAssembledContext", value: {} } }],
-    });
-    const [, ping] = (await fake.waitForRequests(n + 2)).slice(n);
-    expect(ping!.json).toMatchObject({
-      max_tokens: 1,
-      stream: false,
-      system: [{ cache_control: { type: "ephemeral" } }],
-    });
-    expect((await client.configure({ config: config() })).result!.diagnostics).toEqual([]);
   });
 
   it("never lets the API key reach an error or a log line", async () => {

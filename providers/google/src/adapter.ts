@@ -4,6 +4,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AttributeDef,
   checkBaseUrl,
+  ev,
   joinUrl,
   type ModelAdapter,
   plainHttpWarning,
@@ -86,16 +87,29 @@ export const adapter: ModelAdapter<GeminiState> = {
   async *stream(req, call) {
     const { state, model, signal } = call;
     const built = buildRequest(req, model, call.self, state.includeThoughts);
-    const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.lastIndex, built.body) : undefined;
-    const body =
+    const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.body) : undefined;
+    const cached =
       prefix === undefined
-        ? built.body
+        ? { body: built.body }
         : await state.caches.apply(built.body, prefix, {
             baseUrl: state.baseUrl,
             apiKey: state.apiKey,
             model: model.id,
             signal,
           });
+    const body = cached.body;
+    // A cache created for this request is billed: its tokens once, at the input rate (the
+    // catalog's cache-write rate), and their storage for the cache's lifetime.
+    if (cached.created) {
+      const { tokens, ttlSeconds } = cached.created;
+      yield ev.usage({
+        input: 0,
+        output: 0,
+        cacheWrite: tokens,
+        cacheStorageTokenSeconds: tokens * ttlSeconds,
+        components: [{ name: "explicit_cache_created", value: 1 }],
+      });
+    }
     const res = await sendVendorRequest({
       url: `${modelPath(state, model.id, "streamGenerateContent")}?alt=sse`,
       headers: { "x-goog-api-key": state.apiKey, accept: "text/event-stream" },

@@ -26,8 +26,15 @@ const common = {
   toolChoiceModes: ["auto", "any", "none", "specific"],
 } satisfies Partial<CatalogModel>;
 
-// "Prompts <= 200K tokens" pay the first rate card: the second starts at 200,001.
+// "Prompts <= 200K tokens" pay the first rate card: the second starts at 200,001. The
+// prompt is the whole promptTokenCount, cached content included (docs/decisions.md).
 const LONG = 200_001;
+
+// Explicit-cache storage, USD per million tokens per hour (pricing page, "Context caching
+// ... storage price"). Creating a cache bills its tokens once at the input rate, which is
+// why cacheWrite equals input.
+const STORAGE_PRO = 4.5;
+const STORAGE_FLASH = 1;
 
 export const GEMINI_MODELS: CatalogModel[] = [
   {
@@ -48,6 +55,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 12,
           cacheRead: 0.2,
           cacheWrite: 2,
+          cacheStorage: STORAGE_PRO,
           batchInput: 1,
           batchOutput: 6,
           inputUntil: LONG,
@@ -57,6 +65,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 18,
           cacheRead: 0.4,
           cacheWrite: 4,
+          cacheStorage: STORAGE_PRO,
           batchInput: 2,
           batchOutput: 9,
           inputFrom: LONG,
@@ -66,7 +75,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
     sources: {
       limits: `${REPORT} (confirmed: 1M context, 64K output); ${MODELS}`,
       thinking: `${REPORT} lists LOW/MEDIUM/HIGH, ${THINKING} lists low and high for Pro; the narrower set is declared`,
-      pricing: `${PRICING}: <=200K prompt $2/$12, >200K $4/$18, context caching $0.20/$0.40`,
+      pricing: `${PRICING}: <=200K prompt $2/$12, >200K $4/$18, context caching $0.20/$0.40, storage $4.50 per MTok-hour`,
       caching: `${REPORT} §3 (implicit caching on by default from 2.5, explicit caching alongside)`,
     },
     wire: { thinkingParam: "level" },
@@ -86,6 +95,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 10,
           cacheRead: 0.125,
           cacheWrite: 1.25,
+          cacheStorage: STORAGE_PRO,
           batchInput: 0.625,
           batchOutput: 5,
           inputUntil: LONG,
@@ -95,6 +105,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
           output: 15,
           cacheRead: 0.25,
           cacheWrite: 2.5,
+          cacheStorage: STORAGE_PRO,
           batchInput: 1.25,
           batchOutput: 7.5,
           inputFrom: LONG,
@@ -104,7 +115,7 @@ export const GEMINI_MODELS: CatalogModel[] = [
     sources: {
       limits: `${REPORT} (1M current context, not the announced 2M); ${MODELS} (65,536 output)`,
       thinking: `${THINKING}: thinkingBudget 128-32768, dynamic (-1) by default, cannot disable`,
-      pricing: `${PRICING}: <=200K prompt $1.25/$10, >200K $2.50/$15, caching $0.125/$0.25`,
+      pricing: `${PRICING}: <=200K prompt $1.25/$10, >200K $2.50/$15, caching $0.125/$0.25, storage $4.50 per MTok-hour`,
     },
     wire: { thinkingParam: "budget" },
   },
@@ -118,13 +129,21 @@ export const GEMINI_MODELS: CatalogModel[] = [
     thinking: { budget: { min: 0, max: 24_576 }, adaptiveByDefault: true, disable: "always" },
     pricing: {
       tiers: [
-        { input: 0.3, output: 2.5, cacheRead: 0.03, cacheWrite: 0.3, batchInput: 0.15, batchOutput: 1.25 },
+        {
+          input: 0.3,
+          output: 2.5,
+          cacheRead: 0.03,
+          cacheWrite: 0.3,
+          cacheStorage: STORAGE_FLASH,
+          batchInput: 0.15,
+          batchOutput: 1.25,
+        },
       ],
     },
     sources: {
       limits: `${REPORT} (65,536 output); ${MODELS} (1,048,576 input)`,
       thinking: `${THINKING}: thinkingBudget 0-24576, 0 disables, dynamic by default`,
-      pricing: `${PRICING}: $0.30 input, $2.50 output (thinking included), caching $0.03`,
+      pricing: `${PRICING}: $0.30 input, $2.50 output (thinking included), caching $0.03, storage $1 per MTok-hour`,
     },
     wire: { thinkingParam: "budget" },
   },

@@ -132,7 +132,8 @@ function thinkingConfig(
     if (!control || param !== "level") throw invalid(`${model.id} has no effort control`);
     if (!control.levels.includes(effort))
       throw invalid(`${model.id} accepts thinking levels ${control.levels.join(", ")}, not "${effort}"`);
-    out["thinkingLevel"] = effort;
+    // The wire value is the ThinkingLevel enum name (the SDK types' "LOW", "HIGH"…).
+    out["thinkingLevel"] = effort.toUpperCase();
   }
   if (budget !== undefined) {
     const control = model.thinking.budget;

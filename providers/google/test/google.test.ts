@@ -216,7 +216,7 @@ describe("streaming", () => {
     fake.push(scenarios.thinking({ thinking: "Counting letters.", signature: SIG, text: "Three." }));
     const t = await complete({ modelId: "gemini-3-pro", params: { thinkingEffort: "low" } });
     expect(lastBody()["generationConfig"]).toMatchObject({
-      thinkingConfig: { thinkingLevel: "low", includeThoughts: true },
+      thinkingConfig: { thinkingLevel: "LOW", includeThoughts: true },
     });
     expect(
       only(t.events, "thinkingDelta")
@@ -299,7 +299,7 @@ describe("streaming", () => {
     expect(rec.costUsd).toBeCloseTo(hand, 12);
   });
 
-  it("turns cache breakpoints into one explicit cache, reused while it lives and deleted on reconfigure", async () => {
+  it("turns the stable-prefix breakpoints into one explicit cache, reused while it lives, billed, and deleted on reconfigure", async () => {
     const inputSchema = fromJson(SchemaSchema, {
       type: "SCHEMA_TYPE_OBJECT",
       properties: [{ name: "q", schema: { type: "SCHEMA_TYPE_STRING" } }],
@@ -323,26 +323,36 @@ describe("streaming", () => {
     expect(cases(first.events)).not.toContain("error");
     expect(fake.cachedContents.size).toBe(1);
     const [name, cache] = [...fake.cachedContents.entries()][0]!;
+    // System instruction and tools only: the conversation is left to implicit caching.
     expect(cache).toMatchObject({
       model: `models/${FLASH}`,
       ttl: "300s",
       systemInstruction: { parts: [{ text: "Static project context." }] },
-      contents: [
-        { role: "user", parts: [{ text: "first question" }] },
-        { role: "model", parts: [{ text: "first answer" }] },
-      ],
     });
     expect(cache["tools"]).toBeDefined();
+    expect(cache["contents"]).toBeUndefined();
     const sent = fake.requests.at(-1)!;
     expect(sent.rejected).toBeFalsy();
-    expect(sent.json).toMatchObject({
-      cachedContent: name,
-      contents: [{ role: "user", parts: [{ text: "second question" }] }],
-    });
+    expect(sent.json).toMatchObject({ cachedContent: name });
+    expect((sent.json as { contents: unknown[] }).contents).toHaveLength(3);
     expect(Object.keys(sent.json as object)).not.toContain("systemInstruction");
     expect(Object.keys(sent.json as object)).not.toContain("tools");
 
-    await complete(req);
+    // The creation is in the ledger: its tokens once at the input rate, and five minutes of
+    // storage at $1 per million tokens per hour; then the completion's own usage.
+    const usages = only(first.events, "usage");
+    expect(usages).toHaveLength(2);
+    const tokens = Number((cache["usageMetadata"] as { totalTokenCount: number }).totalTokenCount);
+    expect(usages[0]).toMatchObject({
+      inputTokens: 0n,
+      cacheWriteTokens: BigInt(tokens),
+      cacheStorageTokenSeconds: BigInt(tokens * 300),
+    });
+    const rec = recordUsage(usages[0]!, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.costUsd).toBeCloseTo((tokens * 0.3 + (tokens * 300 * 1) / 3600) / 1e6, 15);
+
+    const second = await complete(req);
+    expect(only(second.events, "usage")).toHaveLength(1);
     const creations = fake.otherRequests.filter(
       (r) => r.method === "POST" && r.path.endsWith("/cachedContents"),
     );
@@ -362,6 +372,20 @@ describe("streaming", () => {
     const rec = recordUsage(u, specs.get("gemini-2.5-pro")!.pricing!, timestampFromMs(Date.now()));
     expect(rec.pricingTierIndex).toBe(1);
     expect(rec.costUsd).toBeCloseTo((250_000 * 2.5 + 1000 * 15) / 1e6, 12);
+  });
+
+  it("picks the >200K rate card by the whole prompt, cached content included, as Gemini counts it", async () => {
+    fake.push(
+      scenarios.text("long", {
+        usage: { inputTokens: 50_000, cacheReadTokens: 200_000, outputTokens: 1000 },
+      }),
+    );
+    const res = await complete({ modelId: "gemini-2.5-pro", params: { thinkingBudgetTokens: 1024n } });
+    const u = only(res.events, "usage")[0]!;
+    expect([u.inputTokens, u.cacheReadTokens]).toEqual([50_000n, 200_000n]);
+    const rec = recordUsage(u, specs.get("gemini-2.5-pro")!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.pricingTierIndex).toBe(1);
+    expect(rec.costUsd).toBeCloseTo((50_000 * 2.5 + 200_000 * 0.25 + 1000 * 15) / 1e6, 12);
   });
 
   it("maps safety stops to content_filtered with a notice, and the output limit", async () => {

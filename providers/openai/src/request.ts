@@ -4,7 +4,7 @@
 // - User content: input_text, input_image (data URL or URL), input_file (PDF as a data URL).
 //   Tool results become function_call_output items (a string, or a list of input parts
 //   when the result carries images or documents); "Error: " marks a failed call.
-// - Assistant content, in block order: output_text messages, function_call items (arguments
+// - Assistant content, in block order: messages with string content, function_call items (arguments
 //   as JSON text), and this vendor's own reasoning items replayed verbatim (reasoning.ts).
 //   Reasoning produced by another vendor is dropped (model-kit content rule 1).
 // - Reasoning models always get include: ["reasoning.encrypted_content"] and a summary
@@ -97,16 +97,14 @@ export function inputItems(
   const docs = { n: 0 };
   for (const { message, blocks } of history.messages) {
     if (message.role === Role.ASSISTANT) {
-      let text: JsonObject[] = [];
-      const flush = () => {
-        if (text.length > 0) items.push({ type: "message", role: "assistant", content: text });
-        text = [];
-      };
       for (const b of blocks) {
         if (b.block.case === "text") {
-          if (b.block.value.text !== "") text.push({ type: "output_text", text: b.block.value.text });
+          // Each text block goes back as an input message with string content (the SDK's
+          // EasyInputMessage); the output-message form would also need the id and status
+          // of a stored response.
+          if (b.block.value.text !== "")
+            items.push({ type: "message", role: "assistant", content: b.block.value.text });
         } else if (b.block.case === "toolUse") {
-          flush();
           items.push({
             type: "function_call",
             call_id: b.block.value.id,
@@ -115,13 +113,9 @@ export function inputItems(
           });
         } else if (b.block.case === "thinking" || b.block.case === "redactedThinking") {
           const item = reasoningItemOf(b);
-          if (item) {
-            flush();
-            items.push(item);
-          }
+          if (item) items.push(item);
         }
       }
-      flush();
       continue;
     }
     const own: ContentBlock[] = [];
@@ -199,5 +193,9 @@ export function buildResponsesRequest(
     body["include"] = ["reasoning.encrypted_content"];
   }
   Object.assign(body, passThroughOptions(options, RESPONSES_OPTIONS, Object.keys(body)));
+  // OpenAI caches prompts automatically; the session id as prompt_cache_key keeps a
+  // conversation's requests on the servers holding its prefix (provider_options may override).
+  const session = req.callContext?.sessionId;
+  if (body["prompt_cache_key"] === undefined && session) body["prompt_cache_key"] = session;
   return { body, names, droppedReasoning };
 }

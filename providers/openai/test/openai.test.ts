@@ -352,7 +352,7 @@ describe("reasoning items", () => {
     expect(input[2]).toEqual({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "42" }],
+      content: "42",
     });
   });
 
@@ -683,6 +683,15 @@ describe("content rules and parameters", () => {
     expect(errorOf(events)).toMatchObject({ categoryName: "INVALID_REQUEST" });
     expect(errorOf(events)!.message).toContain("frequency_penalty");
     expect(fake.requests.length).toBe(before);
+  });
+
+  it("sends the session id as prompt_cache_key unless provider_options names one", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete();
+    expect(lastBody()["prompt_cache_key"]).toBe("s1");
+    fake.push(scenarios.text("ok"));
+    await complete({ providerOptions: { prompt_cache_key: "shared-prefix" } });
+    expect(lastBody()["prompt_cache_key"]).toBe("shared-prefix");
   });
 
   it("counts tokens exactly with the vendor's counter", async () => {

@@ -24,7 +24,7 @@ export function parseGitignore(text: string, base: string): RuleSet {
   const rules: Rule[] = [];
   for (let line of text.split(/\r?\n/)) {
     if (line === "" || line.startsWith("#")) continue;
-    line = line.replace(/(?<!\\)\s+$/, "");
+    line = trimUnescapedEnd(line);
     if (line === "") continue;
     let negate = false;
     if (line.startsWith("!")) {
@@ -71,4 +71,16 @@ export function isIgnored(sets: readonly RuleSet[], rel: string, isDir: boolean)
     }
   }
   return ignored;
+}
+
+/**
+ * Trailing whitespace is not part of a pattern unless a backslash escapes its first
+ * character. A scan from the end, not a regex: `\s+$` retries at every whitespace
+ * position and is quadratic in a long run of spaces.
+ */
+function trimUnescapedEnd(line: string): string {
+  let j = line.length;
+  while (j > 0 && /\s/.test(line[j - 1]!)) j--;
+  if (j === line.length) return line;
+  return j > 0 && line[j - 1] === "\\" ? line.slice(0, j + 1) : line.slice(0, j);
 }

@@ -95,6 +95,11 @@ describe("glob patterns and .gitignore rules", () => {
     expect(isIgnored([root], "x/out", true)).toBe(true);
     expect(isIgnored([root], "x/out", false)).toBe(false);
     expect(isIgnored([root], "docs/a/b/c.tmp", false)).toBe(true);
+    // Trailing spaces are dropped unless a backslash keeps the first of them.
+    const spaces = parseGitignore(`plain   \nkept\\  \n${" ".repeat(2_000)}x${" ".repeat(2_000)}\n`, "");
+    expect(isIgnored([spaces], "plain", false)).toBe(true);
+    expect(isIgnored([spaces], "kept ", false)).toBe(true);
+    expect(isIgnored([spaces], "kept", false)).toBe(false);
     const nested = parseGitignore("gen.ts\n", "src");
     expect(isIgnored([root, nested], "src/deep/gen.ts", false)).toBe(true);
     expect(isIgnored([root, nested], "gen.ts", false)).toBe(false);

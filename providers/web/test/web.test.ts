@@ -149,6 +149,26 @@ describe("HTML reduction", () => {
     expect(text).toContain("<tag> © ☺");
   });
 
+  it("keeps tables, ordered and nested lists, bare <pre>, images; drops unsafe link targets", () => {
+    const { text } = htmlToText(
+      `<table><tr><th>name</th><th>size</th></tr><tr><td>a.txt</td><td>3 <b>KB</b></td></tr></table>
+<ol start="3"><li>third</li><li>fourth<ul><li>inner</li></ul></li></ol>
+<pre>raw  spaced
+text</pre><p><img src="x.png" alt="a chart"><img src="y.png"></p>
+<p><a href="javascript:alert(1)">js</a> <a href="mailto:a@b.c">mail</a> <a href="#top">top</a> <a href="ftp://h/f">ftp</a></p>
+<p>1. not a list * and _not_ escaped</p>`,
+      "https://example.org/",
+    );
+    expect(text).toContain("name | size\na.txt | 3 **KB**");
+    expect(text).toContain("3. third\n4. fourth\n  - inner");
+    expect(text).toContain("```\nraw  spaced\ntext\n```");
+    expect(text).toContain("[image: a chart]");
+    expect(text).not.toContain("y.png");
+    expect(text).toContain("js mail top ftp");
+    expect(text).not.toMatch(/javascript:|mailto:|\]\(/);
+    expect(text).toContain("1. not a list * and _not_ escaped");
+  });
+
   it("knows private addresses", () => {
     for (const ip of [
       "127.0.0.1",

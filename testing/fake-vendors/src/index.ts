@@ -1,5 +1,9 @@
 // @pluggableharness/fake-vendors: loopback servers that speak each model vendor's wire format.
 
+export type { Corpus, CorpusError, CorpusExpectation, CorpusStream, CorpusVendor } from "./corpus.ts";
+export { corpusErrorResponse, corpusFrames, corpusResponse, corpusText, loadCorpus } from "./corpus.ts";
+export type { CacheBill, CacheRule, CacheSegment } from "./prompt-cache.ts";
+export { estimateTokens, PromptCacheStore } from "./prompt-cache.ts";
 export { goDuration } from "./ratelimits.ts";
 export { describeRequest, maskedHeaders, maskSecret } from "./recording.ts";
 export type { ServerVendor } from "./router.ts";

@@ -280,4 +280,21 @@ export interface RecordedRequest {
   rejected?: Rejection;
   /** Set when the request got the "script exhausted" error. */
   exhausted?: boolean;
+  /** With `promptCache` on: what the vendor would bill this request, in the neutral convention. */
+  billed?: BilledUsage;
+}
+
+/** A request's bill under prompt-cache billing (the counts the answer's usage reports). */
+export interface BilledUsage {
+  /** Input neither read from nor written to a cache. */
+  inputTokens: number;
+  cacheReadTokens: number;
+  /** Writes with the default lifetime (Anthropic 5 minutes, OpenAI 30 minutes). */
+  cacheWriteTokens: number;
+  /** Writes with the long lifetime (Anthropic 1 hour, OpenAI 12 hours). */
+  cacheWriteLongTokens: number;
+  /** Every input token of the request. */
+  totalTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
 }

@@ -192,6 +192,7 @@ const RATE_FIELDS = [
   "cacheReadPerMtok",
   "batchInputPerMtok",
   "batchOutputPerMtok",
+  "cacheStoragePerMtokHour",
 ] as const;
 
 function checkPricing(p: Pricing, cachingSupported: boolean, fail: Report): void {
@@ -215,6 +216,12 @@ function checkPricing(p: Pricing, cachingSupported: boolean, fail: Report): void
       fail(
         CapabilityRule.pricingCacheRatesIffCaching,
         `tier #${i} needs cache_write_per_mtok and cache_read_per_mtok because caching is supported`,
+      );
+    }
+    if (!cachingSupported && tier.cacheStoragePerMtokHour !== undefined) {
+      fail(
+        CapabilityRule.pricingCacheRatesIffCaching,
+        `tier #${i} declares a cache storage rate but caching is unsupported`,
       );
     }
     if (!cachingSupported && (hasWrite || hasRead)) {

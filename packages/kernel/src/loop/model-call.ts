@@ -30,6 +30,7 @@ import {
   contentNeeds,
   fallbackTokenCount,
   modelErrorReaction,
+  type PreviousRequestPrefix,
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
@@ -65,6 +66,8 @@ export interface ModelCallInput {
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
   readonly previousToolsFingerprint?: string;
+  /** The session's previous model request (conversation-tail cache breakpoints). */
+  readonly previousRequest?: PreviousRequestPrefix;
   readonly signal: AbortSignal;
 }
 
@@ -245,6 +248,8 @@ export async function callModel(
             ? { previousToolsFingerprint: input.previousToolsFingerprint }
             : {}),
           assembledContext: [...input.sections],
+          messages: input.messages,
+          ...(input.previousRequest ? { previous: input.previousRequest } : {}),
         }),
       });
       checkStreamCompletionRequest(request, candidate.spec);

@@ -38,7 +38,7 @@ import {
   REOPENABLE_STATUSES,
   type SessionWriter,
 } from "@pluggableharness/state";
-import { type AccumulatedCompletion, checkArguments } from "../domain/index.ts";
+import { type AccumulatedCompletion, checkArguments, type PreviousRequestPrefix } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { StoredInputs } from "../frontends/stored-inputs.ts";
@@ -119,6 +119,8 @@ export class Session implements HubSession, SessionControl {
   retriesUsed = 0;
   assembledTokensLastTurn = 0;
   previousToolsFingerprint: string | undefined;
+  /** The previous model request's prefix, for conversation cache breakpoints. */
+  previousRequest: PreviousRequestPrefix | undefined;
   #status: SessionStatus;
   /** Events persistSoon() queued for the end of this event-loop turn. */
   #soon: BatchedEvent[] = [];

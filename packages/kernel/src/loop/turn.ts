@@ -21,6 +21,7 @@ import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import {
   type AccumulatedCompletion,
   checkDone,
+  requestPrefix,
   serializeAllFor,
   TurnDoneTracker,
   toolListFingerprint,
@@ -147,9 +148,11 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     ...(session.previousToolsFingerprint !== undefined
       ? { previousToolsFingerprint: session.previousToolsFingerprint }
       : {}),
+    ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
     signal,
   });
   session.previousToolsFingerprint = toolListFingerprint(tools);
+  session.previousRequest = requestPrefix(tools, assembled.sections, messages);
   if (result.kind === "failed")
     return { kind: "failed", detail: `model_error ${result.category}: ${result.message}` };
   if (result.kind === "cancelled") {

@@ -40,19 +40,41 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
   if (!isObject(body)) return reject("There was an error parsing the body of your request as JSON.");
   if (typeof body.model !== "string") return reject("model: Field required");
   if (body.max_tokens === undefined) return reject("max_tokens: Field required");
-  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
-    return reject("max_tokens: Input should be a valid integer greater than or equal to 1");
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 0)
+    return reject("max_tokens: Input should be a valid integer greater than or equal to 0");
   if (!Array.isArray(body.messages)) return reject("messages: Field required");
 
   const thinking = body.thinking;
+  const thinkingOn = isObject(thinking) && (thinking.type === "enabled" || thinking.type === "adaptive");
+  // max_tokens 0 pre-warms the cache; it does not combine with streaming or thinking.
+  if (body.max_tokens === 0 && (body.stream === true || thinkingOn))
+    return reject(
+      "`max_tokens: 0` (cache pre-warming) cannot be combined with streaming or extended thinking.",
+    );
+  const betas = String(request.headers["anthropic-beta"] ?? "")
+    .split(",")
+    .map((b) => b.trim());
   if (isObject(thinking) && thinking.type === "enabled") {
     const budget = thinking.budget_tokens;
     if (typeof budget !== "number") return reject("thinking.enabled.budget_tokens: Field required");
     if (budget < 1024)
       return reject("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
-    if (budget >= (body.max_tokens as number))
+    // With interleaved thinking the budget spans the whole turn and may exceed max_tokens.
+    if (budget >= (body.max_tokens as number) && !betas.includes("interleaved-thinking-2025-05-14"))
       return reject("`max_tokens` must be greater than `thinking.budget_tokens`.");
   }
+
+  // Cache markers: at most four, never on an empty text block.
+  const markable: Json[] = [
+    ...(Array.isArray(body.tools) ? body.tools.filter(isObject) : []),
+    ...(Array.isArray(body.system) ? body.system.filter(isObject) : []),
+    ...(Array.isArray(body.messages) ? (body.messages.filter(isObject) as Json[]).flatMap(blocksOf) : []),
+  ];
+  const markers = markable.filter((b) => b.cache_control !== undefined && b.cache_control !== null);
+  if (markers.length > 4)
+    return reject(`A maximum of 4 blocks with cache_control may be provided. Found ${markers.length}.`);
+  if (markers.some((b) => b.type === "text" && b.text === ""))
+    return reject("cache_control cannot be set for empty text blocks");
 
   if (Array.isArray(body.tools)) {
     for (const [i, tool] of body.tools.entries()) {

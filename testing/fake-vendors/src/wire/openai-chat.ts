@@ -177,7 +177,13 @@ function usageObject(u: NUsage, shape: ChatDialect["usageShape"]): Record<string
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: prompt + completion,
-        prompt_tokens_details: { cached_tokens: u.cacheReadTokens, audio_tokens: 0 },
+        prompt_tokens_details: {
+          cached_tokens: u.cacheReadTokens,
+          audio_tokens: 0,
+          ...(u.cacheWriteTokens + u.cacheWrite1hTokens > 0
+            ? { cache_write_tokens: u.cacheWriteTokens + u.cacheWrite1hTokens }
+            : {}),
+        },
         completion_tokens_details: {
           reasoning_tokens: u.reasoningTokens,
           audio_tokens: 0,

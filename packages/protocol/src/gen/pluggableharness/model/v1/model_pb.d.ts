@@ -423,6 +423,14 @@ export declare type PricingTier = Message<"pluggableharness.model.v1.PricingTier
    * @generated from field: optional int64 input_tokens_until = 10;
    */
   inputTokensUntil?: bigint | undefined;
+
+  /**
+   * Storage of explicitly created caches (e.g. Gemini CachedContent), per million tokens per
+   * hour; present only where the vendor bills cache storage. Prices Usage.cache_storage_token_seconds.
+   *
+   * @generated from field: optional double cache_storage_per_mtok_hour = 11;
+   */
+  cacheStoragePerMtokHour?: number | undefined;
 };
 
 /**
@@ -954,6 +962,13 @@ export declare type Usage = Message<"pluggableharness.model.v1.Usage"> & {
    * @generated from field: optional bool reasoning_already_counted = 10;
    */
   reasoningAlreadyCounted?: boolean | undefined;
+
+  /**
+   * Explicit-cache storage the vendor bills: cached tokens times seconds stored.
+   *
+   * @generated from field: optional int64 cache_storage_token_seconds = 11;
+   */
+  cacheStorageTokenSeconds?: bigint | undefined;
 };
 
 /**
