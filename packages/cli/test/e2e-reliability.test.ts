@@ -127,7 +127,9 @@ describe("one writer per session", () => {
         out += d;
       });
       await fake.waitForStall();
-      const id = String(records(out.split("\n")[0] ?? "")[0]?.["session_id"]);
+      // The init record may still be on its way when the stream stalls.
+      while (!/"session_id":"[0-9A-Z]{26}"/.test(out)) await new Promise((r) => setTimeout(r, 10));
+      const id = /"session_id":"([0-9A-Z]{26})"/.exec(out)![1]!;
       const started = Date.now();
       const second = await agent(["run", "--resume", id, "-p", "me too"], { cwd: repo, env });
       // Refused before any plugin starts.
@@ -236,18 +238,21 @@ describe("damaged session files", () => {
   });
 
   for (const table of ["producers", "cost_ledger", "plan_items", "events"]) {
-    it(`show, replay and list report a missing ${table} table and show the rest`, async () => {
+    it(`show and list (and replay) report a missing ${table} table and show the rest`, async () => {
       const { repo, env, id, file } = await finished(`damaged-${table}`);
       damage(file, `DROP TABLE ${table};`);
-      const [show, replay, list] = await Promise.all(
-        ["show", "replay", "list"].map((c) =>
-          agent(["sessions", c, ...(c === "list" ? [] : [id])], { cwd: repo, env }),
-        ),
+      // Replay (which starts plugins) is checked for the table whose loss used to crash it.
+      const commands = table === "producers" ? ["show", "list", "replay"] : ["show", "list"];
+      const [show, list, replay] = await Promise.all(
+        commands.map((c) => agent(["sessions", c, ...(c === "list" ? [] : [id])], { cwd: repo, env })),
       );
-      for (const [command, r] of [
-        ["show", show!],
-        ["replay", replay!],
-      ] as const) {
+      const checked = replay
+        ? ([
+            ["show", show!],
+            ["replay", replay],
+          ] as const)
+        : ([["show", show!]] as const);
+      for (const [command, r] of checked) {
         expect(r.stderr, command).not.toMatch(/\n\s+at /);
         if (table !== "events") expect(r.stdout, command).toContain("All read.");
         expect(r.stderr, command).toMatch(new RegExp(`damaged: the ${table} table is missing`));
@@ -260,8 +265,9 @@ describe("damaged session files", () => {
 });
 
 describe("a large write", () => {
-  it("a 10 MB write_file is stored once, and every reader still sees the whole call", async () => {
-    const content = `${"0123456789abcdef".repeat(64)}\n`.repeat(10_000); // 10 MB, under the tool's 10 MiB limit
+  // 2 MB here to stay quick; `npm run faults` writes 10 MB.
+  it("a large write_file is stored once, and every reader still sees the whole call", async () => {
+    const content = `${"0123456789abcdef".repeat(64)}\n`.repeat(2_000);
     const { repo, env } = await project("bigwrite", [
       { kind: "tool_calls", calls: [{ name: "filesystem__write_file", args: { path: "big.txt", content } }] },
       { kind: "text", text: "Wrote it." },

@@ -311,6 +311,50 @@ const interleavedDenials: FaultScenario = {
     }),
 };
 
+/** A 10 MB write_file: the file is written whole and the session stores the content once. */
+const largeWrite: FaultScenario = {
+  name: "10 MB write_file",
+  proves: "7: a large input is stored once",
+  runs: 5,
+  run: (index) =>
+    withSandbox(async (sb) => {
+      const content = `${String(index).repeat(1023)}\n`.repeat(10_000);
+      const fake = await startFakeVendor({
+        vendor: "anthropic",
+        script: [
+          {
+            kind: "tool_calls",
+            calls: [{ name: "filesystem__write_file", args: { path: "big.txt", content } }],
+          },
+          scenarios.text("Wrote it."),
+        ],
+      });
+      try {
+        const dir = project(sb, "big", VENDORS[0]!, fake.baseUrl());
+        const r = await agent(sb, dir, ["run", "-p", "write", "--output-format", "json"], {}, 120_000);
+        const id = JSON.parse(r.stdout).session_id as string;
+        const db = new DatabaseSync(join(dir, ".state", "agent", "sessions", `${id}.sqlite`), {
+          readOnly: true,
+        });
+        const total = Number(
+          (db.prepare("SELECT sum(length(payload)) AS n FROM events").get() as { n: number }).n,
+        );
+        db.close();
+        const written = existsSync(join(dir, "big.txt"));
+        const survived = written && total < content.length + 200 * 1024;
+        return {
+          survived,
+          lost: 0,
+          ...(survived
+            ? {}
+            : { note: `written: ${written}; ${total} bytes of payloads for ${content.length}` }),
+        };
+      } finally {
+        await fake.close();
+      }
+    }),
+};
+
 /** After a clean run the session is one file; after a SIGKILL the next run sweeps the temp dirs. */
 const cleanFiles: FaultScenario = {
   name: "clean files after runs and kills",
@@ -356,4 +400,5 @@ export const sessionScenarios: FaultScenario[] = [
   damagedFile,
   interleavedDenials,
   cleanFiles,
+  largeWrite,
 ];
