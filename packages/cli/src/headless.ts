@@ -276,7 +276,11 @@ export function summarize(
       continue;
     turns.add(m.turnId);
     if (m.model) model = `${m.model.provider}/${m.model.id}`;
-    const text = m.message.content.map((b) => (b.block.case === "text" ? b.block.value.text : "")).join("");
+    const text = m.message.content
+      .flatMap((b) =>
+        b.block.case === "text" && b.block.value.text.trim() !== "" ? [b.block.value.text] : [],
+      )
+      .join("\n\n");
     if (text.trim() !== "") finalText = text;
   }
   const usage = {

@@ -10,7 +10,7 @@ import { ContextService } from "@pluggableharness/protocol/context";
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { MemoryService } from "@pluggableharness/protocol/memory";
-import { ModelService } from "@pluggableharness/protocol/model";
+import { ModelService, type ModelSpec } from "@pluggableharness/protocol/model";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
@@ -30,6 +30,8 @@ export interface ProviderFacts {
   configSchema?: ConfigSchema;
   tools: ToolFacts[];
   models: string[];
+  /** The ModelSpecs behind `models`. */
+  specs: ModelSpec[];
   hookPoints: HookPoint[];
   healthy: boolean;
   /** Why the provider could not be launched or described. */
@@ -67,6 +69,7 @@ export async function inspectProviders(
           producers: {},
           tools: [],
           models: [],
+          specs: [],
           hookPoints: [],
           healthy: false,
           configureProblems: [],
@@ -94,6 +97,7 @@ export async function inspectProviders(
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
+              facts.specs = caps?.models ?? facts.specs;
             }
           }
         } catch (err) {
@@ -132,6 +136,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
       case "model": {
         const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
         facts.models = caps?.models.map((m) => m.id) ?? [];
+        facts.specs = caps?.models ?? [];
         hooks(caps?.supportedHookPoints ?? []);
         schema(caps?.configSchema);
         break;

@@ -119,14 +119,16 @@ describe("agent run in a terminal", () => {
     expect(text).toContain("filesystem.edit_file · risk moderate");
     expect(text).toMatch(/-\s+return a - b;/);
     expect(text).toMatch(/\+\s+return a \+ b;/);
+    // What "s" or "A" would remember is shown before the answer: this file, not every edit.
+    expect(text).toContain("s / A remember: filesystem.edit_file on exactly calc.js");
     expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a - b;");
 
-    // Allow for the session: the second edit of the same tool runs without asking. No
+    // Allow for the session: the second edit of the same file runs without asking. No
     // key is pressed after "s", so had it asked again the run would still be waiting.
     tmux("send-keys", "-t", "agent", "s");
     text = await waitFor("Both edits are done.");
     expect(text).toContain("filesystem.edit_file allowed for this session");
-    expect(text).toContain("session:filesystem.edit_file");
+    expect(text).toContain("session:filesystem.edit_file[calc.js]");
     expect(text).not.toContain("Permission needed");
     const calc = readFileSync(join(repo, "calc.js"), "utf8");
     expect(calc).toContain("return a + b;");
@@ -160,7 +162,7 @@ describe("agent run in a terminal", () => {
       expect(reader.meta().status).toBe(SessionStatus.CANCELLED);
       expect(reader.planItems().map((p) => p.decidedBy)).toEqual([
         expect.stringContaining("ask_file_edits"),
-        "session:filesystem.edit_file",
+        "session:filesystem.edit_file[calc.js]",
       ]);
     } finally {
       reader.close();

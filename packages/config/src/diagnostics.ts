@@ -27,6 +27,8 @@ export type DiagnosticCategory =
   | "env_unset"
   /** Two policy rules that can match the same call with the same specificity. */
   | "policy_conflict"
+  /** A policy rule that matches exactly the calls of another of equal specificity: it can never decide. */
+  | "policy_shadowed"
   /** A policy rule with an empty match (a warning). */
   | "policy_empty_match"
   /** A malformed version constraint, or no version satisfying one. */
@@ -39,6 +41,8 @@ export type DiagnosticCategory =
   | "unknown_tool"
   /** A model id its loaded provider does not advertise (a warning). */
   | "unknown_model"
+  /** A generation parameter the profile's model refuses (a warning, or an error under strict_params). */
+  | "unsupported_parameter"
   /** A malformed "<provider>.<tool>" pattern. */
   | "tool_pattern"
   /** A hook point that does not exist, is not subscribable, or is not supported. */

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Attribute, type Block, parseFile, type Range } from "@pluggableharness/hcl";
-import { type Diags, decodeBody, evalStatic, label, objectEntries, readString } from "./decode.ts";
+import { type Diags, decodeBody, evalStatic, label, objectEntries, readBool, readString } from "./decode.ts";
 import { defaultConfig } from "./defaults.ts";
 import {
   type ConfigDiagnostic,
@@ -320,6 +320,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
     const what = `required_providers.${name}`;
     let sourceAttr: Attribute | undefined;
     let versionAttr: Attribute | undefined;
+    let networkAttr: Attribute | undefined;
     if (item.expr.kind === "Object") {
       for (const e of objectEntries(item.expr, what, diags) ?? []) {
         const attr: Attribute = {
@@ -331,12 +332,13 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         };
         if (e.key === "source") sourceAttr = attr;
         else if (e.key === "version") versionAttr = attr;
+        else if (e.key === "network") networkAttr = attr;
         else {
           diags.push(
             errorAt(
               "unknown_attribute",
               "Unsupported argument",
-              `${what} accepts only "source" and "version", not "${e.key}".`,
+              `${what} accepts only "source", "version" and "network", not "${e.key}".`,
               e.keyRange,
             ),
           );
@@ -394,8 +396,16 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         constraints = parsed.constraints;
       }
     }
+    const network = networkAttr && readBool(networkAttr, `${what}.network`, diags);
     if (source !== undefined && version !== undefined && constraints !== undefined) {
-      out.push({ localName: name, source, version, constraints, range: item.nameRange });
+      out.push({
+        localName: name,
+        source,
+        version,
+        constraints,
+        range: item.nameRange,
+        ...(network !== undefined ? { network } : {}),
+      });
     }
   }
   return out;

@@ -43,12 +43,15 @@ export function defaultSettings(): Settings {
     default_max_depth: 2,
     doom_loop_threshold: 3,
     doom_loop_window: 10,
+    strict_params: false,
+    sandbox: "best_effort",
     retry: { ...DEFAULT_RETRY },
     observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
   };
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error"];
+const SANDBOX_MODES: readonly Settings["sandbox"][] = ["required", "best_effort", "off"];
 
 export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   const s = defaultSettings();
@@ -65,6 +68,8 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "default_max_depth",
         "doom_loop_threshold",
         "doom_loop_window",
+        "strict_params",
+        "sandbox",
       ],
       blocks: { retry: { single: true }, observability: { single: true } },
     },
@@ -81,6 +86,8 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   if (frontend !== undefined) s.default_frontend = frontend;
   const level = a("log_level") && readEnum(a("log_level")!, "settings.log_level", LOG_LEVELS, diags);
   if (level) s.log_level = level;
+  const sandbox = a("sandbox") && readEnum(a("sandbox")!, "settings.sandbox", SANDBOX_MODES, diags);
+  if (sandbox) s.sandbox = sandbox;
   s.default_hook_timeout_ms = int("default_hook_timeout_ms", 1) ?? s.default_hook_timeout_ms;
   s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
   s.default_max_depth = int("default_max_depth", 0) ?? s.default_max_depth;
@@ -175,6 +182,8 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
     if (attrs !== undefined) s.observability.resource_attrs = attrs;
   }
 
+  const strict = a("strict_params") && readBool(a("strict_params")!, "settings.strict_params", diags);
+  if (strict !== undefined) s.strict_params = strict;
   const telemetry = a("telemetry") && readBool(a("telemetry")!, "settings.telemetry", diags);
   s.telemetry = telemetry ?? s.observability_declared;
   return s;

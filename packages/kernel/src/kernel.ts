@@ -9,8 +9,11 @@ import {
   type AgentConfig,
   ConfigError,
   devOverridePaths,
+  envNamesReadByConfig,
   errorsOf,
+  execEnvironment,
   getProfile,
+  kernelProtectedPaths,
   loadAlwaysRules,
   loadGlobalConfig,
   loadProjectConfig,
@@ -313,6 +316,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       kernelProducer: this.#kernelProducer,
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,
+      protectedPaths: [
+        ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env),
+        ...(this.#options.stateDir ? [this.#options.stateDir] : []),
+      ],
+      secretValues: this.#secretValues(),
       headlessAsk: this.#options.headlessAsk ?? "deny",
       limits: {
         ...DEFAULT_LIMITS,
@@ -321,6 +329,17 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       },
       newId: newUlid,
     };
+  }
+
+  #secretValues(): string[] {
+    const source = this.#options.env ?? process.env;
+    const e = execEnvironment(source, {
+      configNames: envNamesReadByConfig(this.config.projectDir, source),
+    });
+    return e.withheld.flatMap((n) => {
+      const v = source[n];
+      return v && v.length >= 8 ? [v] : [];
+    });
   }
 
   get #d(): LoopDeps {
@@ -349,6 +368,20 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        execEnvironment: (patterns) => {
+          const source = this.#options.env ?? process.env;
+          const projectDir = this.config.projectDir;
+          const e = execEnvironment(source, {
+            configNames: envNamesReadByConfig(projectDir, source),
+            patterns,
+            installationRoot: this.#options.installationRoot,
+            execPath: process.execPath,
+          });
+          return {
+            ...e,
+            protectedPaths: [...(this.#deps?.protectedPaths ?? kernelProtectedPaths(projectDir, source))],
+          };
+        },
       },
       peer,
     );

@@ -56,6 +56,8 @@ export interface FailureInit {
   vendorCode?: string | undefined;
   vendorBody?: string | undefined;
   httpStatus?: number | undefined;
+  /** The vendor does not serve the requested model id (ModelError.model_not_found). */
+  modelNotFound?: boolean | undefined;
 }
 
 /** Largest vendor body kept on an error; enough to debug, small enough to log. */
@@ -69,6 +71,7 @@ export class ModelFailure extends Error {
   readonly vendorCode: string | undefined;
   readonly vendorBody: string | undefined;
   readonly httpStatus: number | undefined;
+  readonly modelNotFound: boolean;
   constructor(category: ErrorCategory, message: string, init: FailureInit = {}) {
     super(message);
     this.name = "ModelFailure";
@@ -81,6 +84,7 @@ export class ModelFailure extends Error {
         ? `${init.vendorBody.slice(0, MAX_VENDOR_BODY)}…`
         : init.vendorBody;
     this.httpStatus = init.httpStatus;
+    this.modelNotFound = init.modelNotFound === true;
   }
 
   get grpcCode(): number {
@@ -97,6 +101,7 @@ export class ModelFailure extends Error {
       ...(this.vendorCode !== undefined ? { vendorCode: redact(this.vendorCode) } : {}),
       ...(this.vendorBody !== undefined ? { vendorBody: redact(this.vendorBody) } : {}),
       ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+      ...(this.modelNotFound ? { modelNotFound: true } : {}),
     });
   }
 }
@@ -116,6 +121,11 @@ export interface HttpFailure {
   /** Vendor-specific verdicts that override the status-based category. */
   contextLength?: boolean;
   contentFiltered?: boolean;
+  /**
+   * The vendor says it does not serve the requested model: invalid_request, never retried,
+   * flagged so the kernel moves on to the next candidate of the chain.
+   */
+  modelNotFound?: boolean;
 }
 
 /**
@@ -130,6 +140,7 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
   const category = ((): ErrorCategory => {
     if (f.contextLength) return "context_length_exceeded";
     if (f.contentFiltered) return "content_filtered";
+    if (f.modelNotFound) return "invalid_request";
     const s = f.status;
     if (s === 429) return "rate_limited";
     if (s === 408 || s === 409 || s >= 500) return "overloaded";
@@ -139,8 +150,13 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
     return "unknown";
   })();
   const shouldRetry = f.headers?.get("x-should-retry");
-  const retryable =
-    shouldRetry === "true" ? true : shouldRetry === "false" ? false : DEFAULT_RETRYABLE[category];
+  const retryable = f.modelNotFound
+    ? false
+    : shouldRetry === "true"
+      ? true
+      : shouldRetry === "false"
+        ? false
+        : DEFAULT_RETRYABLE[category];
   const retryAfterSeconds = retryAfterFromHeaders(f.headers) ?? f.bodyRetryAfterSeconds;
   const what = f.message ? `: ${f.message}` : "";
   return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}`, {
@@ -149,7 +165,24 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
     vendorCode: f.vendorCode,
     vendorBody: f.body,
     httpStatus: f.status,
+    modelNotFound: f.modelNotFound,
   });
+}
+
+/**
+ * Whether an error answer says the requested model does not exist (or is not available to
+ * this key): a 404 that names the model, a `model_not_found` code, or the wordings the
+ * compatible servers use. Vendors that answer something else entirely pass their own verdict.
+ */
+export function saysModelNotFound(
+  status: number,
+  code: string | undefined,
+  message: string | undefined,
+): boolean {
+  if (code === "model_not_found") return true;
+  const m = message ?? "";
+  if (status === 404 && /\bmodel\b/i.test(m)) return true;
+  return /\bmodel\b.*\b(does not exist|not found|is not found)\b|^invalid model\b/i.test(m);
 }
 
 /**

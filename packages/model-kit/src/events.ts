@@ -17,6 +17,20 @@ export const ev = {
     event: { case: "streamStart", value: { providerRequestId } },
   }),
   text: (text: string): StreamEventInit => ({ event: { case: "textDelta", value: { text } } }),
+  /**
+   * The first delta of a text block the vendor delimits itself (possibly empty), with its
+   * opaque per-block state (a string, stored as its UTF-8 bytes) when there is one.
+   */
+  textBlock: (text: string, vendorState?: string): StreamEventInit => ({
+    event: {
+      case: "textDelta",
+      value: {
+        text,
+        startsBlock: true,
+        ...(vendorState !== undefined ? { vendorState: utf8.encode(vendorState) } : {}),
+      },
+    },
+  }),
   thinking: (text: string): StreamEventInit => ({ event: { case: "thinkingDelta", value: { text } } }),
   /** A vendor signature string, stored as its UTF-8 bytes (see opaqueToBytes). */
   signature: (signature: string): StreamEventInit => ({

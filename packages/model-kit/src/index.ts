@@ -7,6 +7,9 @@ export {
   type DisableName,
   type PricingTierDef,
   parseCustomModels,
+  SAMPLING_NAMES,
+  type SamplingDef,
+  type SamplingName,
   type ThinkingDef,
   type ToolChoiceName,
   toModelSpec,
@@ -29,7 +32,9 @@ export {
   argumentsJson,
   base64,
   checkContentSupport,
+  EMPTY_TOOL_RESULT,
   type HistoryReport,
+  hasVisibleText,
   type Origin,
   opaqueToString,
   originOf,
@@ -38,6 +43,7 @@ export {
   prepareHistory,
   systemTexts,
   textOf,
+  toolResultText,
 } from "./content.ts";
 export { contextWindowStopFailure, isContextWindowStop } from "./context-stop.ts";
 export {
@@ -55,6 +61,7 @@ export {
   malformedFrame,
   parseDurationSeconds,
   retryAfterFromHeaders,
+  saysModelNotFound,
   transportFailure,
 } from "./errors.ts";
 export { ev, type StreamEventInit, type UsageInit } from "./events.ts";
@@ -69,6 +76,13 @@ export {
 } from "./http.ts";
 export { MAX_MERGED_CHARS, mergeBufferedDeltas } from "./merge.ts";
 export { type RateLimitHeaderFamily, type ResetFormat, rateLimitsFromHeaders } from "./ratelimits.ts";
+export {
+  acceptedSampling,
+  droppedSamplingNote,
+  type SamplingChoice,
+  type SamplingValues,
+  samplingFor,
+} from "./sampling.ts";
 export {
   ANTHROPIC_TOOL_NAMES,
   GEMINI_TOOL_NAMES,

@@ -13,7 +13,15 @@
 // - "Please try again in 2s" / "in 120ms" in a message is the body's retry hint; headers win.
 // - A rejected key is auth_error whatever the status: xAI answers an incorrect key with a
 //   400 (`{"code":"invalid-argument","error":"Incorrect API key provided. ..."}`).
-import { classifyHttpFailure, ModelFailure, parseDurationSeconds } from "@pluggableharness/model-kit";
+// - A model the server does not serve (model_not_found, "model ... does not exist / not
+//   found", Mistral's "Invalid model") is invalid_request flagged model_not_found, so the
+//   kernel moves on to the next candidate.
+import {
+  classifyHttpFailure,
+  ModelFailure,
+  parseDurationSeconds,
+  saysModelNotFound,
+} from "@pluggableharness/model-kit";
 
 export interface OpenAIErrorInfo {
   code?: string | undefined;
@@ -99,6 +107,9 @@ export function classifyHttpError(status: number, headers: Headers, body: string
     bodyRetryAfterSeconds: retryHintFromMessage(info.message),
     contextLength: status >= 400 && status < 500 && status !== 429 && isContextLength(info),
     contentFiltered: FILTERED.has(info.code ?? "") || FILTERED.has(info.type ?? ""),
+    // OpenAI, xAI, vLLM: 404 model_not_found; Ollama: 404 'model "x" not found'; Mistral: 400 "Invalid model".
+    modelNotFound:
+      status >= 400 && status < 500 && status !== 429 && saysModelNotFound(status, info.code, info.message),
   });
 }
 

@@ -23,6 +23,7 @@ import {
   type PluginLogRecord,
 } from "./instance.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
+import type { PluginSandbox } from "./sandbox.ts";
 
 export interface BackoffPolicy {
   /** Delay before the second relaunch in a row; doubles for each further one. */
@@ -105,6 +106,11 @@ export interface PluginHostOptions {
    * roughly halves a TypeScript plugin's cold start.
    */
   nodeCompileCache?: string | false;
+  /**
+   * Asked at every launch (the first and each relaunch): the bubblewrap sandbox to run
+   * the process in (runtime/sandbox.ts), or undefined to run it unconfined.
+   */
+  sandbox?: () => PluginSandbox | undefined;
 }
 
 /** $XDG_CACHE_HOME/agent/node-compile-cache: per user, never a shared temp dir. */
@@ -243,6 +249,7 @@ export class PluginHost {
           onSpawn: (spec) => {
             this.spawned = spec;
           },
+          ...(this.opts.sandbox ? { sandbox: this.opts.sandbox } : {}),
         },
         id,
       );

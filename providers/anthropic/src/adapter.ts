@@ -100,6 +100,7 @@ export const adapter: ModelAdapter<AnthropicState> = {
     // Pings answered since the last completion are billed: their usage goes to this stream.
     for (const u of state.keepalive?.takeUsage() ?? []) yield ev.usage(u);
     const built = buildRequest(req, model, call.self);
+    for (const note of built.notes) call.log.warn(note, { model: model.id });
     const url = joinUrl(state.baseUrl, "/v1/messages");
     const headers = {
       "x-api-key": state.apiKey,

@@ -28,12 +28,28 @@ const family = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
   limitName: name,
 });
 
-/** Anthropic's rate-limit header families (requests, tokens, input and output tokens). */
+/**
+ * Priority Tier capacity (`anthropic-priority-{input,output}-tokens-*`), sent only to an
+ * organisation with a Priority Tier commitment, on requests eligible for it.
+ */
+const priority = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
+  kind,
+  limit: `anthropic-priority-${name}-limit`,
+  remaining: `anthropic-priority-${name}-remaining`,
+  reset: `anthropic-priority-${name}-reset`,
+  resetFormat: "rfc3339",
+  limitId: `priority-${name}`,
+  limitName: `priority ${name}`,
+});
+
+/** Anthropic's rate-limit header families (requests, tokens, input and output tokens, Priority Tier). */
 export const RATE_LIMIT_FAMILIES: RateLimitHeaderFamily[] = [
   family(RateLimitKind.REQUESTS, "requests"),
   family(RateLimitKind.TOKENS, "tokens"),
   family(RateLimitKind.INPUT_TOKENS, "input-tokens"),
   family(RateLimitKind.OUTPUT_TOKENS, "output-tokens"),
+  priority(RateLimitKind.INPUT_TOKENS, "input-tokens"),
+  priority(RateLimitKind.OUTPUT_TOKENS, "output-tokens"),
 ];
 
 const CONTEXT_LENGTH =
@@ -74,6 +90,8 @@ export function anthropicFailure(status: number, bodyText: string, headers?: Hea
     contextLength:
       type === "request_too_large" ||
       (type === "invalid_request_error" && message !== undefined && CONTEXT_LENGTH.test(message)),
+    // An unknown or retired model id: 404 not_found_error "model: <id>".
+    modelNotFound: status === 404 && type === "not_found_error" && /^model:/i.test(message ?? ""),
   });
   if (status !== 200) return failure;
   // In-band: the HTTP answer was a 200; the category comes from the error type.

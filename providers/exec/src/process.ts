@@ -25,6 +25,8 @@ export interface CommandOptions {
   maxOutputBytes: number;
   /** Wait between SIGTERM and SIGKILL. */
   killGraceMs: number;
+  /** Runs this program instead of `<shell> -c <command>` (the sandbox wrapping the same command line). */
+  wrapper?: { file: string; args: readonly string[] };
 }
 
 const live = new Set<RunningCommand>();
@@ -94,12 +96,16 @@ export class RunningCommand {
     installExitHook();
     this.opts = opts;
     // Its own process group, so the whole tree can be signalled without the plugin.
-    this.child = spawn(opts.shell, ["-c", opts.command], {
-      cwd: opts.cwd,
-      env: opts.env,
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    this.child = spawn(
+      opts.wrapper?.file ?? opts.shell,
+      opts.wrapper ? [...opts.wrapper.args] : ["-c", opts.command],
+      {
+        cwd: opts.cwd,
+        env: opts.env,
+        detached: true,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.pid = this.child.pid;
     live.add(this);
     const onData = (stream: "stdout" | "stderr") => (data: Buffer) => {

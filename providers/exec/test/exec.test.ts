@@ -25,7 +25,9 @@ let h: ToolHarness;
 beforeAll(async () => {
   dir = realpathSync(mkdtempSync(join(tmpdir(), "ph-exec-")));
   h = new ToolHarness({ executable: MAIN, name: "exec" });
-  await h.configure({ kill_grace_ms: 300, max_output_bytes: 4096 });
+  // These tests follow the command's processes by pid on the host, which a PID namespace
+  // hides: they run unconfined. The sandbox has its own tests (sandbox.test.ts).
+  await h.configure({ kill_grace_ms: 300, max_output_bytes: 4096, sandbox: "off" });
 });
 
 afterAll(async () => {

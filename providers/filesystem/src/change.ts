@@ -209,6 +209,7 @@ export const writeFileTool: ToolDefinition<{ path: string; content: string }> = 
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: true,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planWrite(args.path, args.content, ctx), ctx);
     return { ...payload, created: plan.before === undefined, bytes_written: Buffer.byteLength(args.content) };
@@ -243,6 +244,7 @@ export const editFileTool: ToolDefinition<{ path: string } & Edit> = {
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: false,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, [args], ctx), ctx);
     return { ...payload, replacements: plan.replacements };
@@ -279,6 +281,7 @@ export const multiEditTool: ToolDefinition<{ path: string; edits: Edit[] }> = {
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: false,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     if (args.edits.length === 0) throw new ToolFailure("invalid_arguments", "edits must not be empty");
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, args.edits, ctx), ctx);

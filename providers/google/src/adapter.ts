@@ -87,6 +87,13 @@ export const adapter: ModelAdapter<GeminiState> = {
   async *stream(req, call) {
     const { state, model, signal } = call;
     const built = buildRequest(req, model, call.self, state.includeThoughts);
+    if (built.droppedSampling.length > 0)
+      call.log.warn(`${model.id} does not accept ${built.droppedSampling.join(", ")}; not sent`);
+    if (built.placeholderSignatures > 0)
+      call.log.debug("function calls without a thought signature sent with the placeholder", {
+        model: model.id,
+        calls: built.placeholderSignatures,
+      });
     const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.body) : undefined;
     const cached =
       prefix === undefined

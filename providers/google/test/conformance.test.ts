@@ -7,7 +7,7 @@ import {
 import { expect, it } from "vitest";
 
 const KEY = "test-key-for-conformance";
-const MODEL = "gemini-2.5-flash";
+const MODEL = "gemini-2.5-flash-lite";
 
 it("passes every model-provider conformance check", async () => {
   const report = await modelConformance({

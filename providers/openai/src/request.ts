@@ -14,8 +14,10 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   type CatalogModel,
   OPENAI_TOOL_NAMES,
+  opaqueToString,
   type ProviderIdentity,
   prepareHistory,
+  samplingFor,
   schemaToJson,
   systemTexts,
   type ToolNameMap,
@@ -45,8 +47,10 @@ export const RESPONSES_OPTIONS = [
   "metadata",
   "text",
   "truncation",
-  "top_p",
 ] as const;
+
+/** provider_options sampling knobs (the older spelling of GenerationParams.top_p). */
+export const SAMPLING_OPTIONS = ["top_p"] as const;
 
 /** Our own provider_options key: the reasoning summary detail ("auto", "concise", "detailed"). */
 export const SUMMARY_OPTION = "reasoning_summary";
@@ -55,6 +59,8 @@ export interface ResponsesRequest {
   body: JsonObject;
   names: ToolNameMap;
   droppedReasoning: number;
+  /** Sampling parameters the model refuses at this effort, left out. */
+  droppedSampling: string[];
 }
 
 function inputParts(blocks: readonly ContentBlock[], docs: { n: number }): JsonObject[] {
@@ -81,6 +87,17 @@ function inputParts(blocks: readonly ContentBlock[], docs: { n: number }): JsonO
   return parts;
 }
 
+/** The phase a text block's vendor state carries (stream.ts stores `{"phase": ...}`). */
+export function phaseOf(state: Uint8Array | undefined): string | undefined {
+  if (!state || state.length === 0) return undefined;
+  try {
+    const v = JSON.parse(opaqueToString(state)) as { phase?: unknown };
+    return typeof v.phase === "string" && v.phase !== "" ? v.phase : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function isReasoningModel(model: CatalogModel): boolean {
   return model.thinking !== undefined && model.wire?.["reasoning"] !== false;
 }
@@ -95,15 +112,22 @@ export function inputItems(
   const history = prepareHistory(req.messages, self, (b) => reasoningItemOf(b) !== undefined);
   const items: JsonObject[] = [];
   const docs = { n: 0 };
-  for (const { message, blocks } of history.messages) {
+  for (const { message, blocks, origin } of history.messages) {
     if (message.role === Role.ASSISTANT) {
       for (const b of blocks) {
         if (b.block.case === "text") {
           // Each text block goes back as an input message with string content (the SDK's
           // EasyInputMessage); the output-message form would also need the id and status
-          // of a stored response.
+          // of a stored response. This vendor's own blocks carry their phase (commentary
+          // or final_answer): dropping it degrades later answers.
+          const phase = origin === "own" ? phaseOf(b.block.value.vendorState) : undefined;
           if (b.block.value.text !== "")
-            items.push({ type: "message", role: "assistant", content: b.block.value.text });
+            items.push({
+              type: "message",
+              role: "assistant",
+              content: b.block.value.text,
+              ...(phase ? { phase } : {}),
+            });
         } else if (b.block.case === "toolUse") {
           items.push({
             type: "function_call",
@@ -178,9 +202,10 @@ export function buildResponsesRequest(
   if (choice !== undefined) body["tool_choice"] = choice;
   const params = req.params;
   if (params?.maxOutputTokens !== undefined) body["max_output_tokens"] = Number(params.maxOutputTokens);
-  if (params?.temperature !== undefined) body["temperature"] = params.temperature;
 
   const options = { ...(req.providerOptions ?? {}) };
+  const sampling = samplingFor(req, model, { providerOptions: options, optionKeys: SAMPLING_OPTIONS });
+  Object.assign(body, sampling.values);
   const summary = options[SUMMARY_OPTION];
   delete options[SUMMARY_OPTION];
   if (isReasoningModel(model)) {
@@ -197,5 +222,5 @@ export function buildResponsesRequest(
   // conversation's requests on the servers holding its prefix (provider_options may override).
   const session = req.callContext?.sessionId;
   if (body["prompt_cache_key"] === undefined && session) body["prompt_cache_key"] = session;
-  return { body, names, droppedReasoning };
+  return { body, names, droppedReasoning, droppedSampling: sampling.dropped };
 }

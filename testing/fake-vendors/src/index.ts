@@ -11,6 +11,7 @@ export { VENDOR_IDS } from "./router.ts";
 export * as scenarios from "./scenarios.ts";
 export type { FakeVendor, FakeVendorOptions } from "./server.ts";
 export {
+  modelNotFound,
   startAnthropicFake,
   startCombinedFake,
   startFakeVendor,

@@ -52,6 +52,11 @@ export interface FakeVendorOptions {
   validate?: boolean | Validator;
   /** When set, requests must carry this key in the vendor's auth header, else the vendor's auth error. */
   apiKey?: string;
+  /**
+   * The model ids this server serves. A request naming any other gets the vendor's own
+   * model-not-found answer (404, Mistral 400) without consuming the script. Absent: any id.
+   */
+  models?: readonly string[];
   /** Rate-limit headers sent with every answer unless a response overrides them (`false`: none). */
   rateLimits?: RateLimitSpec | false;
   /** Headers added to every model answer. */
@@ -199,6 +204,35 @@ const BUILT_IN_VALIDATORS: Partial<Record<RecordedRequest["endpoint"], Validator
   chat: validateChat,
   gemini: validateGemini,
 };
+
+/** Each vendor's answer to a model id it does not serve. */
+export function modelNotFound(vendor: VendorId | undefined, model: string): Rejection {
+  switch (vendor) {
+    case "anthropic":
+      return { status: 404, errorType: "not_found_error", message: `model: ${model}` };
+    case "gemini":
+      return {
+        status: 404,
+        errorType: "NOT_FOUND",
+        message: `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`,
+      };
+    case "ollama":
+      return {
+        status: 404,
+        errorType: "not_found_error",
+        message: `model "${model}" not found, try pulling it first`,
+      };
+    case "mistral":
+      return { status: 400, errorType: "invalid_model", code: "1500", message: `Invalid model: ${model}` };
+    default:
+      return {
+        status: 404,
+        errorType: "invalid_request_error",
+        code: "model_not_found",
+        message: `The model \`${model}\` does not exist or you do not have access to it.`,
+      };
+  }
+}
 
 function authRejection(
   endpoint: RecordedRequest["endpoint"],
@@ -408,6 +442,14 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
         kind: "error",
         ...recorded.rejected,
         status: recorded.rejected.status ?? 401,
+      });
+    }
+    if (options.models && !options.models.includes(ctx.model)) {
+      recorded.rejected = modelNotFound(r.vendor, ctx.model);
+      return sendError(res, renderer, ctx, {
+        kind: "error",
+        ...recorded.rejected,
+        status: recorded.rejected.status ?? 404,
       });
     }
     if (options.validate && isModel) {
@@ -785,7 +827,7 @@ export const startXaiFake = only("xai");
 
 /** A Chat Completions server in one of the OpenAI-compatible dialects. */
 export function startOpenAICompatibleFake(
-  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai",
+  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai" | "deepseek",
   options: Omit<FakeVendorOptions, "vendor"> = {},
 ): Promise<FakeVendor> {
   return startFakeVendor({ ...options, vendor: dialect });

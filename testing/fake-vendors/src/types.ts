@@ -13,7 +13,8 @@ export type VendorId =
   | "ollama" // Ollama's OpenAI-compatible /v1/chat/completions
   | "vllm"
   | "lmstudio"
-  | "mistral";
+  | "mistral"
+  | "deepseek"; // DeepSeek's /chat/completions: reasoning_content, which tool loops must echo
 
 /** The endpoint family a request was routed to. */
 export type Endpoint = "messages" | "responses" | "chat" | "gemini" | "count_tokens" | "other";
@@ -63,6 +64,10 @@ export interface RateLimitSpec {
   inputTokens?: RateLimitWindow;
   /** Anthropic only. */
   outputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-input-tokens-*`). */
+  priorityInputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-output-tokens-*`). */
+  priorityOutputTokens?: RateLimitWindow;
 }
 
 /** Options that control how (not what) a response is delivered. */
@@ -116,7 +121,14 @@ export interface ToolCallSpec {
 }
 
 export type BlockSpec =
-  | { type: "text"; text: string; chunks?: number; deltas?: string[] }
+  | {
+      type: "text";
+      text: string;
+      chunks?: number;
+      deltas?: string[];
+      /** OpenAI Responses only: the output message's `phase` (gpt-5.3-codex and later). */
+      phase?: "commentary" | "final_answer";
+    }
   | {
       /** Anthropic thinking block; OpenAI reasoning summary; Gemini thought part; chat `reasoning_content`. */
       type: "thinking";

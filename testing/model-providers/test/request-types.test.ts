@@ -234,9 +234,13 @@ beforeAll(async () => {
   const oa = adapters.get("openai")!;
   const oaModel = withModel(oa, (m) => !!m.thinking?.effort && m.supportsVision && m.supportsDocuments);
   const oaOwn = await ownTurn(oa, oaModel, "openai-responses/vercel-gpt-5.1-tool-call");
+  // An own commentary message carries its phase back (EasyInputMessage.phase).
+  const commentary = create(ContentBlockSchema, {
+    block: { case: "text", value: { text: "Looking it up.", vendorState: utf8('{"phase":"commentary"}') } },
+  });
   await capture(oa, "openai reasoning", {
     modelId: oaModel.id,
-    messages: conversation(oaOwn, foreignFor("openai")),
+    messages: conversation({ ...oaOwn, content: [commentary, ...oaOwn.content] }, foreignFor("openai")),
     params: {
       thinkingEffort: oaModel.thinking!.effort!.default,
       maxOutputTokens: 4096n,
@@ -248,7 +252,7 @@ beforeAll(async () => {
   // Gemini: its own recorded call with a thought signature; a level model and a budget model.
   const gm = adapters.get("google")!;
   const level = withModel(gm, (m) => !!m.thinking?.effort);
-  const budget = withModel(gm, (m) => !!m.thinking?.budget && m.thinking.budget.range!.min > 0n);
+  const budget = withModel(gm, (m) => !!m.thinking?.budget && m.thinking.budget.range!.max >= 1024n);
   const gmOwn = await ownTurn(gm, level, "gemini/vercel-gemini-3-pro-tool-call");
   await capture(gm, "gemini level", {
     modelId: level.id,
@@ -262,7 +266,7 @@ beforeAll(async () => {
   await capture(gm, "gemini budget", {
     modelId: budget.id,
     messages: conversation(gmOwn, foreignFor("google")),
-    params: { thinkingBudgetTokens: budget.thinking!.budget!.range!.min, temperature: 0.2 },
+    params: { thinkingBudgetTokens: 1024n, temperature: 0.2 },
   });
 
   // Chat Completions: xAI (its own recorded call) and an OpenAI-compatible server.

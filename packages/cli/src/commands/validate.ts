@@ -82,6 +82,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
     loadedFacts[name] = {
       tools: f.tools.map((t) => t.name),
       models: f.models,
+      specs: f.specs,
       hookPoints: f.hookPoints,
       ...(f.configSchema ? { configSchema: f.configSchema } : {}),
     };

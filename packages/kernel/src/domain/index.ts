@@ -24,4 +24,5 @@ export * from "./scheduler.ts";
 export * from "./time.ts";
 export * from "./tokens.ts";
 export * from "./tool-errors.ts";
+export * from "./tool-result-text.ts";
 export * from "./tool-schema.ts";

@@ -56,6 +56,13 @@ export interface LoopDeps {
   /** Operator and ALWAYS rules; each session works on its own copy (forSession). */
   readonly policy: PolicyEngine;
   readonly projectDir: string;
+  /**
+   * Kernel-owned paths (agent.hcl, .agent/, the global config, state and cache
+   * directories): the gate refuses every resource call that would write them.
+   */
+  readonly protectedPaths: readonly string[];
+  /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
+  readonly secretValues: readonly string[];
   /** How an `ask` resolves when no interactive frontend is attached. */
   readonly headlessAsk: "deny" | "allow";
   readonly limits: LoopLimits;

@@ -4,6 +4,9 @@
 // - rate_limited / overloaded: retried with exponential backoff and jitter (settings.retry),
 //   never sooner than retry_after; then the next eligible candidate of the chain;
 // - process_crashed: retried once (the runtime relaunches the plugin), then the chain;
+// - invalid_request flagged model_not_found (the vendor does not serve that id): never
+//   retried, the next candidate of the chain, and the candidate is skipped for the rest
+//   of the session;
 // - auth_error, invalid_request, context_length_exceeded, content_filtered, unknown:
 //   never retried and never masked by a fallback: the turn fails with that category.
 // An attempt that was billed before it failed is persisted as its own message event.
@@ -95,6 +98,8 @@ export function paramsFromConfig(p: GenerationParamsConfig): GenerationParams | 
       : {}),
     ...(p.max_output_tokens !== undefined ? { maxOutputTokens: BigInt(p.max_output_tokens) } : {}),
     ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+    ...(p.top_p !== undefined ? { topP: p.top_p } : {}),
+    ...(p.top_k !== undefined ? { topK: BigInt(p.top_k) } : {}),
     ...(p.stop_sequences !== undefined ? { stopSequences: p.stop_sequences } : {}),
   });
 }
@@ -134,6 +139,8 @@ export function routeCandidates(
   candidates: readonly ModelCandidate[],
   start: number,
   needs: { inputTokens: bigint; messages: readonly Message[]; tools: readonly ToolDeclaration[] },
+  /** Candidates known not to exist at their vendor ("<provider>/<model>" -> why). */
+  unavailable?: ReadonlyMap<string, string>,
 ): RouteResult {
   const skipped: string[] = [];
   const content = contentNeeds(needs.messages, needs.tools.length);
@@ -143,6 +150,11 @@ export function routeCandidates(
     const spec = provider?.models?.models.get(c.modelId);
     if (!provider || !spec) {
       skipped.push(`${c.provider}/${c.modelId}: not available (provider or model not loaded)`);
+      continue;
+    }
+    const gone = unavailable?.get(`${c.provider}/${c.modelId}`);
+    if (gone !== undefined) {
+      skipped.push(`${c.provider}/${c.modelId}: the vendor does not serve this model (${gone})`);
       continue;
     }
     const { reasons, params } = unmetNeeds(spec, {
@@ -200,11 +212,13 @@ export async function callModel(
   let lastError: ClassifiedModelError | undefined;
   const inputTokens = estimateInputTokens(input.messages, input.sections, input.tools);
   for (;;) {
-    const route = routeCandidates(deps, input.candidates, start, {
-      inputTokens,
-      messages: input.messages,
-      tools: input.tools,
-    });
+    const route = routeCandidates(
+      deps,
+      input.candidates,
+      start,
+      { inputTokens, messages: input.messages, tools: input.tools },
+      session.unavailableModels,
+    );
     if (!route.chosen) {
       if (lastError) {
         return {
@@ -280,6 +294,10 @@ export async function callModel(
         session.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       const reaction = modelErrorReaction(error);
+      if (error.modelNotFound) {
+        // Remembered for the session: later turns go straight to the next candidate.
+        session.unavailableModels.set(`${candidate.provider.name}/${candidate.spec.id}`, error.message);
+      }
       log.warn(
         `model call failed: ${error.category}`,
         {
@@ -360,6 +378,8 @@ async function attempt(
   input.signal.addEventListener("abort", onAbort, { once: true });
   let violation: ClassifiedModelError | undefined;
   let first = true;
+  let streamedText = false;
+  let pendingBreak = false;
   try {
     for await (const event of candidate.provider.model.streamCompletion(request, {
       signal: controller.signal,
@@ -385,9 +405,16 @@ async function attempt(
           setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
           session.deps.providers.activate(tool.provider.name).catch(() => {});
         }
-      } else if (e.case === "textDelta" && e.value.text) {
+      } else if (e.case === "textDelta" && (e.value.text || e.value.startsBlock)) {
+        // A new text block of the same answer (e.g. commentary, then the final answer) is
+        // set apart on screen as it is in the message.
+        if (e.value.startsBlock && streamedText) pendingBreak = true;
+        if (!e.value.text) continue;
+        const text = pendingBreak ? `\n\n${e.value.text}` : e.value.text;
+        pendingBreak = false;
+        streamedText = true;
         session.channel.publish({
-          event: { case: "streamDelta", value: { targetId, text: e.value.text, kind: StreamDeltaKind.TEXT } },
+          event: { case: "streamDelta", value: { targetId, text, kind: StreamDeltaKind.TEXT } },
         });
       } else if (e.case === "thinkingDelta" && e.value.text) {
         session.channel.publish({

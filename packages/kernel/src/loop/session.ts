@@ -6,6 +6,7 @@
 import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentProfile,
+  narrowestScope,
   type PolicyEngine,
   PolicyStoreError,
   recordAlwaysDecision,
@@ -117,6 +118,11 @@ export class Session implements HubSession, SessionControl {
   history: Message[];
   planMode = false;
   retriesUsed = 0;
+  /**
+   * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
+   * with its message: routing skips them for the rest of the session.
+   */
+  readonly unavailableModels = new Map<string, string>();
   assembledTokensLastTurn = 0;
   previousToolsFingerprint: string | undefined;
   /** The previous model request's prefix, for conversation cache breakpoints. */
@@ -623,17 +629,40 @@ export class Session implements HubSession, SessionControl {
     const provider = pending.item.provider;
     const toolName = pending.item.toolName;
     let scope = "once";
+    // A remembered answer covers exactly what was asked: the narrowest rule for the call.
+    const remember =
+      d.scope === PlanDecisionScope.ALWAYS || d.scope === PlanDecisionScope.SESSION
+        ? narrowestScope(
+            {
+              kind: "resource",
+              provider,
+              tool_name: toolName,
+              args: (pending.item.input ?? {}) as JsonObject,
+              cwd: this.workingDirectory,
+            },
+            { secretValues: this.deps.secretValues },
+          )
+        : undefined;
+    if (remember && !remember.ok) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message: `this answer cannot be remembered: ${remember.reason}; the item is still waiting: answer it with scope ONCE`,
+      };
+    }
     if (d.scope === PlanDecisionScope.ALWAYS) {
       scope = "always";
       try {
-        const rule = recordAlwaysDecision(this.deps.projectDir, {
+        const rules = recordAlwaysDecision(this.deps.projectDir, {
           provider,
           tool_name: toolName,
           decision: allow ? "allow" : "deny",
           profile: this.profile.name,
+          scopes: remember!.ok ? remember!.scopes : [{}],
         });
-        this.deps.policy.addAlwaysRule(rule);
-        this.policy.addAlwaysRule(rule);
+        for (const rule of rules) {
+          this.deps.policy.addAlwaysRule(rule);
+          this.policy.addAlwaysRule(rule);
+        }
       } catch (err) {
         if (!(err instanceof PolicyStoreError)) throw err;
         return {
@@ -643,7 +672,9 @@ export class Session implements HubSession, SessionControl {
       }
     } else if (d.scope === PlanDecisionScope.SESSION) {
       scope = "session";
-      this.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny");
+      for (const sc of remember!.ok ? remember!.scopes : [{}]) {
+        this.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny", sc);
+      }
     }
     this.#settle(d.planItemId);
     pending.resolve({

@@ -13,7 +13,14 @@
 // every call still without a result a cancelled one and closes the plan's audit trail.
 import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { riskNameOf, toPlanDecision } from "@pluggableharness/config";
+import {
+  narrowestScope,
+  type PolicyCall,
+  type PolicyEvaluation,
+  protectedHitOf,
+  riskNameOf,
+  toPlanDecision,
+} from "@pluggableharness/config";
 import type { ContentBlock, ToolUseBlock } from "@pluggableharness/protocol/content";
 import {
   ApplyEventSchema,
@@ -40,6 +47,7 @@ import {
   ConcurrencyScheduler,
   capRenderTree,
   checkToolCall,
+  modelTextOf,
   toolErrorReaction,
 } from "../domain/index.ts";
 import { storedPlanEvent, storedToolCallEvent } from "../frontends/stored-inputs.ts";
@@ -67,6 +75,8 @@ export interface CallRecord {
   invalid?: ToolError;
   vetoed?: { readonly by: string; readonly reason: string };
   item?: PlanItem;
+  /** A kernel-owned path the call would write (the kernel refuses it before policy). */
+  protectedHit?: { readonly path: string };
   result?: CallResult;
   resultPersisted: boolean;
   /** Whether post-tool-call may fire for it (it had a provider, kind and risk). */
@@ -225,12 +235,9 @@ export class CallGate {
         return false;
       }
       const schema = c.tool!.tool.schema;
-      const verdict = session.policy.evaluate({
-        kind: schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source",
-        provider: c.tool!.provider.name,
-        tool_name: schema.name,
-        ...(riskNameOf(schema.risk) ? { risk: riskNameOf(schema.risk)! } : {}),
-      });
+      const verdict = session.policy.evaluate(
+        policyCall(session, c, schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source"),
+      );
       if (verdict.downgraded) {
         deps.log.warn(
           `policy rule "${verdict.rule}" resolved to ask for a ${schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source"} call; no apply step exists for it, so it is denied`,
@@ -247,7 +254,7 @@ export class CallGate {
           verdict.rule,
           verdict.downgraded
             ? `policy rule "${verdict.rule}" asks, which a ${schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data-source"} call cannot, so it is denied`
-            : `denied by policy rule "${verdict.rule}"`,
+            : denyReason(verdict),
         );
         return false;
       }
@@ -296,6 +303,10 @@ export class CallGate {
     // ---- 10. plan ----------------------------------------------------------------------------------
     trace("10");
     const planned = resources.filter((c) => !c.result);
+    for (const c of planned) {
+      const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+      if (hit) c.protectedHit = hit;
+    }
     const items = await Promise.all(planned.map((c) => buildPlanItem(deps, session, turnId, c, signal)));
     planned.forEach((c, i) => {
       c.item = items[i]!;
@@ -319,16 +330,25 @@ export class CallGate {
           item.reason = c.vetoed.reason;
           continue;
         }
-        const schema = c.tool!.tool.schema;
-        const verdict = session.policy.evaluate({
-          kind: "resource",
-          provider: c.tool!.provider.name,
-          tool_name: schema.name,
-          ...(riskNameOf(schema.risk) ? { risk: riskNameOf(schema.risk)! } : {}),
-        });
+        // The kernel's own rule comes first and no policy or human answer overrides it.
+        const hit = c.protectedHit;
+        if (hit) {
+          item.decision = PlanDecision.DENY;
+          item.decidedBy = PROTECTED_PATHS_RULE;
+          item.reason = protectedReason(hit.path);
+          continue;
+        }
+        const call = policyCall(session, c, "resource");
+        const verdict = session.policy.evaluate(call);
         item.decision = toPlanDecision(verdict.decision);
         item.decidedBy = verdict.rule === "default" ? "policy:default" : verdict.rule;
-        if (verdict.decision === "deny") item.reason = `denied by policy rule "${verdict.rule}"`;
+        if (verdict.decision === "deny") item.reason = denyReason(verdict);
+        else if (verdict.decision === "ask") {
+          if (verdict.note) item.reason = `asks because ${verdict.note}`;
+          const remember = narrowestScope(call, { secretValues: deps.secretValues });
+          if (remember.ok) item.rememberScope = remember.description;
+          else item.rememberUnavailable = remember.reason;
+        }
       }
       if (items.some((i) => i.decision !== PlanDecision.DENY)) {
         const vetoOutcome = await deps.hooks.dispatch(
@@ -384,6 +404,10 @@ export class CallGate {
             noteDecision(c, d.decision === "deny");
             if (d.decision === "deny") return denied(c, d.decidedBy, d.reason ?? "denied");
             if (signal.aborted) return setResult(c, cancelledResult());
+            if (d.correctedInput) {
+              const hit = protectedHitOf(d.correctedInput, session.workingDirectory, deps.protectedPaths);
+              if (hit) return denied(c, PROTECTED_PATHS_RULE, protectedReason(hit.path));
+            }
             await execute(c, d.correctedInput ?? c.args);
           }),
         ),
@@ -447,6 +471,32 @@ export class CallGate {
   }
 }
 
+/** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
+export const PROTECTED_PATHS_RULE = "kernel:protected_paths";
+
+function protectedReason(path: string): string {
+  return `${path} belongs to the agent itself (its configuration, policy, lock file, state or cache); no tool call may change it, whatever the policy or an approval says`;
+}
+
+function denyReason(v: PolicyEvaluation): string {
+  const what = v.command ? ` for \`${v.command}\`` : "";
+  return `denied by policy rule "${v.rule}"${what}${v.note ? ` (${v.note})` : ""}`;
+}
+
+/** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
+export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
+  const schema = c.tool!.tool.schema;
+  const risk = riskNameOf(schema.risk);
+  return {
+    kind,
+    provider: c.tool!.provider.name,
+    tool_name: schema.name,
+    ...(risk ? { risk } : {}),
+    args: c.args,
+    cwd: session.workingDirectory,
+  };
+}
+
 function text(t: string): ContentBlock {
   return {
     $typeName: "pluggableharness.content.v1.ContentBlock",
@@ -463,7 +513,8 @@ function outputText(exec: ToolExecution | undefined): string {
 /** What the model is told about a call's result, and whether it counts as an error. */
 export function resultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
   const r = call.result!;
-  if (r.outcome.kind === "result") return { content: JSON.stringify(r.outcome.payload), isError: false };
+  if (r.outcome.kind === "result")
+    return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
   if (r.denied) return { content: `Denied: ${r.outcome.error.message}`, isError: true };
   const e = r.outcome.error;
   const category = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";
@@ -621,7 +672,8 @@ async function buildPlanItem(
     risk: schema.risk,
     description: schema.description,
   });
-  const preview = await previewOf(deps, session, turnId, tool, c, signal);
+  // A call the kernel refuses outright is never previewed: nothing of it runs.
+  const preview = c.protectedHit ? undefined : await previewOf(deps, session, turnId, tool, c, signal);
   if (preview) item.preview = capRenderTree(preview);
   return item;
 }

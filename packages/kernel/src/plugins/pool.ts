@@ -44,6 +44,8 @@ export interface AcquireOptions {
   readonly cwd?: string;
   /** Extra Node flags when the executable is a .ts/.js/.mjs file run on the kernel's Node. */
   readonly nodeArgs?: readonly string[];
+  /** The sandbox for each launch (PluginHostOptions.sandbox). */
+  readonly sandbox?: PluginHostOptions["sandbox"];
 }
 
 interface Entry {
@@ -96,6 +98,7 @@ export class PluginPool {
       ...(options.env ? { env: options.env } : {}),
       ...(options.cwd ? { cwd: options.cwd } : {}),
       ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       logSink: (record) => entry.owner?.pluginLog(record),
       onCrash: (report) => entry.owner?.pluginCrashed(report),
       onLaunch: async (launch) => {

@@ -42,6 +42,7 @@ import type { KernelLogger } from "../log.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
+import { PluginSandboxState } from "./sandbox.ts";
 
 /** One provider that launched and answered its category descriptions. */
 export interface LoadedProvider {
@@ -75,6 +76,8 @@ export interface LoadedProvider {
   configureOnLaunch?: boolean;
   /** Described from the cache and not launched yet. */
   dormant: boolean;
+  /** What decides the sandbox of its process (plugins/sandbox.ts). */
+  sandbox?: PluginSandboxState;
   /** The describe-cache entry it was built from or stored in. */
   readonly cacheKey?: string;
   /** The launch and post-Configure model refresh a session waits for (activate()). */
@@ -153,6 +156,9 @@ export interface LoadProvidersOptions {
  */
 export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
+/** Diagnostics about a profile's model candidates, judged once the models are final. */
+const MODEL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_model", "unsupported_parameter"]);
+
 /** Whole-call deadline for the static description RPCs (they must be cheap and offline). */
 const DESCRIBE_TIMEOUT_MS = 10_000;
 const CONFIGURE_TIMEOUT_MS = 30_000;
@@ -168,20 +174,27 @@ export class ProviderRegistry {
 
   private constructor() {}
 
-  /** Unknown models are judged once a provider is configured (it may declare models then). */
-  #warnUnknownModels(providers: readonly LoadedProvider[]): void {
+  /**
+   * Model references are judged once a provider is configured (it may declare models then):
+   * an unknown model is a warning; a parameter the model refuses is a warning, or with
+   * settings.strict_params an error that stops the load.
+   */
+  #checkModelReferences(providers: readonly LoadedProvider[]): void {
     if (!this.#config || !this.#log) return;
     const facts: Record<string, LoadedProviders[string]> = {};
     for (const p of providers) {
       facts[p.name] = {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
+        specs: p.models ? [...p.models.models.values()] : [],
         hookPoints: [...p.hookPoints],
       };
     }
-    for (const d of validateAgainstProviders(this.#config, facts, this.#env)) {
-      if (d.category === "unknown_model") this.#log.warn(formatDiagnostic(d));
-    }
+    const diags = validateAgainstProviders(this.#config, facts, this.#env).filter((d) =>
+      MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
+    if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
   }
 
   /**
@@ -197,7 +210,7 @@ export class ProviderRegistry {
         await p.host.start();
         if (p.categories.has("model")) {
           await refreshModels(p, { log: this.#log!, describeTimeoutMs: this.#timeoutMs });
-          this.#warnUnknownModels([p]);
+          this.#checkModelReferences([p]);
         }
         p.dormant = false;
       } catch (err) {
@@ -284,11 +297,11 @@ export class ProviderRegistry {
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
-    const diags = validateAgainstProviders(options.config, facts, options.env);
-    // Unknown models are judged after Configure (below), when every model is known.
-    for (const d of diags) {
-      if (d.severity === "warning" && d.category !== "unknown_model") options.log.warn(formatDiagnostic(d));
-    }
+    // Model references are judged after Configure (below), when every model is known.
+    const diags = validateAgainstProviders(options.config, facts, options.env).filter(
+      (d) => !MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 
     // Decode every block; Configure what is running (a dormant provider gets it at launch).
@@ -303,7 +316,7 @@ export class ProviderRegistry {
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-    registry.#warnUnknownModels(running);
+    registry.#checkModelReferences(running);
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -387,9 +400,11 @@ async function loadProvider(
 ): Promise<LoadedProvider> {
   const name = resolved.localName;
   const target = launchTarget(resolved, options);
+  const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
   const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
     ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+    sandbox: sandbox.forLaunch,
   });
   const cache = options.describeCache;
   const cacheKey =
@@ -397,8 +412,10 @@ async function loadProvider(
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
   const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
   if (cached) {
+    sandbox.isTool = cached.categories.includes("tool");
+    if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
-      return buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true });
+      return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
     } catch {
       // an entry the rules now reject: describe the provider live
       cache!.invalidate(resolved.source, cacheKey!);
@@ -411,7 +428,12 @@ async function loadProvider(
     dormant: false,
   });
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
-  return p;
+  sandbox.isTool = live.categories.includes("tool");
+  if (live.toolSchema) sandbox.tools = live.toolSchema;
+  // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
+  // call reaches it, and relaunched in it on first use.
+  if (sandbox.stale()) await host.shutdown();
+  return { ...p, sandbox };
 }
 
 /** Asks a provider's process for its static description (launching it). */
@@ -556,6 +578,11 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
   if (!decoded.ok) throw new ConfigError(decoded.diagnostics, `configuration of provider "${p.name}"`);
   p.config = decoded.config.values;
   p.configureOnLaunch = true;
+  if (p.sandbox) {
+    p.sandbox.config = p.config;
+    // Its roots decide where it may write: a process launched before they were known restarts.
+    if (p.sandbox.stale()) await p.host.shutdown();
+  }
   if (p.dormant) return; // Configure goes out from the launch hook, before any other call
   await sendConfigure(p, (s) => p.host.client(s), options.log);
   p.configured = true;

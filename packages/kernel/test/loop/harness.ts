@@ -35,6 +35,8 @@ export const FIXTURES = {
   tools: fileURLToPath(new URL("./fixtures/tools.ts", import.meta.url)),
   hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
   context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
+  liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
+  writer: fileURLToPath(new URL("../plugins/fixtures/sandboxed/writer.ts", import.meta.url)),
 };
 
 export type FixtureName = keyof typeof FIXTURES;
@@ -95,6 +97,11 @@ export interface KernelSpec {
   readonly reuse?: TestKernel;
   /** Sessions directory (default: `<root>/state`). */
   readonly stateDir?: string;
+  /**
+   * Run tool plugins in the bubblewrap sandbox. Off by default here: the fixture plugins
+   * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
+   */
+  readonly sandbox?: boolean;
 }
 
 export class FakeClock implements KernelClock {
@@ -191,6 +198,7 @@ export class Harness {
       );
     }
     lines.push(hcl);
+    if (!spec.sandbox && !/^settings\s*\{/m.test(hcl)) lines.push("settings {", '  sandbox = "off"', "}", "");
     if (!spec.reuse) writeFileSync(join(projectDir, "agent.hcl"), lines.join("\n"));
     const clock = new FakeClock();
     const logs: KernelLogRecord[] = [];

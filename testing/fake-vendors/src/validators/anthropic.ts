@@ -1,6 +1,7 @@
 // Checks a Messages request the way the real API would reject it (400 invalid_request_error).
 // Only rules we are confident the vendor enforces are here; each is listed in the README.
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { claudeRefusesSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -33,6 +34,14 @@ function blocksOf(message: Json): Json[] {
   return Array.isArray(message.content) ? (message.content.filter(isObject) as Json[]) : [];
 }
 
+/** The Messages API refuses empty and whitespace-only text blocks, wherever they sit. */
+function textProblem(text: unknown): string | undefined {
+  if (typeof text !== "string") return undefined;
+  if (text === "") return "messages: text content blocks must be non-empty";
+  if (text.trim() === "") return "messages: text content blocks must contain non-whitespace text";
+  return undefined;
+}
+
 export function validateAnthropic(request: RecordedRequest): Rejection | undefined {
   if (request.headers["anthropic-version"] === undefined)
     return reject("anthropic-version: header is required");
@@ -43,6 +52,10 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
   if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 0)
     return reject("max_tokens: Input should be a valid integer greater than or equal to 0");
   if (!Array.isArray(body.messages)) return reject("messages: Field required");
+  if (claudeRefusesSampling(body.model)) {
+    for (const key of ["temperature", "top_p", "top_k"])
+      if (body[key] !== undefined) return reject(`\`${key}\` is deprecated for this model.`);
+  }
 
   const thinking = body.thinking;
   const thinkingOn = isObject(thinking) && (thinking.type === "enabled" || thinking.type === "adaptive");
@@ -107,6 +120,16 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
         return reject(`messages.${i}.content.${j}.tool_use.id: Field required`);
       if (type === "tool_result" && typeof block.tool_use_id !== "string")
         return reject(`messages.${i}.content.${j}.tool_result.tool_use_id: Field required`);
+      const texts =
+        type === "text"
+          ? [block]
+          : type === "tool_result" && Array.isArray(block.content)
+            ? (block.content as unknown[]).filter((c): c is Json => isObject(c) && c.type === "text")
+            : [];
+      for (const t of texts) {
+        const problem = textProblem(t.text);
+        if (problem) return reject(problem);
+      }
     }
   }
 

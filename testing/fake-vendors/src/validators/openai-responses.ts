@@ -1,5 +1,6 @@
 // Checks a Responses request the way the real API would reject it (400 invalid_request_error).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -65,6 +66,18 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
       message: "We could not parse the JSON body of your request.",
     };
   if (typeof body.model !== "string") return missing("model");
+  const reasoning = isObject(body.reasoning) ? body.reasoning : undefined;
+  const effort = typeof reasoning?.effort === "string" ? reasoning.effort : undefined;
+  for (const key of ["temperature", "top_p"]) {
+    if (body[key] !== undefined && !openaiAcceptsSampling(body.model, effort))
+      return {
+        status: 400,
+        errorType: "invalid_request_error",
+        code: "unsupported_parameter",
+        param: key,
+        message: `Unsupported parameter: '${key}' is not supported with this model.`,
+      };
+  }
   if (Array.isArray(body.tools)) {
     for (const [i, tool] of body.tools.entries()) {
       if (isObject(tool) && tool.type === "function" && typeof tool.name !== "string")
@@ -86,6 +99,12 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
         const role = item.role;
         if (!["user", "assistant", "system", "developer"].includes(String(role)))
           return invalidValue(role, ["user", "assistant", "system", "developer"], `input[${i}].role`);
+        if (item.phase !== undefined) {
+          if (role !== "assistant")
+            return invalidValue(item.phase, ["(absent on non-assistant messages)"], `input[${i}].phase`);
+          if (item.phase !== "commentary" && item.phase !== "final_answer")
+            return invalidValue(item.phase, ["commentary", "final_answer"], `input[${i}].phase`);
+        }
         if (typeof item.content === "string") break;
         if (!Array.isArray(item.content)) return missing(`input[${i}].content`);
         const allowed = role === "assistant" ? ASSISTANT_PARTS : USER_PARTS;

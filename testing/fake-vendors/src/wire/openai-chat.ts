@@ -150,6 +150,24 @@ export const CHAT_DIALECTS: Record<string, ChatDialect> = {
     metaHeaders: false,
     defaultModel: "mistral-small-latest",
   },
+  // DeepSeek: reasoning as reasoning_content (thinking on by default), OpenAI-style
+  // fragments and errors, no rate-limit headers.
+  deepseek: {
+    ...openaiDialect,
+    chunkId: (rng) => rng.uuid(),
+    toolCallId: (rng) => `call_00_${rng.base62(24)}`,
+    fingerprint: "fp_feb633d1f5_prod0820_fp8_kvcache",
+    serviceTier: false,
+    obfuscation: false,
+    reasoning: "reasoning_content",
+    usageShape: "basic",
+    refusalField: false,
+    requestIdHeader: "x-ds-trace-id",
+    requestId: (rng) => rng.hex(32),
+    rateLimits: false,
+    metaHeaders: false,
+    defaultModel: "deepseek-v4-flash",
+  },
 };
 
 function finishReason(turn: NormalizedTurn, dialect: ChatDialect): string {

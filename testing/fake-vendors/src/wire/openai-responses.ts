@@ -129,12 +129,20 @@ export function responsesRenderer(vendor: VendorId): WireRenderer {
       if (block.type === "text") {
         const id = ids.message();
         const part = (text: string) => ({ type: "output_text", annotations: [], logprobs: [], text });
+        const phase = block.phase !== undefined ? { phase: block.phase } : {};
         items.push({
-          done: { id, type: "message", status: "completed", content: [part(block.text)], role: "assistant" },
+          done: {
+            id,
+            type: "message",
+            status: "completed",
+            content: [part(block.text)],
+            role: "assistant",
+            ...phase,
+          },
           events: (output_index) => [
             {
               type: "response.output_item.added",
-              item: { id, type: "message", status: "in_progress", content: [], role: "assistant" },
+              item: { id, type: "message", status: "in_progress", content: [], role: "assistant", ...phase },
               output_index,
             },
             {

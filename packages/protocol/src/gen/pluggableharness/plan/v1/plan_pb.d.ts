@@ -87,6 +87,22 @@ export declare type PlanItem = Message<"pluggableharness.plan.v1.PlanItem"> & {
    * @generated from field: optional string reason = 12;
    */
   reason?: string | undefined;
+
+  /**
+   * What a SESSION or ALWAYS answer to this item would allow or deny from then on (the
+   * narrowest rule covering the request, e.g. one exact command), shown before the human
+   * answers. Absent when only a ONCE answer is possible; see remember_unavailable.
+   *
+   * @generated from field: optional string remember_scope = 13;
+   */
+  rememberScope?: string | undefined;
+
+  /**
+   * Why this item can only be answered ONCE (e.g. a command whose words are computed).
+   *
+   * @generated from field: optional string remember_unavailable = 14;
+   */
+  rememberUnavailable?: string | undefined;
 };
 
 /**
