@@ -44,7 +44,12 @@ export const VENDORS: readonly VendorCase[] = [
     model: "gpt-5.6-sol",
     attrs: { api_key: 'env("FAULTS_API_KEY")' },
   },
-  { provider: "google", fake: "gemini", model: "gemini-3-pro", attrs: { api_key: 'env("FAULTS_API_KEY")' } },
+  {
+    provider: "google",
+    fake: "gemini",
+    model: "gemini-3.8-flash",
+    attrs: { api_key: 'env("FAULTS_API_KEY")' },
+  },
   { provider: "xai", fake: "xai", model: "grok-4.3", attrs: { api_key: 'env("FAULTS_API_KEY")' } },
   {
     provider: "openai-compatible",
@@ -145,6 +150,7 @@ agent_profile "default" {
 }
 
 /** The script the killed run follows: a read and a bash call, then an answer. */
+/** `marker` is written by the bash call when it starts; it must be inside the project (the bash sandbox). */
 export function killScript(point: KillPoint, marker: string): ScriptEntry[] {
   const calls = (command: string): ToolCallsResponse => ({
     kind: "tool_calls",

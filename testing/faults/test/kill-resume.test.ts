@@ -36,11 +36,14 @@ beforeAll(async () => {
   for (const point of KILL_POINTS) {
     const fake = await startFakeVendor({
       vendor: "anthropic",
-      script: killScript(point, join(sb.root, `${point}.marker`)),
+      script: killScript(point, join(sb.root, `kill-${point}`, "started.marker")),
     });
     try {
       const dir = project(sb, `kill-${point}`, VENDORS[0]!, fake.baseUrl());
-      killed.set(point, await runAndKill(sb, dir, fake, point, join(sb.root, `${point}.marker`)));
+      killed.set(
+        point,
+        await runAndKill(sb, dir, fake, point, join(sb.root, `kill-${point}`, "started.marker")),
+      );
     } finally {
       await fake.close();
     }
@@ -73,7 +76,8 @@ describe("resuming after a SIGKILL at every step of a turn", () => {
           const before = fake.requests.length;
           const s = await kernel.resumeSession(run.sessionId);
           s.send("go on");
-          expect(await s.idle(), point).toBe(SessionStatus.COMPLETED);
+          const status = await s.idle();
+          expect(status, point).toBe(SessionStatus.COMPLETED);
           const sent = fake.requests.slice(before);
           expect(sent.length, point).toBeGreaterThan(0);
           expect(

@@ -61,7 +61,8 @@ function killResume(vendor: VendorCase): FaultScenario {
       withSandbox(async (sb) => {
         // Every step of the turn in turn, and every third run a random moment.
         const point: KillPoint = index % 3 === 2 ? "random" : KILL_POINTS[index % KILL_POINTS.length]!;
-        const marker = join(sb.root, "marker");
+        // Inside the project: the bash sandbox lets a command write only there.
+        const marker = join(sb.root, "killed", "started.marker");
         const killFake = await startFakeVendor({ vendor: vendor.fake, script: killScript(point, marker) });
         let resumeFake: FakeVendor | undefined;
         try {
