@@ -91,6 +91,7 @@ export async function runSessionRun(
         runStartedAt,
       });
       turns++;
+      if (outcome.kind === "failed") session.recordTurnFailure(turnId, outcome.detail);
       turnId = deps.newId();
       if (outcome.kind === "cancelled") {
         status = SessionStatus.CANCELLED;
