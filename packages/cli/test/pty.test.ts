@@ -168,4 +168,53 @@ describe("agent run in a terminal", () => {
       reader.close();
     }
   });
+
+  it("takes the next message after a turn failed, and goes on with the same session", async () => {
+    const repo = sb.repo("tui-failed");
+    const broken = await startFakeVendor({
+      vendor: "anthropic",
+      script: [
+        { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
+        { kind: "text", text: "Back again." },
+      ],
+    });
+    try {
+      const env: Record<string, string> = {
+        ...(sb.env as Record<string, string>),
+        XDG_STATE_HOME: join(sb.home, "state-tui-failed"),
+        ANTHROPIC_API_KEY: "sk-ant-test",
+        FAKE_ANTHROPIC_URL: broken.url,
+        FIXTURE_ROOT: repo,
+        TERM: "xterm-256color",
+      };
+      const script = join(sb.home, "run-agent-failed.sh");
+      writeFileSync(
+        script,
+        `#!/bin/sh\ncd '${repo}'\n${Object.entries(env)
+          .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+          .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
+          .join("\n")}\n'${AGENT_BIN}' run 'hello'\necho "AGENT_EXIT=$?"\nsleep 600\n`,
+        { mode: 0o755 },
+      );
+      tmux("new-session", "-d", "-s", "failed", "-x", "110", "-y", "40", script);
+      const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "failed");
+      const until = async (pattern: string) => {
+        const end = Date.now() + 20_000;
+        while (!pane().includes(pattern)) {
+          if (Date.now() > end) throw new Error(`timed out waiting for ${pattern}:\n${pane()}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      await until("✗ failed");
+      tmux("send-keys", "-t", "failed", "the key is fixed now", "Enter");
+      await until("Back again.");
+      expect(pane()).not.toContain("session_replay_only");
+      tmux("send-keys", "-t", "failed", "C-c");
+      tmux("send-keys", "-t", "failed", "C-c");
+      await until("AGENT_EXIT=0");
+      expect(broken.requests).toHaveLength(2);
+    } finally {
+      await broken.close();
+    }
+  });
 });

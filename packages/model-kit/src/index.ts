@@ -1,4 +1,5 @@
 // @pluggableharness/model-kit: vendor-neutral helpers for model-provider plugins.
+
 export {
   type CatalogModel,
   type CustomModelDefaults,
@@ -44,6 +45,7 @@ export {
   textOf,
   toolResultText,
 } from "./content.ts";
+export { contextWindowStopFailure, isContextWindowStop } from "./context-stop.ts";
 export {
   causeCode,
   classifyHttpFailure,

@@ -2,7 +2,7 @@
 // broker and stdio streams, the kernel callback endpoint, crash detection and the
 // drain-then-kill shutdown.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
@@ -59,6 +59,7 @@ import {
   trackPlugin,
 } from "./process.ts";
 import { type PluginSandbox, wrapPlugin } from "./sandbox.ts";
+import { longestSocketDir, makeSocketDir } from "./socket-dirs.ts";
 
 /** A plugin log line, attributed to the plugin that wrote it. */
 export interface PluginLogRecord extends LogLine {
@@ -327,11 +328,11 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   const base = opts.socketDir ?? tmpdir();
   // Check with the longest directory name mkdtemp can produce before creating it.
   try {
-    fitsSocketDir(join(base, "ph-XXXXXX"));
+    fitsSocketDir(longestSocketDir(base));
   } catch (err) {
     throw fail("socket_path_too_long", (err as SocketPathTooLongError).message, [], err);
   }
-  let socketDir = mkdtempSync(join(base, "ph-"));
+  let socketDir = makeSocketDir(base);
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
 
   let hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined;

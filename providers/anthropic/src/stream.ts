@@ -2,7 +2,9 @@
 
 import {
   classifyHttpFailure,
+  contextWindowStopFailure,
   ev,
+  isContextWindowStop,
   ModelFailure,
   parseEventJson,
   type RateLimitHeaderFamily,
@@ -109,8 +111,7 @@ const STOP: Record<string, StopReason> = {
   refusal: StopReason.REFUSAL,
   // A server-tool loop paused; nothing this provider sends triggers it, it ends the turn.
   pause_turn: StopReason.END_TURN,
-  // The output ran into the context window: the same outcome as an output limit.
-  model_context_window_exceeded: StopReason.MAX_TOKENS,
+  // model_context_window_exceeded is no stop: it becomes a context_length_exceeded error.
 };
 
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
@@ -236,6 +237,7 @@ export async function* translateStream(
       }
       case "message_stop": {
         yield ev.usage(usageInit(usage, rateLimits));
+        if (isContextWindowStop(stopReason)) throw contextWindowStopFailure(stopReason!);
         if (stopReason === "refusal" && stopDetails) {
           const attrs: Record<string, string> = {};
           for (const k of ["type", "category", "explanation"])

@@ -401,6 +401,18 @@ describe("streaming", () => {
     expect(fake.requests.at(-1)!.json).toMatchObject({ max_tokens: 5 });
   });
 
+  it("reports a stop because the context window is full as context_length_exceeded, after the usage", async () => {
+    fake.push(scenarios.text("half an ans", { vendorStopReason: "model_context_window_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(only(events, "usage")).toHaveLength(1);
+    expect(only(events, "error")[0]).toMatchObject({
+      category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+      retryable: false,
+      vendorCode: "model_context_window_exceeded",
+    });
+  });
+
   it("sends effort through output_config with adaptive thinking", async () => {
     fake.push(scenarios.text("ok"));
     await complete({ modelId: "claude-opus-4-8", params: { thinkingEffort: "xhigh" } });

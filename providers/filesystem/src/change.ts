@@ -136,16 +136,25 @@ async function commit(
     if (plan.before !== plan.after) await writeAtomically(plan.file, plan.after, plan.mode);
     ctx.report({ path, written: true });
     const { hunks, additions, deletions } = summaryOf(plan);
+    const diff = formatUnified(plan.file.relative || path, hunks);
     return {
       plan,
-      payload: {
-        path,
-        diff: formatUnified(plan.file.relative || path, hunks),
-        additions,
-        deletions,
-      },
+      payload: { path, ...resultDiff(diff), additions, deletions },
     };
   });
+}
+
+/**
+ * The diff a result carries (the model reads it, and it is stored with the result). The
+ * model wrote the change itself, so a huge diff (a 10 MB new file) would only repeat its
+ * own input: past MAX_RESULT_DIFF_CHARS it is cut at a line end and marked truncated.
+ */
+export const MAX_RESULT_DIFF_CHARS = 16 * 1024;
+
+function resultDiff(diff: string): { diff: string; diff_truncated?: boolean } {
+  if (diff.length <= MAX_RESULT_DIFF_CHARS) return { diff };
+  const cut = diff.lastIndexOf("\n", MAX_RESULT_DIFF_CHARS);
+  return { diff: diff.slice(0, cut > 0 ? cut + 1 : MAX_RESULT_DIFF_CHARS), diff_truncated: true };
 }
 
 function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefined {
@@ -159,6 +168,9 @@ function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefi
 const changeOutput = {
   path: s.string("The path as requested."),
   diff: s.string("Unified diff of the change; empty when the content did not change."),
+  diff_truncated: s.boolean(
+    "The diff was longer than 16 KiB and is cut short (the change itself was made whole).",
+  ),
   additions: s.integer("Lines added."),
   deletions: s.integer("Lines removed."),
 };

@@ -21,7 +21,13 @@ import {
 } from "@pluggableharness/model-provider-testing";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
-import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
+import {
+  ModelErrorCategory,
+  type ModelSpec,
+  SafetyKind,
+  StopReason,
+  ThinkingDisable,
+} from "@pluggableharness/protocol/model";
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -312,6 +318,19 @@ describe("LM Studio", () => {
     expect(textOf(events)).toBe("This answer was cut");
     expect(only(events, "stop")[0]!.reason).toBe(StopReason.MAX_TOKENS);
     expect(lastBody().max_tokens).toBe(5);
+  });
+});
+
+describe("a finish reason saying the context window is full", () => {
+  it("is the context_length_exceeded error, not a finished answer", async () => {
+    await use("vllm");
+    fake.pushFor("vllm", scenarios.text("half", { vendorStopReason: "context_length_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(errorOf(events)).toMatchObject({
+      category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+      retryable: false,
+    });
   });
 });
 

@@ -17,7 +17,9 @@
 // The stream must end with one of the three terminal events; anything else is a transport
 // failure (retryable), and unknown event types are ignored as the API asks.
 import {
+  contextWindowStopFailure,
   ev,
+  isContextWindowStop,
   parseEventJson,
   readSse,
   type StopSequenceMatcher,
@@ -254,6 +256,13 @@ export async function* parseResponsesStream(
             ...responsesUsage(obj(response.usage), options.reasoningIncluded),
             rateLimits: options.rateLimits,
           });
+        const incomplete = obj(response.incomplete_details).reason;
+        if (
+          type === "response.incomplete" &&
+          typeof incomplete === "string" &&
+          isContextWindowStop(incomplete)
+        )
+          throw contextWindowStopFailure(incomplete);
         const reason = stopReason(type, response, stop.matched, refusal, toolCalls);
         // The vendor's filter interposed: say so beside the stop reason.
         if (reason === StopReason.CONTENT_FILTERED)

@@ -23,6 +23,7 @@ import {
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import {
+  ModelErrorCategory,
   type ModelSpec,
   RateLimitKind,
   SafetyKind,
@@ -639,6 +640,13 @@ describe("content rules and parameters", () => {
     });
     expect(only(events, "usage")).toHaveLength(1);
     expect(lastBody().stop).toBeUndefined();
+  });
+
+  it("reports an answer left incomplete because the context window is full as context_length_exceeded", async () => {
+    fake.push(scenarios.text("half", { vendorStopReason: "context_window_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(only(events, "error")[0]).toMatchObject({ category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED });
   });
 
   it("maps max_tokens, refusal, a content filter and a renamed model", async () => {

@@ -36,6 +36,7 @@ import { recordUsage } from "./cost.ts";
 import { addDecimals, decimalFromNumber, decimalToNumber } from "./decimal.ts";
 import { PricingError, ProtocolViolationError } from "./errors.ts";
 import type { IdGenerator } from "./ids.ts";
+import { argumentDepthProblem } from "./json-depth.ts";
 import { ClassifiedModelError } from "./model-errors.ts";
 import type { Clock } from "./time.ts";
 
@@ -301,6 +302,8 @@ export class StreamAccumulator {
     if (problem === undefined && (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))) {
       problem = "not a JSON object";
     }
+    // Kept out of the message: a value the wire cannot carry would break every later request.
+    problem ??= argumentDepthProblem(parsed);
     const block = this.#blocks[call.index]!.block;
     if (problem === undefined) {
       if (block.case === "toolUse") block.value.input = parsed as JsonObject;

@@ -106,6 +106,7 @@ export async function runSessionRun(
         ...(deadline !== undefined ? { deadline } : {}),
       });
       turns++;
+      if (outcome.kind === "failed") session.recordTurnFailure(turnId, outcome.detail);
       turnId = deps.newId();
       if (outcome.kind === "cancelled") {
         status = SessionStatus.CANCELLED;

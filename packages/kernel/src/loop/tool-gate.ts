@@ -45,11 +45,13 @@ import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import {
   type CallOutcomeKind,
   ConcurrencyScheduler,
+  capRenderTree,
   checkToolCall,
   modelTextOf,
   toolErrorReaction,
 } from "../domain/index.ts";
-import type { StopReason } from "./bounds.ts";
+import { storedPlanEvent, storedToolCallEvent } from "../frontends/stored-inputs.ts";
+import { callHash, type StopReason } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { AskResolution, Session } from "./session.ts";
 import { buildToolCall, executeTool, type ToolExecution, type ToolOutcome, toolError } from "./tool-exec.ts";
@@ -137,8 +139,9 @@ export class CallGate {
     const { turnId, calls, signal, serializeAll, trace } = this.#input;
     const hookCtx = { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal };
     const setResult = (c: CallRecord, r: CallResult) => this.setResult(c, r);
-    const noteDecision = (denied: boolean) => {
-      if (session.breaker.decision(denied)) this.breakerTripped ??= "denial_breaker";
+    const noteDecision = (c: CallRecord, denied: boolean) => {
+      const call = denied && c.tool ? callHash(c.tool.declaredName, c.args) : undefined;
+      if (session.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
     };
 
     // ---- 7. pre-tool-call ----------------------------------------------------------------------
@@ -147,19 +150,21 @@ export class CallGate {
     const toolCallEvent = (c: CallRecord, tool: SessionTool) => {
       const call = buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args });
       toolCalls.set(c, call);
+      const event = create(ToolCallEventSchema, {
+        turnId,
+        provider: tool.provider.name,
+        call,
+        kind: tool.tool.schema.kind,
+        risk: tool.tool.schema.risk,
+      });
+      // Large arguments are stored once, in the assistant message (stored-inputs.ts).
+      const stored = storedToolCallEvent(event);
+      const live = toBinary(ToolCallEventSchema, event);
       return {
         kind: EventKind.TOOL_CALL,
         producer: toolProducer(deps, tool),
-        payload: toBinary(
-          ToolCallEventSchema,
-          create(ToolCallEventSchema, {
-            turnId,
-            provider: tool.provider.name,
-            call,
-            kind: tool.tool.schema.kind,
-            risk: tool.tool.schema.risk,
-          }),
-        ),
+        payload: stored === event ? live : toBinary(ToolCallEventSchema, stored),
+        live,
       };
     };
     // Each call is recorded before its pre-tool-call hook. With no subscriber to see one
@@ -174,7 +179,7 @@ export class CallGate {
       const schema = c.tool.tool.schema;
       if (eachRecordedAlone) {
         const e = toolCallEvent(c, c.tool);
-        session.persist(e.kind, e.producer, e.payload);
+        session.persist(e.kind, e.producer, e.payload, { live: e.live });
       }
       const toolCall = toolCalls.get(c)!;
       const veto = await deps.hooks.dispatch(
@@ -225,7 +230,7 @@ export class CallGate {
     const precheck = (c: CallRecord): boolean => {
       if (c.result) return false;
       if (c.vetoed) {
-        noteDecision(true);
+        noteDecision(c, true);
         denied(c, c.vetoed.by, c.vetoed.reason);
         return false;
       }
@@ -242,7 +247,7 @@ export class CallGate {
           session.id,
         );
       }
-      noteDecision(verdict.decision !== "allow");
+      noteDecision(c, verdict.decision !== "allow");
       if (verdict.decision !== "allow") {
         denied(
           c,
@@ -364,14 +369,12 @@ export class CallGate {
       }
       if (signal.aborted) return "cancelled";
       const planMessage = create(PlanSchema, { turnId, items });
-      session.persist(
-        EventKind.PLAN,
-        deps.kernelProducer,
-        toBinary(PlanEventSchema, create(PlanEventSchema, { plan: planMessage })),
-        {
-          planItems: planItemEntriesFromPlan(planMessage),
-        },
-      );
+      const planEvent = create(PlanEventSchema, { plan: planMessage });
+      const storedPlan = storedPlanEvent(planEvent);
+      session.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
+        planItems: planItemEntriesFromPlan(planMessage),
+        ...(storedPlan === planEvent ? {} : { live: toBinary(PlanEventSchema, planEvent) }),
+      });
       plan.persisted = true;
       session.channel.publish({ event: { case: "planReady", value: { plan: planMessage } } });
 
@@ -398,7 +401,7 @@ export class CallGate {
             const d = await decisions[i]!;
             applied.set(c, d);
             if (d.decision === "cancelled") return setResult(c, cancelledResult());
-            noteDecision(d.decision === "deny");
+            noteDecision(c, d.decision === "deny");
             if (d.decision === "deny") return denied(c, d.decidedBy, d.reason ?? "denied");
             if (signal.aborted) return setResult(c, cancelledResult());
             if (d.correctedInput) {
@@ -461,6 +464,9 @@ export class CallGate {
       );
     }
 
+    // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
+    if (session.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
+      this.breakerTripped ??= "denial_breaker";
     return "ok";
   }
 }
@@ -668,7 +674,7 @@ async function buildPlanItem(
   });
   // A call the kernel refuses outright is never previewed: nothing of it runs.
   const preview = c.protectedHit ? undefined : await previewOf(deps, session, turnId, tool, c, signal);
-  if (preview) item.preview = preview;
+  if (preview) item.preview = capRenderTree(preview);
   return item;
 }
 

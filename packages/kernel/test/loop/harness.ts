@@ -95,6 +95,8 @@ export interface KernelSpec {
   readonly limits?: Partial<LoopLimits>;
   /** Run on a previous (closed) kernel's directories and agent.hcl. */
   readonly reuse?: TestKernel;
+  /** Sessions directory (default: `<root>/state`). */
+  readonly stateDir?: string;
   /**
    * Run tool plugins in the bubblewrap sandbox. Off by default here: the fixture plugins
    * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
@@ -149,7 +151,7 @@ export class Harness {
     const root = spec.reuse?.root ?? mkdtempSync(join(tmpdir(), "ph-loop-"));
     if (!spec.reuse) this.#dirs.push(root);
     const projectDir = join(root, "project");
-    const stateDir = join(root, "state");
+    const stateDir = spec.stateDir ?? join(root, "state");
     const scriptDir = join(root, "scripts");
     const logDir = join(root, "logs");
     for (const d of [projectDir, stateDir, scriptDir, logDir]) mkdirSync(d, { recursive: true });

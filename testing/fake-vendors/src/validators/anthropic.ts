@@ -161,7 +161,15 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
               .map((b) => b.id)
           : [],
       );
-      for (const [j, b] of blocksOf(m).entries()) {
+      // Results come first: text before a tool_result in that message is refused.
+      const blocks = blocksOf(m);
+      const firstOther = blocks.findIndex((b) => b.type !== "tool_result");
+      const lastResult = blocks.map((b) => b.type).lastIndexOf("tool_result");
+      if (offered.size > 0 && firstOther >= 0 && firstOther < lastResult)
+        return reject(
+          `messages.${i}: \`tool_result\` blocks must come first in the content of the message that answers \`tool_use\` blocks; found ${String(blocks[firstOther]!.type)} at content.${firstOther} before a \`tool_result\``,
+        );
+      for (const [j, b] of blocks.entries()) {
         if (b.type === "tool_result" && !offered.has(b.tool_use_id))
           return reject(
             `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(b.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,

@@ -55,6 +55,31 @@ export function validateGemini(request: RecordedRequest): Rejection | undefined 
         );
     }
   }
+  // Function calling turns: a call turn follows a user (or function response) turn, and the
+  // very next turn answers each of its calls with one functionResponse part.
+  const count = (c: unknown, field: string) =>
+    isObject(c) && Array.isArray(c.parts)
+      ? c.parts.filter((p) => isObject(p) && p[field] !== undefined).length
+      : 0;
+  for (const [i, c] of body.contents.entries()) {
+    const calls = count(c, "functionCall");
+    const responses = count(c, "functionResponse");
+    const prev = i > 0 ? (body.contents[i - 1] as Json) : undefined;
+    if (calls > 0 && prev?.role === "model")
+      return bad(
+        "Please ensure that function call turns come immediately after a user turn or after a function response turn.",
+      );
+    if (responses > 0 && count(prev, "functionCall") === 0)
+      return bad("Please ensure that function response turn comes immediately after a function call turn.");
+    if (
+      calls > 0 &&
+      i + 1 < body.contents.length &&
+      count(body.contents[i + 1], "functionResponse") !== calls
+    )
+      return bad(
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+      );
+  }
   const signatures = signatureProblem(request.model ?? "", body.contents as Json[]);
   if (signatures) return bad(signatures);
   if (

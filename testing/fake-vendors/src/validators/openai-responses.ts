@@ -88,6 +88,7 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
   if (!Array.isArray(body.input)) return invalidValue(typeof body.input, ["string", "array"], "input");
 
   const callIds = new Set<string>();
+  const answered = new Set<string>();
   for (const [i, item] of body.input.entries()) {
     if (!isObject(item)) return invalidValue(typeof item, ["object"], `input[${i}]`);
     const type = item.type ?? (item.role !== undefined ? "message" : undefined);
@@ -128,6 +129,7 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
       case "function_call_output":
         if (typeof item.call_id !== "string") return missing(`input[${i}].call_id`);
         if (item.output === undefined) return missing(`input[${i}].output`);
+        answered.add(item.call_id);
         if (body.previous_response_id === undefined && !callIds.has(item.call_id))
           return {
             status: 400,
@@ -146,6 +148,18 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
           return invalidValue(typeof item.encrypted_content, ["string"], `input[${i}].encrypted_content`);
         break;
     }
+  }
+  // Every function call in the input needs its output (the API has no way to continue
+  // a call left open), unless the conversation is chained by previous_response_id.
+  if (body.previous_response_id === undefined) {
+    for (const id of callIds)
+      if (!answered.has(id))
+        return {
+          status: 400,
+          errorType: "invalid_request_error",
+          param: "input",
+          message: `No tool output found for function call ${id}.`,
+        };
   }
   return undefined;
 }

@@ -302,6 +302,15 @@ export enum ApplyOutcome {
    * @generated from enum value: APPLY_OUTCOME_CANCELLED = 4;
    */
   CANCELLED = 4,
+
+  /**
+   * The kernel stopped (its process was killed) after the item was allowed or asked and
+   * before an outcome was recorded: it may or may not have taken effect. Written when the
+   * session is resumed.
+   *
+   * @generated from enum value: APPLY_OUTCOME_INTERRUPTED = 5;
+   */
+  INTERRUPTED = 5,
 }
 
 /**
