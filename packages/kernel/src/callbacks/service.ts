@@ -137,7 +137,7 @@ export function callbackImplementation(
         const known = deps.tokenCounts?.get(key);
         if (known !== undefined) return { count: BigInt(known), exact: true };
         try {
-          const res = await provider.model.countTokens(
+          const res = await provider.ports.model.countTokens(
             { text: textOf, modelId: ref.id },
             { timeoutMs: COUNT_TOKENS_TIMEOUT_MS, signal: ctx.signal },
           );

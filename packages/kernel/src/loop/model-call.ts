@@ -29,7 +29,6 @@ import {
   type ToolDeclaration,
 } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
-import { modelErrorFor, PluginCrashedError, RpcError } from "@pluggableharness/runtime";
 import {
   type AccumulatedCompletion,
   assertContentSupported,
@@ -48,6 +47,7 @@ import {
   unmetNeeds,
 } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
+import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { Session } from "./session.ts";
 
@@ -462,7 +462,7 @@ async function attempt(
   let streamedText = false;
   let pendingBreak = false;
   try {
-    for await (const event of candidate.provider.model.streamCompletion(request, {
+    for await (const event of candidate.provider.ports.model.streamCompletion(request, {
       signal: controller.signal,
     })) {
       // A vendor holding output back for review says so: that silence is expected.
@@ -512,13 +512,12 @@ async function attempt(
     if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
     if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
     if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
-    const crash = err instanceof PluginCrashedError ? modelErrorFor(err) : undefined;
-    if (crash) {
+    if (err instanceof ProviderUnavailableError && err.reason === "crashed") {
       // Kernel-synthesised, so not read through fromProto (which treats a plugin-sent one as a breach).
-      const error = new ClassifiedModelError("process_crashed", crash.message, { retryable: true });
+      const error = new ClassifiedModelError("process_crashed", err.message, { retryable: true });
       return { kind: "error", error, completion: acc.finish() };
     }
-    if (err instanceof RpcError) {
+    if (err instanceof ProviderCallError) {
       const c = classifyGrpcStatus({ code: err.code, message: err.details });
       if (c instanceof ClassifiedModelError) return { kind: "error", error: c, completion: acc.finish() };
       return { kind: "cancelled", completion: acc.finish() };

@@ -15,7 +15,6 @@ import {
   type ToolEvent_OutputChunk,
   type ToolEvent_PartialResult,
 } from "@pluggableharness/protocol/tool";
-import { toolErrorFor } from "@pluggableharness/runtime";
 import {
   checkToolCall,
   InvokeStreamValidator,
@@ -23,6 +22,7 @@ import {
   resolveToolTimeout,
   toolErrorReaction,
 } from "../domain/index.ts";
+import { ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import { retryDelayMs } from "./model-call.ts";
 import type { Session } from "./session.ts";
@@ -162,7 +162,7 @@ async function invokeOnce(
   deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
   try {
-    for await (const res of tool.provider.tool.invoke({ call }, { signal: controller.signal })) {
+    for await (const res of tool.provider.ports.tool.invoke({ call }, { signal: controller.signal })) {
       const event = res.event;
       if (!event) continue;
       validator.push(event);
@@ -207,14 +207,13 @@ async function invokeOnce(
         cancelled: false,
       };
     }
-    const crash = toolErrorFor(err);
-    if (crash) {
+    if (err instanceof ProviderUnavailableError) {
       return {
         outcome: {
           kind: "error",
           error: toolError(
             ToolErrorCategory.PROCESS_CRASHED,
-            `the ${tool.provider.name} plugin crashed during the call: ${crash.message}`,
+            `the ${tool.provider.name} plugin crashed during the call: ${err.message}`,
           ),
         },
         crashed: true,

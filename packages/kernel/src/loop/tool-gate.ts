@@ -689,7 +689,7 @@ async function previewOf(
   if (!tool.provider.previewSupported.has(tool.tool.schema.name)) return undefined;
   try {
     const res = await deps.tracker.run(tool.provider.name, session.id, "tool", () =>
-      tool.provider.tool.preview(
+      tool.provider.ports.tool.preview(
         { call: buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args }) },
         { timeoutMs: deps.limits.previewTimeoutMs, signal },
       ),
