@@ -83,6 +83,7 @@ import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
+import type { InProcessPluginFactory } from "./providers/in-process.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -125,6 +126,12 @@ export interface KernelOptions {
   readonly describeCache?: string | false;
   /** Run first-party providers from their up-to-date bundles (default: unless AGENT_NO_BUNDLES=1). */
   readonly bundles?: boolean;
+  /**
+   * Providers (by local name) to run in the kernel's own thread through the in-process
+   * transport instead of launching them (providers/in-process.ts): for tests and
+   * embedding, never for isolation.
+   */
+  readonly inProcessProviders?: Readonly<Record<string, InProcessPluginFactory>>;
   /**
    * Where exact token counts persist between runs (callbacks/token-counts.ts); false keeps
    * them for this kernel only. Default: $XDG_CACHE_HOME/agent/token-counts.json from `env`.
@@ -284,6 +291,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       installationRoot: this.#options.installationRoot,
       bundles: this.#options.bundles ?? env["AGENT_NO_BUNDLES"] !== "1",
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
+      ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });

@@ -33,7 +33,7 @@ import {
 } from "../domain/index.ts";
 import type { KernelLogger } from "../log.ts";
 import { type ClientFactory, grpcPorts } from "../providers/grpc.ts";
-import { InProcessHost, type InProcessPlugin } from "../providers/in-process.ts";
+import { InProcessHost, type InProcessPluginFactory } from "../providers/in-process.ts";
 import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
@@ -148,7 +148,7 @@ export interface LoadProvidersOptions {
    * Providers to run in the kernel's thread instead of launching them (tests, embedding;
    * providers/in-process.ts), by local name. They are never sandboxed or cached.
    */
-  readonly inProcess?: Readonly<Record<string, InProcessPlugin>>;
+  readonly inProcess?: Readonly<Record<string, InProcessPluginFactory>>;
 }
 
 /**

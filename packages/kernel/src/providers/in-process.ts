@@ -6,8 +6,13 @@
 // cancellation, UNIMPLEMENTED for a method left out, StatusError codes and kernel
 // callbacks (Emit, Log, CountTokens, RunSession) behave as over go-plugin.
 //
-// It gives no isolation at all: a plugin that throws synchronously out of a timer, loops
-// or exits takes the kernel with it. That is why it exists for tests and embedding only
+// A plugin that "exits" (the `exit` its factory is given) behaves like a crashed process:
+// calls in flight fail with ProviderUnavailableError, and the next call gets a fresh
+// instance, configured again with what the kernel last sent, before anything else
+// reaches it (what the runtime's launch hook does for a relaunched process).
+//
+// It gives no isolation at all: a plugin that throws out of a timer, loops or really
+// exits takes the kernel with it. That is why it exists for tests and embedding only
 // (KernelOptions.inProcessProviders), never as a setting of agent.hcl; see
 // docs/decisions.md, "Provider seam".
 import {
@@ -29,7 +34,13 @@ import { methodPath } from "@pluggableharness/protocol/grpc";
 import { KernelCallbackService } from "@pluggableharness/protocol/kernel";
 import type { CallbackContext, CallbackPeer, PluginLogRecord } from "@pluggableharness/runtime";
 import { CATEGORY_PROBES } from "@pluggableharness/runtime";
-import { ProviderCallError, type ProviderCallOptions, type ProviderPorts, ProviderStatus } from "./ports.ts";
+import {
+  ProviderCallError,
+  type ProviderCallOptions,
+  type ProviderPorts,
+  ProviderStatus,
+  ProviderUnavailableError,
+} from "./ports.ts";
 
 /** A plugin to run in the kernel's thread: what it would pass to serve(). */
 export interface InProcessPlugin {
@@ -40,6 +51,12 @@ export interface InProcessPlugin {
     readonly implementation: Record<string, unknown>;
   }>;
 }
+
+/**
+ * Makes one instance of an in-process plugin with fresh state. `exit` is how the instance
+ * dies (what process.exit is for a plugin process).
+ */
+export type InProcessPluginFactory = (host: { exit(code: number): never }) => InProcessPlugin;
 
 /** What the kernel offers an in-process plugin: its callbacks and its log. */
 export interface InProcessKernelSide {
@@ -66,17 +83,28 @@ function callError(err: unknown, method: string): Error {
   return new ProviderCallError(ProviderStatus.INTERNAL, details, method);
 }
 
-/** Aborts when the caller's signal does or the deadline passes; says which. */
-function callScope(options: ProviderCallOptions | undefined, method: string) {
+/**
+ * Aborts when the caller's signal does, the deadline passes or the instance dies; says
+ * which. `watch` registers the call with its instance (returns the unregistration).
+ */
+function callScope(
+  options: ProviderCallOptions | undefined,
+  method: string,
+  watch: (fail: (err: Error) => void) => () => void,
+) {
   const controller = new AbortController();
-  let expired: ProviderCallError | undefined;
+  let expired: Error | undefined;
+  const unwatch = watch((err) => {
+    expired ??= err;
+    controller.abort(err);
+  });
   const onAbort = () => controller.abort(options?.signal?.reason);
   if (options?.signal?.aborted) controller.abort(options.signal.reason);
   else options?.signal?.addEventListener("abort", onAbort, { once: true });
   const timer =
     options?.timeoutMs !== undefined
       ? setTimeout(() => {
-          expired = new ProviderCallError(ProviderStatus.DEADLINE_EXCEEDED, "deadline exceeded", method);
+          expired ??= new ProviderCallError(ProviderStatus.DEADLINE_EXCEEDED, "deadline exceeded", method);
           controller.abort(expired);
         }, options.timeoutMs)
       : undefined;
@@ -94,6 +122,7 @@ function callScope(options: ProviderCallOptions | undefined, method: string) {
     stopped: () => expired ?? options?.signal?.reason,
     /** Ends the call; `cancel` tells the plugin's handler (a caller that stopped reading). */
     close: (cancel: boolean) => {
+      unwatch();
       clearTimeout(timer);
       options?.signal?.removeEventListener("abort", onAbort);
       if (cancel && !controller.signal.aborted) controller.abort(new Error("the caller stopped reading"));
@@ -107,18 +136,52 @@ export class InProcessHost {
   readonly lastSpawn = undefined;
   readonly pid = process.pid;
   readonly ports: ProviderPorts;
-  readonly #plugin: InProcessPlugin;
+  readonly #factory: InProcessPluginFactory;
   readonly #kernel: InProcessKernelSide;
-  readonly #impls = new Map<string, Record<string, unknown>>();
-  readonly #categories: string[] = [];
-  readonly #producers: Record<string, ProducerRef> = {};
-  readonly #peer: CallbackPeer;
-  readonly #log: Logger;
+  #impls = new Map<string, Record<string, unknown>>();
+  #categories: string[] = [];
+  #producers: Record<string, ProducerRef> = {};
+  #peer!: CallbackPeer;
+  #log!: Logger;
+  /** 1 for the first instance, 2 after one simulated crash, ... */
+  #instance = 0;
+  #dead = false;
+  /** The last Configure each service accepted, replayed into a new instance. */
+  readonly #configs = new Map<string, unknown>();
+  readonly #calls = new Set<(err: Error) => void>();
+  #relaunch: Promise<void> | undefined;
 
-  constructor(name: string, plugin: InProcessPlugin, kernel: InProcessKernelSide) {
+  constructor(name: string, factory: InProcessPluginFactory, kernel: InProcessKernelSide) {
     this.name = name;
-    this.#plugin = plugin;
+    this.#factory = factory;
     this.#kernel = kernel;
+    this.#launch();
+    this.ports = {
+      model: this.#port(CATEGORY_PROBES[0]!.service) as ProviderPorts["model"],
+      tool: this.#port(CATEGORY_PROBES[1]!.service) as ProviderPorts["tool"],
+      context: this.#port(CATEGORY_PROBES[2]!.service) as ProviderPorts["context"],
+      memory: this.#port(CATEGORY_PROBES[3]!.service) as ProviderPorts["memory"],
+      frontend: this.#port(CATEGORY_PROBES[4]!.service) as ProviderPorts["frontend"],
+      widget: this.#port(CATEGORY_PROBES[5]!.service) as ProviderPorts["widget"],
+      hook: this.#port(CATEGORY_PROBES[6]!.service) as ProviderPorts["hook"],
+    };
+  }
+
+  /** A fresh instance of the plugin. */
+  #launch(): void {
+    this.#instance++;
+    this.#dead = false;
+    const instance = this.#instance;
+    const plugin = this.#factory({
+      exit: (code) => {
+        this.#exit(instance, code);
+        // Like process.exit, it does not return: the plugin's code stops here.
+        throw new Error(`plugin ${JSON.stringify(this.name)} exited with status ${code}`);
+      },
+    });
+    this.#impls = new Map();
+    this.#categories = [];
+    this.#producers = {};
     const meta = plugin.packageJson;
     const categories = plugin.services.map((s) => categoryOfService(s.service));
     const fallback = categories.find((c) => c !== 0) ?? 0;
@@ -134,18 +197,46 @@ export class InProcessHost {
       );
     }
     const producers = new Map(Object.entries(this.#producers));
-    this.#peer = { plugin: name, instance: 1, pid: process.pid, producers };
+    this.#peer = { plugin: this.name, instance, pid: process.pid, producers };
     this.#log = this.#logger(meta.pluggableharness?.name ?? meta.name.replace(/^@[^/]+\//, ""));
-    this.ports = {
-      model: this.#port(CATEGORY_PROBES[0]!.service) as ProviderPorts["model"],
-      tool: this.#port(CATEGORY_PROBES[1]!.service) as ProviderPorts["tool"],
-      context: this.#port(CATEGORY_PROBES[2]!.service) as ProviderPorts["context"],
-      memory: this.#port(CATEGORY_PROBES[3]!.service) as ProviderPorts["memory"],
-      frontend: this.#port(CATEGORY_PROBES[4]!.service) as ProviderPorts["frontend"],
-      widget: this.#port(CATEGORY_PROBES[5]!.service) as ProviderPorts["widget"],
-      hook: this.#port(CATEGORY_PROBES[6]!.service) as ProviderPorts["hook"],
-    };
   }
+
+  /** The instance died: what is in flight fails as crashed; the next call relaunches. */
+  #exit(instance: number, code: number): void {
+    if (instance !== this.#instance || this.#dead) return;
+    this.#dead = true;
+    const err = new ProviderUnavailableError(
+      this.name,
+      "crashed",
+      `plugin ${JSON.stringify(this.name)} exited with status ${code}`,
+    );
+    const calls = [...this.#calls];
+    this.#calls.clear();
+    for (const fail of calls) fail(err);
+  }
+
+  /** Before a call: a dead instance is replaced and configured again, once. */
+  async #ready(): Promise<void> {
+    if (!this.#dead) return;
+    this.#relaunch ??= (async () => {
+      this.#launch();
+      for (const [typeName, request] of this.#configs) {
+        const fn = this.#impls.get(typeName)?.["configure"] as Impl | undefined;
+        const method = CATEGORY_PROBES.find((p) => p.service.typeName === typeName)!.service.method[
+          "configure"
+        ] as DescMethod;
+        if (fn) await fn(request, this.#context(method, request, new AbortController().signal));
+      }
+    })().finally(() => {
+      this.#relaunch = undefined;
+    });
+    await this.#relaunch;
+  }
+
+  #watch = (fail: (err: Error) => void): (() => void) => {
+    this.#calls.add(fail);
+    return () => this.#calls.delete(fail);
+  };
 
   /** Which categories it serves and its Describe identity per category. */
   async describe(): Promise<{ categories: string[]; producers: Record<string, ProducerRef> }> {
@@ -175,6 +266,11 @@ export class InProcessHost {
     const out: Record<string, unknown> = {};
     for (const m of service.methods) {
       const path = methodPath(service, m.name);
+      const ready = () => this.#ready();
+      const watch = this.#watch;
+      const remember = (request: unknown) => {
+        if (m.localName === "configure") this.#configs.set(service.typeName, request);
+      };
       const impl = () => {
         const fn = this.#impls.get(service.typeName)?.[m.localName] as Impl | undefined;
         if (!fn) {
@@ -188,14 +284,16 @@ export class InProcessHost {
       };
       if (m.methodKind === "unary") {
         out[m.localName] = async (init: unknown, options?: ProviderCallOptions) => {
+          await ready();
           const fn = impl();
           const request = wireCopy(m.input, init as never);
-          const scope = callScope(options, path);
+          const scope = callScope(options, path, watch);
           try {
             const answer = await Promise.race([
               Promise.resolve().then(() => fn(request, this.#context(m, request, scope.signal))),
               scope.ended,
             ]);
+            remember(request);
             return wireCopy(m.output, answer as never);
           } catch (err) {
             if (scope.signal.aborted && scope.stopped() !== undefined) throw scope.stopped();
@@ -207,9 +305,10 @@ export class InProcessHost {
       } else if (m.methodKind === "server_streaming") {
         const ctxOf = (request: unknown, signal: AbortSignal) => this.#context(m, request, signal);
         out[m.localName] = async function* (init: unknown, options?: ProviderCallOptions) {
+          await ready();
           const fn = impl();
           const request = wireCopy(m.input, init as never);
-          const scope = callScope(options, path);
+          const scope = callScope(options, path, watch);
           let iterator: AsyncIterator<unknown> | undefined;
           let finished = false;
           try {

@@ -353,7 +353,9 @@ agent_profile "default" {
   });
 
   it("reports a tool plugin killed mid-call as process_crashed, and the next call relaunches it", async () => {
+    // A real process, killed by a signal from outside: the runtime notices and relaunches.
     const k = await h.kernel({
+      transport: "process",
       providers: [{ name: "victim", fixture: "tools" }],
       headlessAsk: "allow",
       hcl: `
