@@ -16,7 +16,6 @@ import {
   type ToolEvent_PartialResult,
 } from "@pluggableharness/protocol/tool";
 import {
-  checkToolCall,
   InvokeStreamValidator,
   precompilePayloadSchema,
   resolveToolTimeout,
@@ -46,18 +45,26 @@ export interface ToolExecution {
 }
 
 export interface ExecuteInput {
+  /** The call as Invoke sends it; its arguments were checked by the gate (once per call). */
+  readonly call: ToolCall;
+  readonly turnId: string;
+  readonly tool: SessionTool;
+  readonly signal: AbortSignal;
+}
+
+/** What a ToolCall is built from. */
+export interface ToolCallInput {
   readonly callId: string;
   readonly turnId: string;
   readonly tool: SessionTool;
   readonly args: JsonObject;
-  readonly signal: AbortSignal;
 }
 
 export function toolError(category: ToolErrorCategory, message: string, retryable = false): ToolError {
   return create(ToolErrorSchema, { category, message, retryable });
 }
 
-export function buildToolCall(session: Session, input: Omit<ExecuteInput, "signal">): ToolCall {
+export function buildToolCall(session: Session, input: ToolCallInput): ToolCall {
   return create(ToolCallSchema, {
     id: input.callId,
     toolName: input.tool.tool.schema.name,
@@ -73,21 +80,9 @@ export async function executeTool(
 ): Promise<ToolExecution> {
   const started = deps.clock.now();
   const schema = input.tool.tool.schema;
-  const call = buildToolCall(session, input);
+  const call = input.call;
   const output: ToolEvent_OutputChunk[] = [];
   const partials: ToolEvent_PartialResult[] = [];
-  const invalid = checkToolCall(call, input.tool.tool);
-  if (invalid) {
-    return {
-      outcome: { kind: "error", error: invalid },
-      output,
-      partials,
-      attempts: 0,
-      durationMs: 0,
-      crashed: false,
-      cancelled: false,
-    };
-  }
   // The result is checked against the output schema; its validator is compiled while the
   // call runs rather than when the first result is already waiting.
   setImmediate(precompilePayloadSchema, input.tool.tool.outputJsonSchema);

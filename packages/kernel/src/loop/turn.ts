@@ -1,5 +1,5 @@
-// RunTurn: the eighteen steps of one turn, in order (7-14, the tool gate, live in
-// tool-gate.ts, which operator-initiated calls go through as well).
+// RunTurn: the eighteen steps of one turn, in order (7-14, the plan/apply gate, live in
+// gate/gate.ts, which operator-initiated calls go through as well).
 //
 //  1 context-assemble        7 pre-tool-call (each call)   13 post-tool-call (each result)
 //  2 pre-model-call          8 split by kind               14 post-apply
@@ -29,10 +29,11 @@ import {
 import { callHash, checkBounds, type StopReason } from "./bounds.ts";
 import { assembleContext } from "./context-assembly.ts";
 import type { LoopDeps } from "./deps.ts";
+import { type CallRecord, resultBlock } from "./gate/call.ts";
+import { CallGate } from "./gate/gate.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
 import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
-import { CallGate, type CallRecord, resultBlock } from "./tool-gate.ts";
 
 export type TurnOutcome =
   | { readonly kind: "done" }
