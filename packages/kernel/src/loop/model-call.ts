@@ -71,6 +71,11 @@ export interface ResolvedCandidate {
 export interface ModelCallInput {
   readonly turnId: string;
   readonly candidates: readonly ModelCandidate[];
+  /**
+   * The turn's routing decision (step 1): the first attempt goes to its candidate. The
+   * chain is routed again only to fall back, from the candidate after the one that failed.
+   */
+  readonly route: RouteResult & { readonly chosen: ResolvedCandidate };
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
@@ -148,7 +153,10 @@ export interface RouteResult {
   readonly skipped: string[];
 }
 
-/** The first candidate from `start` on that can serve the turn, with the reasons others could not. */
+/**
+ * The first candidate from `start` on that can serve the turn, with the reasons others
+ * could not. Traced as "model.route" when a turn asks (once per turn, plus once per fallback).
+ */
 export function routeCandidates(
   deps: LoopDeps,
   candidates: readonly ModelCandidate[],
@@ -156,7 +164,9 @@ export function routeCandidates(
   needs: { inputTokens: bigint; messages: readonly Message[]; tools: readonly ToolDeclaration[] },
   /** Candidates known not to exist at their vendor ("<provider>/<model>" -> why). */
   unavailable?: ReadonlyMap<string, string>,
+  turn?: { readonly sessionId: string; readonly turnId: string },
 ): RouteResult {
+  if (turn) deps.trace({ name: "model.route", ...turn, attrs: { start } });
   const skipped: string[] = [];
   const content = contentNeeds(needs.messages, needs.tools.length);
   for (let i = start; i < candidates.length; i++) {
@@ -231,17 +241,24 @@ export async function callModel(
   let lastError: ClassifiedModelError | undefined;
   // A retry skipped because its wait would end after the deadline.
   let cutWait: { delayMs: number; leftMs: number } | undefined;
-  const inputTokens = estimateInputTokens(input.messages, input.sections, input.tools);
   const leftMs = () =>
     input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - deps.clock.now();
   for (;;) {
-    const route = routeCandidates(
-      deps,
-      input.candidates,
-      start,
-      { inputTokens, messages: input.messages, tools: input.tools },
-      session.unavailableModels,
-    );
+    const route: RouteResult =
+      start === 0
+        ? input.route
+        : routeCandidates(
+            deps,
+            input.candidates,
+            start,
+            {
+              inputTokens: estimateInputTokens(input.messages, input.sections, input.tools),
+              messages: input.messages,
+              tools: input.tools,
+            },
+            session.unavailableModels,
+            { sessionId: session.id, turnId: input.turnId },
+          );
     if (!route.chosen && cutWait) {
       return {
         kind: "bound",

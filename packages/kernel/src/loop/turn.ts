@@ -92,11 +92,16 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const declared = new Set(tools.map((t) => t.name));
   const candidates = session.candidates();
   const historyTokens = Number(estimateInputTokens(session.history, [], []));
-  const pre = routeCandidates(deps, candidates, 0, {
-    inputTokens: estimateInputTokens(session.history, [], tools),
-    messages: session.history,
-    tools,
-  });
+  // The turn is routed once, here: context is assembled for the chosen model's window, and
+  // the model call goes to it (routing again only to fall back after a failure).
+  const pre = routeCandidates(
+    deps,
+    candidates,
+    0,
+    { inputTokens: estimateInputTokens(session.history, [], tools), messages: session.history, tools },
+    session.unavailableModels,
+    { sessionId: session.id, turnId },
+  );
   if (!pre.chosen) {
     return {
       kind: "failed",
@@ -144,9 +149,11 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
   // ---- 3-4. model call and accumulation -----------------------------------------------------
   trace("3");
+  const chosen = pre.chosen;
   const result = await callModel(deps, session, {
     turnId,
     candidates,
+    route: { ...pre, chosen },
     messages,
     tools,
     sections: assembled.sections,
