@@ -358,7 +358,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   #recordHookError(sessionId: string, error: HookError): void {
     const session = this.#sessions.get(sessionId);
     if (!session) return;
-    session.persist(
+    session.log.persist(
       EventKind.HOOK_ERROR,
       hookErrorProducer(error),
       toBinary(HookErrorEventSchema, create(HookErrorEventSchema, { error })),
@@ -439,7 +439,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   startCreated(session: HubSession, prompt: ContentBlock[]): void {
-    (session as Session).enqueue(prompt);
+    (session as Session).runs.enqueue(prompt);
   }
 
   async openSession(sessionId: string, intent: "attach" | "resume"): Promise<HubSession> {
@@ -668,7 +668,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(options.workingDirectory ? { workingDirectory: options.workingDirectory } : {}),
     });
     session.planMode = options.planMode ?? false;
-    if (options.prompt !== undefined) session.enqueue(textPrompt(options.prompt));
+    if (options.prompt !== undefined) session.runs.enqueue(textPrompt(options.prompt));
     return handleFor(session);
   }
 
@@ -690,11 +690,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   async shutdown(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#sessions.values()) s.stop();
-    await Promise.all([...this.#sessions.values()].map((s) => s.waitRun().catch(() => {})));
+    for (const s of this.#sessions.values()) s.runs.stop();
+    await Promise.all([...this.#sessions.values()].map((s) => s.runs.waitRun().catch(() => {})));
     // A session created without a prompt never ran; it must not stay RUNNING in its file.
     for (const s of this.#sessions.values()) {
-      if (s.status() === SessionStatus.RUNNING && !s.running) {
+      if (s.status() === SessionStatus.RUNNING && !s.runs.running) {
         try {
           s.setStatus(SessionStatus.CANCELLED, "the kernel shut down before the session ran");
         } catch {
@@ -706,7 +706,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {
       try {
-        s.flushPersistSoon();
+        s.log.flushPersistSoon();
         s.writer.close();
       } catch {
         // already closed
@@ -734,7 +734,7 @@ function handleFor(session: Session): SessionHandle {
       session.planMode = on;
     },
     tools: () => session.tools.describe({ planMode: session.planMode }),
-    idle: () => session.idle(),
+    idle: () => session.runs.idle(),
   };
 }
 

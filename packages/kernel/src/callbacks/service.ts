@@ -92,7 +92,9 @@ export function callbackImplementation(
           `plugin "${peer.plugin}" has no producer identity (Describe)`,
         );
       }
-      const appended = session.persist(req.kind, producer, req.payload, { schemaVersion: req.schemaVersion });
+      const appended = session.log.persist(req.kind, producer, req.payload, {
+        schemaVersion: req.schemaVersion,
+      });
       return { id: appended.id, sequence: BigInt(appended.sequence) };
     },
 

@@ -151,7 +151,7 @@ export async function assembleContext(
 
     const producer = p.producers["context"];
     if (producer) {
-      session.persist(
+      session.log.persist(
         EventKind.CONTEXT_CONTRIBUTION,
         producer,
         toBinary(

@@ -202,7 +202,7 @@ export async function runDirectInvocation(
   });
   const outcome = await gate.run();
   if (outcome === "cancelled") gate.cancelRemaining();
-  session.appendUserMessage(
+  session.log.appendUserMessage(
     turnId,
     [
       {

@@ -87,7 +87,7 @@ export async function runSessionRun(
     if (outcome === "cancelled") detail = "interrupted";
   } else {
     let turnId = deps.newId();
-    session.appendUserMessage(turnId, input.content);
+    session.log.appendUserMessage(turnId, input.content);
     let turns = 0;
     let final: StopReason | undefined;
     const wallClock =
@@ -106,7 +106,7 @@ export async function runSessionRun(
         ...(deadline !== undefined ? { deadline } : {}),
       });
       turns++;
-      if (outcome.kind === "failed") session.recordTurnFailure(turnId, outcome.detail);
+      if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
       turnId = deps.newId();
       if (outcome.kind === "cancelled") {
         status = SessionStatus.CANCELLED;
@@ -144,7 +144,7 @@ export async function runSessionRun(
           { reason: final },
           session.id,
         );
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           [textBlock(finalAnswerInstruction(final))],
           `limit_reached:${final}`,

@@ -346,7 +346,7 @@ export async function callModel(
       const error = outcome.error;
       lastError = error;
       if (outcome.completion && outcome.completion.usage.length > 0) {
-        session.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
+        session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       const reaction = modelErrorReaction(error);
       if (error.modelNotFound) {

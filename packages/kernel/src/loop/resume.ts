@@ -340,7 +340,7 @@ export function repairInterrupted(session: Session, dangling: readonly DanglingC
       ),
     });
   }
-  if (events.length > 0) session.persistBatch(events);
+  if (events.length > 0) session.log.persistBatch(events);
   const content = dangling.map((d) => danglingResultBlock(d, session.tools));
-  return session.appendUserMessage(turnId, content, INTERRUPTED_REASON);
+  return session.log.appendUserMessage(turnId, content, INTERRUPTED_REASON);
 }

@@ -195,7 +195,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           serializeAll: false,
           trace,
         }).cancelRemaining();
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           unrun.map((c) => resultBlock(c, true)),
         );
@@ -299,7 +299,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     const cancel = (): TurnOutcome => {
       gate.cancelRemaining();
       session.history.push(message);
-      session.appendUserMessage(
+      session.log.appendUserMessage(
         turnId,
         calls.map((c) => resultBlock(c, true)),
       );
@@ -314,7 +314,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     // ---- 15. history ------------------------------------------------------------------------------------
     trace("15");
     session.history.push(message);
-    session.appendUserMessage(
+    session.log.appendUserMessage(
       turnId,
       calls.map((c) => resultBlock(c, false)),
     );
@@ -358,7 +358,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       session.history.push(message);
       const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
       if (uses.length > 0) {
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           uses.map((use, index) => {
             const c = calls.find((x) => x.block.id === use.id);
@@ -399,7 +399,7 @@ function persistAssistant(
   completion: AccumulatedCompletion,
   syntheticReason: string,
 ): void {
-  session.persistMessage(
+  session.log.persistMessage(
     create(MessageEventSchema, {
       message: completion.message,
       turnId,

@@ -94,7 +94,7 @@ export function persistToolResult(session: Session, turnId: string, call: CallRe
   const exec = r.execution;
   const deps = session.deps;
   // Results of parallel calls often arrive together: they share a transaction.
-  session.persistSoon(
+  session.log.persistSoon(
     EventKind.TOOL_RESULT,
     call.tool ? toolProducer(deps, call.tool) : deps.kernelProducer,
     toBinary(

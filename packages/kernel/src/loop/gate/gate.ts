@@ -171,11 +171,11 @@ export class CallGate {
     const routed = calls.filter((c) => c.tool !== undefined);
     for (const c of routed) this.#toolCalls.set(c, this.#toolCall(c, c.args));
     const eachRecordedAlone = deps.hooks.subscribers("pre-tool-call").length > 0;
-    if (!eachRecordedAlone) this.#session.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
+    if (!eachRecordedAlone) this.#session.log.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
     for (const c of routed) {
       if (eachRecordedAlone) {
         const e = this.#toolCallEvent(c);
-        this.#session.persist(e.kind, e.producer, e.payload, { live: e.live });
+        this.#session.log.persist(e.kind, e.producer, e.payload, { live: e.live });
       }
       const schema = c.tool!.tool.schema;
       const veto = await deps.hooks.dispatch(
@@ -317,7 +317,7 @@ export class CallGate {
           decidedBy: item.decidedBy,
           reason: item.reason ?? "denied",
         });
-      return this.#session.ask(item, c.tool!, signal);
+      return this.#session.humans.ask(item, c.tool!, signal);
     });
     const scheduler = new ConcurrencyScheduler({ serializeAll });
     await Promise.all(

@@ -38,7 +38,7 @@ export async function askInteractive(
         },
       },
     });
-  const answer = await session.question(
+  const answer = await session.humans.question(
     c.block.id,
     {
       event: {

@@ -92,7 +92,7 @@ export function persistPlan(deps: LoopDeps, session: Session, turnId: string, pl
   const planMessage = create(PlanSchema, { turnId, items: plan.items });
   const planEvent = create(PlanEventSchema, { plan: planMessage });
   const storedPlan = storedPlanEvent(planEvent);
-  session.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
+  session.log.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
     planItems: planItemEntriesFromPlan(planMessage),
     ...(storedPlan === planEvent ? {} : { live: toBinary(PlanEventSchema, planEvent) }),
   });
@@ -152,7 +152,7 @@ export function persistApply(
 ): void {
   if (plan.applyPersisted) return;
   plan.applyPersisted = true;
-  session.persist(
+  session.log.persist(
     EventKind.APPLY,
     session.deps.kernelProducer,
     toBinary(
