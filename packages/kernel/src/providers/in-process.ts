@@ -28,7 +28,12 @@ import {
 import { Metadata } from "@grpc/grpc-js";
 import { APP_PROTOCOL_VERSIONS, RpcError, StatusError } from "@pluggableharness/goplugin";
 import type { EmitInput, KernelClient, Logger, PackageMetadata } from "@pluggableharness/plugin-sdk";
-import { categoryOfService, extractCallContext, producerFor } from "@pluggableharness/plugin-sdk";
+import {
+  categoryOfService,
+  extractCallContext,
+  NoSessionError,
+  producerFor,
+} from "@pluggableharness/plugin-sdk";
 import { type CallContext, type ProducerRef, ProducerRefSchema } from "@pluggableharness/protocol/common";
 import { methodPath } from "@pluggableharness/protocol/grpc";
 import { KernelCallbackService } from "@pluggableharness/protocol/kernel";
@@ -397,10 +402,7 @@ export class InProcessHost {
     return {
       emit: async (input: EmitInput, options) => {
         const sessionId = session(input.sessionId);
-        if (!sessionId) {
-          const { NoSessionError } = await import("@pluggableharness/plugin-sdk");
-          throw new NoSessionError("emit");
-        }
+        if (!sessionId) throw new NoSessionError("emit");
         return svc().emit(
           { sessionId, kind: input.kind, schemaVersion: input.schemaVersion ?? "1", payload: input.payload },
           options,
