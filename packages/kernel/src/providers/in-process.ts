@@ -290,6 +290,8 @@ export class InProcessHost {
       if (m.methodKind === "unary") {
         out[m.localName] = async (init: unknown, options?: ProviderCallOptions) => {
           await ready();
+          // A call cancelled before it started never reaches the plugin.
+          if (options?.signal?.aborted) throw options.signal.reason;
           const fn = impl();
           const request = wireCopy(m.input, init as never);
           const scope = callScope(options, path, watch);
@@ -311,6 +313,7 @@ export class InProcessHost {
         const ctxOf = (request: unknown, signal: AbortSignal) => this.#context(m, request, signal);
         out[m.localName] = async function* (init: unknown, options?: ProviderCallOptions) {
           await ready();
+          if (options?.signal?.aborted) throw options.signal.reason;
           const fn = impl();
           const request = wireCopy(m.input, init as never);
           const scope = callScope(options, path, watch);
