@@ -17,10 +17,10 @@ import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/sess
 import type { FrontendConnection } from "./connection.ts";
 import { brief, formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
-import { type Key, KeyDecoder } from "./keys.ts";
+import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
-import { type Painter, painterFor, sanitize, sanitizeLines, wrapLine } from "./style.ts";
+import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 
 export interface TuiInput {
   on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
@@ -62,6 +62,8 @@ export interface TuiOptions {
   /** Force plain (non-TTY) rendering, e.g. for `TERM=dumb`. */
   plain?: boolean;
   now?: () => number;
+  /** Earlier entries for ↑ and Ctrl-R, and where a new entry is kept. */
+  history?: { entries: string[]; append?: (entry: string) => void };
 }
 
 export interface TuiResult {
@@ -98,7 +100,8 @@ export class Tui {
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
   private readonly keys = new KeyDecoder();
-  private readonly editor = new LineEditor();
+  private readonly editor: LineEditor;
+  private escapeTimer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
 
   private sessionId: string | undefined;
@@ -148,6 +151,7 @@ export class Tui {
     this.p = painterFor(tty, env);
     this.screen = tty ? new Screen(options.output) : undefined;
     this.model = options.model ?? "";
+    this.editor = new LineEditor(options.history?.entries ?? [], options.history?.append);
   }
 
   run(): Promise<TuiResult> {
@@ -525,7 +529,18 @@ export class Tui {
       this.lines.push(...parts);
       this.takeLine();
     } else {
+      if (this.escapeTimer) clearTimeout(this.escapeTimer);
+      this.escapeTimer = undefined;
       for (const key of this.keys.decode(text)) this.onKey(key);
+      // An ESC at the end of a read may begin a sequence the next read completes.
+      if (this.keys.pending) {
+        this.escapeTimer = setTimeout(() => {
+          this.escapeTimer = undefined;
+          for (const key of this.keys.flush()) this.onKey(key);
+          this.render();
+        }, ESCAPE_TIMEOUT_MS);
+        this.escapeTimer.unref?.();
+      }
     }
     this.render();
   };
@@ -558,6 +573,7 @@ export class Tui {
   }
 
   private detachInput(): void {
+    if (this.escapeTimer) clearTimeout(this.escapeTimer);
     this.input.removeListener("data", this.onData);
     this.input.removeListener("end", this.onEnd);
     if (!this.plain) {
@@ -579,6 +595,11 @@ export class Tui {
       if (this.busy) this.interrupt();
       this.editor.clear();
       this.flash("Press Ctrl-C again to exit");
+      return;
+    }
+    if (this.editor.search) {
+      // Ctrl-R search takes every key until it is accepted (Enter, a motion) or left (Esc).
+      this.editor.apply(key);
       return;
     }
     if (key.name === "escape") {
@@ -615,6 +636,7 @@ export class Tui {
       return;
     }
     if (key.name === "enter") {
+      if (this.editor.continueLine()) return;
       this.submit(this.editor.text);
       return;
     }
@@ -874,8 +896,7 @@ export class Tui {
       for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14))) barred(`${l}`);
       if (this.editing) {
         barred(`${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`);
-        cursor = [lines.length, 4 + this.editor.cursor];
-        lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+        cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
       } else {
         barred(
           `${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
@@ -886,8 +907,7 @@ export class Tui {
         `${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
       );
       for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
-      cursor = [lines.length, 4 + this.editor.cursor];
-      lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+      cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
     if (this.busy && !item && !q) {
       const secs = Math.floor((this.now() - this.busySince) / 1000);
@@ -896,13 +916,40 @@ export class Tui {
     }
     lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
     if (!item && !q) {
-      cursor = [lines.length, 2 + this.editor.cursor];
-      lines.push(`${p.paint("›", "accent")} ${this.editor.text}`);
+      cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
     }
     lines.push(this.statusBar());
     const now = this.now();
     if (this.hint && now < this.hintUntil) lines.push(p.paint(this.hint, "dim"));
     this.screen!.update(cursor ? { lines, cursor } : { lines });
+  }
+
+  /**
+   * The editor's text as rows under a prompt marker (continuation rows indented), cut to
+   * fit so the screen never re-wraps them; answers where the cursor goes.
+   */
+  private editorRows(
+    lines: string[],
+    first: string,
+    rest: string,
+    prefixWidth: number,
+    width: number,
+  ): [number, number] {
+    const p = this.p;
+    const search = this.editor.search;
+    if (search) {
+      const match = search.match >= 0 ? (this.editor.entries[search.match] ?? "") : "";
+      const head = p.paint(`(history search${search.match < 0 && search.query ? ", no match" : ""}) `, "dim");
+      const label = `${head}${search.query}`;
+      const at: [number, number] = [lines.length, visibleWidth(label)];
+      lines.push(label);
+      for (const row of match.split("\n").slice(0, 4)) lines.push(`${rest}${p.paint(sanitize(row), "dim")}`);
+      return at;
+    }
+    const layout = this.editor.layout(Math.max(1, width - prefixWidth));
+    const start = lines.length;
+    for (const [i, row] of layout.rows.entries()) lines.push(`${i === 0 ? first : rest}${sanitize(row)}`);
+    return [start + layout.cursorRow, prefixWidth + layout.cursorCol];
   }
 
   private statusBar(): string {
