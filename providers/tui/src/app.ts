@@ -11,14 +11,15 @@ import {
   StreamDeltaKind,
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
-import { type PlacedContent, Region } from "@pluggableharness/protocol/render";
+import { type PlacedContent, Region, TextStyle } from "@pluggableharness/protocol/render";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { FrontendConnection } from "./connection.ts";
 import { brief, formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
-import { paintTree } from "./render-tree.ts";
+import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { paintNode, paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 
@@ -79,6 +80,8 @@ interface OpenStream {
   text: string;
   /** Plain mode: how much of `text` has been written out already. */
   written: number;
+  /** TTY, assistant text: the markdown view, finished blocks committed as they settle. */
+  md?: MarkdownStream;
 }
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -379,11 +382,39 @@ export class Tui {
         this.closeStreams(true);
         this.commit(lines.map((l) => `${this.p.paint("┃", "warning")} ${l}`));
         return;
-      default:
+      default: {
         // A finished unit: it supersedes whatever was streamed for it.
-        this.closeStreams(true);
-        this.commit(["", ...lines]);
+        const streamed = this.closeStreams(true);
+        const message = this.assistantMessage(content);
+        // The streamed answer is already on screen, as markdown.
+        if (streamed && message) return;
+        this.commit(["", ...(message ?? lines)]);
+      }
     }
+  }
+
+  /**
+   * An assistant message's render (the kernel's renderer: a group headed by bold
+   * "Assistant") painted with its prose as markdown, as it looked while it streamed;
+   * undefined for anything else, whose text is shown verbatim.
+   */
+  private assistantMessage(content: PlacedContent): string[] | undefined {
+    if (this.plain) return undefined;
+    const root = content.content?.root?.node;
+    if (root?.case !== "group") return undefined;
+    const [head, ...rest] = root.value.children;
+    const h = head?.node;
+    if (h?.case !== "text" || h.value.style !== TextStyle.BOLD || !h.value.content.startsWith("Assistant"))
+      return undefined;
+    const width = this.screen!.width;
+    const out = [this.p.paint(sanitize(h.value.content), "bold")];
+    for (const child of rest) {
+      const n = child.node;
+      if (n.case === "text" && n.value.style === TextStyle.UNSPECIFIED)
+        out.push(...renderMarkdown(n.value.content, width, this.p));
+      else out.push(...paintNode(child, { painter: this.p }));
+    }
+    return out;
   }
 
   // ---- streams -------------------------------------------------------------
@@ -398,6 +429,15 @@ export class Tui {
         this.writePlain(`${this.p.paint(`  ${this.toolLabels.get(id) ?? "tool"} output:`, "dim")}\n`);
     }
     s.text += text.replace(/\r\n/g, "\n");
+    if (kind === "text" && !this.plain) {
+      if (!s.md) {
+        s.md = new MarkdownStream();
+        this.commit(["", this.p.paint("Assistant", "bold")]);
+      }
+      s.md.append(text);
+      const settled = s.md.takeSettled(this.screen!.width, this.p);
+      if (settled.length > 0) this.commit(settled);
+    }
     this.setBusy(
       kind === "thinking"
         ? "Thinking"
@@ -413,7 +453,8 @@ export class Tui {
    * Ends open streams. `superseded`: a finished render replaces their text, so text
    * and tool output are dropped; otherwise their text is committed as it stands.
    */
-  private closeStreams(superseded: boolean, kinds?: StreamKind[]): void {
+  private closeStreams(superseded: boolean, kinds?: StreamKind[]): boolean {
+    let shownText = false;
     for (const s of [...this.streams.values()]) {
       if (kinds && !kinds.includes(s.kind)) continue;
       this.streams.delete(s.id);
@@ -433,6 +474,14 @@ export class Tui {
         this.endPlainLine();
         continue;
       }
+      if (s.md) {
+        // Markdown was committed block by block; its last block goes now, superseded or
+        // not (the message's render would repeat what is already on screen).
+        const rest = s.md.finish(this.screen!.width, this.p);
+        if (rest.length > 0) this.commit(rest);
+        shownText = true;
+        continue;
+      }
       if (superseded) continue;
       if (s.kind === "tool") {
         const tail = s.text.trimEnd().split("\n").slice(-20);
@@ -446,6 +495,7 @@ export class Tui {
         );
       }
     }
+    return shownText;
   }
 
   // ---- prompts -------------------------------------------------------------
@@ -863,7 +913,7 @@ export class Tui {
         for (const l of s.text.replace(/\n$/, "").split("\n").slice(-TOOL_TAIL))
           lines.push(p.paint(`  │ ${sanitize(l)}`, "dim"));
       } else {
-        const all = s.text.split("\n").map((l) => sanitize(l));
+        const all = s.md ? s.md.live(width, p) : s.text.split("\n").map((l) => sanitize(l));
         const room = Math.max(3, rows - 10);
         lines.push(...all.slice(-room));
       }

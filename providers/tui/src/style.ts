@@ -16,7 +16,15 @@ export type Tone =
   | "accent"
   | "added"
   | "removed"
-  | "inverse";
+  | "inverse"
+  | "underline"
+  | "strike"
+  | "keyword"
+  | "string"
+  | "number"
+  | "comment"
+  | "title"
+  | "type";
 
 const SGR: Record<Tone, [string, string]> = {
   bold: ["1", "22"],
@@ -30,6 +38,14 @@ const SGR: Record<Tone, [string, string]> = {
   added: ["32", "39"],
   removed: ["31", "39"],
   inverse: ["7", "27"],
+  underline: ["4", "24"],
+  strike: ["9", "29"],
+  keyword: ["35", "39"],
+  string: ["32", "39"],
+  number: ["33", "39"],
+  comment: ["90", "39"],
+  title: ["34", "39"],
+  type: ["36", "39"],
 };
 
 export interface Painter {
