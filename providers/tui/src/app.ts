@@ -134,6 +134,10 @@ export class Tui {
   private finished = false;
   private resolveRun!: (r: TuiResult) => void;
   private slashCommands: string[] = [];
+  /** A slash command was sent and nothing has answered it yet. */
+  private awaitingCommand = false;
+  /** The kernel sent the session's command registry (else the kernel is asked and answers). */
+  private registryKnown = false;
   // Plain mode: queued input lines, and whether a partial line is open on stdout.
   private readonly lines: string[] = [];
   private inputEnded = false;
@@ -218,6 +222,7 @@ export class Tui {
 
   private onEvent(ev: ServerEvent): void {
     const e = ev.event;
+    if (e.case !== "error" && e.case !== "slashCommandRegistry") this.awaitingCommand = false;
     switch (e.case) {
       case "sessionCreated":
         this.sessionId = ev.sessionId || e.value.info?.sessionId;
@@ -328,6 +333,12 @@ export class Tui {
         const err = e.value.error;
         const name = err ? (FrontendErrorCategory[err.category]?.toLowerCase() ?? "unknown") : "unknown";
         this.commit([this.p.paint(`✗ ${name}: ${sanitize(err?.message ?? "")}`, "error")]);
+        if (this.awaitingCommand) {
+          // The command was refused: nothing is running, so nothing to wait for.
+          this.awaitingCommand = false;
+          this.setBusy("", false);
+          return;
+        }
         if (ev.requestId === "create" || ev.requestId === "resume" || ev.requestId === "attach") {
           this.setBusy("", false);
           if (!this.sessionId) this.finish();
@@ -340,6 +351,7 @@ export class Tui {
   }
 
   private setSlash(names: string[]): void {
+    this.registryKnown = true;
     this.slashCommands = names.filter((n) => n !== "");
   }
 
@@ -751,6 +763,22 @@ export class Tui {
     }
     if (text.startsWith("/") && !text.startsWith("//")) {
       const [name = "", ...rest] = text.slice(1).split(" ");
+      if (name === "cost") {
+        this.commit(this.costLines());
+        return;
+      }
+      if (this.registryKnown && !this.slashCommands.includes(name)) {
+        // Answered here: the kernel has no such command, and no turn starts.
+        const near = suggest(name, [...LOCAL_COMMANDS, ...this.slashCommands]);
+        this.commit([
+          this.p.paint(
+            `Unknown command /${sanitize(name)}.${near.length > 0 ? ` Did you mean ${near.map((n) => `/${n}`).join(", ")}?` : ""} /help lists the commands.`,
+            "warning",
+          ),
+        ]);
+        return;
+      }
+      this.awaitingCommand = true;
       this.conn.send({
         sessionId: this.sessionId,
         event: { case: "slashCommand", value: { name, args: rest.join(" ") } },
@@ -771,11 +799,22 @@ export class Tui {
     this.setBusy("Thinking", true);
   }
 
+  private costLines(): string[] {
+    const p = this.p;
+    return [
+      p.paint(
+        `Session cost ${formatUsd(this.costUsd)}${this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} of the budget left)` : ""} · ${formatTokens(this.inputTokens)} tokens in · ${formatTokens(this.outputTokens)} out · ${this.model || "model pending"}`,
+        "dim",
+      ),
+    ];
+  }
+
   private helpLines(): string[] {
     const lines = [
       "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
-      "/exit leaves",
+      "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
+      "/cost spend so far · /exit leaves",
     ];
     if (this.slashCommands.length > 0)
       lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
@@ -1073,6 +1112,35 @@ export class Tui {
     this.conn.close();
     this.resolveRun({ sessionId: this.sessionId, status: this.status });
   }
+}
+
+/** Commands the terminal UI answers itself. */
+const LOCAL_COMMANDS = ["help", "exit", "quit", "cost"];
+
+/** Up to three commands close to `name`: by prefix, then by edit distance. */
+export function suggest(name: string, known: readonly string[]): string[] {
+  const unique = [...new Set(known)];
+  const prefixed = unique.filter((k) => k.startsWith(name) || name.startsWith(k));
+  const scored = unique
+    .map((k) => ({ k, d: editDistance(name, k) }))
+    .filter(({ k, d }) => d <= Math.max(2, Math.floor(Math.max(k.length, name.length) / 3)))
+    .sort((a, b) => a.d - b.d)
+    .map(({ k }) => k);
+  return [...new Set([...prefixed, ...scored])].slice(0, 3);
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
 }
 
 function riskTone(item: PlanItem): "warning" | "error" | "dim" {
