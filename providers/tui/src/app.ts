@@ -15,10 +15,11 @@ import { type PlacedContent, Region, TextStyle } from "@pluggableharness/protoco
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { FrontendConnection } from "./connection.ts";
-import { brief, formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
+import { formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { permissionAction } from "./permission.ts";
 import { paintNode, paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
@@ -121,6 +122,8 @@ export class Tui {
   private readonly questions: ServerEvent_InteractiveRequest[] = [];
   private readonly overlay: string[] = [];
   private editing: PlanItem | undefined;
+  /** The operator is typing why the first permission is denied. */
+  private denying: PlanItem | undefined;
   private model: string;
   private inputTokens = 0;
   private outputTokens = 0;
@@ -517,10 +520,7 @@ export class Tui {
     this.questions.length = 0;
     this.overlay.length = 0;
     this.editing = undefined;
-  }
-
-  private inputBrief(item: PlanItem): string {
-    return item.input ? brief(item.input, 100) : "";
+    this.denying = undefined;
   }
 
   private decide(
@@ -528,10 +528,12 @@ export class Tui {
     decision: ClientDecision,
     scope: PlanDecisionScope,
     corrected?: JsonObject,
+    reason?: string,
   ): void {
     this.permissions.shift();
     this.overlay.length = 0;
     this.editing = undefined;
+    this.denying = undefined;
     this.conn.send({
       sessionId: this.sessionId ?? "",
       event: {
@@ -541,6 +543,7 @@ export class Tui {
           decision,
           scope,
           ...(corrected ? { correctedInput: corrected } : {}),
+          ...(reason ? { reason } : {}),
         },
       },
     });
@@ -549,7 +552,9 @@ export class Tui {
         ? corrected
           ? "allowed with edited arguments"
           : "allowed"
-        : "denied";
+        : reason
+          ? `denied: ${sanitize(reason)}`
+          : "denied";
     const scopeText =
       scope === PlanDecisionScope.ONCE
         ? ""
@@ -665,8 +670,9 @@ export class Tui {
       return;
     }
     if (key.name === "escape") {
-      if (this.editing) {
+      if (this.editing || this.denying) {
         this.editing = undefined;
+        this.denying = undefined;
         this.editor.clear();
         return;
       }
@@ -689,7 +695,7 @@ export class Tui {
       return;
     }
     const item = this.permissions[0];
-    if (item && !this.editing) {
+    if (item && !this.editing && !this.denying) {
       if (key.name === "text") this.permissionKey(item, key.text);
       return;
     }
@@ -717,7 +723,10 @@ export class Tui {
     else if (k === "A") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ALWAYS);
     else if (k === "n" || k === "d") this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE);
     else if (k === "N" || k === "D") this.decide(item, ClientDecision.DENY, PlanDecisionScope.SESSION);
-    else if (k === "e") {
+    else if (k === "r") {
+      this.denying = item;
+      this.editor.clear();
+    } else if (k === "e") {
       this.editing = item;
       this.editor.set(JSON.stringify(item.input ?? {}));
     }
@@ -725,6 +734,10 @@ export class Tui {
 
   /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
   private submit(line: string): void {
+    if (this.denying) {
+      this.decide(this.denying, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, line.trim());
+      return;
+    }
     if (this.editing) {
       let parsed: unknown;
       try {
@@ -854,6 +867,8 @@ export class Tui {
           this.writePlain("Not valid JSON; answer again\n");
           this.prompted = "";
         }
+      } else if (/^[nr]\s+\S/.test(answer)) {
+        this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, answer.slice(1).trim());
       } else {
         const before = this.permissions.length;
         this.permissionKey(item, answer || "n");
@@ -968,28 +983,40 @@ export class Tui {
     const item = this.permissions[0];
     const q = this.questions[0];
     if (item) {
+      // One line of what will happen, then the diff or preview, then what each answer allows.
+      const count = this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : "";
       barred(
-        `${p.paint("Permission needed", "bold", "warning")}${this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : ""}`,
+        `${p.paint("Allow", "bold", "warning")} ${p.paint(`${item.provider}.${item.toolName}`, "bold")} to ${p.paint(sanitize(permissionAction(item)), "code")} · risk ${p.paint(riskName(item.risk), riskTone(item))}${count}`,
       );
-      barred(
-        `${p.paint(`${item.provider}.${item.toolName}`, "bold")} · risk ${p.paint(riskName(item.risk), riskTone(item))}`,
-      );
-      if (item.description) barred(`${p.paint(sanitize(item.description), "dim")}`, 3);
-      if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`);
-      barred(`${p.paint(this.inputBrief(item), "code")}`);
-      // What s/A would remember, said before the answer (the narrowest rule for this call).
-      if (item.rememberScope) barred(`${p.paint("s / A remember:", "bold")} ${sanitize(item.rememberScope)}`);
-      else if (item.rememberUnavailable)
-        barred(`${p.paint("Only y or n:", "bold")} ${p.paint(sanitize(item.rememberUnavailable), "dim")}`);
       const preview = item.preview ? paintTree(item.preview, { painter: p }) : [];
-      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14))) barred(`${l}`);
+      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 12))) barred(`${l}`);
+      if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`, 2);
       if (this.editing) {
         barred(`${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`);
         cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
+      } else if (this.denying) {
+        barred(`${p.paint("Why not? The model reads this. Enter denies, Esc goes back:", "bold")}`);
+        cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
       } else {
-        barred(
-          `${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
-        );
+        const k = (key: string) => p.paint(key, "bold", "accent");
+        const scope = item.rememberScope ? sanitize(item.rememberScope) : "";
+        const answers = scope
+          ? [
+              `${k("y")} this call`,
+              `${k("s")} ${scope} for this session`,
+              `${k("A")} always ${scope}`,
+              `${k("n")} deny`,
+              `${k("N")} deny for the session`,
+              `${k("r")} deny and say why`,
+              `${k("e")} edit`,
+            ]
+          : [`${k("y")} this call`, `${k("n")} deny`, `${k("r")} deny and say why`, `${k("e")} edit`];
+        barred(answers.join(p.paint(" · ", "dim")));
+        if (!scope && item.rememberUnavailable)
+          barred(
+            p.paint(`(only this call can be answered: ${sanitize(item.rememberUnavailable)})`, "dim"),
+            2,
+          );
       }
     } else if (q) {
       barred(
@@ -1065,17 +1092,19 @@ export class Tui {
       const preview = item.preview ? paintTree(item.preview, { painter: this.p }) : [];
       text =
         [
-          `Permission needed: ${item.provider}.${item.toolName} · risk ${riskName(item.risk)}`,
-          ...(item.description ? [item.description] : []),
-          this.inputBrief(item),
-          ...(item.rememberScope ? [`s / A remember: ${item.rememberScope}`] : []),
-          ...(item.rememberUnavailable ? [`Only y or n: ${item.rememberUnavailable}`] : []),
+          `Allow ${item.provider}.${item.toolName} to ${sanitize(permissionAction(item))} · risk ${riskName(item.risk)}`,
           ...preview,
           ...this.overlay,
+          ...(item.reason ? [sanitize(item.reason)] : []),
+          ...(item.rememberScope
+            ? [`[s] and [A] cover: ${sanitize(item.rememberScope)}`]
+            : item.rememberUnavailable
+              ? [`Only this call can be answered: ${sanitize(item.rememberUnavailable)}`]
+              : []),
         ]
           .map((l) => `┃ ${l}`)
           .join("\n") +
-        "\nAllow? [y] once, [s] session, [A] always, [n] deny, [N] deny for the session, or corrected JSON arguments: ";
+        `\nAnswer: [y] this call${item.rememberScope ? ", [s] for this session, [A] always" : ""}, [n] deny${item.rememberScope ? ", [N] deny for the session" : ""}, "n <why>" to deny with a reason, or corrected JSON arguments: `;
     } else if (q) {
       key = `q:${q.callId}`;
       text = `${[`Question from ${q.toolName}:`, ...paintTree(q.prompt, { painter: this.p })].map((l) => `┃ ${l}`).join("\n")}\n> `;
