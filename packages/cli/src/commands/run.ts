@@ -41,6 +41,7 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
+import { resolveSessionId } from "../session-ids.ts";
 
 export interface RunOptions {
   print?: string;
@@ -255,7 +256,11 @@ export async function runRun(
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
   // A session another process is running is refused before any plugin starts.
-  const resumeId = opts.continue ? latestSessionId() : opts.resume;
+  const resumeId = opts.continue
+    ? latestSessionId()
+    : opts.resume
+      ? resolveSessionId(opts.resume)
+      : undefined;
   if (resumeId && isSessionId(resumeId)) {
     try {
       assertNoOtherWriter(resumeId);
