@@ -22,6 +22,7 @@ import type { ProducerIdentity, ProducerRecord } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
 import { damageOf, eventProblems, openReader, reportDamage } from "./show.ts";
 
@@ -102,7 +103,8 @@ function describeMissing(missing: readonly ProducerRecord[]): string {
     .join("\n");
 }
 
-export async function runReplay(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
+export async function runReplay(io: Io, typed: string, opts: { expand?: boolean }): Promise<number> {
+  const id = resolveSessionId(typed);
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const global = loadGlobalConfig({ env: io.env });
