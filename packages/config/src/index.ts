@@ -162,6 +162,7 @@ export {
   type FirstPartyName,
   firstPartyName,
   firstPartySource,
+  isForgeSource,
 } from "./source-address.ts";
 export {
   builtinRootProfile,

@@ -382,6 +382,10 @@ function launchTarget(
   options: LoadProvidersOptions,
 ): { command: string; codeDigest: string | undefined } {
   const root = options.installationRoot;
+  // A forge build is identified by its verified release asset: describe-cacheable.
+  if (resolved.origin === "forge" && resolved.checksum && options.describeCache) {
+    return { command: resolved.executable, codeDigest: `asset:${resolved.checksum}` };
+  }
   if (resolved.origin !== "first_party" || !root || !resolved.packageDir) {
     return { command: resolved.executable, codeDigest: undefined };
   }
@@ -404,6 +408,9 @@ async function loadProvider(
   const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
     ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+    // A forge build is a separate process with the empty environment plus the allowlist;
+    // AGENT_NODE (not a secret) lets a bundled-script plugin's launcher run on this Node.
+    ...(resolved.origin === "forge" ? { env: { set: { AGENT_NODE: process.execPath } } } : {}),
     sandbox: sandbox.forLaunch,
   });
   const cache = options.describeCache;
