@@ -164,10 +164,14 @@ export async function startFakeForge(options: FakeForgeOptions = {}): Promise<Fa
     record("forge", req);
     const u = new URL(req.url ?? "/", url);
     const path = decodeURIComponent(u.pathname);
-    let m: RegExpExecArray | null;
+    const ghList = /^\/github\/repos\/([^/]+)\/([^/]+)\/releases$/.exec(path);
+    const ghAsset = /^\/github\/repos\/([^/]+)\/([^/]+)\/releases\/assets\/(\d+)$/.exec(path);
+    const glList = /^\/gitlab\/api\/v4\/projects\/(.+)\/releases$/.exec(path);
+    const glDownload = /^\/gitlab\/(.+)\/-\/releases\/([^/]+)\/downloads\/([^/]+)$/.exec(path);
 
     // GitHub: GET /github/repos/:owner/:repo/releases
-    if ((m = /^\/github\/repos\/([^/]+)\/([^/]+)\/releases$/.exec(path))) {
+    if (ghList) {
+      const m = ghList;
       const source = `github.com/${m[1]}/${m[2]}`;
       const repo = repos.get(source);
       if (!githubAccess(req, res, repo)) return;
@@ -186,17 +190,18 @@ export async function startFakeForge(options: FakeForgeOptions = {}): Promise<Fa
             id: a.id,
             name: a.name,
             size: a.data.byteLength,
-            url: `${url}/github/repos/${m![1]}/${m![2]}/releases/assets/${a.id}`,
-            browser_download_url: `${url}/github-web/${m![1]}/${m![2]}/releases/download/${r.tag}/${a.name}`,
+            url: `${url}/github/repos/${m[1]}/${m[2]}/releases/assets/${a.id}`,
+            browser_download_url: `${url}/github-web/${m[1]}/${m[2]}/releases/download/${r.tag}/${a.name}`,
           })),
         })),
       );
     }
     // GitHub: GET /github/repos/:owner/:repo/releases/assets/:id (octet-stream: redirect to storage)
-    if ((m = /^\/github\/repos\/([^/]+)\/([^/]+)\/releases\/assets\/(\d+)$/.exec(path))) {
+    if (ghAsset) {
+      const m = ghAsset;
       const repo = repos.get(`github.com/${m[1]}/${m[2]}`);
       if (!githubAccess(req, res, repo)) return;
-      const asset = repo!.releases.flatMap((r) => r.assets).find((a) => a.id === Number(m![3]));
+      const asset = repo!.releases.flatMap((r) => r.assets).find((a) => a.id === Number(m[3]));
       if (!asset) return send(res, 404, { message: "Not Found" });
       if (req.headers.accept !== "application/octet-stream") {
         return send(res, 200, { id: asset.id, name: asset.name, size: asset.data.byteLength });
@@ -208,7 +213,8 @@ export async function startFakeForge(options: FakeForgeOptions = {}): Promise<Fa
       return res.end();
     }
     // GitLab: GET /gitlab/api/v4/projects/:id/releases
-    if ((m = /^\/gitlab\/api\/v4\/projects\/(.+)\/releases$/.exec(path))) {
+    if (glList) {
+      const m = glList;
       const project = m[1]!;
       const source = `gitlab.com/${project}`;
       const repo = repos.get(source);
@@ -241,10 +247,11 @@ export async function startFakeForge(options: FakeForgeOptions = {}): Promise<Fa
       );
     }
     // GitLab: GET /gitlab/<project>/-/releases/:tag/downloads/:name
-    if ((m = /^\/gitlab\/(.+)\/-\/releases\/([^/]+)\/downloads\/([^/]+)$/.exec(path))) {
+    if (glDownload) {
+      const m = glDownload;
       const repo = repos.get(`gitlab.com/${m[1]}`);
       if (!gitlabAccess(req, res, repo)) return;
-      const asset = repo!.releases.find((r) => r.tag === m![2])?.assets.find((a) => a.name === m![3]);
+      const asset = repo!.releases.find((r) => r.tag === m[2])?.assets.find((a) => a.name === m[3]);
       if (!asset) return send(res, 404, { message: "404 Not Found" });
       return sendBytes(res, asset.data);
     }
