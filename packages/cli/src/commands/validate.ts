@@ -9,18 +9,16 @@ import {
   BUILTIN_CONFIG_FILE,
   type ConfigDiagnostic,
   decodeProviderConfig,
-  devOverridePaths,
   formatDiagnostic,
   type LoadedProviders,
   loadGlobalConfig,
   loadProjectConfig,
-  readLockFile,
-  resolveProviders,
   validateAgainstProviders,
   verifyLock,
 } from "@pluggableharness/config";
 import { EXIT } from "../exit-codes.ts";
-import { inspectProviders, installationRoot } from "../inspect.ts";
+import { inspectProviders } from "../inspect.ts";
+import { resolveProject } from "../install.ts";
 import { type Io, line } from "../io.ts";
 
 function sortDiagnostics(diags: ConfigDiagnostic[]): ConfigDiagnostic[] {
@@ -47,16 +45,13 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   if (config.origin === "builtin")
     line(io.out, `No agent.hcl in ${dir}: checking the ${BUILTIN_CONFIG_FILE}.`);
 
-  const resolution = resolveProviders(config, {
-    installationRoot: installationRoot(),
-    devOverrides: global.ok ? devOverridePaths(global.config) : {},
-  });
-  diags.push(...resolution.diagnostics);
-  const lock = readLockFile(dir);
-  if (!lock.ok) diags.push(...lock.diagnostics);
-  else if (lock.lock) diags.push(...verifyLock(lock.lock, resolution.providers));
+  // As `agent run` would: forge providers installed (what the cache lacks is downloaded)
+  // and verified against the lock; the lock file itself is not written here.
+  const resolution = await resolveProject(io, dir, config, { mode: "use" });
+  if (global.ok) diags.push(...resolution.diagnostics);
+  if (resolution.lock) diags.push(...verifyLock(resolution.lock, resolution.resolved));
+  const facts = await inspectProviders(config, resolution.resolved);
 
-  const facts = await inspectProviders(config, resolution.providers);
   const loadedFacts: Record<string, LoadedProviders[string]> = {};
   for (const f of facts) {
     const name = f.resolved.localName;

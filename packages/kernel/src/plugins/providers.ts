@@ -408,9 +408,6 @@ async function loadProvider(
   const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
     ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
-    // A forge build is a separate process with the empty environment plus the allowlist;
-    // AGENT_NODE (not a secret) lets a bundled-script plugin's launcher run on this Node.
-    ...(resolved.origin === "forge" ? { env: { set: { AGENT_NODE: process.execPath } } } : {}),
     sandbox: sandbox.forLaunch,
   });
   const cache = options.describeCache;
