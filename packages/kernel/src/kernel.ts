@@ -664,7 +664,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     if (!file || !existsSync(this.config.file)) return;
     const specs: SpawnedSpec[] = [];
     for (const name of new Set(names)) {
-      const spec = this.#d.providers.get(name)?.host.lastSpawn;
+      const p = this.#d.providers.get(name);
+      // Only first-party code is started before the next run has read its configuration:
+      // a forge build must be verified against the lock before it ever runs.
+      if (p?.resolved.origin !== "first_party") continue;
+      const spec = p.host.lastSpawn;
       if (spec) specs.push(spec);
     }
     writePrelaunchPlan(file, [this.config.file], specs);
