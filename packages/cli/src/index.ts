@@ -156,7 +156,10 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       "delete downloaded provider builds nothing needs: builds this project's lock pins, and builds a retained session was written by, are kept",
     )
     .option("-C, --dir <dir>", "project directory whose lock file to honour (default: the current one)")
-    .option("--force", "also delete builds that retained sessions were written by (replaying those sessions then fails)")
+    .option(
+      "--force",
+      "also delete builds that retained sessions were written by (replaying those sessions then fails)",
+    )
     .option("--dry-run", "only say what would be deleted")
     .action(async (opts) => {
       const { runProvidersPrune } = await import("./commands/prune.ts");
@@ -186,11 +189,15 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runDoctor(io, opts));
     });
 
-  const plugin = program.command("plugin").description("write and build plugins: `agent plugin new`, `agent plugin build`");
+  const plugin = program
+    .command("plugin")
+    .description("write and build plugins: `agent plugin new`, `agent plugin build`");
   plugin
     .command("new <name>")
     .description("scaffold a TypeScript plugin that builds, passes `agent conform` and can be published")
-    .addOption(new Option("--category <category>", "what it provides").choices(["tool", "model"]).default("tool"))
+    .addOption(
+      new Option("--category <category>", "what it provides").choices(["tool", "model"]).default("tool"),
+    )
     .option("-C, --dir <dir>", "where to create it (default: ./<name>)")
     .option("--source <address>", "the forge address it will be published at (github.com/<owner>/<name>)")
     .action(async (name: string, opts) => {
@@ -203,7 +210,11 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       "bundle the plugin into release assets: dist/release/<name>_<version>_<os>_<arch>.tar.gz per platform and the checksum file, plus dist/dev/<name>",
     )
     .option("-o, --out <dir>", "output directory (default: <dir>/dist)")
-    .option("--platform <os_arch>", "a platform to publish (repeatable; default linux/darwin × amd64/arm64)", collect)
+    .option(
+      "--platform <os_arch>",
+      "a platform to publish (repeatable; default linux/darwin × amd64/arm64)",
+      collect,
+    )
     .option("--dev", "only the unpacked build in dist/dev (for dev_overrides and agent conform)")
     .action(async (dir: string | undefined, opts) => {
       const { runPluginBuild } = await import("./commands/plugin.ts");

@@ -5,13 +5,17 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
-import type { ConfigSchema } from "@pluggableharness/protocol/config";
+import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { MemoryService } from "@pluggableharness/protocol/memory";
-import { ModelService, type ModelSpec } from "@pluggableharness/protocol/model";
-import { ToolService } from "@pluggableharness/protocol/tool";
+import {
+  type Capabilities as ModelCapabilities,
+  ModelService,
+  type ModelSpec,
+} from "@pluggableharness/protocol/model";
+import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
 import { PluginHost, preferBundle } from "@pluggableharness/runtime";
@@ -38,6 +42,18 @@ export interface ProviderFacts {
   error?: string;
   /** Diagnostics the provider itself returned from Configure (only when configured). */
   configureProblems: string[];
+  /** The same, structured: what `agent validate` positions at the attribute they name. */
+  configureDiagnostics: ConfigureDiagnostic[];
+  /** The raw descriptions, for the kernel's own rules (ToolService.GetSchema, ModelService.GetCapabilities). */
+  toolSchema?: GetSchemaResponse;
+  modelCapabilities?: ModelCapabilities;
+}
+
+export interface ConfigureDiagnostic {
+  readonly severity: "error" | "warning";
+  readonly attributePath: readonly string[];
+  readonly summary: string;
+  readonly detail: string;
 }
 
 const TIMEOUT_MS = 15_000;
@@ -73,6 +89,7 @@ export async function inspectProviders(
           hookPoints: [],
           healthy: false,
           configureProblems: [],
+          configureDiagnostics: [],
         };
         const host = new PluginHost({
           name: r.localName,
@@ -97,6 +114,7 @@ export async function inspectProviders(
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
+              if (caps) facts.modelCapabilities = caps;
               facts.specs = caps?.models ?? facts.specs;
             }
           }
@@ -124,6 +142,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);
+        facts.toolSchema = res;
         facts.tools = res.tools.map((t) => ({
           name: t.name,
           kind: toolKind(t.kind),
@@ -136,6 +155,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
       case "model": {
         const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
         facts.models = caps?.models.map((m) => m.id) ?? [];
+        if (caps) facts.modelCapabilities = caps;
         facts.specs = caps?.models ?? [];
         hooks(caps?.supportedHookPoints ?? []);
         schema(caps?.configSchema);
@@ -190,6 +210,12 @@ async function configureAll(host: PluginHost, facts: ProviderFacts, values: Json
                   ? await host.client(WidgetService).configure(request, call)
                   : undefined;
     for (const d of res?.result?.diagnostics ?? []) {
+      facts.configureDiagnostics.push({
+        severity: d.severity === DiagnosticSeverity.WARNING ? "warning" : "error",
+        attributePath: [...d.attributePath],
+        summary: d.summary,
+        detail: d.detail,
+      });
       const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
       facts.configureProblems.push(`${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`);
     }

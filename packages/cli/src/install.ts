@@ -9,9 +9,9 @@ import {
   type GlobalConfig,
   type LockFile,
   loadGlobalConfig,
+  type ResolvedProvider,
   readLockFile,
   renderLockFile,
-  type ResolvedProvider,
   resolveProviders,
   updateLock,
   writeLockFile,
@@ -46,14 +46,33 @@ export async function resolveProject(
 ): Promise<ProjectProviders> {
   const diagnostics: ConfigDiagnostic[] = [];
   const g = loadGlobalConfig({ env: io.env });
-  if (!g.ok) return { global: { devOverrides: {} }, lock: undefined, resolved: [], nextLock: { providers: [] }, lockChanged: false, diagnostics: g.diagnostics };
+  if (!g.ok)
+    return {
+      global: { devOverrides: {} },
+      lock: undefined,
+      resolved: [],
+      nextLock: { providers: [] },
+      lockChanged: false,
+      diagnostics: g.diagnostics,
+    };
   const global = g.config;
   const devOverrides = devOverridePaths(global);
   const read = readLockFile(projectDir);
-  if (!read.ok) return { global, lock: undefined, resolved: [], nextLock: { providers: [] }, lockChanged: false, diagnostics: read.diagnostics };
+  if (!read.ok)
+    return {
+      global,
+      lock: undefined,
+      resolved: [],
+      nextLock: { providers: [] },
+      lockChanged: false,
+      diagnostics: read.diagnostics,
+    };
   const lock = read.lock;
   const installed: Record<string, ResolvedProvider> = {};
-  let entries: Parameters<typeof updateLock>[3] = lock?.providers.filter((e) => config.requiredProviders.some((r) => r.localName === e.name && needsForge(r, devOverrides))) ?? [];
+  let entries: Parameters<typeof updateLock>[3] =
+    lock?.providers.filter((e) =>
+      config.requiredProviders.some((r) => r.localName === e.name && needsForge(r, devOverrides)),
+    ) ?? [];
   if (config.requiredProviders.some((r) => needsForge(r, devOverrides))) {
     const outcome = await installProviders({
       config,
@@ -71,7 +90,11 @@ export async function resolveProject(
   }
   const r = resolveProviders(config, { installationRoot: installationRoot(), devOverrides, installed });
   // A forge provider that failed to install is reported once, by the install step.
-  diagnostics.push(...r.diagnostics.filter((d) => d.category !== "provider_install" || !diagnostics.some((x) => x.range === d.range)));
+  diagnostics.push(
+    ...r.diagnostics.filter(
+      (d) => d.category !== "provider_install" || !diagnostics.some((x) => x.range === d.range),
+    ),
+  );
   const nextLock = updateLock(lock, r.providers, new Date(), entries);
   const lockChanged = lock === undefined || renderLockFile(nextLock) !== renderLockFile(lock);
   return { global, lock, resolved: r.providers, nextLock, lockChanged, diagnostics };

@@ -91,7 +91,10 @@ beforeAll(async () => {
   };
   // The author's side: scaffold, test (agent conform), build, publish.
   const work = sb.dir("author");
-  const created = await agent(["plugin", "new", "provider-wordcount", "--source", "github.com/acme/provider-wordcount"], { cwd: work, env });
+  const created = await agent(
+    ["plugin", "new", "provider-wordcount", "--source", "github.com/acme/provider-wordcount"],
+    { cwd: work, env },
+  );
   expect(created.code, created.stderr).toBe(0);
   author = join(work, "provider-wordcount");
   const built = await agent(["plugin", "build"], { cwd: author, env, timeoutMs: 60_000 });
@@ -109,7 +112,15 @@ afterAll(async () => {
 
 describe("a plugin from a forge", () => {
   it("the scaffold's own test passes: its build is conformant", async () => {
-    const r = await agent(["conform", join(author, "dist", "dev", "provider-wordcount"), "--samples", join(author, "test", "samples.json")], { cwd: author, env });
+    const r = await agent(
+      [
+        "conform",
+        join(author, "dist", "dev", "provider-wordcount"),
+        "--samples",
+        join(author, "test", "samples.json"),
+      ],
+      { cwd: author, env },
+    );
     expect(r.code, r.stdout).toBe(0);
     expect(r.stdout).toContain("PASS tool.invoke.count_words.sample-1");
   });
@@ -121,8 +132,11 @@ describe("a plugin from a forge", () => {
     expect(lock.stderr).toContain("Installed github.com/acme/provider-wordcount 0.1.0 (linux_amd64)");
     const text = lockText();
     expect(text).toContain("lock_file_version = 1");
-    expect(text).toMatch(/provider "wordcount" \{\n {2}source {6}= "github\.com\/acme\/provider-wordcount"\n {2}version {5}= "0\.1\.0"\n {2}resolved_at = "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\n {2}checksums = \{/);
-    for (const p of ["darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"]) expect(text).toMatch(new RegExp(`"${p}" += "sha256:[0-9a-f]{64}"`));
+    expect(text).toMatch(
+      /provider "wordcount" \{\n {2}source {6}= "github\.com\/acme\/provider-wordcount"\n {2}version {5}= "0\.1\.0"\n {2}resolved_at = "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\n {2}checksums = \{/,
+    );
+    for (const p of ["darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"])
+      expect(text).toMatch(new RegExp(`"${p}" += "sha256:[0-9a-f]{64}"`));
     expect(text).toMatch(/provider "anthropic" \{[^}]*"any"/s);
     expect(text).not.toContain(GH_TOKEN);
 
@@ -136,15 +150,37 @@ describe("a plugin from a forge", () => {
     const init = records(r.stdout)[0]!;
     expect((init["tools"] as { name: string }[]).map((t) => t.name)).toEqual(["wordcount__count_words"]);
     // The cached build learnt which producer it is (for prune).
-    const entry = readdirSync(join(cacheRoot(), "github.com", "acme", "provider-wordcount", "0.1.0", "linux_amd64"))[0]!;
-    const producers = JSON.parse(readFileSync(join(cacheRoot(), "github.com", "acme", "provider-wordcount", "0.1.0", "linux_amd64", entry, "producers.json"), "utf8"));
+    const entry = readdirSync(
+      join(cacheRoot(), "github.com", "acme", "provider-wordcount", "0.1.0", "linux_amd64"),
+    )[0]!;
+    const producers = JSON.parse(
+      readFileSync(
+        join(
+          cacheRoot(),
+          "github.com",
+          "acme",
+          "provider-wordcount",
+          "0.1.0",
+          "linux_amd64",
+          entry,
+          "producers.json",
+        ),
+        "utf8",
+      ),
+    );
     expect(producers).toEqual([{ category: 2, name: "provider-wordcount", version: "0.1.0" }]);
   });
 
   it("runs offline from a warm cache", async () => {
     const dead = { ...env, AGENT_GITHUB_API_URL: "http://127.0.0.1:9" };
-    fake.push({ kind: "tool_calls", calls: [{ name: "wordcount__count_words", args: { text: "a b" } }] }, { kind: "text", text: "ok" });
-    const r = await agent(["run", "-p", "count", "--output-format", "stream-json"], { cwd: project, env: dead });
+    fake.push(
+      { kind: "tool_calls", calls: [{ name: "wordcount__count_words", args: { text: "a b" } }] },
+      { kind: "text", text: "ok" },
+    );
+    const r = await agent(["run", "-p", "count", "--output-format", "stream-json"], {
+      cwd: project,
+      env: dead,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('\\"words\\":2');
   });
@@ -211,8 +247,12 @@ describe("a plugin from a forge", () => {
   it("prune keeps the locked build and the one a session used, and --force deletes the latter", async () => {
     const dry = await agent(["providers", "prune", "--dry-run"], { cwd: project, env });
     expect(dry.code, dry.stderr).toBe(0);
-    expect(dry.stdout).toContain("kept     github.com/acme/provider-wordcount 0.1.1 (linux_amd64): pinned by");
-    expect(dry.stdout).toMatch(/kept {5}github\.com\/acme\/provider-wordcount 0\.1\.0 \(linux_amd64\): session [0-9A-Z]{26} was written by it/);
+    expect(dry.stdout).toContain(
+      "kept     github.com/acme/provider-wordcount 0.1.1 (linux_amd64): pinned by",
+    );
+    expect(dry.stdout).toMatch(
+      /kept {5}github\.com\/acme\/provider-wordcount 0\.1\.0 \(linux_amd64\): session [0-9A-Z]{26} was written by it/,
+    );
     const forced = await agent(["providers", "prune", "--force"], { cwd: project, env });
     expect(forced.stdout).toMatch(/removed {2}github\.com\/acme\/provider-wordcount 0\.1\.0 \(linux_amd64\)/);
     expect(existsSync(join(cacheRoot(), "github.com", "acme", "provider-wordcount", "0.1.0"))).toBe(false);
@@ -246,27 +286,52 @@ await serveTools(pkg, {
 });
 `,
     );
-    const built = await agent(["plugin", "build", "--platform", "linux_amd64"], { cwd: probe, env, timeoutMs: 60_000 });
+    const built = await agent(["plugin", "build", "--platform", "linux_amd64"], {
+      cwd: probe,
+      env,
+      timeoutMs: 60_000,
+    });
     expect(built.code, built.stderr).toBe(0);
     publishBuild(probe, "github.com/acme/provider-probe");
     const dir = sb.dir("probe-project");
     writeFileSync(
       join(dir, "agent.hcl"),
       projectConfig("0.1.1")
-        .replace("wordcount = {\n    source  = \"github.com/acme/provider-wordcount\"", "probe = {\n    source  = \"github.com/acme/provider-probe\"")
+        .replace(
+          'wordcount = {\n    source  = "github.com/acme/provider-wordcount"',
+          'probe = {\n    source  = "github.com/acme/provider-probe"',
+        )
         .replace('version = "0.1.1"', 'version = "0.1.0"')
         .replace('["wordcount.*"]', '["probe.*"]'),
     );
     const target = join(dir, "written-by-plugin.txt");
-    fake.push({ kind: "tool_calls", calls: [{ name: "probe__probe", args: { target } }] }, { kind: "text", text: "done" });
+    fake.push(
+      { kind: "tool_calls", calls: [{ name: "probe__probe", args: { target } }] },
+      { kind: "text", text: "done" },
+    );
     const r = await agent(["run", "-p", "probe", "--output-format", "stream-json"], { cwd: dir, env });
     expect(r.code, r.stderr).toBe(0);
     const result = records(r.stdout).find((x) => x["type"] === "tool_result")!;
     console.log(JSON.stringify(result));
-    const payload = JSON.parse(JSON.stringify(result).match(/\{\\"pid\\".*?\}/)![0].replace(/\\"/g, '"')) as { pid: number; env: string; wrote: boolean };
+    const payload = JSON.parse(
+      JSON.stringify(result)
+        .match(/\{\\"pid\\".*?\}/)![0]
+        .replace(/\\"/g, '"'),
+    ) as { pid: number; env: string; wrote: boolean };
     const names = payload.env.split(",");
     // Nothing of the user's environment but the allowlist; never a secret or a token.
-    const allowed = new Set(["PATH", "HOME", "TMPDIR", "LANG", "AGENT_NODE", "PLUGIN_PROTOCOL_VERSIONS", "PLUGIN_UNIX_SOCKET_DIR", "PLUGIN_MIN_PORT", "PLUGIN_MAX_PORT", "PLUGGABLEHARNESS_PLUGIN"]);
+    const allowed = new Set([
+      "PATH",
+      "HOME",
+      "TMPDIR",
+      "LANG",
+      "AGENT_NODE",
+      "PLUGIN_PROTOCOL_VERSIONS",
+      "PLUGIN_UNIX_SOCKET_DIR",
+      "PLUGIN_MIN_PORT",
+      "PLUGIN_MAX_PORT",
+      "PLUGGABLEHARNESS_PLUGIN",
+    ]);
     expect(names.filter((n) => !allowed.has(n))).toEqual([]);
     expect(JSON.stringify(result)).not.toContain(SECRET);
     expect(JSON.stringify(result)).not.toContain(GH_TOKEN);

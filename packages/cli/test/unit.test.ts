@@ -80,7 +80,7 @@ describe("agent init", () => {
       OPENAI_BASE_URL: "http://localhost:11434/v1",
       OPENAI_MODEL: "qwen3",
     });
-    const text = initConfigText(found, "/work/project");
+    const text = initConfigText(found);
     const loaded = loadConfigSource(text, "agent.hcl", "/work/project");
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics, null, 2));
     const profile = loaded.config.profiles.find((p) => p.name === "default")!;

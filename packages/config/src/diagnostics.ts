@@ -62,7 +62,15 @@ export type DiagnosticCategory =
   /** A file that could not be read at all. */
   | "io"
   /** Zero configuration, and no vendor credential in the environment. */
-  | "no_model_provider";
+  | "no_model_provider"
+  /** A provider's own Configure rejected (or warned about) its block. */
+  | "provider_configure"
+  /** A provider describes tools or models the kernel's rules reject. */
+  | "provider_description"
+  /** A profile with no model a loaded provider offers: no session can start with it. */
+  | "no_usable_model"
+  /** Two tools of one profile that would reach the model under the same name. */
+  | "tool_name_collision";
 
 export type DiagnosticSeverity = "error" | "warning";
 

@@ -146,7 +146,12 @@ export {
   validateConfigSchema,
 } from "./schema-bridge.ts";
 export { type Environment, envShape, Secret } from "./secrets.ts";
-export { DEFAULT_OBSERVABILITY, DEFAULT_RETRY, defaultSettings } from "./settings.ts";
+export {
+  DEFAULT_OBSERVABILITY,
+  DEFAULT_RETRY,
+  DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+  defaultSettings,
+} from "./settings.ts";
 export {
   basename as shellBasename,
   type ParsedCommand,

@@ -178,6 +178,11 @@ export interface Settings {
   observability_declared: boolean;
   default_hook_timeout_ms: number;
   default_tool_timeout_ms: number;
+  /**
+   * How long a model call may deliver nothing (no first event, or no next one) before the
+   * kernel cuts it as a retryable stall.
+   */
+  stream_idle_timeout_ms: number;
   /** remaining_depth of a root session whose profile sets no max_depth. */
   default_max_depth: number;
   doom_loop_threshold: number;

@@ -76,6 +76,7 @@ describe("project loading", () => {
       observability_declared: false,
       default_hook_timeout_ms: 5000,
       default_tool_timeout_ms: 120000,
+      stream_idle_timeout_ms: 300000,
       default_max_depth: 2,
       doom_loop_threshold: 3,
       doom_loop_window: 10,

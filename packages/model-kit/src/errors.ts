@@ -150,16 +150,22 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
     return "unknown";
   })();
   const shouldRetry = f.headers?.get("x-should-retry");
-  const retryable = f.modelNotFound
-    ? false
-    : shouldRetry === "true"
-      ? true
-      : shouldRetry === "false"
-        ? false
-        : DEFAULT_RETRYABLE[category];
+  // A request bigger than the per-minute budget itself never fits, however long one waits.
+  const tooLarge = category === "rate_limited" && exceedsRateLimit(f.message);
+  const retryable =
+    f.modelNotFound || tooLarge
+      ? false
+      : shouldRetry === "true"
+        ? true
+        : shouldRetry === "false"
+          ? false
+          : DEFAULT_RETRYABLE[category];
   const retryAfterSeconds = retryAfterFromHeaders(f.headers) ?? f.bodyRetryAfterSeconds;
   const what = f.message ? `: ${f.message}` : "";
-  return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}`, {
+  const why = tooLarge
+    ? " (the request alone is larger than the rate limit allows, so it is not retried)"
+    : "";
+  return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}${why}`, {
     retryable,
     retryAfterSeconds,
     vendorCode: f.vendorCode,
@@ -233,6 +239,74 @@ export function parseDurationSeconds(text: string): number | undefined {
                 : n / 1e6;
   }
   return matched ? total : undefined;
+}
+
+/**
+ * Whether a rate-limit message says the request by itself exceeds the budget (OpenAI's and
+ * compatible servers' "Request too large for … on tokens per min (TPM): Limit 30000,
+ * Requested 36055"), rather than that the budget is used up for now.
+ */
+export function exceedsRateLimit(message: string | undefined): boolean {
+  if (!message) return false;
+  if (/request too large/i.test(message)) return true;
+  const m = /\blimit:?\s*([\d,]+)\s*,\s*requested:?\s*([\d,]+)/i.exec(message);
+  if (!m) return false;
+  const n = (t: string) => Number(t.replaceAll(",", ""));
+  return n(m[2]!) > n(m[1]!);
+}
+
+/**
+ * No connection at all: refused, no such host, no route. Waiting does not bring a server up,
+ * so it is not retried (another candidate may still serve); the message says where.
+ */
+export function unreachable(origin: string, code: string): ModelFailure {
+  const why: Record<string, string> = {
+    ECONNREFUSED: "connection refused",
+    ENOTFOUND: "host not found",
+    EAI_AGAIN: "host name lookup failed",
+    EAI_NONAME: "host not found",
+    EHOSTUNREACH: "no route to host",
+    ENETUNREACH: "network unreachable",
+  };
+  return new ModelFailure("overloaded", `cannot reach ${origin} (${why[code] ?? code})`, {
+    retryable: false,
+    vendorCode: "unreachable",
+  });
+}
+
+/** The connection-level error codes that mean "nothing is listening there". */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+
+/**
+ * A 200 answer that is not what the API sends: an HTML page (a proxy, a captive portal, a
+ * wrong base_url), an empty body, bytes that hold no event. Retrying gets the same answer,
+ * so it is not retried; the first bytes are kept as the vendor body.
+ */
+export function invalidResponse(what: string, excerpt?: string): ModelFailure {
+  return new ModelFailure("unknown", `invalid response: ${what}`, {
+    retryable: false,
+    vendorCode: "invalid_response",
+    httpStatus: 200,
+    ...(excerpt ? { vendorBody: excerpt.slice(0, 512) } : {}),
+  });
+}
+
+/** The error code of a failed fetch (undici puts the socket's in `cause`). */
+export function causeCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e && typeof e === "object"; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /** A dropped connection or unreadable stream: transient, worth retrying. */

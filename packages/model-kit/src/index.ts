@@ -47,14 +47,17 @@ export {
 } from "./content.ts";
 export { contextWindowStopFailure, isContextWindowStop } from "./context-stop.ts";
 export {
+  causeCode,
   classifyHttpFailure,
   DEFAULT_RETRYABLE,
   type ErrorCategory,
+  exceedsRateLimit,
   type FailureInit,
   GRPC_CANCELLED,
   GRPC_CODE,
   grpcCodeFor,
   type HttpFailure,
+  invalidResponse,
   isAbortError,
   MAX_VENDOR_BODY,
   ModelFailure,
@@ -63,6 +66,8 @@ export {
   retryAfterFromHeaders,
   saysModelNotFound,
   transportFailure,
+  UNREACHABLE_CODES,
+  unreachable,
 } from "./errors.ts";
 export { ev, type StreamEventInit, type UsageInit } from "./events.ts";
 export {
@@ -70,6 +75,7 @@ export {
   type FetchLike,
   hostOf,
   joinUrl,
+  refuseHtml,
   sendVendorRequest,
   type VendorRequest,
   type VendorResponse,

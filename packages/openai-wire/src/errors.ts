@@ -18,6 +18,7 @@
 //   kernel moves on to the next candidate.
 import {
   classifyHttpFailure,
+  exceedsRateLimit,
   ModelFailure,
   parseDurationSeconds,
   saysModelNotFound,
@@ -145,6 +146,8 @@ export function classifyStreamError(info: OpenAIErrorInfo, frame?: string): Mode
     return new ModelFailure("rate_limited", what, {
       ...init,
       retryAfterSeconds: retryHintFromMessage(info.message),
+      // A request larger than the per-minute budget never fits, however long one waits.
+      ...(exceedsRateLimit(info.message) ? { retryable: false } : {}),
     });
   if (TRANSIENT.has(key(info.code)) || TRANSIENT.has(key(info.type)))
     return new ModelFailure("overloaded", what, init);

@@ -92,6 +92,16 @@ export interface SandboxSpec {
    * instead: their own code or the project may live there.
    */
   readonly privateTmp?: boolean;
+  /**
+   * bwrap's --new-session (default true): the sandbox leaves the caller's session, so it
+   * cannot reach a controlling terminal. A caller whose process is already a session
+   * leader without a terminal (exec's command leader, spawned detached) passes false: the
+   * sandbox's init then stays in the caller's process group, and a signal to that group —
+   * a timeout, a cancel, the watchdog's kill when the plugin dies — takes the sandbox's init
+   * and with it the whole PID namespace. With a new session only --die-with-parent would,
+   * and that was seen to miss about one kill in eight.
+   */
+  readonly newSession?: boolean;
 }
 
 export interface Wrapped {
@@ -141,7 +151,9 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
   }
   args.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
   if (!spec.network) args.push("--unshare-net");
-  args.push("--die-with-parent", "--new-session", "--chdir", spec.cwd, "--", ...argv);
+  args.push("--die-with-parent");
+  if (spec.newSession !== false) args.push("--new-session");
+  args.push("--chdir", spec.cwd, "--", ...argv);
   return { file: spec.bwrap, args, placeholders };
 }
 

@@ -6,8 +6,8 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   type KernelClient,
   type Logger,
-  type PluginContext,
   type PackageMetadata,
+  type PluginContext,
   type ServedPlugin,
   StatusError,
   serve,

@@ -9,6 +9,7 @@ import {
   type ModelAdapter,
   plainHttpWarning,
   rateLimitsFromHeaders,
+  refuseHtml,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
 import { ANTHROPIC_MODELS } from "./catalog.ts";
@@ -117,6 +118,7 @@ export const adapter: ModelAdapter<AnthropicState> = {
       if (rateLimits.length > 0) yield ev.metadata({ rateLimits });
       throw anthropicFailure(res.status, await res.text(), res.headers);
     }
+    await refuseHtml(res);
     let completed = false;
     for await (const event of translateStream(res.body, res.headers, signal, built.names)) {
       if (event.event?.case === "stop") completed = true;

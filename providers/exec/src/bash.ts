@@ -100,6 +100,9 @@ function sandboxFor(
         protectedPaths: env.protectedPaths,
         network: settings.network,
         cwd,
+        // The command's leader is spawned detached (a new session, no terminal): staying in
+        // its group lets every group signal reach the sandbox's init (see SandboxSpec).
+        newSession: false,
       },
       argv,
     ),

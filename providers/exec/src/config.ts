@@ -14,8 +14,10 @@ export const CONFIG: readonly ConfigField[] = [
   {
     name: "roots",
     type: "list_string",
+    path: true,
     description:
-      "If set, commands only run when call_context.working_directory lies inside one of these directories, " +
+      "If set, commands only run when call_context.working_directory lies inside one of these directories " +
+      "(relative ones are taken from the directory of agent.hcl), " +
       "and in the sandbox these are the directories a command may write (without roots: the working directory).",
   },
   {

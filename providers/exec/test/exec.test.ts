@@ -188,6 +188,43 @@ describe("bash", () => {
     expect(await gone(Number(String(res.result!["output"]).trim()))).toBe(true);
   });
 
+  it("takes a command's whole tree down when the plugin itself is killed (SIGKILL, no cleanup)", async () => {
+    const victim = new ToolHarness({ executable: MAIN, name: "exec-victim" });
+    try {
+      // Unsandboxed: the watchdog alone must do it (the sandbox has its own test, sandbox.test.ts).
+      await victim.configure({ sandbox: "off" });
+      const pids = join(dir, "tree-pids");
+      const ready = join(dir, "tree-ready");
+      // A shell, a background subshell with two children, another background job and a
+      // nohup'd one: everything in the command's process group.
+      const command = [
+        `(sleep 301 & echo $! >> ${pids}; sleep 302 & echo $! >> ${pids}; wait) &`,
+        `echo $! >> ${pids}`,
+        `sleep 303 & echo $! >> ${pids}`,
+        `nohup sleep 304 >/dev/null 2>&1 & echo $! >> ${pids}`,
+        `echo $$ >> ${pids}`,
+        `touch ${ready}`,
+        "wait",
+      ].join("\n");
+      const call = victim.invoke("bash", { command }, { cwd: dir });
+      call.catch(() => {});
+      await fileAppears(ready);
+      // The background subshell records its children on its own schedule.
+      const lines = () => readFileSync(pids, "utf8").trim().split("\n");
+      const until = Date.now() + 5_000;
+      while (lines().length < 6 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      const tree = lines().map(Number);
+      expect(tree).toHaveLength(6);
+      for (const pid of tree) expect(alive(pid)).toBe(true);
+      const plugin = victim.plugin.host.pid!;
+      process.kill(plugin, "SIGKILL"); // the plugin alone, as the OOM killer would
+      expect(await gone(plugin)).toBe(true);
+      for (const pid of tree) expect(await gone(pid), `pid ${pid} outlived its plugin`).toBe(true);
+    } finally {
+      await victim.close();
+    }
+  });
+
   it("classifies bad calls", async () => {
     expect((await bash("")).error?.category).toBe(ToolErrorCategory.INVALID_ARGUMENTS);
     expect((await h.invoke("bash", {}, { cwd: dir })).error?.category).toBe(

@@ -187,9 +187,34 @@ describe.skipIf(!probe.ok)("bash in the sandbox", () => {
           return false;
         }
       });
+    const readOr = (file: string) => {
+      try {
+        return readFileSync(file, "utf8");
+      } catch {
+        return "";
+      }
+    };
+    const stat = (pid: string) =>
+      readOr(`/proc/${pid}/stat`)
+        .replace(/^.*\) /, "")
+        .split(" ");
+    const comm = (pid: string) => readOr(`/proc/${pid}/comm`).trim();
+    const sleeper = () => found().find((p) => comm(p) === "sleep");
     const end = Date.now() + 10_000;
-    while (found().length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    while (!sleeper() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     expect(found().length).toBeGreaterThan(0);
+    // The sandbox's init must share the command leader's process group, so the watchdog's
+    // group kill takes the whole PID namespace; with bwrap's --new-session it led its own
+    // group and survived about one kill in eight (only --die-with-parent could reach it).
+    const leader = stat(sleeper()!)[2]!; // the sleep's process group
+    expect(comm(leader)).toBe("bwrap");
+    const chain = found()
+      .map((p) => `${p}:${comm(p)}:ppid=${stat(p)[1]}:pgid=${stat(p)[2]}:sid=${stat(p)[3]}`)
+      .join(" ");
+    expect(
+      comm(stat(leader)[1]!),
+      `the group leader (${leader}) of ${chain} is the outer bwrap, outside the sandbox`,
+    ).not.toBe("bwrap");
     process.kill(victim.plugin.host.pid!, "SIGKILL");
     await running.catch(() => {});
     // SIGKILL cascades through bwrap's parent-death signal; on a loaded 2-core machine the

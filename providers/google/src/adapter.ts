@@ -8,6 +8,7 @@ import {
   joinUrl,
   type ModelAdapter,
   plainHttpWarning,
+  refuseHtml,
   StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
@@ -124,6 +125,7 @@ export const adapter: ModelAdapter<GeminiState> = {
       signal,
     });
     if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
+    await refuseHtml(res);
     yield* translateStream(
       res.body,
       signal,

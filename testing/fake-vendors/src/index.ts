@@ -6,6 +6,7 @@ export type { CacheBill, CacheRule, CacheSegment } from "./prompt-cache.ts";
 export { estimateTokens, PromptCacheStore } from "./prompt-cache.ts";
 export { goDuration } from "./ratelimits.ts";
 export { describeRequest, maskedHeaders, maskSecret } from "./recording.ts";
+export { unreachableUrl } from "./refuse.ts";
 export type { ServerVendor } from "./router.ts";
 export { VENDOR_IDS } from "./router.ts";
 export * as scenarios from "./scenarios.ts";

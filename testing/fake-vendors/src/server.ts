@@ -598,6 +598,10 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
       case "hangup":
         res.socket?.destroy();
         return;
+      case "stall_before_headers":
+        await stall(res);
+        res.socket?.destroy();
+        return;
       case "raw":
         return sendRaw(res, scripted);
       case "error":

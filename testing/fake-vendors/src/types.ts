@@ -227,13 +227,22 @@ export interface HangupResponse {
   kind: "hangup";
 }
 
+/**
+ * The request is read and then nothing at all is sent, not even a status line, until the
+ * client gives up, `fake.releaseStalls()` is called (the socket is then destroyed), or close().
+ */
+export interface StallBeforeHeadersResponse {
+  kind: "stall_before_headers";
+}
+
 export type ScriptedResponse =
   | TextResponse
   | ToolCallsResponse
   | TurnResponse
   | ErrorResponse
   | RawResponse
-  | HangupResponse;
+  | HangupResponse
+  | StallBeforeHeadersResponse;
 
 export type ScriptFn = (
   request: RecordedRequest,

@@ -7,11 +7,11 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CONFIG_FILE,
+  errorsOf,
   formatDiagnostics,
   type LockEntry,
   type LockFile,
   loadProjectConfig,
-  errorsOf,
 } from "@pluggableharness/config";
 import { EXIT } from "../exit-codes.ts";
 import { resolveProject, saveLock } from "../install.ts";
@@ -21,10 +21,18 @@ export interface LockOptions {
   dir?: string;
 }
 
-export async function runLock(io: Io, mode: "lock" | "upgrade", names: readonly string[], opts: LockOptions): Promise<number> {
+export async function runLock(
+  io: Io,
+  mode: "lock" | "upgrade",
+  names: readonly string[],
+  opts: LockOptions,
+): Promise<number> {
   const dir = resolve(io.cwd, opts.dir ?? ".");
   if (!existsSync(join(dir, CONFIG_FILE))) {
-    throw new CliError(`agent providers ${mode}: ${dir} has no agent.hcl (\`agent init\` writes one).`, EXIT.ERROR);
+    throw new CliError(
+      `agent providers ${mode}: ${dir} has no agent.hcl (\`agent init\` writes one).`,
+      EXIT.ERROR,
+    );
   }
   const loaded = loadProjectConfig(dir, { env: io.env });
   if (!loaded.ok) throw new CliError(formatDiagnostics(loaded.diagnostics), EXIT.ERROR);
@@ -63,8 +71,10 @@ export async function lockProject(
 function describeEntry(e: LockEntry, previous: LockFile | undefined): string {
   const old = previous?.providers.find((p) => p.name === e.name);
   const platforms = Object.keys(e.checksums);
-  const was =
-    old === undefined ? " (new)" : old.version !== e.version ? ` (was ${old.version})` : "";
-  const where = platforms.length === 1 && platforms[0] === "any" ? "ships with the agent" : `${platforms.length} platform${platforms.length === 1 ? "" : "s"}: ${platforms.join(", ")}`;
+  const was = old === undefined ? " (new)" : old.version !== e.version ? ` (was ${old.version})` : "";
+  const where =
+    platforms.length === 1 && platforms[0] === "any"
+      ? "ships with the agent"
+      : `${platforms.length} platform${platforms.length === 1 ? "" : "s"}: ${platforms.join(", ")}`;
   return `${e.name}  ${e.source} ${e.version}${was}  ${where}`;
 }

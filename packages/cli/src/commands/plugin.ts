@@ -5,7 +5,12 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
 import { buildPlugin, PluginBuildError } from "../plugin/build.ts";
-import { SCAFFOLD_CATEGORIES, type ScaffoldCategory, ScaffoldError, scaffoldPlugin } from "../plugin/scaffold.ts";
+import {
+  SCAFFOLD_CATEGORIES,
+  type ScaffoldCategory,
+  ScaffoldError,
+  scaffoldPlugin,
+} from "../plugin/scaffold.ts";
 
 export function runPluginNew(
   io: Io,
@@ -35,7 +40,8 @@ export function runPluginNew(
   line(io.out, `  cd ${rel}`);
   line(io.out, "  npm test               # builds it and runs agent conform on the build");
   line(io.out, "  agent plugin build     # dist/release/: an archive per platform and the checksum file");
-  if (opts.source === undefined) line(io.out, `  (set pluggableharness.source in package.json: it says github.com/OWNER/${name})`);
+  if (opts.source === undefined)
+    line(io.out, `  (set pluggableharness.source in package.json: it says github.com/OWNER/${name})`);
   return EXIT.OK;
 }
 
@@ -60,13 +66,22 @@ export async function runPluginBuild(
     throw err;
   }
   const ms = Math.round(performance.now() - started);
-  line(io.out, `Built ${result.name} ${result.version} (${(result.bundleBytes / 1024).toFixed(0)} KiB bundle) in ${ms} ms`);
+  line(
+    io.out,
+    `Built ${result.name} ${result.version} (${(result.bundleBytes / 1024).toFixed(0)} KiB bundle) in ${ms} ms`,
+  );
   line(io.out, `  dev build: ${result.devExecutable}`);
   for (const a of result.assets) line(io.out, `  ${relative(io.cwd, a)}`);
   if (result.assets.length > 0) {
     line(io.out);
-    line(io.out, `Publish: tag v${result.version} and attach every file of ${relative(io.cwd, resolve(dir, opts.out ?? "dist", "release"))}/`);
-    line(io.out, `  e.g. gh release create v${result.version} ${relative(io.cwd, resolve(dir, opts.out ?? "dist", "release"))}/*`);
+    line(
+      io.out,
+      `Publish: tag v${result.version} and attach every file of ${relative(io.cwd, resolve(dir, opts.out ?? "dist", "release"))}/`,
+    );
+    line(
+      io.out,
+      `  e.g. gh release create v${result.version} ${relative(io.cwd, resolve(dir, opts.out ?? "dist", "release"))}/*`,
+    );
   }
   return EXIT.OK;
 }

@@ -3,7 +3,7 @@
 // (replaying it needs that very build), unless --force. Sessions name their producers by
 // (category, name, version); a cached build knows its own from the first time the kernel
 // ran it (producers.json), else it is matched by its repository name and version.
-import { statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CONFIG_FILE, readLockFile } from "@pluggableharness/config";
 import {
@@ -14,7 +14,6 @@ import {
   removeEntry,
 } from "@pluggableharness/registry";
 import { listSessions, openSessionReader } from "@pluggableharness/state";
-import { existsSync, readdirSync } from "node:fs";
 import { EXIT } from "../exit-codes.ts";
 import { type Io, line } from "../io.ts";
 
@@ -71,7 +70,9 @@ function usedBy(entry: CacheEntry, producers: Map<string, string>): string | und
   const repo = entry.record.source.split("/").at(-1)!;
   const names = own?.map((p) => p.name) ?? [repo, repo.replace(/^provider-/, "")];
   for (const name of names) {
-    const hit = producers.get(`${name}\u0000${own?.find((p) => p.name === name)?.version ?? entry.record.version}`);
+    const hit = producers.get(
+      `${name}\u0000${own?.find((p) => p.name === name)?.version ?? entry.record.version}`,
+    );
     if (hit) return hit;
   }
   return undefined;
@@ -85,7 +86,8 @@ export function runProvidersPrune(io: Io, opts: PruneOptions): number {
   if (existsSync(join(dir, CONFIG_FILE))) {
     const lock = readLockFile(dir);
     if (lock.ok && lock.lock) {
-      for (const e of lock.lock.providers) for (const sum of Object.values(e.checksums)) pinned.add(`${e.source}\u0000${e.version}\u0000${sum}`);
+      for (const e of lock.lock.providers)
+        for (const sum of Object.values(e.checksums)) pinned.add(`${e.source}\u0000${e.version}\u0000${sum}`);
     }
   }
   const producers = sessionProducers();

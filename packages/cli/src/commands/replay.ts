@@ -5,7 +5,12 @@
 // compared with what this project installs; any that is missing is reported and the
 // replay does not start.
 import { join } from "node:path";
-import { ConfigError, loadGlobalConfig, loadProjectConfig, type ResolvedProvider } from "@pluggableharness/config";
+import {
+  ConfigError,
+  loadGlobalConfig,
+  loadProjectConfig,
+  type ResolvedProvider,
+} from "@pluggableharness/config";
 import { createKernel } from "@pluggableharness/kernel";
 import { producerFor, readPackageMetadata } from "@pluggableharness/plugin-sdk";
 import { PluginCategory } from "@pluggableharness/protocol/common";

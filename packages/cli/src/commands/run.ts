@@ -7,6 +7,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
+  builtinRootProfile,
   type ConfigDiagnostic,
   ConfigError,
   firstPartyName,
@@ -78,7 +79,13 @@ export function configFailure(diags: readonly ConfigDiagnostic[]): CliError {
 
 /** Applies --model and the bound flags to a copy of the profile they run with. */
 export function applyOverrides(config: AgentConfig, profileName: string, opts: RunOptions): AgentConfig {
-  const idx = config.profiles.findIndex((p) => p.name === profileName);
+  let idx = config.profiles.findIndex((p) => p.name === profileName);
+  if (idx < 0 && profileName === "default") {
+    // As in the kernel: without a "default" profile, `default` is the built-in root
+    // profile (every tool of every provider, the first model that loaded).
+    config = { ...config, profiles: [...config.profiles, builtinRootProfile(config)] };
+    idx = config.profiles.length - 1;
+  }
   if (idx < 0) {
     throw new CliError(
       `agent: no agent_profile "${profileName}" in ${config.file} (profiles: ${config.profiles.map((p) => p.name).join(", ") || "none"})`,

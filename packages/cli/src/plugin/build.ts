@@ -55,12 +55,18 @@ function readManifest(dir: string): PluginManifest {
   }
   if (typeof pkg.name !== "string" || pkg.name === "") throw new PluginBuildError(`${file} has no "name".`);
   const name = pkg.name.replace(/^@[^/]+\//, "");
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) throw new PluginBuildError(`${file}: "${pkg.name}" cannot name an executable.`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name))
+    throw new PluginBuildError(`${file}: "${pkg.name}" cannot name an executable.`);
   if (typeof pkg.version !== "string" || semver.valid(pkg.version) !== pkg.version) {
-    throw new PluginBuildError(`${file}: "version" must be a semver version such as 0.1.0 (it becomes the release tag v<version>).`);
+    throw new PluginBuildError(
+      `${file}: "version" must be a semver version such as 0.1.0 (it becomes the release tag v<version>).`,
+    );
   }
   const main = typeof pkg.pluggableharness?.main === "string" ? pkg.pluggableharness.main : "src/main.ts";
-  if (!existsSync(join(dir, main))) throw new PluginBuildError(`${join(dir, main)} does not exist (set pluggableharness.main in package.json).`);
+  if (!existsSync(join(dir, main)))
+    throw new PluginBuildError(
+      `${join(dir, main)} does not exist (set pluggableharness.main in package.json).`,
+    );
   return { name, version: pkg.version, main };
 }
 
@@ -71,7 +77,9 @@ function sdkTarget(root: string, specifier: string): string | undefined {
   const pkgDir = join(root, "packages", m[1]!);
   let exportsMap: Record<string, string>;
   try {
-    exportsMap = (JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, string> }).exports;
+    exportsMap = (
+      JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as { exports: Record<string, string> }
+    ).exports;
   } catch {
     return undefined;
   }
@@ -84,9 +92,10 @@ function sdkTarget(root: string, specifier: string): string | undefined {
   return undefined;
 }
 
-const BANNER =
-  'import { createRequire as __phCreateRequire } from "node:module";\n' +
-  "const require = __phCreateRequire(import.meta.url);";
+// CommonJS dependencies call require() for Node built-ins. The meta property is spelt
+// apart because scripts/bundle.ts rewrites that literal in the CLI's own sources.
+const META = "import.meta";
+const BANNER = `import { createRequire as __phCreateRequire } from "node:module";\nconst require = __phCreateRequire(${META}.url);`;
 
 export function launcherScript(name: string, version: string): string {
   return [
@@ -132,7 +141,9 @@ export async function buildPlugin(options: PluginBuildOptions): Promise<PluginBu
               if (existsSync(join(dir, "node_modules", ...name.split("/")))) return undefined;
               const target = sdkTarget(root, args.path);
               if (target === undefined) {
-                return { errors: [{ text: `${args.path} is not part of the PluggableHarness SDK in ${root}` }] };
+                return {
+                  errors: [{ text: `${args.path} is not part of the PluggableHarness SDK in ${root}` }],
+                };
               }
               return { path: target };
             });
@@ -142,10 +153,16 @@ export async function buildPlugin(options: PluginBuildOptions): Promise<PluginBu
     });
     code = result.outputFiles[0]!.contents;
   } catch (err) {
-    const errors = (err as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }).errors;
+    const errors = (
+      err as { errors?: { text: string; location?: { file: string; line: number; column: number } }[] }
+    ).errors;
     const text = errors?.length
       ? errors
-          .map((e) => (e.location ? `${isAbsolute(e.location.file) ? relative(dir, e.location.file) : e.location.file}:${e.location.line}:${e.location.column + 1}: ${e.text}` : e.text))
+          .map((e) =>
+            e.location
+              ? `${isAbsolute(e.location.file) ? relative(dir, e.location.file) : e.location.file}:${e.location.line}:${e.location.column + 1}: ${e.text}`
+              : e.text,
+          )
           .join("\n")
       : (err as Error).message;
     throw new PluginBuildError(`The plugin does not bundle:\n${text}`);
@@ -183,7 +200,8 @@ export async function buildPlugin(options: PluginBuildOptions): Promise<PluginBu
   const archive = gzipSync(tar, { level: 9 });
   const lines: string[] = [];
   for (const platform of options.platforms ?? DEFAULT_PLATFORMS) {
-    if (!/^[a-z0-9]+_[a-z0-9]+$/.test(platform)) throw new PluginBuildError(`"${platform}" is not an <os>_<arch> platform such as linux_amd64.`);
+    if (!/^[a-z0-9]+_[a-z0-9]+$/.test(platform))
+      throw new PluginBuildError(`"${platform}" is not an <os>_<arch> platform such as linux_amd64.`);
     const assetName = `${manifest.name}_${manifest.version}_${platform}.tar.gz`;
     const path = join(releaseDir, assetName);
     writeFileSync(path, archive);

@@ -25,9 +25,12 @@ const NAME = /^[a-z0-9][a-z0-9-]*$/;
 
 export function scaffoldPlugin(o: ScaffoldOptions): string[] {
   if (!NAME.test(o.name)) {
-    throw new ScaffoldError(`"${o.name}" is not a plugin name: use lower-case letters, digits and dashes (e.g. provider-wordcount).`);
+    throw new ScaffoldError(
+      `"${o.name}" is not a plugin name: use lower-case letters, digits and dashes (e.g. provider-wordcount).`,
+    );
   }
-  if (existsSync(o.dir) && readdirSync(o.dir).length > 0) throw new ScaffoldError(`${o.dir} exists and is not empty.`);
+  if (existsSync(o.dir) && readdirSync(o.dir).length > 0)
+    throw new ScaffoldError(`${o.dir} exists and is not empty.`);
   const files = o.category === "tool" ? toolFiles(o) : modelFiles(o);
   const written: string[] = [];
   for (const [rel, text] of Object.entries({ ...common(o), ...files })) {
@@ -112,6 +115,10 @@ function localName(name: string): string {
   return name.replace(/^provider-/, "").replace(/-/g, "_");
 }
 
+// Spelt apart: scripts/bundle.ts rewrites every literal import-meta-url in the CLI's own
+// sources (bundled code keeps its sources' locations), text for generated files included.
+const IMPORT_META = "import.meta";
+
 /** The conformance test: build, then `agent conform` on the build (AGENT_BIN overrides `agent`). */
 function conformTest(o: ScaffoldOptions, extraArgs: string, asserts: string): string {
   return `// Builds the plugin and checks it with \`agent conform\`, the checks the agent itself
@@ -122,7 +129,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
+const root = fileURLToPath(new URL("..", ${IMPORT_META}.url));
 const agent = process.env.AGENT_BIN ?? "agent";
 const run = (args) => spawnSync(agent, args, { cwd: root, encoding: "utf8", timeout: 120_000 });
 
@@ -186,7 +193,7 @@ await serveTools(pkg, { tools: [countWords] });
     "test/conform.test.mjs": conformTest(
       o,
       ', "--samples", join(root, "test", "samples.json")',
-      '  assert.match(r.stdout, /PASS tool\\.schema/);\n  assert.match(r.stdout, /count_words/);',
+      "  assert.match(r.stdout, /PASS tool\\.schema/);\n  assert.match(r.stdout, /count_words/);",
     ),
   };
 }
@@ -194,11 +201,17 @@ await serveTools(pkg, { tools: [countWords] });
 function modelFiles(o: ScaffoldOptions): Record<string, string> {
   return {
     "src/main.ts": MODEL_MAIN(o.name),
-    "test/conform.test.mjs": conformTest(o, ', "--model", "echo-1"', '  assert.match(r.stdout, /PASS model\\.stream\\.shape/);'),
+    "test/conform.test.mjs": conformTest(
+      o,
+      ', "--model", "echo-1"',
+      "  assert.match(r.stdout, /PASS model\\.stream\\.shape/);",
+    ),
   };
 }
 
-const MODEL_MAIN = (name: string) => `// ${name}: a PluggableHarness model provider. This one answers by echoing the last
+const MODEL_MAIN = (
+  name: string,
+) => `// ${name}: a PluggableHarness model provider. This one answers by echoing the last
 // user message, which is enough to see the whole protocol: capabilities, a streamed
 // completion (stream_start, text deltas, usage, stream_end), in-band errors and token
 // counting. Replace complete() with calls to your model's API.

@@ -38,7 +38,9 @@ export type TurnOutcome =
   | { readonly kind: "done" }
   | { readonly kind: "continue"; readonly stop?: StopReason }
   | { readonly kind: "cancelled" }
-  | { readonly kind: "failed"; readonly detail: string };
+  | { readonly kind: "failed"; readonly detail: string }
+  /** The run's wall-clock deadline came while the turn waited for the model. */
+  | { readonly kind: "bound"; readonly detail: string };
 
 export interface TurnInput {
   /** The turn's ULID (generated when absent). */
@@ -50,6 +52,8 @@ export interface TurnInput {
   readonly turnsBefore: number;
   /** When this run started (ms), for max_wall_clock_s. */
   readonly runStartedAt: number;
+  /** When waiting for the model must end (clock ms): the wall-clock bound, or the final turn's grace. */
+  readonly deadline?: number;
 }
 
 /** The model target context providers assemble for. */
@@ -150,15 +154,23 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       : {}),
     ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
     signal,
+    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
   });
   session.previousToolsFingerprint = toolListFingerprint(tools);
   session.previousRequest = requestPrefix(tools, assembled.sections, messages);
   if (result.kind === "failed")
     return { kind: "failed", detail: `model_error ${result.category}: ${result.message}` };
-  if (result.kind === "cancelled") {
+  if (result.kind === "cancelled" || result.kind === "bound") {
+    // What streamed before the interrupt or the deadline is kept, marked as cut short.
     if (result.completion && result.candidate) {
       const partial = result.completion;
-      persistAssistant(session, turnId, result.candidate, partial, "cancelled");
+      persistAssistant(
+        session,
+        turnId,
+        result.candidate,
+        partial,
+        result.kind === "bound" ? "limit_reached:max_wall_clock_s" : "cancelled",
+      );
       session.history.push(partial.message);
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
@@ -181,7 +193,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         );
       }
     }
-    return { kind: "cancelled" };
+    return result.kind === "bound" ? { kind: "bound", detail: result.detail } : { kind: "cancelled" };
   }
   trace("4");
   const completion = result.completion;
