@@ -4,7 +4,7 @@
 // through a scripted model. Then what can go wrong: a tampered install, a newer release
 // (upgrade), a constraint nothing satisfies, no network at all, and what the installed
 // plugin's process can see (its environment, its sandbox).
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeForge, startFakeForge } from "@pluggableharness/fake-forge";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
@@ -217,9 +217,14 @@ describe("a plugin from a forge", () => {
     expect(up.code, up.stderr).toBe(0);
     expect(up.stdout).toContain("wordcount  github.com/acme/provider-wordcount 0.1.1 (was 0.1.0)");
     expect(lockText()).toContain('version     = "0.1.1"');
+    // upgrade installed it; the run uses the new build (its producers record says so).
     const r = await runCount("x y z");
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain("Installed github.com/acme/provider-wordcount 0.1.1");
+    expect(r.stderr).toBe("");
+    expect(JSON.stringify(records(r.stdout).find((x) => x["type"] === "tool_result"))).toContain('"words":3');
+    const base = join(cacheRoot(), "github.com", "acme", "provider-wordcount", "0.1.1", "linux_amd64");
+    const producers = JSON.parse(readFileSync(join(base, readdirSync(base)[0]!, "producers.json"), "utf8"));
+    expect(producers).toEqual([{ category: 2, name: "provider-wordcount", version: "0.1.1" }]);
   });
 
   it("a constraint no release satisfies is a clear error at its line", async () => {
@@ -312,15 +317,15 @@ await serveTools(pkg, {
     const r = await agent(["run", "-p", "probe", "--output-format", "stream-json"], { cwd: dir, env });
     expect(r.code, r.stderr).toBe(0);
     const result = records(r.stdout).find((x) => x["type"] === "tool_result")!;
-    console.log(JSON.stringify(result));
-    const payload = JSON.parse(
-      JSON.stringify(result)
-        .match(/\{\\"pid\\".*?\}/)![0]
-        .replace(/\\"/g, '"'),
-    ) as { pid: number; env: string; wrote: boolean };
+    const payload = result["result"] as { pid: number; ppid: number; env: string; wrote: boolean };
+    // Its own PID namespace (bubblewrap's init is its parent): no other process is visible.
+    expect(payload.ppid).toBe(1);
+    expect(payload.pid).toBeLessThan(10);
     const names = payload.env.split(",");
-    // Nothing of the user's environment but the allowlist; never a secret or a token.
+    // Nothing of the user's environment but the allowlist (PWD: the launcher's sh sets it);
+    // never a secret or a token.
     const allowed = new Set([
+      "PWD",
       "PATH",
       "HOME",
       "TMPDIR",
@@ -340,6 +345,3 @@ await serveTools(pkg, {
     expect(existsSync(target)).toBe(false);
   });
 });
-
-// Keep the linter honest about a helper used only in some paths.
-void chmodSync;
