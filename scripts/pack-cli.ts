@@ -82,7 +82,8 @@ function copyPackage(root: string, stage: string, rel: string): void {
   mkdirSync(join(stage, rel), { recursive: true });
   copyFileSync(join(from, "package.json"), join(stage, rel, "package.json"));
   if (existsSync(join(from, "src"))) cpSync(join(from, "src"), join(stage, rel, "src"), { recursive: true });
-  if (existsSync(join(from, "README.md"))) copyFileSync(join(from, "README.md"), join(stage, rel, "README.md"));
+  if (existsSync(join(from, "README.md")))
+    copyFileSync(join(from, "README.md"), join(stage, rel, "README.md"));
 }
 
 export async function stagePackage(root: string, stage: string): Promise<string> {
@@ -136,7 +137,8 @@ export async function stagePackage(root: string, stage: string): Promise<string>
   };
   writeFileSync(join(stage, "package.json"), `${JSON.stringify(pkg, null, 2)}\n`);
   copyFileSync(join(root, "README.md"), join(stage, "README.md"));
-  for (const f of ["LICENSE", "NOTICE"]) if (existsSync(join(root, f))) copyFileSync(join(root, f), join(stage, f));
+  for (const f of ["LICENSE", "NOTICE"])
+    if (existsSync(join(root, f))) copyFileSync(join(root, f), join(stage, f));
   return stage;
 }
 

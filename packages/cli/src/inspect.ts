@@ -231,5 +231,7 @@ export function installationRoot(): string {
 
 /** This CLI's version (its package.json). */
 export function cliVersion(): string {
-  return (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
 }

@@ -13,7 +13,9 @@ import { packCli } from "../../../scripts/pack-cli.ts";
 import { agent, REPO_ROOT, records } from "./helpers.ts";
 
 const NODE24_BIN = dirname(process.execPath);
-const CLI_VERSION = JSON.parse(readFileSync(join(REPO_ROOT, "packages", "cli", "package.json"), "utf8")).version;
+const CLI_VERSION = JSON.parse(
+  readFileSync(join(REPO_ROOT, "packages", "cli", "package.json"), "utf8"),
+).version;
 
 let scratch: string;
 let tarball: string;
@@ -54,8 +56,21 @@ beforeAll(async () => {
   // npm from PATH (on Node 24), offline-first from the cache `npm ci` filled.
   execFileSync(
     "npm",
-    ["install", "-g", "--prefix", join(scratch, "prefix"), "--prefer-offline", "--no-audit", "--no-fund", tarball],
-    { cwd: scratch, env: { ...process.env, PATH: `${NODE24_BIN}:${process.env["PATH"] ?? ""}` }, stdio: "pipe" },
+    [
+      "install",
+      "-g",
+      "--prefix",
+      join(scratch, "prefix"),
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      tarball,
+    ],
+    {
+      cwd: scratch,
+      env: { ...process.env, PATH: `${NODE24_BIN}:${process.env["PATH"] ?? ""}` },
+      stdio: "pipe",
+    },
   );
   installed = join(scratch, "prefix", "lib", "node_modules", "@pluggableharness", "cli");
   bin = join(scratch, "prefix", "bin", "agent");
@@ -84,7 +99,9 @@ describe("npm install -g of the packed CLI", () => {
     expect(Object.keys(pkg.dependencies)).toContain("esbuild");
     // No tests, fixtures or source maps in the package.
     expect(existsSync(join(installed, "packages", "cli", "test"))).toBe(false);
-    expect(existsSync(join(installed, "dist", "bundles", "packages", "cli", "src", "bin.mjs.map"))).toBe(false);
+    expect(existsSync(join(installed, "dist", "bundles", "packages", "cli", "src", "bin.mjs.map"))).toBe(
+      false,
+    );
   });
 
   it("agent --version works from an unrelated directory", async () => {
@@ -142,9 +159,14 @@ agent_profile "default" {
     expect(init.stdout).toContain("exists; kept it");
     const lock = readFileSync(join(project, ".agent", "agent.lock.hcl"), "utf8");
     expect(lock).toContain("lock_file_version = 1");
-    expect(lock).toMatch(/provider "filesystem" \{\n {2}source {6}= "pluggableharness\/filesystem"\n {2}version {5}= "0\.1\.0"/);
+    expect(lock).toMatch(
+      /provider "filesystem" \{\n {2}source {6}= "pluggableharness\/filesystem"\n {2}version {5}= "0\.1\.0"/,
+    );
     fake.push(
-      { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: join(project, "notes.txt") } }] },
+      {
+        kind: "tool_calls",
+        calls: [{ name: "filesystem__read_file", args: { path: join(project, "notes.txt") } }],
+      },
       { kind: "text", text: "The file says it works." },
     );
     const r = await agent(["run", "-p", "read notes.txt", "--output-format", "stream-json"], {
@@ -167,16 +189,24 @@ agent_profile "default" {
       bin,
     });
     expect(made.code, made.stderr).toBe(0);
-    const built = await agent(["plugin", "build", "--dev"], { cwd: join(scratch, "hello"), env, bin, timeoutMs: 60_000 });
+    const built = await agent(["plugin", "build", "--dev"], {
+      cwd: join(scratch, "hello"),
+      env,
+      bin,
+      timeoutMs: 60_000,
+    });
     expect(built.code, built.stderr).toBe(0);
     const launcher = join(scratch, "hello", "dist", "dev", "provider-hello");
     // The build inlines the SDK: nothing imports from the installation at run time.
     expect(readFileSync(`${launcher}.mjs`, "utf8")).not.toContain(installed);
-    const r = await agent(["conform", launcher, "--samples", join(scratch, "hello", "test", "samples.json")], {
-      cwd: join(scratch, "hello"),
-      env,
-      bin,
-    });
+    const r = await agent(
+      ["conform", launcher, "--samples", join(scratch, "hello", "test", "samples.json")],
+      {
+        cwd: join(scratch, "hello"),
+        env,
+        bin,
+      },
+    );
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/PASS tool\.invoke\./);
   });
