@@ -344,4 +344,69 @@ await serveTools(pkg, {
     expect(payload.wrote).toBe(false);
     expect(existsSync(target)).toBe(false);
   });
+
+  it("a model plugin from a forge is sandboxed too: read-only, its own PID namespace, the allowlisted environment", async () => {
+    const author2 = sb.dir("echo-author");
+    const made = await agent(["plugin", "new", "provider-echo", "--category", "model", "-C", author2], {
+      cwd: sb.home,
+      env,
+    });
+    expect(made.code, made.stderr).toBe(0);
+    // The echo model answers with what its process sees instead of the user's words.
+    const main = join(author2, "src", "main.ts");
+    const dir = sb.dir("echo-project");
+    const target = join(dir, "written-by-model.txt");
+    const text = readFileSync(main, "utf8");
+    writeFileSync(
+      main,
+      `import { writeFileSync as probeWrite } from "node:fs";\n${text.replace(
+        'if (text !== "") return `You said: ${text}`;',
+        `if (text !== "") {
+      let wrote = false;
+      try { probeWrite(${JSON.stringify(target)}, "x"); wrote = true; } catch {}
+      return JSON.stringify({ ppid: process.ppid, wrote, env: Object.keys(process.env).sort().join(",") });
+    }`,
+      )}`,
+    );
+    expect(readFileSync(main, "utf8")).toContain("probeWrite(");
+    const built = await agent(["plugin", "build", "--platform", "linux_amd64"], {
+      cwd: author2,
+      env,
+      timeoutMs: 60_000,
+    });
+    expect(built.code, built.stderr).toBe(0);
+    publishBuild(author2, "github.com/acme/provider-echo");
+    writeFileSync(
+      join(dir, "agent.hcl"),
+      `required_providers {
+  echo = {
+    source  = "github.com/acme/provider-echo"
+    version = "~> 0.1"
+  }
+}
+
+agent_profile "default" {
+  model {
+    primary {
+      provider = "echo"
+      id       = "echo-1"
+    }
+  }
+  tools = []
+}
+`,
+    );
+    // Twice: the first run describes it unconfined and relaunches it in its sandbox; the
+    // second starts it sandboxed from the describe cache.
+    for (const round of [1, 2]) {
+      const r = await agent(["run", "-p", "who are you", "--output-format", "json"], { cwd: dir, env });
+      expect(r.code, `round ${round}: ${r.stderr}`).toBe(0);
+      const answer = JSON.parse(JSON.parse(r.stdout).result) as { ppid: number; wrote: boolean; env: string };
+      expect(answer.ppid).toBe(1);
+      expect(answer.wrote).toBe(false);
+      expect(existsSync(target)).toBe(false);
+      expect(answer.env.split(",")).not.toContain("MY_SECRET");
+      expect(answer.env.split(",")).not.toContain("GITHUB_TOKEN");
+    }
+  });
 });

@@ -417,6 +417,7 @@ async function loadProvider(
   const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
   if (cached) {
     sandbox.isTool = cached.categories.includes("tool");
+    sandbox.categories = cached.categories;
     if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
@@ -433,6 +434,7 @@ async function loadProvider(
   });
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
   sandbox.isTool = live.categories.includes("tool");
+  sandbox.categories = live.categories;
   if (live.toolSchema) sandbox.tools = live.toolSchema;
   // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
   // call reaches it, and relaunched in it on first use.
