@@ -238,7 +238,7 @@ class GitLabSource implements ReleaseSource {
 /**
  * A registry mirror: static files under `<url>/<source path>/` — `index.json` listing the
  * releases (`{"releases": [{"tag": "v1.2.3", "assets": ["<name>", …]}]}`) and each
- * release's assets at `<tag>/<name>`. `agent providers mirror` writes this layout.
+ * release's assets at `<tag>/<name>` (a static file server or object store can serve it).
  */
 class MirrorSource implements ReleaseSource {
   readonly describe: string;
