@@ -360,6 +360,7 @@ await serveTools(pkg, {
     writeFileSync(
       main,
       `import { writeFileSync as probeWrite } from "node:fs";\n${text.replace(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the scaffold's source text
         'if (text !== "") return `You said: ${text}`;',
         `if (text !== "") {
       let wrote = false;

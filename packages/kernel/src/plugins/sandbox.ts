@@ -56,7 +56,10 @@ export class PluginSandboxState {
     const mode = this.#config.settings.sandbox;
     const forge = this.#resolved.origin === "forge";
     const thirdPartyOther =
-      forge && this.isTool === false && this.categories !== undefined && !this.categories.includes("frontend");
+      forge &&
+      this.isTool === false &&
+      this.categories !== undefined &&
+      !this.categories.includes("frontend");
     if (mode === "off" || (this.isTool !== true && !thirdPartyOther)) return undefined;
     const probe = probeSandbox();
     if (!probe.ok) {
