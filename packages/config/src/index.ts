@@ -167,6 +167,7 @@ export {
   type FirstPartyName,
   firstPartyName,
   firstPartySource,
+  isForgeSource,
 } from "./source-address.ts";
 export {
   builtinRootProfile,
