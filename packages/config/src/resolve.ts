@@ -24,6 +24,12 @@ export interface ResolvedProvider {
   origin: "first_party" | "dev_override";
   /** The first-party package directory. */
   packageDir?: string;
+  /**
+   * How it runs: "worker" (a worker thread of the kernel) by default for a first-party
+   * provider unless its package.json says `"pluggableharness": { "isolation": "process" }`
+   * or agent.hcl asks for "process"; always "process" for a dev override.
+   */
+  isolation: "process" | "worker";
 }
 
 export interface ResolveOptions {
@@ -56,6 +62,17 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         ),
       };
     }
+    if (req.isolation === "worker") {
+      return {
+        ok: false,
+        diagnostic: errorAt(
+          "invalid_value",
+          "Isolation not allowed",
+          `"${req.localName}" runs the dev_overrides executable ${override}, which always runs as its own process; only installed first-party providers may run in a worker thread.`,
+          req.isolationRange ?? req.range,
+        ),
+      };
+    }
     return {
       ok: true,
       provider: {
@@ -63,6 +80,7 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         source: req.source,
         executable: override,
         origin: "dev_override",
+        isolation: "process",
       },
     };
   }
@@ -93,10 +111,15 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
     };
   }
   let version: string;
+  let packageIsolation: unknown;
   try {
-    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as {
+      version?: unknown;
+      pluggableharness?: { isolation?: unknown };
+    };
     if (typeof pkg.version !== "string") throw new Error("no version field");
     version = pkg.version;
+    packageIsolation = pkg.pluggableharness?.isolation;
   } catch (e) {
     return {
       ok: false,
@@ -129,6 +152,7 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       checksum: packageChecksum(dir),
       origin: "first_party",
       packageDir: dir,
+      isolation: req.isolation ?? (packageIsolation === "process" ? "process" : "worker"),
     },
   };
 }

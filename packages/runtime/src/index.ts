@@ -62,3 +62,17 @@ export {
   writePrelaunchPlan,
 } from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";
+export {
+  ISOLATIONS,
+  type LaunchedPlugin,
+  type PluginIsolation,
+  type PluginTransportHost,
+} from "./transport.ts";
+export { createPluginHost, WorkerPluginHost, type WorkerPluginHostOptions } from "./worker-host.ts";
+export {
+  DEFAULT_WATCHDOG,
+  DEFAULT_WORKER_LIMITS,
+  runsInWorker,
+  type WatchdogPolicy,
+  WorkerInstance,
+} from "./worker-instance.ts";

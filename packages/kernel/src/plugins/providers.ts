@@ -31,7 +31,7 @@ import { ModelService } from "@pluggableharness/protocol/model";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
-import { freshBundle, type PluginHost } from "@pluggableharness/runtime";
+import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
   type ValidatedToolset,
@@ -47,7 +47,7 @@ import type { PluginPool, PoolOwner } from "./pool.ts";
 export interface LoadedProvider {
   /** The required_providers local name. */
   readonly name: string;
-  readonly host: PluginHost;
+  readonly host: PluginTransportHost;
   readonly resolved: ResolvedProvider;
   /** Categories served, as the runtime names them ("model", "tool", "context", "hook", ...). */
   readonly categories: ReadonlySet<string>;
@@ -144,6 +144,8 @@ export interface LoadProvidersOptions {
   readonly bundles?: boolean;
   /** The describe cache; undefined launches every provider to describe it. */
   readonly describeCache?: DescribeCache;
+  /** Runs every first-party provider with this isolation instead of its configured one. */
+  readonly isolation?: PluginIsolation;
 }
 
 /**
@@ -381,6 +383,15 @@ function launchTarget(
   };
 }
 
+/**
+ * A first-party provider runs where its resolution says (a worker thread by default); any
+ * other provider, and every provider when `isolation` forces it, runs as a process.
+ */
+function isolationOf(resolved: ResolvedProvider, options: LoadProvidersOptions): PluginIsolation {
+  if (resolved.origin !== "first_party") return "process";
+  return options.isolation ?? resolved.isolation;
+}
+
 async function loadProvider(
   resolved: ResolvedProvider,
   options: LoadProvidersOptions,
@@ -390,6 +401,7 @@ async function loadProvider(
   const host = options.pool.acquire(name, target.command, options.owner, {
     cwd: options.config.projectDir,
     ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+    isolation: isolationOf(resolved, options),
   });
   const cache = options.describeCache;
   const cacheKey =
@@ -415,7 +427,7 @@ async function loadProvider(
 }
 
 /** Asks a provider's process for its static description (launching it). */
-async function fetchDescription(host: PluginHost, timeoutMs: number): Promise<ProviderDescription> {
+async function fetchDescription(host: PluginTransportHost, timeoutMs: number): Promise<ProviderDescription> {
   const description = await host.describe();
   const categories = new Set(description.categories);
   const call = { timeoutMs };
@@ -448,7 +460,7 @@ async function fetchDescription(host: PluginHost, timeoutMs: number): Promise<Pr
 /** Validates a description with the domain rules and makes the provider the kernel uses. */
 function buildLoaded(
   resolved: ResolvedProvider,
-  host: PluginHost,
+  host: PluginTransportHost,
   d: ProviderDescription,
   options: LoadProvidersOptions & { readonly cacheKey?: string; readonly dormant: boolean },
 ): LoadedProvider {

@@ -1,0 +1,536 @@
+// One first-party JavaScript plugin running in a worker thread of the kernel process: its
+// own V8 isolate, heap (capped by resourceLimits) and event loop, spoken to over a
+// MessagePort (packages/port-rpc) instead of gRPC. The launch mirrors a subprocess launch:
+// allowlisted environment, ready signal and version gate, health check, kernel callbacks,
+// category discovery. A worker that throws, runs out of heap or stops answering pings is
+// ended and reported as crashed; the kernel's own thread never runs plugin code.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { MessageChannel, type ResourceLimits, Worker } from "node:worker_threads";
+import { Server, ServerCredentials, status as Status } from "@grpc/grpc-js";
+import {
+  assertSocketPath,
+  createClient,
+  type HandlerContext,
+  type Handshake,
+  HEALTH_SERVICE_NAME,
+  implement,
+  isGrpcError,
+  type Lease,
+  LineSplitter,
+  type MagicCookie,
+  parseLogLine,
+  SERVER_OPTIONS,
+  SOCKET_SUFFIX_LENGTH,
+  unixTarget,
+} from "@pluggableharness/goplugin";
+import { PortEndpoint, WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc";
+import type { ProducerRef } from "@pluggableharness/protocol/common";
+import { GRPCController } from "@pluggableharness/protocol/goplugin";
+import { serviceDefinition } from "@pluggableharness/protocol/grpc";
+import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
+import { buildEnvironment, type EnvironmentSpec } from "./env.ts";
+import {
+  type CrashKind,
+  type LaunchFailure,
+  PluginCrashedError,
+  PluginLaunchError,
+  PluginStoppedError,
+} from "./errors.ts";
+import {
+  type CallbackContext,
+  type CallbackPeer,
+  type CallbackRegistration,
+  type CategoryProbe,
+  discover,
+  type PluginDescription,
+  type PluginLogRecord,
+} from "./instance.ts";
+import type { LaunchedPlugin } from "./transport.ts";
+
+/** Liveness of a worker's event loop, judged by pings while someone waits on it. */
+export interface WatchdogPolicy {
+  /** A loop that answers no ping for this long while calls are in flight is hung. */
+  stallTimeoutMs: number;
+  /** After the kernel cancelled a call, a loop silent this long is hung (an Esc frees it). */
+  cancelGraceMs: number;
+}
+
+export const DEFAULT_WATCHDOG: WatchdogPolicy = { stallTimeoutMs: 10_000, cancelGraceMs: 2_000 };
+
+/**
+ * Per-worker V8 limits. Old generation: a plugin beyond 512 MiB of live heap is a leak or a
+ * runaway, and stopping it protects the kernel it shares the process with. Young
+ * generation: 4 MiB, the counterpart of the `--max-semi-space-size=1` flag first-party
+ * plugin processes run with (see docs/decisions.md, "Plugin transports").
+ */
+export const DEFAULT_WORKER_LIMITS: ResourceLimits = {
+  maxOldGenerationSizeMb: 512,
+  maxYoungGenerationSizeMb: 4,
+};
+
+export interface WorkerInstanceOptions {
+  name: string;
+  /** The plugin's entry module (.js/.mjs/.ts/.mts), as a process would run it. */
+  command: string;
+  args: readonly string[];
+  cwd: string | undefined;
+  env: EnvironmentSpec;
+  cookie: MagicCookie;
+  versions: readonly number[];
+  launchTimeoutMs: number;
+  healthTimeoutMs: number;
+  socketDir: string | undefined;
+  logSink: ((record: PluginLogRecord) => void) | undefined;
+  callbacks: CallbackRegistration | undefined;
+  categories: readonly CategoryProbe[];
+  nodeCompileCache: string | undefined;
+  resourceLimits: ResourceLimits;
+  watchdog: WatchdogPolicy;
+}
+
+const STDERR_TAIL_LINES = 20;
+
+// Runs first in the thread: the configured working directory for process.cwd() (a thread
+// cannot chdir), the compile cache, then the plugin's own entry module.
+const BOOTSTRAP = `
+const { workerData } = require("node:worker_threads");
+const boot = workerData[${JSON.stringify(WORKER_DATA_KEY)}];
+if (boot.cwd) { const cwd = boot.cwd; process.cwd = () => cwd; }
+if (workerData.compileCache) {
+  try { require("node:module").enableCompileCache(workerData.compileCache); } catch {}
+}
+import(workerData.entry);
+`;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}
+
+type Death = PluginCrashedError | PluginStoppedError;
+
+export class WorkerInstance implements LaunchedPlugin {
+  readonly name: string;
+  readonly id: number;
+  readonly pid = process.pid;
+  readonly threadId: number;
+  readonly startedAt = Date.now();
+  readonly handshake: Handshake;
+  description: PluginDescription = { categories: [], producers: {} };
+  readonly died: Promise<Death>;
+  readonly producers = new Map<string, ProducerRef>();
+  /** @internal */
+  readonly endpoint: PortEndpoint;
+
+  private state: "running" | "stopping" | "dead" = "running";
+  private deathError: Death | undefined;
+  private resolveDied!: (d: Death) => void;
+  private readonly inflight = new Set<(reason: Error) => void>();
+  private readonly worker: Worker;
+  private readonly exited: Promise<number>;
+  private readonly tail: string[];
+  private readonly socketDir: string;
+  private readonly watchdog: WatchdogPolicy;
+  private readonly log: (level: "error" | "warn", message: string) => void;
+  private readonly timer: NodeJS.Timeout;
+  private callbackServer: Server | undefined;
+  private lastError: Error | undefined;
+  private endedAs: CrashKind | undefined;
+  private blockedMs = 0;
+  private pingSentAt: number | undefined;
+  private lastAnswerAt = Date.now();
+
+  constructor(init: {
+    name: string;
+    id: number;
+    worker: Worker;
+    endpoint: PortEndpoint;
+    exited: Promise<number>;
+    protocolVersion: number;
+    tail: string[];
+    socketDir: string;
+    watchdog: WatchdogPolicy;
+    lastError: () => Error | undefined;
+    log: (level: "error" | "warn", message: string) => void;
+  }) {
+    this.name = init.name;
+    this.id = init.id;
+    this.worker = init.worker;
+    this.threadId = init.worker.threadId;
+    this.endpoint = init.endpoint;
+    this.exited = init.exited;
+    this.tail = init.tail;
+    this.socketDir = init.socketDir;
+    this.watchdog = init.watchdog;
+    this.log = init.log;
+    this.handshake = {
+      coreVersion: 1,
+      appVersion: init.protocolVersion,
+      network: "unix",
+      address: "",
+      protocol: "grpc",
+      serverCert: "",
+    };
+    this.died = new Promise((r) => {
+      this.resolveDied = r;
+    });
+    this.worker.on("error", (err) => {
+      this.lastError = err;
+      if ((err as NodeJS.ErrnoException).code === "ERR_WORKER_OUT_OF_MEMORY")
+        this.endedAs ??= "out_of_memory";
+    });
+    this.lastError = init.lastError();
+    void this.exited.then((code) => this.die(this.endedAs ?? "exited", code));
+    const tick = Math.max(
+      10,
+      Math.min(1_000, this.watchdog.stallTimeoutMs / 4, this.watchdog.cancelGraceMs / 4),
+    );
+    this.timer = setInterval(() => this.check(), tick);
+    this.timer.unref();
+  }
+
+  get alive(): boolean {
+    return this.state === "running";
+  }
+
+  /** @internal */
+  setCallbackServer(server: Server): void {
+    this.callbackServer = server;
+  }
+
+  lease(): Lease {
+    return {
+      client: this.endpoint.channel,
+      track: (abort) => {
+        if (this.deathError) {
+          abort(this.deathError);
+          return () => {};
+        }
+        this.inflight.add(abort);
+        return () => this.inflight.delete(abort);
+      },
+      mapError: (err) => this.classify(err),
+    };
+  }
+
+  async classify(err: Error): Promise<Error> {
+    if (this.deathError) return this.deathError;
+    // Over the port only the worker's death produces UNAVAILABLE; wait to say which death.
+    if (isGrpcError(err) && err.code === Status.UNAVAILABLE) {
+      const death = await Promise.race([this.died, sleep(500).then(() => undefined)]);
+      return death ?? err;
+    }
+    return err;
+  }
+
+  /** Ends the thread now; in-flight calls fail as crashed. */
+  kill(): void {
+    void this.worker.terminate();
+  }
+
+  /** Shutdown over the port, up to `graceMs` for the thread to end, then terminate. */
+  async shutdown(graceMs: number): Promise<void> {
+    if (this.state === "running") {
+      this.state = "stopping";
+      const stopped = new PluginStoppedError(this.name);
+      for (const abort of this.inflight) abort(stopped);
+      this.inflight.clear();
+      const deadline = Date.now() + graceMs;
+      const controller = createClient(GRPCController, this.endpoint.channel);
+      await Promise.race([controller.shutdown({}, { timeoutMs: graceMs }).catch(() => {}), this.exited]);
+      await Promise.race([this.exited, sleep(Math.max(0, deadline - Date.now()))]);
+    }
+    await this.worker.terminate().catch(() => 0);
+    const code = await Promise.race([this.exited, sleep(5_000).then(() => null)]);
+    this.die("exited", code);
+  }
+
+  private check(): void {
+    if (this.state !== "running") return;
+    const now = Date.now();
+    const cancelPending = this.endpoint.lastCancelAt > this.lastAnswerAt;
+    if (this.inflight.size === 0 && !cancelPending && this.endpoint.pendingCalls === 0) {
+      this.lastAnswerAt = now; // nobody waits on it
+      return;
+    }
+    if (this.pingSentAt === undefined) {
+      const sent = now;
+      this.pingSentAt = sent;
+      void this.endpoint.ping().then(() => {
+        if (this.pingSentAt === sent) this.pingSentAt = undefined;
+        this.lastAnswerAt = Date.now();
+      });
+      return;
+    }
+    const silentMs = now - this.pingSentAt;
+    const limit = cancelPending ? this.watchdog.cancelGraceMs : this.watchdog.stallTimeoutMs;
+    if (silentMs < limit) return;
+    this.log(
+      "error",
+      `plugin ${JSON.stringify(this.name)} has not answered for ${silentMs} ms${cancelPending ? " after a cancellation" : ""}; stopping its worker`,
+    );
+    this.endedAs = "unresponsive";
+    this.blockedMs = silentMs;
+    this.tail.push(`[runtime] event loop blocked for ${silentMs} ms; worker stopped`);
+    void this.worker.terminate();
+  }
+
+  private die(kind: CrashKind, code: number | null): void {
+    if (this.state === "dead") return;
+    clearInterval(this.timer);
+    const detail =
+      kind === "unresponsive"
+        ? `its event loop was blocked for ${this.blockedMs} ms`
+        : this.lastError
+          ? `${this.lastError.name}: ${this.lastError.message}`
+          : undefined;
+    const err: Death =
+      this.state === "stopping"
+        ? new PluginStoppedError(this.name)
+        : new PluginCrashedError(this.name, kind, code, null, [...this.tail], detail);
+    this.state = "dead";
+    this.deathError = err;
+    for (const abort of this.inflight) abort(err);
+    this.inflight.clear();
+    this.endpoint.close();
+    this.callbackServer?.forceShutdown();
+    rmSync(this.socketDir, { recursive: true, force: true });
+    this.resolveDied(err);
+  }
+}
+
+function bind(server: Server, target: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    server.bindAsync(target, ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())),
+  );
+}
+
+const NODE_ENTRY = /\.(?:[mc]?js|[mc]?ts)$/i;
+
+/** Whether `command` can run in a worker thread (a JavaScript or TypeScript module). */
+export function runsInWorker(command: string): boolean {
+  return NODE_ENTRY.test(command);
+}
+
+/** Starts the thread and runs the launch sequence; on failure nothing is left running. */
+export async function launchWorker(opts: WorkerInstanceOptions, id: number): Promise<WorkerInstance> {
+  const deadline = Date.now() + opts.launchTimeoutMs;
+  const fail = (reason: LaunchFailure, message: string, tail: readonly string[] = [], cause?: unknown) =>
+    new PluginLaunchError(opts.name, reason, message, tail, cause);
+  if (!runsInWorker(opts.command)) {
+    throw fail(
+      "spawn_failed",
+      `${JSON.stringify(opts.command)} is not a JavaScript module; it cannot run in a worker`,
+    );
+  }
+  const base = opts.socketDir ?? tmpdir();
+  try {
+    assertSocketPath(join(base, "ph-XXXXXX", `kernel${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
+  } catch (err) {
+    throw fail("socket_path_too_long", (err as Error).message, [], err);
+  }
+  // Private, like a process plugin's: the callback socket a worker may ask for lives here.
+  const socketDir = mkdtempSync(join(base, "ph-"));
+  const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
+  let env: Record<string, string>;
+  try {
+    env = buildEnvironment(opts.env, { cookie: opts.cookie, versions: opts.versions, socketDir });
+  } catch (err) {
+    cleanupDir();
+    throw fail("spawn_failed", (err as Error).message, [], err);
+  }
+
+  const tail: string[] = [];
+  const sink = (source: PluginLogRecord["source"], line: string, level: "debug" | "info" | "error") => {
+    if (source === "stderr" || source === "runtime") {
+      tail.push(line.length > 500 ? `${line.slice(0, 500)}…` : line);
+      if (tail.length > STDERR_TAIL_LINES) tail.shift();
+    }
+    if (!opts.logSink) return;
+    try {
+      const parsed =
+        source === "runtime"
+          ? { level, message: line, fields: {}, time: new Date(), structured: false, logger: "runtime" }
+          : parseLogLine(line, level === "error" ? "debug" : level);
+      opts.logSink({ ...parsed, plugin: opts.name, instance: id, source });
+    } catch {
+      // a failing sink must not take the plugin down
+    }
+  };
+
+  const { port1, port2 } = new MessageChannel();
+  const boot: WorkerBoot = {
+    protocol: WORKER_PROTOCOL,
+    port: port2,
+    channel: "port",
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
+  };
+  let worker: Worker;
+  try {
+    worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      name: `plugin ${opts.name}`,
+      workerData: {
+        entry: pathToFileURL(opts.command).href,
+        ...(opts.nodeCompileCache ? { compileCache: opts.nodeCompileCache } : {}),
+        [WORKER_DATA_KEY]: boot,
+      },
+      transferList: [port2],
+      env,
+      argv: [...opts.args],
+      stdout: true,
+      stderr: true,
+      resourceLimits: opts.resourceLimits,
+    });
+  } catch (err) {
+    cleanupDir();
+    throw fail("spawn_failed", `cannot start a worker: ${(err as Error).message}`, [], err);
+  }
+  const endpoint = new PortEndpoint(port1);
+  const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
+  let lastError: Error | undefined;
+  worker.on("error", (err) => {
+    lastError = err;
+    const stack = (err.stack ?? `${err.name}: ${err.message}`).split("\n").slice(0, 6).join("\n");
+    sink("runtime", `uncaught in the worker: ${stack}`, "error");
+  });
+  const stdoutLines = new LineSplitter((l) => sink("stdout", l, "info"));
+  const stderrLines = new LineSplitter((l) => sink("stderr", l, "debug"));
+  worker.stdout.on("data", (c: Buffer) => stdoutLines.push(c));
+  worker.stdout.on("end", () => stdoutLines.flush());
+  worker.stderr.on("data", (c: Buffer) => stderrLines.push(c));
+  worker.stderr.on("end", () => stderrLines.flush());
+  endpoint.onNotify("log", (line) => sink("stderr", String(line), "debug"));
+
+  const abandon = async () => {
+    await worker.terminate().catch(() => 0);
+    endpoint.close();
+    cleanupDir();
+  };
+
+  type Ready =
+    | { kind: "ready"; protocolVersion: number }
+    | { kind: "exited"; code: number }
+    | { kind: "timeout" };
+  const ready = await new Promise<Ready>((resolve) => {
+    const timer = setTimeout(() => resolve({ kind: "timeout" }), Math.max(0, deadline - Date.now()));
+    endpoint.onNotify("ready", (p) => {
+      clearTimeout(timer);
+      resolve({
+        kind: "ready",
+        protocolVersion: Number((p as { protocolVersion?: unknown }).protocolVersion),
+      });
+    });
+    void exited.then((code) => {
+      clearTimeout(timer);
+      resolve({ kind: "exited", code });
+    });
+  });
+  if (ready.kind !== "ready") {
+    await abandon();
+    if (ready.kind === "timeout") {
+      throw fail("timeout", `the worker did not report ready within ${opts.launchTimeoutMs} ms`, tail);
+    }
+    const why = lastError ? `: ${lastError.name}: ${lastError.message}` : "";
+    throw fail(
+      "exited",
+      `the worker exited with status ${ready.code} before it was ready${why}`,
+      tail,
+      lastError,
+    );
+  }
+  if (!opts.versions.includes(ready.protocolVersion)) {
+    await abandon();
+    throw fail(
+      "version_mismatch",
+      `the plugin speaks protocol version ${ready.protocolVersion}; this kernel speaks ${opts.versions.join(", ")}`,
+      tail,
+    );
+  }
+
+  const instance = new WorkerInstance({
+    name: opts.name,
+    id,
+    worker,
+    endpoint,
+    exited,
+    protocolVersion: ready.protocolVersion,
+    tail,
+    socketDir,
+    watchdog: opts.watchdog,
+    lastError: () => lastError,
+    log: (level, message) => sink("runtime", message, level === "warn" ? "info" : "error"),
+  });
+  const launchFailed = async (reason: LaunchFailure, message: string, cause?: unknown) => {
+    instance.kill();
+    await Promise.race([instance.died, sleep(1_000)]);
+    return fail(reason, message, tail, cause);
+  };
+
+  try {
+    const timeoutMs = Math.max(1, Math.min(opts.healthTimeoutMs, deadline - Date.now()));
+    const res = await createClient(Health, endpoint.channel).check(
+      { service: HEALTH_SERVICE_NAME },
+      { timeoutMs },
+    );
+    if (res.status !== HealthCheckResponse_ServingStatus.SERVING) {
+      throw new Error(`health status is ${HealthCheckResponse_ServingStatus[res.status] ?? res.status}`);
+    }
+  } catch (err) {
+    if (!instance.alive) throw await launchFailed("exited", "the worker exited during the health check", err);
+    throw await launchFailed(
+      "unhealthy",
+      `health check for service "plugin" failed: ${(err as Error).message}`,
+      err,
+    );
+  }
+
+  if (opts.callbacks) {
+    const cb = opts.callbacks;
+    const peer: CallbackPeer = {
+      plugin: opts.name,
+      instance: id,
+      pid: instance.pid,
+      producers: instance.producers,
+    };
+    const context = (base: HandlerContext): CallbackContext => ({ ...base, peer });
+    endpoint.server.addService(
+      serviceDefinition(cb.service),
+      implement(cb.service, cb.implementation(peer), { context }),
+    );
+    // Bidirectional callback services (FrontendService.Attach) need a real gRPC channel:
+    // served on request, on a socket in the plugin's private directory, identity as above.
+    let socket: Promise<{ address: string }> | undefined;
+    endpoint.handle("callback-socket", () => {
+      socket ??= (async () => {
+        const server = new Server(SERVER_OPTIONS);
+        server.addService(
+          serviceDefinition(cb.service),
+          implement(cb.service, cb.implementation(peer), { context }),
+        );
+        for (const extra of cb.extraServices?.(peer) ?? []) {
+          server.addService(serviceDefinition(extra.service), extra.handlers);
+        }
+        const path = join(socketDir, "kernel");
+        await bind(server, unixTarget(path));
+        instance.setCallbackServer(server);
+        return { address: path };
+      })();
+      return socket;
+    });
+  }
+
+  try {
+    instance.description = await discover(
+      endpoint.channel,
+      opts.categories,
+      Math.max(1, deadline - Date.now()),
+    );
+    for (const [k, v] of Object.entries(instance.description.producers)) instance.producers.set(k, v);
+  } catch (err) {
+    throw await launchFailed("describe_failed", (err as Error).message, err);
+  }
+  return instance;
+}
