@@ -58,7 +58,7 @@ async function invoke(
     h
       .client(ToolService)
       .invoke(
-        { call: { callId: `c-${toolName}`, toolName, arguments: args as never } },
+        { call: { id: `c-${toolName}`, toolName, arguments: args as never } },
         signal ? { signal } : {},
       ),
   );

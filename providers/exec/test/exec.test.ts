@@ -13,7 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { OutputStream, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -226,18 +226,23 @@ describe("bash", () => {
     expect(code?.node.value).toMatchObject({ content: `touch ${flag}`, language: "bash" });
   });
 
-  it("passes agent conform's tool-provider checks, cancellation included", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      config: { kill_grace_ms: 300 },
-      samples: [
-        { tool: "bash", arguments: { command: "echo hi; exit 2" }, expect: "result" },
-        { tool: "bash", arguments: { command: "sleep 5", timeout_ms: 200 }, expect: "timeout" },
-        { tool: "bash", arguments: { command: "echo start; sleep 30" }, cancel: true },
-      ],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.results.find((r) => r.id.startsWith("tool.cancel.bash"))?.status).toBe("pass");
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks, cancellation included over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        config: { kill_grace_ms: 300 },
+        samples: [
+          { tool: "bash", arguments: { command: "echo hi; exit 2" }, expect: "result" },
+          { tool: "bash", arguments: { command: "sleep 5", timeout_ms: 200 }, expect: "timeout" },
+          { tool: "bash", arguments: { command: "echo start; sleep 30" }, cancel: true },
+        ],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.results.find((r) => r.id.startsWith("tool.cancel.bash"))?.status).toBe("pass");
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });
