@@ -14,7 +14,7 @@ import { ModelService } from "@pluggableharness/protocol/model";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
-import { PluginHost, preferBundle } from "@pluggableharness/runtime";
+import { createPluginHost, type PluginTransportHost, preferBundle } from "@pluggableharness/runtime";
 
 export interface ToolFacts {
   name: string;
@@ -57,7 +57,7 @@ export async function inspectProviders(
     log?: (line: string) => void;
   } = {},
 ): Promise<ProviderFacts[]> {
-  const hosts: PluginHost[] = [];
+  const hosts: PluginTransportHost[] = [];
   try {
     return await Promise.all(
       resolved.map(async (r): Promise<ProviderFacts> => {
@@ -71,7 +71,8 @@ export async function inspectProviders(
           healthy: false,
           configureProblems: [],
         };
-        const host = new PluginHost({
+        // The transport the kernel would use: a worker thread for a first-party provider by default.
+        const host = createPluginHost(r.origin === "first_party" ? r.isolation : "process", {
           name: r.localName,
           // A first-party provider runs from its up-to-date bundle, as under the kernel.
           command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
@@ -108,7 +109,7 @@ export async function inspectProviders(
   }
 }
 
-async function describeCategories(host: PluginHost, facts: ProviderFacts): Promise<void> {
+async function describeCategories(host: PluginTransportHost, facts: ProviderFacts): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
@@ -166,7 +167,11 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
   }
 }
 
-async function configureAll(host: PluginHost, facts: ProviderFacts, values: JsonObject): Promise<void> {
+async function configureAll(
+  host: PluginTransportHost,
+  facts: ProviderFacts,
+  values: JsonObject,
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const request = { config: values };
   for (const category of facts.categories) {
