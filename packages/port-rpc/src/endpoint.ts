@@ -537,8 +537,8 @@ export class PortEndpoint {
   readonly #closeListeners: Array<() => void> = [];
   #nextId = 1;
   #closed = false;
-  /** When this side last gave up on a call it made (Date.now()), 0 if never. */
-  lastCancelAt = 0;
+  /** How many calls this side has given up on (cancelled, deadline passed) so far. */
+  cancelCount = 0;
 
   constructor(port: PortLike) {
     this.#port = port;
@@ -560,7 +560,7 @@ export class PortEndpoint {
   /** @internal */
   post(frame: Frame, transfer?: readonly ArrayBuffer[]): void {
     if (this.#closed) return;
-    if (frame[0] === CANCEL) this.lastCancelAt = Date.now();
+    if (frame[0] === CANCEL) this.cancelCount++;
     if (transfer && transfer.length > 0) this.#port.postMessage(frame, transfer);
     else this.#port.postMessage(frame);
   }

@@ -215,6 +215,10 @@ export class PluginHost implements PluginTransportHost {
   }
 
   private ensure(): Promise<LaunchedPlugin> {
+    // A worker whose fate is being decided (it did not acknowledge a cancellation yet) is
+    // waited for, so the call goes to it if it recovers or to its replacement if not.
+    const settling = this.instance?.alive ? this.instance.settling?.() : undefined;
+    if (settling) return settling.then(() => this.ensure());
     if (this.instance?.alive) return Promise.resolve(this.instance);
     this.starting ??= this.launch().finally(() => {
       this.starting = undefined;

@@ -51,4 +51,9 @@ export interface LaunchedPlugin {
   lease(): Lease;
   kill(): void;
   shutdown(graceMs: number): Promise<void>;
+  /**
+   * While it is unclear whether the plugin can take calls (a worker that has not answered
+   * since the kernel cancelled a call), resolves once that is decided; else undefined.
+   */
+  settling?(): Promise<void> | undefined;
 }

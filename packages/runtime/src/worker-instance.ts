@@ -50,24 +50,36 @@ import {
 } from "./instance.ts";
 import type { LaunchedPlugin } from "./transport.ts";
 
-/** Liveness of a worker's event loop, judged by pings while someone waits on it. */
+/** What the kernel watches in a worker: its event loop (pings) and its heap. */
 export interface WatchdogPolicy {
   /** A loop that answers no ping for this long while calls are in flight is hung. */
   stallTimeoutMs: number;
   /** After the kernel cancelled a call, a loop silent this long is hung (an Esc frees it). */
   cancelGraceMs: number;
+  /**
+   * Live heap above which the worker is stopped as out of memory, checked from the kernel's
+   * side a few times a second. Kept well below V8's own limit (DEFAULT_WORKER_LIMITS): V8
+   * ends a worker cleanly only when it reaches its limit by small steps, while one large
+   * allocation past the limit aborts the whole process, kernel included.
+   */
+  heapLimitMb: number;
 }
 
-export const DEFAULT_WATCHDOG: WatchdogPolicy = { stallTimeoutMs: 10_000, cancelGraceMs: 2_000 };
+export const DEFAULT_WATCHDOG: WatchdogPolicy = {
+  stallTimeoutMs: 10_000,
+  cancelGraceMs: 2_000,
+  heapLimitMb: 512,
+};
 
 /**
- * Per-worker V8 limits. Old generation: a plugin beyond 512 MiB of live heap is a leak or a
- * runaway, and stopping it protects the kernel it shares the process with. Young
- * generation: 4 MiB, the counterpart of the `--max-semi-space-size=1` flag first-party
- * plugin processes run with (see docs/decisions.md, "Plugin transports").
+ * Per-worker V8 limits. Old generation: 2 GiB, the hard stop behind the watchdog's 512 MiB,
+ * with room above it for the largest single allocation V8 makes (a string or array of
+ * about 1 GiB) plus what a runaway allocates between two checks. Young generation: 4 MiB,
+ * the counterpart of the `--max-semi-space-size=1` flag first-party plugin processes run
+ * with (see docs/decisions.md, "Plugin transports").
  */
 export const DEFAULT_WORKER_LIMITS: ResourceLimits = {
-  maxOldGenerationSizeMb: 512,
+  maxOldGenerationSizeMb: 2_048,
   maxYoungGenerationSizeMb: 4,
 };
 
@@ -139,8 +151,12 @@ export class WorkerInstance implements LaunchedPlugin {
   private lastError: Error | undefined;
   private endedAs: CrashKind | undefined;
   private blockedMs = 0;
+  private heapUsedMb = 0;
   private pingSentAt: number | undefined;
-  private lastAnswerAt = Date.now();
+  /** Cancellations the worker's loop has been seen alive after (a ping sent after them answered). */
+  private cancelsAnswered = 0;
+  private heapCheckAt = 0;
+  private heapChecking = false;
 
   constructor(init: {
     name: string;
@@ -185,7 +201,7 @@ export class WorkerInstance implements LaunchedPlugin {
     void this.exited.then((code) => this.die(this.endedAs ?? "exited", code));
     const tick = Math.max(
       10,
-      Math.min(1_000, this.watchdog.stallTimeoutMs / 4, this.watchdog.cancelGraceMs / 4),
+      Math.min(250, this.watchdog.stallTimeoutMs / 4, this.watchdog.cancelGraceMs / 4),
     );
     this.timer = setInterval(() => this.check(), tick);
     this.timer.unref();
@@ -225,6 +241,22 @@ export class WorkerInstance implements LaunchedPlugin {
     return err;
   }
 
+  settling(): Promise<void> | undefined {
+    if (this.state !== "running" || !this.cancelPending()) return undefined;
+    // Probe now rather than at the next watchdog tick; the watchdog decides within its grace.
+    if (this.pingSentAt === undefined) this.probe(Date.now());
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearInterval(poll);
+        resolve();
+      };
+      const poll = setInterval(() => {
+        if (this.state !== "running" || !this.cancelPending()) done();
+      }, 5);
+      void this.died.then(done);
+    });
+  }
+
   /** Ends the thread now; in-flight calls fail as crashed. */
   kill(): void {
     void this.worker.terminate();
@@ -250,18 +282,11 @@ export class WorkerInstance implements LaunchedPlugin {
   private check(): void {
     if (this.state !== "running") return;
     const now = Date.now();
-    const cancelPending = this.endpoint.lastCancelAt > this.lastAnswerAt;
-    if (this.inflight.size === 0 && !cancelPending && this.endpoint.pendingCalls === 0) {
-      this.lastAnswerAt = now; // nobody waits on it
-      return;
-    }
+    this.checkHeap(now);
+    const cancelPending = this.cancelPending();
+    if (this.inflight.size === 0 && !cancelPending && this.endpoint.pendingCalls === 0) return; // nobody waits on it
     if (this.pingSentAt === undefined) {
-      const sent = now;
-      this.pingSentAt = sent;
-      void this.endpoint.ping().then(() => {
-        if (this.pingSentAt === sent) this.pingSentAt = undefined;
-        this.lastAnswerAt = Date.now();
-      });
+      this.probe(now);
       return;
     }
     const silentMs = now - this.pingSentAt;
@@ -277,15 +302,57 @@ export class WorkerInstance implements LaunchedPlugin {
     void this.worker.terminate();
   }
 
+  /** Every tick while calls are in flight, once a second otherwise. */
+  private checkHeap(now: number): void {
+    const busy = this.inflight.size > 0 || this.endpoint.pendingCalls > 0;
+    if (this.heapChecking || (!busy && now - this.heapCheckAt < 1_000)) return;
+    this.heapChecking = true;
+    this.heapCheckAt = now;
+    // Answered on the worker's thread between its JavaScript, so also while it is busy.
+    this.worker.getHeapStatistics().then(
+      (stats) => {
+        this.heapChecking = false;
+        const usedMb = stats.used_heap_size / (1024 * 1024);
+        if (this.state !== "running" || usedMb <= this.watchdog.heapLimitMb) return;
+        this.log(
+          "error",
+          `plugin ${JSON.stringify(this.name)} holds ${Math.round(usedMb)} MiB of heap, over its ${this.watchdog.heapLimitMb} MiB limit; stopping its worker`,
+        );
+        this.endedAs = "out_of_memory";
+        this.heapUsedMb = Math.round(usedMb);
+        void this.worker.terminate();
+      },
+      () => {
+        this.heapChecking = false;
+      },
+    );
+  }
+
+  private cancelPending(): boolean {
+    return this.endpoint.cancelCount > this.cancelsAnswered;
+  }
+
+  private probe(sent: number): void {
+    this.pingSentAt = sent;
+    const cancels = this.endpoint.cancelCount;
+    void this.endpoint.ping().then(() => {
+      if (this.pingSentAt === sent) this.pingSentAt = undefined;
+      // Frames arrive in order: the loop was alive after every cancellation sent before the ping.
+      this.cancelsAnswered = Math.max(this.cancelsAnswered, cancels);
+    });
+  }
+
   private die(kind: CrashKind, code: number | null): void {
     if (this.state === "dead") return;
     clearInterval(this.timer);
     const detail =
       kind === "unresponsive"
         ? `its event loop was blocked for ${this.blockedMs} ms`
-        : this.lastError
-          ? `${this.lastError.name}: ${this.lastError.message}`
-          : undefined;
+        : kind === "out_of_memory" && this.heapUsedMb > 0
+          ? `${this.heapUsedMb} MiB of heap, over its ${this.watchdog.heapLimitMb} MiB limit`
+          : this.lastError
+            ? `${this.lastError.name}: ${this.lastError.message}`
+            : undefined;
     const err: Death =
       this.state === "stopping"
         ? new PluginStoppedError(this.name)

@@ -246,16 +246,30 @@ describe("a plugin in a worker thread", () => {
     expect((await invoke(h, "ok"))?.case).toBe("result");
   });
 
-  it("ends a worker that exhausts its heap; the kernel's heap is untouched", async () => {
-    const h = host({ command: HAZARD, resourceLimits: { maxOldGenerationSizeMb: 48 } });
+  it("stops a worker whose heap outgrows its limit, even by large allocations, and the kernel lives on", async () => {
+    const h = host({ command: HAZARD, watchdog: { heapLimitMb: 64 } });
     await h.start();
     const { result, lagMs } = await maxTimerLag(() => invoke(h, "oom"));
     expect(result.status).toBe("rejected");
     const err = (result as PromiseRejectedResult).reason as PluginCrashedError;
     expect(err).toBeInstanceOf(PluginCrashedError);
     expect(err.kind).toBe("out_of_memory");
-    expect(err.message).toContain("ran out of memory");
+    expect(err.message).toMatch(/ran out of memory: \d+ MiB of heap, over its 64 MiB limit/);
     expect(lagMs).toBeLessThan(2_000);
+    expect((await invoke(h, "ok"))?.case).toBe("result");
+  });
+
+  it("is ended by V8 at its hard heap limit when it leaks by small allocations", async () => {
+    const h = host({
+      command: HAZARD,
+      resourceLimits: { maxOldGenerationSizeMb: 48 },
+      watchdog: { heapLimitMb: 100_000 },
+    });
+    await h.start();
+    const err = await invoke(h, "leak").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PluginCrashedError);
+    expect((err as PluginCrashedError).kind).toBe("out_of_memory");
+    expect((err as PluginCrashedError).message).toContain("ran out of memory");
     expect((await invoke(h, "ok"))?.case).toBe("result");
   });
 

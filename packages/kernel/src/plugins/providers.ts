@@ -94,6 +94,8 @@ export interface ProviderStatus {
   readonly categories: readonly string[];
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
+  /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
+  readonly isolation?: PluginIsolation;
   readonly error?: string;
 }
 
@@ -316,6 +318,7 @@ export class ProviderRegistry {
         executable: p.resolved.executable,
         categories: [...p.categories],
         producers: p.producers,
+        isolation: p.host.isolation,
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
