@@ -16,6 +16,7 @@ import {
 import { MiniEmitter } from "./emitter.ts";
 import {
   asBuffer,
+  BATCH,
   CALL,
   CANCEL,
   Code,
@@ -42,6 +43,9 @@ export interface PortLike {
   close(): void;
   unref?(): void;
 }
+
+/** Stream messages held for one post at most (the stream window is 64). */
+const OUTBOX_LIMIT = 32;
 
 const STATUS_NAMES: Record<number, string> = {
   0: "OK",
@@ -537,6 +541,9 @@ export class PortEndpoint {
   readonly #closeListeners: Array<() => void> = [];
   #nextId = 1;
   #closed = false;
+  #outbox: Frame[] = [];
+  #outboxTransfer: ArrayBuffer[] = [];
+  #flushSoon: NodeJS.Immediate | undefined;
   /** How many calls this side has given up on (cancelled, deadline passed) so far. */
   cancelCount = 0;
 
@@ -561,7 +568,38 @@ export class PortEndpoint {
   post(frame: Frame, transfer?: readonly ArrayBuffer[]): void {
     if (this.#closed) return;
     if (frame[0] === CANCEL) this.cancelCount++;
+    // Stream messages produced in one turn of the event loop travel in one post (a post
+    // costs several microseconds on each side); anything else flushes what is waiting
+    // and goes at once, so answers and stream ends are never delayed.
+    if (frame[0] === DATA) {
+      this.#outbox.push(frame);
+      if (transfer) for (const t of transfer) this.#outboxTransfer.push(t);
+      if (this.#outbox.length >= OUTBOX_LIMIT) this.#flush();
+      else this.#flushSoon ??= setImmediate(() => this.#flush());
+      return;
+    }
+    if (this.#outbox.length > 0) {
+      this.#outbox.push(frame);
+      if (transfer) for (const t of transfer) this.#outboxTransfer.push(t);
+      this.#flush();
+      return;
+    }
     if (transfer && transfer.length > 0) this.#port.postMessage(frame, transfer);
+    else this.#port.postMessage(frame);
+  }
+
+  #flush(): void {
+    if (this.#flushSoon) {
+      clearImmediate(this.#flushSoon);
+      this.#flushSoon = undefined;
+    }
+    const frames = this.#outbox;
+    if (frames.length === 0 || this.#closed) return;
+    const transfer = this.#outboxTransfer;
+    this.#outbox = [];
+    this.#outboxTransfer = [];
+    const frame: Frame = frames.length === 1 ? frames[0]! : [BATCH, frames];
+    if (transfer.length > 0) this.#port.postMessage(frame, transfer);
     else this.#port.postMessage(frame);
   }
 
@@ -648,6 +686,7 @@ export class PortEndpoint {
   /** Closes the port: calls in flight fail as UNAVAILABLE, served calls are cancelled. */
   close(): void {
     if (this.#closed) return;
+    this.#flush();
     this.#shut();
     try {
       this.#port.close();
@@ -659,6 +698,9 @@ export class PortEndpoint {
   #shut(): void {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#flushSoon) clearImmediate(this.#flushSoon);
+    this.#outbox = [];
+    this.#outboxTransfer = [];
     for (const call of [...this.#calls.values()]) call.onStatus(Code.UNAVAILABLE, "the port closed");
     this.#calls.clear();
     for (const call of [...this.#served.values()]) call.cancelNow();
@@ -669,6 +711,9 @@ export class PortEndpoint {
 
   #dispatch(frame: Frame): void {
     switch (frame[0]) {
+      case BATCH:
+        for (const f of frame[1]) this.#dispatch(f);
+        return;
       case DATA:
         this.#calls.get(frame[1])?.onData(frame[2]);
         return;

@@ -27,6 +27,8 @@ export const REPLY = 9;
 /** Liveness probe: [PING, n]; answered by [PONG, n] from the receiving event loop. */
 export const PING = 10;
 export const PONG = 11;
+/** Several frames in one post, in order: [BATCH, frames]. */
+export const BATCH = 12;
 
 export type Frame =
   | [typeof CALL, number, string, Uint8Array, Record<string, string> | undefined, number | undefined]
@@ -40,7 +42,8 @@ export type Frame =
   | [typeof REQUEST, number, string, unknown]
   | [typeof REPLY, number, boolean, unknown]
   | [typeof PING, number]
-  | [typeof PONG, number];
+  | [typeof PONG, number]
+  | [typeof BATCH, Frame[]];
 
 /** Stream messages a server may send before the caller grants more. */
 export const STREAM_WINDOW = 64;
