@@ -50,6 +50,7 @@ export {
 } from "./instance.ts";
 export {
   adoptPrelaunched,
+  adoptPrelaunchedWorker,
   discardPrelaunched,
   type PrelaunchPlan,
   prelaunch,
@@ -58,7 +59,10 @@ export {
   prelaunchPlanFileInUse,
   readPrelaunchPlan,
   type SpawnedSpec,
+  type StartedWorker,
   setPrelaunchPlanFile,
+  startWorker,
+  type ThreadSpec,
   writePrelaunchPlan,
 } from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";

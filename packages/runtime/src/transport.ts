@@ -23,7 +23,7 @@ export interface PluginTransportHost {
   readonly pid: number | undefined;
   readonly crashCount: number;
   readonly consecutiveFailureCount: number;
-  /** What the latest launch spawned; undefined for a worker (nothing to prelaunch). */
+  /** What the latest launch started (a process, or a thread spec), for a prelaunch plan. */
   readonly lastSpawn: SpawnedSpec | undefined;
   readonly protocolVersion: number | undefined;
   nextLaunchDelayMs(now?: number): number;

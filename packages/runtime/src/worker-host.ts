@@ -7,6 +7,7 @@ import type { ResourceLimits } from "node:worker_threads";
 import { APP_PROTOCOL_VERSIONS, PLUGGABLEHARNESS_COOKIE } from "@pluggableharness/goplugin";
 import { CATEGORY_PROBES } from "./categories.ts";
 import { defaultCompileCache, PluginHost, type PluginHostOptions } from "./host.ts";
+import type { SpawnedSpec } from "./prelaunch.ts";
 import type { LaunchedPlugin, PluginIsolation } from "./transport.ts";
 import {
   DEFAULT_WATCHDOG,
@@ -26,6 +27,7 @@ export interface WorkerPluginHostOptions extends Omit<PluginHostOptions, "nodeAr
 export class WorkerPluginHost extends PluginHost {
   override readonly isolation: PluginIsolation = "worker";
   readonly #opts: WorkerPluginHostOptions;
+  #spawned: SpawnedSpec | undefined;
 
   constructor(opts: WorkerPluginHostOptions) {
     if (!runsInWorker(opts.command)) {
@@ -35,6 +37,11 @@ export class WorkerPluginHost extends PluginHost {
     }
     super(opts);
     this.#opts = opts;
+  }
+
+  /** What the latest launch started (a thread spec: what a prelaunch plan records). */
+  override get lastSpawn(): SpawnedSpec | undefined {
+    return this.#spawned;
   }
 
   protected override launchOne(id: number): Promise<LaunchedPlugin> {
@@ -58,6 +65,9 @@ export class WorkerPluginHost extends PluginHost {
           o.nodeCompileCache === false ? undefined : (o.nodeCompileCache ?? defaultCompileCache()),
         resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
         watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
+        onSpawn: (spec) => {
+          this.#spawned = spec;
+        },
       },
       id,
     );

@@ -7,8 +7,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { MessageChannel, type ResourceLimits, Worker } from "node:worker_threads";
+import type { ResourceLimits, Worker } from "node:worker_threads";
 import { Server, ServerCredentials, status as Status } from "@grpc/grpc-js";
 import {
   assertSocketPath,
@@ -26,7 +25,7 @@ import {
   SOCKET_SUFFIX_LENGTH,
   unixTarget,
 } from "@pluggableharness/goplugin";
-import { PortEndpoint, WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc";
+import { PortEndpoint } from "@pluggableharness/port-rpc";
 import type { ProducerRef } from "@pluggableharness/protocol/common";
 import { GRPCController } from "@pluggableharness/protocol/goplugin";
 import { serviceDefinition } from "@pluggableharness/protocol/grpc";
@@ -48,6 +47,7 @@ import {
   type PluginDescription,
   type PluginLogRecord,
 } from "./instance.ts";
+import { adoptPrelaunchedWorker, type SpawnedSpec, type StartedWorker, startWorker } from "./prelaunch.ts";
 import type { LaunchedPlugin } from "./transport.ts";
 
 /** What the kernel watches in a worker: its event loop (pings) and its heap. */
@@ -101,21 +101,11 @@ export interface WorkerInstanceOptions {
   nodeCompileCache: string | undefined;
   resourceLimits: ResourceLimits;
   watchdog: WatchdogPolicy;
+  /** Told what was started (or adopted from a prelaunch) for this launch. */
+  onSpawn?: (spec: SpawnedSpec) => void;
 }
 
 const STDERR_TAIL_LINES = 20;
-
-// Runs first in the thread: the configured working directory for process.cwd() (a thread
-// cannot chdir), the compile cache, then the plugin's own entry module.
-const BOOTSTRAP = `
-const { workerData } = require("node:worker_threads");
-const boot = workerData[${JSON.stringify(WORKER_DATA_KEY)}];
-if (boot.cwd) { const cwd = boot.cwd; process.cwd = () => cwd; }
-if (workerData.compileCache) {
-  try { require("node:module").enableCompileCache(workerData.compileCache); } catch {}
-}
-import(workerData.entry);
-`;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms).unref());
@@ -399,7 +389,7 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
     throw fail("socket_path_too_long", (err as Error).message, [], err);
   }
   // Private, like a process plugin's: the callback socket a worker may ask for lives here.
-  const socketDir = mkdtempSync(join(base, "ph-"));
+  let socketDir = mkdtempSync(join(base, "ph-"));
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
   let env: Record<string, string>;
   try {
@@ -427,37 +417,40 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
     }
   };
 
-  const { port1, port2 } = new MessageChannel();
-  const boot: WorkerBoot = {
-    protocol: WORKER_PROTOCOL,
-    port: port2,
-    channel: "port",
-    ...(opts.cwd ? { cwd: opts.cwd } : {}),
-  };
-  let worker: Worker;
-  try {
-    worker = new Worker(BOOTSTRAP, {
-      eval: true,
-      name: `plugin ${opts.name}`,
-      workerData: {
-        entry: pathToFileURL(opts.command).href,
-        ...(opts.nodeCompileCache ? { compileCache: opts.nodeCompileCache } : {}),
-        [WORKER_DATA_KEY]: boot,
-      },
-      transferList: [port2],
-      env,
-      argv: [...opts.args],
-      stdout: true,
-      stderr: true,
+  const spec: SpawnedSpec = {
+    file: opts.command,
+    args: [...opts.args],
+    cwd: opts.cwd,
+    env,
+    thread: {
       resourceLimits: opts.resourceLimits,
-    });
-  } catch (err) {
+      ...(opts.nodeCompileCache ? { compileCache: opts.nodeCompileCache } : {}),
+    },
+  };
+  // A thread bin/agent.mjs started for exactly this launch is taken over (prelaunch.ts).
+  const adopted = opts.socketDir === undefined ? adoptPrelaunchedWorker(spec) : undefined;
+  let started: StartedWorker;
+  if (adopted) {
     cleanupDir();
-    throw fail("spawn_failed", `cannot start a worker: ${(err as Error).message}`, [], err);
+    socketDir = adopted.socketDir;
+    started = adopted;
+    started.worker.ref();
+  } else {
+    try {
+      started = startWorker({ ...spec, thread: spec.thread! }, `plugin ${opts.name}`);
+    } catch (err) {
+      cleanupDir();
+      throw fail("spawn_failed", `cannot start a worker: ${(err as Error).message}`, [], err);
+    }
   }
-  const endpoint = new PortEndpoint(port1);
-  const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
-  let lastError: Error | undefined;
+  opts.onSpawn?.(spec);
+  const worker = started.worker;
+  const endpoint = new PortEndpoint(started.port);
+  const exited = new Promise<number>((resolve) => {
+    if (started.exitCode !== undefined) resolve(started.exitCode);
+    else worker.once("exit", resolve);
+  });
+  let lastError: Error | undefined = started.lastError;
   worker.on("error", (err) => {
     lastError = err;
     const stack = (err.stack ?? `${err.name}: ${err.message}`).split("\n").slice(0, 6).join("\n");

@@ -97,7 +97,9 @@ describe("a plugin in a worker thread", () => {
     expect(d.categories).toEqual(["tool"]);
     expect(d.producers["tool"]).toMatchObject({ name: "test-tools", version: "1.2.3", protocolVersion: 1 });
     expect(h.pid).toBe(process.pid);
-    expect(h.lastSpawn).toBeUndefined();
+    // What a prelaunch plan would record: the entry, the thread's limits, no kernel environment.
+    expect(h.lastSpawn?.file).toBe(fixture("tool-plugin.ts"));
+    expect(h.lastSpawn?.thread?.resourceLimits).toMatchObject({ maxOldGenerationSizeMb: 2_048 });
 
     const tools = h.client(ToolService);
     const events = await collect(tools.invoke({ call: { toolName: "count", arguments: { n: 4 } } }));
