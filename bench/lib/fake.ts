@@ -23,6 +23,8 @@ export class BenchFake {
     const vendor = await startFakeVendor({
       vendor: "combined",
       script: (request) => self!.handler(request),
+      // Every request is billed by prefix match as its vendor would (bench/lib/billing.ts).
+      promptCache: true,
     });
     self = new BenchFake(vendor);
     return self;
@@ -35,6 +37,8 @@ export class BenchFake {
   /** Installs `handler` for the next run and returns a view of that run's requests. */
   beginRun(handler: Handler): RunRequests {
     this.handler = handler;
+    // Every run starts cold: a fresh session, whose first request finds nothing cached.
+    this.vendor.promptCache?.clear();
     return new RunRequests(this.vendor, this.vendor.requests.length, this.vendor.otherRequests.length);
   }
 

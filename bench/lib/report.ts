@@ -101,6 +101,12 @@ export function consoleScenario(s: ScenarioResult): string {
   lines.push(
     `   "ours vs it": how many times better ours is on ${primary.label} (> 1: ours ${primary.better === "lower" ? "faster/smaller" : "higher"}).`,
   );
+  for (const t of s.tables ?? []) {
+    // The console gets the first rows and the last; the Markdown report has them all.
+    const rows =
+      t.rows.length > 14 ? [...t.rows.slice(0, 8), t.rows[0]!.map(() => "..."), ...t.rows.slice(-4)] : t.rows;
+    lines.push(`   ${t.title}:`, consoleTable(rows));
+  }
   for (const t of s.targets) {
     lines.push(
       `   target ${t.target}: ${t.measured} — ${t.met ? "met" : `MISSED${t.miss ? ` (${t.miss})` : ""}`}`,
@@ -165,6 +171,7 @@ export function markdown(report: Report): string {
     for (const r of failures)
       out.push(`- ${r.label}: failed runs: ${[...new Set(r.failures)].slice(0, 3).join("; ")}`);
     if (s.notes.length > 0 || failures.length > 0) out.push("");
+    for (const t of s.tables ?? []) out.push(`### ${t.title}`, "", t.what, "", markdownTable(t.rows), "");
   });
   const mapped = Object.keys(report.toolMapping);
   if (mapped.length > 0) {

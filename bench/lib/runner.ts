@@ -129,5 +129,6 @@ export async function runScenario(
     harnesses: list,
     targets: scenario.targets(list),
     notes: scenario.notes?.(list, ctx) ?? [],
+    ...(scenario.tables ? { tables: scenario.tables(list) } : {}),
   };
 }

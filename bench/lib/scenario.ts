@@ -8,7 +8,7 @@ import type { Summary } from "./stats.ts";
 export interface MetricDef {
   key: string;
   label: string;
-  unit: "ms" | "MB" | "events/s" | "µs" | "count";
+  unit: "ms" | "MB" | "events/s" | "µs" | "count" | "USD" | "tokens";
   better: "lower" | "higher";
   /** Also report the 95th percentile. */
   p95?: boolean;
@@ -67,6 +67,16 @@ export interface ScenarioResult {
   harnesses: HarnessResult[];
   targets: TargetCheck[];
   notes: string[];
+  /** Extra tables a scenario reports (the coding task's per-step bills). */
+  tables?: ExtraTable[];
+}
+
+export interface ExtraTable {
+  title: string;
+  /** One paragraph saying what the table shows. */
+  what: string;
+  /** Header row first. */
+  rows: string[][];
 }
 
 export interface Scenario {
@@ -85,6 +95,7 @@ export interface Scenario {
   derive?(results: HarnessResult[]): void;
   targets(results: HarnessResult[]): TargetCheck[];
   notes?(results: HarnessResult[], ctx: ScenarioContext): string[];
+  tables?(results: HarnessResult[]): ExtraTable[];
 }
 
 export function fmt(value: number, unit: MetricDef["unit"]): string {
@@ -100,5 +111,9 @@ export function fmt(value: number, unit: MetricDef["unit"]): string {
       return `${value.toFixed(1)} µs`;
     case "count":
       return String(Math.round(value));
+    case "USD":
+      return `$${value < 0.01 ? value.toFixed(5) : value.toFixed(4)}`;
+    case "tokens":
+      return Math.round(value).toLocaleString("en-US");
   }
 }

@@ -7,7 +7,8 @@ import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { CHECK_OK, codingTask, generateRepo, TASK_PROMPT, verifyRepo } from "../fixtures/repo.ts";
 import type { Harness } from "../harnesses/types.ts";
-import type { HarnessResult, Sample, Scenario, ScenarioContext } from "../lib/scenario.ts";
+import { billRun, type RunBill } from "../lib/billing.ts";
+import type { ExtraTable, HarnessResult, Sample, Scenario, ScenarioContext } from "../lib/scenario.ts";
 import { fmt } from "../lib/scenario.ts";
 import { failureReason } from "../lib/spawn.ts";
 import { nsToMs } from "../lib/stats.ts";
@@ -18,6 +19,11 @@ const MEMORY_TARGET_MB = 200;
 const ACTIONS = codingTask();
 
 let runCounter = 0;
+/** The per-request bills of each harness's last counted run, for the per-step table. */
+const lastBills = new Map<string, { label: string; bill: RunBill }>();
+
+const tokens = (n: number) => Math.round(n).toLocaleString("en-US");
+const usd = (n: number | undefined) => (n === undefined ? "–" : `$${n.toFixed(4)}`);
 
 export const codingTaskScenario: Scenario = {
   id: "coding-task",
@@ -27,13 +33,22 @@ export const codingTaskScenario: Scenario = {
     "modules of a generated repository (bench/fixtures/repo.ts), noting it in the README and running a check " +
     "script; each harness gets the calls in its own tool names (see the mapping below). Wall = spawn to exit. " +
     "Peak RSS = the largest sum of VmRSS over the harness process and all its descendants, sampled every 10 ms. " +
-    "A run counts only if the repository ends in the expected state and the check script's output reached the model.",
+    "A run counts only if the repository ends in the expected state and the check script's output reached the model. " +
+    "Billing: the fake bills every request by prompt-prefix match the way its vendor does (Anthropic explicit " +
+    "cache_control breakpoints with the 20-block lookback and per-model minimums; OpenAI's automatic prefix " +
+    "caching), each run starting with a cold cache; input per step is split into uncached input, cache writes " +
+    "and cache reads, and cost is each request priced at its model's list price (bench/lib/billing.ts).",
   defaultRuns: 5,
   metrics: [
     { key: "wall_ms", label: "wall", unit: "ms", better: "lower", p95: true },
     { key: "peak_rss_mb", label: "peak RSS (tree)", unit: "MB", better: "lower" },
     { key: "processes", label: "processes at peak", unit: "count", better: "lower" },
     { key: "requests", label: "model requests", unit: "count", better: "lower" },
+    { key: "cost_usd", label: "cost", unit: "USD", better: "lower" },
+    { key: "cost_per_step_usd", label: "cost / step", unit: "USD", better: "lower" },
+    { key: "uncached_per_step", label: "uncached input / step", unit: "tokens", better: "lower" },
+    { key: "written_per_step", label: "cache writes / step", unit: "tokens", better: "lower" },
+    { key: "read_per_step", label: "cache reads / step", unit: "tokens", better: "lower" },
   ],
   primary: "wall_ms",
   applies: (h: Harness) => (h.tools ? undefined : "makes no tool calls"),
@@ -70,6 +85,9 @@ export const codingTaskScenario: Scenario = {
     if (!results.some((r) => r.text.includes(CHECK_OK))) {
       return { ok: false, reason: "the check script's output never reached the model" };
     }
+    const bill = billRun(requests);
+    lastBills.set(h.id, { label: h.label, bill });
+    const steps = Math.max(1, bill.steps.length);
     return {
       ok: true,
       metrics: {
@@ -78,8 +96,70 @@ export const codingTaskScenario: Scenario = {
           ? { peak_rss_mb: result.memory.peakKb / 1024, processes: result.memory.peakProcesses }
           : {}),
         requests: requests.length,
+        ...(bill.costUsd !== undefined
+          ? { cost_usd: bill.costUsd, cost_per_step_usd: bill.costUsd / steps }
+          : {}),
+        uncached_per_step: bill.uncached / steps,
+        written_per_step: bill.written / steps,
+        read_per_step: bill.read / steps,
       },
     };
+  },
+  tables(results: HarnessResult[]): ExtraTable[] {
+    const shown = results.filter((r) => r.status === "ok" && lastBills.has(r.id));
+    if (shown.length === 0) return [];
+    const bills = shown.map((r) => lastBills.get(r.id)!);
+    const summary: string[][] = [
+      [
+        "harness",
+        "requests",
+        "uncached input",
+        "cache writes",
+        "cache reads",
+        "cost",
+        "same requests uncached",
+        "saved",
+      ],
+      ...bills.map(({ label, bill }) => [
+        label,
+        String(bill.steps.length),
+        tokens(bill.uncached),
+        tokens(bill.written),
+        tokens(bill.read),
+        usd(bill.costUsd),
+        usd(bill.uncachedCostUsd),
+        bill.costUsd !== undefined && bill.uncachedCostUsd
+          ? `${((1 - bill.costUsd / bill.uncachedCostUsd) * 100).toFixed(0)}%`
+          : "–",
+      ]),
+    ];
+    const longest = Math.max(...bills.map((b) => b.bill.steps.length));
+    const perStep: string[][] = [["step", ...bills.map((b) => b.label)]];
+    for (let i = 0; i < longest; i++) {
+      perStep.push([
+        String(i + 1),
+        ...bills.map(({ bill }) => {
+          const s = bill.steps[i];
+          if (!s) return "";
+          const w = s.cacheWriteTokens + s.cacheWriteLongTokens;
+          return `${tokens(s.inputTokens)} / ${tokens(w)} / ${tokens(s.cacheReadTokens)} · ${usd(s.costUsd)}`;
+        }),
+      ]);
+    }
+    return [
+      {
+        title: "Billed input and cost of the last run",
+        what:
+          "Totals over every model request of each harness's last counted run (side requests included), as the " +
+          "fake billed them, and what the same requests would have cost with no prompt caching.",
+        rows: summary,
+      },
+      {
+        title: "Per step: uncached input / cache writes / cache reads (tokens) · cost",
+        what: "Each model request of the same runs, in order.",
+        rows: perStep,
+      },
+    ];
   },
   targets(results: HarnessResult[]) {
     const ours = results.find((r) => r.kind === "ours");

@@ -22,7 +22,11 @@ export const EXIT_CODE_HELP = `Exit status:
   3  a bound was reached (--max-turns, --max-budget-usd, --max-wall-clock)
   4  cancelled (Esc, Ctrl-C, SIGINT/SIGTERM) or a tool call was denied`;
 
-/** The exit status for a finished session. */
+/**
+ * The exit status for a finished run. A failure is an error (1) unless the denial
+ * breaker stopped it; otherwise any denied call makes it 4 (README: "a tool call was
+ * denied"), even when a bound stopped the run afterwards; then bounds (3).
+ */
 export function exitCodeFor(status: SessionStatus, deniedCalls: number): number {
   switch (status) {
     case SessionStatus.COMPLETED:
@@ -30,7 +34,7 @@ export function exitCodeFor(status: SessionStatus, deniedCalls: number): number 
     case SessionStatus.ERROR_MAX_TURNS:
     case SessionStatus.ERROR_MAX_BUDGET_USD:
     case SessionStatus.ERROR_MAX_WALL_CLOCK:
-      return EXIT.BOUND;
+      return deniedCalls > 0 ? EXIT.DENIED_OR_CANCELLED : EXIT.BOUND;
     case SessionStatus.CANCELLED:
       return EXIT.DENIED_OR_CANCELLED;
     default:

@@ -28,6 +28,8 @@ export type OutputFormat = "text" | "json" | "stream-json";
 
 /** Kernel-written message events of failed, billed attempts are not part of the conversation. */
 const ATTEMPT_FAILED = "attempt_failed:";
+/** The kernel's record of why a turn failed (a message event kept out of the conversation). */
+const TURN_FAILED = "turn_failed";
 
 /** A tool as the init record lists it: the model's name for it, where it comes from, kind and risk. */
 export interface InitTool {
@@ -105,6 +107,7 @@ const OUTCOMES: Record<number, string> = {
   [ApplyOutcome.FAILED]: "failed",
   [ApplyOutcome.DENIED]: "denied",
   [ApplyOutcome.CANCELLED]: "cancelled",
+  [ApplyOutcome.INTERRUPTED]: "interrupted",
 };
 
 /**
@@ -142,6 +145,12 @@ export class RecordDecoder {
         if (e.producer.category !== PluginCategory.KERNEL) return [];
         const m = fromBinary(MessageEventSchema, e.payload);
         if (!m.message || m.syntheticReason.startsWith(ATTEMPT_FAILED)) return [];
+        if (m.syntheticReason === TURN_FAILED) {
+          const text = m.message.content
+            .map((b) => (b.block.case === "text" ? b.block.value.text : ""))
+            .join("");
+          return [{ type: "turn_failed", session_id: sessionId, turn_id: m.turnId, message: text }];
+        }
         return [
           {
             type: "message",
@@ -258,11 +267,20 @@ export function summarize(
   for (const e of reader.events({ kinds: [EventKind.MESSAGE], afterSequence })) {
     if (e.producer.category !== PluginCategory.KERNEL) continue;
     const m = fromBinary(MessageEventSchema, e.payload);
-    if (!m.message || m.message.role !== Role.ASSISTANT || m.syntheticReason.startsWith(ATTEMPT_FAILED))
+    if (
+      !m.message ||
+      m.message.role !== Role.ASSISTANT ||
+      m.syntheticReason.startsWith(ATTEMPT_FAILED) ||
+      m.syntheticReason === TURN_FAILED
+    )
       continue;
     turns.add(m.turnId);
     if (m.model) model = `${m.model.provider}/${m.model.id}`;
-    const text = m.message.content.map((b) => (b.block.case === "text" ? b.block.value.text : "")).join("");
+    const text = m.message.content
+      .flatMap((b) =>
+        b.block.case === "text" && b.block.value.text.trim() !== "" ? [b.block.value.text] : [],
+      )
+      .join("\n\n");
     if (text.trim() !== "") finalText = text;
   }
   const usage = {
@@ -282,20 +300,43 @@ export function summarize(
   }
   const items = new Map<string, PlanItem>();
   const denials: RunSummary["denials"] = [];
-  for (const e of reader.events({ kinds: [EventKind.PLAN, EventKind.APPLY], afterSequence })) {
+  const counted = new Set<string>();
+  for (const e of reader.events({
+    kinds: [EventKind.PLAN, EventKind.APPLY, EventKind.TOOL_RESULT],
+    afterSequence,
+  })) {
     if (e.kind === EventKind.PLAN) {
       for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) items.set(i.id, i);
+      continue;
+    }
+    if (e.kind === EventKind.TOOL_RESULT) {
+      // Every denied call has a denied result: data sources and interactive calls too,
+      // which have no plan item.
+      const r = fromBinary(ToolResultEventSchema, e.payload);
+      if (!r.denied || counted.has(r.toolCallId)) continue;
+      counted.add(r.toolCallId);
+      const message = r.outcome.case === "error" ? r.outcome.value.message : "";
+      denials.push({
+        provider: r.provider,
+        tool_name: r.toolName,
+        tool_call_id: r.toolCallId,
+        decided_by: /\(decided by ([^)]*)\)$/.exec(message)?.[1] ?? "",
+      });
       continue;
     }
     for (const a of fromBinary(ApplyEventSchema, e.payload).apply?.items ?? []) {
       if (a.decision !== PlanDecision.DENY) continue;
       const item = items.get(a.planItemId);
-      denials.push({
+      const entry = {
         provider: item?.provider ?? "",
         tool_name: item?.toolName ?? "",
         tool_call_id: a.toolCallId,
         decided_by: a.decidedBy,
-      });
+      };
+      const known = denials.findIndex((d) => d.tool_call_id === a.toolCallId);
+      if (known >= 0) denials[known] = entry;
+      else denials.push(entry);
+      counted.add(a.toolCallId);
     }
   }
   return {

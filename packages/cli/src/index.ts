@@ -139,6 +139,20 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     });
 
   program
+    .command("doctor")
+    .description("check the sandbox, protected paths, bash environment and policy layers on this machine")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .option("--json", "print JSON")
+    .addHelpText(
+      "after",
+      "\nExit status: 0 fine, 1 when a required sandbox cannot run or the configuration is invalid.",
+    )
+    .action(async (opts) => {
+      const { runDoctor } = await import("./commands/doctor.ts");
+      finish(runDoctor(io, opts));
+    });
+
+  program
     .command("conform")
     .description("check a plugin executable against its category's protocol (`agent conform --help`)")
     .helpOption(false)

@@ -4,17 +4,28 @@
 // session, so nothing here needs the agent loop.
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
+import { providerTransport } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
-import type { ConfigSchema } from "@pluggableharness/protocol/config";
+import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
 import { MemoryService } from "@pluggableharness/protocol/memory";
-import { ModelService } from "@pluggableharness/protocol/model";
-import { ToolService } from "@pluggableharness/protocol/tool";
+import {
+  type Capabilities as ModelCapabilities,
+  ModelService,
+  type ModelSpec,
+} from "@pluggableharness/protocol/model";
+import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
-import { createPluginHost, type PluginTransportHost, preferBundle } from "@pluggableharness/runtime";
+import {
+  createPluginHost,
+  type PluginIsolation,
+  type PluginTransportHost,
+  preferBundle,
+} from "@pluggableharness/runtime";
+import { probeSandbox } from "@pluggableharness/runtime/sandbox";
 
 export interface ToolFacts {
   name: string;
@@ -30,12 +41,28 @@ export interface ProviderFacts {
   configSchema?: ConfigSchema;
   tools: ToolFacts[];
   models: string[];
+  /** The ModelSpecs behind `models`. */
+  specs: ModelSpec[];
   hookPoints: HookPoint[];
   healthy: boolean;
   /** Why the provider could not be launched or described. */
   error?: string;
   /** Diagnostics the provider itself returned from Configure (only when configured). */
   configureProblems: string[];
+  /** The same, structured: what `agent validate` positions at the attribute they name. */
+  configureDiagnostics: ConfigureDiagnostic[];
+  /** The raw descriptions, for the kernel's own rules (ToolService.GetSchema, ModelService.GetCapabilities). */
+  toolSchema?: GetSchemaResponse;
+  modelCapabilities?: ModelCapabilities;
+  /** The transport `agent run` would use for it (known once it is described). */
+  isolation: PluginIsolation;
+}
+
+export interface ConfigureDiagnostic {
+  readonly severity: "error" | "warning";
+  readonly attributePath: readonly string[];
+  readonly summary: string;
+  readonly detail: string;
 }
 
 const TIMEOUT_MS = 15_000;
@@ -67,12 +94,15 @@ export async function inspectProviders(
           producers: {},
           tools: [],
           models: [],
+          specs: [],
           hookPoints: [],
           healthy: false,
           configureProblems: [],
+          configureDiagnostics: [],
+          isolation: providerTransport(r, r.isolation, false).isolation,
         };
-        // The transport the kernel would use: a worker thread for a first-party provider by default.
-        const host = createPluginHost(r.origin === "first_party" ? r.isolation : "process", {
+        // Described where the kernel describes it: a first-party provider in a worker thread by default.
+        const host = createPluginHost(facts.isolation, {
           name: r.localName,
           // A first-party provider runs from its up-to-date bundle, as under the kernel.
           command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
@@ -85,6 +115,7 @@ export async function inspectProviders(
           const d = await host.describe();
           facts.categories = d.categories;
           facts.producers = d.producers;
+          facts.isolation = runTransport(config, r, d.categories);
           const health = await host.client(Health).check({ service: "plugin" }, { timeoutMs: TIMEOUT_MS });
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           await describeCategories(host, facts);
@@ -95,6 +126,8 @@ export async function inspectProviders(
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
+              if (caps) facts.modelCapabilities = caps;
+              facts.specs = caps?.models ?? facts.specs;
             }
           }
         } catch (err) {
@@ -109,6 +142,18 @@ export async function inspectProviders(
   }
 }
 
+/** The kernel's choice once the categories are known: a tool provider it sandboxes runs as a process. */
+function runTransport(
+  config: AgentConfig,
+  r: ResolvedProvider,
+  categories: readonly string[],
+): PluginIsolation {
+  const mode = config.settings.sandbox;
+  const sandboxed =
+    categories.includes("tool") && mode !== "off" && (mode === "required" || probeSandbox().ok);
+  return providerTransport(r, r.isolation, sandboxed).isolation;
+}
+
 async function describeCategories(host: PluginTransportHost, facts: ProviderFacts): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
@@ -121,6 +166,7 @@ async function describeCategories(host: PluginTransportHost, facts: ProviderFact
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);
+        facts.toolSchema = res;
         facts.tools = res.tools.map((t) => ({
           name: t.name,
           kind: toolKind(t.kind),
@@ -133,6 +179,8 @@ async function describeCategories(host: PluginTransportHost, facts: ProviderFact
       case "model": {
         const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
         facts.models = caps?.models.map((m) => m.id) ?? [];
+        if (caps) facts.modelCapabilities = caps;
+        facts.specs = caps?.models ?? [];
         hooks(caps?.supportedHookPoints ?? []);
         schema(caps?.configSchema);
         break;
@@ -190,6 +238,12 @@ async function configureAll(
                   ? await host.client(WidgetService).configure(request, call)
                   : undefined;
     for (const d of res?.result?.diagnostics ?? []) {
+      facts.configureDiagnostics.push({
+        severity: d.severity === DiagnosticSeverity.WARNING ? "warning" : "error",
+        attributePath: [...d.attributePath],
+        summary: d.summary,
+        detail: d.detail,
+      });
       const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
       facts.configureProblems.push(`${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`);
     }

@@ -3,8 +3,9 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, REPO_ROOT, type Sandbox, sandbox } from "./helpers.ts";
+import { agent, REPO_ROOT, records, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 
@@ -172,5 +173,108 @@ describe("agent validate and agent providers", () => {
     expect(r.stdout).toContain(`${file}:${nope}:`);
     expect(r.stdout).toMatch(/error\[unknown_tool\]/);
     expect(r.stdout).toMatch(/Invalid: [2-9] errors/);
+  });
+});
+
+describe("validate = run", () => {
+  let fake: FakeVendor;
+  beforeAll(async () => {
+    fake = await startFakeVendor({ vendor: "anthropic", script: [] });
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+  const envFor = (repo: string) => ({
+    ...sb.env,
+    ANTHROPIC_API_KEY: "sk-ant-test",
+    FAKE_ANTHROPIC_URL: fake.url,
+    FIXTURE_ROOT: repo,
+  });
+
+  it('resolves roots = ["."] against the directory of agent.hcl: validate and run both accept it', async () => {
+    const repo = sb.repo("dot-roots");
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replaceAll(
+      'roots = [env("FIXTURE_ROOT")]',
+      'roots = ["."]',
+    );
+    expect(hcl.match(/roots = \["\."\]/g)).toHaveLength(2);
+    writeFileSync(join(repo, "agent.hcl"), hcl);
+    // From another directory, "." is still the project.
+    const v = await agent(["validate", repo], { cwd: sb.home, env: envFor(repo) });
+    expect(v.stdout).toContain("Valid (3 providers checked)");
+    expect(v.code).toBe(0);
+    fake.push(
+      { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }] },
+      { kind: "tool_calls", calls: [{ name: "exec__bash", args: { command: "node test.js; true" } }] },
+      { kind: "text", text: "done" },
+    );
+    const r = await agent(
+      ["run", "-p", "read calc.js", "--output-format", "stream-json", "--headless-ask", "allow"],
+      { cwd: repo, env: envFor(repo) },
+    );
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    const results = records(r.stdout).filter((x) => x["type"] === "tool_result");
+    expect(results).toHaveLength(2);
+    for (const res of results) {
+      expect(res["error"]).toBeUndefined();
+      expect(res["result"]).toBeDefined();
+    }
+    expect(results[0]!["result"]).toMatchObject({ path: "calc.js", total_lines: 6 });
+  });
+
+  it("reports what a provider's Configure rejects at the attribute, as run would", async () => {
+    const repo = sb.repo("missing-root");
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replace(
+      'provider "filesystem" {\n  roots = [env("FIXTURE_ROOT")]',
+      'provider "filesystem" {\n  roots = ["./not-here"]',
+    );
+    writeFileSync(join(repo, "agent.hcl"), hcl);
+    const line = hcl.split("\n").findIndex((l) => l.includes("not-here")) + 1;
+    const v = await agent(["validate"], { cwd: repo, env: envFor(repo) });
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${join(repo, "agent.hcl")}:${line}:3: error[provider_configure]`);
+    expect(v.stdout).toContain(`${join(repo, "not-here")}`);
+  });
+
+  it("rejects an empty agent.hcl in validate, as run does", async () => {
+    const dir = sb.dir("empty-hcl");
+    writeFileSync(join(dir, "agent.hcl"), "");
+    const v = await agent(["validate"], { cwd: dir, env: envFor(dir) });
+    expect(v.stdout).toContain(`${join(dir, "agent.hcl")}:1:1: error[no_usable_model]`);
+    expect(v.code).toBe(1);
+    const r = await agent(["run", "-p", "hi"], { cwd: dir, env: envFor(dir) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/no usable model/);
+  });
+
+  it("agent init works without a key: a commented profile to fill in, valid once a vendor is uncommented", async () => {
+    const dir = sb.dir("init-nokey");
+    const r = await agent(["init"], { cwd: dir, env: sb.env });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("No vendor key was found");
+    const file = join(dir, "agent.hcl");
+    const text = readFileSync(file, "utf8");
+    expect(text).toContain('roots = ["."]');
+    expect(text).toMatch(/^ {2}# model \{$/m);
+    const v = await agent(["validate"], { cwd: dir, env: sb.env });
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain("error[no_usable_model]");
+    // Uncomment the anthropic parts: its required_providers entry, provider block and model.
+    const lines = text.split("\n");
+    const uncomment = (from: number, count: number) => {
+      expect(from).toBeGreaterThanOrEqual(0);
+      for (let i = from; i < from + count; i++) lines[i] = lines[i]!.replace(/^(\s*)# ?/, "$1");
+    };
+    uncomment(lines.indexOf("  # anthropic = {"), 4);
+    uncomment(lines.indexOf('# provider "anthropic" {'), 3);
+    const model = lines.indexOf("  # model {");
+    uncomment(model, 1);
+    uncomment(lines.indexOf("  #   primary {", model), 4);
+    uncomment(lines.indexOf("  # }", model), 1);
+    writeFileSync(file, lines.join("\n"));
+    const ok = await agent(["validate"], { cwd: dir, env: { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test" } });
+    expect(ok.stdout).toMatch(/^Valid \(\d+ providers checked\)/m);
+    expect(ok.code).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 // Runs the real `agent` binary (node_modules/.bin/agent) as a child process, with
 // every location it writes (sessions, logs, config, caches) inside a scratch HOME.
 import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -108,4 +108,25 @@ export function records(stdout: string): Array<Record<string, unknown>> {
     .split("\n")
     .filter((l) => l.trim() !== "")
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+/**
+ * Live processes whose working directory is `dir` or below it: the plugins a run in `dir`
+ * started (the launcher runs them there) and anything they left behind. Linux only.
+ */
+export function processesIn(dir: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    let cwd: string;
+    let cmdline: string;
+    try {
+      cwd = readlinkSync(`/proc/${name}/cwd`);
+      cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").replaceAll("\0", " ").trim();
+    } catch {
+      continue; // gone, a zombie, or not ours to read
+    }
+    if (cwd === dir || cwd.startsWith(`${dir}/`)) found.push(`${name}: ${cmdline}`);
+  }
+  return found;
 }

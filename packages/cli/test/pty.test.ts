@@ -119,14 +119,16 @@ describe("agent run in a terminal", () => {
     expect(text).toContain("filesystem.edit_file · risk moderate");
     expect(text).toMatch(/-\s+return a - b;/);
     expect(text).toMatch(/\+\s+return a \+ b;/);
+    // What "s" or "A" would remember is shown before the answer: this file, not every edit.
+    expect(text).toContain("s / A remember: filesystem.edit_file on exactly calc.js");
     expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a - b;");
 
-    // Allow for the session: the second edit of the same tool runs without asking. No
+    // Allow for the session: the second edit of the same file runs without asking. No
     // key is pressed after "s", so had it asked again the run would still be waiting.
     tmux("send-keys", "-t", "agent", "s");
     text = await waitFor("Both edits are done.");
     expect(text).toContain("filesystem.edit_file allowed for this session");
-    expect(text).toContain("session:filesystem.edit_file");
+    expect(text).toContain("session:filesystem.edit_file[calc.js]");
     expect(text).not.toContain("Permission needed");
     const calc = readFileSync(join(repo, "calc.js"), "utf8");
     expect(calc).toContain("return a + b;");
@@ -160,10 +162,59 @@ describe("agent run in a terminal", () => {
       expect(reader.meta().status).toBe(SessionStatus.CANCELLED);
       expect(reader.planItems().map((p) => p.decidedBy)).toEqual([
         expect.stringContaining("ask_file_edits"),
-        "session:filesystem.edit_file",
+        "session:filesystem.edit_file[calc.js]",
       ]);
     } finally {
       reader.close();
+    }
+  });
+
+  it("takes the next message after a turn failed, and goes on with the same session", async () => {
+    const repo = sb.repo("tui-failed");
+    const broken = await startFakeVendor({
+      vendor: "anthropic",
+      script: [
+        { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
+        { kind: "text", text: "Back again." },
+      ],
+    });
+    try {
+      const env: Record<string, string> = {
+        ...(sb.env as Record<string, string>),
+        XDG_STATE_HOME: join(sb.home, "state-tui-failed"),
+        ANTHROPIC_API_KEY: "sk-ant-test",
+        FAKE_ANTHROPIC_URL: broken.url,
+        FIXTURE_ROOT: repo,
+        TERM: "xterm-256color",
+      };
+      const script = join(sb.home, "run-agent-failed.sh");
+      writeFileSync(
+        script,
+        `#!/bin/sh\ncd '${repo}'\n${Object.entries(env)
+          .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+          .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
+          .join("\n")}\n'${AGENT_BIN}' run 'hello'\necho "AGENT_EXIT=$?"\nsleep 600\n`,
+        { mode: 0o755 },
+      );
+      tmux("new-session", "-d", "-s", "failed", "-x", "110", "-y", "40", script);
+      const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "failed");
+      const until = async (pattern: string) => {
+        const end = Date.now() + 20_000;
+        while (!pane().includes(pattern)) {
+          if (Date.now() > end) throw new Error(`timed out waiting for ${pattern}:\n${pane()}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      };
+      await until("✗ failed");
+      tmux("send-keys", "-t", "failed", "the key is fixed now", "Enter");
+      await until("Back again.");
+      expect(pane()).not.toContain("session_replay_only");
+      tmux("send-keys", "-t", "failed", "C-c");
+      tmux("send-keys", "-t", "failed", "C-c");
+      await until("AGENT_EXIT=0");
+      expect(broken.requests).toHaveLength(2);
+    } finally {
+      await broken.close();
     }
   });
 });

@@ -80,7 +80,7 @@ describe("agent init", () => {
       OPENAI_BASE_URL: "http://localhost:11434/v1",
       OPENAI_MODEL: "qwen3",
     });
-    const text = initConfigText(found, "/work/project");
+    const text = initConfigText(found);
     const loaded = loadConfigSource(text, "agent.hcl", "/work/project");
     if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics, null, 2));
     const profile = loaded.config.profiles.find((p) => p.name === "default")!;
@@ -110,6 +110,9 @@ describe("exit statuses", () => {
     expect(exitCodeFor(SessionStatus.CANCELLED, 0)).toBe(EXIT.DENIED_OR_CANCELLED);
     expect(exitCodeFor(SessionStatus.COMPLETED, 2)).toBe(EXIT.DENIED_OR_CANCELLED);
     expect(exitCodeFor(SessionStatus.FAILED, 0)).toBe(EXIT.ERROR);
+    // A denied call is exit 4 even when a bound stopped the run afterwards; a failure stays 1.
+    expect(exitCodeFor(SessionStatus.ERROR_MAX_TURNS, 1)).toBe(EXIT.DENIED_OR_CANCELLED);
+    expect(exitCodeFor(SessionStatus.FAILED, 1)).toBe(EXIT.ERROR);
     expect(new Set(Object.values(EXIT)).size).toBe(5);
     // The denial breaker ends a run as FAILED, but it was stopped by denials.
     expect(
@@ -401,7 +404,7 @@ describe("start-up cost of the read-only session commands", () => {
     }
   }
   const HEAVY =
-    /packages\/(runtime|config|plugin-sdk|goplugin|hcl|conformance)\/|packages\/kernel\/src\/(?!frontends\/generic-render\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+    /packages\/(runtime|config|plugin-sdk|goplugin|hcl|conformance)\/|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs)\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
 
   it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
     const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);

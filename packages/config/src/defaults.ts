@@ -66,8 +66,10 @@ export function chooseVendor(env: Environment): VendorChoice | undefined {
       return {
         provider: "google",
         secrets: { api_key: name },
-        primary: "gemini-3-pro",
-        fallbacks: ["gemini-2.5-flash"],
+        // Both GA with no shutdown announced (a preview id can be retired at short notice:
+        // gemini-3-pro-preview was, and the zero-config default then answered 404).
+        primary: "gemini-3.8-flash",
+        fallbacks: ["gemini-3.5-flash-lite"],
       };
     }
   }

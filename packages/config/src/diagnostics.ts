@@ -27,6 +27,8 @@ export type DiagnosticCategory =
   | "env_unset"
   /** Two policy rules that can match the same call with the same specificity. */
   | "policy_conflict"
+  /** A policy rule that matches exactly the calls of another of equal specificity: it can never decide. */
+  | "policy_shadowed"
   /** A policy rule with an empty match (a warning). */
   | "policy_empty_match"
   /** A malformed version constraint, or no version satisfying one. */
@@ -39,6 +41,8 @@ export type DiagnosticCategory =
   | "unknown_tool"
   /** A model id its loaded provider does not advertise (a warning). */
   | "unknown_model"
+  /** A generation parameter the profile's model refuses (a warning, or an error under strict_params). */
+  | "unsupported_parameter"
   /** A malformed "<provider>.<tool>" pattern. */
   | "tool_pattern"
   /** A hook point that does not exist, is not subscribable, or is not supported. */
@@ -56,7 +60,15 @@ export type DiagnosticCategory =
   /** A file that could not be read at all. */
   | "io"
   /** Zero configuration, and no vendor credential in the environment. */
-  | "no_model_provider";
+  | "no_model_provider"
+  /** A provider's own Configure rejected (or warned about) its block. */
+  | "provider_configure"
+  /** A provider describes tools or models the kernel's rules reject. */
+  | "provider_description"
+  /** A profile with no model a loaded provider offers: no session can start with it. */
+  | "no_usable_model"
+  /** Two tools of one profile that would reach the model under the same name. */
+  | "tool_name_collision";
 
 export type DiagnosticSeverity = "error" | "warning";
 

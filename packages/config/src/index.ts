@@ -1,6 +1,25 @@
 // Public API of @pluggableharness/config. See README.md.
 
 export {
+  type CommandPattern,
+  exactCommandPatterns,
+  type PathPattern,
+  PatternError,
+  parseCommandPattern,
+  parsePathPattern,
+  pathMatches,
+  pathRelativeTo,
+  patternMatchesArgv,
+} from "./arg-match.ts";
+export {
+  BUILTIN_CRITICAL_RULE,
+  BUILTIN_PIPE_TO_SHELL_RULE,
+  BUILTIN_READ_ONLY_RULE,
+  builtinDefaultRules,
+  builtinDenyRules,
+  isReadOnlyCommand,
+} from "./builtin-rules.ts";
+export {
   BUILTIN_CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
@@ -17,6 +36,12 @@ export {
   formatDiagnostics,
   hasErrors,
 } from "./diagnostics.ts";
+export {
+  DEFAULT_SECRET_PATTERNS,
+  type ExecEnvironment,
+  envNamesReadByConfig,
+  execEnvironment,
+} from "./exec-env.ts";
 export {
   type DevOverride,
   devOverridePaths,
@@ -67,17 +92,20 @@ export {
   specificity,
 } from "./policy.ts";
 export {
+  type ArgumentScope,
   type CallKind,
   callKindOf,
   defaultAction,
   humanRule,
   matchesCall,
   mostSpecific,
+  narrowestScope,
   type PolicyCall,
   PolicyEngine,
   type PolicyEngineOptions,
   type PolicyEvaluation,
   type PolicyLayer,
+  type RememberScope,
   riskNameOf,
   toPlanDecision,
 } from "./policy-engine.ts";
@@ -91,6 +119,12 @@ export {
 } from "./policy-store.ts";
 export { parseToolPattern } from "./profiles.ts";
 export {
+  kernelProtectedPaths,
+  type ProtectedHit,
+  protectedHitOf,
+  protectedPathOf,
+} from "./protected-paths.ts";
+export {
   packageChecksum,
   type ResolvedProvider,
   type ResolveOptions,
@@ -98,6 +132,7 @@ export {
   resolveProvider,
   resolveProviders,
 } from "./resolve.ts";
+export { type SamplingParamName, samplingParamsOf, samplingRefusal } from "./sampling.ts";
 export {
   type DecodedProviderConfig,
   type DecodeResult,
@@ -111,7 +146,20 @@ export {
   validateConfigSchema,
 } from "./schema-bridge.ts";
 export { type Environment, envShape, Secret } from "./secrets.ts";
-export { DEFAULT_OBSERVABILITY, DEFAULT_RETRY, defaultSettings } from "./settings.ts";
+export {
+  DEFAULT_OBSERVABILITY,
+  DEFAULT_RETRY,
+  DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+  defaultSettings,
+} from "./settings.ts";
+export {
+  basename as shellBasename,
+  type ParsedCommand,
+  parseCommand,
+  type ShellWord,
+  type SimpleCommand,
+  shellQuote,
+} from "./shell.ts";
 export {
   checkSourceAddress,
   FIRST_PARTY_OWNER,

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Attribute, type Block, parseFile, type Range } from "@pluggableharness/hcl";
-import { type Diags, decodeBody, evalStatic, label, objectEntries, readString } from "./decode.ts";
+import { type Diags, decodeBody, evalStatic, label, objectEntries, readBool, readString } from "./decode.ts";
 import { defaultConfig } from "./defaults.ts";
 import {
   type ConfigDiagnostic,
@@ -321,6 +321,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
     let sourceAttr: Attribute | undefined;
     let versionAttr: Attribute | undefined;
     let isolationAttr: Attribute | undefined;
+    let networkAttr: Attribute | undefined;
     if (item.expr.kind === "Object") {
       for (const e of objectEntries(item.expr, what, diags) ?? []) {
         const attr: Attribute = {
@@ -333,12 +334,13 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         if (e.key === "source") sourceAttr = attr;
         else if (e.key === "version") versionAttr = attr;
         else if (e.key === "isolation") isolationAttr = attr;
+        else if (e.key === "network") networkAttr = attr;
         else {
           diags.push(
             errorAt(
               "unknown_attribute",
               "Unsupported argument",
-              `${what} accepts only "source", "version" and "isolation", not "${e.key}".`,
+              `${what} accepts only "source", "version", "network" and "isolation", not "${e.key}".`,
               e.keyRange,
             ),
           );
@@ -421,6 +423,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         validIsolation = isolation;
       }
     }
+    const network = networkAttr && readBool(networkAttr, `${what}.network`, diags);
     if (source !== undefined && version !== undefined && constraints !== undefined) {
       out.push({
         localName: name,
@@ -429,6 +432,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         constraints,
         range: item.nameRange,
         ...(validIsolation ? { isolation: validIsolation, isolationRange: isolationAttr!.expr.range } : {}),
+        ...(network !== undefined ? { network } : {}),
       });
     }
   }

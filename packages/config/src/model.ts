@@ -22,6 +22,8 @@ export interface RequiredProvider {
   isolation?: "process" | "worker";
   /** Where `isolation` is written. */
   isolationRange?: Range;
+  /** `network = true`: the plugin's sandbox keeps the network (default: only first-party plugins do). */
+  network?: boolean;
 }
 
 /** A `provider "<name>" { ... }` block, kept undecoded until its ConfigSchema is known. */
@@ -44,9 +46,17 @@ export interface PolicyMatch {
   provider?: string;
   tool_name?: string;
   risk?: RiskName;
+  /**
+   * Command patterns (arg-match.ts): the call's `command` argument, split into the simple
+   * commands it runs, matches when each of them matches one of these. This project's
+   * extension of the spec's four fields.
+   */
+  command?: string[];
+  /** Path globs tested against the call's `path` argument, relative to the working directory. */
+  path?: string[];
 }
 
-export type PolicyOrigin = "operator" | "always" | "session";
+export type PolicyOrigin = "operator" | "always" | "session" | "builtin";
 
 export interface PolicyRule {
   name: string;
@@ -74,6 +84,8 @@ export interface ModelRef {
   range: Range;
   /** Where `provider = ...` is written. */
   providerRange: Range;
+  /** Where each generation parameter is written (its attribute's expression). */
+  paramRanges?: Partial<Record<keyof GenerationParamsConfig, Range>>;
 }
 
 export interface GenerationParamsConfig {
@@ -81,6 +93,10 @@ export interface GenerationParamsConfig {
   thinking_budget_tokens?: number;
   max_output_tokens?: number;
   temperature?: number;
+  /** Nucleus sampling, 0..1. */
+  top_p?: number;
+  /** Top-k sampling, a positive integer. */
+  top_k?: number;
   stop_sequences?: string[];
 }
 
@@ -156,6 +172,12 @@ export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
 
 export interface Settings {
   default_frontend?: string;
+  /**
+   * The bubblewrap sandbox for tool plugins and third-party plugins (docs/decisions.md,
+   * "Security"): "required" fails a launch where it cannot run, "best_effort" runs them
+   * unconfined there and warns once, "off" never sandboxes.
+   */
+  sandbox: "required" | "best_effort" | "off";
   log_level: LogLevel;
   /** Effective switch: `telemetry` when written, else whether observability{} is present. */
   telemetry: boolean;
@@ -163,10 +185,20 @@ export interface Settings {
   observability_declared: boolean;
   default_hook_timeout_ms: number;
   default_tool_timeout_ms: number;
+  /**
+   * How long a model call may deliver nothing (no first event, or no next one) before the
+   * kernel cuts it as a retryable stall.
+   */
+  stream_idle_timeout_ms: number;
   /** remaining_depth of a root session whose profile sets no max_depth. */
   default_max_depth: number;
   doom_loop_threshold: number;
   doom_loop_window: number;
+  /**
+   * A generation parameter a profile sets for a model that refuses it (a sampling
+   * parameter, e.g. temperature on Claude Opus 4.7+) is an error instead of a warning.
+   */
+  strict_params: boolean;
   retry: RetrySettings;
   observability: ObservabilitySettings;
 }

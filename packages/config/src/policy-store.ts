@@ -11,7 +11,7 @@ import { type Diags, decodeBody } from "./decode.ts";
 import { type ConfigDiagnostic, fileDiag, fromHcl, hasErrors } from "./diagnostics.ts";
 import type { PolicyRule } from "./model.ts";
 import { conflictDiagnostics, decodePolicyBlock } from "./policy.ts";
-import { humanRule } from "./policy-engine.ts";
+import { type ArgumentScope, humanRule } from "./policy-engine.ts";
 
 export const POLICY_STORE_FILE = join(".agent", "policy.auto.hcl");
 
@@ -70,13 +70,14 @@ export function renderPolicyStore(rules: readonly PolicyRule[]): string {
   return writeHcl({
     header: [
       "Written by the agent: plan decisions a human made with scope ALWAYS.",
-      "Each block allows or denies one provider's tool under one profile. Delete a block to revoke it.",
+      "Each block allows or denies one provider's tool under one profile, narrowed to the command or",
+      "path that was asked about when it has one. Delete a block to revoke it.",
     ],
     blocks: sorted.map((r) => ({
       type: "policy",
       labels: [r.name],
       attributes: {
-        match: { ...r.match },
+        match: Object.fromEntries(Object.entries(r.match).filter(([, v]) => v !== undefined)),
         action: r.action,
         ...(r.profile === undefined ? {} : { profile: r.profile }),
       },
@@ -85,33 +86,46 @@ export function renderPolicyStore(rules: readonly PolicyRule[]): string {
 }
 
 /**
- * Records an ALWAYS verdict durably (replacing an earlier verdict for the same
- * profile and pair) and returns the rule to add to running engines.
- * Throws PolicyStoreError when the store cannot be read or written.
+ * Records an ALWAYS verdict durably, one rule per scope (replacing earlier verdicts for
+ * the same profile, pair and scope), and returns the rules to add to running engines.
+ * Only the kernel calls this, with a human's answer. Throws PolicyStoreError when the
+ * store cannot be read or written.
  */
 export function recordAlwaysDecision(
   projectDir: string,
-  verdict: { provider: string; tool_name: string; decision: "allow" | "deny"; profile: string },
-): PolicyRule {
+  verdict: {
+    provider: string;
+    tool_name: string;
+    decision: "allow" | "deny";
+    profile: string;
+    /** The narrowest scopes covering the request (narrowestScope); default: the whole tool. */
+    scopes?: readonly ArgumentScope[];
+  },
+): PolicyRule[] {
   const current = loadAlwaysRules(projectDir);
   if (!current.ok) {
     throw new PolicyStoreError(
       `The policy store ${POLICY_STORE_FILE} is invalid; fix or delete it before recording ALWAYS decisions.`,
     );
   }
-  const rule = humanRule("always", verdict.provider, verdict.tool_name, verdict.decision, 0, verdict.profile);
-  const others = current.rules.filter((r) => r.name !== rule.name);
-  rule.order = others.length;
+  const made = (verdict.scopes ?? [{}]).map((scope) =>
+    humanRule("always", verdict.provider, verdict.tool_name, verdict.decision, 0, verdict.profile, scope),
+  );
+  const names = new Set(made.map((r) => r.name));
+  const others = current.rules.filter((r) => !names.has(r.name));
+  made.forEach((r, i) => {
+    r.order = others.length + i;
+  });
   const file = join(projectDir, POLICY_STORE_FILE);
   try {
     mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, renderPolicyStore([...others, rule]));
+    writeFileSync(tmp, renderPolicyStore([...others, ...made]));
     renameSync(tmp, file);
   } catch (e) {
     throw new PolicyStoreError(`Cannot write the policy store ${file}: ${(e as Error).message}`, {
       cause: e,
     });
   }
-  return rule;
+  return made;
 }

@@ -65,6 +65,8 @@ const PARAM_ATTRS = [
   "thinking_budget_tokens",
   "max_output_tokens",
   "temperature",
+  "top_p",
+  "top_k",
   "stop_sequences",
 ];
 
@@ -121,6 +123,11 @@ function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | un
       );
   }
   const params: GenerationParamsConfig = {};
+  const paramRanges: NonNullable<ModelRef["paramRanges"]> = {};
+  for (const n of PARAM_ATTRS) {
+    const a = get(n);
+    if (a) paramRanges[n as keyof GenerationParamsConfig] = a.expr.range;
+  }
   const effort = get("thinking_effort");
   if (effort) {
     const v = readString(effort, `${what}.thinking_effort`, diags);
@@ -141,6 +148,16 @@ function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | un
     const v = readNumber(temp, `${what}.temperature`, { min: 0 }, diags);
     if (v !== undefined) params.temperature = v;
   }
+  const topP = get("top_p");
+  if (topP) {
+    const v = readNumber(topP, `${what}.top_p`, { min: 0, max: 1 }, diags);
+    if (v !== undefined) params.top_p = v;
+  }
+  const topK = get("top_k");
+  if (topK) {
+    const v = readNumber(topK, `${what}.top_k`, { integer: true, min: 1 }, diags);
+    if (v !== undefined) params.top_k = v;
+  }
   const stops = get("stop_sequences");
   if (stops) {
     const v = readStringList(stops, `${what}.stop_sequences`, diags);
@@ -156,6 +173,7 @@ function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | un
     ...(providerOptions ? { provider_options: providerOptions } : {}),
     range: block.typeRange,
     providerRange: get("provider")!.expr.range,
+    paramRanges,
   };
 }
 

@@ -25,11 +25,12 @@ export interface ResolvedProvider {
   /** The first-party package directory. */
   packageDir?: string;
   /**
-   * How it runs: "worker" (a worker thread of the kernel) by default for a first-party
-   * provider unless its package.json says `"pluggableharness": { "isolation": "process" }`
-   * or agent.hcl asks for "process"; always "process" for a dev override.
+   * How it runs, when decided here: what agent.hcl's required_providers entry says, else a
+   * first-party package's own `"pluggableharness": { "isolation": ... }`; always "process"
+   * for a dev override. Undefined: the kernel's default (a worker thread for a first-party
+   * provider, unless it is a tool provider the kernel would sandbox).
    */
-  isolation: "process" | "worker";
+  isolation?: "process" | "worker";
 }
 
 export interface ResolveOptions {
@@ -152,7 +153,11 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       checksum: packageChecksum(dir),
       origin: "first_party",
       packageDir: dir,
-      isolation: req.isolation ?? (packageIsolation === "process" ? "process" : "worker"),
+      ...(req.isolation
+        ? { isolation: req.isolation }
+        : packageIsolation === "process" || packageIsolation === "worker"
+          ? { isolation: packageIsolation }
+          : {}),
     },
   };
 }

@@ -5,6 +5,7 @@
 // This path handles resolved secrets in memory and therefore logs nothing.
 // Diagnostics name attributes, variables and types, never values.
 
+import { resolve as resolvePath } from "node:path";
 import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { Struct } from "@bufbuild/protobuf/wkt";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
@@ -34,6 +35,8 @@ export interface SchemaAttribute {
   description?: string;
   objectAttributes: readonly SchemaAttribute[];
   defaultJson?: string | undefined;
+  /** A path (string) or paths (list(string)); relative ones resolve against the agent.hcl directory. */
+  path?: boolean;
 }
 
 export interface SchemaLike {
@@ -96,6 +99,9 @@ export function validateConfigSchema(schema: SchemaLike, provider: string, at: R
         bad(path, "an object attribute needs object_attributes");
       if (!isObjectType && a.objectAttributes.length > 0) {
         bad(path, `object_attributes is only allowed on object attributes, not ${typeName}`);
+      }
+      if (a.path && a.type !== AttributeType.STRING && a.type !== AttributeType.LIST_STRING) {
+        bad(path, `path is only supported on string and list(string) attributes, not ${typeName}`);
       }
       if (a.sensitive && !SCALAR.has(a.type)) {
         bad(path, `sensitive is only supported on string, number and bool attributes, not ${typeName}`);
@@ -210,10 +216,13 @@ class Decoder {
   private readonly env: Environment;
   private readonly envFn: HclFunction;
   private readonly provider: string;
+  /** Where relative path attributes resolve (the directory of agent.hcl). */
+  private readonly baseDir: string | undefined;
 
-  constructor(env: Environment, provider: string) {
+  constructor(env: Environment, provider: string, baseDir?: string) {
     this.env = env;
     this.provider = provider;
+    this.baseDir = baseDir;
     const inner = envFunction(env);
     // Remember every value read from the environment so diagnostics can be scrubbed.
     this.envFn = (args, call) => {
@@ -296,7 +305,8 @@ class Decoder {
         );
         continue;
       }
-      out[a.name] = absentValue(a);
+      const absent = absentValue(a);
+      out[a.name] = a.path ? (this.absolute(absent) ?? absent) : absent;
     }
     return out;
   }
@@ -351,10 +361,22 @@ class Decoder {
       );
       return undefined;
     }
-    const r = evaluate(item.expr, { functions: { env: this.envFn } });
+    const r = evaluate(item.expr, {
+      functions: { env: this.envFn },
+      ...(this.baseDir !== undefined ? { variables: { path: { root: this.baseDir } } } : {}),
+    });
     for (const d of r.diagnostics) this.diags.push(fromHcl(d, "eval"));
     if (r.value === undefined || r.value === null) return undefined;
-    return this.convert(r.value, a, where, item.expr.range);
+    const value = this.convert(r.value, a, where, item.expr.range);
+    return a.path ? this.absolute(value) : value;
+  }
+
+  /** A path attribute's value with each relative path resolved against the agent.hcl directory. */
+  private absolute(value: JsonValue | undefined): JsonValue | undefined {
+    const base = this.baseDir;
+    if (base === undefined) return value;
+    const fix = (p: JsonValue): JsonValue => (typeof p === "string" && p !== "" ? resolvePath(base, p) : p);
+    return Array.isArray(value) ? value.map(fix) : value === undefined ? undefined : fix(value);
   }
 
   private secretScalar(a: SchemaAttribute, raw: string, envName: string, where: string, range: Range) {
@@ -454,11 +476,11 @@ class Decoder {
 export function decodeProviderBody(
   body: Body | undefined,
   schema: SchemaLike,
-  options: { provider: string; at: Range; env?: Environment },
+  options: { provider: string; at: Range; env?: Environment; baseDir?: string },
 ): DecodeResult {
   const schemaDiags = validateConfigSchema(schema, options.provider, options.at);
   if (schemaDiags.length > 0) return { ok: false, diagnostics: schemaDiags };
-  const decoder = new Decoder(options.env ?? process.env, options.provider);
+  const decoder = new Decoder(options.env ?? process.env, options.provider, options.baseDir);
   const items = body === undefined ? [] : decoder.bodyItems(body);
   const values = decoder.decode(schema.attributes, items, options.at, []);
   if (hasErrors(decoder.diags)) {
@@ -493,7 +515,12 @@ export function decodeProviderConfig(
       ],
     };
   }
-  return decodeProviderBody(block?.body, schema, { provider: localName, at, env });
+  return decodeProviderBody(block?.body, schema, {
+    provider: localName,
+    at,
+    env,
+    baseDir: config.projectDir,
+  });
 }
 
 /** Like decodeProviderConfig, but throws a ConfigError (free of secret values) on failure. */

@@ -33,6 +33,13 @@ export const DEFAULT_OBSERVABILITY: Readonly<ObservabilitySettings> = {
   resource_attrs: {},
 };
 
+/**
+ * The default stream idle timeout: five minutes of silence, as Codex and pi use. Reasoning
+ * models can think for minutes between two events; the HTTP client (undici) gives up on a
+ * silent connection after 300 s anyway (docs/decisions.md, "Reliability under faults, part B").
+ */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
+
 export function defaultSettings(): Settings {
   return {
     log_level: "info",
@@ -40,15 +47,19 @@ export function defaultSettings(): Settings {
     observability_declared: false,
     default_hook_timeout_ms: 5_000,
     default_tool_timeout_ms: 120_000,
+    stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
     default_max_depth: 2,
     doom_loop_threshold: 3,
     doom_loop_window: 10,
+    strict_params: false,
+    sandbox: "best_effort",
     retry: { ...DEFAULT_RETRY },
     observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
   };
 }
 
 const LOG_LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error"];
+const SANDBOX_MODES: readonly Settings["sandbox"][] = ["required", "best_effort", "off"];
 
 export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   const s = defaultSettings();
@@ -62,9 +73,12 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "telemetry",
         "default_hook_timeout_ms",
         "default_tool_timeout_ms",
+        "stream_idle_timeout_ms",
         "default_max_depth",
         "doom_loop_threshold",
         "doom_loop_window",
+        "strict_params",
+        "sandbox",
       ],
       blocks: { retry: { single: true }, observability: { single: true } },
     },
@@ -81,8 +95,11 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   if (frontend !== undefined) s.default_frontend = frontend;
   const level = a("log_level") && readEnum(a("log_level")!, "settings.log_level", LOG_LEVELS, diags);
   if (level) s.log_level = level;
+  const sandbox = a("sandbox") && readEnum(a("sandbox")!, "settings.sandbox", SANDBOX_MODES, diags);
+  if (sandbox) s.sandbox = sandbox;
   s.default_hook_timeout_ms = int("default_hook_timeout_ms", 1) ?? s.default_hook_timeout_ms;
   s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
+  s.stream_idle_timeout_ms = int("stream_idle_timeout_ms", 1) ?? s.stream_idle_timeout_ms;
   s.default_max_depth = int("default_max_depth", 0) ?? s.default_max_depth;
   s.doom_loop_threshold = int("doom_loop_threshold", 2) ?? s.doom_loop_threshold;
   s.doom_loop_window = int("doom_loop_window", 2) ?? Math.max(s.doom_loop_window, s.doom_loop_threshold);
@@ -175,6 +192,8 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
     if (attrs !== undefined) s.observability.resource_attrs = attrs;
   }
 
+  const strict = a("strict_params") && readBool(a("strict_params")!, "settings.strict_params", diags);
+  if (strict !== undefined) s.strict_params = strict;
   const telemetry = a("telemetry") && readBool(a("telemetry")!, "settings.telemetry", diags);
   s.telemetry = telemetry ?? s.observability_declared;
   return s;

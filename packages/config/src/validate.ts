@@ -3,9 +3,11 @@
 // subscriptions are checked against what the loaded providers actually offer.
 
 import type { HookPoint } from "@pluggableharness/protocol/common";
+import type { ModelSpec } from "@pluggableharness/protocol/model";
 import { type ConfigDiagnostic, errorAt, warningAt } from "./diagnostics.ts";
 import { hookPointName } from "./hooks.ts";
-import type { AgentConfig, AgentProfile, HookPointName } from "./model.ts";
+import type { AgentConfig, AgentProfile, HookPointName, ModelRef } from "./model.ts";
+import { samplingParamsOf, samplingRefusal } from "./sampling.ts";
 import { decodeProviderConfig, type SchemaLike } from "./schema-bridge.ts";
 import type { Environment } from "./secrets.ts";
 
@@ -15,6 +17,8 @@ export interface ProviderFacts {
   tools?: readonly string[];
   /** Model ids from GetCapabilities. */
   models?: readonly string[];
+  /** The ModelSpecs behind `models`, when known: a profile's parameters are checked against them. */
+  specs?: readonly ModelSpec[];
   /** supported_hook_points, as names ("plan-ready") or wire enum values. */
   hookPoints?: ReadonlyArray<HookPointName | HookPoint>;
   /** When given, the provider block is decoded against it (secrets resolved, then dropped). */
@@ -64,6 +68,8 @@ export function validateAgainstProviders(
         const f = facts(m.provider);
         if (f === undefined) continue;
         const models = f.models ?? [];
+        const spec = f.specs?.find((x) => x.id === m.id);
+        if (spec) diags.push(...unsupportedParams(profile, m, spec, config.settings.strict_params));
         if (!models.includes(m.id)) {
           diags.push(
             warningAt(
@@ -101,6 +107,41 @@ export function validateAgainstProviders(
     if (!r.ok) diags.push(...r.diagnostics);
   }
   return diags;
+}
+
+/**
+ * Sampling parameters a candidate sets that its model refuses: a warning (the parameter is
+ * never sent; the model's default applies), or with settings.strict_params an error.
+ */
+function unsupportedParams(
+  profile: AgentProfile,
+  m: ModelRef,
+  spec: ModelSpec,
+  strict: boolean,
+): ConfigDiagnostic[] {
+  const out: ConfigDiagnostic[] = [];
+  for (const param of samplingParamsOf(m.params)) {
+    const refusal = samplingRefusal(spec, param, m.params.thinking_effort);
+    if (refusal === undefined) continue;
+    const range = m.paramRanges?.[param] ?? m.range;
+    const what = `agent_profile "${profile.name}" sets ${param} for "${m.provider}/${m.id}", but ${refusal}`;
+    out.push(
+      strict
+        ? errorAt(
+            "unsupported_parameter",
+            "Parameter not accepted by the model",
+            `${what}. Remove it (settings.strict_params is on).`,
+            range,
+          )
+        : warningAt(
+            "unsupported_parameter",
+            "Parameter not accepted by the model",
+            `${what}; it will not be sent (set settings.strict_params = true to make this an error).`,
+            range,
+          ),
+    );
+  }
+  return out;
 }
 
 /** The profile a session runs with; "default" falls back to the kernel's built-in root profile. */

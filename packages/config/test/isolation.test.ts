@@ -1,5 +1,7 @@
-// How each provider runs: `isolation` in its required_providers entry, the package's own
-// default, and the rule that only installed first-party providers may run in a worker.
+// How each provider runs, as far as configuration decides it: `isolation` in its
+// required_providers entry, the package's own default, and the rule that only installed
+// first-party providers may run in a worker. The kernel's default for the rest (and the
+// plugin sandbox's veto) is tested in packages/kernel/test/plugins/transport-choice.test.ts.
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,13 +27,13 @@ const entry = (name: string, extra = "") =>
   `  ${name} = { source = "pluggableharness/${name}", version = ">= 0.0.0"${extra} }\n`;
 
 describe("provider isolation", () => {
-  it("runs first-party providers in a worker thread unless agent.hcl asks for a process", () => {
+  it("records what agent.hcl asks for and leaves the rest to the kernel's default", () => {
     const r = resolve(
       `required_providers {\n${entry("anthropic")}${entry("filesystem", ', isolation = "process"')}}\n`,
     );
     expect(r.diagnostics).toEqual([]);
     expect(Object.fromEntries(r.providers.map((p) => [p.localName, p.isolation]))).toEqual({
-      anthropic: "worker",
+      anthropic: undefined,
       filesystem: "process",
     });
   });
@@ -47,7 +49,7 @@ describe("provider isolation", () => {
       installationRoot: root,
     });
     expect(r.providers.find((p) => p.localName === "filesystem")?.isolation).toBe("process");
-    expect(r.providers.find((p) => p.localName === "anthropic")?.isolation).toBe("worker");
+    expect(r.providers.find((p) => p.localName === "anthropic")?.isolation).toBeUndefined();
     // agent.hcl still wins over the package's default.
     const asked = resolve(`required_providers {\n${entry("filesystem", ', isolation = "worker"')}}\n`, {
       installationRoot: root,

@@ -1,7 +1,9 @@
 // Rules the model-provider pages put on agent.hcl loading: env() takes a quoted literal,
 // checked on the syntax before anything is evaluated, and a hook block may only name a
 // point its provider advertises in supported_hook_points.
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { HookPoint } from "@pluggableharness/protocol/common";
+import { ModelSpecSchema, SamplingParameter } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
 import { decodeProviderConfig, loadConfigSource, validateAgainstProviders } from "../src/index.ts";
 import { VENDOR_SCHEMA } from "./helpers.ts";
@@ -68,5 +70,85 @@ describe("hook blocks", () => {
         anthropic: { models: ["m"], hookPoints: [HookPoint.PRE_MODEL_CALL] },
       }),
     ).toEqual([]);
+  });
+});
+
+describe("sampling parameters a profile sets for a model that refuses them", () => {
+  const spec = (id: string, sampling?: MessageInitShape<typeof ModelSpecSchema>["sampling"]) =>
+    create(ModelSpecSchema, {
+      id,
+      thinking: { supported: true, effort: { levels: ["none", "high"], default: "high" } },
+      ...(sampling ? { sampling } : {}),
+    });
+  const specs = [
+    spec("claude-sonnet-5", { accepted: [] }),
+    spec("claude-sonnet-4-6", { accepted: [SamplingParameter.TEMPERATURE, SamplingParameter.TOP_K] }),
+    spec("gpt-5.6-sol", { accepted: [SamplingParameter.TEMPERATURE], onlyAtEffort: ["none"] }),
+    spec("undeclared"),
+  ];
+  const facts = { anthropic: { models: specs.map((s) => s.id), specs } };
+  const profile = (strict: boolean) =>
+    load(`agent_profile "default" {
+  model {
+    primary {
+      provider    = "anthropic"
+      id          = "claude-sonnet-5"
+      temperature = 0.2
+      top_p       = 0.9
+    }
+    fallback {
+      provider    = "anthropic"
+      id          = "claude-sonnet-4-6"
+      temperature = 0.2
+      top_k       = 40
+    }
+    fallback {
+      provider        = "anthropic"
+      id              = "gpt-5.6-sol"
+      temperature     = 0.2
+    }
+    fallback {
+      provider        = "anthropic"
+      id              = "gpt-5.6-sol"
+      thinking_effort = "none"
+      temperature     = 0.2
+    }
+    fallback {
+      provider    = "anthropic"
+      id          = "undeclared"
+      temperature = 0.2
+    }
+  }
+}
+${strict ? "settings {\n  strict_params = true\n}\n" : ""}`);
+  const where = (d: { severity: string; category: string; line: number; column: number }) => [
+    d.severity,
+    d.category,
+    `${d.line}:${d.column}`,
+  ];
+
+  it("is a load-time warning at the attribute, naming the model and why, and nothing else is flagged", () => {
+    const diags = validateAgainstProviders(profile(false), facts).filter(
+      (d) => d.category === "unsupported_parameter",
+    );
+    expect(diags.map(where)).toEqual([
+      ["warning", "unsupported_parameter", "12:21"],
+      ["warning", "unsupported_parameter", "13:21"],
+      ["warning", "unsupported_parameter", "24:25"],
+    ]);
+    expect(diags[0]!.detail).toBe(
+      'agent_profile "default" sets temperature for "anthropic/claude-sonnet-5", but claude-sonnet-5 does not accept temperature; it will not be sent (set settings.strict_params = true to make this an error).',
+    );
+    expect(diags[2]!.detail).toContain(
+      'gpt-5.6-sol accepts temperature only at thinking effort "none", not "high"',
+    );
+  });
+
+  it("is an error in strict mode", () => {
+    const diags = validateAgainstProviders(profile(true), facts).filter(
+      (d) => d.category === "unsupported_parameter",
+    );
+    expect(diags.map((d) => d.severity)).toEqual(["error", "error", "error"]);
+    expect(diags[0]!.detail).toContain("settings.strict_params is on");
   });
 });

@@ -76,6 +76,7 @@ describe("project loading", () => {
       observability_declared: false,
       default_hook_timeout_ms: 5000,
       default_tool_timeout_ms: 120000,
+      stream_idle_timeout_ms: 300000,
       default_max_depth: 2,
       doom_loop_threshold: 3,
       doom_loop_window: 10,
@@ -344,8 +345,8 @@ describe("built-in default configuration", () => {
   it.each([
     [{ ANTHROPIC_API_KEY: "a", OPENAI_API_KEY: "o" }, "anthropic", "claude-sonnet-5"],
     [{ OPENAI_API_KEY: "o", GEMINI_API_KEY: "g" }, "openai", "gpt-5.6-sol"],
-    [{ GOOGLE_API_KEY: "g" }, "google", "gemini-3-pro"],
-    [{ GEMINI_API_KEY: "g", XAI_API_KEY: "x" }, "google", "gemini-3-pro"],
+    [{ GOOGLE_API_KEY: "g" }, "google", "gemini-3.8-flash"],
+    [{ GEMINI_API_KEY: "g", XAI_API_KEY: "x" }, "google", "gemini-3.8-flash"],
     [{ XAI_API_KEY: "x", ANTHROPIC_API_KEY: "" }, "xai", "grok-4.3"],
     [
       { OPENAI_BASE_URL: "http://localhost:11434/v1", OPENAI_MODEL: "llama3.3" },
@@ -539,7 +540,7 @@ describe("ALWAYS policy store", () => {
   it("persists verdicts as policy blocks loaded like operator rules", () => {
     const dir = projectDir({});
     expect(loadAlwaysRules(dir)).toEqual({ ok: true, rules: [] });
-    const r1 = recordAlwaysDecision(dir, {
+    const [r1] = recordAlwaysDecision(dir, {
       provider: "filesystem",
       tool_name: "write_file",
       decision: "allow",
@@ -568,7 +569,7 @@ describe("ALWAYS policy store", () => {
       ["always:default:filesystem.write_file", "deny", "default", "always"],
       ["always:reviewer:filesystem.write_file", "allow", "reviewer", "always"],
     ]);
-    expect(r1.match).toEqual({ provider: "filesystem", tool_name: "write_file" });
+    expect(r1!.match).toEqual({ provider: "filesystem", tool_name: "write_file" });
     const e = new PolicyEngine([], { alwaysRules: loaded.rules, profile: "reviewer" });
     expect(e.evaluate({ kind: "resource", provider: "filesystem", tool_name: "write_file" })).toMatchObject({
       decision: "allow",

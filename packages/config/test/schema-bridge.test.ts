@@ -111,6 +111,31 @@ describe("decoding", () => {
     ]);
   });
 
+  it("resolves relative path attributes against the directory of agent.hcl, path.root included", () => {
+    const schema = create(ConfigSchemaSchema, {
+      attributes: [
+        { name: "roots", type: AttributeType.LIST_STRING, path: true },
+        { name: "home", type: AttributeType.STRING, path: true },
+        { name: "cache", type: AttributeType.STRING, path: true, defaultJson: '".cache"' },
+        { name: "label", type: AttributeType.STRING },
+      ],
+    });
+    const r = decodeProviderConfig(
+      config(
+        `  roots = [".", "src/../lib", "/abs", "${"$"}{path.root}/x"]\n  home = "h"\n  label = "./kept"\n`,
+      ),
+      "anthropic",
+      schema,
+      {},
+    );
+    expect(r.ok && r.config.values).toEqual({
+      roots: ["/p", "/p/lib", "/abs", "/p/x"],
+      home: "/p/h",
+      cache: "/p/.cache",
+      label: "./kept",
+    });
+  });
+
   it("collects every problem of a body in one pass", () => {
     const r = decode(`
   api_key   = "literal"
@@ -168,6 +193,10 @@ describe("schema validation", () => {
   it.each([
     [{ name: "x", type: AttributeType.UNSPECIFIED }, "no (or an unknown) type"],
     [{ name: "x", type: AttributeType.OBJECT }, "needs object_attributes"],
+    [
+      { name: "x", type: AttributeType.NUMBER, path: true },
+      "path is only supported on string and list(string)",
+    ],
     [
       {
         name: "x",

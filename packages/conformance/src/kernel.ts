@@ -34,6 +34,10 @@ export class RecordingKernel {
   countTokensCalls = 0;
   /** Answer CountTokens as exact, as a kernel with a vendor tokenizer would (still the formula). */
   exactCounts = false;
+  /** What ExecEnvironment answers; unset: UNIMPLEMENTED, as from a kernel without it. */
+  execEnvironment:
+    | { variables: Record<string, string>; withheld?: string[]; protectedPaths: string[] }
+    | undefined;
   #waiters: Array<{ match: (l: RecordedLog) => boolean; resolve: (l: RecordedLog) => void }> = [];
   #sequence = 0n;
 
@@ -76,6 +80,11 @@ export class RecordingKernel {
         describe: () => ({
           producer: create(ProducerRefSchema, { name: "conformance-kernel", version: "0.1.0" }),
         }),
+        execEnvironment: () => {
+          const e = this.execEnvironment;
+          if (!e) throw Object.assign(new Error("ExecEnvironment is not served"), { code: 12 });
+          return { variables: e.variables, withheld: e.withheld ?? [], protectedPaths: e.protectedPaths };
+        },
       }),
     };
   }

@@ -23,7 +23,7 @@ const main = (p: Provider) => new URL(`../../../providers/${p}/src/main.ts`, imp
 /** The model each provider is exercised with. */
 const MODEL: Record<Provider, string> = {
   anthropic: "claude-haiku-4-5-20251001",
-  google: "gemini-2.5-flash",
+  google: "gemini-2.5-flash-lite",
   openai: "gpt-5.4",
   xai: "grok-4.3",
   "openai-compatible": "llama3.2",

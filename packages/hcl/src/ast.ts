@@ -138,6 +138,8 @@ export interface TemplateFor extends NodeBase {
   valueVar: string;
   collection: Expression;
   body: TemplatePart[];
+  /** The opening `%{ for ... }` directive. */
+  openRange: Range;
 }
 
 /** A bare name, looked up in the evaluation scope. */
@@ -152,6 +154,8 @@ export interface GetAttr extends NodeBase {
   object: Expression;
   name: string;
   nameRange: Range;
+  /** The dot and the name: where HCL reports a failed lookup. */
+  stepRange: Range;
 }
 
 /** `collection[key]`, or the legacy `collection.0` form (`legacy: true`). */
@@ -160,6 +164,8 @@ export interface Index extends NodeBase {
   collection: Expression;
   key: Expression;
   legacy: boolean;
+  /** `[key]` with its brackets, or `.0` for the legacy form: where HCL reports a failed lookup. */
+  stepRange: Range;
 }
 
 /**
@@ -172,6 +178,8 @@ export interface Splat extends NodeBase {
   source: Expression;
   each: Expression;
   full: boolean;
+  /** `.*` or `[*]`. */
+  markerRange: Range;
 }
 
 /** The current element inside a splat's `each` expression; its range is the splat marker. */

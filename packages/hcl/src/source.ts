@@ -65,6 +65,8 @@ export class SourceFile {
   /** UTF-8 byte offset of each entry of `lineStarts`. */
   private readonly lineStartBytes: number[];
   private readonly clusters = new Map<number, Clusters>();
+  /** UTF-16 indices where a grapheme cluster must end (token boundaries), sorted. */
+  private breaks: readonly number[] = [];
 
   constructor(filename: string, text: string) {
     this.filename = filename;
@@ -114,6 +116,19 @@ export class SourceFile {
     return { line: line + 1, column: lo + 1, byte: bytes[lo - 1]! + utf8Length(this.text.slice(from, i)) };
   }
 
+  /**
+   * Token boundaries: hcl/v2 counts columns token by token, so a combining
+   * mark that starts a token is a column of its own even though it would join
+   * the previous character in running text.
+   */
+  setBreaks(breaks: readonly number[]): void {
+    // The lexer hands them over in order; only a non-ASCII line ever looks at them.
+    this.breaks = breaks.every((b, i) => i === 0 || breaks[i - 1]! <= b)
+      ? breaks
+      : [...breaks].sort((a, b) => a - b);
+    this.clusters.clear();
+  }
+
   /** The range covering UTF-16 indices `[start, end)`. */
   range(start: number, end: number): Range {
     return { filename: this.filename, start: this.pos(start), end: this.pos(end) };
@@ -146,10 +161,18 @@ export class SourceFile {
       }
       clusters = { starts: [], bytes: [] };
       let byte = this.lineStartBytes[line]!;
-      for (const seg of segmenter().segment(this.text.slice(from, to))) {
-        clusters.starts.push(from + seg.index);
-        clusters.bytes.push(byte);
-        byte += utf8Length(seg.segment);
+      const cuts = [from];
+      for (let k = firstAbove(this.breaks, from); k < this.breaks.length && this.breaks[k]! < to; k++) {
+        cuts.push(this.breaks[k]!);
+      }
+      cuts.push(to);
+      for (let k = 0; k + 1 < cuts.length; k++) {
+        const pieceStart = cuts[k]!;
+        for (const seg of segmenter().segment(this.text.slice(pieceStart, cuts[k + 1]!))) {
+          clusters.starts.push(pieceStart + seg.index);
+          clusters.bytes.push(byte);
+          byte += utf8Length(seg.segment);
+        }
       }
       // A sentinel for the line's end (the "\n", or the end of the text).
       clusters.starts.push(to);
@@ -158,6 +181,18 @@ export class SourceFile {
     }
     return clusters;
   }
+}
+
+/** Index of the first element of sorted `xs` greater than `x`. */
+function firstAbove(xs: readonly number[], x: number): number {
+  let lo = 0;
+  let hi = xs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (xs[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** Where decoding bytes as UTF-8 failed. */

@@ -1,10 +1,13 @@
-// Template assembly. The parser reads a template as a flat sequence of items
-// (literal text, interpolations, and directive markers such as `%{ if x }`);
-// this module applies `<<-` de-indentation and `~` strip markers to that flat
-// sequence, then nests the directives into TemplateIf / TemplateFor parts.
+// Template assembly, following hcl/v2's template parser. The parser reads a
+// template as a flat sequence of items (literal text tokens, interpolations,
+// and directive markers such as `%{ if x }`), applying `~` strip markers to
+// the neighbouring literal token as it goes; this module applies `<<-`
+// de-indentation to that sequence and nests the directives into TemplateIf /
+// TemplateFor parts.
 
 import type { Expression, TemplateLiteral, TemplatePart } from "./ast.ts";
 import { type Diagnostic, errorDiag } from "./diagnostics.ts";
+import { GO_SPACE } from "./lexer.ts";
 import { graphemes, type Range, utf8Length } from "./source.ts";
 
 export type FlatItem =
@@ -24,7 +27,14 @@ export type FlatItem =
 
 export type Directive = FlatItem & { kind: "directive" };
 
-const LEADING_SPACE = /^\s*/u;
+const LEADING = new RegExp(`^[${GO_SPACE}]*`, "u");
+const TRAILING = new RegExp(`[${GO_SPACE}]*$`, "u");
+
+/** `~` strip markers remove the whitespace (as Go's unicode.IsSpace defines it) of the adjacent literal token. */
+export const stripMarkers = {
+  left: (s: string): string => s.replace(LEADING, ""),
+  right: (s: string): string => s.replace(TRAILING, ""),
+};
 
 /**
  * `<<-` heredocs: removes from every line the smallest indentation (counted
@@ -32,27 +42,29 @@ const LEADING_SPACE = /^\s*/u;
  * not count; a line starting with an interpolation or directive counts as
  * indentation zero.
  */
-export function dedentHeredoc(items: FlatItem[]): void {
+export function flushHeredoc(items: FlatItem[]): void {
   let smallest = Number.POSITIVE_INFINITY;
-  const toTrim: Array<FlatItem & { kind: "lit" }> = [];
+  const adjust: Array<FlatItem & { kind: "lit" }> = [];
   let atLineStart = true;
   for (const item of items) {
     if (atLineStart) {
+      atLineStart = false;
+      let spaces = 0;
       if (item.kind === "lit") {
-        const indent = LEADING_SPACE.exec(item.value)![0];
-        const blank = indent.length === item.value.length && item.value.endsWith("\n");
-        if (!blank) {
-          smallest = Math.min(smallest, graphemes(indent).length);
-          toTrim.push(item);
+        const indent = LEADING.exec(item.value)![0];
+        if (indent.length === item.value.length && item.value.endsWith("\n")) {
+          spaces = Number.POSITIVE_INFINITY;
+        } else {
+          spaces = graphemes(indent).length;
+          adjust.push(item);
         }
-      } else {
-        smallest = 0;
       }
+      smallest = Math.min(smallest, spaces);
     }
-    atLineStart = item.kind === "lit" && item.value.endsWith("\n");
+    if (item.kind === "lit" && item.value.endsWith("\n")) atLineStart = true;
   }
   if (smallest === 0 || smallest === Number.POSITIVE_INFINITY) return;
-  for (const item of toTrim) {
+  for (const item of adjust) {
     const removed = graphemes(item.value).slice(0, smallest).join("");
     item.value = item.value.slice(removed.length);
     const start = item.range.start;
@@ -64,123 +76,134 @@ export function dedentHeredoc(items: FlatItem[]): void {
 }
 
 /**
- * Merges runs of adjacent literals (a heredoc yields one per line) into one,
- * so that a strip marker removes all the whitespace next to it, across lines.
+ * Nests directives into parts. Unbalanced directives are reported as hcl/v2
+ * does: a missing `endif`/`endfor` at the template's end (`endRange`), a
+ * stray `else`/`endif`/`endfor` where it stands.
  */
-export function mergeLiterals(items: FlatItem[]): FlatItem[] {
-  const out: FlatItem[] = [];
-  for (const item of items) {
-    const prev = out[out.length - 1];
-    if (item.kind === "lit" && prev?.kind === "lit") {
-      out[out.length - 1] = {
-        kind: "lit",
-        value: prev.value + item.value,
-        range: span(prev.range, item.range),
-      };
-    } else {
-      out.push(item);
-    }
-  }
-  return out;
-}
-
-/** Applies `~` strip markers to the literal text next to them. */
-export function applyStripMarkers(items: FlatItem[]): void {
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!;
-    if (item.kind === "lit") continue;
-    const before = items[i - 1];
-    if (item.stripLeft && before?.kind === "lit") before.value = before.value.trimEnd();
-    const after = items[i + 1];
-    if (item.stripRight && after?.kind === "lit") after.value = after.value.trimStart();
-  }
-}
-
-/** Nests directives into parts; reports unbalanced `else`/`endif`/`endfor`. */
-export function nestTemplate(items: FlatItem[], diagnostics: Diagnostic[]): TemplatePart[] {
+export function nestTemplate(
+  items: readonly FlatItem[],
+  endRange: Range,
+  diagnostics: Diagnostic[],
+): TemplatePart[] {
   let pos = 0;
+  const unexpected = (d: Directive, detail: string) =>
+    diagnostics.push(errorDiag("unexpected-directive", `Unexpected ${d.keyword} directive`, detail, d.range));
+  const unbalanced = (d: Directive, closer: string) =>
+    diagnostics.push(
+      errorDiag(
+        "unclosed-directive",
+        "Unexpected end of template",
+        `The "${d.keyword}" directive at ${d.range.start.line}:${d.range.start.column} has no matching "%{ ${closer} }".`,
+        endRange,
+      ),
+    );
 
-  // Reads parts until one of `stops` (or the end); returns the stopping directive.
-  const parts = (stops: ReadonlyArray<Directive["keyword"]>): [TemplatePart[], Directive | undefined] => {
-    const out: TemplatePart[] = [];
-    while (pos < items.length) {
-      const item = items[pos++]!;
-      if (item.kind === "lit") {
-        if (item.value !== "") {
-          out.push({
-            kind: "TemplateLiteral",
-            value: item.value.normalize("NFC"),
-            range: item.range,
-          } satisfies TemplateLiteral);
-        }
-      } else if (item.kind === "interp") {
-        out.push({
-          kind: "TemplateInterpolation",
-          expr: item.expr,
-          stripLeft: item.stripLeft,
-          stripRight: item.stripRight,
-          range: item.range,
-        });
-      } else if (stops.includes(item.keyword)) {
-        return [out, item];
-      } else if (item.keyword === "if") {
-        const [then, end] = parts(["else", "endif"]);
-        let otherwise: TemplatePart[] | undefined;
-        let last = end;
-        if (end?.keyword === "else") {
-          const [elseParts, endif] = parts(["endif"]);
-          otherwise = elseParts;
-          last = endif;
-        }
-        if (last === undefined) {
-          diagnostics.push(unclosed(item, "endif"));
-          return [out, undefined];
-        }
-        out.push({
-          kind: "TemplateIf",
-          condition: item.condition!,
-          then,
-          ...(otherwise === undefined ? {} : { else: otherwise }),
-          range: span(item.range, last.range),
-        });
-      } else if (item.keyword === "for") {
-        const [body, end] = parts(["endfor"]);
-        if (end === undefined) {
-          diagnostics.push(unclosed(item, "endfor"));
-          return [out, undefined];
-        }
-        out.push({
-          kind: "TemplateFor",
-          ...(item.keyVar === undefined ? {} : { keyVar: item.keyVar }),
-          valueVar: item.valueVar!,
-          collection: item.collection!,
-          body,
-          range: span(item.range, end.range),
-        });
-      } else {
-        diagnostics.push(
-          errorDiag(
-            "unexpected-directive",
-            "Unexpected template directive",
-            `There is no open ${item.keyword === "endfor" ? '"for"' : '"if"'} directive for this "${item.keyword}" to belong to.`,
-            item.range,
-          ),
-        );
-      }
+  /** One part; undefined when a directive problem ended it. */
+  const part = (): TemplatePart | undefined => {
+    const item = items[pos++]!;
+    if (item.kind === "lit") {
+      return {
+        kind: "TemplateLiteral",
+        value: item.value.normalize("NFC"),
+        range: item.range,
+      } satisfies TemplateLiteral;
     }
-    return [out, undefined];
+    if (item.kind === "interp") {
+      return {
+        kind: "TemplateInterpolation",
+        expr: item.expr,
+        stripLeft: item.stripLeft,
+        stripRight: item.stripRight,
+        range: item.range,
+      };
+    }
+    if (item.keyword === "if") return ifPart(item);
+    if (item.keyword === "for") return forPart(item);
+    unexpected(item, "There is no open directive for it to belong to.");
+    return undefined;
   };
 
-  return parts([])[0];
+  const ifPart = (open: Directive): TemplatePart | undefined => {
+    const then: TemplatePart[] = [];
+    let otherwise: TemplatePart[] | undefined;
+    for (;;) {
+      const next = items[pos];
+      if (next === undefined) {
+        unbalanced(open, "endif");
+        return undefined;
+      }
+      if (next.kind === "directive" && next.keyword !== "if" && next.keyword !== "for") {
+        pos++;
+        if (next.keyword === "else" && otherwise === undefined) {
+          otherwise = [];
+          continue;
+        }
+        if (next.keyword === "endif") {
+          return {
+            kind: "TemplateIf",
+            condition: open.condition!,
+            // biome-ignore lint/suspicious/noThenProperty: the AST names the branch "then" (ast.ts).
+            then: nonEmpty(then),
+            ...(otherwise === undefined ? {} : { else: nonEmpty(otherwise) }),
+            range: span(open.range, next.range),
+          };
+        }
+        unexpected(
+          next,
+          `Expected "%{ endif }" for the "if" at ${open.range.start.line}:${open.range.start.column}.`,
+        );
+        return undefined;
+      }
+      const p = part();
+      if (p !== undefined) (otherwise ?? then).push(p);
+    }
+  };
+
+  const forPart = (open: Directive): TemplatePart | undefined => {
+    const body: TemplatePart[] = [];
+    for (;;) {
+      const next = items[pos];
+      if (next === undefined) {
+        unbalanced(open, "endfor");
+        return undefined;
+      }
+      if (next.kind === "directive" && next.keyword !== "if" && next.keyword !== "for") {
+        pos++;
+        if (next.keyword === "endfor") {
+          return {
+            kind: "TemplateFor",
+            ...(open.keyVar === undefined ? {} : { keyVar: open.keyVar }),
+            valueVar: open.valueVar!,
+            collection: open.collection!,
+            body: nonEmpty(body),
+            openRange: open.range,
+            range: span(open.range, next.range),
+          };
+        }
+        unexpected(
+          next,
+          next.keyword === "else"
+            ? 'A "for" directive has no "else".'
+            : `Expected "%{ endfor }" for the "for" at ${open.range.start.line}:${open.range.start.column}.`,
+        );
+        return undefined;
+      }
+      const p = part();
+      if (p !== undefined) body.push(p);
+    }
+  };
+
+  const out: TemplatePart[] = [];
+  while (pos < items.length) {
+    const p = part();
+    if (p !== undefined) out.push(p);
+  }
+  return nonEmpty(out);
 }
 
-function unclosed(open: Directive, closer: string): Diagnostic {
-  return errorDiag(
-    "unclosed-directive",
-    "Unclosed template directive",
-    `This "${open.keyword}" directive has no matching "%{ ${closer} }".`,
-    open.range,
-  );
+/** Drops empty literal parts (a `""` template has no parts). */
+function nonEmpty(parts: TemplatePart[]): TemplatePart[] {
+  return parts.filter((p) => p.kind !== "TemplateLiteral" || p.value !== "");
 }
 
 function span(a: Range, b: Range): Range {

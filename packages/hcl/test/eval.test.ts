@@ -84,7 +84,7 @@ describe("functions", () => {
     });
   });
 
-  it("turns a FunctionError into a diagnostic at the argument or the call", () => {
+  it("turns a FunctionError into a diagnostic at the start of the argument, or at the call's name", () => {
     const ctx: EvalContext = {
       functions: {
         bad: () => {
@@ -97,11 +97,13 @@ describe("functions", () => {
     };
     const r = evaluate(expr('bad(1, "two")'), ctx);
     expect(r.diagnostics.map((d) => [d.code, d.summary, rangeText(d.subject)])).toEqual([
-      ["my-code", "Bad", "1:8:7-1:13:12"],
+      // As hcl/v2 does: a quoted argument starts at its text, inside the quotes.
+      ["my-code", "Bad", "1:9:8-1:12:11"],
     ]);
-    expect(formatDiagnostic(r.diagnostics[0]!)).toBe("e.hcl:1:8: Bad: it failed");
+    expect(formatDiagnostic(r.diagnostics[0]!)).toBe("e.hcl:1:9: Bad: it failed");
     const w = evaluate(expr("worse()"), ctx);
-    expect(rangeText(w.diagnostics[0]!.subject)).toBe("1:1:0-1:8:7");
+    // The name and the opening parenthesis.
+    expect(rangeText(w.diagnostics[0]!.subject)).toBe("1:1:0-1:7:6");
   });
 
   it("turns any other exception into a diagnostic instead of throwing", () => {

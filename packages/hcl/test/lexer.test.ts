@@ -86,8 +86,19 @@ describe("lexer", () => {
     expect(strips).toEqual([true, true]);
   });
 
-  it("decodes escapes and doubled template introducers in quoted literals", () => {
-    expect(tokens('"\\t$${x}%%{y}$$"')).toEqual(["oquote", "lit(\t${x}%{y}$$)", "cquote", "eof"]);
+  it("decodes escapes and doubled template introducers, splitting literals at $ and % as hcl/v2 does", () => {
+    expect(tokens('"\\t$${x}%%{y}$$"')).toEqual([
+      "oquote",
+      "lit(\t)",
+      "lit(${)",
+      "lit(x})",
+      "lit(%{)",
+      "lit(y})",
+      "lit($)",
+      "lit($)",
+      "cquote",
+      "eof",
+    ]);
   });
 
   it("splits heredoc text per line and ends at the marker line", () => {
@@ -99,7 +110,7 @@ describe("lexer", () => {
       "ident",
       "eof",
     ]);
-    expect(tokens("<<-X\na${b}c\nX")).toEqual([
+    expect(tokens("<<-X\na${b}c\n X \t\n")).toEqual([
       "oheredoc",
       "lit(a)",
       "${",
@@ -107,34 +118,42 @@ describe("lexer", () => {
       "seqend",
       "lit(c\n)",
       "cheredoc",
+      "newline",
       "eof",
     ]);
+  });
+
+  it("takes a marker line only when it ends with a newline", () => {
+    // At the very end of the file "X" is heredoc text, and the heredoc is unterminated.
+    expect(tokens("<<X\na\nX")).toEqual(["oheredoc", "lit(a\n)", "lit(X)", "eof"]);
+    // Spaces and tabs around the marker are allowed.
+    expect(tokens("<<X\n  X  \n")).toEqual(["oheredoc", "cheredoc", "newline", "eof"]);
   });
 
   it("does not treat << without a marker and newline as a heredoc", () => {
     expect(tokens("<<EOT x")).toEqual(["<", "<", "ident", "ident", "eof"]);
   });
 
-  it("reports invalid characters and unterminated constructs, and still closes them", () => {
+  it("reports line breaks in quoted strings and invalid characters, and goes on like hcl/v2", () => {
+    // A line break does not end the string: the next quote does. "$" is no token outside strings.
     const src = new SourceFile("t.hcl", 'a = "x\n@\n"${');
     const { tokens: toks, diagnostics } = lex(src);
-    expect(diagnostics.map((d) => d.code)).toEqual([
-      "multiline-string",
-      "invalid-character",
-      "unterminated-string",
+    expect(diagnostics.map((d) => [d.code, d.subject.start.line, d.subject.end.line])).toEqual([
+      ["multiline-string", 1, 2],
+      ["multiline-string", 2, 3],
+      ["invalid-character", 3, 3],
     ]);
     expect(toks.map((t) => t.kind)).toEqual([
       "ident",
       "=",
       "oquote",
       "lit",
+      "qnewline",
+      "lit",
+      "qnewline",
       "cquote",
-      "newline",
       "invalid",
-      "newline",
-      "oquote",
-      "${",
-      "cquote",
+      "{",
       "eof",
     ]);
   });

@@ -17,7 +17,7 @@ describe("parseFile", () => {
     expect(file.body.items).toEqual([]);
   });
 
-  it("keeps parsing after an error inside a nested block", () => {
+  it("keeps parsing after an error inside a nested block, reporting only the first syntax error as hcl/v2 does", () => {
     const text = [
       "outer {",
       "  bad = = 1",
@@ -30,9 +30,10 @@ describe("parseFile", () => {
       "",
     ].join("\n");
     const { file, diagnostics } = parseFile(text, "r.hcl");
+    // The second broken attribute (line 5) is dropped too, but after recovering from the
+    // first error hcl/v2 reports no more errors of this kind: they are often consequences.
     expect(diagnostics.map((d) => `${d.code}@${d.subject.start.line}:${d.subject.start.column}`)).toEqual([
       "invalid-expression@2:9",
-      "invalid-expression@5:9",
     ]);
     const outer = file.body.items[0]!;
     expect(outer.kind).toBe("Block");
@@ -96,17 +97,24 @@ describe("parseExpression", () => {
   });
 
   it("keeps TemplateWrap, Parens and Template apart", () => {
-    const kinds = ['"${x}"', "(x)", '"x"', '"${x} "', "<<EOT\n${x}\nEOT"].map(
+    const kinds = ['"${x}"', "(x)", '"x"', '"${x} "', "<<EOT\n${x}\nEOT\n"].map(
       (t) => parseExpression(t, "e.hcl").expr?.kind,
     );
     expect(kinds).toEqual(["TemplateWrap", "Parens", "Template", "Template", "Template"]);
   });
 
-  it("treats `for` right after { on the same line as a for-expression, and on a new line as a key", () => {
+  it("treats `for` first inside braces as a for-expression, on the same line or the next", () => {
     expect(parseExpression("{for k, v in x : k => v}", "e.hcl").expr?.kind).toBe("For");
-    const obj = parseExpression("{\n  for = 1\n}", "e.hcl").expr;
-    expect(obj?.kind).toBe("Object");
-    expect(evaluate(obj!).value).toEqual({ for: 1 });
+    const multiline = parseExpression("{\n  for k, v in x :\n  k => v\n}", "e.hcl");
+    expect(multiline.diagnostics).toEqual([]);
+    expect(multiline.expr?.kind).toBe("For");
+    expect(evaluate(multiline.expr!, { variables: { x: { a: 1 } } }).value).toEqual({ a: 1 });
+    // So "for" cannot be the first key of an object, as in hcl/v2.
+    const { expr, diagnostics } = parseExpression("{\n  for = 1\n}", "e.hcl");
+    expect(expr).toBeUndefined();
+    expect(diagnostics.map((d) => [d.code, rangeText(d.subject)])).toEqual([
+      ["invalid-for-expression", "2:7:8-2:8:9"],
+    ]);
   });
 
   it("parses namespaced function names", () => {

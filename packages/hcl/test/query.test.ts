@@ -49,7 +49,7 @@ describe("literalString", () => {
     expect(literalString(expr('"a${x}"'))).toBeUndefined();
     expect(literalString(expr('"%{ if true }a%{ endif }"'))).toBeUndefined();
     expect(literalString(expr('("a")'))).toBeUndefined();
-    expect(literalString(expr("<<EOT\na\nEOT"))).toBeUndefined();
+    expect(literalString(expr("<<EOT\na\nEOT\n"))).toBeUndefined();
     expect(literalString(expr("a"))).toBeUndefined();
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { parseFile } from "../src/index.ts";
 import { decodeUtf8, firstLoneSurrogate, SourceFile, utf8Length } from "../src/source.ts";
 
 describe("SourceFile positions", () => {
@@ -74,5 +75,19 @@ describe("UTF-8", () => {
     expect(firstLoneSurrogate("a😀b")).toBe(-1);
     expect(firstLoneSurrogate("ab\uD800")).toBe(2);
     expect(firstLoneSurrogate("\uDC00")).toBe(0);
+  });
+
+  it("counts grapheme clusters within each token, as hcl/v2 does", () => {
+    // A combining accent after a space: one cluster in running text, but the space is not part
+    // of the invalid-character token that starts at the accent, so the accent is a column.
+    const text = 'a = \u0301x"\n';
+    const { diagnostics } = parseFile(text, "t.hcl");
+    const first = diagnostics[0]!;
+    expect(first.code).toBe("invalid-character");
+    expect([first.subject.start.column, first.subject.end.column]).toEqual([5, 6]);
+    const src = new SourceFile("t.hcl", "a \u0301b");
+    expect(src.pos(3).column).toBe(3); // without token boundaries: " \u0301" is one cluster
+    src.setBreaks([2, 3]);
+    expect(src.pos(3).column).toBe(4);
   });
 });

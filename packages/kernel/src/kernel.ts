@@ -9,8 +9,11 @@ import {
   type AgentConfig,
   ConfigError,
   devOverridePaths,
+  envNamesReadByConfig,
   errorsOf,
+  execEnvironment,
   getProfile,
+  kernelProtectedPaths,
   loadAlwaysRules,
   loadGlobalConfig,
   loadProjectConfig,
@@ -46,8 +49,10 @@ import {
   REOPENABLE_STATUSES,
   REPLAY_ONLY_STATUSES,
   SchemaTooNewError,
+  SessionLockedError,
   SessionNotFoundError,
   type SessionReader,
+  type SessionWriter,
 } from "@pluggableharness/state";
 import { InvocationTracker } from "./callbacks/invocations.ts";
 import { callbackImplementation } from "./callbacks/service.ts";
@@ -65,12 +70,14 @@ import {
   type SessionService,
 } from "./frontends/hub.ts";
 import { EventRenderer } from "./frontends/renderer.ts";
+import { StoredInputs } from "./frontends/stored-inputs.ts";
 import { HookDispatcher } from "./hooks/dispatcher.ts";
 import { discardLog, KernelLogger, type KernelLogLevel, type KernelLogSink } from "./log.ts";
 import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
 import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
+import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
@@ -174,7 +181,7 @@ export interface Kernel {
   readonly frontends: FrontendPort;
   readonly config: AgentConfig;
   startSession(options?: StartSessionOptions): Promise<SessionHandle>;
-  /** Loads a session to continue it (COMPLETED or CANCELLED ones re-open on the next send). */
+  /** Loads a session to continue it (COMPLETED, CANCELLED or FAILED ones re-open on the next send). */
   resumeSession(sessionId: string): Promise<SessionHandle>;
   listProviders(): readonly ProviderStatus[];
   /** Cancels running sessions, closes every connection and stops the plugins this kernel owns. */
@@ -221,7 +228,10 @@ class ArchivedSession implements HubSession {
 
   openBackfill() {
     const r = this.#reader();
-    return { events: (through: number) => r.events({ throughSequence: through }), close: () => r.close() };
+    return {
+      events: (through: number) => new StoredInputs().all(r.events({ throughSequence: through })),
+      close: () => r.close(),
+    };
   }
 
   slashCommands() {
@@ -314,6 +324,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       kernelProducer: this.#kernelProducer,
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,
+      protectedPaths: [
+        ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env),
+        ...(this.#options.stateDir ? [this.#options.stateDir] : []),
+      ],
+      secretValues: this.#secretValues(),
       headlessAsk: this.#options.headlessAsk ?? "deny",
       limits: {
         ...DEFAULT_LIMITS,
@@ -322,6 +337,17 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       },
       newId: newUlid,
     };
+  }
+
+  #secretValues(): string[] {
+    const source = this.#options.env ?? process.env;
+    const e = execEnvironment(source, {
+      configNames: envNamesReadByConfig(this.config.projectDir, source),
+    });
+    return e.withheld.flatMap((n) => {
+      const v = source[n];
+      return v && v.length >= 8 ? [v] : [];
+    });
   }
 
   get #d(): LoopDeps {
@@ -350,6 +376,20 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        execEnvironment: (patterns) => {
+          const source = this.#options.env ?? process.env;
+          const projectDir = this.config.projectDir;
+          const e = execEnvironment(source, {
+            configNames: envNamesReadByConfig(projectDir, source),
+            patterns,
+            installationRoot: this.#options.installationRoot,
+            execPath: process.execPath,
+          });
+          return {
+            ...e,
+            protectedPaths: [...(this.#deps?.protectedPaths ?? kernelProtectedPaths(projectDir, source))],
+          };
+        },
       },
       peer,
     );
@@ -436,23 +476,47 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     } finally {
       reader.close();
     }
-    const writer = openSessionWriter(sessionId, {
-      ...(dir ? { dir } : {}),
-      ...(this.#options.durability ? { durability: this.#options.durability } : {}),
-    });
+    let writer: SessionWriter;
+    try {
+      writer = openSessionWriter(sessionId, {
+        ...(dir ? { dir } : {}),
+        ...(this.#options.durability ? { durability: this.#options.durability } : {}),
+        log: (e) => this.#log[e.level](e.message, { code: e.code }, sessionId),
+      });
+    } catch (err) {
+      // Another process runs it: one writer per session, refused at once.
+      if (err instanceof SessionLockedError)
+        throw new FrontendRequestError(FrontendErrorCategory.SESSION_BUSY, err.message);
+      throw err;
+    }
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
       await this.#activateFor(profile);
       const session = new Session(
         this.#d,
-        {
-          writer,
-          profile,
-          workingDirectory: this.config.projectDir,
-          history: Session.historyFromFile(writer),
-        },
+        { writer, profile, workingDirectory: this.config.projectDir },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
+      const conversation = Session.conversationFromFile(writer, session.tools);
+      session.history = conversation.history;
+      if (session.status() === SessionStatus.RUNNING) {
+        // This kernel holds the session's writer, so the one that ran it has stopped
+        // (killed, crashed, shut down mid-run): answer what it left open, and end its run.
+        if (conversation.dangling.length > 0) {
+          repairInterrupted(session, conversation.dangling);
+          this.#log.warn(
+            `session ${session.id} was interrupted mid-turn; ${conversation.dangling.length} open tool call(s) answered as interrupted`,
+            undefined,
+            session.id,
+          );
+        }
+        session.setStatus(
+          SessionStatus.CANCELLED,
+          "interrupted: the agent that ran it stopped before the run ended",
+        );
+      } else if (conversation.dangling.length > 0) {
+        repairInterrupted(session, conversation.dangling);
+      }
       this.#sessions.set(session.id, session);
       return session;
     } catch (err) {

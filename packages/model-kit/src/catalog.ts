@@ -7,12 +7,23 @@ import type { ConfigDiagnostic } from "@pluggableharness/protocol/config";
 import {
   type ModelSpec,
   ModelSpecSchema,
+  SamplingParameter,
   ThinkingDisable,
   ToolChoiceMode,
 } from "@pluggableharness/protocol/model";
 import { diagnostic } from "./config.ts";
 
 export type ToolChoiceName = "auto" | "any" | "none" | "specific";
+export type SamplingName = "temperature" | "top_p" | "top_k";
+export const SAMPLING_NAMES: readonly SamplingName[] = ["temperature", "top_p", "top_k"];
+
+/** The sampling parameters a model accepts (ModelSpec.sampling). */
+export interface SamplingDef {
+  /** Empty: the model refuses every sampling parameter. */
+  accepted: SamplingName[];
+  /** When set, `accepted` holds only at these effort levels (the requested one, else the default). */
+  onlyAtEffort?: string[];
+}
 export type DisableName = "never" | "always" | "conditional";
 
 export interface ThinkingDef {
@@ -34,6 +45,8 @@ export interface PricingTierDef {
   cacheRead?: number;
   batchInput?: number;
   batchOutput?: number;
+  /** Explicit-cache storage, USD per million tokens per hour (only where the vendor bills it). */
+  cacheStorage?: number;
   /** Half-open input-token window: [inputFrom, inputUntil). */
   inputFrom?: number;
   inputUntil?: number;
@@ -52,6 +65,8 @@ export interface CatalogModel {
   thinking?: ThinkingDef;
   caching: { explicitMarkers: boolean; implicitAutomatic: boolean; keepalive?: boolean };
   toolChoiceModes: ToolChoiceName[];
+  /** Absent: not declared, so whatever a profile sets is forwarded. */
+  sampling?: SamplingDef;
   pricing: { free?: boolean; tiers: PricingTierDef[] };
   /** Where each figure comes from: free text or URLs, keyed by field or topic. */
   sources: Record<string, string>;
@@ -66,6 +81,11 @@ const CHOICE: Record<ToolChoiceName, ToolChoiceMode> = {
   any: ToolChoiceMode.ANY,
   none: ToolChoiceMode.NONE,
   specific: ToolChoiceMode.SPECIFIC,
+};
+const SAMPLING: Record<SamplingName, SamplingParameter> = {
+  temperature: SamplingParameter.TEMPERATURE,
+  top_p: SamplingParameter.TOP_P,
+  top_k: SamplingParameter.TOP_K,
 };
 const DISABLE: Record<DisableName, ThinkingDisable> = {
   never: ThinkingDisable.NEVER,
@@ -128,6 +148,9 @@ export function toModelSpec(m: CatalogModel): ModelSpec {
         ...(cachingSupported
           ? { cacheWritePerMtok: t.cacheWrite ?? t.input, cacheReadPerMtok: t.cacheRead ?? t.input }
           : {}),
+        ...(cachingSupported && t.cacheStorage !== undefined
+          ? { cacheStoragePerMtokHour: t.cacheStorage }
+          : {}),
         ...(t.batchInput !== undefined && t.batchOutput !== undefined
           ? { batchInputPerMtok: t.batchInput, batchOutputPerMtok: t.batchOutput }
           : {}),
@@ -136,6 +159,14 @@ export function toModelSpec(m: CatalogModel): ModelSpec {
       })),
     },
     supportedToolChoiceModes: m.toolChoiceModes.map((c) => CHOICE[c]),
+    ...(m.sampling
+      ? {
+          sampling: {
+            accepted: m.sampling.accepted.map((n) => SAMPLING[n]),
+            onlyAtEffort: m.sampling.onlyAtEffort ?? [],
+          },
+        }
+      : {}),
   });
 }
 
@@ -165,6 +196,7 @@ const KEYS = new Set([
   "thinking",
   "caching",
   "tool_choice_modes",
+  "sampling",
   "pricing",
   "wire",
 ]);
@@ -263,6 +295,7 @@ function customModel(
       errs.push(`"tool_choice_modes" must list "auto", "any", "none" or "specific"`);
     else modes = v as ToolChoiceName[];
   }
+  const sampling = entry.sampling === undefined ? base?.sampling : parseSampling(entry.sampling, errs);
   if (entry.wire !== undefined && !isObj(entry.wire)) errs.push(`"wire" must be an object`);
   const model: CatalogModel = {
     id,
@@ -276,6 +309,7 @@ function customModel(
     ...(thinking ? { thinking } : {}),
     caching: caching ?? { explicitMarkers: false, implicitAutomatic: false },
     toolChoiceModes: modes,
+    ...(sampling ? { sampling } : {}),
     pricing: pricing ?? { tiers: [] },
     sources: {
       all: base ? `declared in the provider block, like ${base.id}` : "declared in the provider block",
@@ -339,6 +373,37 @@ function parseThinking(v: JsonValue, errs: string[]): ThinkingDef | undefined {
   return out;
 }
 
+/**
+ * `"sampling"`: the list of accepted parameters, or `{"accepted": [...], "only_at_effort": [...]}`;
+ * `null` removes an inherited declaration (the kernel then forwards what a profile sets).
+ */
+function parseSampling(v: JsonValue, errs: string[]): SamplingDef | undefined {
+  if (v === null) return undefined;
+  const names = (x: JsonValue | undefined): SamplingName[] | undefined =>
+    Array.isArray(x) && x.every((n) => typeof n === "string" && SAMPLING_NAMES.includes(n as SamplingName))
+      ? ([...new Set(x)] as SamplingName[])
+      : undefined;
+  const list = names(v);
+  if (list) return { accepted: list };
+  if (isObj(v)) {
+    const accepted = names(v.accepted);
+    const effort = v.only_at_effort;
+    const levels =
+      effort === undefined
+        ? []
+        : Array.isArray(effort) && effort.every((e) => typeof e === "string")
+          ? (effort as string[])
+          : undefined;
+    for (const k of Object.keys(v))
+      if (k !== "accepted" && k !== "only_at_effort") errs.push(`unknown key "sampling.${k}"`);
+    if (accepted && levels) return levels.length > 0 ? { accepted, onlyAtEffort: levels } : { accepted };
+  }
+  errs.push(
+    `"sampling" must list ${SAMPLING_NAMES.map((n) => `"${n}"`).join(", ")}, or be {"accepted": [...], "only_at_effort": [...]}`,
+  );
+  return undefined;
+}
+
 function parseCaching(v: JsonValue, errs: string[]): CatalogModel["caching"] | undefined {
   if (v === false || v === null) return { explicitMarkers: false, implicitAutomatic: false };
   if (!isObj(v)) {
@@ -365,6 +430,7 @@ function parsePricing(v: JsonValue, errs: string[]): CatalogModel["pricing"] | u
     ["cache_read_per_mtok", "cacheRead"],
     ["batch_input_per_mtok", "batchInput"],
     ["batch_output_per_mtok", "batchOutput"],
+    ["cache_storage_per_mtok_hour", "cacheStorage"],
   ];
   const tier: Partial<PricingTierDef> = {};
   for (const [key, field] of fields) {

@@ -88,6 +88,24 @@ export function textOf(blocks: readonly ContentBlock[]): string {
   return blocks.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : [])).join("\n\n");
 }
 
+/**
+ * What a tool result with no text says to the model. Vendors differ on an empty result
+ * (Anthropic refuses an empty or whitespace-only text block, some compatible servers an
+ * empty tool message), so every adapter sends this instead.
+ */
+export const EMPTY_TOOL_RESULT = "(no output)";
+
+/** A tool result's text as every adapter sends it: its text blocks, never empty. */
+export function toolResultText(blocks: readonly ContentBlock[]): string {
+  const text = textOf(blocks);
+  return text.trim() === "" ? EMPTY_TOOL_RESULT : text;
+}
+
+/** Whether a text is worth a content block (vendors refuse whitespace-only blocks). */
+export function hasVisibleText(text: string): boolean {
+  return text.trim() !== "";
+}
+
 /** assembled_context as one text per non-empty section, in chain order. */
 export function systemTexts(sections: readonly ContextSection[]): string[] {
   return sections.map((s) => textOf(s.content)).filter((t) => t.length > 0);

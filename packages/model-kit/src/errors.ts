@@ -56,6 +56,8 @@ export interface FailureInit {
   vendorCode?: string | undefined;
   vendorBody?: string | undefined;
   httpStatus?: number | undefined;
+  /** The vendor does not serve the requested model id (ModelError.model_not_found). */
+  modelNotFound?: boolean | undefined;
 }
 
 /** Largest vendor body kept on an error; enough to debug, small enough to log. */
@@ -69,6 +71,7 @@ export class ModelFailure extends Error {
   readonly vendorCode: string | undefined;
   readonly vendorBody: string | undefined;
   readonly httpStatus: number | undefined;
+  readonly modelNotFound: boolean;
   constructor(category: ErrorCategory, message: string, init: FailureInit = {}) {
     super(message);
     this.name = "ModelFailure";
@@ -81,6 +84,7 @@ export class ModelFailure extends Error {
         ? `${init.vendorBody.slice(0, MAX_VENDOR_BODY)}…`
         : init.vendorBody;
     this.httpStatus = init.httpStatus;
+    this.modelNotFound = init.modelNotFound === true;
   }
 
   get grpcCode(): number {
@@ -97,6 +101,7 @@ export class ModelFailure extends Error {
       ...(this.vendorCode !== undefined ? { vendorCode: redact(this.vendorCode) } : {}),
       ...(this.vendorBody !== undefined ? { vendorBody: redact(this.vendorBody) } : {}),
       ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+      ...(this.modelNotFound ? { modelNotFound: true } : {}),
     });
   }
 }
@@ -116,6 +121,11 @@ export interface HttpFailure {
   /** Vendor-specific verdicts that override the status-based category. */
   contextLength?: boolean;
   contentFiltered?: boolean;
+  /**
+   * The vendor says it does not serve the requested model: invalid_request, never retried,
+   * flagged so the kernel moves on to the next candidate of the chain.
+   */
+  modelNotFound?: boolean;
 }
 
 /**
@@ -130,6 +140,7 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
   const category = ((): ErrorCategory => {
     if (f.contextLength) return "context_length_exceeded";
     if (f.contentFiltered) return "content_filtered";
+    if (f.modelNotFound) return "invalid_request";
     const s = f.status;
     if (s === 429) return "rate_limited";
     if (s === 408 || s === 409 || s >= 500) return "overloaded";
@@ -139,17 +150,45 @@ export function classifyHttpFailure(f: HttpFailure): ModelFailure {
     return "unknown";
   })();
   const shouldRetry = f.headers?.get("x-should-retry");
+  // A request bigger than the per-minute budget itself never fits, however long one waits.
+  const tooLarge = category === "rate_limited" && exceedsRateLimit(f.message);
   const retryable =
-    shouldRetry === "true" ? true : shouldRetry === "false" ? false : DEFAULT_RETRYABLE[category];
+    f.modelNotFound || tooLarge
+      ? false
+      : shouldRetry === "true"
+        ? true
+        : shouldRetry === "false"
+          ? false
+          : DEFAULT_RETRYABLE[category];
   const retryAfterSeconds = retryAfterFromHeaders(f.headers) ?? f.bodyRetryAfterSeconds;
   const what = f.message ? `: ${f.message}` : "";
-  return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}`, {
+  const why = tooLarge
+    ? " (the request alone is larger than the rate limit allows, so it is not retried)"
+    : "";
+  return new ModelFailure(category, `vendor answered HTTP ${f.status}${what}${why}`, {
     retryable,
     retryAfterSeconds,
     vendorCode: f.vendorCode,
     vendorBody: f.body,
     httpStatus: f.status,
+    modelNotFound: f.modelNotFound,
   });
+}
+
+/**
+ * Whether an error answer says the requested model does not exist (or is not available to
+ * this key): a 404 that names the model, a `model_not_found` code, or the wordings the
+ * compatible servers use. Vendors that answer something else entirely pass their own verdict.
+ */
+export function saysModelNotFound(
+  status: number,
+  code: string | undefined,
+  message: string | undefined,
+): boolean {
+  if (code === "model_not_found") return true;
+  const m = message ?? "";
+  if (status === 404 && /\bmodel\b/i.test(m)) return true;
+  return /\bmodel\b.*\b(does not exist|not found|is not found)\b|^invalid model\b/i.test(m);
 }
 
 /**
@@ -200,6 +239,74 @@ export function parseDurationSeconds(text: string): number | undefined {
                 : n / 1e6;
   }
   return matched ? total : undefined;
+}
+
+/**
+ * Whether a rate-limit message says the request by itself exceeds the budget (OpenAI's and
+ * compatible servers' "Request too large for … on tokens per min (TPM): Limit 30000,
+ * Requested 36055"), rather than that the budget is used up for now.
+ */
+export function exceedsRateLimit(message: string | undefined): boolean {
+  if (!message) return false;
+  if (/request too large/i.test(message)) return true;
+  const m = /\blimit:?\s*([\d,]+)\s*,\s*requested:?\s*([\d,]+)/i.exec(message);
+  if (!m) return false;
+  const n = (t: string) => Number(t.replaceAll(",", ""));
+  return n(m[2]!) > n(m[1]!);
+}
+
+/**
+ * No connection at all: refused, no such host, no route. Waiting does not bring a server up,
+ * so it is not retried (another candidate may still serve); the message says where.
+ */
+export function unreachable(origin: string, code: string): ModelFailure {
+  const why: Record<string, string> = {
+    ECONNREFUSED: "connection refused",
+    ENOTFOUND: "host not found",
+    EAI_AGAIN: "host name lookup failed",
+    EAI_NONAME: "host not found",
+    EHOSTUNREACH: "no route to host",
+    ENETUNREACH: "network unreachable",
+  };
+  return new ModelFailure("overloaded", `cannot reach ${origin} (${why[code] ?? code})`, {
+    retryable: false,
+    vendorCode: "unreachable",
+  });
+}
+
+/** The connection-level error codes that mean "nothing is listening there". */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
+
+/**
+ * A 200 answer that is not what the API sends: an HTML page (a proxy, a captive portal, a
+ * wrong base_url), an empty body, bytes that hold no event. Retrying gets the same answer,
+ * so it is not retried; the first bytes are kept as the vendor body.
+ */
+export function invalidResponse(what: string, excerpt?: string): ModelFailure {
+  return new ModelFailure("unknown", `invalid response: ${what}`, {
+    retryable: false,
+    vendorCode: "invalid_response",
+    httpStatus: 200,
+    ...(excerpt ? { vendorBody: excerpt.slice(0, 512) } : {}),
+  });
+}
+
+/** The error code of a failed fetch (undici puts the socket's in `cause`). */
+export function causeCode(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 4 && e && typeof e === "object"; i++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 /** A dropped connection or unreadable stream: transient, worth retrying. */

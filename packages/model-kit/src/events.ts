@@ -17,6 +17,20 @@ export const ev = {
     event: { case: "streamStart", value: { providerRequestId } },
   }),
   text: (text: string): StreamEventInit => ({ event: { case: "textDelta", value: { text } } }),
+  /**
+   * The first delta of a text block the vendor delimits itself (possibly empty), with its
+   * opaque per-block state (a string, stored as its UTF-8 bytes) when there is one.
+   */
+  textBlock: (text: string, vendorState?: string): StreamEventInit => ({
+    event: {
+      case: "textDelta",
+      value: {
+        text,
+        startsBlock: true,
+        ...(vendorState !== undefined ? { vendorState: utf8.encode(vendorState) } : {}),
+      },
+    },
+  }),
   thinking: (text: string): StreamEventInit => ({ event: { case: "thinkingDelta", value: { text } } }),
   /** A vendor signature string, stored as its UTF-8 bytes (see opaqueToBytes). */
   signature: (signature: string): StreamEventInit => ({
@@ -67,6 +81,8 @@ export interface UsageInit {
   vendorTotal?: number | bigint | undefined;
   components?: Array<{ name: string; value: number | bigint }>;
   vendorCost?: { amount: string; unit: string; currency?: string };
+  /** Explicit-cache storage the vendor bills: cached tokens x seconds stored. */
+  cacheStorageTokenSeconds?: number | bigint | undefined;
 }
 
 const big = (n: number | bigint) => (typeof n === "bigint" ? n : BigInt(Math.trunc(n)));
@@ -96,5 +112,8 @@ function usageValue(u: UsageInit) {
     ...(total !== undefined && total !== parts ? { vendorTotalTokens: total } : {}),
     components,
     ...(u.vendorCost ? { vendorCost: u.vendorCost } : {}),
+    ...(u.cacheStorageTokenSeconds !== undefined
+      ? { cacheStorageTokenSeconds: big(u.cacheStorageTokenSeconds) }
+      : {}),
   };
 }

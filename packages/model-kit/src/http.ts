@@ -1,7 +1,14 @@
 // One HTTP request to a vendor, on Node's built-in fetch (undici). There are no retries
 // here or anywhere in the kit: the kernel owns retry and fallback, so every failure is
 // classified and returned at once. Aborting the signal aborts the request and the body.
-import { isAbortError, transportFailure } from "./errors.ts";
+import {
+  causeCode,
+  invalidResponse,
+  isAbortError,
+  transportFailure,
+  UNREACHABLE_CODES,
+  unreachable,
+} from "./errors.ts";
 
 export interface VendorRequest {
   url: string;
@@ -33,8 +40,9 @@ export class CancelledError extends Error {
 
 /**
  * Sends the request once. Resolves with any HTTP status (classification is the caller's);
- * rejects with CancelledError when aborted, and with a retryable ModelFailure when no
- * answer arrived at all (refused, reset, DNS). Error texts carry the host, never the
+ * rejects with CancelledError when aborted; with a non-retryable "cannot reach <origin>"
+ * failure when there is no connection at all (refused, unknown host, no route), and with a
+ * retryable transport failure when a connection broke before an answer (reset). Error texts carry the host, never the
  * headers, so credentials cannot leak through them.
  */
 export async function sendVendorRequest(
@@ -53,6 +61,8 @@ export async function sendVendorRequest(
     });
   } catch (err) {
     if (isAbortError(err, req.signal)) throw new CancelledError();
+    const code = causeCode(err);
+    if (code && UNREACHABLE_CODES.has(code)) throw unreachable(hostOf(req.url), code);
     throw transportFailure(`no answer from ${hostOf(req.url)}`, err);
   }
   return {
@@ -69,6 +79,32 @@ export async function sendVendorRequest(
       }
     },
   };
+}
+
+/**
+ * Refuses a successful answer that is an HTML page (a proxy's or captive portal's page, a
+ * wrong base_url): an invalid response, not a stream that broke off. Its first bytes are
+ * kept as the error's vendor body.
+ */
+export async function refuseHtml(res: VendorResponse): Promise<void> {
+  const type = res.headers.get("content-type") ?? "";
+  if (!/\btext\/html\b/i.test(type)) return;
+  let excerpt = "";
+  if (res.body) {
+    const reader = res.body.getReader();
+    try {
+      const { value } = await reader.read();
+      if (value) excerpt = new TextDecoder().decode(value.subarray(0, 512));
+    } catch {
+      // the excerpt is a courtesy
+    } finally {
+      void reader.cancel().catch(() => {});
+    }
+  }
+  throw invalidResponse(
+    `HTTP ${res.status} with an HTML page (${type}) instead of the API's answer: check base_url, or a proxy in between`,
+    excerpt,
+  );
 }
 
 /** scheme://host[:port] of a URL, for messages (paths may carry keys, e.g. `?key=`). */

@@ -1,4 +1,5 @@
 // @pluggableharness/model-kit: vendor-neutral helpers for model-provider plugins.
+
 export {
   type CatalogModel,
   type CustomModelDefaults,
@@ -6,6 +7,9 @@ export {
   type DisableName,
   type PricingTierDef,
   parseCustomModels,
+  SAMPLING_NAMES,
+  type SamplingDef,
+  type SamplingName,
   type ThinkingDef,
   type ToolChoiceName,
   toModelSpec,
@@ -28,7 +32,9 @@ export {
   argumentsJson,
   base64,
   checkContentSupport,
+  EMPTY_TOOL_RESULT,
   type HistoryReport,
+  hasVisibleText,
   type Origin,
   opaqueToString,
   originOf,
@@ -37,23 +43,31 @@ export {
   prepareHistory,
   systemTexts,
   textOf,
+  toolResultText,
 } from "./content.ts";
+export { contextWindowStopFailure, isContextWindowStop } from "./context-stop.ts";
 export {
+  causeCode,
   classifyHttpFailure,
   DEFAULT_RETRYABLE,
   type ErrorCategory,
+  exceedsRateLimit,
   type FailureInit,
   GRPC_CANCELLED,
   GRPC_CODE,
   grpcCodeFor,
   type HttpFailure,
+  invalidResponse,
   isAbortError,
   MAX_VENDOR_BODY,
   ModelFailure,
   malformedFrame,
   parseDurationSeconds,
   retryAfterFromHeaders,
+  saysModelNotFound,
   transportFailure,
+  UNREACHABLE_CODES,
+  unreachable,
 } from "./errors.ts";
 export { ev, type StreamEventInit, type UsageInit } from "./events.ts";
 export {
@@ -61,12 +75,20 @@ export {
   type FetchLike,
   hostOf,
   joinUrl,
+  refuseHtml,
   sendVendorRequest,
   type VendorRequest,
   type VendorResponse,
 } from "./http.ts";
 export { MAX_MERGED_CHARS, mergeBufferedDeltas } from "./merge.ts";
 export { type RateLimitHeaderFamily, type ResetFormat, rateLimitsFromHeaders } from "./ratelimits.ts";
+export {
+  acceptedSampling,
+  droppedSamplingNote,
+  type SamplingChoice,
+  type SamplingValues,
+  samplingFor,
+} from "./sampling.ts";
 export {
   ANTHROPIC_TOOL_NAMES,
   GEMINI_TOOL_NAMES,

@@ -28,11 +28,18 @@ function textOf(e: StreamEventInit): string {
   return (v?.value as { text?: string } | undefined)?.text ?? "";
 }
 
-/** `first` with `text` as its whole text. */
+/** A text delta that opens a new block heads a run but never joins the one before it. */
+function startsBlock(e: StreamEventInit): boolean {
+  const v = e.event;
+  return v?.case === "textDelta" && v.value.startsBlock === true;
+}
+
+/** `first` with `text` as its whole text (a block start and its vendor state are kept). */
 function withText(first: StreamEventInit, text: string): StreamEventInit {
   const v = first.event;
   if (v?.case === "toolCallDelta")
     return { event: { case: "toolCallDelta", value: { id: v.value.id ?? "", argumentsFragment: text } } };
+  if (v?.case === "textDelta") return { event: { case: "textDelta", value: { ...v.value, text } } };
   return { event: { case: v?.case as "textDelta" | "thinkingDelta", value: { text } } } as StreamEventInit;
 }
 
@@ -94,7 +101,7 @@ export async function* mergeBufferedDeltas(
       }
       const event = result.value;
       const key = mergeKey(event);
-      if (key !== undefined && first && key === heldKey) {
+      if (key !== undefined && first && key === heldKey && !startsBlock(event)) {
         const text = textOf(event);
         if (size + text.length <= maxChars) {
           parts.push(text);

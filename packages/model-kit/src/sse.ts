@@ -1,7 +1,7 @@
 // Server-sent events from a response body, parsed by eventsource-parser (LF and CRLF
 // framing, frames split anywhere across reads, multi-byte characters split across reads).
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { isAbortError, malformedFrame, transportFailure } from "./errors.ts";
+import { invalidResponse, isAbortError, malformedFrame, transportFailure } from "./errors.ts";
 import { CancelledError } from "./http.ts";
 
 export interface SseEvent {
@@ -21,7 +21,7 @@ export async function* readSse(
   body: ReadableStream<Uint8Array> | null,
   signal: AbortSignal,
 ): AsyncGenerator<SseEvent> {
-  if (!body) return;
+  if (!body) throw invalidResponse("the vendor answered 200 without a body");
   const queue: SseEvent[] = [];
   // The parser's message already has SseEvent's shape: queued as it is, not copied.
   const parser = createParser({ onEvent: (e: EventSourceMessage) => queue.push(e as SseEvent) });
@@ -30,6 +30,11 @@ export async function* readSse(
   const onAbort = () => void reader.cancel().catch(() => {});
   signal.addEventListener("abort", onAbort, { once: true });
   let finished = false;
+  // What came before the first event, to tell an empty or non-SSE answer from a stream.
+  let events = 0;
+  let head = "";
+  /** The last decoded text, to tell whether the body ended on a complete line. */
+  let last = "";
   try {
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
@@ -42,13 +47,32 @@ export async function* readSse(
       if (signal.aborted) throw new CancelledError();
       if (chunk.done) {
         finished = true;
-        parser.feed(decoder.decode());
+        const rest = decoder.decode();
+        if (rest) last = rest;
+        if (events === 0 && head.length < 512) head += rest;
+        // A body whose last line is complete but lacks the closing blank line (as the vendor
+        // SDKs' own fixtures end) still delivers that last event, as the SDKs do; a body cut
+        // mid-line does not, so a torn frame is never parsed as a whole one.
+        parser.feed(/[\r\n]$/.test(last) ? `${rest}\n` : rest);
         parser.reset({ consume: true });
+        events += queue.length;
+        if (events === 0) {
+          throw invalidResponse(
+            head.trim() === ""
+              ? "the vendor answered 200 with an empty body"
+              : "the vendor answered 200 with something that is not an event stream",
+            head,
+          );
+        }
         yield* queue.splice(0);
         return;
       }
-      parser.feed(decoder.decode(chunk.value, { stream: true }));
+      const text = decoder.decode(chunk.value, { stream: true });
+      if (events === 0 && head.length < 512) head += text.slice(0, 512 - head.length);
+      if (text) last = text;
+      parser.feed(text);
       while (queue.length > 0) {
+        events++;
         yield queue.shift()!;
         if (signal.aborted) throw new CancelledError();
       }

@@ -1,5 +1,6 @@
 // Unit tests of the vendor-neutral pieces: classification, retry hints, rate-limit
 // headers, configuration, catalogs, schemas, tool names, content rules and SSE.
+import { createServer } from "node:net";
 import { create, fromJson } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import {
@@ -20,6 +21,7 @@ import {
   classifyHttpFailure,
   type ErrorCategory,
   ev,
+  exceedsRateLimit,
   GEMINI_TOOL_NAMES,
   GRPC_CODE,
   ModelFailure,
@@ -417,15 +419,94 @@ describe("SSE", () => {
     expect(seen).toEqual(["1"]);
   });
 
-  it("classifies a refused connection as retryable and never names credentials", async () => {
+  it("classifies a refused connection as cannot reach <origin>, not retried, never naming credentials", async () => {
+    // A port that was free a moment ago and is closed now (fetch refuses port 1 outright).
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", () => r()));
+    const { port } = probe.address() as { port: number };
+    await new Promise<void>((r) => probe.close(() => r()));
     const err = await sendVendorRequest({
-      url: "http://127.0.0.1:1/v1/messages?key=sk-in-url",
+      url: `http://127.0.0.1:${port}/v1/messages?key=sk-in-url`,
       headers: { "x-api-key": "sk-in-header" },
       body: {},
       signal: new AbortController().signal,
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ModelFailure);
-    expect((err as ModelFailure).category).toBe("overloaded");
+    expect(err).toMatchObject({ category: "overloaded", retryable: false, vendorCode: "unreachable" });
+    expect((err as ModelFailure).message).toBe(`cannot reach http://127.0.0.1:${port} (connection refused)`);
     expect((err as ModelFailure).message).not.toMatch(/sk-in/);
+  });
+
+  it("says cannot reach <origin> for a host that does not resolve, and keeps a reset retryable", async () => {
+    const failing = (code: string) => async () => {
+      throw new TypeError("fetch failed", {
+        cause: Object.assign(new Error(`getaddrinfo ${code}`), { code }),
+      });
+    };
+    const send = (code: string) =>
+      sendVendorRequest(
+        {
+          url: "https://api.example.invalid/v1/chat?key=k",
+          headers: {},
+          signal: new AbortController().signal,
+        },
+        failing(code),
+      ).catch((e: unknown) => e);
+    expect(await send("ENOTFOUND")).toMatchObject({
+      category: "overloaded",
+      retryable: false,
+      vendorCode: "unreachable",
+      message: "cannot reach https://api.example.invalid (host not found)",
+    });
+    expect(await send("EAI_AGAIN")).toMatchObject({
+      retryable: false,
+      message: expect.stringContaining("lookup failed"),
+    });
+    expect(await send("ECONNRESET")).toMatchObject({
+      category: "overloaded",
+      retryable: true,
+      vendorCode: "transport_error",
+    });
+  });
+
+  it("reads an answer with no event in it as an invalid response, not a broken stream", async () => {
+    for (const [chunks, what] of [
+      [[], /empty body/],
+      [["<html>oops</html>\n"], /not an event stream/],
+    ] as const) {
+      const run = (async () => {
+        for await (const _ of readSse(streamOf([...chunks]), new AbortController().signal)) {
+          // nothing arrives
+        }
+      })();
+      await expect(run).rejects.toMatchObject({
+        category: "unknown",
+        retryable: false,
+        vendorCode: "invalid_response",
+      });
+      await expect(run).rejects.toThrow(what);
+    }
+  });
+
+  it("tells a request larger than the per-minute budget from a budget used up for now", () => {
+    expect(
+      exceedsRateLimit(
+        "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 342389.",
+      ),
+    ).toBe(true);
+    expect(
+      exceedsRateLimit(
+        "Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000.",
+      ),
+    ).toBe(false);
+    expect(exceedsRateLimit("limit: 8,000, requested: 34,031")).toBe(true);
+    expect(exceedsRateLimit("Please try again in 2s")).toBe(false);
+    expect(
+      classifyHttpFailure({ status: 429, message: "Request too large for m: Limit 10, Requested 20" }),
+    ).toMatchObject({
+      category: "rate_limited",
+      retryable: false,
+    });
+    expect(classifyHttpFailure({ status: 429, message: "slow down" }).retryable).toBe(true);
   });
 });

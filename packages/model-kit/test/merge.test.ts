@@ -171,3 +171,23 @@ describe("mergeBufferedDeltas", () => {
     );
   });
 });
+
+describe("text block starts", () => {
+  it("a delta that starts a block is never merged into the text before it, and keeps its state", async () => {
+    const steps: Step[] = [ev.text("Got "), ev.text("it"), ev.textBlock("Here", "S"), ev.text(" are")].map(
+      (event) => ({ event, waitBefore: false }),
+    );
+    const out = await collect(mergeBufferedDeltas(source(steps)));
+    expect(
+      out.map((e) => [
+        textOf(e),
+        (e.event?.value as { startsBlock?: boolean } | undefined)?.startsBlock ?? false,
+      ]),
+    ).toEqual([
+      ["Got it", false],
+      ["Here are", true],
+    ]);
+    const v = out[1]!.event?.value as { vendorState?: Uint8Array };
+    expect(new TextDecoder().decode(v.vendorState)).toBe("S");
+  });
+});

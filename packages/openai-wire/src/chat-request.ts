@@ -5,8 +5,12 @@
 // - A user message's tool results become `tool` messages, placed first because they must
 //   answer the previous assistant message's tool_calls. What a tool message cannot hold
 //   (images, documents) follows in a user message after them, with the user's own content.
-// - Thinking and redacted thinking are never sent: Chat Completions has no input slot for
-//   reasoning, and turning it into text would put words in the model's mouth.
+// - Thinking and redacted thinking are not sent: Chat Completions has no input slot for
+//   reasoning, and turning it into text would put words in the model's mouth. The
+//   exception is a dialect that echoes reasoning (DeepSeek, Moonshot): an assistant message
+//   with tool calls carries its own reasoning text as `reasoning_content` (empty when it
+//   has none, or came from another vendor), because those servers refuse a tool loop
+//   without it.
 // - Tool-call arguments travel as JSON text; tool names are renamed reversibly when they
 //   break the vendor's rule (^[a-zA-Z0-9_-]{1,64}$).
 // - stop_sequences are enforced by the adapter (model-kit's StopSequenceMatcher), so `stop` is never sent.
@@ -17,6 +21,8 @@ import {
   OPENAI_TOOL_NAMES,
   type ProviderIdentity,
   prepareHistory,
+  type SamplingName,
+  samplingFor,
   schemaToJson,
   systemTexts,
   type ToolNameMap,
@@ -33,6 +39,10 @@ export interface ChatRequestOptions {
   streamUsage: boolean;
   /** provider_options keys passed through into the body, as documented by the provider. */
   passThrough: readonly string[];
+  /** Which of those are sampling knobs, sent only when the model accepts them. */
+  samplingOptions?: readonly SamplingName[];
+  /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek-style). */
+  echoReasoning?: boolean;
 }
 
 export interface ChatRequest {
@@ -40,6 +50,8 @@ export interface ChatRequest {
   names: ToolNameMap;
   /** Reasoning blocks left out (foreign, or any reasoning: chat cannot carry it). */
   droppedReasoning: number;
+  /** Sampling parameters the model refuses, left out. */
+  droppedSampling: SamplingName[];
 }
 
 type Part = JsonObject;
@@ -128,7 +140,9 @@ export function buildChatRequest(
   options: ChatRequestOptions,
 ): ChatRequest {
   const names = toolNameMap(requestToolNames(req), OPENAI_TOOL_NAMES);
-  const history = prepareHistory(req.messages, self, () => false);
+  const echo = options.echoReasoning === true;
+  // Own reasoning text survives only where it is echoed; redacted data never can be.
+  const history = prepareHistory(req.messages, self, (b) => echo && b.block.case === "thinking");
   const messages: JsonObject[] = [];
   const system = systemTexts(req.assembledContext);
   if (system.length > 0) messages.push({ role: "system", content: system.join("\n\n") });
@@ -153,6 +167,10 @@ export function buildChatRequest(
       );
       if (text === "" && calls.length === 0) continue;
       const m: JsonObject = { role: "assistant", content: text === "" ? null : text };
+      if (echo && calls.length > 0)
+        m["reasoning_content"] = blocks
+          .flatMap((b) => (b.block.case === "thinking" ? [b.block.value.text] : []))
+          .join("");
       if (calls.length > 0) m["tool_calls"] = calls;
       messages.push(m);
       continue;
@@ -198,9 +216,14 @@ export function buildChatRequest(
   if (choice !== undefined) body["tool_choice"] = choice;
   const params = req.params;
   if (params?.maxOutputTokens !== undefined) body[options.maxTokensField] = Number(params.maxOutputTokens);
-  if (params?.temperature !== undefined) body["temperature"] = params.temperature;
+  const provided = req.providerOptions ? { ...req.providerOptions } : undefined;
+  const sampling = samplingFor(req, model, {
+    ...(provided ? { providerOptions: provided } : {}),
+    optionKeys: (options.samplingOptions ?? []).filter((k) => options.passThrough.includes(k)),
+  });
+  Object.assign(body, sampling.values);
   if (params?.thinkingEffort !== undefined && model.thinking?.effort)
     body["reasoning_effort"] = params.thinkingEffort;
-  Object.assign(body, passThroughOptions(req.providerOptions, options.passThrough, Object.keys(body)));
-  return { body, names, droppedReasoning: history.droppedReasoning };
+  Object.assign(body, passThroughOptions(provided, options.passThrough, Object.keys(body)));
+  return { body, names, droppedReasoning: history.droppedReasoning, droppedSampling: sampling.dropped };
 }

@@ -9,7 +9,9 @@
 // - an in-band `{"error":…}` frame, classified like the vendor's error codes.
 import {
   argumentsJson,
+  contextWindowStopFailure,
   ev,
+  isContextWindowStop,
   malformedFrame,
   readSse,
   type StopSequenceMatcher,
@@ -201,6 +203,7 @@ export async function* parseChatStream(
   }
   if (finish === "error")
     throw classifyStreamError({ message: "the server ended the completion with an error" });
+  if (isContextWindowStop(finish)) throw contextWindowStopFailure(finish!);
   let reason = finish !== undefined ? (STOP[finish] ?? StopReason.END_TURN) : StopReason.END_TURN;
   if (order.length > 0 && reason === StopReason.END_TURN) reason = StopReason.TOOL_USE;
   if (order.length === 0 && reason === StopReason.TOOL_USE) reason = StopReason.END_TURN;

@@ -25,7 +25,14 @@ export async function* streamChatCompletion<S>(
   call: AdapterCall<S>,
   setup: ChatCompletionSetup,
 ): AsyncGenerator<StreamEventInit> {
-  const { body, names, droppedReasoning } = buildChatRequest(req, call.model, call.self, setup.request);
+  const { body, names, droppedReasoning, droppedSampling } = buildChatRequest(
+    req,
+    call.model,
+    call.self,
+    setup.request,
+  );
+  if (droppedSampling.length > 0)
+    call.log.warn(`${call.model.id} does not accept ${droppedSampling.join(", ")}; not sent`);
   if (droppedReasoning > 0)
     call.log.debug("left out reasoning blocks Chat Completions cannot carry", { blocks: droppedReasoning });
   const stop = new StopSequenceMatcher(req.params?.stopSequences ?? []);

@@ -1,5 +1,5 @@
 // Content helpers shared by the Responses and Chat Completions translations.
-import { base64, textOf } from "@pluggableharness/model-kit";
+import { base64, EMPTY_TOOL_RESULT, toolResultText as resultText } from "@pluggableharness/model-kit";
 import type { ContentBlock, DocumentBlock, ImageBlock } from "@pluggableharness/protocol/content";
 
 /** An image as the URL both APIs take: the remote URL, or a base64 data URL. */
@@ -26,9 +26,10 @@ export function documentFilename(doc: DocumentBlock, index: number): string {
  * text is prefixed with "Error: " (unless it already says so) for the model to see.
  */
 export function toolResultText(blocks: readonly ContentBlock[], isError: boolean): string {
-  const text = textOf(blocks);
+  const text = resultText(blocks);
   if (!isError) return text;
-  return /^error\b/i.test(text) ? text : `Error: ${text || "the tool call failed"}`;
+  if (text === EMPTY_TOOL_RESULT) return "Error: the tool call failed";
+  return /^error\b/i.test(text) ? text : `Error: ${text}`;
 }
 
 /** JSON text of a tool call's canonical input (an object; absent means no arguments). */

@@ -11,7 +11,18 @@
 //   is context_length_exceeded whatever the status.
 // - content_policy_violation / content_filter are content_filtered.
 // - "Please try again in 2s" / "in 120ms" in a message is the body's retry hint; headers win.
-import { classifyHttpFailure, ModelFailure, parseDurationSeconds } from "@pluggableharness/model-kit";
+// - A rejected key is auth_error whatever the status: xAI answers an incorrect key with a
+//   400 (`{"code":"invalid-argument","error":"Incorrect API key provided. ..."}`).
+// - A model the server does not serve (model_not_found, "model ... does not exist / not
+//   found", Mistral's "Invalid model") is invalid_request flagged model_not_found, so the
+//   kernel moves on to the next candidate.
+import {
+  classifyHttpFailure,
+  exceedsRateLimit,
+  ModelFailure,
+  parseDurationSeconds,
+  saysModelNotFound,
+} from "@pluggableharness/model-kit";
 
 export interface OpenAIErrorInfo {
   code?: string | undefined;
@@ -56,6 +67,7 @@ export function parseErrorBody(text: string): OpenAIErrorInfo {
 
 const CONTEXT_MESSAGE =
   /context length|context window|maximum prompt length|prompt is too long|too many tokens|exceeds the context|maximum context/i;
+const BAD_KEY = /\b(incorrect|invalid) api key\b|api key not valid/i;
 const QUOTA = new Set(["insufficient_quota", "billing_hard_limit_reached", "billing_not_active"]);
 const FILTERED = new Set(["content_policy_violation", "content_filter"]);
 
@@ -74,10 +86,11 @@ function isContextLength(info: OpenAIErrorInfo): boolean {
 export function classifyHttpError(status: number, headers: Headers, body: string): ModelFailure {
   const info = parseErrorBody(body);
   const vendorCode = info.code ?? info.type;
-  if (QUOTA.has(info.code ?? "") || QUOTA.has(info.type ?? "")) {
+  const badKey = status >= 400 && status < 500 && BAD_KEY.test(info.message ?? "");
+  if (badKey || QUOTA.has(info.code ?? "") || QUOTA.has(info.type ?? "")) {
     return new ModelFailure(
       "auth_error",
-      `vendor answered HTTP ${status}: ${info.message ?? "quota exhausted"}`,
+      `vendor answered HTTP ${status}: ${info.message ?? (badKey ? "the API key was refused" : "quota exhausted")}`,
       {
         retryable: false,
         vendorCode,
@@ -95,6 +108,9 @@ export function classifyHttpError(status: number, headers: Headers, body: string
     bodyRetryAfterSeconds: retryHintFromMessage(info.message),
     contextLength: status >= 400 && status < 500 && status !== 429 && isContextLength(info),
     contentFiltered: FILTERED.has(info.code ?? "") || FILTERED.has(info.type ?? ""),
+    // OpenAI, xAI, vLLM: 404 model_not_found; Ollama: 404 'model "x" not found'; Mistral: 400 "Invalid model".
+    modelNotFound:
+      status >= 400 && status < 500 && status !== 429 && saysModelNotFound(status, info.code, info.message),
   });
 }
 
@@ -130,6 +146,8 @@ export function classifyStreamError(info: OpenAIErrorInfo, frame?: string): Mode
     return new ModelFailure("rate_limited", what, {
       ...init,
       retryAfterSeconds: retryHintFromMessage(info.message),
+      // A request larger than the per-minute budget never fits, however long one waits.
+      ...(exceedsRateLimit(info.message) ? { retryable: false } : {}),
     });
   if (TRANSIENT.has(key(info.code)) || TRANSIENT.has(key(info.type)))
     return new ModelFailure("overloaded", what, init);

@@ -6,6 +6,7 @@ import {
   ev,
   type FetchLike,
   type Logger,
+  refuseHtml,
   type StreamEventInit,
   sendVendorRequest,
   type VendorResponse,
@@ -58,5 +59,6 @@ export async function* streamOpenAI(
     call.log.debug("vendor error answer", { status: response.status, request_id: requestId ?? undefined });
     throw classifyHttpError(response.status, response.headers, text);
   }
+  await refuseHtml(response);
   yield* parse({ response, rateLimits });
 }

@@ -37,13 +37,20 @@ export function chatUsage(u: Json, options: { caching: boolean } = { caching: tr
   const promptDetails = obj(u.prompt_tokens_details);
   const cached = num(promptDetails.cached_tokens) ?? 0;
   const split = options.caching && promptDetails.cached_tokens !== undefined;
+  // GPT-5.6 and later also report (and bill) cache writes, inside prompt_tokens.
+  const written = num(promptDetails.cache_write_tokens) ?? 0;
+  const splitWrites = options.caching && promptDetails.cache_write_tokens !== undefined;
   const total = num(u.total_tokens);
   return {
-    input: split ? Math.max(0, prompt - cached) : prompt,
+    input: Math.max(0, prompt - (split ? cached : 0) - (splitWrites ? written : 0)),
     output: num(u.completion_tokens) ?? 0,
     ...(split ? { cacheRead: cached } : {}),
+    ...(splitWrites ? { cacheWrite: written } : {}),
     components: [
-      ...detailComponents("prompt_tokens_details", promptDetails, split ? ["cached_tokens"] : []),
+      ...detailComponents("prompt_tokens_details", promptDetails, [
+        ...(split ? ["cached_tokens"] : []),
+        ...(splitWrites ? ["cache_write_tokens"] : []),
+      ]),
       ...detailComponents("completion_tokens_details", u.completion_tokens_details),
     ],
     ...(total !== undefined ? { vendorTotal: total } : {}),

@@ -22,6 +22,7 @@ import {
   type PluginLogRecord,
 } from "./instance.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
+import type { PluginSandbox } from "./sandbox.ts";
 import type { LaunchedPlugin, PluginIsolation, PluginTransportHost } from "./transport.ts";
 
 export interface BackoffPolicy {
@@ -105,6 +106,11 @@ export interface PluginHostOptions {
    * roughly halves a TypeScript plugin's cold start.
    */
   nodeCompileCache?: string | false;
+  /**
+   * Asked at every launch (the first and each relaunch): the bubblewrap sandbox to run
+   * the process in (runtime/sandbox.ts), or undefined to run it unconfined.
+   */
+  sandbox?: () => PluginSandbox | undefined;
 }
 
 /** $XDG_CACHE_HOME/agent/node-compile-cache: per user, never a shared temp dir. */
@@ -257,6 +263,7 @@ export class PluginHost implements PluginTransportHost {
             onSpawn: (spec) => {
               this.spawned = spec;
             },
+            ...(this.opts.sandbox ? { sandbox: this.opts.sandbox } : {}),
           },
           id,
         ));

@@ -2,7 +2,7 @@
 // broker and stdio streams, the kernel callback endpoint, crash detection and the
 // drain-then-kill shutdown.
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
@@ -59,6 +59,8 @@ import {
   spawnPlugin,
   trackPlugin,
 } from "./process.ts";
+import { type PluginSandbox, wrapPlugin } from "./sandbox.ts";
+import { longestSocketDir, makeSocketDir } from "./socket-dirs.ts";
 
 /** A plugin log line, attributed to the plugin that wrote it. */
 export interface PluginLogRecord extends LogLine {
@@ -130,6 +132,8 @@ export interface InstanceOptions {
   nodeCompileCache: string | undefined;
   /** Told what was spawned (or adopted from a prelaunch) for this launch. */
   onSpawn?: (spec: SpawnedSpec) => void;
+  /** Asked at every launch: the sandbox to run this process in, or undefined for none. */
+  sandbox?: () => PluginSandbox | undefined;
 }
 
 const STDERR_TAIL_LINES = 20;
@@ -325,11 +329,11 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   const base = opts.socketDir ?? tmpdir();
   // Check with the longest directory name mkdtemp can produce before creating it.
   try {
-    fitsSocketDir(join(base, "ph-XXXXXX"));
+    fitsSocketDir(longestSocketDir(base));
   } catch (err) {
     throw fail("socket_path_too_long", (err as SocketPathTooLongError).message, [], err);
   }
-  let socketDir = mkdtempSync(join(base, "ph-"));
+  let socketDir = makeSocketDir(base);
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
 
   let hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined;
@@ -354,16 +358,24 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
 
   // A process bin/agent.mjs started for exactly this launch is taken over (prelaunch.ts).
   const spec: SpawnedSpec = { file, args, cwd: opts.cwd, env };
-  const adopted = opts.socketDir === undefined && !hostCert ? adoptPrelaunched(spec) : undefined;
+  // A sandboxed plugin runs under bubblewrap (sandbox.ts). Its command line names this
+  // launch's socket directory, so it is neither prelaunched nor recorded for prelaunch.
+  const box = opts.sandbox?.();
+  const adopted = opts.socketDir === undefined && !hostCert && !box ? adoptPrelaunched(spec) : undefined;
   let child: ChildProcess;
   if (adopted) {
     cleanupDir();
     socketDir = adopted.socketDir;
     child = trackPlugin(adopted.child);
+  } else if (box) {
+    // Its only writable scratch space besides its roots: its own private socket directory.
+    env["TMPDIR"] = socketDir;
+    const wrapped = wrapPlugin(box, file, args, socketDir, opts.cwd ?? process.cwd());
+    child = spawnPlugin({ file: wrapped.file, args: wrapped.args, env, cwd: opts.cwd });
   } else {
     child = spawnPlugin({ file, args, env, cwd: opts.cwd });
   }
-  opts.onSpawn?.(spec);
+  if (!box) opts.onSpawn?.(spec);
   const tail: string[] = [];
   const sink = (source: PluginLogRecord["source"], line: string, level: "debug" | "info") => {
     if (source === "stderr") {

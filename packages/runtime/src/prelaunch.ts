@@ -17,12 +17,13 @@
 // (bundled or source) kernel each load their own copy of this module.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, type ResourceLimits, Worker } from "node:worker_threads";
 import { WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc/boot";
+import { makeSocketDir } from "./socket-dirs.ts";
 
 const FORMAT = 1;
 /** Set per launch: never recorded, never compared. */
@@ -261,7 +262,7 @@ export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, s
     }
     let socketDir: string;
     try {
-      socketDir = mkdtempSync(join(tmpdir(), "ph-"));
+      socketDir = makeSocketDir();
     } catch {
       continue;
     }

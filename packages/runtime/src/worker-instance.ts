@@ -4,7 +4,7 @@
 // allowlisted environment, ready signal and version gate, health check, kernel callbacks,
 // category discovery. A worker that throws, runs out of heap or stops answering pings is
 // ended and reported as crashed; the kernel's own thread never runs plugin code.
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResourceLimits, Worker } from "node:worker_threads";
@@ -48,6 +48,7 @@ import {
   type PluginLogRecord,
 } from "./instance.ts";
 import { adoptPrelaunchedWorker, type SpawnedSpec, type StartedWorker, startWorker } from "./prelaunch.ts";
+import { longestSocketDir, makeSocketDir } from "./socket-dirs.ts";
 import type { LaunchedPlugin } from "./transport.ts";
 
 /** What the kernel watches in a worker: its event loop (pings) and its heap. */
@@ -385,12 +386,12 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
   }
   const base = opts.socketDir ?? tmpdir();
   try {
-    assertSocketPath(join(base, "ph-XXXXXX", `kernel${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
+    assertSocketPath(join(longestSocketDir(base), `kernel${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
   } catch (err) {
     throw fail("socket_path_too_long", (err as Error).message, [], err);
   }
   // Private, like a process plugin's: the callback socket a worker may ask for lives here.
-  let socketDir = mkdtempSync(join(base, "ph-"));
+  let socketDir = makeSocketDir(base);
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
   let env: Record<string, string>;
   try {

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import { decodeTime } from "ulid";
 import { STATUS_RUNNING, sessionStatusText } from "./codes.ts";
-import { InvalidArgumentError, StateError } from "./errors.ts";
+import { InvalidArgumentError, SessionLockedError, StateError } from "./errors.ts";
+import { acquireSessionLock, LOCK_SUFFIX, OWNER_SUFFIX, type SessionLock } from "./lock.ts";
 import { stderrLogger } from "./log.ts";
 import { readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
 import { openSessionFile, readUnreadableFlag } from "./open.ts";
@@ -228,6 +229,8 @@ function filesOf(dir: string, sessionId: string, includeCorrupt: boolean): strin
       name === base ||
       SIDECARS.some((s) => name === base + s) ||
       name === base + UNREADABLE_SUFFIX ||
+      name === base + LOCK_SUFFIX ||
+      name === base + OWNER_SUFFIX ||
       name === `${base}.salvage` ||
       SIDECARS.some((s) => name === `${base}.salvage${s}`);
     const corrupt = name.startsWith(base + CORRUPT_SUFFIX);
@@ -283,7 +286,28 @@ export function pruneSessions(selector: PruneSelector, options: StateOptions = {
     }
     const files = filesOf(dir, sessionId, selector.includeCorrupt === true);
     if (files.length === 0) continue; // only a .corrupt original is left and it was not asked for
-    if (!dryRun) for (const file of files) rmSync(file, { force: true });
+    // A session another process has open is never deleted under it, whatever its status.
+    let lock: SessionLock | undefined;
+    try {
+      lock = acquireSessionLock(sessionId, path);
+    } catch (err) {
+      if (!(err instanceof SessionLockedError)) throw err;
+      result.skipped.push({
+        sessionId,
+        reason: err.holder
+          ? `open in another process (pid ${err.holder.pid}, since ${err.holder.since})`
+          : "open in another process",
+      });
+      continue;
+    }
+    const lockFile = path + LOCK_SUFFIX;
+    const hadLockFile = files.includes(lockFile);
+    try {
+      if (!dryRun) for (const file of files) if (file !== lockFile) rmSync(file, { force: true });
+    } finally {
+      // The lock file goes last, by its holder; a dry run leaves it as it found it.
+      lock.release({ removeLockFile: !dryRun || !hadLockFile });
+    }
     result.deleted.push({ sessionId, files });
   }
   return result;

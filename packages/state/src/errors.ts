@@ -12,6 +12,7 @@ export type StateErrorCode =
   | "session_exists"
   | "session_unreadable"
   | "writer_already_open"
+  | "session_locked"
   | "store_closed"
   | "async_transaction";
 
@@ -124,6 +125,32 @@ export class WriterAlreadyOpenError extends StateError {
     super("writer_already_open", `a session writer for ${path} is already open in this process`);
     this.name = "WriterAlreadyOpenError";
     this.path = path;
+  }
+}
+
+/** Who holds a session's writer lock, as its owner file says. */
+export interface LockHolder {
+  readonly pid: number;
+  /** ISO-8601 instant the holder took the lock. */
+  readonly since: string;
+  readonly host: string;
+}
+
+/** Another process holds the session's writer lock: one writer per session file. */
+export class SessionLockedError extends StateError {
+  readonly sessionId: string;
+  /** Undefined when the holder had not yet written who it is. */
+  readonly holder: LockHolder | undefined;
+  constructor(sessionId: string, holder: LockHolder | undefined) {
+    super(
+      "session_locked",
+      holder
+        ? `session ${sessionId} is open in another agent process (pid ${holder.pid}${holder.host ? ` on ${holder.host}` : ""}, since ${holder.since}); a session has one writer at a time: end that process first, or read it with \`agent sessions show ${sessionId}\``
+        : `session ${sessionId} is open in another agent process; a session has one writer at a time: end that process first, or read it with \`agent sessions show ${sessionId}\``,
+    );
+    this.name = "SessionLockedError";
+    this.sessionId = sessionId;
+    this.holder = holder;
   }
 }
 

@@ -31,9 +31,11 @@ export {
   InvalidArgumentError,
   InvalidEventKindError,
   InvalidStatusTransitionError,
+  type LockHolder,
   NotASessionFileError,
   SchemaTooNewError,
   SessionExistsError,
+  SessionLockedError,
   SessionNotFoundError,
   SessionUnreadableError,
   StateError,
@@ -42,6 +44,7 @@ export {
   WriterAlreadyOpenError,
 } from "./errors.ts";
 export { costEntriesFromMessage, planItemEntriesFromPlan } from "./ledger.ts";
+export { LOCK_SUFFIX, OWNER_SUFFIX, readLockHolder } from "./lock.ts";
 export {
   type StateLogCode,
   type StateLogEntry,
@@ -85,4 +88,10 @@ export type {
   StoredEvent,
   WriterOptions,
 } from "./types.ts";
-export { createSession, openSessionWriter, SessionWriter } from "./writer.ts";
+export {
+  assertNoOtherWriter,
+  createSession,
+  openSessionWriter,
+  SessionWriter,
+  tidySessionFile,
+} from "./writer.ts";

@@ -9,7 +9,8 @@ export type StateLogCode =
   | "session_migrated"
   | "session_recovered"
   | "session_unreadable"
-  | "integrity_check_failed";
+  | "integrity_check_failed"
+  | "stale_lock_taken_over";
 
 export interface StateLogEntry {
   readonly level: StateLogLevel;

@@ -44,9 +44,16 @@ export function readMeta(db: DatabaseSync, path: string): SessionMeta {
 
 /** SUM(cost_ledger.cost_usd), computed at read time, never cached. */
 export function readCostUsd(db: DatabaseSync): number {
-  const row = db.prepare("SELECT coalesce(sum(cost_usd), 0) AS total FROM cost_ledger").get() as {
-    total: number;
-  };
+  let row: { total: number };
+  try {
+    row = db.prepare("SELECT coalesce(sum(cost_usd), 0) AS total FROM cost_ledger").get() as {
+      total: number;
+    };
+  } catch (err) {
+    // A file that lost its ledger still lists and shows; its reader reports the damage.
+    if (/no such table: cost_ledger/.test((err as Error).message)) return 0;
+    throw err;
+  }
   return Number(row.total);
 }
 
@@ -79,20 +86,28 @@ export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
   return info;
 }
 
-/** Bound-exhausted and failed sessions are replay-only: their status never changes again. */
+/** Bound-exhausted sessions are replay-only: their status never changes again. */
 export const REPLAY_ONLY_STATUSES: ReadonlySet<SessionStatus> = new Set([
   STATUS_ERROR_MAX_TURNS,
   STATUS_ERROR_MAX_BUDGET_USD,
   STATUS_ERROR_MAX_WALL_CLOCK,
+]);
+
+/**
+ * Terminal statuses a new message may re-open to RUNNING. FAILED is one of them, unlike
+ * in the spec: a failed run (a model that kept failing, a tripped breaker) leaves a
+ * consistent conversation, and the operator must be able to go on from it
+ * (docs/decisions.md, "Reliability").
+ */
+export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([
+  STATUS_COMPLETED,
+  STATUS_CANCELLED,
   STATUS_FAILED,
 ]);
 
-/** Terminal statuses ResumeSession may re-open to RUNNING. */
-export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([STATUS_COMPLETED, STATUS_CANCELLED]);
-
 /**
  * Throws InvalidStatusTransitionError unless `from -> to` is allowed:
- * RUNNING -> any terminal status; COMPLETED/CANCELLED -> RUNNING (a re-open);
+ * RUNNING -> any terminal status; COMPLETED/CANCELLED/FAILED -> RUNNING (a re-open);
  * nothing else, and never anything out of a replay-only status.
  */
 export function checkStatusTransition(from: SessionStatus, fromText: string, to: SessionStatus): void {

@@ -22,6 +22,7 @@ import { openSessionFile } from "./open.ts";
 import { resolveSessionsDir, sessionFilePath } from "./paths.ts";
 import type { RecoveryReport } from "./recover.ts";
 import type { MigrationStepResult } from "./schema.ts";
+import { tableNames } from "./sqlite.ts";
 import type {
   CostLedgerRow,
   PlanItemRow,
@@ -81,6 +82,13 @@ export function producerKey(p: ProducerIdentity): string {
   return `${pluginCategoryText(p.category)}\u0000${p.name}\u0000${p.version}`;
 }
 
+const SESSION_TABLES = ["events", "session_meta", "cost_ledger", "plan_items", "producers"];
+
+/** "no such table: x" -> "x": a table a damaged file has lost. */
+function missingTable(err: unknown): string | undefined {
+  return /no such table: (\w+)/.exec((err as Error)?.message ?? "")?.[1];
+}
+
 export interface MissingProducersOptions {
   /**
    * Count kernel-written producers too. Off by default: the kernel renders its own
@@ -96,6 +104,7 @@ export class SessionReader implements Disposable {
   readonly recovery: RecoveryReport | undefined;
   #db: DatabaseSync;
   #closed = false;
+  readonly #damage = new Set<string>();
 
   /** Use openSessionReader, or SessionWriter.openReader. */
   constructor(
@@ -117,29 +126,66 @@ export class SessionReader implements Disposable {
     return this.#db;
   }
 
+  /**
+   * What this reader found damaged so far (a table the file has lost): the reads carry on
+   * without it, so whatever is left can still be shown.
+   */
+  damage(): string[] {
+    return [...this.#damage];
+  }
+
+  /** Checks that the file still has every table of the schema; each missing one is damage. */
+  checkTables(): string[] {
+    const have = new Set(tableNames(this.#open()));
+    for (const t of SESSION_TABLES) if (!have.has(t)) this.#damage.add(`the ${t} table is missing`);
+    return this.damage();
+  }
+
+  /** Runs a read; a table the file has lost is noted as damage and `fallback` answers. */
+  #tolerant<T>(fallback: () => T, read: () => T): T {
+    try {
+      return read();
+    } catch (err) {
+      const table = missingTable(err);
+      if (table === undefined) throw err;
+      this.#damage.add(`the ${table} table is missing`);
+      return fallback();
+    }
+  }
+
   meta(): SessionMeta {
     return readMeta(this.#open(), this.path);
   }
 
   costUsd(): number {
-    return readCostUsd(this.#open());
+    return this.#tolerant(
+      () => 0,
+      () => readCostUsd(this.#open()),
+    );
   }
 
   info(): SessionInfo {
     const db = this.#open();
-    return toSessionInfo(readMeta(db, this.path), readCostUsd(db));
+    return toSessionInfo(readMeta(db, this.path), this.costUsd());
   }
 
   lastSequence(): number {
-    const row = this.#open().prepare("SELECT coalesce(max(sequence), 0) AS s FROM events").get() as {
-      s: number;
-    };
-    return Number(row.s);
+    return this.#tolerant(
+      () => 0,
+      () => {
+        const row = this.#open().prepare("SELECT coalesce(max(sequence), 0) AS s FROM events").get() as {
+          s: number;
+        };
+        return Number(row.s);
+      },
+    );
   }
 
   eventCount(): number {
-    const row = this.#open().prepare("SELECT count(*) AS n FROM events").get() as { n: number };
-    return Number(row.n);
+    return this.#tolerant(
+      () => 0,
+      () => Number((this.#open().prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n),
+    );
   }
 
   #eventQuery(range: EventRange): { stmt: StatementSync; params: (number | string)[] } {
@@ -172,7 +218,12 @@ export class SessionReader implements Disposable {
    * appended while it runs are picked up by the next call (use afterSequence).
    */
   *events(range: EventRange = {}): Generator<StoredEvent, void, undefined> {
-    const { stmt, params } = this.#eventQuery(range);
+    const query = this.#tolerant<{ stmt: StatementSync; params: (number | string)[] } | undefined>(
+      () => undefined,
+      () => this.#eventQuery(range),
+    );
+    if (!query) return;
+    const { stmt, params } = query;
     for (const row of stmt.iterate(...params)) {
       yield toStoredEvent(row as unknown as EventRow);
     }
@@ -180,8 +231,13 @@ export class SessionReader implements Disposable {
 
   /** The whole range at once, for callers that do want it in memory. */
   readEvents(range: EventRange = {}): StoredEvent[] {
-    const { stmt, params } = this.#eventQuery(range);
-    return stmt.all(...params).map((row) => toStoredEvent(row as unknown as EventRow));
+    return this.#tolerant(
+      () => [],
+      () => {
+        const { stmt, params } = this.#eventQuery(range);
+        return stmt.all(...params).map((row) => toStoredEvent(row as unknown as EventRow));
+      },
+    );
   }
 
   event(sequence: number): StoredEvent | undefined {
@@ -191,9 +247,24 @@ export class SessionReader implements Disposable {
 
   /** The producer manifest: every (category, name, version) that ever wrote here, in first-seen order. */
   producers(): ProducerRecord[] {
-    const rows = this.#open()
-      .prepare("SELECT * FROM producers ORDER BY first_seen_sequence, category, name, version")
-      .all() as { category: string; name: string; version: string; first_seen_sequence: number }[];
+    const db = this.#open();
+    const rows = this.#tolerant(
+      // The manifest is derived from events, so a lost producers table is rebuilt from them.
+      () =>
+        this.#tolerant(
+          () => [],
+          () =>
+            db
+              .prepare(
+                `SELECT producer_category AS category, producer_name AS name, producer_version AS version,
+                        min(sequence) AS first_seen_sequence
+                 FROM events GROUP BY producer_category, producer_name, producer_version
+                 ORDER BY first_seen_sequence, category, name, version`,
+              )
+              .all(),
+        ),
+      () => db.prepare("SELECT * FROM producers ORDER BY first_seen_sequence, category, name, version").all(),
+    ) as { category: string; name: string; version: string; first_seen_sequence: number }[];
     return rows.map((r) => ({
       category: parsePluginCategory(r.category),
       categoryText: r.category,
@@ -222,10 +293,10 @@ export class SessionReader implements Disposable {
   }
 
   costLedger(): CostLedgerRow[] {
-    const rows = this.#open().prepare("SELECT * FROM cost_ledger ORDER BY sequence").all() as Record<
-      string,
-      number | string
-    >[];
+    const rows = this.#tolerant(
+      () => [],
+      () => this.#open().prepare("SELECT * FROM cost_ledger ORDER BY sequence").all(),
+    ) as Record<string, number | string>[];
     return rows.map((r) => ({
       sequence: Number(r.sequence),
       eventSequence: Number(r.event_sequence),
@@ -242,12 +313,14 @@ export class SessionReader implements Disposable {
   /** Plan items in sequence order, optionally only those with one decision ("every call this session denied"). */
   planItems(filter: { readonly decision?: PlanDecision } = {}): PlanItemRow[] {
     const db = this.#open();
-    const rows = (
-      filter.decision === undefined
-        ? db.prepare("SELECT * FROM plan_items ORDER BY sequence").all()
-        : db
-            .prepare("SELECT * FROM plan_items WHERE decision = ? ORDER BY sequence")
-            .all(planDecisionText(filter.decision))
+    const rows = this.#tolerant(
+      () => [],
+      () =>
+        filter.decision === undefined
+          ? db.prepare("SELECT * FROM plan_items ORDER BY sequence").all()
+          : db
+              .prepare("SELECT * FROM plan_items WHERE decision = ? ORDER BY sequence")
+              .all(planDecisionText(filter.decision)),
     ) as Record<string, number | string>[];
     return rows.map((r) => ({
       sequence: Number(r.sequence),

@@ -14,10 +14,12 @@ import {
   AsyncTransactionError,
   InvalidArgumentError,
   SessionExistsError,
+  SessionNotFoundError,
   StoreClosedError,
   WriterAlreadyOpenError,
 } from "./errors.ts";
-import { stderrLogger } from "./log.ts";
+import { acquireSessionLock, assertSessionUnlocked, type SessionLock } from "./lock.ts";
+import { type StateLogger, stderrLogger } from "./log.ts";
 import { checkStatusTransition, readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
 import { openSessionFile } from "./open.ts";
 import { assertSessionId, newUlid, resolveSessionsDir, sessionFilePath } from "./paths.ts";
@@ -25,7 +27,14 @@ import { SessionReader } from "./reader.ts";
 import { type RecoveryReport, unreadableFlagPath } from "./recover.ts";
 import { createSchema, type MigrationStepResult } from "./schema.ts";
 import { closeQuietly, connect, type Durability } from "./sqlite.ts";
-import type { AppendedEvent, NewEvent, NewSession, SessionMeta, WriterOptions } from "./types.ts";
+import type {
+  AppendedEvent,
+  NewEvent,
+  NewSession,
+  SessionMeta,
+  StateOptions,
+  WriterOptions,
+} from "./types.ts";
 import { type PreparedEvent, prepareEvent } from "./validate.ts";
 
 // One writer per file per process; the kernel is the only process that writes.
@@ -71,7 +80,14 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
     if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SessionExistsError(sessionId, path);
     throw err;
   }
-  const db = connect(path, { readOnly: false, busyTimeoutMs: options.busyTimeoutMs });
+  const lock = acquireSessionLock(sessionId, path);
+  let db: DatabaseSync;
+  try {
+    db = connect(path, { readOnly: false, busyTimeoutMs: options.busyTimeoutMs });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     configure(db, options.durability ?? "full");
     // Schema, version stamp and the meta row commit together: a crash leaves either an
@@ -93,9 +109,23 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
   } catch (err) {
     if (db.isTransaction) db.exec("ROLLBACK");
     closeQuietly(db);
+    lock.release();
     throw err;
   }
-  return new SessionWriter(db, sessionId, path, [], undefined);
+  return new SessionWriter(db, sessionId, path, [], undefined, lock);
+}
+
+/** Logs that a lock was taken over from a process that died holding it. */
+function noteTakeover(lock: SessionLock, path: string, log: StateLogger): void {
+  const was = lock.tookOverFrom;
+  if (!was) return;
+  log({
+    level: "warn",
+    code: "stale_lock_taken_over",
+    path,
+    sessionId: lock.sessionId,
+    message: `session ${lock.sessionId} was left open by process ${was.pid} (since ${was.since}), which is gone; this process took it over`,
+  });
 }
 
 /**
@@ -105,17 +135,26 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
 export function openSessionWriter(sessionId: string, options: WriterOptions = {}): SessionWriter {
   const path = sessionFilePath(resolveSessionsDir(options.dir), sessionId);
   if (hasOpenWriter(path)) throw new WriterAlreadyOpenError(path);
-  const opened = openSessionFile(path, sessionId, "write", {
-    log: options.log ?? stderrLogger,
-    busyTimeoutMs: options.busyTimeoutMs,
-  });
+  if (!existsSync(path)) throw new SessionNotFoundError(sessionId, path);
+  const log = options.log ?? stderrLogger;
+  // The lock comes before anything writes (salvage, migrations, appends).
+  const lock = acquireSessionLock(sessionId, path);
+  let opened: ReturnType<typeof openSessionFile>;
+  try {
+    opened = openSessionFile(path, sessionId, "write", { log, busyTimeoutMs: options.busyTimeoutMs });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   try {
     configure(opened.db, options.durability ?? "full");
   } catch (err) {
     closeQuietly(opened.db);
+    lock.release();
     throw err;
   }
-  return new SessionWriter(opened.db, sessionId, path, opened.migrations, opened.recovery);
+  noteTakeover(lock, path, log);
+  return new SessionWriter(opened.db, sessionId, path, opened.migrations, opened.recovery, lock);
 }
 
 export class SessionWriter implements Disposable {
@@ -135,6 +174,8 @@ export class SessionWriter implements Disposable {
   readonly #insertCost: StatementSync;
   readonly #insertPlanItem: StatementSync;
 
+  readonly #lock: SessionLock | undefined;
+
   /** Use createSession / openSessionWriter. */
   constructor(
     db: DatabaseSync,
@@ -142,12 +183,15 @@ export class SessionWriter implements Disposable {
     path: string,
     migrations: readonly MigrationStepResult[],
     recovery: RecoveryReport | undefined,
+    lock?: SessionLock,
   ) {
     const key = resolve(path);
     if (openWriters.has(key)) {
       closeQuietly(db);
+      lock?.release();
       throw new WriterAlreadyOpenError(path);
     }
+    this.#lock = lock;
     this.#db = db;
     this.sessionId = sessionId;
     this.path = path;
@@ -277,7 +321,7 @@ export class SessionWriter implements Disposable {
   setStatus(status: SessionStatus, options: { readonly at?: Date } = {}): SessionMeta {
     const at = options.at ?? new Date();
     if (Number.isNaN(at.getTime())) throw new InvalidArgumentError("at must be a valid Date");
-    return this.transaction(() => {
+    const meta = this.transaction(() => {
       const db = this.#db;
       const current = readMeta(db, this.path);
       checkStatusTransition(current.status, current.statusText, status);
@@ -289,6 +333,27 @@ export class SessionWriter implements Disposable {
       );
       return readMeta(db, this.path);
     });
+    // A run ended: everything goes into the main file, so the .sqlite alone is the whole
+    // session even while the process keeps it open (or dies before closing it).
+    if (status !== STATUS_RUNNING && this.#depth === 0) this.checkpoint();
+    return meta;
+  }
+
+  /**
+   * Copies the WAL into the main file (PASSIVE: never waits for a reader). True when
+   * every frame made it; a reader holding an older snapshot can keep some back until later.
+   */
+  checkpoint(): boolean {
+    try {
+      const r = this.#open().prepare("PRAGMA wal_checkpoint(PASSIVE)").get() as {
+        busy: number;
+        log: number;
+        checkpointed: number;
+      };
+      return Number(r.busy) === 0 && Number(r.log) === Number(r.checkpointed);
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -301,14 +366,57 @@ export class SessionWriter implements Disposable {
     return new SessionReader(db, this.sessionId, this.path, [], undefined);
   }
 
+  /** The last connection's close removes the WAL; with readers still open, the copy is made now. */
+  private checkpointOnClose(): void {
+    try {
+      this.#db.prepare("PRAGMA wal_checkpoint(PASSIVE)").get();
+    } catch {
+      // a damaged or read-only file: closing still works
+    }
+  }
+
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     openWriters.delete(resolve(this.path));
-    this.#db.close();
+    this.checkpointOnClose();
+    try {
+      this.#db.close();
+    } finally {
+      this.#lock?.release();
+    }
   }
 
   [Symbol.dispose](): void {
     this.close();
+  }
+}
+
+/** Throws SessionLockedError when another process holds the session's writer (nothing is taken). */
+export function assertNoOtherWriter(sessionId: string, options: StateOptions = {}): void {
+  assertSessionUnlocked(sessionId, sessionFilePath(resolveSessionsDir(options.dir), sessionId));
+}
+
+/**
+ * Leaves a finished session as one self-contained file: when no process holds its writer,
+ * checkpoints the WAL and closes the last connection, which removes the -wal and -shm
+ * sidecars (a read-only connection closing last cannot). Best effort; never throws.
+ */
+export function tidySessionFile(sessionId: string, options: StateOptions = {}): void {
+  let lock: SessionLock | undefined;
+  try {
+    const path = sessionFilePath(resolveSessionsDir(options.dir), sessionId);
+    if (hasOpenWriter(path) || !existsSync(`${path}-wal`)) return;
+    lock = acquireSessionLock(sessionId, path);
+    const db = connect(path, { readOnly: false, busyTimeoutMs: 0 });
+    try {
+      db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").get();
+    } finally {
+      db.close();
+    }
+  } catch {
+    // another process has it open, or it is damaged: nothing to tidy now
+  } finally {
+    lock?.release();
   }
 }

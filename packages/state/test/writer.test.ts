@@ -480,12 +480,11 @@ describe("session status lifecycle", () => {
     info.close();
   });
 
-  it("treats bound-exhausted and failed statuses as terminal", () => {
+  it("treats bound-exhausted statuses as terminal", () => {
     for (const terminal of [
       SessionStatus.ERROR_MAX_TURNS,
       SessionStatus.ERROR_MAX_BUDGET_USD,
       SessionStatus.ERROR_MAX_WALL_CLOCK,
-      SessionStatus.FAILED,
     ]) {
       const w = newWriter();
       w.setStatus(terminal);
@@ -506,6 +505,16 @@ describe("session status lifecycle", () => {
       }
       expect(w.meta().status).toBe(terminal);
     }
+  });
+
+  it("re-opens a failed session like a completed or cancelled one", () => {
+    const w = newWriter();
+    w.setStatus(SessionStatus.FAILED);
+    expect(w.meta().endedAt).toBeDefined();
+    expect(w.setStatus(SessionStatus.RUNNING).endedAt).toBeUndefined();
+    expect(() => w.setStatus(SessionStatus.RUNNING)).toThrow(InvalidStatusTransitionError);
+    w.setStatus(SessionStatus.FAILED);
+    expect(() => w.setStatus(SessionStatus.COMPLETED)).toThrow(/re-opened/);
   });
 
   it("refuses terminal-to-terminal, running-to-running and UNSPECIFIED", () => {

@@ -19,6 +19,11 @@ export interface ConfigField {
   sensitive?: boolean;
   /** Value used when the attribute is omitted (never on sensitive fields). */
   default?: JsonValue;
+  /**
+   * A path or list of paths: the kernel resolves relative values against the directory of
+   * agent.hcl, so Configure receives absolute ones.
+   */
+  path?: boolean;
 }
 
 export type Diagnostic = MessageInitShape<typeof ConfigDiagnosticSchema>;
@@ -40,6 +45,7 @@ export function configSchema(fields: readonly ConfigField[]): MessageInitShape<t
       required: f.required === true,
       sensitive: f.sensitive === true,
       description: f.description,
+      ...(f.path ? { path: true } : {}),
       ...(f.default !== undefined && !f.sensitive ? { defaultJson: JSON.stringify(f.default) } : {}),
     })),
   };

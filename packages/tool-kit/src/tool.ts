@@ -97,6 +97,12 @@ export interface ToolDefinition<A = JsonObject> {
   defaultTimeoutMs?: number;
   idempotent: boolean;
   terminatesTurn?: boolean;
+  /**
+   * How a result reads to the model (ToolSchema.model_text_field): `field`, a top-level
+   * string of `output`, is read verbatim after the other properties as compact JSON;
+   * `omit` names properties that only restate it (kept in the payload for frontends).
+   */
+  modelText?: { field: string; omit?: readonly string[] };
   /** Return the result payload; yield intermediate events; throw ToolFailure to fail. */
   invoke(args: A, ctx: ToolContext): InvokeOutput;
   /** Side-effect-free description of what invoke would do. */
@@ -224,6 +230,9 @@ export function toolService(options: ToolProviderOptions) {
           ...(t.defaultTimeoutMs ? { defaultTimeout: durationOf(t.defaultTimeoutMs) } : {}),
           idempotent: t.idempotent,
           terminatesTurn: t.terminatesTurn === true,
+          ...(t.modelText
+            ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
+            : {}),
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),

@@ -9,6 +9,7 @@ import {
   type ModelAdapter,
   plainHttpWarning,
   rateLimitsFromHeaders,
+  refuseHtml,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
 import { ANTHROPIC_MODELS } from "./catalog.ts";
@@ -41,8 +42,9 @@ export const ATTRIBUTES: AttributeDef[] = [
     kind: "number",
     default: 0,
     description:
-      "Re-send the last cached prompt prefix (max_tokens 1) after this many idle seconds to keep Anthropic's " +
-      "5-minute prompt cache warm; 0 turns the keep-alive off. Each ping is billed as a cache read.",
+      "Re-send the last cached prompt prefix (a pre-warm with max_tokens 0, or 1 when thinking is on) after " +
+      "this many idle seconds to keep Anthropic's 5-minute prompt cache warm; 0 turns the keep-alive off. " +
+      "Each ping is billed, mostly as a cache read, and appears in the session's cost.",
     check: (v) =>
       typeof v === "number" && v >= 0 && v <= MAX_KEEPALIVE_SECONDS
         ? undefined
@@ -96,7 +98,10 @@ export const adapter: ModelAdapter<AnthropicState> = {
   async *stream(req, call) {
     const { state, model, signal } = call;
     state.keepalive?.cancel();
+    // Pings answered since the last completion are billed: their usage goes to this stream.
+    for (const u of state.keepalive?.takeUsage() ?? []) yield ev.usage(u);
     const built = buildRequest(req, model, call.self);
+    for (const note of built.notes) call.log.warn(note, { model: model.id });
     const url = joinUrl(state.baseUrl, "/v1/messages");
     const headers = {
       "x-api-key": state.apiKey,
@@ -113,6 +118,7 @@ export const adapter: ModelAdapter<AnthropicState> = {
       if (rateLimits.length > 0) yield ev.metadata({ rateLimits });
       throw anthropicFailure(res.status, await res.text(), res.headers);
     }
+    await refuseHtml(res);
     let completed = false;
     for await (const event of translateStream(res.body, res.headers, signal, built.names)) {
       if (event.event?.case === "stop") completed = true;

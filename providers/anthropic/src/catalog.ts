@@ -5,6 +5,13 @@ import type { CatalogModel } from "@pluggableharness/model-kit";
 
 const PRICING = "platform.claude.com/docs/en/about-claude/pricing (model pricing, batch processing)";
 const ROSTER = "reference-spec first-party/providers/anthropic.md §2-3 (roster, thinking per model)";
+const NO_SAMPLING =
+  "sampling parameters were removed from the request surface at Opus 4.7: temperature, top_p and top_k answer 400 " +
+  "'temperature is deprecated for this model' (reported live for claude-opus-4-7/4-8 and claude-sonnet-5: " +
+  "simstudioai/sim#5328, BerriAI/litellm#26444, github/copilot-sdk#1557)";
+const SAMPLING =
+  "Messages API temperature, top_p and top_k (accepted up to the 4.6 models; the adapter still leaves temperature " +
+  "out while extended thinking is on, which the API refuses)";
 const SEED =
   "model provider data types seed (ThinkingSpec rationale: Opus/Sonnet 4.6, Haiku 4.5, Opus 4.8, Sonnet 5)";
 
@@ -37,10 +44,12 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
     },
     // Forcing a tool is incompatible with always-on reasoning.
     toolChoiceModes: ["auto", "none"],
+    sampling: { accepted: [] },
     pricing: {
       tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
     },
     sources: {
+      sampling: NO_SAMPLING,
       limits: ROSTER,
       thinking: `${ROSTER}; ${SEED}; disable not documented for this model, declared "never" (conservative)`,
       pricing: PRICING,
@@ -58,10 +67,12 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       disable: "never",
     },
     toolChoiceModes: ["auto", "none"],
+    sampling: { accepted: [] },
     pricing: {
       tiers: [{ input: 2, output: 10, cacheWrite: 2.5, cacheRead: 0.2, batchInput: 1, batchOutput: 5 }],
     },
     sources: {
+      sampling: NO_SAMPLING,
       limits: ROSTER,
       thinking: `${ROSTER}; ${SEED}; effort ladder per the adaptive-thinking docs (xhigh only on Opus), disable declared "never" (conservative)`,
       pricing: `${PRICING}: $2 input / $10 output; cache write 1.25x and read 0.1x of input, batch 50%`,
@@ -80,10 +91,12 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       disable: "always",
     },
     toolChoiceModes: ["auto", "any", "none", "specific"],
+    sampling: { accepted: ["temperature", "top_p", "top_k"] },
     pricing: {
       tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
     },
     sources: {
+      sampling: SAMPLING,
       limits: "Anthropic models overview (1M context, 128K output)",
       thinking: `${SEED}: effort and a deprecated but working budget; budget must stay below max_tokens and at least 1024`,
       pricing: PRICING,
@@ -102,10 +115,12 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       disable: "always",
     },
     toolChoiceModes: ["auto", "any", "none", "specific"],
+    sampling: { accepted: ["temperature", "top_p", "top_k"] },
     pricing: {
       tiers: [{ input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3, batchInput: 1.5, batchOutput: 7.5 }],
     },
     sources: {
+      sampling: SAMPLING,
       limits: `${ROSTER} (confirmed 1M / 128K)`,
       thinking: `${ROSTER}; ${SEED}`,
       pricing: PRICING,
@@ -120,10 +135,12 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
     // Budget only; the effort parameter is an error on this model.
     thinking: { budget: { min: 1024, max: 63_999 }, adaptiveByDefault: false, disable: "always" },
     toolChoiceModes: ["auto", "any", "none", "specific"],
+    sampling: { accepted: ["temperature", "top_p", "top_k"] },
     pricing: {
       tiers: [{ input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1, batchInput: 0.5, batchOutput: 2.5 }],
     },
     sources: {
+      sampling: SAMPLING,
       limits: `${ROSTER} (confirmed 200K / 64K)`,
       thinking: `${ROSTER}; ${SEED}`,
       pricing: PRICING,

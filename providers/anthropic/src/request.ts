@@ -5,10 +5,14 @@ import {
   ANTHROPIC_TOOL_NAMES,
   base64,
   type CatalogModel,
+  droppedSamplingNote,
+  EMPTY_TOOL_RESULT,
+  hasVisibleText,
   ModelFailure,
   opaqueToString,
   type ProviderIdentity,
   prepareHistory,
+  samplingFor,
   schemaToJson,
   type ToolNameMap,
   textOf,
@@ -42,6 +46,8 @@ export interface BuiltRequest {
   cached: boolean;
   /** Thinking was requested explicitly (affects the keep-alive's max_tokens). */
   thinkingBudget: number | undefined;
+  /** Things the request asked for that were left out, for a log line. */
+  notes: string[];
 }
 
 const invalid = (message: string) => new ModelFailure("invalid_request", message, { retryable: false });
@@ -134,7 +140,23 @@ export function buildRequest(
     thinkingOn = true;
   }
 
-  if (params?.temperature !== undefined && !thinkingOn) body["temperature"] = params.temperature;
+  // Sampling: only what the model accepts; with thinking on, the API also refuses a changed
+  // temperature or top_k (top_p stays allowed).
+  const notes: string[] = [];
+  const options = req.providerOptions ? { ...req.providerOptions } : undefined;
+  const sampling = samplingFor(req, model, {
+    ...(options ? { providerOptions: options } : {}),
+    optionKeys: ["top_p", "top_k"],
+  });
+  const refused = droppedSamplingNote(model.id, sampling.dropped);
+  if (refused) notes.push(refused);
+  for (const [key, value] of Object.entries(sampling.values)) {
+    if (thinkingOn && key !== "top_p") {
+      notes.push(`${key} is not sent while thinking is on`);
+      continue;
+    }
+    body[key] = value;
+  }
   if (params && params.stopSequences.length > 0) body["stop_sequences"] = [...params.stopSequences];
 
   // Messages.
@@ -148,7 +170,11 @@ export function buildRequest(
   const merged: Array<{ role: "user" | "assistant"; blocks: Array<{ json: Json; from: number }> }> = [];
   for (const m of history.messages) {
     const role = m.message.role === Role.ASSISTANT ? "assistant" : "user";
-    const blocks = m.blocks.map((b) => ({ json: blockJson(b, names), from: m.index }));
+    // Whitespace-only text (e.g. a newline a model streamed between tool calls) is refused.
+    const blocks = m.blocks
+      .filter((b) => b.block.case !== "text" || hasVisibleText(b.block.value.text))
+      .map((b) => ({ json: blockJson(b, names), from: m.index }));
+    if (blocks.length === 0) continue;
     const last = merged.at(-1);
     if (last && last.role === role) last.blocks.push(...blocks);
     else merged.push({ role, blocks });
@@ -173,11 +199,16 @@ export function buildRequest(
       .flatMap((p) => (p.case === "afterMessageIndex" ? [Number(p.value)] : []))
       .sort((a, b) => b - a);
     for (const index of indexes) {
-      // The last markable block that came from that message (thinking blocks take no marker).
+      // The last markable block that came from that message (thinking blocks and empty text
+      // blocks take no marker: the API refuses cache_control on either).
       const block = merged
         .flatMap((m) => m.blocks)
         .filter(
-          (b) => b.from === index && b.json["type"] !== "thinking" && b.json["type"] !== "redacted_thinking",
+          (b) =>
+            b.from === index &&
+            b.json["type"] !== "thinking" &&
+            b.json["type"] !== "redacted_thinking" &&
+            !(b.json["type"] === "text" && b.json["text"] === ""),
         )
         .at(-1);
       if (block && !targets.includes(block.json)) targets.push(block.json);
@@ -188,8 +219,8 @@ export function buildRequest(
   }
 
   body["messages"] = merged.map((m) => ({ role: m.role, content: m.blocks.map((b) => b.json) }));
-  applyProviderOptions(req.providerOptions, body, headers);
-  return { body, headers, names, cached, thinkingBudget };
+  applyProviderOptions(options, body, headers);
+  return { body, headers, names, cached, thinkingBudget, notes };
 }
 
 function blockJson(b: ContentBlock, names: ToolNameMap): Json {
@@ -231,11 +262,14 @@ function blockJson(b: ContentBlock, names: ToolNameMap): Json {
         input: v.value.input ?? {},
       };
     case "toolResult": {
-      const content = v.value.content.map((c) => blockJson(c, names));
+      // Empty or whitespace-only text is refused here too; a result with nothing left says so.
+      const content = v.value.content
+        .filter((c) => c.block.case !== "text" || hasVisibleText(c.block.value.text))
+        .map((c) => blockJson(c, names));
       return {
         type: "tool_result",
         tool_use_id: v.value.toolUseId,
-        content: content.length > 0 ? content : [{ type: "text", text: "" }],
+        content: content.length > 0 ? content : [{ type: "text", text: EMPTY_TOOL_RESULT }],
         ...(v.value.isError ? { is_error: true } : {}),
       };
     }
@@ -259,11 +293,6 @@ function applyProviderOptions(
       case "service_tier":
         if (typeof value !== "string") throw invalid(`provider_options.service_tier must be a string`);
         body["service_tier"] = value;
-        break;
-      case "top_k":
-      case "top_p":
-        if (typeof value !== "number") throw invalid(`provider_options.${key} must be a number`);
-        body[key] = value;
         break;
       case "metadata_user_id":
         if (typeof value !== "string") throw invalid(`provider_options.metadata_user_id must be a string`);

@@ -2,7 +2,9 @@
 
 import {
   classifyHttpFailure,
+  contextWindowStopFailure,
   ev,
+  isContextWindowStop,
   ModelFailure,
   parseEventJson,
   type RateLimitHeaderFamily,
@@ -26,12 +28,28 @@ const family = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
   limitName: name,
 });
 
-/** Anthropic's rate-limit header families (requests, tokens, input and output tokens). */
+/**
+ * Priority Tier capacity (`anthropic-priority-{input,output}-tokens-*`), sent only to an
+ * organisation with a Priority Tier commitment, on requests eligible for it.
+ */
+const priority = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
+  kind,
+  limit: `anthropic-priority-${name}-limit`,
+  remaining: `anthropic-priority-${name}-remaining`,
+  reset: `anthropic-priority-${name}-reset`,
+  resetFormat: "rfc3339",
+  limitId: `priority-${name}`,
+  limitName: `priority ${name}`,
+});
+
+/** Anthropic's rate-limit header families (requests, tokens, input and output tokens, Priority Tier). */
 export const RATE_LIMIT_FAMILIES: RateLimitHeaderFamily[] = [
   family(RateLimitKind.REQUESTS, "requests"),
   family(RateLimitKind.TOKENS, "tokens"),
   family(RateLimitKind.INPUT_TOKENS, "input-tokens"),
   family(RateLimitKind.OUTPUT_TOKENS, "output-tokens"),
+  priority(RateLimitKind.INPUT_TOKENS, "input-tokens"),
+  priority(RateLimitKind.OUTPUT_TOKENS, "output-tokens"),
 ];
 
 const CONTEXT_LENGTH =
@@ -72,6 +90,8 @@ export function anthropicFailure(status: number, bodyText: string, headers?: Hea
     contextLength:
       type === "request_too_large" ||
       (type === "invalid_request_error" && message !== undefined && CONTEXT_LENGTH.test(message)),
+    // An unknown or retired model id: 404 not_found_error "model: <id>".
+    modelNotFound: status === 404 && type === "not_found_error" && /^model:/i.test(message ?? ""),
   });
   if (status !== 200) return failure;
   // In-band: the HTTP answer was a 200; the category comes from the error type.
@@ -91,8 +111,7 @@ const STOP: Record<string, StopReason> = {
   refusal: StopReason.REFUSAL,
   // A server-tool loop paused; nothing this provider sends triggers it, it ends the turn.
   pause_turn: StopReason.END_TURN,
-  // The output ran into the context window: the same outcome as an output limit.
-  model_context_window_exceeded: StopReason.MAX_TOKENS,
+  // model_context_window_exceeded is no stop: it becomes a context_length_exceeded error.
 };
 
 const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
@@ -218,6 +237,7 @@ export async function* translateStream(
       }
       case "message_stop": {
         yield ev.usage(usageInit(usage, rateLimits));
+        if (isContextWindowStop(stopReason)) throw contextWindowStopFailure(stopReason!);
         if (stopReason === "refusal" && stopDetails) {
           const attrs: Record<string, string> = {};
           for (const k of ["type", "category", "explanation"])

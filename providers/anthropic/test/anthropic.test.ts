@@ -401,6 +401,18 @@ describe("streaming", () => {
     expect(fake.requests.at(-1)!.json).toMatchObject({ max_tokens: 5 });
   });
 
+  it("reports a stop because the context window is full as context_length_exceeded, after the usage", async () => {
+    fake.push(scenarios.text("half an ans", { vendorStopReason: "model_context_window_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(only(events, "usage")).toHaveLength(1);
+    expect(only(events, "error")[0]).toMatchObject({
+      category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+      retryable: false,
+      vendorCode: "model_context_window_exceeded",
+    });
+  });
+
   it("sends effort through output_config with adaptive thinking", async () => {
     fake.push(scenarios.text("ok"));
     await complete({ modelId: "claude-opus-4-8", params: { thinkingEffort: "xhigh" } });
@@ -572,35 +584,12 @@ describe("errors", () => {
   });
 });
 
-describe("token counting, keep-alive and secrets", () => {
+describe("token counting and secrets", () => {
   it("counts tokens with the vendor's endpoint", async () => {
     const res = await client.countTokens({ text: "count me", modelId: SONNET });
     expect(res.count).toBe(42n);
     const sent = fake.otherRequests.concat(fake.requests).find((r) => r.path.endsWith("/count_tokens"));
     expect(sent?.json).toMatchObject({ model: SONNET, messages: [{ role: "user", content: "count me" }] });
-  });
-
-  it("keeps the prompt cache warm with max_tokens 1 pings when configured", async () => {
-    expect(
-      (
-        await client.configure({
-          config: config({ cache_keepalive_seconds: 0.2, cache_keepalive_max_pings: 1 }),
-        })
-      ).result!.diagnostics,
-    ).toEqual([]);
-    fake.push(scenarios.text("cached"), scenarios.text("ping"));
-    const n = fake.requests.length;
-    await complete({
-      assembledContext: [{ provider: "a", label: "one", content: [text("static")] }],
-      cacheBreakpoints: [{ position: { case: "afterAssembledContext", value: {} } }],
-    });
-    const [, ping] = (await fake.waitForRequests(n + 2)).slice(n);
-    expect(ping!.json).toMatchObject({
-      max_tokens: 1,
-      stream: false,
-      system: [{ cache_control: { type: "ephemeral" } }],
-    });
-    expect((await client.configure({ config: config() })).result!.diagnostics).toEqual([]);
   });
 
   it("never lets the API key reach an error or a log line", async () => {
@@ -612,5 +601,121 @@ describe("token counting, keep-alive and secrets", () => {
     expect(err.message).toContain("[redacted]");
     expect(logs.length).toBeGreaterThan(0);
     expect(logs.filter((l) => JSON.stringify(l).includes(CANARY))).toEqual([]);
+  });
+});
+
+describe("vendor fidelity (issue 17)", () => {
+  const errorOf = (events: Awaited<ReturnType<typeof complete>>["events"]) => only(events, "error")[0];
+  const body = () => fake.requests.at(-1)!.json as Record<string, unknown>;
+
+  it("never sends sampling parameters to a model that refuses them (Sonnet 5), sends them where accepted", async () => {
+    fake.push(scenarios.text("ok"));
+    const refused = await complete({
+      modelId: "claude-sonnet-5",
+      params: { temperature: 0.3, topP: 0.9 },
+      providerOptions: { top_k: 5 },
+    });
+    expect(refused.error).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    for (const key of ["temperature", "top_p", "top_k"]) expect(body()[key], key).toBeUndefined();
+    expect(
+      logs.some((l) =>
+        JSON.stringify(l).includes("claude-sonnet-5 does not accept temperature, top_p, top_k"),
+      ),
+    ).toBe(true);
+    fake.push(scenarios.text("ok"));
+    const accepted = await complete({ params: { temperature: 0.3, topK: 7n } });
+    expect(accepted.error).toBeUndefined();
+    expect(body()).toMatchObject({ model: SONNET, temperature: 0.3, top_k: 7 });
+  });
+
+  it("the validating fake answers a sampling parameter on Opus 4.7+ with the real 400", async () => {
+    const res = await fetch(`${fake.url}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": CANARY, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "claude-opus-4-8",
+        max_tokens: 10,
+        temperature: 0.5,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe(
+      "`temperature` is deprecated for this model.",
+    );
+  });
+
+  it("classifies an unknown model id as invalid_request flagged model_not_found", async () => {
+    fake.push({ kind: "error", status: 404, errorType: "not_found_error", message: "model: claude-gone-1" });
+    const e = errorOf((await complete()).events)!;
+    expect([e.category, e.retryable, e.modelNotFound, e.httpStatus]).toEqual([
+      ModelErrorCategory.INVALID_REQUEST,
+      false,
+      true,
+      404,
+    ]);
+    fake.push({ kind: "error", status: 404, errorType: "not_found_error", message: "File not found: f_1" });
+    expect(errorOf((await complete()).events)!.modelNotFound).toBe(false);
+  });
+
+  it("leaves whitespace-only text blocks out and sends an empty tool result in a form the API accepts", async () => {
+    fake.push(scenarios.text("ok"));
+    const res = await complete({
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Run it")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          content: [
+            text("\n\n"),
+            { block: { case: "toolUse", value: { id: "toolu_1", name: "bash", input: {} } } },
+          ],
+        },
+        {
+          role: Role.USER,
+          id: "m2",
+          content: [
+            { block: { case: "toolResult", value: { toolUseId: "toolu_1", content: [] } } },
+            text("  "),
+          ],
+        },
+        { role: Role.ASSISTANT, id: "m3", producedByProvider: "anthropic", content: [text("  \n")] },
+        { role: Role.USER, id: "m4", content: [text("and?")] },
+      ],
+    });
+    expect(res.error).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    expect(body()["messages"]).toEqual([
+      { role: "user", content: [{ type: "text", text: "Run it" }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "bash", input: {} }] },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "(no output)" }] },
+          { type: "text", text: "and?" },
+        ],
+      },
+    ]);
+  });
+
+  it("parses the Priority Tier rate-limit headers", async () => {
+    fake.push(
+      scenarios.text("ok", {
+        rateLimits: {
+          requests: { limit: 50, remaining: 49, resetSeconds: 1 },
+          priorityInputTokens: { limit: 10_000, remaining: 9_618, resetSeconds: 4 },
+          priorityOutputTokens: { limit: 10_000, remaining: 6_000, resetSeconds: 9 },
+        },
+      }),
+    );
+    const usage = only((await complete()).events, "usage")[0]!;
+    const priority = usage.rateLimits.filter((r) => r.limitId?.startsWith("priority"));
+    expect(priority.map((r) => [r.kind, r.limitId, r.limit, r.remaining])).toEqual([
+      [RateLimitKind.INPUT_TOKENS, "priority-input-tokens", 10_000n, 9_618n],
+      [RateLimitKind.OUTPUT_TOKENS, "priority-output-tokens", 10_000n, 6_000n],
+    ]);
+    expect(priority.every((r) => r.resetsAt !== undefined)).toBe(true);
   });
 });

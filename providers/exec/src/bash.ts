@@ -1,5 +1,6 @@
 // bash: runs one command in call_context.working_directory and streams its output.
 
+import { accessSync, constants as constants_fs } from "node:fs";
 import { stat } from "node:fs/promises";
 import { constants } from "node:os";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -9,11 +10,17 @@ import {
   partialResult,
   r,
   s,
+  type ToolContext,
   type ToolDefinition,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { settings } from "./config.ts";
+import { FORWARDER, startEgress } from "./egress.ts";
 import { RunningCommand } from "./process.ts";
+import { probeSandbox, removePlaceholders, type Wrapped, wrap } from "./sandbox.ts";
+
+/** Where the egress forwarder listens inside the sandbox (its own network namespace). */
+const EGRESS_PORT = 3128;
 
 interface BashArgs {
   command: string;
@@ -22,13 +29,84 @@ interface BashArgs {
 }
 
 /** Variables the plugin runtime sets for the plugin itself; commands do not inherit them. */
-function commandEnvironment(): NodeJS.ProcessEnv {
+function ownEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith("PLUGIN_") || k === "PLUGGABLEHARNESS_PLUGIN" || k.startsWith("NODE_")) continue;
     env[k] = v;
   }
   return env;
+}
+
+interface ExecEnv {
+  variables: NodeJS.ProcessEnv;
+  protectedPaths: string[];
+}
+
+let execEnv: Promise<ExecEnv> | undefined;
+
+/**
+ * The user's environment with secrets withheld and the kernel-owned paths, from the
+ * kernel (ExecEnvironment). A kernel that does not serve it leaves the plugin's own,
+ * allowlisted environment and no protected paths.
+ */
+function commandEnvironment(ctx: ToolContext): Promise<ExecEnv> {
+  execEnv ??= (async () => {
+    try {
+      const k = await ctx.kernel.service();
+      const r = await k.execEnvironment({ secretPatterns: settings.secretPatterns }, { timeoutMs: 5_000 });
+      return { variables: { ...r.variables }, protectedPaths: [...r.protectedPaths] };
+    } catch {
+      return { variables: ownEnvironment(), protectedPaths: [] };
+    }
+  })();
+  return execEnv;
+}
+
+/** For tests: ask the kernel again. */
+export function forgetEnvironment(): void {
+  execEnv = undefined;
+}
+
+let warnedUnconfined = false;
+
+/** How the command will run: in the sandbox, or unconfined (with the notice to give once). */
+function sandboxFor(
+  cwd: string,
+  env: ExecEnv,
+  argv: readonly string[],
+  egressDir?: string,
+): { wrapped?: Wrapped; notice?: string } {
+  if (settings.sandbox === "off") return {};
+  const probe = probeSandbox();
+  if (!probe.ok) {
+    if (settings.sandbox === "required") {
+      throw new ToolFailure(
+        "execution_failed",
+        `the exec provider requires its sandbox (sandbox = "required"), and it cannot run here: ${probe.reason}`,
+      );
+    }
+    if (warnedUnconfined) return {};
+    warnedUnconfined = true;
+    return {
+      notice: `[sandbox unavailable: ${probe.reason}. Commands run unconfined; set sandbox = "required" in the exec provider block to refuse them, or "off" to silence this]\n`,
+    };
+  }
+  return {
+    wrapped: wrap(
+      {
+        bwrap: probe.bwrap,
+        writable: [...(settings.jail ? settings.jail.roots : [cwd]), ...(egressDir ? [egressDir] : [])],
+        protectedPaths: env.protectedPaths,
+        network: settings.network,
+        cwd,
+        // The command's leader is spawned detached (a new session, no terminal): staying in
+        // its group lets every group signal reach the sandbox's init (see SandboxSpec).
+        newSession: false,
+      },
+      argv,
+    ),
+  };
 }
 
 /** Shell convention: a process killed by signal N reports 128 + N. */
@@ -65,7 +143,9 @@ export const bashTool: ToolDefinition<BashArgs> = {
     "Run a shell command with bash -c in the working directory and return its combined output and exit code. " +
     "Output streams live. stdin is closed, so interactive programs get end-of-file. The command is stopped " +
     "(SIGTERM, then SIGKILL) at its timeout (default 2 minutes, at most 10); background processes it leaves " +
-    "running are stopped when it exits. Output beyond the provider's limit is dropped with a notice.",
+    "running are stopped when it exits. Output beyond the provider's limit is dropped with a notice. " +
+    "Where the sandbox runs (Linux with bubblewrap), only the project's roots and a private /tmp are writable, " +
+    "the agent's own files are read-only, other processes are invisible and there is no network unless configured.",
   input: s.object(
     {
       command: s.string("The command line to run."),
@@ -93,20 +173,67 @@ export const bashTool: ToolDefinition<BashArgs> = {
   // reported on the stream; the kernel's deadline is a backstop behind it.
   defaultTimeoutMs: 615_000,
   idempotent: false,
+  modelText: { field: "output" },
 
   async *invoke(args, ctx) {
     if (args.command.trim() === "") throw new ToolFailure("invalid_arguments", "command is empty");
     const timeoutMs = timeoutOf(args);
     const cwd = await workingDirectory(ctx.workingDirectory);
+    const env = await commandEnvironment(ctx);
+    // Hosts on the allowlist are reached through a proxy the sandbox can talk to.
+    const egress =
+      !settings.network && settings.allowedHosts.length > 0 && settings.sandbox !== "off" && probeSandbox().ok
+        ? await startEgress(settings.allowedHosts)
+        : undefined;
+    const shellArgv = [settings.shell, "-c", args.command];
+    const argv = egress
+      ? [
+          process.execPath,
+          "--input-type=module",
+          "-e",
+          FORWARDER,
+          egress.socket,
+          String(EGRESS_PORT),
+          ...shellArgv,
+        ]
+      : shellArgv;
+    let box: ReturnType<typeof sandboxFor>;
+    try {
+      box = sandboxFor(cwd, env, argv, egress?.dir);
+    } catch (err) {
+      egress?.close();
+      throw err;
+    }
+    if (box.wrapped) {
+      // Inside the sandbox a missing shell would be bwrap's error; say it the same way as outside.
+      try {
+        accessSync(settings.shell, constants_fs.X_OK);
+      } catch (err) {
+        throw new ToolFailure(
+          "execution_failed",
+          `cannot start ${settings.shell}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        );
+      }
+    }
+    if (box.notice) {
+      yield outputChunk("stderr", box.notice);
+      void ctx.kernel.log("warn", box.notice.trim()).catch(() => {});
+    }
     const started = Date.now();
     const cmd = new RunningCommand({
       shell: settings.shell,
       command: args.command,
       cwd,
-      env: commandEnvironment(),
+      env: box.wrapped ? { ...env.variables, TMPDIR: "/tmp" } : env.variables,
       maxOutputBytes: settings.maxOutputBytes,
       killGraceMs: settings.killGraceMs,
+      ...(box.wrapped ? { wrapper: box.wrapped } : {}),
     });
+    if (box.wrapped && box.wrapped.placeholders.length > 0) {
+      const placeholders = box.wrapped.placeholders;
+      void cmd.done.then(() => removePlaceholders(placeholders));
+    }
+    if (egress) void cmd.done.then(() => egress.close());
     const state = (): JsonObject => ({
       pid: cmd.pid ?? -1,
       output_bytes_streamed: cmd.outputBytes,

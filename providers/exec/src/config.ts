@@ -2,6 +2,7 @@
 import { isAbsolute } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type ConfigField, configError, type Diagnostic, Jail } from "@pluggableharness/tool-kit";
+import { SANDBOX_MODES, type SandboxMode } from "./sandbox.ts";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -13,9 +14,39 @@ export const CONFIG: readonly ConfigField[] = [
   {
     name: "roots",
     type: "list_string",
+    path: true,
     description:
-      "If set, commands only run when call_context.working_directory lies inside one of these directories. " +
-      "This does not sandbox what a command itself touches.",
+      "If set, commands only run when call_context.working_directory lies inside one of these directories " +
+      "(relative ones are taken from the directory of agent.hcl), " +
+      "and in the sandbox these are the directories a command may write (without roots: the working directory).",
+  },
+  {
+    name: "sandbox",
+    type: "string",
+    default: "best_effort",
+    description:
+      'The OS sandbox (bubblewrap) for commands: "required" (refuse to run a command without it), ' +
+      '"best_effort" (run unconfined where it cannot work, and say so once), or "off".',
+  },
+  {
+    name: "network",
+    type: "bool",
+    default: false,
+    description: "Whether sandboxed commands may use the whole network (default: no network at all).",
+  },
+  {
+    name: "allowed_hosts",
+    type: "list_string",
+    description:
+      "Without network = true: hosts sandboxed commands may reach through an HTTP(S) proxy the provider runs " +
+      "(a domain includes its subdomains); tools find it through HTTP_PROXY/HTTPS_PROXY.",
+  },
+  {
+    name: "secret_env_patterns",
+    type: "list_string",
+    description:
+      "More environment variable name patterns (`*` wildcard, case-insensitive) withheld from commands, on top of " +
+      "the kernel's: every variable an env() in the configuration reads and *KEY*, *SECRET*, *TOKEN*, *PASSWORD*.",
   },
   {
     name: "max_output_bytes",
@@ -46,6 +77,10 @@ export const CONFIG: readonly ConfigField[] = [
 export interface Settings {
   shell: string;
   jail: Jail | undefined;
+  sandbox: SandboxMode;
+  network: boolean;
+  allowedHosts: string[];
+  secretPatterns: string[];
   maxOutputBytes: number;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
@@ -55,6 +90,10 @@ export interface Settings {
 export const DEFAULTS: Settings = {
   shell: "/bin/bash",
   jail: undefined,
+  sandbox: "best_effort",
+  network: false,
+  allowedHosts: [],
+  secretPatterns: [],
   maxOutputBytes: 64 * 1024,
   defaultTimeoutMs: 120_000,
   maxTimeoutMs: 600_000,
@@ -81,6 +120,23 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   if (defaultTimeoutMs > maxTimeoutMs) {
     problems.push(configError(["default_timeout_ms"], "default_timeout_ms must not exceed max_timeout_ms"));
   }
+  const sandbox = (values["sandbox"] ?? "best_effort") as SandboxMode;
+  if (!SANDBOX_MODES.includes(sandbox)) {
+    problems.push(
+      configError(["sandbox"], `sandbox must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(", ")}`),
+    );
+  }
+  const network = values["network"] === true;
+  const allowedHosts = ((values["allowed_hosts"] as string[] | undefined) ?? []).filter(
+    (h) => h.trim() !== "",
+  );
+  for (const h of allowedHosts) {
+    if (!/^(\*\.)?[A-Za-z0-9.-]+$/.test(h))
+      problems.push(configError(["allowed_hosts"], `not a host name: ${h}`));
+  }
+  const secretPatterns = ((values["secret_env_patterns"] as string[] | undefined) ?? []).filter(
+    (p) => p !== "",
+  );
   let jail: Jail | undefined;
   // An omitted list arrives as its zero value [] (the schema bridge's rule): no roots.
   const roots = values["roots"] as string[] | undefined;
@@ -92,6 +148,17 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     }
   }
   if (problems.length > 0) return problems;
-  settings = { shell, jail, maxOutputBytes, defaultTimeoutMs, maxTimeoutMs, killGraceMs };
+  settings = {
+    shell,
+    jail,
+    sandbox,
+    network,
+    allowedHosts,
+    secretPatterns,
+    maxOutputBytes,
+    defaultTimeoutMs,
+    maxTimeoutMs,
+    killGraceMs,
+  };
   return [];
 }

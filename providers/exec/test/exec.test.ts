@@ -25,7 +25,9 @@ let h: ToolHarness;
 beforeAll(async () => {
   dir = realpathSync(mkdtempSync(join(tmpdir(), "ph-exec-")));
   h = new ToolHarness({ executable: MAIN, name: "exec" });
-  await h.configure({ kill_grace_ms: 300, max_output_bytes: 4096 });
+  // These tests follow the command's processes by pid on the host, which a PID namespace
+  // hides: they run unconfined. The sandbox has its own tests (sandbox.test.ts).
+  await h.configure({ kill_grace_ms: 300, max_output_bytes: 4096, sandbox: "off" });
 });
 
 afterAll(async () => {
@@ -184,6 +186,43 @@ describe("bash", () => {
     const res = await bash("sleep 300 & echo $!");
     expect(res.result!["exit_code"]).toBe(0);
     expect(await gone(Number(String(res.result!["output"]).trim()))).toBe(true);
+  });
+
+  it("takes a command's whole tree down when the plugin itself is killed (SIGKILL, no cleanup)", async () => {
+    const victim = new ToolHarness({ executable: MAIN, name: "exec-victim" });
+    try {
+      // Unsandboxed: the watchdog alone must do it (the sandbox has its own test, sandbox.test.ts).
+      await victim.configure({ sandbox: "off" });
+      const pids = join(dir, "tree-pids");
+      const ready = join(dir, "tree-ready");
+      // A shell, a background subshell with two children, another background job and a
+      // nohup'd one: everything in the command's process group.
+      const command = [
+        `(sleep 301 & echo $! >> ${pids}; sleep 302 & echo $! >> ${pids}; wait) &`,
+        `echo $! >> ${pids}`,
+        `sleep 303 & echo $! >> ${pids}`,
+        `nohup sleep 304 >/dev/null 2>&1 & echo $! >> ${pids}`,
+        `echo $$ >> ${pids}`,
+        `touch ${ready}`,
+        "wait",
+      ].join("\n");
+      const call = victim.invoke("bash", { command }, { cwd: dir });
+      call.catch(() => {});
+      await fileAppears(ready);
+      // The background subshell records its children on its own schedule.
+      const lines = () => readFileSync(pids, "utf8").trim().split("\n");
+      const until = Date.now() + 5_000;
+      while (lines().length < 6 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      const tree = lines().map(Number);
+      expect(tree).toHaveLength(6);
+      for (const pid of tree) expect(alive(pid)).toBe(true);
+      const plugin = victim.plugin.host.pid!;
+      process.kill(plugin, "SIGKILL"); // the plugin alone, as the OOM killer would
+      expect(await gone(plugin)).toBe(true);
+      for (const pid of tree) expect(await gone(pid), `pid ${pid} outlived its plugin`).toBe(true);
+    } finally {
+      await victim.close();
+    }
   });
 
   it("classifies bad calls", async () => {

@@ -136,16 +136,25 @@ async function commit(
     if (plan.before !== plan.after) await writeAtomically(plan.file, plan.after, plan.mode);
     ctx.report({ path, written: true });
     const { hunks, additions, deletions } = summaryOf(plan);
+    const diff = formatUnified(plan.file.relative || path, hunks);
     return {
       plan,
-      payload: {
-        path,
-        diff: formatUnified(plan.file.relative || path, hunks),
-        additions,
-        deletions,
-      },
+      payload: { path, ...resultDiff(diff), additions, deletions },
     };
   });
+}
+
+/**
+ * The diff a result carries (the model reads it, and it is stored with the result). The
+ * model wrote the change itself, so a huge diff (a 10 MB new file) would only repeat its
+ * own input: past MAX_RESULT_DIFF_CHARS it is cut at a line end and marked truncated.
+ */
+export const MAX_RESULT_DIFF_CHARS = 16 * 1024;
+
+function resultDiff(diff: string): { diff: string; diff_truncated?: boolean } {
+  if (diff.length <= MAX_RESULT_DIFF_CHARS) return { diff };
+  const cut = diff.lastIndexOf("\n", MAX_RESULT_DIFF_CHARS);
+  return { diff: diff.slice(0, cut > 0 ? cut + 1 : MAX_RESULT_DIFF_CHARS), diff_truncated: true };
 }
 
 function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefined {
@@ -159,6 +168,9 @@ function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefi
 const changeOutput = {
   path: s.string("The path as requested."),
   diff: s.string("Unified diff of the change; empty when the content did not change."),
+  diff_truncated: s.boolean(
+    "The diff was longer than 16 KiB and is cut short (the change itself was made whole).",
+  ),
   additions: s.integer("Lines added."),
   deletions: s.integer("Lines removed."),
 };
@@ -197,6 +209,7 @@ export const writeFileTool: ToolDefinition<{ path: string; content: string }> = 
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: true,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planWrite(args.path, args.content, ctx), ctx);
     return { ...payload, created: plan.before === undefined, bytes_written: Buffer.byteLength(args.content) };
@@ -231,6 +244,7 @@ export const editFileTool: ToolDefinition<{ path: string } & Edit> = {
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: false,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, [args], ctx), ctx);
     return { ...payload, replacements: plan.replacements };
@@ -267,6 +281,7 @@ export const multiEditTool: ToolDefinition<{ path: string; edits: Edit[] }> = {
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   idempotent: false,
+  modelText: { field: "diff" },
   async invoke(args, ctx) {
     if (args.edits.length === 0) throw new ToolFailure("invalid_arguments", "edits must not be empty");
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, args.edits, ctx), ctx);

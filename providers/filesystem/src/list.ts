@@ -8,6 +8,19 @@ const MAX_ENTRIES = 1000;
 
 type EntryType = "file" | "directory" | "symlink" | "other";
 
+function listingLine(e: { name: string; type: EntryType; size: number }): string {
+  switch (e.type) {
+    case "directory":
+      return `${e.name}/`;
+    case "file":
+      return `${e.name} (${e.size} bytes)`;
+    case "symlink":
+      return `${e.name}@`;
+    default:
+      return e.name;
+  }
+}
+
 export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
   name: "list_directory",
   kind: "data_source",
@@ -31,13 +44,18 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
       ),
       total: s.integer("Entries in the directory."),
       truncated: s.boolean("More entries exist than were returned."),
+      listing: s.string(
+        "One entry per line: 'name/' for a directory, 'name (N bytes)' for a file, 'name@' for a link.",
+      ),
     },
-    ["path", "entries", "total", "truncated"],
+    ["path", "entries", "total", "truncated", "listing"],
   ),
   streaming: false,
   concurrency: { safe: true },
   defaultTimeoutMs: 30_000,
   idempotent: true,
+  // The model reads the listing; the entries stay in the payload for frontends.
+  modelText: { field: "listing", omit: ["entries"] },
   async invoke(args, ctx) {
     const path = args.path ?? ".";
     const dir = await resolvePath(path, ctx.workingDirectory);
@@ -75,7 +93,13 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
           size: e.type === "file" ? (await lstat(join(dir.real, e.name)).catch(() => ({ size: 0 }))).size : 0,
         })),
       );
-      return { path, entries, total: typed.length, truncated: typed.length > shown.length };
+      return {
+        path,
+        entries,
+        total: typed.length,
+        truncated: typed.length > shown.length,
+        listing: entries.map(listingLine).join("\n"),
+      };
     });
   },
   render(input) {

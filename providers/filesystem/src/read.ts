@@ -58,6 +58,8 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
   concurrency: { safe: true },
   defaultTimeoutMs: 30_000,
   idempotent: true,
+  // The model reads the lines themselves, not JSON with escaped newlines.
+  modelText: { field: "content" },
 
   async invoke(args, ctx) {
     const offset = args.offset ?? 1;

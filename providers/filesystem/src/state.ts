@@ -13,8 +13,9 @@ export const CONFIG: readonly ConfigField[] = [
     name: "roots",
     type: "list_string",
     required: true,
+    path: true,
     description:
-      "Absolute directories the tools may touch. Every path argument must resolve, symbolic links followed, inside one of them.",
+      "Directories the tools may touch (relative ones are taken from the directory of agent.hcl). Every path argument must resolve, symbolic links followed, inside one of them.",
   },
   {
     name: "max_read_bytes",

@@ -270,6 +270,7 @@ describe("list_directory", () => {
       ],
       total: 3,
       truncated: false,
+      listing: "d/\nf.txt (5 bytes)\nl@",
     });
     expect((await call("list_directory", { path: "listing/f.txt" })).error?.category).toBe(
       category("INVALID_ARGUMENTS"),

@@ -4,9 +4,11 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import {
   type AttributeDef,
   checkBaseUrl,
+  ev,
   joinUrl,
   type ModelAdapter,
   plainHttpWarning,
+  refuseHtml,
   StopSequenceMatcher,
   sendVendorRequest,
 } from "@pluggableharness/model-kit";
@@ -86,16 +88,36 @@ export const adapter: ModelAdapter<GeminiState> = {
   async *stream(req, call) {
     const { state, model, signal } = call;
     const built = buildRequest(req, model, call.self, state.includeThoughts);
-    const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.lastIndex, built.body) : undefined;
-    const body =
+    if (built.droppedSampling.length > 0)
+      call.log.warn(`${model.id} does not accept ${built.droppedSampling.join(", ")}; not sent`);
+    if (built.placeholderSignatures > 0)
+      call.log.debug("function calls without a thought signature sent with the placeholder", {
+        model: model.id,
+        calls: built.placeholderSignatures,
+      });
+    const prefix = model.caching.explicitMarkers ? cachedPrefix(req, built.body) : undefined;
+    const cached =
       prefix === undefined
-        ? built.body
+        ? { body: built.body }
         : await state.caches.apply(built.body, prefix, {
             baseUrl: state.baseUrl,
             apiKey: state.apiKey,
             model: model.id,
             signal,
           });
+    const body = cached.body;
+    // A cache created for this request is billed: its tokens once, at the input rate (the
+    // catalog's cache-write rate), and their storage for the cache's lifetime.
+    if (cached.created) {
+      const { tokens, ttlSeconds } = cached.created;
+      yield ev.usage({
+        input: 0,
+        output: 0,
+        cacheWrite: tokens,
+        cacheStorageTokenSeconds: tokens * ttlSeconds,
+        components: [{ name: "explicit_cache_created", value: 1 }],
+      });
+    }
     const res = await sendVendorRequest({
       url: `${modelPath(state, model.id, "streamGenerateContent")}?alt=sse`,
       headers: { "x-goog-api-key": state.apiKey, accept: "text/event-stream" },
@@ -103,6 +125,7 @@ export const adapter: ModelAdapter<GeminiState> = {
       signal,
     });
     if (!res.ok) throw geminiFailure(res.status, await res.text(), res.headers);
+    await refuseHtml(res);
     yield* translateStream(
       res.body,
       signal,

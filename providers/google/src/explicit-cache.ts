@@ -1,10 +1,15 @@
-// Gemini explicit caching: the kernel's cache breakpoints become one CachedContent
-// resource holding the request's stable prefix (system instruction, tools, tool config
-// and the leading contents up to the last breakpoint). The request then names the cache
-// and carries only the rest. Caches are reused while they live, never created twice for
-// the same prefix, and deleted when the provider is reconfigured or shut down. Creating
-// a cache is an optimisation: when the vendor refuses (e.g. a prefix under its minimum
-// size) the request goes out uncached, and implicit caching still applies.
+// Gemini explicit caching: the kernel's stable-prefix breakpoints (after the tools, after
+// the assembled context) become one CachedContent resource holding the system instruction,
+// tools and tool config. The request then names the cache and carries only the rest.
+// Conversation breakpoints (after_message_index) are left to Gemini's implicit caching, which
+// reuses every earlier prompt prefix at no storage cost: a CachedContent cannot grow, so
+// following the conversation tail would create (and bill, at the input rate plus storage) a
+// new cache every step, each read at most once.
+// Caches are reused while they live, never created twice for the same prefix, and deleted
+// when the provider is reconfigured or shut down. Creating a cache is an optimisation: when
+// the vendor refuses (e.g. a prefix under its minimum size) the request goes out uncached.
+// A creation is billed: its tokens once at the input rate, and their storage for the
+// cache's lifetime; apply() returns both so the stream can report them to the ledger.
 import { createHash } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { CancelledError, joinUrl, type Logger, sendVendorRequest } from "@pluggableharness/model-kit";
@@ -18,29 +23,21 @@ const CACHED_FIELDS = ["systemInstruction", "tools", "toolConfig"] as const;
 const REUSE_MARGIN_MS = 30_000;
 
 /**
- * How many leading contents the breakpoints ask to cache; undefined when they ask for
- * nothing. `lastIndex[i]` is the highest request message index merged into contents[i].
- * The last content is never cached: a request needs at least one content of its own.
+ * How many leading contents to cache explicitly: 0 (system instruction, tools and tool
+ * config only) when a stable-prefix breakpoint asks for caching and the body has such a
+ * prefix; undefined otherwise. Message breakpoints never grow an explicit cache (see above).
  */
-export function cachedPrefix(
-  req: StreamCompletionRequest,
-  lastIndex: readonly number[],
-  body: Json,
-): number | undefined {
-  let prefix: number | undefined;
-  for (const b of req.cacheBreakpoints) {
-    const p = b.position;
-    if (p.case === "afterAssembledContext" || p.case === "afterTools") prefix = Math.max(prefix ?? 0, 0);
-    else if (p.case === "afterMessageIndex") {
-      let n = 0;
-      while (n < lastIndex.length && lastIndex[n]! <= Number(p.value)) n++;
-      prefix = Math.max(prefix ?? 0, n);
-    }
-  }
-  if (prefix === undefined) return undefined;
-  prefix = Math.min(prefix, lastIndex.length - 1);
-  const hasShared = CACHED_FIELDS.some((k) => body[k] !== undefined);
-  return prefix > 0 || hasShared ? prefix : undefined;
+export function cachedPrefix(req: StreamCompletionRequest, body: Json): number | undefined {
+  const stable = req.cacheBreakpoints.some(
+    (b) => b.position.case === "afterAssembledContext" || b.position.case === "afterTools",
+  );
+  return stable && CACHED_FIELDS.some((k) => body[k] !== undefined) ? 0 : undefined;
+}
+
+/** A cache this request created: billed once at the input rate, and stored for its lifetime. */
+export interface CacheCreation {
+  tokens: number;
+  ttlSeconds: number;
 }
 
 export interface CacheTarget {
@@ -64,27 +61,38 @@ export class ExplicitCaches {
     this.log = log;
   }
 
-  /** The request body to send: using a cache for the first `prefix` contents when possible. */
-  async apply(body: Json, prefix: number, t: CacheTarget): Promise<Json> {
+  /** The request body to send, using a cache for the first `prefix` contents when possible. */
+  async apply(body: Json, prefix: number, t: CacheTarget): Promise<{ body: Json; created?: CacheCreation }> {
     const contents = body["contents"] as Json[];
     const cache: Json = { model: `models/${t.model}` };
     for (const k of CACHED_FIELDS) if (body[k] !== undefined) cache[k] = body[k]!;
     if (prefix > 0) cache["contents"] = contents.slice(0, prefix);
     const key = createHash("sha256").update(JSON.stringify(cache)).digest("hex");
-    if (this.refused.has(key)) return body;
+    if (this.refused.has(key)) return { body };
     let entry = this.live.get(key);
+    let created: CacheCreation | undefined;
     if (!entry || entry.expiresAt - Date.now() < REUSE_MARGIN_MS) {
-      const name = await this.create(cache, key, t);
-      if (!name) return body;
-      entry = { name, expiresAt: Date.now() + this.ttlSeconds * 1000, baseUrl: t.baseUrl, apiKey: t.apiKey };
+      const made = await this.create(cache, key, t);
+      if (!made) return { body };
+      entry = {
+        name: made.name,
+        expiresAt: Date.now() + this.ttlSeconds * 1000,
+        baseUrl: t.baseUrl,
+        apiKey: t.apiKey,
+      };
       this.live.set(key, entry);
+      created = { tokens: made.tokens, ttlSeconds: this.ttlSeconds };
     }
     const out: Json = { ...body, contents: contents.slice(prefix), cachedContent: entry.name };
     for (const k of CACHED_FIELDS) delete out[k];
-    return out;
+    return created ? { body: out, created } : { body: out };
   }
 
-  private async create(cache: Json, key: string, t: CacheTarget): Promise<string | undefined> {
+  private async create(
+    cache: Json,
+    key: string,
+    t: CacheTarget,
+  ): Promise<{ name: string; tokens: number } | undefined> {
     try {
       const res = await sendVendorRequest({
         url: joinUrl(t.baseUrl, "/v1beta/cachedContents"),
@@ -99,10 +107,13 @@ export class ExplicitCaches {
         this.log.debug("explicit cache not created", { status: res.status });
         return undefined;
       }
-      const name = (JSON.parse(text) as { name?: unknown }).name;
+      const parsed = JSON.parse(text) as { name?: unknown; usageMetadata?: { totalTokenCount?: unknown } };
+      const name = parsed.name;
       if (typeof name !== "string" || !name.startsWith("cachedContents/")) return undefined;
-      this.log.debug("explicit cache created", { name, ttl_seconds: this.ttlSeconds });
-      return name;
+      const count = parsed.usageMetadata?.totalTokenCount;
+      const tokens = typeof count === "number" && Number.isFinite(count) && count > 0 ? Math.trunc(count) : 0;
+      this.log.debug("explicit cache created", { name, ttl_seconds: this.ttlSeconds, tokens });
+      return { name, tokens };
     } catch (err) {
       if (err instanceof CancelledError) throw err;
       this.log.debug("explicit cache not created", { error: (err as Error).name });

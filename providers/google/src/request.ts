@@ -9,26 +9,40 @@ import {
   opaqueToString,
   type ProviderIdentity,
   prepareHistory,
+  samplingFor,
   schemaToJson,
   type ToolNameMap,
   textOf,
   toolNameMap,
+  toolResultText,
 } from "@pluggableharness/model-kit";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { Role } from "@pluggableharness/protocol/content";
 import { type StreamCompletionRequest, ToolChoiceMode } from "@pluggableharness/protocol/model";
 import { wireOf } from "./catalog.ts";
+import { isVendorCallId } from "./stream.ts";
 
 type Json = Record<string, JsonValue>;
 
 /** provider_options keys this provider understands (README: "provider_options"). */
 export const PROVIDER_OPTION_KEYS = ["top_p", "top_k", "seed", "safety_settings"] as const;
 
+/**
+ * What Gemini 3 accepts in place of a thought signature it never issued (history from
+ * another vendor, from Gemini 2.5, or rebuilt without signatures): the documented value
+ * that skips the signature check (ai.google.dev/gemini-api/docs/thought-signatures).
+ */
+export const PLACEHOLDER_SIGNATURE = "skip_thought_signature_validator";
+
 export interface BuiltRequest {
   body: Json;
   names: ToolNameMap;
   /** Per content: the highest request message index merged into it (cache breakpoints). */
   lastIndex: number[];
+  /** Parameters the request carried that the model refuses, left out (for a log line). */
+  droppedSampling: string[];
+  /** Function calls that went out with the placeholder signature. */
+  placeholderSignatures: number;
 }
 
 const invalid = (message: string) => new ModelFailure("invalid_request", message, { retryable: false });
@@ -78,7 +92,14 @@ export function buildRequest(
 
   const generation: Json = {};
   if (params?.maxOutputTokens !== undefined) generation["maxOutputTokens"] = Number(params.maxOutputTokens);
-  if (params?.temperature !== undefined) generation["temperature"] = params.temperature;
+  const options = req.providerOptions ? { ...req.providerOptions } : undefined;
+  const sampling = samplingFor(req, model, {
+    ...(options ? { providerOptions: options } : {}),
+    optionKeys: ["top_p", "top_k"],
+  });
+  if (sampling.values.temperature !== undefined) generation["temperature"] = sampling.values.temperature;
+  if (sampling.values.top_p !== undefined) generation["topP"] = sampling.values.top_p;
+  if (sampling.values.top_k !== undefined) generation["topK"] = sampling.values.top_k;
   // stop_sequences are enforced by the adapter (stream.ts): Gemini would cut the sequence out
   // and answer a plain STOP, so the match could not be reported.
   const thinking = thinkingConfig(req, model, includeThoughts);
@@ -90,11 +111,17 @@ export function buildRequest(
     for (const b of m.content)
       if (b.block.case === "toolUse") callNames.set(b.block.value.id, b.block.value.name);
   const history = prepareHistory(req.messages, self);
+  // Call ids Gemini itself issued are echoed on the call and on its response.
+  const vendorIds = new Set<string>();
+  for (const m of history.messages)
+    if (m.origin === "own" && m.message.role === Role.ASSISTANT)
+      for (const b of m.blocks)
+        if (b.block.case === "toolUse" && isVendorCallId(b.block.value.id)) vendorIds.add(b.block.value.id);
   const contents: Array<{ role: "user" | "model"; parts: Json[] }> = [];
   const lastIndex: number[] = [];
   for (const m of history.messages) {
     const role = m.message.role === Role.ASSISTANT ? "model" : "user";
-    const parts = partsOf(m.blocks, names, callNames);
+    const parts = partsOf(m.blocks, names, callNames, vendorIds);
     if (parts.length === 0) continue;
     const last = contents.at(-1);
     if (last && last.role === role) {
@@ -106,10 +133,23 @@ export function buildRequest(
     }
   }
   if (contents.length === 0) throw invalid("the request has no content Gemini can carry");
+  // Gemini 3 refuses a step whose first function call lacks its signature; one it never
+  // issued gets the placeholder (a real signature is never replaced).
+  let placeholderSignatures = 0;
+  if (wireOf(model).signaturesRequired) {
+    for (const c of contents) {
+      if (c.role !== "model") continue;
+      const first = c.parts.find((p) => p["functionCall"] !== undefined);
+      if (first && first["thoughtSignature"] === undefined) {
+        first["thoughtSignature"] = PLACEHOLDER_SIGNATURE;
+        placeholderSignatures++;
+      }
+    }
+  }
   body["contents"] = contents;
   if (Object.keys(generation).length > 0) body["generationConfig"] = generation;
-  applyProviderOptions(req.providerOptions, body, generation);
-  return { body, names, lastIndex };
+  applyProviderOptions(options, body, generation);
+  return { body, names, lastIndex, droppedSampling: sampling.dropped, placeholderSignatures };
 }
 
 function thinkingConfig(
@@ -132,7 +172,8 @@ function thinkingConfig(
     if (!control || param !== "level") throw invalid(`${model.id} has no effort control`);
     if (!control.levels.includes(effort))
       throw invalid(`${model.id} accepts thinking levels ${control.levels.join(", ")}, not "${effort}"`);
-    out["thinkingLevel"] = effort;
+    // The wire value is the ThinkingLevel enum name (the SDK types' "LOW", "HIGH"…).
+    out["thinkingLevel"] = effort.toUpperCase();
   }
   if (budget !== undefined) {
     const control = model.thinking.budget;
@@ -155,6 +196,7 @@ function partsOf(
   blocks: readonly ContentBlock[],
   names: ToolNameMap,
   callNames: Map<string, string>,
+  vendorIds: ReadonlySet<string>,
 ): Json[] {
   const parts: Json[] = [];
   let pending: string | undefined;
@@ -194,16 +236,21 @@ function partsOf(
         break;
       case "toolUse":
         push({
-          functionCall: { name: names.toVendor(v.value.name), args: (v.value.input ?? {}) as JsonObject },
+          functionCall: {
+            ...(vendorIds.has(v.value.id) ? { id: v.value.id } : {}),
+            name: names.toVendor(v.value.name),
+            args: (v.value.input ?? {}) as JsonObject,
+          },
         });
         break;
       case "toolResult": {
         const name = callNames.get(v.value.toolUseId);
         if (name === undefined)
           throw invalid(`tool_result ${v.value.toolUseId} answers no tool_use in the history`);
-        const output = textOf(v.value.content);
+        const output = toolResultText(v.value.content);
         push({
           functionResponse: {
+            ...(vendorIds.has(v.value.toolUseId) ? { id: v.value.toolUseId } : {}),
             name: names.toVendor(name),
             response: v.value.isError ? { error: output } : { output },
           },
@@ -229,11 +276,9 @@ function applyProviderOptions(options: JsonObject | undefined, body: Json, gener
   if (!options) return;
   for (const [key, value] of Object.entries(options)) {
     switch (key) {
-      case "top_p":
-      case "top_k":
       case "seed":
         if (typeof value !== "number") throw invalid(`provider_options.${key} must be a number`);
-        generation[key === "top_p" ? "topP" : key === "top_k" ? "topK" : "seed"] = value;
+        generation["seed"] = value;
         body["generationConfig"] = generation;
         break;
       case "safety_settings":

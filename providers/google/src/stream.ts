@@ -55,6 +55,8 @@ export function geminiFailure(httpStatus: number, bodyText: string, headers?: He
     message,
     bodyRetryAfterSeconds: retryDelay,
     contextLength: status === "INVALID_ARGUMENT" && message !== undefined && CONTEXT_LENGTH.test(message),
+    // "models/<id> is not found for API version v1beta, or is not supported for generateContent".
+    modelNotFound: httpStatus === 404 && /\bmodels\/\S+ is not found\b/.test(message ?? ""),
   });
   if (!inBand && !badKey) return failure;
   return new ModelFailure(
@@ -68,6 +70,17 @@ export function geminiFailure(httpStatus: number, bodyText: string, headers?: He
       httpStatus,
     },
   );
+}
+
+/**
+ * Gemini does not always give a function call an id; the adapter then makes one up, marked
+ * with this prefix so it is never sent back as if Gemini had issued it.
+ */
+export const LOCAL_CALL_ID_PREFIX = "gemini_local_";
+
+/** Whether a tool-use id came from Gemini (and so is echoed on the call and its response). */
+export function isVendorCallId(id: string): boolean {
+  return id !== "" && !id.startsWith(LOCAL_CALL_ID_PREFIX);
 }
 
 const FILTERED = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"]);
@@ -152,7 +165,7 @@ export async function* translateStream(
         const id =
           typeof call["id"] === "string" && call["id"] !== ""
             ? call["id"]
-            : `${s.responseId ?? "call"}_${s.calls}`;
+            : `${LOCAL_CALL_ID_PREFIX}${s.responseId ?? "call"}_${s.calls}`;
         s.calls++;
         s.sawCall = true;
         yield ev.toolStart(id, names.fromVendor(String(call["name"])));

@@ -8,7 +8,7 @@ import {
 import { expect, it } from "vitest";
 
 const KEY = "test-key-for-conformance";
-const MODEL = "gemini-2.5-flash";
+const MODEL = "gemini-2.5-flash-lite";
 
 it.each(TRANSPORTS)(
   "passes every model-provider conformance check over the %s transport",

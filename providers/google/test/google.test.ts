@@ -1,6 +1,6 @@
 // The Gemini provider as a real plugin process against the loopback Gemini fake
 // (validate: true), over the runtime host.
-import { fromJson } from "@bufbuild/protobuf";
+import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { recordUsage, validateCapabilities } from "@pluggableharness/kernel/domain";
@@ -15,7 +15,7 @@ import {
   text,
   utf8,
 } from "@pluggableharness/model-provider-testing";
-import { Role } from "@pluggableharness/protocol/content";
+import { type ContentBlockSchema, type MessageSchema, Role } from "@pluggableharness/protocol/content";
 import {
   ModelErrorCategory,
   type ModelSpec,
@@ -29,7 +29,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CANARY = "AIzaCANARY-91b2c3d4e5f6";
 const MAIN = new URL("../src/main.ts", import.meta.url);
-const FLASH = "gemini-2.5-flash";
+const FLASH = "gemini-2.5-flash-lite";
+const PRO = "gemini-3.1-pro-preview";
 const BLIND = "gemini-blind";
 
 let fake: FakeVendor;
@@ -77,15 +78,21 @@ describe("capabilities", () => {
   it("declares a catalog the kernel accepts, with long-context tiers and per-generation thinking", async () => {
     const caps = (await client.getCapabilities({})).capabilities!;
     expect(() => validateCapabilities("google", caps)).not.toThrow();
-    const pro3 = specs.get("gemini-3-pro")!;
-    expect(pro3.thinking?.effort).toMatchObject({ levels: ["low", "high"], default: "high" });
+    expect([...specs.keys()]).toEqual(
+      expect.arrayContaining(["gemini-3.8-flash", PRO, "gemini-3.5-flash-lite", FLASH]),
+    );
+    // Ids no longer served (gemini-3-pro never was one) are not offered.
+    for (const gone of ["gemini-3-pro", "gemini-3-pro-preview", "gemini-2.5-pro", "gemini-2.5-flash"])
+      expect(specs.has(gone), gone).toBe(false);
+    const pro3 = specs.get(PRO)!;
+    expect(pro3.thinking?.effort).toMatchObject({ levels: ["low", "medium", "high"], default: "high" });
     expect(pro3.thinking?.budget).toBeUndefined();
-    const pro25 = specs.get("gemini-2.5-pro")!;
-    expect(pro25.thinking?.budget?.range).toMatchObject({ min: 128n, max: 32768n });
-    expect(pro25.pricing!.tiers.map((t) => [t.inputTokensFrom, t.inputTokensUntil])).toEqual([
+    expect(pro3.pricing!.tiers.map((t) => [t.inputTokensFrom, t.inputTokensUntil])).toEqual([
       [undefined, 200_001n],
       [200_001n, undefined],
     ]);
+    const lite = specs.get(FLASH)!;
+    expect(lite.thinking?.budget?.range).toMatchObject({ min: 0n, max: 24576n });
     expect(specs.get(FLASH)!.caching).toMatchObject({
       supported: true,
       implicitAutomatic: true,
@@ -214,9 +221,9 @@ describe("streaming", () => {
   it("streams thought summaries and echoes the trailing signature verbatim", async () => {
     const SIG = "EqsFCqgFAb4+9vvtAF5n87lB4OGDOoTRMOqp35jW/AG37eeWcow=";
     fake.push(scenarios.thinking({ thinking: "Counting letters.", signature: SIG, text: "Three." }));
-    const t = await complete({ modelId: "gemini-3-pro", params: { thinkingEffort: "low" } });
+    const t = await complete({ modelId: PRO, params: { thinkingEffort: "low" } });
     expect(lastBody()["generationConfig"]).toMatchObject({
-      thinkingConfig: { thinkingLevel: "low", includeThoughts: true },
+      thinkingConfig: { thinkingLevel: "LOW", includeThoughts: true },
     });
     expect(
       only(t.events, "thinkingDelta")
@@ -224,11 +231,11 @@ describe("streaming", () => {
         .join(""),
     ).toBe("Counting letters.");
     expect(str(only(t.events, "thinkingSignature")[0]!.signature)).toBe(SIG);
-    const msg = accumulate(t.events, specs.get("gemini-3-pro")!, "google").message;
+    const msg = accumulate(t.events, specs.get(PRO)!, "google").message;
 
     fake.push(scenarios.text("ok"));
     await complete({
-      modelId: "gemini-3-pro",
+      modelId: PRO,
       messages: [
         { role: Role.USER, id: "m0", content: [text("q")] },
         { ...msg, producedByProvider: "google" },
@@ -294,12 +301,12 @@ describe("streaming", () => {
     const res = await complete();
     const u = only(res.events, "usage")[0]!;
     expect([u.inputTokens, u.cacheReadTokens, u.outputTokens]).toEqual([100n, 1000n, 5n]);
-    const hand = (100 * 0.3 + 5 * 2.5 + 1000 * 0.03) / 1e6;
+    const hand = (100 * 0.1 + 5 * 0.4 + 1000 * 0.01) / 1e6;
     const rec = recordUsage(u, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
     expect(rec.costUsd).toBeCloseTo(hand, 12);
   });
 
-  it("turns cache breakpoints into one explicit cache, reused while it lives and deleted on reconfigure", async () => {
+  it("turns the stable-prefix breakpoints into one explicit cache, reused while it lives, billed, and deleted on reconfigure", async () => {
     const inputSchema = fromJson(SchemaSchema, {
       type: "SCHEMA_TYPE_OBJECT",
       properties: [{ name: "q", schema: { type: "SCHEMA_TYPE_STRING" } }],
@@ -323,26 +330,36 @@ describe("streaming", () => {
     expect(cases(first.events)).not.toContain("error");
     expect(fake.cachedContents.size).toBe(1);
     const [name, cache] = [...fake.cachedContents.entries()][0]!;
+    // System instruction and tools only: the conversation is left to implicit caching.
     expect(cache).toMatchObject({
       model: `models/${FLASH}`,
       ttl: "300s",
       systemInstruction: { parts: [{ text: "Static project context." }] },
-      contents: [
-        { role: "user", parts: [{ text: "first question" }] },
-        { role: "model", parts: [{ text: "first answer" }] },
-      ],
     });
     expect(cache["tools"]).toBeDefined();
+    expect(cache["contents"]).toBeUndefined();
     const sent = fake.requests.at(-1)!;
     expect(sent.rejected).toBeFalsy();
-    expect(sent.json).toMatchObject({
-      cachedContent: name,
-      contents: [{ role: "user", parts: [{ text: "second question" }] }],
-    });
+    expect(sent.json).toMatchObject({ cachedContent: name });
+    expect((sent.json as { contents: unknown[] }).contents).toHaveLength(3);
     expect(Object.keys(sent.json as object)).not.toContain("systemInstruction");
     expect(Object.keys(sent.json as object)).not.toContain("tools");
 
-    await complete(req);
+    // The creation is in the ledger: its tokens once at the input rate, and five minutes of
+    // storage at $1 per million tokens per hour; then the completion's own usage.
+    const usages = only(first.events, "usage");
+    expect(usages).toHaveLength(2);
+    const tokens = Number((cache["usageMetadata"] as { totalTokenCount: number }).totalTokenCount);
+    expect(usages[0]).toMatchObject({
+      inputTokens: 0n,
+      cacheWriteTokens: BigInt(tokens),
+      cacheStorageTokenSeconds: BigInt(tokens * 300),
+    });
+    const rec = recordUsage(usages[0]!, specs.get(FLASH)!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.costUsd).toBeCloseTo((tokens * 0.1 + (tokens * 300 * 1) / 3600) / 1e6, 15);
+
+    const second = await complete(req);
+    expect(only(second.events, "usage")).toHaveLength(1);
     const creations = fake.otherRequests.filter(
       (r) => r.method === "POST" && r.path.endsWith("/cachedContents"),
     );
@@ -354,14 +371,28 @@ describe("streaming", () => {
     expect(fake.cachedContents.size).toBe(0);
   });
 
-  it("prices a long prompt on gemini-2.5-pro at the >200K rate card", async () => {
+  it("prices a long prompt on gemini-3.1-pro-preview at the >200K rate card", async () => {
     fake.push(scenarios.text("long", { usage: { inputTokens: 250_000, outputTokens: 1000 } }));
-    const res = await complete({ modelId: "gemini-2.5-pro", params: { thinkingBudgetTokens: 1024n } });
-    expect(lastBody()["generationConfig"]).toMatchObject({ thinkingConfig: { thinkingBudget: 1024 } });
+    const res = await complete({ modelId: PRO, params: { thinkingEffort: "medium" } });
+    expect(lastBody()["generationConfig"]).toMatchObject({ thinkingConfig: { thinkingLevel: "MEDIUM" } });
     const u = only(res.events, "usage")[0]!;
-    const rec = recordUsage(u, specs.get("gemini-2.5-pro")!.pricing!, timestampFromMs(Date.now()));
+    const rec = recordUsage(u, specs.get(PRO)!.pricing!, timestampFromMs(Date.now()));
     expect(rec.pricingTierIndex).toBe(1);
-    expect(rec.costUsd).toBeCloseTo((250_000 * 2.5 + 1000 * 15) / 1e6, 12);
+    expect(rec.costUsd).toBeCloseTo((250_000 * 4 + 1000 * 18) / 1e6, 12);
+  });
+
+  it("picks the >200K rate card by the whole prompt, cached content included, as Gemini counts it", async () => {
+    fake.push(
+      scenarios.text("long", {
+        usage: { inputTokens: 50_000, cacheReadTokens: 200_000, outputTokens: 1000 },
+      }),
+    );
+    const res = await complete({ modelId: PRO, params: { thinkingEffort: "low" } });
+    const u = only(res.events, "usage")[0]!;
+    expect([u.inputTokens, u.cacheReadTokens]).toEqual([50_000n, 200_000n]);
+    const rec = recordUsage(u, specs.get(PRO)!.pricing!, timestampFromMs(Date.now()));
+    expect(rec.pricingTierIndex).toBe(1);
+    expect(rec.costUsd).toBeCloseTo((50_000 * 4 + 200_000 * 0.4 + 1000 * 18) / 1e6, 12);
   });
 
   it("maps safety stops to content_filtered with a notice, and the output limit", async () => {
@@ -577,5 +608,134 @@ describe("token counting and secrets", () => {
     const { events } = await complete();
     expect(JSON.stringify(only(events, "error"))).not.toContain(CANARY);
     expect(logs.filter((l) => JSON.stringify(l).includes(CANARY))).toEqual([]);
+  });
+});
+
+describe("thought signatures and call ids across fallback (Gemini 3)", () => {
+  const G3 = "gemini-3.8-flash";
+  type Block = MessageInitShape<typeof ContentBlockSchema>;
+  const use = (id: string, name = "read_file"): Block => ({
+    block: { case: "toolUse", value: { id, name, input: { path: "a.txt" } } },
+  });
+  const result = (id: string, out: string): Block => ({
+    block: { case: "toolResult", value: { toolUseId: id, content: [text(out)] } },
+  });
+  const modelParts = () =>
+    lastBody()
+      .contents.filter((c) => c.role === "model")
+      .map((c) => c.parts);
+
+  it("puts the placeholder signature on calls Gemini 3 never signed (another vendor's, Gemini 2.5's)", async () => {
+    fake.push(scenarios.text("Done."));
+    const res = await complete({
+      modelId: G3,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Read a.txt and b.txt")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          producedByModelId: "claude-sonnet-5",
+          content: [text("Reading both."), use("toolu_1"), use("toolu_2")],
+        },
+        { role: Role.USER, id: "m2", content: [result("toolu_1", "a"), result("toolu_2", "b")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m3",
+          producedByProvider: "google",
+          producedByModelId: FLASH,
+          content: [use(`gemini_local_r1_0`)],
+        },
+        { role: Role.USER, id: "m4", content: [result("gemini_local_r1_0", "again")] },
+      ],
+    });
+    expect(res.error).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    const [first, second] = modelParts();
+    // One placeholder per step, on its first call (as Gemini signs parallel calls).
+    expect(first).toEqual([
+      { text: "Reading both." },
+      {
+        functionCall: { name: "read_file", args: { path: "a.txt" } },
+        thoughtSignature: "skip_thought_signature_validator",
+      },
+      { functionCall: { name: "read_file", args: { path: "a.txt" } } },
+    ]);
+    expect(second).toEqual([
+      {
+        functionCall: { name: "read_file", args: { path: "a.txt" } },
+        thoughtSignature: "skip_thought_signature_validator",
+      },
+    ]);
+  });
+
+  it("never replaces a real signature, and sends none to a model that does not require them", async () => {
+    fake.push(scenarios.text("ok"));
+    const signed: MessageInitShape<typeof MessageSchema> = {
+      role: Role.ASSISTANT,
+      id: "m1",
+      producedByProvider: "google",
+      content: [{ block: { case: "thinking", value: { text: "", signature: utf8("real-sig") } } }, use("c1")],
+    };
+    const history: MessageInitShape<typeof MessageSchema>[] = [
+      { role: Role.USER, id: "m0", content: [text("go")] },
+      signed,
+      { role: Role.USER, id: "m2", content: [result("c1", "x")] },
+    ];
+    await complete({ modelId: G3, messages: history });
+    expect(modelParts()[0]![0]!["thoughtSignature"]).toBe("real-sig");
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: FLASH,
+      messages: [history[0]!, { ...signed, content: [use("c1")] }, history[2]!],
+    });
+    expect(modelParts()[0]![0]!["thoughtSignature"]).toBeUndefined();
+  });
+
+  it("echoes a call id Gemini returned on the call and on its response, and only those", async () => {
+    fake.push({
+      kind: "tool_calls",
+      calls: [{ name: "read_file", args: { path: "a.txt" }, id: "fc-7a2", signature: "s1" }],
+    });
+    const first = await complete({ modelId: G3 });
+    const msg = accumulate(first.events, specs.get(G3)!, "google").message;
+    const id = (msg.content.find((b) => b.block.case === "toolUse")!.block.value as { id: string }).id;
+    expect(id).toBe("fc-7a2");
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: G3,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("read")] },
+        { ...msg, producedByProvider: "google" },
+        { role: Role.USER, id: "m2", content: [result(id, "hi")] },
+      ],
+    });
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    const contents = lastBody().contents;
+    expect(contents[1]!.parts[0]).toEqual({
+      functionCall: { id: "fc-7a2", name: "read_file", args: { path: "a.txt" } },
+      thoughtSignature: "s1",
+    });
+    expect(contents[2]!.parts[0]).toEqual({
+      functionResponse: { id: "fc-7a2", name: "read_file", response: { output: "hi" } },
+    });
+  });
+
+  it("the validating fake refuses an unsigned current-turn call on Gemini 3 as the real API does", async () => {
+    const res = await fetch(`${fake.url}/v1beta/models/${G3}:generateContent`, {
+      method: "POST",
+      headers: { "x-goog-api-key": CANARY, "content-type": "application/json" },
+      body: JSON.stringify({
+        contents: [
+          { role: "user", parts: [{ text: "go" }] },
+          { role: "model", parts: [{ functionCall: { name: "read_file", args: {} } }] },
+          { role: "user", parts: [{ functionResponse: { name: "read_file", response: { output: "x" } } }] },
+        ],
+      }),
+    });
+    expect(res.status).toBe(400);
+    const err = ((await res.json()) as { error: { status: string; message: string } }).error;
+    expect(err.status).toBe("INVALID_ARGUMENT");
+    expect(err.message).toContain("is missing a `thought_signature`");
   });
 });

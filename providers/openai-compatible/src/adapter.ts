@@ -26,15 +26,24 @@ import {
 import { chatUsage, streamChatCompletion } from "@pluggableharness/openai-wire";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 
-/** Request-side differences between compatible servers. */
+/**
+ * Request-side differences between compatible servers:
+ * - streamUsage: ask for the usage chunk with stream_options.include_usage;
+ * - echoReasoning: an assistant message with tool calls must carry its reasoning back as
+ *   reasoning_content, or the server answers 400 (DeepSeek and Moonshot in thinking mode).
+ */
 export const DIALECTS = {
   /** OpenAI's own rules; also vLLM, LM Studio, llama.cpp, most gateways. */
-  openai: { streamUsage: true },
-  ollama: { streamUsage: true },
-  vllm: { streamUsage: true },
-  lmstudio: { streamUsage: true },
+  openai: { streamUsage: true, echoReasoning: false },
+  ollama: { streamUsage: true, echoReasoning: false },
+  vllm: { streamUsage: true, echoReasoning: false },
+  lmstudio: { streamUsage: true, echoReasoning: false },
   /** Mistral sends usage on the finish chunk unasked and gets no stream_options. */
-  mistral: { streamUsage: false },
+  mistral: { streamUsage: false, echoReasoning: false },
+  /** api.deepseek.com: "The reasoning_content in the thinking mode must be passed back". */
+  deepseek: { streamUsage: true, echoReasoning: true },
+  /** Moonshot (Kimi): "reasoning_content is missing in assistant tool call message". */
+  moonshot: { streamUsage: true, echoReasoning: true },
 } as const;
 export type Dialect = keyof typeof DIALECTS;
 
@@ -255,7 +264,9 @@ export const adapter: ModelAdapter<CompatibleState> = {
       request: {
         maxTokensField: "max_tokens",
         streamUsage: DIALECTS[call.state.dialect].streamUsage,
+        echoReasoning: DIALECTS[call.state.dialect].echoReasoning,
         passThrough: COMPATIBLE_OPTIONS,
+        samplingOptions: ["top_p", "top_k"],
       },
       usage: (u) => chatUsage(u, { caching }),
     });

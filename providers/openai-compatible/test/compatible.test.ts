@@ -21,7 +21,13 @@ import {
 } from "@pluggableharness/model-provider-testing";
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
-import { type ModelSpec, SafetyKind, StopReason, ThinkingDisable } from "@pluggableharness/protocol/model";
+import {
+  ModelErrorCategory,
+  type ModelSpec,
+  SafetyKind,
+  StopReason,
+  ThinkingDisable,
+} from "@pluggableharness/protocol/model";
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -315,6 +321,19 @@ describe("LM Studio", () => {
   });
 });
 
+describe("a finish reason saying the context window is full", () => {
+  it("is the context_length_exceeded error, not a finished answer", async () => {
+    await use("vllm");
+    fake.pushFor("vllm", scenarios.text("half", { vendorStopReason: "context_length_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(errorOf(events)).toMatchObject({
+      category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED,
+      retryable: false,
+    });
+  });
+});
+
 describe("Mistral", () => {
   it("reads whole tool calls without index, usage on the finish chunk, and sends no stream_options", async () => {
     const specs = await use("mistral", { free: false, input_per_mtok: 0.1, output_per_mtok: 0.3 });
@@ -433,5 +452,107 @@ describe("shared rules", () => {
     await expect(client.countTokens({ text: "x", modelId: "local-model" })).rejects.toMatchObject({
       code: 12,
     });
+  });
+});
+
+describe("DeepSeek-style reasoning echo (dialect capability)", () => {
+  const configureFor = async (dialect: "deepseek" | "vllm") => {
+    const result = await configure({
+      base_url: fake.baseUrl(dialect),
+      dialect,
+      models: ["deepseek-v4-flash"],
+      reasoning: true,
+    });
+    expect(result.diagnostics.filter((d) => d.severity === DiagnosticSeverity.ERROR)).toEqual([]);
+    return new Map((await client.getCapabilities({})).capabilities!.models.map((m) => [m.id, m]));
+  };
+
+  it("echoes reasoning_content on assistant tool-call messages, and the validating fake accepts the loop", async () => {
+    const specs = await configureFor("deepseek");
+    const spec = specs.get("deepseek-v4-flash")!;
+    fake.pushFor("deepseek", {
+      kind: "turn",
+      blocks: [
+        { type: "thinking", text: "The user wants Paris weather.", chunks: 2 },
+        { type: "tool_call", name: "get_weather", args: { city: "Paris" }, id: "call_00_A" },
+      ],
+    });
+    const first = await complete({ modelId: spec.id, tools: weather });
+    expect(errorOf(first.events)).toBeUndefined();
+    const reply = assistant(first.events, spec);
+    fake.pushFor("deepseek", scenarios.text("Sunny."));
+    const second = await complete({
+      modelId: spec.id,
+      tools: weather,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Weather in Paris?")] },
+        // A foreign tool-call turn (it has no reasoning to give back) and this server's own.
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          content: [
+            {
+              block: {
+                case: "toolUse",
+                value: { id: "toolu_9", name: "get.weather", input: { city: "Rome" } },
+              },
+            },
+          ],
+        },
+        { role: Role.USER, id: "m2", content: [toolResult("toolu_9", "rainy")] },
+        reply,
+        { role: Role.USER, id: "m4", content: [toolResult("call_00_A", "sunny")] },
+      ],
+    });
+    expect(errorOf(second.events)).toBeUndefined();
+    expect(lastRequest().rejected).toBeUndefined();
+    const assistants = messagesOf().filter((m) => m["role"] === "assistant");
+    expect(assistants.map((m) => m["reasoning_content"])).toEqual(["", "The user wants Paris weather."]);
+  });
+
+  it("the fake refuses a DeepSeek tool loop without reasoning_content; other dialects never send it", async () => {
+    await configureFor("deepseek");
+    const res = await fetch(`${fake.baseUrl("deepseek")}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "deepseek-v4-flash",
+        messages: [
+          { role: "user", content: "hi" },
+          {
+            role: "assistant",
+            content: null,
+            tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "x" },
+        ],
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+      /^Missing `reasoning_content` field in the assistant message at message index 1\./,
+    );
+    const specs = await configureFor("vllm");
+    const spec = specs.get("deepseek-v4-flash")!;
+    fake.pushFor("vllm", scenarios.text("ok"));
+    await complete({
+      modelId: spec.id,
+      tools: weather,
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("Weather?")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "openai-compatible",
+          content: [
+            { block: { case: "thinking", value: { text: "hmm" } } },
+            { block: { case: "toolUse", value: { id: "c1", name: "get.weather", input: {} } } },
+          ],
+        },
+        { role: Role.USER, id: "m2", content: [toolResult("c1", "x")] },
+      ],
+    });
+    expect(messagesOf().find((m) => m["role"] === "assistant")!["reasoning_content"]).toBeUndefined();
   });
 });

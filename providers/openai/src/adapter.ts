@@ -64,7 +64,15 @@ export const adapter: ModelAdapter<OpenAIState> = {
   },
 
   async *stream(req: StreamCompletionRequest, call: AdapterCall<OpenAIState>) {
-    const { body, names, droppedReasoning } = buildResponsesRequest(req, call.model, call.self);
+    const { body, names, droppedReasoning, droppedSampling } = buildResponsesRequest(
+      req,
+      call.model,
+      call.self,
+    );
+    if (droppedSampling.length > 0)
+      call.log.warn(
+        `${call.model.id} does not accept ${droppedSampling.join(", ")} at this effort; not sent`,
+      );
     if (droppedReasoning > 0)
       call.log.debug("left out reasoning the Responses API cannot take back", { blocks: droppedReasoning });
     const stop = new StopSequenceMatcher(req.params?.stopSequences ?? []);

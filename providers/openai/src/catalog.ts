@@ -13,7 +13,13 @@
 // - Batch rates are half the standard rates (Batch API).
 // - Price changes are time-bounded tiers (effective_from/until), so usage recorded before a
 //   change keeps the rate it was billed at.
-import type { CatalogModel, PricingTierDef, ThinkingDef, ToolChoiceName } from "@pluggableharness/model-kit";
+import type {
+  CatalogModel,
+  PricingTierDef,
+  SamplingDef,
+  ThinkingDef,
+  ToolChoiceName,
+} from "@pluggableharness/model-kit";
 
 const S = {
   roster:
@@ -35,6 +41,9 @@ const S = {
     "zansara.dev 'Reasoning effort defaults across the GPT-5.x family' (2026-05-26): GPT-5.4 defaults to none, GPT-5.5 reasons by default (medium)",
   effortMatrix:
     "community.openai.com 'compatibility matrix reasoning effort' (gpt-5.1-codex-max: low, medium, high, xhigh; codex models accept no 'none')",
+  sampling:
+    "platform.openai.com/docs/guides/latest-model: GPT-5.1 and later take temperature and top_p only with reasoning " +
+    "effort none (400 'Unsupported parameter: temperature' otherwise; vercel/ai#10932); codex models never",
   caching:
     "reference-spec first-party/providers/openai.md §3: automatic prefix caching above 1,024 tokens, no markers",
   documents:
@@ -92,7 +101,12 @@ interface Entry {
   thinking: ThinkingDef;
   tiers: PricingTierDef[];
   sources: Record<string, string>;
+  /** Default: temperature and top_p at effort "none" only. */
+  sampling?: SamplingDef;
 }
+
+/** GPT-5.1 and later: sampling only while not reasoning. */
+const AT_EFFORT_NONE: SamplingDef = { accepted: ["temperature", "top_p"], onlyAtEffort: ["none"] };
 
 function model(e: Entry): CatalogModel {
   return {
@@ -107,8 +121,10 @@ function model(e: Entry): CatalogModel {
     thinking: e.thinking,
     caching: { explicitMarkers: false, implicitAutomatic: true, keepalive: false },
     toolChoiceModes: ALL_CHOICES,
+    sampling: e.sampling ?? AT_EFFORT_NONE,
     pricing: { tiers: e.tiers },
     sources: {
+      sampling: S.sampling,
       documents: S.documents,
       streaming: S.streaming,
       caching: S.caching,
@@ -225,6 +241,7 @@ export const OPENAI_MODELS: readonly CatalogModel[] = [
     contextWindow: 400_000,
     maxOutputTokens: 128_000,
     thinking: effort(["low", "medium", "high", "xhigh"], "medium", false),
+    sampling: { accepted: [] },
     tiers: period({ input: 1.75, output: 14, cacheRead: 0.175 }, { long: false }),
     sources: {
       context_window: "vercel.com/ai-gateway/models/gpt-5.3-codex (400K; vision and file input)",
@@ -239,6 +256,7 @@ export const OPENAI_MODELS: readonly CatalogModel[] = [
     contextWindow: 400_000,
     maxOutputTokens: 128_000,
     thinking: effort(["low", "medium", "high", "xhigh"], "medium", false),
+    sampling: { accepted: [] },
     tiers: period({ input: 1.25, output: 10, cacheRead: 0.125 }, { long: false }),
     sources: {
       context_window: "assumed as for the codex line (400K); llmreference.com has no sourced figure",

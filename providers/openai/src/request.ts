@@ -4,7 +4,7 @@
 // - User content: input_text, input_image (data URL or URL), input_file (PDF as a data URL).
 //   Tool results become function_call_output items (a string, or a list of input parts
 //   when the result carries images or documents); "Error: " marks a failed call.
-// - Assistant content, in block order: output_text messages, function_call items (arguments
+// - Assistant content, in block order: messages with string content, function_call items (arguments
 //   as JSON text), and this vendor's own reasoning items replayed verbatim (reasoning.ts).
 //   Reasoning produced by another vendor is dropped (model-kit content rule 1).
 // - Reasoning models always get include: ["reasoning.encrypted_content"] and a summary
@@ -14,8 +14,10 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   type CatalogModel,
   OPENAI_TOOL_NAMES,
+  opaqueToString,
   type ProviderIdentity,
   prepareHistory,
+  samplingFor,
   schemaToJson,
   systemTexts,
   type ToolNameMap,
@@ -45,8 +47,10 @@ export const RESPONSES_OPTIONS = [
   "metadata",
   "text",
   "truncation",
-  "top_p",
 ] as const;
+
+/** provider_options sampling knobs (the older spelling of GenerationParams.top_p). */
+export const SAMPLING_OPTIONS = ["top_p"] as const;
 
 /** Our own provider_options key: the reasoning summary detail ("auto", "concise", "detailed"). */
 export const SUMMARY_OPTION = "reasoning_summary";
@@ -55,6 +59,8 @@ export interface ResponsesRequest {
   body: JsonObject;
   names: ToolNameMap;
   droppedReasoning: number;
+  /** Sampling parameters the model refuses at this effort, left out. */
+  droppedSampling: string[];
 }
 
 function inputParts(blocks: readonly ContentBlock[], docs: { n: number }): JsonObject[] {
@@ -81,6 +87,17 @@ function inputParts(blocks: readonly ContentBlock[], docs: { n: number }): JsonO
   return parts;
 }
 
+/** The phase a text block's vendor state carries (stream.ts stores `{"phase": ...}`). */
+export function phaseOf(state: Uint8Array | undefined): string | undefined {
+  if (!state || state.length === 0) return undefined;
+  try {
+    const v = JSON.parse(opaqueToString(state)) as { phase?: unknown };
+    return typeof v.phase === "string" && v.phase !== "" ? v.phase : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function isReasoningModel(model: CatalogModel): boolean {
   return model.thinking !== undefined && model.wire?.["reasoning"] !== false;
 }
@@ -95,18 +112,23 @@ export function inputItems(
   const history = prepareHistory(req.messages, self, (b) => reasoningItemOf(b) !== undefined);
   const items: JsonObject[] = [];
   const docs = { n: 0 };
-  for (const { message, blocks } of history.messages) {
+  for (const { message, blocks, origin } of history.messages) {
     if (message.role === Role.ASSISTANT) {
-      let text: JsonObject[] = [];
-      const flush = () => {
-        if (text.length > 0) items.push({ type: "message", role: "assistant", content: text });
-        text = [];
-      };
       for (const b of blocks) {
         if (b.block.case === "text") {
-          if (b.block.value.text !== "") text.push({ type: "output_text", text: b.block.value.text });
+          // Each text block goes back as an input message with string content (the SDK's
+          // EasyInputMessage); the output-message form would also need the id and status
+          // of a stored response. This vendor's own blocks carry their phase (commentary
+          // or final_answer): dropping it degrades later answers.
+          const phase = origin === "own" ? phaseOf(b.block.value.vendorState) : undefined;
+          if (b.block.value.text !== "")
+            items.push({
+              type: "message",
+              role: "assistant",
+              content: b.block.value.text,
+              ...(phase ? { phase } : {}),
+            });
         } else if (b.block.case === "toolUse") {
-          flush();
           items.push({
             type: "function_call",
             call_id: b.block.value.id,
@@ -115,13 +137,9 @@ export function inputItems(
           });
         } else if (b.block.case === "thinking" || b.block.case === "redactedThinking") {
           const item = reasoningItemOf(b);
-          if (item) {
-            flush();
-            items.push(item);
-          }
+          if (item) items.push(item);
         }
       }
-      flush();
       continue;
     }
     const own: ContentBlock[] = [];
@@ -184,9 +202,10 @@ export function buildResponsesRequest(
   if (choice !== undefined) body["tool_choice"] = choice;
   const params = req.params;
   if (params?.maxOutputTokens !== undefined) body["max_output_tokens"] = Number(params.maxOutputTokens);
-  if (params?.temperature !== undefined) body["temperature"] = params.temperature;
 
   const options = { ...(req.providerOptions ?? {}) };
+  const sampling = samplingFor(req, model, { providerOptions: options, optionKeys: SAMPLING_OPTIONS });
+  Object.assign(body, sampling.values);
   const summary = options[SUMMARY_OPTION];
   delete options[SUMMARY_OPTION];
   if (isReasoningModel(model)) {
@@ -199,5 +218,9 @@ export function buildResponsesRequest(
     body["include"] = ["reasoning.encrypted_content"];
   }
   Object.assign(body, passThroughOptions(options, RESPONSES_OPTIONS, Object.keys(body)));
-  return { body, names, droppedReasoning };
+  // OpenAI caches prompts automatically; the session id as prompt_cache_key keeps a
+  // conversation's requests on the servers holding its prefix (provider_options may override).
+  const session = req.callContext?.sessionId;
+  if (body["prompt_cache_key"] === undefined && session) body["prompt_cache_key"] = session;
+  return { body, names, droppedReasoning, droppedSampling: sampling.dropped };
 }

@@ -4,7 +4,11 @@
 // output_text.delta         text_delta (through the stop-sequence matcher)
 // refusal.delta             text_delta; the turn stops with `refusal`
 // reasoning_summary_text / reasoning_text deltas   thinking_delta
-// output_item.added (function_call)   tool_call_start (call_id is the tool-use id)
+// output_item.added (message)         a new text block, carrying the item's phase as its
+//                           vendor state (commentary and final answer stay apart)
+// output_item.added (function_call)   tool_call_start (call_id is the tool-use id); the
+//                           multi_tool_use.parallel wrapper is held to its end and expanded
+//                           into the calls it wraps
 // function_call_arguments.delta       tool_call_delta
 // output_item.done          tool_call_done; for reasoning: thinking_signature or
 //                           redacted_thinking carrying the item JSON (reasoning.ts)
@@ -13,7 +17,9 @@
 // The stream must end with one of the three terminal events; anything else is a transport
 // failure (retryable), and unknown event types are ignored as the API asks.
 import {
+  contextWindowStopFailure,
   ev,
+  isContextWindowStop,
   parseEventJson,
   readSse,
   type StopSequenceMatcher,
@@ -68,6 +74,40 @@ export function responsesUsage(u: Json, reasoningIncluded: boolean): UsageInit {
 interface Call {
   callId: string;
   deltas: number;
+  /** The multi_tool_use.parallel wrapper: its arguments are held, not streamed. */
+  wrapper?: string[];
+}
+
+/** The name some models give a batch of calls instead of emitting them one by one. */
+export const PARALLEL_WRAPPER = "multi_tool_use.parallel";
+
+/**
+ * The calls a multi_tool_use.parallel wrapper holds (`{"tool_uses": [{"recipient_name":
+ * "functions.<name>", "parameters": {...}}]}`), or undefined when its arguments are not
+ * that shape (the wrapper is then passed on as the call it claims to be).
+ */
+export function expandParallel(argumentsJson: string): Array<{ name: string; args: string }> | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argumentsJson);
+  } catch {
+    return undefined;
+  }
+  const uses = (parsed as { tool_uses?: unknown } | null)?.tool_uses;
+  if (!Array.isArray(uses) || uses.length === 0) return undefined;
+  const out: Array<{ name: string; args: string }> = [];
+  for (const u of uses) {
+    const recipient = (u as { recipient_name?: unknown } | null)?.recipient_name;
+    if (typeof recipient !== "string" || recipient === "") return undefined;
+    const params = (u as { parameters?: unknown }).parameters ?? {};
+    out.push({ name: recipient.replace(/^functions\./, ""), args: JSON.stringify(params) });
+  }
+  return out;
+}
+
+/** A message item's phase as the text block's vendor state. */
+export function phaseState(item: Record<string, unknown>): string | undefined {
+  return typeof item.phase === "string" ? JSON.stringify({ phase: item.phase }) : undefined;
 }
 
 export async function* parseResponsesStream(
@@ -139,12 +179,19 @@ export async function* parseResponsesStream(
         break;
       case "response.output_item.added": {
         const item = obj(e.item);
-        if (item.type === "function_call" && !matched) {
+        if (item.type === "message" && !matched) {
+          // Each output message is its own text block (commentary apart from the answer).
+          yield* flushText();
+          yield ev.textBlock("", phaseState(item));
+        } else if (item.type === "function_call" && !matched) {
           yield* flushText();
           const callId = String(item.call_id ?? item.id ?? `call_${calls.size + 1}`);
-          calls.set(String(item.id ?? callId), { callId, deltas: 0 });
-          toolCalls++;
-          yield ev.toolStart(callId, names.fromVendor(String(item.name ?? "")));
+          const wrapper = item.name === PARALLEL_WRAPPER;
+          calls.set(String(item.id ?? callId), { callId, deltas: 0, ...(wrapper ? { wrapper: [] } : {}) });
+          if (!wrapper) {
+            toolCalls++;
+            yield ev.toolStart(callId, names.fromVendor(String(item.name ?? "")));
+          }
         } else if (item.type === "reasoning") {
           yield* flushText();
         }
@@ -154,7 +201,8 @@ export async function* parseResponsesStream(
         const call = calls.get(String(e.item_id ?? ""));
         if (call && typeof e.delta === "string" && e.delta !== "") {
           call.deltas++;
-          yield ev.toolDelta(call.callId, e.delta);
+          if (call.wrapper) call.wrapper.push(e.delta);
+          else yield ev.toolDelta(call.callId, e.delta);
         }
         break;
       }
@@ -163,6 +211,23 @@ export async function* parseResponsesStream(
         if (item.type === "function_call") {
           const call = calls.get(String(item.id ?? item.call_id ?? ""));
           if (!call) break;
+          if (call.wrapper) {
+            const args =
+              typeof item.arguments === "string" && item.arguments !== ""
+                ? item.arguments
+                : call.wrapper.join("") || "{}";
+            const expanded = expandParallel(args);
+            const parts = expanded ?? [{ name: PARALLEL_WRAPPER, args }];
+            for (const [i, part] of parts.entries()) {
+              // Each wrapped call gets its own id, derived from the wrapper's.
+              const id = expanded ? `${call.callId}_${i + 1}` : call.callId;
+              toolCalls++;
+              yield ev.toolStart(id, names.fromVendor(part.name));
+              yield ev.toolDelta(id, part.args);
+              yield ev.toolDone(id);
+            }
+            break;
+          }
           if (call.deltas === 0) {
             const args = typeof item.arguments === "string" && item.arguments !== "" ? item.arguments : "{}";
             yield ev.toolDelta(call.callId, args);
@@ -191,6 +256,13 @@ export async function* parseResponsesStream(
             ...responsesUsage(obj(response.usage), options.reasoningIncluded),
             rateLimits: options.rateLimits,
           });
+        const incomplete = obj(response.incomplete_details).reason;
+        if (
+          type === "response.incomplete" &&
+          typeof incomplete === "string" &&
+          isContextWindowStop(incomplete)
+        )
+          throw contextWindowStopFailure(incomplete);
         const reason = stopReason(type, response, stop.matched, refusal, toolCalls);
         // The vendor's filter interposed: say so beside the stop reason.
         if (reason === StopReason.CONTENT_FILTERED)

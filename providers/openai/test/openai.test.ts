@@ -23,6 +23,7 @@ import {
 import { DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import {
+  ModelErrorCategory,
   type ModelSpec,
   RateLimitKind,
   SafetyKind,
@@ -351,7 +352,7 @@ describe("reasoning items", () => {
     expect(input[2]).toEqual({
       type: "message",
       role: "assistant",
-      content: [{ type: "output_text", text: "42" }],
+      content: "42",
     });
   });
 
@@ -641,6 +642,13 @@ describe("content rules and parameters", () => {
     expect(lastBody().stop).toBeUndefined();
   });
 
+  it("reports an answer left incomplete because the context window is full as context_length_exceeded", async () => {
+    fake.push(scenarios.text("half", { vendorStopReason: "context_window_exceeded" }));
+    const { events } = await complete();
+    expect(only(events, "stop")).toHaveLength(0);
+    expect(only(events, "error")[0]).toMatchObject({ category: ModelErrorCategory.CONTEXT_LENGTH_EXCEEDED });
+  });
+
   it("maps max_tokens, refusal, a content filter and a renamed model", async () => {
     fake.push(scenarios.maxTokens());
     expect(only((await complete()).events, "stop")[0]!.reason).toBe(StopReason.MAX_TOKENS);
@@ -677,6 +685,15 @@ describe("content rules and parameters", () => {
     expect(fake.requests.length).toBe(before);
   });
 
+  it("sends the session id as prompt_cache_key unless provider_options names one", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete();
+    expect(lastBody()["prompt_cache_key"]).toBe("s1");
+    fake.push(scenarios.text("ok"));
+    await complete({ providerOptions: { prompt_cache_key: "shared-prefix" } });
+    expect(lastBody()["prompt_cache_key"]).toBe("shared-prefix");
+  });
+
   it("counts tokens exactly with the vendor's counter", async () => {
     const res = await client.countTokens({ text: "count me", modelId: MODEL });
     expect(res.count).toBe(42n);
@@ -701,5 +718,145 @@ describe("secrets", () => {
     expect(err.message).toContain("[redacted]");
     expect(plugin.logs.length).toBeGreaterThan(0);
     expect(plugin.logs.some((l) => JSON.stringify(l).includes(CANARY))).toBe(false);
+  });
+});
+
+describe("vendor fidelity (issue 17)", () => {
+  it("keeps commentary and the final answer as separate text blocks and resends each with its phase", async () => {
+    fake.push({
+      kind: "turn",
+      blocks: [
+        { type: "text", text: "Got it, looking.", chunks: 2, phase: "commentary" },
+        { type: "tool_call", name: "ls", args: {}, id: "call_P1" },
+      ],
+    });
+    const first = await complete({ modelId: "gpt-5.3-codex" });
+    expect(errorOf(first.events)).toBeUndefined();
+    fake.push({
+      kind: "turn",
+      blocks: [
+        { type: "text", text: "Checking.", phase: "commentary" },
+        { type: "text", text: "Here are the files.", phase: "final_answer" },
+      ],
+    });
+    const second = await complete({ modelId: "gpt-5.3-codex" });
+    const answer = assistant(second.events, "gpt-5.3-codex");
+    const texts = answer.content.flatMap((b) => (b.block.case === "text" ? [b.block.value] : []));
+    expect(texts.map((t) => t.text)).toEqual(["Checking.", "Here are the files."]);
+    expect(texts.map((t) => str(t.vendorState!))).toEqual([
+      '{"phase":"commentary"}',
+      '{"phase":"final_answer"}',
+    ]);
+
+    fake.push(scenarios.text("ok"));
+    const third = await complete({
+      modelId: "gpt-5.3-codex",
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("List")] },
+        assistant(first.events, "gpt-5.3-codex"),
+        { role: Role.USER, id: "m2", content: [toolResult("call_P1", "a.txt")] },
+        answer,
+        { role: Role.USER, id: "m4", content: [text("thanks")] },
+      ],
+    });
+    expect(errorOf(third.events)).toBeUndefined();
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    const messages = inputOf(lastBody()).filter((i) => i.type === "message" && i.role === "assistant");
+    expect(messages).toEqual([
+      {
+        type: "message",
+        role: "assistant",
+        content: "Got it, looking.",
+        phase: "commentary",
+      },
+      {
+        type: "message",
+        role: "assistant",
+        content: "Checking.",
+        phase: "commentary",
+      },
+      {
+        type: "message",
+        role: "assistant",
+        content: "Here are the files.",
+        phase: "final_answer",
+      },
+    ]);
+  });
+
+  it("never resends another vendor's block state as a phase", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete({
+      messages: [
+        { role: Role.USER, id: "m0", content: [text("hi")] },
+        {
+          role: Role.ASSISTANT,
+          id: "m1",
+          producedByProvider: "anthropic",
+          content: [
+            {
+              block: { case: "text", value: { text: "Hello", vendorState: utf8('{"phase":"commentary"}') } },
+            },
+          ],
+        },
+        { role: Role.USER, id: "m2", content: [text("again")] },
+      ],
+    });
+    expect(inputOf(lastBody())[1]).toEqual({
+      type: "message",
+      role: "assistant",
+      content: "Hello",
+    });
+  });
+
+  it("expands the multi_tool_use.parallel wrapper into the separate calls it holds", async () => {
+    const wrapped = {
+      tool_uses: [
+        { recipient_name: "functions.read_file", parameters: { path: "a.txt" } },
+        { recipient_name: "functions.read_file", parameters: { path: "b.txt" } },
+      ],
+    };
+    fake.push(scenarios.toolCallFragments({ name: "multi_tool_use.parallel", args: wrapped, id: "call_W" }));
+    const { events } = await complete();
+    expect(errorOf(events)).toBeUndefined();
+    const msg = assistant(events);
+    expect(
+      msg.content.flatMap((b) =>
+        b.block.case === "toolUse" ? [[b.block.value.id, b.block.value.name, b.block.value.input]] : [],
+      ),
+    ).toEqual([
+      ["call_W_1", "read_file", { path: "a.txt" }],
+      ["call_W_2", "read_file", { path: "b.txt" }],
+    ]);
+    expect(only(events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
+  });
+
+  it("sends temperature to a GPT-5.x model only at effort none, and never to a codex model", async () => {
+    fake.push(scenarios.text("ok"));
+    await complete({ modelId: "gpt-5.6-sol", params: { temperature: 0.4, topP: 0.8 } });
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    expect([lastBody().temperature, lastBody().top_p]).toEqual([undefined, undefined]);
+    fake.push(scenarios.text("ok"));
+    await complete({ modelId: "gpt-5.6-sol", params: { temperature: 0.4, thinkingEffort: "none" } });
+    expect(lastBody()).toMatchObject({ temperature: 0.4, reasoning: { effort: "none" } });
+    fake.push(scenarios.text("ok"));
+    await complete({
+      modelId: "gpt-5.3-codex",
+      params: { temperature: 0.4 },
+      providerOptions: { top_p: 0.5 },
+    });
+    expect(fake.requests.at(-1)!.rejected).toBeUndefined();
+    expect([lastBody().temperature, lastBody().top_p]).toEqual([undefined, undefined]);
+  });
+
+  it("classifies the vendor's model_not_found as invalid_request flagged model_not_found", async () => {
+    fake.push({
+      kind: "error",
+      status: 404,
+      code: "model_not_found",
+      message: "The model `gpt-gone` does not exist or you do not have access to it.",
+    });
+    const e = errorOf((await complete()).events)!;
+    expect([e.categoryName, e.retryable, e.modelNotFound]).toEqual(["INVALID_REQUEST", false, true]);
   });
 });

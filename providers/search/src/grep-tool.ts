@@ -62,6 +62,24 @@ interface Match {
   after?: string[];
 }
 
+/** The results as grep prints them (context lines with "-", groups apart by "--"). */
+export function grepText(
+  mode: Mode,
+  matches: readonly Match[],
+  files: readonly { path: string; count: number }[],
+): string {
+  if (mode === "files_with_matches") return files.map((f) => f.path).join("\n");
+  if (mode === "count") return files.map((f) => `${f.path}:${f.count}`).join("\n");
+  const withContext = matches.some((m) => (m.before?.length ?? 0) + (m.after?.length ?? 0) > 0);
+  const groups = matches.map((m) => {
+    const lines = (m.before ?? []).map((t, i, all) => `${m.path}-${m.line - all.length + i}-${t}`);
+    lines.push(`${m.path}:${m.line}:${m.text}`);
+    for (const [i, t] of (m.after ?? []).entries()) lines.push(`${m.path}-${m.line + i + 1}-${t}`);
+    return lines.join("\n");
+  });
+  return groups.join(withContext ? "\n--\n" : "\n");
+}
+
 function clip(line: string): string {
   return line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}…` : line;
 }
@@ -121,13 +139,19 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       total_matches: s.integer("Matching lines found in the files searched."),
       files_searched: s.integer("Files whose content was searched."),
       truncated: s.boolean("More results existed than were returned; the search stopped early."),
+      output: s.string(
+        "The results as grep prints them: 'path:line:text' per match (context lines 'path-line-text', " +
+          "groups apart by '--'), 'path' per file, or 'path:count'.",
+      ),
     },
-    ["mode", "total_matches", "files_searched", "truncated"],
+    ["mode", "total_matches", "files_searched", "truncated", "output"],
   ),
   streaming: false,
   concurrency: { safe: true },
   defaultTimeoutMs: 60_000,
   idempotent: true,
+  // The model reads grep's own text; the structured lists stay in the payload for frontends.
+  modelText: { field: "output", omit: ["matches", "files"] },
 
   async invoke(args, ctx) {
     const mode: Mode = args.output_mode ?? "content";
@@ -261,6 +285,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       total_matches: totalMatches,
       files_searched: searched,
       truncated,
+      output: grepText(mode, matches, fileCounts),
     };
   },
 

@@ -15,7 +15,9 @@ export const CONFIG: readonly ConfigField[] = [
     name: "roots",
     type: "list_string",
     required: true,
-    description: "Absolute directories that may be searched; search paths must resolve inside one of them.",
+    path: true,
+    description:
+      "Directories that may be searched (relative ones are taken from the directory of agent.hcl); search paths must resolve inside one of them.",
   },
   {
     name: "max_file_bytes",

@@ -160,6 +160,10 @@ describe("grep", () => {
     expect(literal.result!["matches"]).toEqual([
       { path: "src/lib/util.ts", line: 1, text: "export const a = 1;", before: [], after: ["// TODO: tidy"] },
     ]);
+    // What the model reads (model_text_field): grep's own format, context lines with "-".
+    expect(literal.result!["output"]).toBe(
+      "src/lib/util.ts:1:export const a = 1;\nsrc/lib/util.ts-2-// TODO: tidy",
+    );
     const regex = await call("grep", { pattern: "^export const [ab]", path: "src" });
     expect(regex.result!["total_matches"]).toBe(2);
   });
@@ -174,6 +178,7 @@ describe("grep", () => {
       "node_modules/pkg/index.ts",
     );
     const counts = await call("grep", { pattern: "export", output_mode: "count" });
+    expect(String(counts.result!["output"]).split("\n")).toContain("src/lib/util.ts:2");
     expect(counts.result!["files"]).toEqual([
       { path: "src/app.ts", count: 1 },
       { path: "src/lib/util.ts", count: 2 },

@@ -487,7 +487,7 @@ export class Tui {
     const scopeText =
       scope === PlanDecisionScope.ONCE
         ? ""
-        : ` for ${scope === PlanDecisionScope.SESSION ? "this session" : "always"}`;
+        : ` for ${scope === PlanDecisionScope.SESSION ? "this session" : "always"}${item.rememberScope ? ` (${sanitize(item.rememberScope)})` : ""}`;
     this.commit([
       this.p.paint(
         `  ${decision === ClientDecision.ALLOW ? "✓" : "✗"} ${item.provider}.${item.toolName} ${verb}${scopeText}`,
@@ -623,6 +623,11 @@ export class Tui {
 
   private permissionKey(item: PlanItem, text: string): void {
     const k = text[0];
+    if (item.rememberUnavailable && (k === "s" || k === "A" || k === "N" || k === "D")) {
+      // The kernel would refuse to remember it; the prompt stays.
+      this.flash("This call can only be answered once: y to allow, n to deny");
+      return;
+    }
     if (k === "y" || k === "a") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ONCE);
     else if (k === "s") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.SESSION);
     else if (k === "A") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ALWAYS);
@@ -861,6 +866,10 @@ export class Tui {
       if (item.description) barred(`${p.paint(sanitize(item.description), "dim")}`, 3);
       if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`);
       barred(`${p.paint(this.inputBrief(item), "code")}`);
+      // What s/A would remember, said before the answer (the narrowest rule for this call).
+      if (item.rememberScope) barred(`${p.paint("s / A remember:", "bold")} ${sanitize(item.rememberScope)}`);
+      else if (item.rememberUnavailable)
+        barred(`${p.paint("Only y or n:", "bold")} ${p.paint(sanitize(item.rememberUnavailable), "dim")}`);
       const preview = item.preview ? paintTree(item.preview, { painter: p }) : [];
       for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14))) barred(`${l}`);
       if (this.editing) {
@@ -923,6 +932,8 @@ export class Tui {
           `Permission needed: ${item.provider}.${item.toolName} · risk ${riskName(item.risk)}`,
           ...(item.description ? [item.description] : []),
           this.inputBrief(item),
+          ...(item.rememberScope ? [`s / A remember: ${item.rememberScope}`] : []),
+          ...(item.rememberUnavailable ? [`Only y or n: ${item.rememberUnavailable}`] : []),
           ...preview,
           ...this.overlay,
         ]

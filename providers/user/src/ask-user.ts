@@ -103,6 +103,7 @@ export const askUserTool: ToolDefinition<AskArgs> = {
   ),
   streaming: false,
   idempotent: false,
+  modelText: { field: "answer" },
 
   invoke(args): Promise<JsonObject> {
     validate(args);

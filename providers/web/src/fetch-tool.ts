@@ -63,6 +63,7 @@ export const webFetchTool: ToolDefinition<{ url: string; raw?: boolean }> = {
   concurrency: { safe: true },
   defaultTimeoutMs: 30_000,
   idempotent: true,
+  modelText: { field: "content" },
 
   async invoke(args, ctx) {
     let url: URL;

@@ -4,7 +4,7 @@
 // own network services or cloud metadata endpoints).
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import type { IncomingMessage } from "node:http";
-import { isIP } from "node:net";
+import { BlockList, isIP } from "node:net";
 import type { Readable } from "node:stream";
 import { ToolFailure } from "@pluggableharness/tool-kit";
 
@@ -17,6 +17,10 @@ export interface GetOptions {
   signal: AbortSignal;
   /** Checks each URL (the first and every redirect target); throws to refuse it. */
   checkUrl?: (url: URL) => void;
+  /** DNS (tests inject a fake one); default: the system resolver, one lookup per hop. */
+  resolve?: Resolver;
+  /** Exact addresses the guard lets through (tests: the loopback site standing in for the internet). */
+  allowAddresses?: readonly string[];
 }
 
 export interface GetResponse {
@@ -28,61 +32,135 @@ export interface GetResponse {
   truncated: boolean;
 }
 
-function v4Private(ip: string): boolean {
-  const [a, b] = ip.split(".").map(Number) as [number, number];
-  return (
-    a === 0 ||
-    a === 10 ||
-    a === 127 ||
-    (a === 100 && b >= 64 && b <= 127) ||
-    (a === 169 && b === 254) ||
-    (a === 172 && b >= 16 && b <= 31) ||
-    (a === 192 && b === 168) ||
-    (a === 192 && b === 0) ||
-    (a === 198 && (b === 18 || b === 19)) ||
-    a >= 224
-  );
+// ---- the address guard ------------------------------------------------------------
+//
+// Every address a request would connect to is checked against a net.BlockList of the
+// ranges no fetched URL may reach: loopback, private, link-local, CGNAT, multicast,
+// reserved and documentation ranges. IPv6 forms that carry an IPv4 address (IPv4-mapped,
+// IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are checked by the IPv4 inside
+// them; Teredo and local-use NAT64 prefixes are refused outright.
+
+const BLOCKED = new BlockList();
+for (const [net, prefix] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
+] as const) {
+  BLOCKED.addSubnet(net, prefix, "ipv4");
+}
+for (const [net, prefix] of [
+  ["::", 128],
+  ["::1", 128],
+  ["::", 96], // IPv4-compatible (deprecated)
+  ["64:ff9b:1::", 48], // local-use NAT64
+  ["100::", 64], // discard
+  ["2001::", 32], // Teredo
+  ["2001:db8::", 32], // documentation
+  ["fc00::", 7], // unique local
+  ["fe80::", 10], // link-local
+  ["fec0::", 10], // site-local (deprecated)
+  ["ff00::", 8], // multicast
+] as const) {
+  BLOCKED.addSubnet(net, prefix, "ipv6");
 }
 
-/** Loopback, private, link-local, carrier-grade NAT, multicast and unspecified addresses. */
+/** The eight 16-bit groups of an IPv6 address (already validated by isIP). */
+function hextets(ip: string): number[] {
+  let text = ip.toLowerCase();
+  const zone = text.indexOf("%");
+  if (zone >= 0) text = text.slice(0, zone);
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
+  const h = head ? head.split(":") : [];
+  const t = tail === undefined ? [] : tail ? tail.split(":") : [];
+  const fill = tail === undefined ? [] : Array.from({ length: 8 - h.length - t.length }, () => "0");
+  return [...h, ...fill, ...t].map((x) => Number.parseInt(x, 16));
+}
+
+function v4Of(high: number, low: number): string {
+  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+}
+
+/** The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), if any. */
+export function embeddedIPv4(ip: string): string | undefined {
+  const g = hextets(ip);
+  const zero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
+  if (zero(0, 5) && g[5] === 0xffff) return v4Of(g[6]!, g[7]!); // ::ffff:a.b.c.d
+  if (zero(0, 6) && (g[6]! !== 0 || g[7]! > 1)) return v4Of(g[6]!, g[7]!); // ::a.b.c.d
+  if (g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6)) return v4Of(g[6]!, g[7]!); // NAT64
+  if (g[0] === 0x2002) return v4Of(g[1]!, g[2]!); // 6to4
+  return undefined;
+}
+
+/** Why `ip` may not be reached, or undefined when it may. */
+export function blockedAddress(ip: string): string | undefined {
+  const bare = ip.replace(/^\[|\]$/g, "");
+  const family = isIP(bare.split("%")[0]!);
+  if (family === 4)
+    return BLOCKED.check(bare, "ipv4") ? `${bare} is a loopback, private or reserved address` : undefined;
+  if (family !== 6) return `${ip} is not an IP address`;
+  const plain = bare.split("%")[0]!;
+  const inner = embeddedIPv4(plain);
+  if (inner !== undefined && BLOCKED.check(inner, "ipv4")) {
+    return `${bare} carries ${inner}, a loopback, private or reserved address`;
+  }
+  if (BLOCKED.check(plain, "ipv6")) return `${bare} is a loopback, private, link-local or reserved address`;
+  return undefined;
+}
+
+/** Loopback, private, link-local, carrier-grade NAT, multicast, reserved (in any IPv6 form). */
 export function isPrivateAddress(ip: string): boolean {
-  if (isIP(ip) === 4) return v4Private(ip);
-  const v6 = ip.toLowerCase();
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(v6);
-  if (mapped) return v4Private(mapped[1]!);
-  return (
-    v6 === "::" ||
-    v6 === "::1" ||
-    v6.startsWith("fc") ||
-    v6.startsWith("fd") ||
-    v6.startsWith("fe8") ||
-    v6.startsWith("fe9") ||
-    v6.startsWith("fea") ||
-    v6.startsWith("feb") ||
-    v6.startsWith("ff")
-  );
+  return blockedAddress(ip) !== undefined;
 }
 
 class BlockedAddressError extends Error {
   readonly code = "EBLOCKED";
 }
 
-type LookupCallback = (
-  err: NodeJS.ErrnoException | null,
-  address: string | LookupAddress[],
-  family?: number,
-) => void;
+export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
-function guardedLookup(hostname: string, options: { all?: boolean }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    const list = addresses as LookupAddress[];
-    if (list.some((a) => isPrivateAddress(a.address))) {
-      return callback(new BlockedAddressError(`${hostname} resolves to a private network address`), []);
+const systemResolver: Resolver = (hostname) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addresses) =>
+      err ? reject(err) : resolve(addresses),
+    ),
+  );
+
+/**
+ * Resolves `hostname` once and checks every answer; the request then connects to the
+ * checked address and nothing else (no second lookup a rebinding DNS server could answer
+ * differently).
+ */
+async function pinnedAddress(url: URL, opts: GetOptions): Promise<LookupAddress> {
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  const literal = isIP(host);
+  const addresses =
+    literal !== 0 ? [{ address: host, family: literal }] : await (opts.resolve ?? systemResolver)(host);
+  if (addresses.length === 0) throw Object.assign(new Error(`no address for ${host}`), { code: "ENOTFOUND" });
+  if (!opts.allowPrivateNetwork) {
+    for (const a of addresses) {
+      if (opts.allowAddresses?.includes(a.address)) continue;
+      const why = blockedAddress(a.address);
+      if (why) throw new BlockedAddressError(`${url.hostname} resolves to ${a.address}: ${why}`);
     }
-    if (options.all) return callback(null, list);
-    callback(null, list[0]!.address, list[0]!.family);
-  });
+  }
+  return addresses[0]!;
 }
 
 function failureOf(err: unknown, url: URL, timedOut: boolean): ToolFailure {
@@ -92,7 +170,7 @@ function failureOf(err: unknown, url: URL, timedOut: boolean): ToolFailure {
   if (code === "EBLOCKED") {
     return new ToolFailure(
       "permission_denied",
-      `${url.hostname} is on a private network; fetching it is not allowed`,
+      `${url.hostname} is on a private network; fetching it is not allowed (${(err as Error).message})`,
     );
   }
   if (code === "ENOTFOUND" || code === "EAI_NONAME")
@@ -127,18 +205,21 @@ function once(url: URL, opts: GetOptions, signal: AbortSignal): Promise<GetRespo
   return new Promise((resolve, reject) => {
     void (async () => {
       const mod = url.protocol === "https:" ? await import("node:https") : await import("node:http");
-      if (!opts.allowPrivateNetwork && isIP(url.hostname.replace(/^\[|\]$/g, "")) !== 0) {
-        if (isPrivateAddress(url.hostname.replace(/^\[|\]$/g, ""))) {
-          reject(new BlockedAddressError("private address"));
-          return;
-        }
-      }
+      const pinned = await pinnedAddress(url, opts);
+      // The socket connects to the address just checked: the lookup hook hands it back
+      // instead of resolving again.
+      const lookup = (
+        _host: string,
+        options: { all?: boolean },
+        cb: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+      ) => (options.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family));
       const req = mod.get(
         url,
         {
           headers: opts.headers,
           signal,
-          ...(opts.allowPrivateNetwork ? {} : { lookup: guardedLookup as never }),
+          lookup: lookup as never,
+          agent: false,
         },
         (res) => {
           void (async () => {

@@ -89,7 +89,9 @@ export const webSearchTool: ToolDefinition<SearchArgs> = {
       timeoutMs: cfg.searchTimeoutMs,
       maxBytes: 2 * 1024 * 1024,
       maxRedirects: 0,
-      allowPrivateNetwork: true, // the operator chose this endpoint
+      // The same guard as web_fetch: a search endpoint on a private network (a local
+      // SearXNG, a test fake) needs allow_private_network like any other private address.
+      allowPrivateNetwork: cfg.allowPrivateNetwork,
       signal: ctx.signal,
       headers: {
         accept: "application/json",

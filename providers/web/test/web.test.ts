@@ -240,6 +240,11 @@ describe("web_fetch", () => {
         url: `${siteUrl.replace("127.0.0.1", "localhost")}/plain.txt`,
       });
       expect(localhost.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
+      // The reported defect: the IPv4-mapped form reached the loopback site.
+      const mapped = await strict.invoke("web_fetch", {
+        url: `${siteUrl.replace("127.0.0.1", "[::ffff:127.0.0.1]")}/plain.txt`,
+      });
+      expect(mapped.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
       await strict.configure({ allow_private_network: true, allowed_domains: ["example.com"] });
       const elsewhere = await strict.invoke("web_fetch", { url: `${siteUrl}/plain.txt` });
       expect(elsewhere.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
@@ -297,10 +302,21 @@ describe("web_search", () => {
       logSink: (r) => logs.push(r),
     });
     try {
+      // The endpoint on loopback is refused like any private address...
       await wrongKey.configure({ search_api_key: "bsk-wrong-0000", search_base_url: searchUrl });
+      const guarded = await wrongKey.invoke("web_search", { query: "x" });
+      expect(guarded.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
+      expect(guarded.error?.message).toMatch(/private network/);
+      // ...and reached with allow_private_network, where the wrong key is refused by the API.
+      await wrongKey.configure({
+        search_api_key: "bsk-wrong-0000",
+        search_base_url: searchUrl,
+        allow_private_network: true,
+      });
       const denied = await wrongKey.invoke("web_search", { query: "x" });
       expect(denied.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
-      expect(JSON.stringify(denied.error)).not.toContain("bsk-wrong-0000");
+      expect(denied.error?.message).not.toMatch(/private network/);
+      expect(JSON.stringify([guarded.error, denied.error])).not.toContain("bsk-wrong-0000");
       await wrongKey.configure({});
       const unset = await wrongKey.invoke("web_search", { query: "x" });
       expect(unset.error?.category).toBe(ToolErrorCategory.EXECUTION_FAILED);

@@ -123,7 +123,12 @@ export const adapter: ModelAdapter<XaiState> = {
     return streamChatCompletion(req, call, {
       url: joinUrl(call.state.baseUrl, "chat/completions"),
       headers,
-      request: { maxTokensField: "max_tokens", streamUsage: true, passThrough: XAI_OPTIONS },
+      request: {
+        maxTokensField: "max_tokens",
+        streamUsage: true,
+        passThrough: XAI_OPTIONS,
+        samplingOptions: ["top_p"],
+      },
       usage: xaiUsage,
     });
   },

@@ -49,6 +49,8 @@ function grok(
     ...(e.thinking ? { thinking: e.thinking } : {}),
     caching: { explicitMarkers: false, implicitAutomatic: true, keepalive: false },
     toolChoiceModes: ALL_CHOICES,
+    // Reasoning models refuse presence/frequency penalties and stop, not sampling.
+    sampling: { accepted: ["temperature", "top_p"] },
     pricing: {
       tiers: [{ input: e.input, output: e.output, cacheRead: e.cachedInput, cacheWrite: e.input }],
     },
@@ -59,6 +61,9 @@ function grok(
       documents:
         "xAI chat takes images inline; documents go through its Files API, which this provider does not use",
       long_context: S.longContext,
+      sampling:
+        "docs.x.ai/docs/guides/reasoning (reasoning models reject presencePenalty, frequencyPenalty and stop; " +
+        "temperature and top_p are accepted); xAI documents no top_k",
       ...e.sources,
     },
   };

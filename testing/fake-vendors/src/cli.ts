@@ -3,7 +3,7 @@
 //
 //   node testing/fake-vendors/src/cli.ts [--port 8787] [--vendor combined] [--text "OK"]
 //        [--chunks 4] [--script responses.json [--repeat-last]] [--delay-ms 0] [--latency-ms 0]
-//        [--validate] [--api-key KEY] [--quiet]
+//        [--validate] [--prompt-cache] [--api-key KEY] [--quiet]
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type ServerVendor, VENDOR_IDS } from "./router.ts";
@@ -13,7 +13,7 @@ import type { Script, ScriptedResponse } from "./types.ts";
 
 const USAGE = `usage: fake-vendor [--port N] [--host H] [--vendor combined|${VENDOR_IDS.join("|")}]
                    [--text TEXT] [--chunks N] [--script FILE.json] [--repeat-last]
-                   [--delay-ms N] [--latency-ms N] [--validate] [--api-key KEY] [--quiet]`;
+                   [--delay-ms N] [--latency-ms N] [--validate] [--prompt-cache] [--api-key KEY] [--quiet]`;
 
 function fail(message: string): never {
   process.stderr.write(`fake-vendor: ${message}\n${USAGE}\n`);
@@ -42,6 +42,7 @@ function parse() {
       "delay-ms": { type: "string" },
       "latency-ms": { type: "string" },
       validate: { type: "boolean" },
+      "prompt-cache": { type: "boolean" },
       "api-key": { type: "string" },
       quiet: { type: "boolean" },
       help: { type: "boolean" },
@@ -87,6 +88,7 @@ const fake = await startFakeVendor({
   chunkDelayMs: int("delay-ms", args["delay-ms"], 0),
   latencyMs: int("latency-ms", args["latency-ms"], 0),
   validate: args.validate ?? false,
+  promptCache: args["prompt-cache"] ?? false,
   apiKey: args["api-key"],
   log: args.quiet ? undefined : (line) => process.stderr.write(`${line}\n`),
 });

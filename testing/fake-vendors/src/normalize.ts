@@ -13,6 +13,7 @@ export interface NText {
   type: "text";
   text: string;
   deltas: string[];
+  phase?: "commentary" | "final_answer" | undefined;
 }
 export interface NThinking {
   type: "thinking";
@@ -70,6 +71,7 @@ function normalizeBlock(block: BlockSpec): NBlock {
         type: "text",
         text: block.deltas?.join("") ?? block.text,
         deltas: block.deltas ?? splitText(block.text, block.chunks ?? 1),
+        phase: block.phase,
       };
     case "thinking":
       return {
@@ -158,7 +160,10 @@ export function normalizeTurn(response: TurnLike): NormalizedTurn {
   };
 }
 
-export const DEFAULT_RATE_LIMITS: Required<RateLimitSpec> = {
+// Priority Tier budgets exist only for organisations with a commitment, so none by default.
+export const DEFAULT_RATE_LIMITS: Required<
+  Omit<RateLimitSpec, "priorityInputTokens" | "priorityOutputTokens">
+> = {
   requests: { limit: 1000, remaining: 999, resetSeconds: 1 },
   tokens: { limit: 96000, remaining: 90000, resetSeconds: 2 },
   inputTokens: { limit: 80000, remaining: 78000, resetSeconds: 2 },

@@ -37,6 +37,14 @@ export function anthropicRateLimitHeaders(spec: RateLimitSpec, nowMs: number): R
   put("output-tokens", spec.outputTokens);
   put("requests", spec.requests);
   put("tokens", spec.tokens);
+  const priority = (name: string, w: RateLimitWindow | undefined) => {
+    if (!w) return;
+    out[`anthropic-priority-${name}-limit`] = String(w.limit);
+    out[`anthropic-priority-${name}-remaining`] = String(w.remaining);
+    out[`anthropic-priority-${name}-reset`] = rfc3339(nowMs + w.resetSeconds * 1000);
+  };
+  priority("input-tokens", spec.priorityInputTokens);
+  priority("output-tokens", spec.priorityOutputTokens);
   return out;
 }
 
@@ -62,5 +70,7 @@ export function exhausted(spec: RateLimitSpec): RateLimitSpec {
     tokens: zero(spec.tokens),
     inputTokens: zero(spec.inputTokens),
     outputTokens: zero(spec.outputTokens),
+    priorityInputTokens: zero(spec.priorityInputTokens),
+    priorityOutputTokens: zero(spec.priorityOutputTokens),
   };
 }

@@ -11,6 +11,7 @@ export const VENDOR_IDS: readonly VendorId[] = [
   "vllm",
   "lmstudio",
   "mistral",
+  "deepseek",
 ];
 
 export type ServerVendor = VendorId | "combined";
@@ -24,7 +25,15 @@ export interface Route {
   pathModel?: string;
 }
 
-const CHAT_VENDORS = new Set<VendorId>(["openai-chat", "xai", "ollama", "vllm", "lmstudio", "mistral"]);
+const CHAT_VENDORS = new Set<VendorId>([
+  "openai-chat",
+  "xai",
+  "ollama",
+  "vllm",
+  "lmstudio",
+  "mistral",
+  "deepseek",
+]);
 const GEMINI_PATH = /\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/;
 
 export function route(server: ServerVendor, method: string, rawPath: string, chatDialect: VendorId): Route {

@@ -244,6 +244,36 @@ export function hangup(): ScriptEntry {
   return { kind: "hangup" };
 }
 
+/** Nothing is sent at all, not even a status line, until released (then the socket closes) or the client gives up. */
+export function stallBeforeHeaders(): ScriptEntry {
+  return { kind: "stall_before_headers" };
+}
+
+/** The connection is reset partway through a 200 stream (an alias of droppedConnection). */
+export function resetMidStream(opts: TurnOptions & { afterFrames?: number } = {}): TextResponse {
+  return droppedConnection(opts);
+}
+
+/** A 200 answer that is an HTML page (a proxy's or captive portal's), not the API's answer. */
+export function htmlOk(): RawResponse {
+  return {
+    kind: "raw",
+    status: 200,
+    headers: { "content-type": "text/html; charset=utf-8" },
+    body: "<!DOCTYPE html><html><head><title>Sign in</title></head><body><h1>Please sign in to continue</h1></body></html>",
+  };
+}
+
+/** A 200 answer with an event-stream content type and an empty body. */
+export function emptyOk(): RawResponse {
+  return { kind: "raw", status: 200, headers: { "content-type": "text/event-stream" }, body: "" };
+}
+
+/** A 200 answer with an event-stream content type whose bytes hold no event at all. */
+export function garbageOk(bytes = "\u0000\u00ff garbage, not an event stream \u00e9\n\r\n"): RawResponse {
+  return { kind: "raw", status: 200, headers: { "content-type": "text/event-stream" }, body: bytes };
+}
+
 /** Exact bytes, for anything the declarative forms cannot say. */
 export function raw(spec: Omit<RawResponse, "kind">): RawResponse {
   return { kind: "raw", ...spec };

@@ -6,6 +6,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import { brotliDecompressSync, gunzipSync, inflateSync, zstdDecompressSync } from "node:zlib";
 import { DEFAULT_RATE_LIMITS, normalizeTurn } from "./normalize.ts";
 import { Prng } from "./prng.ts";
+import { type CacheBill, PromptCacheStore } from "./prompt-cache.ts";
+import { geminiMinimum, geminiSegments, planFor } from "./prompt-segments.ts";
 import { exhausted } from "./ratelimits.ts";
 import { describeRequest, extractApiKey, protect } from "./recording.ts";
 import { type Route, route, type ServerVendor } from "./router.ts";
@@ -18,6 +20,7 @@ import type {
   Script,
   ScriptEntry,
   ScriptedResponse,
+  UsageSpec,
   Validator,
   VendorId,
 } from "./types.ts";
@@ -49,6 +52,11 @@ export interface FakeVendorOptions {
   validate?: boolean | Validator;
   /** When set, requests must carry this key in the vendor's auth header, else the vendor's auth error. */
   apiKey?: string;
+  /**
+   * The model ids this server serves. A request naming any other gets the vendor's own
+   * model-not-found answer (404, Mistral 400) without consuming the script. Absent: any id.
+   */
+  models?: readonly string[];
   /** Rate-limit headers sent with every answer unless a response overrides them (`false`: none). */
   rateLimits?: RateLimitSpec | false;
   /** Headers added to every model answer. */
@@ -62,6 +70,12 @@ export interface FakeVendorOptions {
   countTokens?: (request: RecordedRequest) => number;
   /** Called with a one-line, credential-free description of every request. */
   log?: (line: string) => void;
+  /**
+   * Bill cache reads and writes the way each vendor does, by prefix match against the
+   * requests this server has seen (README: "Prompt-cache billing"). Usage a script sets
+   * explicitly still wins. `now` is the clock cache lifetimes are measured on.
+   */
+  promptCache?: boolean | { now?: () => number };
 }
 
 export interface FakeVendor {
@@ -74,6 +88,8 @@ export interface FakeVendor {
   readonly otherRequests: RecordedRequest[];
   /** Gemini explicit caches created and not yet deleted, by name (`cachedContents/…`), as posted. */
   readonly cachedContents: ReadonlyMap<string, Record<string, unknown>>;
+  /** The prompt-cache state when `promptCache` is on (a test may `clear()` it to simulate expiry). */
+  readonly promptCache: PromptCacheStore | undefined;
   /** Responses still queued in the shared script (Infinity for a function script). */
   readonly remaining: number;
   /** The base URL a vendor SDK should be given (e.g. `<url>/v1` for OpenAI, `<url>/xai/v1` on a combined server). */
@@ -89,6 +105,30 @@ export interface FakeVendor {
   releaseStalls(): void;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** The request's cap on generated tokens, in its vendor's field. */
+function outputLimit(
+  endpoint: RecordedRequest["endpoint"],
+  body: Record<string, unknown>,
+): number | undefined {
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : undefined);
+  switch (endpoint) {
+    case "messages":
+      return n(body.max_tokens);
+    case "responses":
+      return n(body.max_output_tokens);
+    case "chat":
+      return n(body.max_completion_tokens) ?? n(body.max_tokens);
+    case "gemini": {
+      const g = body.generationConfig;
+      return typeof g === "object" && g !== null
+        ? n((g as Record<string, unknown>).maxOutputTokens)
+        : undefined;
+    }
+    default:
+      return undefined;
+  }
 }
 
 const DEFAULT_QUIRKS: Quirks = { anthropicPadding: true, openaiObfuscation: true, geminiLineEnding: "crlf" };
@@ -165,6 +205,35 @@ const BUILT_IN_VALIDATORS: Partial<Record<RecordedRequest["endpoint"], Validator
   gemini: validateGemini,
 };
 
+/** Each vendor's answer to a model id it does not serve. */
+export function modelNotFound(vendor: VendorId | undefined, model: string): Rejection {
+  switch (vendor) {
+    case "anthropic":
+      return { status: 404, errorType: "not_found_error", message: `model: ${model}` };
+    case "gemini":
+      return {
+        status: 404,
+        errorType: "NOT_FOUND",
+        message: `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`,
+      };
+    case "ollama":
+      return {
+        status: 404,
+        errorType: "not_found_error",
+        message: `model "${model}" not found, try pulling it first`,
+      };
+    case "mistral":
+      return { status: 400, errorType: "invalid_model", code: "1500", message: `Invalid model: ${model}` };
+    default:
+      return {
+        status: 404,
+        errorType: "invalid_request_error",
+        code: "model_not_found",
+        message: `The model \`${model}\` does not exist or you do not have access to it.`,
+      };
+  }
+}
+
 function authRejection(
   endpoint: RecordedRequest["endpoint"],
   vendor: VendorId | undefined,
@@ -202,6 +271,8 @@ function authRejection(
 
 export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeVendor> {
   const rng = new Prng(options.seed ?? 1);
+  const cacheClock = typeof options.promptCache === "object" ? options.promptCache.now : undefined;
+  const promptCache = options.promptCache ? new PromptCacheStore(cacheClock) : undefined;
   const quirks: Quirks = { ...DEFAULT_QUIRKS, ...options.quirks };
   const chatDialect = options.chatDialect ?? "openai-chat";
   const shared = new Queue(options.script);
@@ -244,12 +315,26 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     if (method === "POST" && path.endsWith("/cachedContents")) {
       const name = `cachedContents/${rng.base62(12)}`;
       const ttl = typeof body.ttl === "string" ? Number.parseFloat(body.ttl) : 3600;
+      const tokens = geminiSegments(body).reduce((n, s) => n + s.tokens, 0);
+      const model = typeof body.model === "string" ? body.model.replace(/^models\//, "") : "";
+      const minimum = geminiMinimum(model);
+      if (promptCache && tokens < minimum) {
+        return {
+          status: 400,
+          error: {
+            code: 400,
+            message: `Cached content is too small. total_token_count=${tokens}, min_total_token_count=${minimum}`,
+            status: "INVALID_ARGUMENT",
+          },
+        };
+      }
+      const now = cacheClock?.() ?? Date.now();
       const entry = {
         name,
         model: body.model,
-        createTime: new Date().toISOString(),
-        expireTime: new Date(Date.now() + (Number.isFinite(ttl) ? ttl : 3600) * 1000).toISOString(),
-        usageMetadata: { totalTokenCount: Math.max(1, Math.ceil(JSON.stringify(body).length / 4)) },
+        createTime: new Date(now).toISOString(),
+        expireTime: new Date(now + (Number.isFinite(ttl) ? ttl : 3600) * 1000).toISOString(),
+        usageMetadata: { totalTokenCount: Math.max(1, tokens) },
       };
       cachedContents.set(name, { ...body, ...entry });
       return entry;
@@ -331,8 +416,12 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
 
     if (r.endpoint === "other") {
       const cache = geminiCachedContents(options.vendor, req.method ?? "GET", r.path, body);
-      res.writeHead(200, { "content-type": cache ? "application/json; charset=UTF-8" : "application/json" });
-      res.end(req.method === "HEAD" ? undefined : cache ? JSON.stringify(cache) : "{}");
+      const status = typeof cache?.status === "number" ? cache.status : 200;
+      const answer = cache && status !== 200 ? { error: cache.error } : cache;
+      res.writeHead(status, {
+        "content-type": cache ? "application/json; charset=UTF-8" : "application/json",
+      });
+      res.end(req.method === "HEAD" ? undefined : answer ? JSON.stringify(answer) : "{}");
       return;
     }
 
@@ -355,6 +444,14 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
         status: recorded.rejected.status ?? 401,
       });
     }
+    if (options.models && !options.models.includes(ctx.model)) {
+      recorded.rejected = modelNotFound(r.vendor, ctx.model);
+      return sendError(res, renderer, ctx, {
+        kind: "error",
+        ...recorded.rejected,
+        status: recorded.rejected.status ?? 404,
+      });
+    }
     if (options.validate && isModel) {
       const validator =
         typeof options.validate === "function" ? options.validate : BUILT_IN_VALIDATORS[r.endpoint];
@@ -372,6 +469,16 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     if (r.endpoint === "count_tokens") {
       const tokens = options.countTokens?.(recorded) ?? Math.max(1, Math.ceil(bodyText.length / 4));
       return sendJson(res, renderer, ctx, 200, renderer.countTokensBody(tokens, ctx), {});
+    }
+
+    // max_tokens 0 pre-warms Anthropic's prompt cache: no generation, so no script entry.
+    if (r.endpoint === "messages" && body.max_tokens === 0) {
+      return respond(res, renderer, ctx, {
+        kind: "turn",
+        blocks: [],
+        stopReason: "max_tokens",
+        usage: { outputTokens: 0, reasoningTokens: 0 },
+      });
     }
 
     // A vendor's own queue answers first; once it is empty the shared script takes over.
@@ -491,6 +598,10 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
       case "hangup":
         res.socket?.destroy();
         return;
+      case "stall_before_headers":
+        await stall(res);
+        res.socket?.destroy();
+        return;
       case "raw":
         return sendRaw(res, scripted);
       case "error":
@@ -499,6 +610,7 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
         break;
     }
     const turn = normalizeTurn(scripted);
+    if (promptCache) billPromptCache(turn, (scripted as { usage?: UsageSpec }).usage, ctx);
     const d = turn.delivery;
     if (turn.model) ctx.model = turn.model;
     const stream = turn.stream ?? renderer.isStream(ctx);
@@ -559,6 +671,60 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     });
   }
 
+  /** Fills the turn's input, cache and (capped) output counts from the prefix-cache bill. */
+  function billPromptCache(
+    turn: ReturnType<typeof normalizeTurn>,
+    scripted: UsageSpec | undefined,
+    ctx: RenderContext,
+  ): void {
+    const { request, body } = ctx;
+    const plan = request.vendor
+      ? planFor(request.endpoint, request.vendor, body, request.model ?? ctx.model, request.headers, (name) =>
+          cachedContents.get(name),
+        )
+      : undefined;
+    if (!plan || !promptCache) return;
+    let bill: CacheBill;
+    if (plan.scope === undefined) {
+      const total = plan.segments.reduce((n, s) => n + s.tokens, 0);
+      bill = {
+        inputTokens: total,
+        cacheReadTokens: 0,
+        cacheWriteTokens: 0,
+        cacheWriteLongTokens: 0,
+        totalTokens: total,
+      };
+    } else bill = promptCache.bill(plan.scope, plan.segments, plan.rule);
+    // A named Gemini cache is read whole, whatever implicit caching found.
+    const named = typeof body.cachedContent === "string" ? cachedContents.get(body.cachedContent) : undefined;
+    if (named) {
+      const cachedTokens = geminiSegments(named).reduce((n, s) => n + s.tokens, 0);
+      if (cachedTokens > bill.cacheReadTokens) {
+        bill = { ...bill, inputTokens: bill.totalTokens - cachedTokens, cacheReadTokens: cachedTokens };
+      }
+    }
+    const u = turn.usage;
+    if (scripted?.inputTokens === undefined) u.inputTokens = bill.inputTokens;
+    if (scripted?.cacheReadTokens === undefined) u.cacheReadTokens = bill.cacheReadTokens;
+    if (scripted?.cacheWriteTokens === undefined) u.cacheWriteTokens = bill.cacheWriteTokens;
+    if (scripted?.cacheWrite1hTokens === undefined) u.cacheWrite1hTokens = bill.cacheWriteLongTokens;
+    // Generation stops at the request's output limit (thinking counts toward it, and comes first).
+    const limit = outputLimit(request.endpoint, body);
+    if (limit !== undefined) {
+      u.reasoningTokens = Math.min(u.reasoningTokens, limit);
+      u.outputTokens = Math.min(u.outputTokens, limit - u.reasoningTokens);
+    }
+    request.billed = {
+      ...bill,
+      inputTokens: u.inputTokens,
+      cacheReadTokens: u.cacheReadTokens,
+      cacheWriteTokens: u.cacheWriteTokens,
+      cacheWriteLongTokens: u.cacheWrite1hTokens,
+      outputTokens: u.outputTokens,
+      reasoningTokens: u.reasoningTokens,
+    };
+  }
+
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
       options.log?.(`fake-vendors: handler failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -604,6 +770,7 @@ export async function startFakeVendor(options: FakeVendorOptions): Promise<FakeV
     requests,
     otherRequests,
     cachedContents,
+    promptCache,
     get remaining() {
       return shared.remaining;
     },
@@ -664,7 +831,7 @@ export const startXaiFake = only("xai");
 
 /** A Chat Completions server in one of the OpenAI-compatible dialects. */
 export function startOpenAICompatibleFake(
-  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai",
+  dialect: "ollama" | "vllm" | "lmstudio" | "mistral" | "openai-chat" | "xai" | "deepseek",
   options: Omit<FakeVendorOptions, "vendor"> = {},
 ): Promise<FakeVendor> {
   return startFakeVendor({ ...options, vendor: dialect });

@@ -13,7 +13,8 @@ export type VendorId =
   | "ollama" // Ollama's OpenAI-compatible /v1/chat/completions
   | "vllm"
   | "lmstudio"
-  | "mistral";
+  | "mistral"
+  | "deepseek"; // DeepSeek's /chat/completions: reasoning_content, which tool loops must echo
 
 /** The endpoint family a request was routed to. */
 export type Endpoint = "messages" | "responses" | "chat" | "gemini" | "count_tokens" | "other";
@@ -63,6 +64,10 @@ export interface RateLimitSpec {
   inputTokens?: RateLimitWindow;
   /** Anthropic only. */
   outputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-input-tokens-*`). */
+  priorityInputTokens?: RateLimitWindow;
+  /** Anthropic only: Priority Tier capacity (`anthropic-priority-output-tokens-*`). */
+  priorityOutputTokens?: RateLimitWindow;
 }
 
 /** Options that control how (not what) a response is delivered. */
@@ -116,7 +121,14 @@ export interface ToolCallSpec {
 }
 
 export type BlockSpec =
-  | { type: "text"; text: string; chunks?: number; deltas?: string[] }
+  | {
+      type: "text";
+      text: string;
+      chunks?: number;
+      deltas?: string[];
+      /** OpenAI Responses only: the output message's `phase` (gpt-5.3-codex and later). */
+      phase?: "commentary" | "final_answer";
+    }
   | {
       /** Anthropic thinking block; OpenAI reasoning summary; Gemini thought part; chat `reasoning_content`. */
       type: "thinking";
@@ -215,13 +227,22 @@ export interface HangupResponse {
   kind: "hangup";
 }
 
+/**
+ * The request is read and then nothing at all is sent, not even a status line, until the
+ * client gives up, `fake.releaseStalls()` is called (the socket is then destroyed), or close().
+ */
+export interface StallBeforeHeadersResponse {
+  kind: "stall_before_headers";
+}
+
 export type ScriptedResponse =
   | TextResponse
   | ToolCallsResponse
   | TurnResponse
   | ErrorResponse
   | RawResponse
-  | HangupResponse;
+  | HangupResponse
+  | StallBeforeHeadersResponse;
 
 export type ScriptFn = (
   request: RecordedRequest,
@@ -280,4 +301,21 @@ export interface RecordedRequest {
   rejected?: Rejection;
   /** Set when the request got the "script exhausted" error. */
   exhausted?: boolean;
+  /** With `promptCache` on: what the vendor would bill this request, in the neutral convention. */
+  billed?: BilledUsage;
+}
+
+/** A request's bill under prompt-cache billing (the counts the answer's usage reports). */
+export interface BilledUsage {
+  /** Input neither read from nor written to a cache. */
+  inputTokens: number;
+  cacheReadTokens: number;
+  /** Writes with the default lifetime (Anthropic 5 minutes, OpenAI 30 minutes). */
+  cacheWriteTokens: number;
+  /** Writes with the long lifetime (Anthropic 1 hour, OpenAI 12 hours). */
+  cacheWriteLongTokens: number;
+  /** Every input token of the request. */
+  totalTokens: number;
+  outputTokens: number;
+  reasoningTokens: number;
 }

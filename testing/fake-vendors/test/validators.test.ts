@@ -204,3 +204,52 @@ describe("validateGemini", () => {
     ).toBe(400);
   });
 });
+
+describe("tool-call pairing, as each vendor refuses a conversation left with an open call", () => {
+  it("Anthropic: tool_result blocks come first in the answering message", () => {
+    const messages = structuredClone(toolTurn);
+    (messages[2]!.content as unknown[]).unshift({ type: "text", text: "here:" });
+    expect(validateAnthropic(req({ ...base, messages }))?.message).toMatch(/must come first/);
+    (messages[2]!.content as unknown[]).push((messages[2]!.content as unknown[]).shift());
+    expect(validateAnthropic(req({ ...base, messages }))).toBeUndefined();
+  });
+
+  it("Responses: a function_call without its output is refused", () => {
+    const input = [
+      { role: "user", content: "hi" },
+      { type: "function_call", call_id: "call_1", name: "f", arguments: "{}" },
+      { role: "user", content: "go on" },
+    ];
+    expect(validateResponses(req({ model: "gpt-5", input }))?.message).toBe(
+      "No tool output found for function call call_1.",
+    );
+    expect(validateResponses(req({ model: "gpt-5", input, previous_response_id: "resp_1" }))).toBeUndefined();
+  });
+
+  it("Gemini: every functionCall is answered by the very next turn, part for part", () => {
+    const call = (n: number) => ({
+      role: "model",
+      parts: Array.from({ length: n }, () => ({ functionCall: { name: "f", args: {} } })),
+    });
+    const answer = (n: number) => ({
+      role: "user",
+      parts: Array.from({ length: n }, () => ({ functionResponse: { name: "f", response: {} } })),
+    });
+    const user = { role: "user", parts: [{ text: "x" }] };
+    expect(validateGemini(req({ contents: [user, call(2), answer(2)] }))).toBeUndefined();
+    expect(validateGemini(req({ contents: [user, call(2), answer(1)] }))?.message).toMatch(
+      /number of function response parts is equal/,
+    );
+    expect(validateGemini(req({ contents: [user, call(1), user] }))?.message).toMatch(
+      /number of function response/,
+    );
+    expect(validateGemini(req({ contents: [user, answer(1)] }))?.message).toMatch(
+      /function response turn comes immediately after a function call turn/,
+    );
+    expect(
+      validateGemini(
+        req({ contents: [user, { role: "model", parts: [{ text: "hm" }] }, call(1), answer(1)] }),
+      )?.message,
+    ).toMatch(/function call turns come immediately after a user turn/);
+  });
+});

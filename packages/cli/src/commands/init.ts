@@ -1,6 +1,7 @@
 // `agent init`: writes a commented agent.hcl for the vendor credentials found in the
-// environment, then says what to do next. Keys are never written: provider blocks
-// read them with env("NAME") when a session starts.
+// environment (or, without any, every vendor commented out to pick from), then says
+// what to do next. Keys are never written: provider blocks read them with env("NAME")
+// when a session starts.
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -39,10 +40,45 @@ export function vendorsFound(env: NodeJS.ProcessEnv): { vendor: Vendor; variable
 
 const q = (s: string) => writeValue(s);
 
-/** The agent.hcl text for the vendors found; the first one is the primary model. */
-export function initConfigText(found: { vendor: Vendor; variables: string[] }[], projectDir: string): string {
+/** Every vendor `agent init` knows, with the variables that would select it. */
+const VENDOR_EXAMPLES: ReadonlyArray<Record<string, string>> = [
+  { ANTHROPIC_API_KEY: "x" },
+  { OPENAI_API_KEY: "x" },
+  { GEMINI_API_KEY: "x" },
+  { XAI_API_KEY: "x" },
+  { OPENAI_BASE_URL: "http://localhost:11434/v1", OPENAI_MODEL: "qwen3" },
+];
+
+function requiredEntry(name: FirstPartyName, indent = "  "): string[] {
+  return [
+    `${indent}${name} = {`,
+    `${indent}  source  = ${q(firstPartySource(name))}`,
+    `${indent}  version = ">= 0.1.0"`,
+    `${indent}}`,
+  ];
+}
+
+function providerBlock(v: Vendor): string[] {
+  return [
+    `provider ${q(v.provider)} {`,
+    ...Object.entries({ ...v.secrets, ...v.plain }).map(
+      ([attr, variable]) => `  ${attr} = env(${q(variable)})`,
+    ),
+    "}",
+  ];
+}
+
+const commented = (lines: readonly string[]) => lines.map((l) => (l === "" ? "#" : `# ${l}`));
+
+/**
+ * The agent.hcl text for the vendors found; the first one is the primary model. With no
+ * vendor at all, every vendor is written out commented, for the user to pick one.
+ * Roots are ".": the directory of agent.hcl, wherever the project is moved.
+ */
+export function initConfigText(found: { vendor: Vendor; variables: string[] }[]): string {
   const vendors = found.map((f) => f.vendor);
-  const primary = vendors[0]!;
+  const primary = vendors[0];
+  const examples = primary ? [] : VENDOR_EXAMPLES.map((env) => chooseVendor(env)!);
   const names: FirstPartyName[] = [
     ...vendors.map((v) => v.provider),
     ...DEFAULT_TOOL_PROVIDERS,
@@ -53,41 +89,42 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[],
     "# agent.hcl: how PluggableHarness runs in this project. Written by `agent init`.",
     "# Check it with `agent validate`, then start a session with `agent run`.",
     "#",
-    `# Vendor credentials found: ${found.flatMap((f) => f.variables.filter((v) => v !== "OPENAI_MODEL")).join(", ")}.`,
-    "# No key is stored here: each provider block reads its key from the environment",
-    '# with env("NAME") when a session starts.',
-    "",
-    "# Every plugin this project uses, with where it comes from and which versions fit.",
-    "required_providers {",
   ];
-  for (const name of names) {
+  if (primary) {
     out.push(
-      `  ${name} = {`,
-      `    source  = ${q(firstPartySource(name))}`,
-      `    version = ">= 0.1.0"`,
-      "  }",
+      `# Vendor credentials found: ${found.flatMap((f) => f.variables.filter((v) => v !== "OPENAI_MODEL")).join(", ")}.`,
+      "# No key is stored here: each provider block reads its key from the environment",
+      '# with env("NAME") when a session starts.',
+    );
+  } else {
+    out.push(
+      "# No model vendor credential was found in the environment, so no model is set up",
+      "# yet: pick a vendor below and uncomment its three parts (its required_providers",
+      "# entry, its provider block and the model in the profile), then set its key, e.g.",
+      "# `export ANTHROPIC_API_KEY=...`. Keys are never stored here: provider blocks read",
+      '# them from the environment with env("NAME") when a session starts.',
     );
   }
+  out.push("", "# Every plugin this project uses, with where it comes from and which versions fit.");
+  out.push("required_providers {");
+  for (const v of examples) out.push(...commented(requiredEntry(v.provider, "")).map((l) => `  ${l}`));
+  for (const name of names) out.push(...requiredEntry(name));
   out.push("}", "");
-  for (const v of vendors) {
-    out.push(`provider ${q(v.provider)} {`);
-    for (const [attr, variable] of Object.entries({ ...v.secrets, ...v.plain })) {
-      out.push(`  ${attr} = env(${q(variable)})`);
-    }
-    out.push("}", "");
-  }
+  for (const v of vendors) out.push(...providerBlock(v), "");
+  for (const v of examples) out.push(...commented(providerBlock(v)), "");
   out.push(
-    "# The tools may only touch files under these directories.",
+    "# The tools may only touch files under these directories (relative paths are taken",
+    "# from the directory of this file).",
     `provider "filesystem" {`,
-    `  roots = [${q(projectDir)}]`,
+    `  roots = ["."]`,
     "}",
     "",
     `provider "search" {`,
-    `  roots = [${q(projectDir)}]`,
+    `  roots = ["."]`,
     "}",
     "",
     `provider "exec" {`,
-    `  roots = [${q(projectDir)}]`,
+    `  roots = ["."]`,
     "}",
     "",
     "# Policy: reads and searches run without asking, anything that changes something",
@@ -110,22 +147,38 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[],
     "",
     "# The profile `agent run` uses unless you pass --profile.",
     `agent_profile "default" {`,
-    "  model {",
-    "    primary {",
-    `      provider = ${q(primary.provider)}`,
-    `      id       = ${q(primary.primary)}`,
-    "    }",
   );
-  // Fallbacks: the primary vendor's own, then every other vendor found.
-  const fallbacks: [string, string][] = [
-    ...primary.fallbacks.map((id): [string, string] => [primary.provider, id]),
-    ...vendors.slice(1).map((v): [string, string] => [v.provider, v.primary]),
-  ];
-  for (const [provider, id] of fallbacks) {
-    out.push("    fallback {", `      provider = ${q(provider)}`, `      id       = ${q(id)}`, "    }");
+  if (primary) {
+    out.push(
+      "  model {",
+      "    primary {",
+      `      provider = ${q(primary.provider)}`,
+      `      id       = ${q(primary.primary)}`,
+      "    }",
+    );
+    // Fallbacks: the primary vendor's own, then every other vendor found.
+    const fallbacks: [string, string][] = [
+      ...primary.fallbacks.map((id): [string, string] => [primary.provider, id]),
+      ...vendors.slice(1).map((v): [string, string] => [v.provider, v.primary]),
+    ];
+    for (const [provider, id] of fallbacks) {
+      out.push("    fallback {", `      provider = ${q(provider)}`, `      id       = ${q(id)}`, "    }");
+    }
+    out.push("  }");
+  } else {
+    out.push("  # The model: uncomment one primary, the vendor you set up above.");
+    out.push("  # model {");
+    for (const v of examples) {
+      out.push(
+        "  #   primary {",
+        `  #     provider = ${q(v.provider)}`,
+        `  #     id       = ${q(v.primary)}`,
+        "  #   }",
+      );
+    }
+    out.push("  # }");
   }
   out.push(
-    "  }",
     "",
     `  tools = [${DEFAULT_TOOL_PROVIDERS.map((p) => q(`${p}.*`)).join(", ")}]`,
     "",
@@ -150,21 +203,19 @@ export function runInit(io: Io, options: { dir?: string; force?: boolean }): num
     throw new CliError(`${path} already exists; pass --force to overwrite it`, EXIT.ERROR);
   }
   const found = vendorsFound(io.env);
-  if (found.length === 0) {
-    throw new CliError(
-      "agent init: no model vendor credential found. Set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, " +
-        "GEMINI_API_KEY (or GOOGLE_API_KEY), XAI_API_KEY, or OPENAI_BASE_URL together with OPENAI_MODEL " +
-        "for an OpenAI-compatible server, then run `agent init` again.",
-      EXIT.ERROR,
-    );
-  }
-  writeFileSync(path, initConfigText(found, dir), { mode: 0o644 });
-  const [first, ...rest] = found.map((f) => f.vendor);
+  writeFileSync(path, initConfigText(found), { mode: 0o644 });
   line(io.out, `Wrote ${path}`);
-  line(
-    io.out,
-    `  model: ${first!.provider}/${first!.primary}${rest.length > 0 ? ` (fallbacks: ${rest.map((v) => `${v.provider}/${v.primary}`).join(", ")})` : ""}`,
-  );
+  const [first, ...rest] = found.map((f) => f.vendor);
+  if (first) {
+    line(
+      io.out,
+      `  model: ${first.provider}/${first.primary}${rest.length > 0 ? ` (fallbacks: ${rest.map((v) => `${v.provider}/${v.primary}`).join(", ")})` : ""}`,
+    );
+  } else {
+    line(io.out, "  model: none yet. No vendor key was found (ANTHROPIC_API_KEY, OPENAI_API_KEY,");
+    line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
+    line(io.out, "  uncomment one vendor in the file and set its key.");
+  }
   line(io.out, `  tools: ${DEFAULT_TOOL_PROVIDERS.join(", ")}; reads run freely, changes ask first`);
   line(io.out);
   line(io.out, "Next: read it over, check it with `agent validate`, then start a session with `agent run`");

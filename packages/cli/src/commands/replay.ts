@@ -23,7 +23,7 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
 import { configFailure } from "./run.ts";
-import { openReader } from "./show.ts";
+import { damageOf, eventProblems, openReader, reportDamage } from "./show.ts";
 
 const CATEGORIES = [
   PluginCategory.MODEL,
@@ -116,7 +116,10 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
   // 1. The check, before anything is rendered or launched for the replay.
   const reader = openReader(id);
   let exclude: string[];
+  let damage: string[] = [];
   try {
+    // What is damaged is reported after the replay shows everything else.
+    const problems = eventProblems(reader);
     const installed = await installedProducers(resolved, io.cwd);
     const missing = reader.missingProducers([...installed.values()].flat());
     exclude = providersNotNeeded(reader.producers(), installed);
@@ -127,6 +130,7 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
         EXIT.ERROR,
       );
     }
+    damage = damageOf(reader, problems);
   } finally {
     reader.close();
   }
@@ -161,7 +165,7 @@ export async function runReplay(io: Io, id: string, opts: { expand?: boolean }):
     }
     conn.close();
     out.close();
-    return EXIT.OK;
+    return reportDamage(io, id, damage);
   } finally {
     out.close();
     await kernel.shutdown().catch(() => {});

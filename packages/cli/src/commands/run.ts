@@ -7,6 +7,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
+  builtinRootProfile,
   type ConfigDiagnostic,
   ConfigError,
   firstPartyName,
@@ -23,10 +24,18 @@ import {
   type SessionHandle,
   type Tracer,
 } from "@pluggableharness/kernel";
+import { StoredInputs } from "@pluggableharness/kernel/render";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { runTui } from "@pluggableharness/provider-tui";
-import { listSessions, openSessionReader } from "@pluggableharness/state";
+import {
+  assertNoOtherWriter,
+  isSessionId,
+  listSessions,
+  openSessionReader,
+  SessionLockedError,
+  tidySessionFile,
+} from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
@@ -70,7 +79,13 @@ export function configFailure(diags: readonly ConfigDiagnostic[]): CliError {
 
 /** Applies --model and the bound flags to a copy of the profile they run with. */
 export function applyOverrides(config: AgentConfig, profileName: string, opts: RunOptions): AgentConfig {
-  const idx = config.profiles.findIndex((p) => p.name === profileName);
+  let idx = config.profiles.findIndex((p) => p.name === profileName);
+  if (idx < 0 && profileName === "default") {
+    // As in the kernel: without a "default" profile, `default` is the built-in root
+    // profile (every tool of every provider, the first model that loaded).
+    config = { ...config, profiles: [...config.profiles, builtinRootProfile(config)] };
+    idx = config.profiles.length - 1;
+  }
   if (idx < 0) {
     throw new CliError(
       `agent: no agent_profile "${profileName}" in ${config.file} (profiles: ${config.profiles.map((p) => p.name).join(", ") || "none"})`,
@@ -204,6 +219,17 @@ export async function runRun(
   // written when the run ends.
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
+  // A session another process is running is refused before any plugin starts.
+  const resumeId = opts.continue ? latestSessionId() : opts.resume;
+  if (resumeId && isSessionId(resumeId)) {
+    try {
+      assertNoOtherWriter(resumeId);
+    } catch (err) {
+      if (err instanceof SessionLockedError) throw new CliError(`agent: ${err.message}`, EXIT.ERROR);
+      throw err;
+    }
+  }
+
   // Plugins take a moment to start; say so on a terminal.
   const starting = !headless && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
@@ -227,8 +253,8 @@ export async function runRun(
     if (starting) io.out.write("\r\x1b[K");
   }
 
+  let sessionId: string | undefined;
   try {
-    const resumeId = opts.continue ? latestSessionId() : opts.resume;
     let handle: SessionHandle;
     try {
       handle = resumeId
@@ -237,6 +263,7 @@ export async function runRun(
     } catch (err) {
       throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
     }
+    sessionId = handle.id;
     handle.setPlanMode(!!opts.plan);
     const model = modelOf(config, handle.profile);
     if (headless) {
@@ -252,6 +279,8 @@ export async function runRun(
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
     await kernel.shutdown().catch(() => {});
+    // Every connection to the file is closed now: leave it as one self-contained .sqlite.
+    if (sessionId) tidySessionFile(sessionId);
     trace?.close();
   }
 }
@@ -338,8 +367,9 @@ async function runHeadless(
   const reader = openSessionReader(handle.id);
   const startSequence = reader.lastSequence();
   let lastSequence = startSequence;
+  const inputs = new StoredInputs();
   const drainPersisted = () => {
-    const fresh = reader.readEvents({ afterSequence: lastSequence });
+    const fresh = reader.readEvents({ afterSequence: lastSequence }).map((e) => inputs.restore(e));
     if (fresh.length > 0) lastSequence = fresh.at(-1)!.sequence;
     printer.persisted(fresh);
   };

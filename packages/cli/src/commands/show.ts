@@ -2,7 +2,7 @@
 // through the kernel's generic renderer; no plugin is started. It loads only the session
 // reader, the generic renderer (`@pluggableharness/kernel/render`) and the plain-text
 // painter, never the kernel, so it starts fast.
-import { genericRenderTree } from "@pluggableharness/kernel/render";
+import { eventProblem, genericRenderTree, StoredInputs } from "@pluggableharness/kernel/render";
 import { treeText } from "@pluggableharness/provider-tui/render-tree";
 import {
   isSessionId,
@@ -23,20 +23,52 @@ export function openReader(id: string): SessionReader {
   }
 }
 
+/**
+ * What is damaged in a session file: events that cannot be read as what their row says,
+ * and tables the file has lost (noted by the reader while it read).
+ */
+export function damageOf(reader: SessionReader, problems: readonly string[]): string[] {
+  return [...reader.checkTables(), ...problems];
+}
+
+/** Reports damage on stderr after what could be read was shown; 1 when there was any. */
+export function reportDamage(io: Io, id: string, damage: readonly string[]): number {
+  if (damage.length === 0) return EXIT.OK;
+  io.err.write(
+    `agent: session ${id} is damaged; everything else is shown:\n${damage.map((d) => `  damaged: ${d}\n`).join("")}`,
+  );
+  return EXIT.ERROR;
+}
+
+/** Every event that cannot be read as what its row says, as "event N: why". */
+export function eventProblems(reader: SessionReader): string[] {
+  const problems: string[] = [];
+  for (const e of reader.events()) {
+    const p = eventProblem(e);
+    if (p) problems.push(`event ${e.sequence} cannot be read: ${p}`);
+  }
+  return problems;
+}
+
 /** Prints the transcript of a session file with the kernel's generic renderer. */
 export async function runShow(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
   const reader = openReader(id);
   const out = new CoalescingWriter(io.out);
+  const problems: string[] = [];
   try {
     let n = 0;
-    for (const e of reader.events()) {
+    // Large tool inputs are stored once, in the assistant message: put them back.
+    for (const e of new StoredInputs().all(reader.events())) {
+      const problem = eventProblem(e);
+      if (problem) problems.push(`event ${e.sequence} cannot be read: ${problem}`);
       // Like a live or replayed session: an event with nothing to show (a message of tool
       // results only) prints nothing, so each call appears once, by its own events.
       const tree = genericRenderTree(e);
       if (!tree.root) continue;
       out.write(`${n++ > 0 ? "\n" : ""}${treeText(tree, { expand: !!opts.expand })}\n`);
     }
-    return EXIT.OK;
+    out.flushNow();
+    return reportDamage(io, id, damageOf(reader, problems));
   } finally {
     out.close();
     reader.close();

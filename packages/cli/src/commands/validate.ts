@@ -6,7 +6,10 @@
 // diagnostic is printed as file:line:col; the exit status is 0 when there is no error.
 import { resolve } from "node:path";
 import {
+  type AgentConfig,
+  type AgentProfile,
   BUILTIN_CONFIG_FILE,
+  builtinRootProfile,
   type ConfigDiagnostic,
   decodeProviderConfig,
   devOverridePaths,
@@ -15,12 +18,15 @@ import {
   loadGlobalConfig,
   loadProjectConfig,
   readLockFile,
+  resolveProfileTools,
   resolveProviders,
   validateAgainstProviders,
   verifyLock,
 } from "@pluggableharness/config";
+import type { Range } from "@pluggableharness/hcl";
+import { declaredToolName, domain } from "@pluggableharness/kernel";
 import { EXIT } from "../exit-codes.ts";
-import { inspectProviders, installationRoot } from "../inspect.ts";
+import { inspectProviders, installationRoot, type ProviderFacts } from "../inspect.ts";
 import { type Io, line } from "../io.ts";
 
 function sortDiagnostics(diags: ConfigDiagnostic[]): ConfigDiagnostic[] {
@@ -56,7 +62,15 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   if (!lock.ok) diags.push(...lock.diagnostics);
   else if (lock.lock) diags.push(...verifyLock(lock.lock, resolution.providers));
 
-  const facts = await inspectProviders(config, resolution.providers);
+  // Each provider is configured with its block, as a session start would: Configure's own
+  // diagnostics are problems `agent run` would stop at, and a server whose models come
+  // from its configuration only lists them afterwards.
+  const facts = await inspectProviders(config, resolution.providers, {
+    configure: (name, schema) => {
+      const d = decodeProviderConfig(config, name, schema ?? { attributes: [] }, io.env);
+      return d.ok ? d.config.values : undefined; // decode problems come from the second pass
+    },
+  });
   const loadedFacts: Record<string, LoadedProviders[string]> = {};
   for (const f of facts) {
     const name = f.resolved.localName;
@@ -73,6 +87,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       });
       continue;
     }
+    diags.push(...describedViolations(config, f), ...configureDiagnostics(config, f));
     // A plugin without a config schema accepts an empty block only; the second pass
     // below decodes the blocks of plugins that declare one.
     if (!f.configSchema && config.providers.some((b) => b.name === name)) {
@@ -82,12 +97,17 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
     loadedFacts[name] = {
       tools: f.tools.map((t) => t.name),
       models: f.models,
+      specs: f.specs,
       hookPoints: f.hookPoints,
       ...(f.configSchema ? { configSchema: f.configSchema } : {}),
     };
   }
   // The second pass, which also decodes every provider block against its schema.
   diags.push(...validateAgainstProviders(config, loadedFacts, io.env));
+  // What creating a session checks: each profile has a model to route to and no two of
+  // its tools reach the model under one name.
+  const launched = facts.every((f) => f.error === undefined);
+  if (launched) diags.push(...sessionChecks(config, loadedFacts));
   print();
   line(io.out, summary(diags, facts.length));
   return diags.some((d) => d.severity === "error") ? EXIT.ERROR : EXIT.OK;
@@ -99,4 +119,117 @@ function summary(diags: ConfigDiagnostic[], providers?: number): string {
   const w = warnings > 0 ? `, ${warnings} warning${warnings === 1 ? "" : "s"}` : "";
   if (errors > 0) return `Invalid: ${errors} error${errors === 1 ? "" : "s"}${w}.`;
   return `Valid${providers !== undefined ? ` (${providers} provider${providers === 1 ? "" : "s"} checked)` : ""}${w}.`;
+}
+
+/** Where a diagnostic about provider `name` points: its block's label, else its required_providers entry. */
+function providerRange(config: AgentConfig, name: string): Range | undefined {
+  const block = config.providers.find((b) => b.name === name);
+  return block?.block.labels[0]?.range ?? config.requiredProviders.find((r) => r.localName === name)?.range;
+}
+
+/** The range of the attribute `path` names inside provider `name`'s block, if it is written. */
+function attributeRange(config: AgentConfig, name: string, path: readonly string[]): Range | undefined {
+  let body = config.providers.find((b) => b.name === name)?.body;
+  let found: Range | undefined;
+  for (const key of path) {
+    const item = body?.items.find((i) => (i.kind === "Attribute" ? i.name : i.type) === key);
+    if (!item) break;
+    found = item.kind === "Attribute" ? item.nameRange : item.typeRange;
+    body = item.kind === "Block" ? item.body : undefined;
+  }
+  return found;
+}
+
+function at(
+  config: AgentConfig,
+  range: Range | undefined,
+): Pick<ConfigDiagnostic, "file" | "line" | "column"> {
+  return {
+    file: range?.filename ?? config.file,
+    line: range?.start.line ?? 1,
+    column: range?.start.column ?? 1,
+  };
+}
+
+/** What the provider's own Configure rejected (or warned about), at the attribute it names. */
+function configureDiagnostics(config: AgentConfig, f: ProviderFacts): ConfigDiagnostic[] {
+  const name = f.resolved.localName;
+  return f.configureDiagnostics.map((d) => {
+    const attr = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
+    return {
+      severity: d.severity,
+      category: "provider_configure",
+      summary: `Provider "${name}" rejected its configuration`,
+      detail: `${d.summary}${attr}${d.detail ? `: ${d.detail}` : ""}`,
+      ...at(config, attributeRange(config, name, d.attributePath) ?? providerRange(config, name)),
+    };
+  });
+}
+
+/** The kernel's rules for what a provider describes (tool schemas, model specs); a breach stops loading. */
+function describedViolations(config: AgentConfig, f: ProviderFacts): ConfigDiagnostic[] {
+  const name = f.resolved.localName;
+  const out: ConfigDiagnostic[] = [];
+  const check = (what: string, fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      out.push({
+        severity: "error",
+        category: "provider_description",
+        summary: `Provider "${name}" describes ${what} the kernel cannot use`,
+        detail: (err as Error).message,
+        ...at(config, config.requiredProviders.find((r) => r.localName === name)?.range),
+      });
+    }
+  };
+  if (f.toolSchema) check("tools", () => domain.validateToolSchemas(name, f.toolSchema!));
+  if (f.modelCapabilities) check("models", () => domain.validateCapabilities(name, f.modelCapabilities!));
+  return out;
+}
+
+/** The profiles a session could start with: the declared ones, and the built-in default when none is "default". */
+function runnableProfiles(config: AgentConfig): AgentProfile[] {
+  const declared = config.profiles;
+  return declared.some((p) => p.name === "default") ? declared : [...declared, builtinRootProfile(config)];
+}
+
+/** Session creation's checks for every profile `agent run` could use. */
+function sessionChecks(config: AgentConfig, loaded: LoadedProviders): ConfigDiagnostic[] {
+  const out: ConfigDiagnostic[] = [];
+  const modelProviders = Object.entries(loaded).filter(([, f]) => (f.models ?? []).length > 0);
+  for (const profile of runnableProfiles(config)) {
+    const label = profile.declared ? `agent_profile "${profile.name}"` : "The built-in default profile";
+    const candidates = profile.model ? [profile.model.primary, ...profile.model.fallbacks] : undefined;
+    const usable = candidates
+      ? candidates.some((c) => (loaded[c.provider]?.models ?? []).includes(c.id))
+      : modelProviders.length > 0;
+    if (!usable) {
+      out.push({
+        severity: "error",
+        category: "no_usable_model",
+        summary: "No usable model",
+        detail: candidates
+          ? `${label} routes to ${candidates.map((c) => `"${c.provider}/${c.id}"`).join(", ")}, and no loaded provider offers any of them: \`agent run\` cannot start a session with it.`
+          : `${label} uses the first model a provider offers, and ${config.file} declares no provider that serves models: \`agent run\` cannot start a session. Add a model provider (\`agent init\` writes one for the vendor keys it finds).`,
+        ...at(config, profile.model?.primary.range ?? profile.range),
+      });
+    }
+    const names = new Map<string, string>();
+    for (const { provider, tool } of resolveProfileTools(profile, loaded)) {
+      const declared = declaredToolName(provider, tool);
+      const other = names.get(declared);
+      if (other !== undefined) {
+        const pattern = profile.tools.find((t) => t.provider === provider);
+        out.push({
+          severity: "error",
+          category: "tool_name_collision",
+          summary: "Tool name collision",
+          detail: `In ${label}, ${other} and ${provider}.${tool} would both reach the model as "${declared}".`,
+          ...at(config, pattern?.range ?? profile.range),
+        });
+      } else names.set(declared, `${provider}.${tool}`);
+    }
+  }
+  return out;
 }

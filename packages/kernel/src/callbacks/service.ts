@@ -42,6 +42,12 @@ export interface CallbackDeps {
   readonly kernelProducer: ProducerRef;
   /** Exact counts already known; without one every count asks the model provider. */
   readonly tokenCounts?: TokenCountCache;
+  /** ExecEnvironment's answer for extra secret patterns (the env policy applied by the kernel). */
+  readonly execEnvironment?: (patterns: readonly string[]) => {
+    variables: Record<string, string>;
+    withheld: string[];
+    protectedPaths: string[];
+  };
 }
 
 /** The producer to record for a plugin acting in `category`; never UNSPECIFIED. */
@@ -150,6 +156,17 @@ export function callbackImplementation(
       }
       const fallback = fallbackTokenCountOfBlocks(req.content);
       return { count: BigInt(fallback.count), exact: false };
+    },
+
+    execEnvironment(req) {
+      if (!deps.execEnvironment) throw new StatusError(UNIMPLEMENTED, "no exec environment is configured");
+      const patterns = req.secretPatterns.filter((p) => p.trim() !== "");
+      const e = deps.execEnvironment(patterns);
+      deps.log.debug("a plugin asked for the exec environment", {
+        plugin: peer.plugin,
+        withheld: e.withheld.join(","),
+      });
+      return { variables: e.variables, withheld: e.withheld, protectedPaths: e.protectedPaths };
     },
 
     runSession() {

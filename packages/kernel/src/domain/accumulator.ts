@@ -3,7 +3,9 @@
 // merged metadata, safety notices, priced usage records).
 //
 // Block rules: consecutive text deltas form one text block, consecutive thinking deltas
-// one thinking block; a different content event closes the open block. metadata,
+// one thinking block; a different content event closes the open block, and so does a
+// text delta marked starts_block (the vendor delimits blocks itself, e.g. separate output
+// messages): it opens a new text block carrying its vendor_state verbatim. metadata,
 // safety_notice, usage and stream_start carry no content and never close a block. A
 // thinking_signature is stored byte for byte on the open thinking block (or on a new empty
 // one when none is open) and closes it. redacted_thinking is appended whole. Tool-call
@@ -34,6 +36,7 @@ import { recordUsage } from "./cost.ts";
 import { addDecimals, decimalFromNumber, decimalToNumber } from "./decimal.ts";
 import { PricingError, ProtocolViolationError } from "./errors.ts";
 import type { IdGenerator } from "./ids.ts";
+import { argumentDepthProblem } from "./json-depth.ts";
 import { ClassifiedModelError } from "./model-errors.ts";
 import type { Clock } from "./time.ts";
 
@@ -126,6 +129,8 @@ export class StreamAccumulator {
   readonly #opts: AccumulatorOptions;
   readonly #blocks: ContentBlock[] = [];
   #open: OpenBlock | undefined;
+  /** A text block the vendor started that has had no text yet (its vendor_state). */
+  #textStart: { vendorState: Uint8Array | undefined } | undefined;
   readonly #calls = new Map<string, ToolCallState>();
   #stop: Stop | undefined;
   #error: ClassifiedModelError | undefined;
@@ -183,6 +188,10 @@ export class StreamAccumulator {
         return;
       case "textDelta":
         this.#terminal("textDelta");
+        if (e.value.startsBlock) {
+          this.#closeOpen();
+          this.#textStart = { vendorState: e.value.vendorState };
+        }
         this.#append("text", e.value.text);
         return;
       case "thinkingDelta":
@@ -293,6 +302,8 @@ export class StreamAccumulator {
     if (problem === undefined && (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))) {
       problem = "not a JSON object";
     }
+    // Kept out of the message: a value the wire cannot carry would break every later request.
+    problem ??= argumentDepthProblem(parsed);
     const block = this.#blocks[call.index]!.block;
     if (problem === undefined) {
       if (block.case === "toolUse") block.value.input = parsed as JsonObject;
@@ -319,19 +330,22 @@ export class StreamAccumulator {
 
   #append(kind: "text" | "thinking", text: string): void {
     if (text === "") return;
-    if (this.#open?.kind !== kind) {
+    const start = kind === "text" ? this.#textStart : undefined;
+    if (this.#open?.kind !== kind || start) {
       this.#closeOpen();
-      this.#openBlock(kind);
+      this.#openBlock(kind, start?.vendorState);
     }
     this.#open!.parts.push(text);
   }
 
-  #openBlock(kind: "text" | "thinking"): OpenBlock {
+  #openBlock(kind: "text" | "thinking", vendorState?: Uint8Array): OpenBlock {
     const index = this.#blocks.length;
     this.#blocks.push(
       create(ContentBlockSchema, {
         block:
-          kind === "text" ? { case: "text", value: { text: "" } } : { case: "thinking", value: { text: "" } },
+          kind === "text"
+            ? { case: "text", value: { text: "", ...(vendorState !== undefined ? { vendorState } : {}) } }
+            : { case: "thinking", value: { text: "" } },
       }),
     );
     this.#open = { kind, index, parts: [] };
@@ -339,6 +353,8 @@ export class StreamAccumulator {
   }
 
   #closeOpen(): void {
+    // A started text block that never received text is dropped with whatever closes it.
+    this.#textStart = undefined;
     const open = this.#open;
     if (!open) return;
     const block = this.#blocks[open.index]!.block;

@@ -1,9 +1,19 @@
 // Kernel-owned cache-breakpoint placement. Breakpoints go at the stable-prefix boundaries
 // of the tools -> system -> static context -> conversation order: after the tool list when
-// it is unchanged from the previous turn, and after the assembled context when its
-// leading section is static. A model without explicit cache markers gets none.
-import { create, toJson } from "@bufbuild/protobuf";
-import { type ContextSection, Stability } from "@pluggableharness/protocol/content";
+// it is unchanged from the previous request, after the assembled context when its leading
+// section is static, and on the conversation tail when everything before the messages is
+// unchanged: after the newest message (the prefix the next request will read) and after the
+// previous request's newest message (the entry this request reads, however many blocks the
+// last step added). A model without explicit cache markers gets none; a request never
+// carries more than MAX_CACHE_BREAKPOINTS.
+import { create, toBinary, toJson } from "@bufbuild/protobuf";
+import {
+  type ContextSection,
+  ContextSectionSchema,
+  type Message,
+  MessageSchema,
+  Stability,
+} from "@pluggableharness/protocol/content";
 import {
   type CacheBreakpoint,
   CacheBreakpoint_AfterAssembledContextSchema,
@@ -15,9 +25,65 @@ import {
 } from "@pluggableharness/protocol/model";
 import { canonicalJson } from "./canonical-json.ts";
 
+/**
+ * The most breakpoints one request carries: the smallest limit among vendors with explicit
+ * markers (Anthropic and Bedrock take four cache_control blocks; OpenAI GPT-5.6 writes at
+ * most four breakpoints per request). Adapters for vendors with fewer map what they can.
+ */
+export const MAX_CACHE_BREAKPOINTS = 4;
+
 /** A stable fingerprint of a tool list, to tell whether it changed between turns. */
 export function toolListFingerprint(tools: readonly ToolDeclaration[]): string {
   return canonicalJson(tools.map((t) => toJson(ToolDeclarationSchema, t)));
+}
+
+/** The assembled context's exact bytes, to tell whether it changed between requests. */
+export function contextBytes(sections: readonly ContextSection[]): Uint8Array {
+  const parts = sections.map((s) => toBinary(ContextSectionSchema, s));
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length + 4, 0));
+  let at = 0;
+  for (const p of parts) {
+    new DataView(out.buffer).setUint32(at, p.length);
+    out.set(p, at + 4);
+    at += p.length + 4;
+  }
+  return out;
+}
+
+/** One message's exact bytes (a rewritten history changes them). */
+export function messageBytes(message: Message): Uint8Array {
+  return toBinary(MessageSchema, message);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** What the kernel remembers of a session's previous model request. */
+export interface PreviousRequestPrefix {
+  readonly toolsFingerprint: string;
+  readonly context: Uint8Array;
+  /** Index of that request's newest message, and that message's bytes. */
+  readonly lastIndex: number;
+  readonly lastMessage: Uint8Array;
+}
+
+/** The prefix record of a request, for the next request's placement. */
+export function requestPrefix(
+  tools: readonly ToolDeclaration[],
+  sections: readonly ContextSection[],
+  messages: readonly Message[],
+): PreviousRequestPrefix | undefined {
+  const last = messages.at(-1);
+  if (!last) return undefined;
+  return {
+    toolsFingerprint: toolListFingerprint(tools),
+    context: contextBytes(sections),
+    lastIndex: messages.length - 1,
+    lastMessage: messageBytes(last),
+  };
 }
 
 export interface BreakpointInput {
@@ -26,14 +92,21 @@ export interface BreakpointInput {
   /** The previous turn's toolListFingerprint; undefined on a session's first turn. */
   readonly previousToolsFingerprint?: string;
   readonly assembledContext: readonly ContextSection[];
+  /** The request's messages; the conversation tail is marked when they are given. */
+  readonly messages?: readonly Message[];
+  /** The session's previous request; undefined on its first one. */
+  readonly previous?: PreviousRequestPrefix;
 }
+
+const afterMessage = (index: number) =>
+  create(CacheBreakpointSchema, { position: { case: "afterMessageIndex", value: BigInt(index) } });
 
 export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[] {
   if (!input.caching?.explicitMarkers) return [];
   const out: CacheBreakpoint[] = [];
-  const toolsStable =
-    input.previousToolsFingerprint === undefined ||
-    input.previousToolsFingerprint === toolListFingerprint(input.tools);
+  const previousTools = input.previous?.toolsFingerprint ?? input.previousToolsFingerprint;
+  const toolsFingerprint = toolListFingerprint(input.tools);
+  const toolsStable = previousTools === undefined || previousTools === toolsFingerprint;
   if (input.tools.length > 0 && toolsStable) {
     out.push(
       create(CacheBreakpointSchema, {
@@ -52,7 +125,32 @@ export function placeCacheBreakpoints(input: BreakpointInput): CacheBreakpoint[]
       }),
     );
   }
-  return out;
+
+  // The conversation tail: only while everything before the messages stays the same, since a
+  // changed prefix invalidates every cached message after it (writing it again each request
+  // would cost the write premium without ever being read).
+  const messages = input.messages ?? [];
+  const prev = input.previous;
+  const prefixStable =
+    toolsStable && (prev === undefined || sameBytes(prev.context, contextBytes(input.assembledContext)));
+  if (messages.length > 0 && prefixStable) {
+    const tail = messages.length - 1;
+    const conversation = [tail];
+    // The previous request's newest message, when it is still where it was: its entry is what
+    // this request reads.
+    if (
+      prev &&
+      prev.lastIndex < tail &&
+      messages[prev.lastIndex] !== undefined &&
+      sameBytes(messageBytes(messages[prev.lastIndex]!), prev.lastMessage)
+    ) {
+      conversation.unshift(prev.lastIndex);
+    }
+    // Within the limit, the newest positions are kept first (they cover the longest prefix).
+    const room = Math.max(0, MAX_CACHE_BREAKPOINTS - out.length);
+    out.push(...conversation.slice(-room).map(afterMessage));
+  }
+  return out.slice(0, MAX_CACHE_BREAKPOINTS);
 }
 
 /**

@@ -8,7 +8,7 @@ import type {
   Pricing,
   ThinkingSpec,
 } from "@pluggableharness/protocol/model";
-import { ThinkingDisable, ToolChoiceMode } from "@pluggableharness/protocol/model";
+import { SamplingParameter, ThinkingDisable, ToolChoiceMode } from "@pluggableharness/protocol/model";
 import { CapabilitiesError, type RuleViolation } from "./errors.ts";
 import { checkTierCoverage } from "./pricing.ts";
 
@@ -42,6 +42,8 @@ export const CapabilityRule = {
   pricingTiersExactCover: "pricing-tiers-exact-cover",
   toolChoiceModesSpecified: "tool-choice-modes-specified",
   parallelToolCallsDeclared: "parallel-tool-calls-declared",
+  samplingParametersSpecified: "sampling-parameters-specified",
+  samplingEffortLevelsDeclared: "sampling-only-at-effort-names-effort-levels",
 } as const;
 
 export interface ValidatedCapabilities {
@@ -103,6 +105,23 @@ function checkModelSpec(spec: ModelSpec, fail: Report, warn: Report): void {
         CapabilityRule.toolChoiceModesSpecified,
         `supported_tool_choice_modes lists an unspecified mode (${mode})`,
       );
+    }
+  }
+  if (spec.sampling) {
+    for (const p of spec.sampling.accepted) {
+      if (p === SamplingParameter.UNSPECIFIED || !(p in SamplingParameter))
+        fail(
+          CapabilityRule.samplingParametersSpecified,
+          `sampling.accepted lists an unspecified parameter (${p})`,
+        );
+    }
+    const levels = spec.thinking?.supported ? (spec.thinking.effort?.levels ?? []) : [];
+    for (const level of spec.sampling.onlyAtEffort) {
+      if (!levels.includes(level))
+        fail(
+          CapabilityRule.samplingEffortLevelsDeclared,
+          `sampling.only_at_effort names "${level}", which is not one of the model's effort levels`,
+        );
     }
   }
   if (!spec.thinking)
@@ -192,6 +211,7 @@ const RATE_FIELDS = [
   "cacheReadPerMtok",
   "batchInputPerMtok",
   "batchOutputPerMtok",
+  "cacheStoragePerMtokHour",
 ] as const;
 
 function checkPricing(p: Pricing, cachingSupported: boolean, fail: Report): void {
@@ -215,6 +235,12 @@ function checkPricing(p: Pricing, cachingSupported: boolean, fail: Report): void
       fail(
         CapabilityRule.pricingCacheRatesIffCaching,
         `tier #${i} needs cache_write_per_mtok and cache_read_per_mtok because caching is supported`,
+      );
+    }
+    if (!cachingSupported && tier.cacheStoragePerMtokHour !== undefined) {
+      fail(
+        CapabilityRule.pricingCacheRatesIffCaching,
+        `tier #${i} declares a cache storage rate but caching is unsupported`,
       );
     }
     if (!cachingSupported && (hasWrite || hasRead)) {

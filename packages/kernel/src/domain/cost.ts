@@ -1,8 +1,12 @@
 // Cost of one usage event, computed by the kernel at receipt time from the reported token
-// counts and the pricing tier matching (receipt time, input_tokens):
+// counts and the pricing tier matching (receipt time, prompt size):
 //   input x input rate + output x output rate + cache writes x cache-write rate
 //   + cache reads x cache-read rate + reasoning x output rate (skipped when the vendor
-//   says reasoning is already inside output_tokens), every rate per million tokens.
+//   says reasoning is already inside output_tokens), every rate per million tokens,
+//   + cache storage token-seconds x storage rate per million tokens per hour.
+// The prompt size that picks an input-size tier is the whole prompt, as every vendor with
+// such tiers counts it: uncached input + cache reads + cache writes (docs/decisions.md,
+// "Input-size pricing tiers").
 // The vendor's own figures (vendor_cost, vendor_total_tokens, rate_limits, components)
 // are kept exactly as reported: never converted, derived, synthesised or summed.
 import { clone, create } from "@bufbuild/protobuf";
@@ -36,7 +40,28 @@ function term(tokens: bigint | undefined, rate: number | undefined, what: string
   return scaleDecimal(decimalFromNumber(rate), tokens, 6);
 }
 
-/** The five-term cost of one usage event under one tier, exactly. */
+/** Digits kept below the rate's own when a storage term is divided by 3600 (1e-12 USD and finer). */
+const STORAGE_DIGITS = 12;
+
+/** token-seconds x rate per million tokens per hour, rounded half up at STORAGE_DIGITS extra digits. */
+function storageTerm(tokenSeconds: bigint | undefined, rate: number | undefined): Decimal {
+  if (tokenSeconds === undefined || tokenSeconds === 0n) return { numerator: 0n, scale: 0 };
+  if (rate === undefined) {
+    throw new PricingError(
+      `usage reports ${tokenSeconds} cache-storage token-seconds but the pricing tier has no cache storage rate`,
+    );
+  }
+  const perHour = scaleDecimal(decimalFromNumber(rate), tokenSeconds, 6);
+  const widened = perHour.numerator * 10n ** BigInt(STORAGE_DIGITS);
+  return { numerator: (widened + 1800n) / 3600n, scale: perHour.scale + STORAGE_DIGITS };
+}
+
+/** The prompt size that selects an input-size tier: every input token, cached or not. */
+export function tierInputTokens(usage: Usage): bigint {
+  return usage.inputTokens + (usage.cacheReadTokens ?? 0n) + (usage.cacheWriteTokens ?? 0n);
+}
+
+/** The cost of one usage event under one tier, exactly (storage rounded at 1e-12 of a rate unit). */
 export function computeCost(usage: Usage, tier: PricingTier): CostBreakdown {
   const reasoning = usage.reasoningAlreadyCounted === true ? undefined : usage.reasoningTokens;
   const terms = [
@@ -45,6 +70,7 @@ export function computeCost(usage: Usage, tier: PricingTier): CostBreakdown {
     term(usage.cacheWriteTokens, tier.cacheWritePerMtok, "cache-write"),
     term(usage.cacheReadTokens, tier.cacheReadPerMtok, "cache-read"),
     term(reasoning, tier.outputPerMtok, "reasoning"),
+    storageTerm(usage.cacheStorageTokenSeconds, tier.cacheStoragePerMtokHour),
   ];
   const sum = terms.reduce(addDecimals, { numerator: 0n, scale: 0 });
   return { costUsd: decimalToNumber(sum), exact: formatDecimal(sum) };
@@ -66,6 +92,7 @@ export function usageIssues(usage: Usage): string[] {
     ["cache_read_tokens", usage.cacheReadTokens],
     ["cache_write_tokens", usage.cacheWriteTokens],
     ["reasoning_tokens", usage.reasoningTokens],
+    ["cache_storage_token_seconds", usage.cacheStorageTokenSeconds],
   ] as const) {
     if (v !== undefined && v < 0n) issues.push(`${name} is negative`);
   }
@@ -87,7 +114,7 @@ export function recordUsage(usage: Usage, pricing: Pricing, receivedAt: Timestam
     if (!pricing.free) throw new PricingError("a non-free model declares no pricing tier");
     return create(UsageRecordSchema, { usage: normalized, costUsd: 0, receivedAt, pricingTierIndex: -1 });
   }
-  const { tier, index } = resolvePricingTier(pricing, receivedAt, usage.inputTokens);
+  const { tier, index } = resolvePricingTier(pricing, receivedAt, tierInputTokens(usage));
   const cost = pricing.free ? 0 : computeCost(usage, tier).costUsd;
   return create(UsageRecordSchema, { usage: normalized, costUsd: cost, receivedAt, pricingTierIndex: index });
 }

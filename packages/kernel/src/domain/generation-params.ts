@@ -8,10 +8,58 @@ import {
   type GenerationParams,
   GenerationParamsSchema,
   type ModelSpec,
+  SamplingParameter,
   ToolChoiceMode,
 } from "@pluggableharness/protocol/model";
 
-export type ParamName = "thinking_effort" | "thinking_budget_tokens" | "tool_choice" | "max_output_tokens";
+export type SamplingParamName = "temperature" | "top_p" | "top_k";
+
+const SAMPLING_CODE: Record<SamplingParamName, SamplingParameter> = {
+  temperature: SamplingParameter.TEMPERATURE,
+  top_p: SamplingParameter.TOP_P,
+  top_k: SamplingParameter.TOP_K,
+};
+
+/**
+ * Why `spec` does not take `param` for a request reasoning at `effort` (the requested
+ * level, else the model's default effort); undefined when it does, or when the model
+ * declares no sampling spec (then nothing is checked). The load-time check of a profile
+ * applies the same rule (config's samplingRefusal; a test holds the two together).
+ */
+export function samplingRefusal(
+  spec: ModelSpec,
+  param: SamplingParamName,
+  effort: string | undefined,
+): string | undefined {
+  const s = spec.sampling;
+  if (!s) return undefined;
+  if (!s.accepted.includes(SAMPLING_CODE[param])) return `${spec.id} does not accept ${param}`;
+  if (s.onlyAtEffort.length > 0) {
+    const inForce = effort ?? (spec.thinking?.supported ? spec.thinking.effort?.default : undefined);
+    if (inForce === undefined || !s.onlyAtEffort.includes(inForce)) {
+      const levels = s.onlyAtEffort.map((e) => `"${e}"`).join(", ");
+      return `${spec.id} accepts ${param} only at thinking effort ${levels}${inForce !== undefined ? `, not "${inForce}"` : ""}`;
+    }
+  }
+  return undefined;
+}
+
+export type ParamName =
+  | "thinking_effort"
+  | "thinking_budget_tokens"
+  | "tool_choice"
+  | "max_output_tokens"
+  | SamplingParamName;
+
+/** The sampling parameters a GenerationParams sets. */
+export function samplingParamsSet(params: GenerationParams | undefined): SamplingParamName[] {
+  if (!params) return [];
+  const out: SamplingParamName[] = [];
+  if (params.temperature !== undefined) out.push("temperature");
+  if (params.topP !== undefined) out.push("top_p");
+  if (params.topK !== undefined) out.push("top_k");
+  return out;
+}
 
 export interface ParamDecision {
   readonly param: ParamName;
@@ -114,6 +162,25 @@ export function validateGenerationParams(
         () => (out.maxOutputTokens = undefined),
       );
     } else accept("max_output_tokens", `within ${spec.id}'s limit`);
+  }
+
+  // Sampling: a parameter the model refuses is never sent, whatever the policy; the model's
+  // default applies instead (a load-time warning has said so, or strict_params refused it).
+  // A model that declares no sampling spec is not checked (and gets no decision).
+  for (const param of spec.sampling ? samplingParamsSet(params) : []) {
+    const refusal = samplingRefusal(spec, param, out.thinkingEffort);
+    if (refusal === undefined) {
+      accept(param, `${spec.id} accepts ${param}`);
+      continue;
+    }
+    if (param === "temperature") out.temperature = undefined;
+    else if (param === "top_p") out.topP = undefined;
+    else out.topK = undefined;
+    decisions.push({
+      param,
+      outcome: "fell_back",
+      reason: `${refusal}; not sent, the model's default applies`,
+    });
   }
 
   const choice = params.toolChoice;

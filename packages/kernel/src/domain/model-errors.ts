@@ -80,6 +80,8 @@ export interface ModelErrorInit {
   readonly vendorCode?: string;
   readonly vendorBody?: string;
   readonly httpStatus?: number;
+  /** The vendor does not serve the requested model (ModelError.model_not_found). */
+  readonly modelNotFound?: boolean;
 }
 
 /** A classified model failure as a thrown value; `toProto()` gives the wire ModelError. */
@@ -90,6 +92,7 @@ export class ClassifiedModelError extends DomainError {
   readonly vendorCode: string | undefined;
   readonly vendorBody: string | undefined;
   readonly httpStatus: number | undefined;
+  readonly modelNotFound: boolean;
   constructor(category: ModelErrorCategoryName, message: string, init: ModelErrorInit = {}) {
     super(message);
     this.name = "ClassifiedModelError";
@@ -99,6 +102,8 @@ export class ClassifiedModelError extends DomainError {
     this.vendorCode = init.vendorCode;
     this.vendorBody = init.vendorBody;
     this.httpStatus = init.httpStatus;
+    // Only meaningful on invalid_request: the flag never turns another category into a fallback.
+    this.modelNotFound = category === "invalid_request" && init.modelNotFound === true;
   }
 
   /**
@@ -122,6 +127,7 @@ export class ClassifiedModelError extends DomainError {
       ...(e.vendorCode !== undefined ? { vendorCode: e.vendorCode } : {}),
       ...(e.vendorBody !== undefined ? { vendorBody: e.vendorBody } : {}),
       ...(e.httpStatus !== undefined ? { httpStatus: e.httpStatus } : {}),
+      ...(e.modelNotFound ? { modelNotFound: true } : {}),
     });
   }
 
@@ -134,6 +140,7 @@ export class ClassifiedModelError extends DomainError {
       ...(this.vendorCode !== undefined ? { vendorCode: this.vendorCode } : {}),
       ...(this.vendorBody !== undefined ? { vendorBody: this.vendorBody } : {}),
       ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+      ...(this.modelNotFound ? { modelNotFound: true } : {}),
     });
   }
 }
@@ -234,7 +241,8 @@ export function modelErrorReaction(error: ClassifiedModelError): ModelErrorReact
     case "auth_error":
       return { ...base, surfaceToHuman: true };
     case "invalid_request":
-      return { ...base, logRequest: true };
+      // A model the vendor does not serve is not a malformed request: the chain moves on.
+      return error.modelNotFound ? { ...base, fallback: true } : { ...base, logRequest: true };
     case "content_filtered":
       return { ...base, surfaceToHuman: true };
     case "process_crashed":

@@ -2,6 +2,7 @@
 // compiled once per schema with ajv.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Ajv, type ValidateFunction } from "ajv";
+import { argumentDepthProblem } from "./json-depth.ts";
 
 export interface PayloadCheck {
   readonly ok: boolean;
@@ -40,4 +41,14 @@ export function checkPayload(jsonSchema: JsonObject, payload: unknown): PayloadC
   if (validate(payload)) return { ok: true, errors: [] };
   const errors = (validate.errors ?? []).map((e) => `${e.instancePath || "/"} ${e.message ?? "is invalid"}`);
   return { ok: false, errors };
+}
+
+/**
+ * Validates tool arguments (a model's, an operator's, a human's corrected input or
+ * answer): first that they nest no deeper than the wire carries, then the schema.
+ */
+export function checkArguments(jsonSchema: JsonObject, args: unknown): PayloadCheck {
+  const tooDeep = argumentDepthProblem(args);
+  if (tooDeep) return { ok: false, errors: [`/ is ${tooDeep}`] };
+  return checkPayload(jsonSchema, args);
 }

@@ -10,7 +10,7 @@ import {
   ToolErrorSchema,
 } from "@pluggableharness/protocol/tool";
 import { DomainError } from "./errors.ts";
-import { checkPayload } from "./payload-validation.ts";
+import { checkArguments } from "./payload-validation.ts";
 import type { ValidatedTool } from "./tool-schema.ts";
 
 /** The kernel was about to send something the protocol forbids. */
@@ -39,7 +39,7 @@ export function checkToolCall(call: ToolCall, tool: ValidatedTool): ToolError | 
       `ToolCall ${call.id} for ${where} lacks call_context (session_id and working_directory)`,
     );
   }
-  const check = checkPayload(tool.inputJsonSchema, call.arguments ?? {});
+  const check = checkArguments(tool.inputJsonSchema, call.arguments ?? {});
   if (check.ok) return undefined;
   return create(ToolErrorSchema, {
     category: ToolErrorCategory.INVALID_ARGUMENTS,

@@ -33,6 +33,8 @@ export const ToolSchemaRule = {
   concurrencyOnInteractive: "concurrency-ignored-on-interactive",
   concurrencyMissing: "concurrency-missing-treated-as-unsafe",
   defaultTimeoutPositive: "default-timeout-positive",
+  modelTextFieldIsString: "model-text-field-is-a-string-output-property",
+  modelOmittedFieldsInOutput: "model-omitted-fields-are-other-output-properties",
   slashCommandToolExists: "slash-command-tool-exists",
   slashCommandDirectInvokeNeedsTool: "slash-command-direct-invoke-needs-tool",
 } as const;
@@ -170,6 +172,25 @@ export function validateToolSchemas(provider: string, response: GetSchemaRespons
         for (const p of declared.properties) inputProps.add(p.name);
       } else {
         schema.outputSchema = t.schema;
+        // How the result reads to the model (tool-result-text.ts) names output properties.
+        const props = new Map(declared.properties.map((p) => [p.name, p.schema]));
+        if (raw.modelTextField !== "" && props.get(raw.modelTextField)?.type !== SchemaType.STRING)
+          fail(
+            ToolSchemaRule.modelTextFieldIsString,
+            `model_text_field names "${raw.modelTextField}", which is not a string property of output_schema`,
+          );
+        for (const f of raw.modelOmittedFields) {
+          if (!props.has(f) || f === raw.modelTextField)
+            fail(
+              ToolSchemaRule.modelOmittedFieldsInOutput,
+              `model_omitted_fields names "${f}", which is not another property of output_schema`,
+            );
+        }
+        if (raw.modelOmittedFields.length > 0 && raw.modelTextField === "")
+          fail(
+            ToolSchemaRule.modelOmittedFieldsInOutput,
+            "model_omitted_fields needs a model_text_field that restates them",
+          );
       }
     }
 

@@ -4,7 +4,7 @@
 // types only (no runtime, configuration or plugin code), so a command that only reads a
 // session file can load it without loading the kernel
 // (`@pluggableharness/kernel/render`).
-import { create, fromBinary, type JsonObject } from "@bufbuild/protobuf";
+import { create, type DescMessage, fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import type { PluginCategory } from "@pluggableharness/protocol/common";
 import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
 import { Role } from "@pluggableharness/protocol/content";
@@ -112,6 +112,9 @@ function renderMessage(m: Message | undefined, syntheticReason: string): RenderN
   if (!m) return text("(empty message)", TextStyle.DIM);
   const shown = m.content.filter((b) => b.block.case !== "toolUse" && b.block.case !== "toolResult");
   if (shown.length === 0) return undefined;
+  // The kernel's record of a failed turn is not the model speaking.
+  if (syntheticReason === "turn_failed")
+    return group([text("Turn failed", TextStyle.ERROR), ...blockNodes(shown)]);
   const who = m.role === Role.ASSISTANT ? "Assistant" : "User";
   const header = syntheticReason ? `${who} (kernel: ${syntheticReason})` : who;
   return group([text(header, TextStyle.BOLD), ...blockNodes(shown)]);
@@ -139,7 +142,38 @@ const OUTCOMES: Record<number, string> = {
   [ApplyOutcome.FAILED]: "failed",
   [ApplyOutcome.DENIED]: "denied",
   [ApplyOutcome.CANCELLED]: "cancelled",
+  [ApplyOutcome.INTERRUPTED]: "interrupted",
 };
+
+const V1_SCHEMAS: Partial<Record<EventKind, DescMessage>> = {
+  [EventKind.MESSAGE]: MessageEventSchema,
+  [EventKind.TOOL_CALL]: ToolCallEventSchema,
+  [EventKind.TOOL_RESULT]: ToolResultEventSchema,
+  [EventKind.PLAN]: PlanEventSchema,
+  [EventKind.APPLY]: ApplyEventSchema,
+  [EventKind.CONTEXT_CONTRIBUTION]: ContextContributionEventSchema,
+  [EventKind.MEMORY_WRITE]: MemoryMutationEventSchema,
+  [EventKind.MEMORY_UPDATE]: MemoryMutationEventSchema,
+  [EventKind.MEMORY_DELETE]: MemoryMutationEventSchema,
+  [EventKind.HOOK_ERROR]: HookErrorEventSchema,
+};
+
+/**
+ * Why a persisted event cannot be read as what its row says it is (an unknown kind, a
+ * payload that does not decode as its event.v1 message), or undefined when it can. An
+ * event of a later schema version is not damage: it just has no renderer here.
+ */
+export function eventProblem(event: RenderableEvent): string | undefined {
+  const schema = V1_SCHEMAS[event.kind];
+  if (!schema) return `unknown event kind "${event.kindText}"`;
+  if (event.schemaVersion !== "1" && event.schemaVersion !== "v1") return undefined;
+  try {
+    fromBinary(schema, event.payload);
+    return undefined;
+  } catch (err) {
+    return `its ${event.kindText} payload does not decode (${(err as Error).message})`;
+  }
+}
 
 /**
  * The kernel's rendering of any persisted event; never throws. A tree without a root
@@ -258,3 +292,11 @@ export function hasContent(tree: RenderTree | undefined): boolean {
 export function placed(tree: RenderTree, region: Region = Region.MAIN_CHAT): PlacedContent {
   return create(PlacedContentSchema, { region, content: tree, replace: false });
 }
+
+export {
+  isLargeInput,
+  LARGE_INPUT_BYTES,
+  StoredInputs,
+  storedPlanEvent,
+  storedToolCallEvent,
+} from "./stored-inputs.ts";

@@ -17,6 +17,7 @@ import {
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
+import { REPLAY_ONLY_STATUSES } from "@pluggableharness/state";
 import type { KernelLogger } from "../log.ts";
 import type { InvocationOrigin } from "../loop/direct-invoke.ts";
 import type {
@@ -109,13 +110,6 @@ interface Subscription {
   /** The subscription may re-open a COMPLETED or CANCELLED session (create, resume). */
   readonly mayReopen: boolean;
 }
-
-const REPLAY_ONLY = new Set<SessionStatus>([
-  SessionStatus.ERROR_MAX_TURNS,
-  SessionStatus.ERROR_MAX_BUDGET_USD,
-  SessionStatus.ERROR_MAX_WALL_CLOCK,
-  SessionStatus.FAILED,
-]);
 
 let connectionCounter = 0;
 
@@ -238,7 +232,7 @@ export class FrontendHub implements FrontendPort {
         const session = await this.#service.openSession(req.sessionId, resume ? "resume" : "attach");
         const status = session.status();
         const replayOnly = resume
-          ? REPLAY_ONLY.has(status) || session.control === undefined
+          ? REPLAY_ONLY_STATUSES.has(status) || session.control === undefined
           : status !== SessionStatus.RUNNING || session.control === undefined;
         const previous = conn.subscriptions.get(session.id);
         if (previous) previous.session.channel.unsubscribe(conn);

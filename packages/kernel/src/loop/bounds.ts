@@ -119,22 +119,70 @@ export class DoomLoopDetector {
   }
 }
 
-/** Consecutive denials, and consecutive crashes per tool provider. */
+/** How many denials trip the denial breaker, counted three ways. */
+export interface DenialLimits {
+  /** Denials in a row (any allowed decision resets the streak). */
+  readonly consecutive: number;
+  /** Denials among the last `window.decisions` decisions, however they interleave. */
+  readonly window: { readonly denials: number; readonly decisions: number };
+  /** Denials of one and the same call (tool and arguments) in a run. */
+  readonly sameCall: number;
+  /** Turns in a row with at least one denial, whatever else they ran. */
+  readonly turns: number;
+}
+
+/**
+ * The denial breaker (consecutive denials, denials in a sliding window of decisions,
+ * the same call denied again and again, turns in a row that each had a denial) and
+ * consecutive crashes per tool provider. Interleaving allowed calls resets only the
+ * streak: a model that keeps retrying a denied call between allowed ones trips the
+ * same-call count, one denied half the time trips the window, and one that meets a
+ * denial turn after turn, however many calls it mixes in, trips the turn count.
+ */
 export class CircuitBreaker {
-  readonly denialThreshold: number;
+  readonly denials: DenialLimits;
   readonly crashThreshold: number;
-  #denials = 0;
+  #streak = 0;
+  #deniedTurns = 0;
+  readonly #recent: boolean[] = [];
+  readonly #deniedCalls = new Map<string, number>();
   readonly #crashes = new Map<string, number>();
 
-  constructor(denialThreshold: number, crashThreshold: number) {
-    this.denialThreshold = denialThreshold;
+  constructor(denials: number | DenialLimits, crashThreshold: number) {
+    this.denials =
+      typeof denials === "number"
+        ? {
+            consecutive: denials,
+            window: { denials: Number.POSITIVE_INFINITY, decisions: 0 },
+            sameCall: Number.POSITIVE_INFINITY,
+            turns: Number.POSITIVE_INFINITY,
+          }
+        : denials;
     this.crashThreshold = crashThreshold;
   }
 
-  /** A plan/precheck decision; true when the denial breaker trips. */
-  decision(denied: boolean): boolean {
-    this.#denials = denied ? this.#denials + 1 : 0;
-    return this.#denials >= this.denialThreshold;
+  /**
+   * A plan/precheck decision (`call` identifies it: callHash of tool and arguments);
+   * true when the denial breaker trips.
+   */
+  decision(denied: boolean, call?: string): boolean {
+    const limits = this.denials;
+    this.#streak = denied ? this.#streak + 1 : 0;
+    this.#recent.push(denied);
+    if (this.#recent.length > limits.window.decisions) this.#recent.shift();
+    let same = 0;
+    if (denied && call !== undefined) {
+      same = (this.#deniedCalls.get(call) ?? 0) + 1;
+      this.#deniedCalls.set(call, same);
+    }
+    const inWindow = this.#recent.filter(Boolean).length;
+    return this.#streak >= limits.consecutive || inWindow >= limits.window.denials || same >= limits.sameCall;
+  }
+
+  /** A turn's calls are settled; true when it makes `turns` turns in a row with a denial. */
+  turnEnded(hadDenial: boolean): boolean {
+    this.#deniedTurns = hadDenial ? this.#deniedTurns + 1 : 0;
+    return this.#deniedTurns >= this.denials.turns;
   }
 
   /** A finished call of `provider`; true when its crash breaker trips. */
@@ -145,11 +193,14 @@ export class CircuitBreaker {
   }
 
   get consecutiveDenials(): number {
-    return this.#denials;
+    return this.#streak;
   }
 
   reset(): void {
-    this.#denials = 0;
+    this.#streak = 0;
+    this.#deniedTurns = 0;
+    this.#recent.length = 0;
+    this.#deniedCalls.clear();
     this.#crashes.clear();
   }
 }

@@ -16,6 +16,12 @@ export interface LoopLimits {
   readonly contributeTimeoutMs: number;
   /** Consecutive deny decisions that trip the circuit breaker. */
   readonly denialBreaker: number;
+  /** Deny decisions among the last `decisions` that trip it, however they interleave. */
+  readonly denialWindow: { readonly denials: number; readonly decisions: number };
+  /** Denials of one and the same call (tool and arguments) in a run that trip it. */
+  readonly sameCallDenials: number;
+  /** Turns in a row with at least one denial that trip it. */
+  readonly deniedTurns: number;
   /** Consecutive crashed calls of one tool provider that trip the circuit breaker. */
   readonly crashBreaker: number;
   /** Model-call retries a whole session may spend (the per-call cap is settings.retry.max_retries). */
@@ -28,6 +34,9 @@ export const DEFAULT_LIMITS: Omit<LoopLimits, "maxSessionRetries"> = {
   previewTimeoutMs: 2_000,
   contributeTimeoutMs: 10_000,
   denialBreaker: 5,
+  denialWindow: { denials: 10, decisions: 20 },
+  sameCallDenials: 3,
+  deniedTurns: 5,
   crashBreaker: 3,
   reservedOutputTokens: 4_096,
 };
@@ -47,6 +56,13 @@ export interface LoopDeps {
   /** Operator and ALWAYS rules; each session works on its own copy (forSession). */
   readonly policy: PolicyEngine;
   readonly projectDir: string;
+  /**
+   * Kernel-owned paths (agent.hcl, .agent/, the global config, state and cache
+   * directories): the gate refuses every resource call that would write them.
+   */
+  readonly protectedPaths: readonly string[];
+  /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
+  readonly secretValues: readonly string[];
   /** How an `ask` resolves when no interactive frontend is attached. */
   readonly headlessAsk: "deny" | "allow";
   readonly limits: LoopLimits;

@@ -4,7 +4,9 @@
 // of a session is bracketed by the pair (a re-opened session gets a new pair). When a
 // bound, the doom-loop detector or a breaker fires, exactly one more turn runs with
 // every tool spec withheld and an instruction to answer; then the run ends with the
-// status naming what fired.
+// status naming what fired. The wall-clock bound is also a deadline for every wait on the
+// model: when it comes mid-call (a stall, a retry wait), the run ends at once with
+// error_max_wall_clock, since no further model call could finish in time.
 import { create } from "@bufbuild/protobuf";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
@@ -23,6 +25,12 @@ const STOP_TEXT: Record<StopReason, string> = {
   denial_breaker: "too many tool calls in a row were denied",
   crash_breaker: "a tool provider crashed repeatedly",
 };
+
+/**
+ * How long the final-answer turn after the wall-clock bound may wait for the model: the
+ * time is already up, so a stalled or rate-limited model cannot hold the run much longer.
+ */
+export const FINAL_ANSWER_GRACE_MS = 30_000;
 
 /** The kernel's synthetic instruction for the final-answer turn. */
 export function finalAnswerInstruction(reason: StopReason): string {
@@ -82,19 +90,37 @@ export async function runSessionRun(
     session.appendUserMessage(turnId, input.content);
     let turns = 0;
     let final: StopReason | undefined;
+    const wallClock =
+      session.profile.max_wall_clock_s !== undefined
+        ? runStartedAt + session.profile.max_wall_clock_s * 1000
+        : undefined;
     for (;;) {
+      // The final-answer turn after the time limit gets a short grace of its own.
+      const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;
       const outcome = await runTurn(deps, session, {
         turnId,
         signal,
         ...(final ? { final } : {}),
         turnsBefore: turns,
         runStartedAt,
+        ...(deadline !== undefined ? { deadline } : {}),
       });
       turns++;
+      if (outcome.kind === "failed") session.recordTurnFailure(turnId, outcome.detail);
       turnId = deps.newId();
       if (outcome.kind === "cancelled") {
         status = SessionStatus.CANCELLED;
         detail = "interrupted";
+        break;
+      }
+      if (outcome.kind === "bound") {
+        // The time ran out while the model was awaited: no further model call could finish
+        // in time, so the run ends here rather than with a final-answer turn.
+        status = final ? statusForStop(final) : SessionStatus.ERROR_MAX_WALL_CLOCK;
+        detail = final
+          ? `${final}: ${STOP_TEXT[final]}; the final-answer turn ran out of time (${outcome.detail})`
+          : `max_wall_clock_s: ${STOP_TEXT.max_wall_clock_s} (${outcome.detail})`;
+        deps.log.info(`stopping: ${detail}`, { reason: "max_wall_clock_s" }, session.id);
         break;
       }
       if (final) {

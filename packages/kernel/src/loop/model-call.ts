@@ -4,8 +4,16 @@
 // - rate_limited / overloaded: retried with exponential backoff and jitter (settings.retry),
 //   never sooner than retry_after; then the next eligible candidate of the chain;
 // - process_crashed: retried once (the runtime relaunches the plugin), then the chain;
+// - invalid_request flagged model_not_found (the vendor does not serve that id): never
+//   retried, the next candidate of the chain, and the candidate is skipped for the rest
+//   of the session;
 // - auth_error, invalid_request, context_length_exceeded, content_filtered, unknown:
 //   never retried and never masked by a fallback: the turn fails with that category.
+// An error the plugin marks not retryable (x-should-retry: false, an unreachable server, a
+// request larger than the rate limit) is not retried; the chain may still fall back.
+// Stalls are bounded: an attempt that delivers no event for settings.stream_idle_timeout_ms
+// is cut and counts as overloaded. The run's wall-clock deadline cuts an attempt and any
+// retry wait that would end after it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
 // An attempt that was billed before it failed is persisted as its own message event.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { GenerationParamsConfig } from "@pluggableharness/config";
@@ -15,6 +23,7 @@ import {
   type GenerationParams,
   GenerationParamsSchema,
   type ModelSpec,
+  SafetyKind,
   type StreamCompletionRequest,
   StreamCompletionRequestSchema,
   type ToolDeclaration,
@@ -30,6 +39,7 @@ import {
   contentNeeds,
   fallbackTokenCount,
   modelErrorReaction,
+  type PreviousRequestPrefix,
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
@@ -65,7 +75,11 @@ export interface ModelCallInput {
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
   readonly previousToolsFingerprint?: string;
+  /** The session's previous model request (conversation-tail cache breakpoints). */
+  readonly previousRequest?: PreviousRequestPrefix;
   readonly signal: AbortSignal;
+  /** When waiting for the model must end (the run's wall-clock bound), in clock ms. */
+  readonly deadline?: number;
 }
 
 export type ModelCallResult =
@@ -80,7 +94,14 @@ export type ModelCallResult =
       readonly completion?: AccumulatedCompletion;
       readonly candidate?: ResolvedCandidate;
     }
-  | { readonly kind: "failed"; readonly category: string; readonly message: string };
+  | { readonly kind: "failed"; readonly category: string; readonly message: string }
+  | {
+      /** The deadline came while waiting for the model (streaming, or before a retry). */
+      readonly kind: "bound";
+      readonly detail: string;
+      readonly completion?: AccumulatedCompletion;
+      readonly candidate?: ResolvedCandidate;
+    };
 
 /** GenerationParams from a profile candidate's agent.hcl attributes. */
 export function paramsFromConfig(p: GenerationParamsConfig): GenerationParams | undefined {
@@ -92,6 +113,8 @@ export function paramsFromConfig(p: GenerationParamsConfig): GenerationParams | 
       : {}),
     ...(p.max_output_tokens !== undefined ? { maxOutputTokens: BigInt(p.max_output_tokens) } : {}),
     ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
+    ...(p.top_p !== undefined ? { topP: p.top_p } : {}),
+    ...(p.top_k !== undefined ? { topK: BigInt(p.top_k) } : {}),
     ...(p.stop_sequences !== undefined ? { stopSequences: p.stop_sequences } : {}),
   });
 }
@@ -131,6 +154,8 @@ export function routeCandidates(
   candidates: readonly ModelCandidate[],
   start: number,
   needs: { inputTokens: bigint; messages: readonly Message[]; tools: readonly ToolDeclaration[] },
+  /** Candidates known not to exist at their vendor ("<provider>/<model>" -> why). */
+  unavailable?: ReadonlyMap<string, string>,
 ): RouteResult {
   const skipped: string[] = [];
   const content = contentNeeds(needs.messages, needs.tools.length);
@@ -140,6 +165,11 @@ export function routeCandidates(
     const spec = provider?.models?.models.get(c.modelId);
     if (!provider || !spec) {
       skipped.push(`${c.provider}/${c.modelId}: not available (provider or model not loaded)`);
+      continue;
+    }
+    const gone = unavailable?.get(`${c.provider}/${c.modelId}`);
+    if (gone !== undefined) {
+      skipped.push(`${c.provider}/${c.modelId}: the vendor does not serve this model (${gone})`);
       continue;
     }
     const { reasons, params } = unmetNeeds(spec, {
@@ -168,6 +198,9 @@ export function routeCandidates(
   return { skipped };
 }
 
+/** vendor_code of an attempt the kernel cut because it delivered nothing for too long. */
+export const STALL_CODE = "stream_idle_timeout";
+
 /** Backoff before retry `n` (0-based): base * factor^n, equal jitter, never below retry_after. */
 export function retryDelayMs(
   deps: Pick<LoopDeps, "settings" | "clock">,
@@ -184,6 +217,7 @@ export function retryDelayMs(
 type AttemptOutcome =
   | { kind: "ok"; completion: AccumulatedCompletion }
   | { kind: "cancelled"; completion: AccumulatedCompletion }
+  | { kind: "bound"; completion: AccumulatedCompletion }
   | { kind: "error"; error: ClassifiedModelError; completion?: AccumulatedCompletion };
 
 export async function callModel(
@@ -195,13 +229,25 @@ export async function callModel(
   let start = 0;
   let attemptNo = 0;
   let lastError: ClassifiedModelError | undefined;
+  // A retry skipped because its wait would end after the deadline.
+  let cutWait: { delayMs: number; leftMs: number } | undefined;
   const inputTokens = estimateInputTokens(input.messages, input.sections, input.tools);
+  const leftMs = () =>
+    input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - deps.clock.now();
   for (;;) {
-    const route = routeCandidates(deps, input.candidates, start, {
-      inputTokens,
-      messages: input.messages,
-      tools: input.tools,
-    });
+    const route = routeCandidates(
+      deps,
+      input.candidates,
+      start,
+      { inputTokens, messages: input.messages, tools: input.tools },
+      session.unavailableModels,
+    );
+    if (!route.chosen && cutWait) {
+      return {
+        kind: "bound",
+        detail: `${lastError ? `${lastError.category}: ${lastError.message}; ` : ""}the vendor asked to wait ${Math.ceil(cutWait.delayMs / 1000)} s before a retry, and only ${Math.max(0, Math.floor(cutWait.leftMs / 1000))} s were left`,
+      };
+    }
     if (!route.chosen) {
       if (lastError) {
         return {
@@ -245,6 +291,8 @@ export async function callModel(
             ? { previousToolsFingerprint: input.previousToolsFingerprint }
             : {}),
           assembledContext: [...input.sections],
+          messages: input.messages,
+          ...(input.previousRequest ? { previous: input.previousRequest } : {}),
         }),
       });
       checkStreamCompletionRequest(request, candidate.spec);
@@ -258,6 +306,7 @@ export async function callModel(
 
     let retries = 0;
     for (;;) {
+      if (leftMs() <= 0) return { kind: "bound", detail: "the time ran out before the model was called" };
       attemptNo++;
       deps.trace({
         name: "model.attempt",
@@ -269,12 +318,24 @@ export async function callModel(
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
         return { kind: "cancelled", completion: outcome.completion, candidate };
+      if (outcome.kind === "bound") {
+        return {
+          kind: "bound",
+          detail: `the time ran out while waiting for ${candidate.provider.name}/${candidate.spec.id}`,
+          completion: outcome.completion,
+          candidate,
+        };
+      }
       const error = outcome.error;
       lastError = error;
       if (outcome.completion && outcome.completion.usage.length > 0) {
         session.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       const reaction = modelErrorReaction(error);
+      if (error.modelNotFound) {
+        // Remembered for the session: later turns go straight to the next candidate.
+        session.unavailableModels.set(`${candidate.provider.name}/${candidate.spec.id}`, error.message);
+      }
       log.warn(
         `model call failed: ${error.category}`,
         {
@@ -282,6 +343,7 @@ export async function callModel(
           model: candidate.spec.id,
           error: error.message,
           retries,
+          retryable: error.retryable,
         },
         session.id,
       );
@@ -289,18 +351,31 @@ export async function callModel(
         return { kind: "failed", category: error.category, message: error.message };
       }
       const perCall = reaction.maxRetries ?? deps.settings.retry.max_retries;
+      // The plugin's word on retryability wins (x-should-retry: false, a refused connection).
       if (
         reaction.retrySameRequest &&
+        error.retryable &&
         retries < perCall &&
         session.retriesUsed < deps.limits.maxSessionRetries
       ) {
         const delay =
           error.category === "process_crashed" ? 0 : retryDelayMs(deps, retries, error.retryAfterSeconds);
+        const left = leftMs();
+        if (delay >= left) {
+          // Waiting would outlast the deadline: another candidate may still serve in time.
+          cutWait = { delayMs: delay, leftMs: left };
+          break;
+        }
         retries++;
         session.retriesUsed++;
         if (error.category === "rate_limited" || error.category === "overloaded") {
           // Frontends show it in their status line (top bar) while the kernel waits.
-          const what = error.category === "rate_limited" ? "rate limited" : "overloaded";
+          const what =
+            error.category === "rate_limited"
+              ? "rate limited"
+              : error.vendorCode === STALL_CODE
+                ? "stalled"
+                : "overloaded";
           session.channel.publish({
             event: {
               case: "render",
@@ -355,10 +430,43 @@ async function attempt(
   input.signal.addEventListener("abort", onAbort, { once: true });
   let violation: ClassifiedModelError | undefined;
   let first = true;
+  // Real timers, not the injected clock: they bound real waits on a real process.
+  const idleMs = deps.settings.stream_idle_timeout_ms;
+  let cut: "idle" | "deadline" | undefined;
+  let idle: NodeJS.Timeout | undefined;
+  const arm = (paused = false) => {
+    clearTimeout(idle);
+    if (!paused)
+      idle = setTimeout(() => {
+        cut ??= "idle";
+        controller.abort();
+      }, idleMs);
+  };
+  const deadline =
+    input.deadline === undefined
+      ? undefined
+      : setTimeout(
+          () => {
+            cut ??= "deadline";
+            controller.abort();
+          },
+          Math.max(0, input.deadline - deps.clock.now()),
+        );
+  arm();
+  const stalled = (): ClassifiedModelError =>
+    new ClassifiedModelError(
+      "overloaded",
+      `no data from ${candidate.provider.name}/${candidate.spec.id} for ${idleMs / 1000} s ${first ? "before its answer began" : "mid-answer"}; the stalled stream was cut`,
+      { retryable: true, vendorCode: STALL_CODE },
+    );
+  let streamedText = false;
+  let pendingBreak = false;
   try {
     for await (const event of candidate.provider.model.streamCompletion(request, {
       signal: controller.signal,
     })) {
+      // A vendor holding output back for review says so: that silence is expected.
+      arm(event.event.case === "safetyNotice" && event.event.value.kind === SafetyKind.BUFFERING);
       if (first) {
         first = false;
         deps.trace({ name: "model.first_event", sessionId: session.id, turnId: input.turnId });
@@ -380,9 +488,16 @@ async function attempt(
           setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
           session.deps.providers.activate(tool.provider.name).catch(() => {});
         }
-      } else if (e.case === "textDelta" && e.value.text) {
+      } else if (e.case === "textDelta" && (e.value.text || e.value.startsBlock)) {
+        // A new text block of the same answer (e.g. commentary, then the final answer) is
+        // set apart on screen as it is in the message.
+        if (e.value.startsBlock && streamedText) pendingBreak = true;
+        if (!e.value.text) continue;
+        const text = pendingBreak ? `\n\n${e.value.text}` : e.value.text;
+        pendingBreak = false;
+        streamedText = true;
         session.channel.publish({
-          event: { case: "streamDelta", value: { targetId, text: e.value.text, kind: StreamDeltaKind.TEXT } },
+          event: { case: "streamDelta", value: { targetId, text, kind: StreamDeltaKind.TEXT } },
         });
       } else if (e.case === "thinkingDelta" && e.value.text) {
         session.channel.publish({
@@ -395,6 +510,8 @@ async function attempt(
     }
   } catch (err) {
     if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
+    if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
+    if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
     const crash = err instanceof PluginCrashedError ? modelErrorFor(err) : undefined;
     if (crash) {
       // Kernel-synthesised, so not read through fromProto (which treats a plugin-sent one as a breach).
@@ -412,11 +529,15 @@ async function attempt(
       completion: acc.finish(),
     };
   } finally {
+    clearTimeout(idle);
+    clearTimeout(deadline);
     input.signal.removeEventListener("abort", onAbort);
     end();
     deps.trace({ name: "model.stream_end", sessionId: session.id, turnId: input.turnId });
   }
   if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
+  if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
+  if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
   const completion = acc.finish();
   if (violation) return { kind: "error", error: violation, completion };
   if (completion.error) return { kind: "error", error: completion.error, completion };

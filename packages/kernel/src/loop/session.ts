@@ -3,14 +3,14 @@
 // ALWAYS rules plus SESSION verdicts), the guards (cost node, doom loop, breaker), the
 // requests waiting for a human, and the run currently executing. A session runs one
 // run at a time; user messages arriving meanwhile queue for the next run.
-import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentProfile,
+  narrowestScope,
   type PolicyEngine,
   PolicyStoreError,
   recordAlwaysDecision,
 } from "@pluggableharness/config";
-import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ContentBlock, type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import { type MessageEvent, MessageEventSchema } from "@pluggableharness/protocol/event";
 import {
@@ -39,13 +39,16 @@ import {
   REOPENABLE_STATUSES,
   type SessionWriter,
 } from "@pluggableharness/state";
-import { type AccumulatedCompletion, checkPayload } from "../domain/index.ts";
+import { type AccumulatedCompletion, checkArguments, type PreviousRequestPrefix } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
+import { StoredInputs } from "../frontends/stored-inputs.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { type ModelCandidate, paramsFromConfig, type ResolvedCandidate } from "./model-call.ts";
+import { ATTEMPT_FAILED_PREFIX, TURN_FAILED_REASON } from "./records.ts";
+import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
 
 /** How a plan item's ask was settled. */
@@ -81,14 +84,14 @@ export type SessionInput =
 
 export type RunStarter = (session: Session, input: SessionInput, signal: AbortSignal) => Promise<void>;
 
-/** Synthetic reasons of messages that stay out of the conversation (billed failed attempts). */
-export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
-
 /** An event written in a batch (schema version "1"). */
 interface BatchedEvent {
   readonly kind: EventKind;
   readonly producer: ProducerIdentity;
+  /** What is stored. */
   readonly payload: Uint8Array;
+  /** What live subscribers render, when the stored payload leaves something out (stored-inputs.ts). */
+  readonly live?: Uint8Array;
 }
 
 export interface SessionInit {
@@ -115,8 +118,15 @@ export class Session implements HubSession, SessionControl {
   history: Message[];
   planMode = false;
   retriesUsed = 0;
+  /**
+   * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
+   * with its message: routing skips them for the rest of the session.
+   */
+  readonly unavailableModels = new Map<string, string>();
   assembledTokensLastTurn = 0;
   previousToolsFingerprint: string | undefined;
+  /** The previous model request's prefix, for conversation cache breakpoints. */
+  previousRequest: PreviousRequestPrefix | undefined;
   #status: SessionStatus;
   /** Events persistSoon() queued for the end of this event-loop turn. */
   #soon: BatchedEvent[] = [];
@@ -147,24 +157,32 @@ export class Session implements HubSession, SessionControl {
     this.tools = ToolRegistry.forProfile(init.profile, deps.providers);
     this.cost = new CostNode(init.profile.max_cost_usd, init.parent?.cost);
     this.doom = new DoomLoopDetector(deps.settings.doom_loop_threshold, deps.settings.doom_loop_window);
-    this.breaker = new CircuitBreaker(deps.limits.denialBreaker, deps.limits.crashBreaker);
+    this.breaker = new CircuitBreaker(
+      {
+        consecutive: deps.limits.denialBreaker,
+        window: deps.limits.denialWindow,
+        sameCall: deps.limits.sameCallDenials,
+        turns: deps.limits.deniedTurns,
+      },
+      deps.limits.crashBreaker,
+    );
   }
 
-  /** The conversation persisted in a session file: kernel-written message events, billed failures left out. */
-  static historyFromFile(writer: SessionWriter): Message[] {
+  /**
+   * The conversation persisted in a session file (kernel-written message events, records
+   * of failed attempts and turns left out), every tool_use answered once (resume.ts).
+   */
+  static conversationFromFile(writer: SessionWriter, tools?: ToolRegistry): RebuiltConversation {
     const reader = writer.openReader();
     try {
-      const out: Message[] = [];
-      for (const e of reader.events({ kinds: [EventKind.MESSAGE] })) {
-        if (e.producer.category !== PluginCategory.KERNEL) continue;
-        const m = fromBinary(MessageEventSchema, e.payload);
-        if (m.syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) || !m.message) continue;
-        out.push(m.message);
-      }
-      return out;
+      return rebuildConversation(reader.events(), tools);
     } finally {
       reader.close();
     }
+  }
+
+  static historyFromFile(writer: SessionWriter): Message[] {
+    return Session.conversationFromFile(writer).history;
   }
 
   // ---- HubSession -----------------------------------------------------------------
@@ -184,7 +202,7 @@ export class Session implements HubSession, SessionControl {
   openBackfill() {
     const reader = this.writer.openReader();
     return {
-      events: (through: number) => reader.events({ throughSequence: through }),
+      events: (through: number) => new StoredInputs().all(reader.events({ throughSequence: through })),
       close: () => reader.close(),
     };
   }
@@ -217,6 +235,8 @@ export class Session implements HubSession, SessionControl {
       costs?: readonly CostEntry[];
       planItems?: readonly PlanItemEntry[];
       schemaVersion?: string;
+      /** What live subscribers render, when `payload` leaves something out. */
+      live?: Uint8Array;
     } = {},
   ): AppendedEvent {
     const schemaVersion = extras.schemaVersion ?? "1";
@@ -235,7 +255,15 @@ export class Session implements HubSession, SessionControl {
       // the user message that carries them to the model: one sync to disk, not two).
       const queued = this.#soon;
       this.#soon = [];
-      const all = this.writer.appendBatch([...queued.map((e) => ({ ...e, schemaVersion: "1" })), event]);
+      const all = this.writer.appendBatch([
+        ...queued.map((e) => ({
+          kind: e.kind,
+          producer: e.producer,
+          payload: e.payload,
+          schemaVersion: "1",
+        })),
+        event,
+      ]);
       this.#publishBatch(queued, all);
       appended = all.at(-1)!;
     }
@@ -245,7 +273,7 @@ export class Session implements HubSession, SessionControl {
       kindText: eventKindText(kind),
       producer,
       schemaVersion,
-      payload,
+      payload: extras.live ?? payload,
     });
     return appended;
   }
@@ -288,7 +316,9 @@ export class Session implements HubSession, SessionControl {
   }
 
   #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
-    const appended = this.writer.appendBatch(events.map((e) => ({ ...e, schemaVersion: "1" })));
+    const appended = this.writer.appendBatch(
+      events.map((e) => ({ kind: e.kind, producer: e.producer, payload: e.payload, schemaVersion: "1" })),
+    );
     this.#publishBatch(events, appended);
     return appended;
   }
@@ -302,7 +332,7 @@ export class Session implements HubSession, SessionControl {
         kindText: eventKindText(e.kind),
         producer: e.producer,
         schemaVersion: "1",
-        payload: e.payload,
+        payload: e.live ?? e.payload,
       });
     });
   }
@@ -370,6 +400,22 @@ export class Session implements HubSession, SessionControl {
         syntheticReason: `${ATTEMPT_FAILED_PREFIX}${category}`,
       }),
     );
+  }
+
+  /**
+   * A turn failed (its model kept failing, a hook broke the request, the kernel hit an
+   * error): the reason goes to the log and into the session file, and the session stays
+   * open for the next message.
+   */
+  recordTurnFailure(turnId: string, detail: string): void {
+    this.deps.log.error(`the turn failed: ${detail}`, { turn: turnId }, this.id);
+    const text = `The turn failed: ${detail}. The session is still open: send another message to go on.`;
+    const message = create(MessageSchema, {
+      role: Role.ASSISTANT,
+      id: this.deps.newId(),
+      content: [{ block: { case: "text", value: { text } } }],
+    });
+    this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason: TURN_FAILED_REASON }));
   }
 
   /** Moves session_meta's status and tells subscribers. */
@@ -456,6 +502,7 @@ export class Session implements HubSession, SessionControl {
         );
         if (this.#status === SessionStatus.RUNNING) {
           try {
+            this.recordTurnFailure(this.deps.newId(), `kernel error: ${(err as Error).message}`);
             this.setStatus(SessionStatus.FAILED, `kernel error: ${(err as Error).message}`);
           } catch {
             // the file may be gone (shutdown)
@@ -540,7 +587,7 @@ export class Session implements HubSession, SessionControl {
     } else {
       args = request.args;
     }
-    const check = checkPayload(tool.tool.inputJsonSchema, args);
+    const check = checkArguments(tool.tool.inputJsonSchema, args);
     if (!check.ok) {
       return invalid(
         `${what}: the arguments do not match ${request.provider}.${request.toolName}'s input schema: ${check.errors.join("; ")}`,
@@ -572,7 +619,7 @@ export class Session implements HubSession, SessionControl {
     const allow = d.decision === ClientDecision.ALLOW;
     if (d.correctedInput !== undefined) {
       if (!allow) return invalid("corrected_input comes only with an ALLOW decision");
-      const check = checkPayload(pending.tool.tool.inputJsonSchema, d.correctedInput);
+      const check = checkArguments(pending.tool.tool.inputJsonSchema, d.correctedInput);
       if (!check.ok) {
         return invalid(
           `corrected_input does not match ${pending.tool.provider.name}.${pending.tool.tool.schema.name}'s input schema: ${check.errors.join("; ")}`,
@@ -582,17 +629,40 @@ export class Session implements HubSession, SessionControl {
     const provider = pending.item.provider;
     const toolName = pending.item.toolName;
     let scope = "once";
+    // A remembered answer covers exactly what was asked: the narrowest rule for the call.
+    const remember =
+      d.scope === PlanDecisionScope.ALWAYS || d.scope === PlanDecisionScope.SESSION
+        ? narrowestScope(
+            {
+              kind: "resource",
+              provider,
+              tool_name: toolName,
+              args: (pending.item.input ?? {}) as JsonObject,
+              cwd: this.workingDirectory,
+            },
+            { secretValues: this.deps.secretValues },
+          )
+        : undefined;
+    if (remember && !remember.ok) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message: `this answer cannot be remembered: ${remember.reason}; the item is still waiting: answer it with scope ONCE`,
+      };
+    }
     if (d.scope === PlanDecisionScope.ALWAYS) {
       scope = "always";
       try {
-        const rule = recordAlwaysDecision(this.deps.projectDir, {
+        const rules = recordAlwaysDecision(this.deps.projectDir, {
           provider,
           tool_name: toolName,
           decision: allow ? "allow" : "deny",
           profile: this.profile.name,
+          scopes: remember!.ok ? remember!.scopes : [{}],
         });
-        this.deps.policy.addAlwaysRule(rule);
-        this.policy.addAlwaysRule(rule);
+        for (const rule of rules) {
+          this.deps.policy.addAlwaysRule(rule);
+          this.policy.addAlwaysRule(rule);
+        }
       } catch (err) {
         if (!(err instanceof PolicyStoreError)) throw err;
         return {
@@ -602,7 +672,9 @@ export class Session implements HubSession, SessionControl {
       }
     } else if (d.scope === PlanDecisionScope.SESSION) {
       scope = "session";
-      this.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny");
+      for (const sc of remember!.ok ? remember!.scopes : [{}]) {
+        this.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny", sc);
+      }
     }
     this.#settle(d.planItemId);
     pending.resolve({
@@ -625,7 +697,7 @@ export class Session implements HubSession, SessionControl {
       };
     }
     const payload = r.response ?? {};
-    const check = checkPayload(pending.tool.tool.outputJsonSchema, payload);
+    const check = checkArguments(pending.tool.tool.outputJsonSchema, payload);
     if (!check.ok) {
       return {
         category: FrontendErrorCategory.INVALID_CLIENT_EVENT,

@@ -13,7 +13,14 @@
 // every call still without a result a cancelled one and closes the plan's audit trail.
 import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { riskNameOf, toPlanDecision } from "@pluggableharness/config";
+import {
+  narrowestScope,
+  type PolicyCall,
+  type PolicyEvaluation,
+  protectedHitOf,
+  riskNameOf,
+  toPlanDecision,
+} from "@pluggableharness/config";
 import type { ContentBlock, ToolUseBlock } from "@pluggableharness/protocol/content";
 import {
   ApplyEventSchema,
@@ -38,10 +45,13 @@ import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import {
   type CallOutcomeKind,
   ConcurrencyScheduler,
+  capRenderTree,
   checkToolCall,
+  modelTextOf,
   toolErrorReaction,
 } from "../domain/index.ts";
-import type { StopReason } from "./bounds.ts";
+import { storedPlanEvent, storedToolCallEvent } from "../frontends/stored-inputs.ts";
+import { callHash, type StopReason } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { AskResolution, Session } from "./session.ts";
 import { buildToolCall, executeTool, type ToolExecution, type ToolOutcome, toolError } from "./tool-exec.ts";
@@ -65,6 +75,8 @@ export interface CallRecord {
   invalid?: ToolError;
   vetoed?: { readonly by: string; readonly reason: string };
   item?: PlanItem;
+  /** A kernel-owned path the call would write (the kernel refuses it before policy). */
+  protectedHit?: { readonly path: string };
   result?: CallResult;
   resultPersisted: boolean;
   /** Whether post-tool-call may fire for it (it had a provider, kind and risk). */
@@ -127,8 +139,9 @@ export class CallGate {
     const { turnId, calls, signal, serializeAll, trace } = this.#input;
     const hookCtx = { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal };
     const setResult = (c: CallRecord, r: CallResult) => this.setResult(c, r);
-    const noteDecision = (denied: boolean) => {
-      if (session.breaker.decision(denied)) this.breakerTripped ??= "denial_breaker";
+    const noteDecision = (c: CallRecord, denied: boolean) => {
+      const call = denied && c.tool ? callHash(c.tool.declaredName, c.args) : undefined;
+      if (session.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
     };
 
     // ---- 7. pre-tool-call ----------------------------------------------------------------------
@@ -137,19 +150,21 @@ export class CallGate {
     const toolCallEvent = (c: CallRecord, tool: SessionTool) => {
       const call = buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args });
       toolCalls.set(c, call);
+      const event = create(ToolCallEventSchema, {
+        turnId,
+        provider: tool.provider.name,
+        call,
+        kind: tool.tool.schema.kind,
+        risk: tool.tool.schema.risk,
+      });
+      // Large arguments are stored once, in the assistant message (stored-inputs.ts).
+      const stored = storedToolCallEvent(event);
+      const live = toBinary(ToolCallEventSchema, event);
       return {
         kind: EventKind.TOOL_CALL,
         producer: toolProducer(deps, tool),
-        payload: toBinary(
-          ToolCallEventSchema,
-          create(ToolCallEventSchema, {
-            turnId,
-            provider: tool.provider.name,
-            call,
-            kind: tool.tool.schema.kind,
-            risk: tool.tool.schema.risk,
-          }),
-        ),
+        payload: stored === event ? live : toBinary(ToolCallEventSchema, stored),
+        live,
       };
     };
     // Each call is recorded before its pre-tool-call hook. With no subscriber to see one
@@ -164,7 +179,7 @@ export class CallGate {
       const schema = c.tool.tool.schema;
       if (eachRecordedAlone) {
         const e = toolCallEvent(c, c.tool);
-        session.persist(e.kind, e.producer, e.payload);
+        session.persist(e.kind, e.producer, e.payload, { live: e.live });
       }
       const toolCall = toolCalls.get(c)!;
       const veto = await deps.hooks.dispatch(
@@ -215,17 +230,14 @@ export class CallGate {
     const precheck = (c: CallRecord): boolean => {
       if (c.result) return false;
       if (c.vetoed) {
-        noteDecision(true);
+        noteDecision(c, true);
         denied(c, c.vetoed.by, c.vetoed.reason);
         return false;
       }
       const schema = c.tool!.tool.schema;
-      const verdict = session.policy.evaluate({
-        kind: schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source",
-        provider: c.tool!.provider.name,
-        tool_name: schema.name,
-        ...(riskNameOf(schema.risk) ? { risk: riskNameOf(schema.risk)! } : {}),
-      });
+      const verdict = session.policy.evaluate(
+        policyCall(session, c, schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source"),
+      );
       if (verdict.downgraded) {
         deps.log.warn(
           `policy rule "${verdict.rule}" resolved to ask for a ${schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data_source"} call; no apply step exists for it, so it is denied`,
@@ -235,14 +247,14 @@ export class CallGate {
           session.id,
         );
       }
-      noteDecision(verdict.decision !== "allow");
+      noteDecision(c, verdict.decision !== "allow");
       if (verdict.decision !== "allow") {
         denied(
           c,
           verdict.rule,
           verdict.downgraded
             ? `policy rule "${verdict.rule}" asks, which a ${schema.kind === ToolKind.INTERACTIVE ? "interactive" : "data-source"} call cannot, so it is denied`
-            : `denied by policy rule "${verdict.rule}"`,
+            : denyReason(verdict),
         );
         return false;
       }
@@ -291,6 +303,10 @@ export class CallGate {
     // ---- 10. plan ----------------------------------------------------------------------------------
     trace("10");
     const planned = resources.filter((c) => !c.result);
+    for (const c of planned) {
+      const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+      if (hit) c.protectedHit = hit;
+    }
     const items = await Promise.all(planned.map((c) => buildPlanItem(deps, session, turnId, c, signal)));
     planned.forEach((c, i) => {
       c.item = items[i]!;
@@ -314,16 +330,25 @@ export class CallGate {
           item.reason = c.vetoed.reason;
           continue;
         }
-        const schema = c.tool!.tool.schema;
-        const verdict = session.policy.evaluate({
-          kind: "resource",
-          provider: c.tool!.provider.name,
-          tool_name: schema.name,
-          ...(riskNameOf(schema.risk) ? { risk: riskNameOf(schema.risk)! } : {}),
-        });
+        // The kernel's own rule comes first and no policy or human answer overrides it.
+        const hit = c.protectedHit;
+        if (hit) {
+          item.decision = PlanDecision.DENY;
+          item.decidedBy = PROTECTED_PATHS_RULE;
+          item.reason = protectedReason(hit.path);
+          continue;
+        }
+        const call = policyCall(session, c, "resource");
+        const verdict = session.policy.evaluate(call);
         item.decision = toPlanDecision(verdict.decision);
         item.decidedBy = verdict.rule === "default" ? "policy:default" : verdict.rule;
-        if (verdict.decision === "deny") item.reason = `denied by policy rule "${verdict.rule}"`;
+        if (verdict.decision === "deny") item.reason = denyReason(verdict);
+        else if (verdict.decision === "ask") {
+          if (verdict.note) item.reason = `asks because ${verdict.note}`;
+          const remember = narrowestScope(call, { secretValues: deps.secretValues });
+          if (remember.ok) item.rememberScope = remember.description;
+          else item.rememberUnavailable = remember.reason;
+        }
       }
       if (items.some((i) => i.decision !== PlanDecision.DENY)) {
         const vetoOutcome = await deps.hooks.dispatch(
@@ -344,14 +369,12 @@ export class CallGate {
       }
       if (signal.aborted) return "cancelled";
       const planMessage = create(PlanSchema, { turnId, items });
-      session.persist(
-        EventKind.PLAN,
-        deps.kernelProducer,
-        toBinary(PlanEventSchema, create(PlanEventSchema, { plan: planMessage })),
-        {
-          planItems: planItemEntriesFromPlan(planMessage),
-        },
-      );
+      const planEvent = create(PlanEventSchema, { plan: planMessage });
+      const storedPlan = storedPlanEvent(planEvent);
+      session.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
+        planItems: planItemEntriesFromPlan(planMessage),
+        ...(storedPlan === planEvent ? {} : { live: toBinary(PlanEventSchema, planEvent) }),
+      });
       plan.persisted = true;
       session.channel.publish({ event: { case: "planReady", value: { plan: planMessage } } });
 
@@ -378,9 +401,13 @@ export class CallGate {
             const d = await decisions[i]!;
             applied.set(c, d);
             if (d.decision === "cancelled") return setResult(c, cancelledResult());
-            noteDecision(d.decision === "deny");
+            noteDecision(c, d.decision === "deny");
             if (d.decision === "deny") return denied(c, d.decidedBy, d.reason ?? "denied");
             if (signal.aborted) return setResult(c, cancelledResult());
+            if (d.correctedInput) {
+              const hit = protectedHitOf(d.correctedInput, session.workingDirectory, deps.protectedPaths);
+              if (hit) return denied(c, PROTECTED_PATHS_RULE, protectedReason(hit.path));
+            }
             await execute(c, d.correctedInput ?? c.args);
           }),
         ),
@@ -437,8 +464,37 @@ export class CallGate {
       );
     }
 
+    // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
+    if (session.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
+      this.breakerTripped ??= "denial_breaker";
     return "ok";
   }
+}
+
+/** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
+export const PROTECTED_PATHS_RULE = "kernel:protected_paths";
+
+function protectedReason(path: string): string {
+  return `${path} belongs to the agent itself (its configuration, policy, lock file, state or cache); no tool call may change it, whatever the policy or an approval says`;
+}
+
+function denyReason(v: PolicyEvaluation): string {
+  const what = v.command ? ` for \`${v.command}\`` : "";
+  return `denied by policy rule "${v.rule}"${what}${v.note ? ` (${v.note})` : ""}`;
+}
+
+/** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
+export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
+  const schema = c.tool!.tool.schema;
+  const risk = riskNameOf(schema.risk);
+  return {
+    kind,
+    provider: c.tool!.provider.name,
+    tool_name: schema.name,
+    ...(risk ? { risk } : {}),
+    args: c.args,
+    cwd: session.workingDirectory,
+  };
 }
 
 function text(t: string): ContentBlock {
@@ -457,7 +513,8 @@ function outputText(exec: ToolExecution | undefined): string {
 /** What the model is told about a call's result, and whether it counts as an error. */
 export function resultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
   const r = call.result!;
-  if (r.outcome.kind === "result") return { content: JSON.stringify(r.outcome.payload), isError: false };
+  if (r.outcome.kind === "result")
+    return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
   if (r.denied) return { content: `Denied: ${r.outcome.error.message}`, isError: true };
   const e = r.outcome.error;
   const category = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";
@@ -615,8 +672,9 @@ async function buildPlanItem(
     risk: schema.risk,
     description: schema.description,
   });
-  const preview = await previewOf(deps, session, turnId, tool, c, signal);
-  if (preview) item.preview = preview;
+  // A call the kernel refuses outright is never previewed: nothing of it runs.
+  const preview = c.protectedHit ? undefined : await previewOf(deps, session, turnId, tool, c, signal);
+  if (preview) item.preview = capRenderTree(preview);
   return item;
 }
 

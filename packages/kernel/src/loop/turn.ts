@@ -21,6 +21,7 @@ import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import {
   type AccumulatedCompletion,
   checkDone,
+  requestPrefix,
   serializeAllFor,
   TurnDoneTracker,
   toolListFingerprint,
@@ -37,7 +38,9 @@ export type TurnOutcome =
   | { readonly kind: "done" }
   | { readonly kind: "continue"; readonly stop?: StopReason }
   | { readonly kind: "cancelled" }
-  | { readonly kind: "failed"; readonly detail: string };
+  | { readonly kind: "failed"; readonly detail: string }
+  /** The run's wall-clock deadline came while the turn waited for the model. */
+  | { readonly kind: "bound"; readonly detail: string };
 
 export interface TurnInput {
   /** The turn's ULID (generated when absent). */
@@ -49,6 +52,8 @@ export interface TurnInput {
   readonly turnsBefore: number;
   /** When this run started (ms), for max_wall_clock_s. */
   readonly runStartedAt: number;
+  /** When waiting for the model must end (clock ms): the wall-clock bound, or the final turn's grace. */
+  readonly deadline?: number;
 }
 
 /** The model target context providers assemble for. */
@@ -147,15 +152,25 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     ...(session.previousToolsFingerprint !== undefined
       ? { previousToolsFingerprint: session.previousToolsFingerprint }
       : {}),
+    ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
     signal,
+    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
   });
   session.previousToolsFingerprint = toolListFingerprint(tools);
+  session.previousRequest = requestPrefix(tools, assembled.sections, messages);
   if (result.kind === "failed")
     return { kind: "failed", detail: `model_error ${result.category}: ${result.message}` };
-  if (result.kind === "cancelled") {
+  if (result.kind === "cancelled" || result.kind === "bound") {
+    // What streamed before the interrupt or the deadline is kept, marked as cut short.
     if (result.completion && result.candidate) {
       const partial = result.completion;
-      persistAssistant(session, turnId, result.candidate, partial, "cancelled");
+      persistAssistant(
+        session,
+        turnId,
+        result.candidate,
+        partial,
+        result.kind === "bound" ? "limit_reached:max_wall_clock_s" : "cancelled",
+      );
       session.history.push(partial.message);
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
@@ -178,7 +193,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         );
       }
     }
-    return { kind: "cancelled" };
+    return result.kind === "bound" ? { kind: "bound", detail: result.detail } : { kind: "cancelled" };
   }
   trace("4");
   const completion = result.completion;
@@ -191,127 +206,184 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     input.final ? `final_answer:${input.final}` : "",
   );
 
-  // ---- 5. post-model-response --------------------------------------------------------------
-  trace("5");
-  const lastUsage = completion.usage.at(-1)?.usage;
-  await deps.hooks.dispatch(
-    "post-model-response",
-    create(HookPayloadSchema, {
-      point: {
-        case: "postModelResponse",
-        value: {
-          message,
-          model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
-          ...(lastUsage ? { usage: lastUsage } : {}),
-          costUsd: completion.costUsd,
+  // Steps 5-18 run after the assistant message is in the file. Whatever goes wrong from
+  // here (a kernel error), every tool_use of that message still gets exactly one result,
+  // so the conversation stays valid for the next run and for a resume.
+  let calls: CallRecord[] = [];
+  let openGate: CallGate | undefined;
+  let closed = false;
+  try {
+    // ---- 5. post-model-response --------------------------------------------------------------
+    trace("5");
+    const lastUsage = completion.usage.at(-1)?.usage;
+    await deps.hooks.dispatch(
+      "post-model-response",
+      create(HookPayloadSchema, {
+        point: {
+          case: "postModelResponse",
+          value: {
+            message,
+            model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
+            ...(lastUsage ? { usage: lastUsage } : {}),
+            costUsd: completion.costUsd,
+          },
         },
-      },
-    }),
-    hookCtx,
-  );
+      }),
+      hookCtx,
+    );
 
-  // ---- 6. done check --------------------------------------------------------------------------
-  trace("6");
-  const check = checkDone(message, (name) =>
-    declared.has(name) ? session.tools.get(name)?.tool.schema : undefined,
-  );
-  if (check.kind === "done_no_tool_calls") {
-    trace("15");
-    session.history.push(message);
-    trace("18");
-    return { kind: "done" };
-  }
-  const done = new TurnDoneTracker(check);
-  const calls: CallRecord[] = check.toolUses.map((u, index) => {
-    const block = message.content.find((b) => b.block.case === "toolUse" && b.block.value.id === u.id)!.block
-      .value as ToolUseBlock;
-    const tool = declared.has(u.name) ? session.tools.get(u.name) : undefined;
-    const invalid = completion.invalidToolCalls.find((c) => c.id === u.id)?.error;
-    return {
-      index,
-      block,
-      ...(tool ? { tool } : {}),
-      args: block.input ?? {},
-      ...(invalid ? { invalid } : {}),
-      resultPersisted: false,
-      hookable: tool !== undefined,
-    };
-  });
-  const gate = new CallGate(deps, session, {
-    turnId,
-    calls,
-    signal,
-    serializeAll: serializeAllFor(result.candidate.spec),
-    trace,
-    onPostToolCall: (c) => done.postToolCallFired(c.block.id, c.result!.status),
-  });
-  for (const c of calls) {
-    if (!c.tool) {
-      gate.setResult(c, {
-        status: "failed",
-        denied: false,
-        outcome: {
-          kind: "error",
-          error: toolError(
-            ToolErrorCategory.NOT_FOUND,
-            input.final
-              ? `no tools are available in this turn (${c.block.name} was not offered); answer with what you have`
-              : `no tool named "${c.block.name}" is available in this turn`,
-          ),
-        },
-      });
+    // ---- 6. done check --------------------------------------------------------------------------
+    trace("6");
+    const check = checkDone(message, (name) =>
+      declared.has(name) ? session.tools.get(name)?.tool.schema : undefined,
+    );
+    if (check.kind === "done_no_tool_calls") {
+      trace("15");
+      closed = true;
+      session.history.push(message);
+      trace("18");
+      return { kind: "done" };
     }
-    // A call with malformed arguments is reported after pre-tool-call, so observers still see it.
-  }
+    const done = new TurnDoneTracker(check);
+    calls = check.toolUses.map((u, index) => {
+      const block = message.content.find((b) => b.block.case === "toolUse" && b.block.value.id === u.id)!
+        .block.value as ToolUseBlock;
+      const tool = declared.has(u.name) ? session.tools.get(u.name) : undefined;
+      const invalid = completion.invalidToolCalls.find((c) => c.id === u.id)?.error;
+      return {
+        index,
+        block,
+        ...(tool ? { tool } : {}),
+        args: block.input ?? {},
+        ...(invalid ? { invalid } : {}),
+        resultPersisted: false,
+        hookable: tool !== undefined,
+      };
+    });
+    const gate = new CallGate(deps, session, {
+      turnId,
+      calls,
+      signal,
+      serializeAll: serializeAllFor(result.candidate.spec),
+      trace,
+      onPostToolCall: (c) => done.postToolCallFired(c.block.id, c.result!.status),
+    });
+    for (const c of calls) {
+      if (!c.tool) {
+        gate.setResult(c, {
+          status: "failed",
+          denied: false,
+          outcome: {
+            kind: "error",
+            error: toolError(
+              ToolErrorCategory.NOT_FOUND,
+              input.final
+                ? `no tools are available in this turn (${c.block.name} was not offered); answer with what you have`
+                : `no tool named "${c.block.name}" is available in this turn`,
+            ),
+          },
+        });
+      }
+      // A call with malformed arguments is reported after pre-tool-call, so observers still see it.
+    }
 
-  const cancel = (): TurnOutcome => {
-    gate.cancelRemaining();
+    openGate = gate;
+    const cancel = (): TurnOutcome => {
+      gate.cancelRemaining();
+      session.history.push(message);
+      session.appendUserMessage(
+        turnId,
+        calls.map((c) => resultBlock(c, true)),
+      );
+      closed = true;
+      return { kind: "cancelled" };
+    };
+
+    // ---- 7-14. the tool gate ---------------------------------------------------------------------
+    const gated = await gate.run();
+    if (gated === "cancelled") return cancel();
+
+    // ---- 15. history ------------------------------------------------------------------------------------
+    trace("15");
     session.history.push(message);
     session.appendUserMessage(
       turnId,
-      calls.map((c) => resultBlock(c, true)),
+      calls.map((c) => resultBlock(c, false)),
     );
-    return { kind: "cancelled" };
-  };
+    closed = true;
 
-  // ---- 7-14. the tool gate ---------------------------------------------------------------------
-  const gated = await gate.run();
-  if (gated === "cancelled") return cancel();
+    // ---- 16. doom loop --------------------------------------------------------------------------------
+    trace("16");
+    let doomFired = false;
+    for (const c of calls) {
+      if (!c.tool || c.tool.tool.schema.kind === ToolKind.INTERACTIVE) continue;
+      if (session.doom.record(callHash(c.tool.declaredName, c.args))) doomFired = true;
+    }
 
-  // ---- 15. history ------------------------------------------------------------------------------------
-  trace("15");
-  session.history.push(message);
-  session.appendUserMessage(
-    turnId,
-    calls.map((c) => resultBlock(c, false)),
-  );
+    // ---- 17. bounds --------------------------------------------------------------------------------------
+    trace("17");
+    const bound = checkBounds({
+      ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
+      ...(session.profile.max_wall_clock_s !== undefined
+        ? { maxWallClockS: session.profile.max_wall_clock_s }
+        : {}),
+      turns: input.turnsBefore + 1,
+      elapsedMs: deps.clock.now() - input.runStartedAt,
+      cost: session.cost,
+    });
 
-  // ---- 16. doom loop --------------------------------------------------------------------------------
-  trace("16");
-  let doomFired = false;
-  for (const c of calls) {
-    if (!c.tool || c.tool.tool.schema.kind === ToolKind.INTERACTIVE) continue;
-    if (session.doom.record(callHash(c.tool.declaredName, c.args))) doomFired = true;
+    // ---- 18. loop or stop ------------------------------------------------------------------------------
+    trace("18");
+    if (done.done) return { kind: "done" };
+    const stop: StopReason | undefined = doomFired ? "doom_loop" : (gate.breakerTripped ?? bound);
+    return stop ? { kind: "continue", stop } : { kind: "continue" };
+  } catch (err) {
+    if (closed) throw err;
+    const detail = `kernel error: ${(err as Error).message}`;
+    deps.log.error(
+      "the turn failed after the model answered",
+      { error: (err as Error).stack ?? String(err) },
+      session.id,
+    );
+    try {
+      openGate?.cancelRemaining();
+      session.history.push(message);
+      const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
+      if (uses.length > 0) {
+        session.appendUserMessage(
+          turnId,
+          uses.map((use, index) => {
+            const c = calls.find((x) => x.block.id === use.id);
+            return c?.result
+              ? resultBlock(c, true)
+              : resultBlock(
+                  {
+                    index,
+                    block: use,
+                    args: use.input ?? {},
+                    resultPersisted: true,
+                    hookable: false,
+                    result: {
+                      status: "failed",
+                      denied: false,
+                      outcome: {
+                        kind: "error",
+                        error: toolError(ToolErrorCategory.UNKNOWN, `the call did not run: ${detail}`),
+                      },
+                    },
+                  },
+                  true,
+                );
+          }),
+        );
+      }
+    } catch {
+      // the file itself failed; the resume repair answers the calls instead
+    }
+    return { kind: "failed", detail };
   }
-
-  // ---- 17. bounds --------------------------------------------------------------------------------------
-  trace("17");
-  const bound = checkBounds({
-    ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
-    ...(session.profile.max_wall_clock_s !== undefined
-      ? { maxWallClockS: session.profile.max_wall_clock_s }
-      : {}),
-    turns: input.turnsBefore + 1,
-    elapsedMs: deps.clock.now() - input.runStartedAt,
-    cost: session.cost,
-  });
-
-  // ---- 18. loop or stop ------------------------------------------------------------------------------
-  trace("18");
-  if (done.done) return { kind: "done" };
-  const stop: StopReason | undefined = doomFired ? "doom_loop" : (gate.breakerTripped ?? bound);
-  return stop ? { kind: "continue", stop } : { kind: "continue" };
 }
+
 function persistAssistant(
   session: Session,
   turnId: string,

@@ -52,6 +52,8 @@ export interface AcquireOptions {
   readonly nodeArgs?: readonly string[];
   /** A subprocess (default) or, for a first-party JavaScript plugin, a worker thread. */
   readonly isolation?: PluginIsolation;
+  /** The sandbox for each launch (PluginHostOptions.sandbox). */
+  readonly sandbox?: PluginHostOptions["sandbox"];
 }
 
 interface Entry {
@@ -112,6 +114,7 @@ export class PluginPool {
       ...(options.env ? { env: options.env } : {}),
       ...(options.cwd ? { cwd: options.cwd } : {}),
       ...(options.nodeArgs ? { nodeArgs: options.nodeArgs } : {}),
+      ...(options.sandbox ? { sandbox: options.sandbox } : {}),
       logSink: (record) => entry.owner?.pluginLog(record),
       onCrash: (report) => entry.owner?.pluginCrashed(report),
       onLaunch: async (launch) => {

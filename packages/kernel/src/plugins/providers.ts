@@ -42,6 +42,7 @@ import type { KernelLogger } from "../log.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
+import { PluginSandboxState } from "./sandbox.ts";
 
 /** One provider that launched and answered its category descriptions. */
 export interface LoadedProvider {
@@ -75,6 +76,8 @@ export interface LoadedProvider {
   configureOnLaunch?: boolean;
   /** Described from the cache and not launched yet. */
   dormant: boolean;
+  /** What decides the sandbox of its process (plugins/sandbox.ts). */
+  sandbox?: PluginSandboxState;
   /** The describe-cache entry it was built from or stored in. */
   readonly cacheKey?: string;
   /** The launch and post-Configure model refresh a session waits for (activate()). */
@@ -157,6 +160,9 @@ export interface LoadProvidersOptions {
  */
 export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
+/** Diagnostics about a profile's model candidates, judged once the models are final. */
+const MODEL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_model", "unsupported_parameter"]);
+
 /** Whole-call deadline for the static description RPCs (they must be cheap and offline). */
 const DESCRIBE_TIMEOUT_MS = 10_000;
 const CONFIGURE_TIMEOUT_MS = 30_000;
@@ -172,20 +178,27 @@ export class ProviderRegistry {
 
   private constructor() {}
 
-  /** Unknown models are judged once a provider is configured (it may declare models then). */
-  #warnUnknownModels(providers: readonly LoadedProvider[]): void {
+  /**
+   * Model references are judged once a provider is configured (it may declare models then):
+   * an unknown model is a warning; a parameter the model refuses is a warning, or with
+   * settings.strict_params an error that stops the load.
+   */
+  #checkModelReferences(providers: readonly LoadedProvider[]): void {
     if (!this.#config || !this.#log) return;
     const facts: Record<string, LoadedProviders[string]> = {};
     for (const p of providers) {
       facts[p.name] = {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
+        specs: p.models ? [...p.models.models.values()] : [],
         hookPoints: [...p.hookPoints],
       };
     }
-    for (const d of validateAgainstProviders(this.#config, facts, this.#env)) {
-      if (d.category === "unknown_model") this.#log.warn(formatDiagnostic(d));
-    }
+    const diags = validateAgainstProviders(this.#config, facts, this.#env).filter((d) =>
+      MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") this.#log.warn(formatDiagnostic(d));
+    if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
   }
 
   /**
@@ -201,7 +214,7 @@ export class ProviderRegistry {
         await p.host.start();
         if (p.categories.has("model")) {
           await refreshModels(p, { log: this.#log!, describeTimeoutMs: this.#timeoutMs });
-          this.#warnUnknownModels([p]);
+          this.#checkModelReferences([p]);
         }
         p.dormant = false;
       } catch (err) {
@@ -288,11 +301,11 @@ export class ProviderRegistry {
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
-    const diags = validateAgainstProviders(options.config, facts, options.env);
-    // Unknown models are judged after Configure (below), when every model is known.
-    for (const d of diags) {
-      if (d.severity === "warning" && d.category !== "unknown_model") options.log.warn(formatDiagnostic(d));
-    }
+    // Model references are judged after Configure (below), when every model is known.
+    const diags = validateAgainstProviders(options.config, facts, options.env).filter(
+      (d) => !MODEL_REFERENCE_CATEGORIES.has(d.category),
+    );
+    for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 
     // Decode every block; Configure what is running (a dormant provider gets it at launch).
@@ -307,7 +320,7 @@ export class ProviderRegistry {
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-    registry.#warnUnknownModels(running);
+    registry.#checkModelReferences(running);
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -387,12 +400,38 @@ function launchTarget(
 }
 
 /**
- * A first-party provider runs where its resolution says (a worker thread by default); any
- * other provider, and every provider when `isolation` forces it, runs as a process.
+ * The transport a provider runs on (docs/decisions.md, "Plugin transports", isolation and
+ * the plugin sandbox). Anything but a first-party provider: its own process, always. A
+ * provider the kernel puts in the plugin sandbox (a tool provider, unless settings.sandbox
+ * is "off" or the sandbox cannot run under "best_effort"): a process too, whatever was
+ * asked, because a worker thread shares the kernel's process and cannot be confined by
+ * bubblewrap; `overridden` says a requested worker was refused for that reason. Any other
+ * first-party provider: what was requested, else a worker thread.
  */
-function isolationOf(resolved: ResolvedProvider, options: LoadProvidersOptions): PluginIsolation {
-  if (resolved.origin !== "first_party") return "process";
-  return options.isolation ?? resolved.isolation;
+export function providerTransport(
+  resolved: Pick<ResolvedProvider, "origin">,
+  requested: PluginIsolation | undefined,
+  sandboxed: boolean,
+): { isolation: PluginIsolation; overridden: boolean } {
+  if (resolved.origin !== "first_party") return { isolation: "process", overridden: false };
+  if (sandboxed) return { isolation: "process", overridden: requested === "worker" };
+  return { isolation: requested ?? "worker", overridden: false };
+}
+
+/** The kernel would run this provider's process in a sandbox (a "required" sandbox that cannot run counts). */
+function wouldSandbox(sandbox: PluginSandboxState): boolean {
+  try {
+    return sandbox.desired() !== undefined;
+  } catch {
+    return true;
+  }
+}
+
+function warnOverridden(name: string, options: LoadProvidersOptions): void {
+  options.log.warn(
+    `provider "${name}" runs as its own process, not in a worker thread as asked: it is a tool provider the plugin sandbox confines, and a worker thread cannot be sandboxed (settings { sandbox = "off" } lifts that)`,
+    { provider: name },
+  );
 }
 
 async function loadProvider(
@@ -401,32 +440,59 @@ async function loadProvider(
 ): Promise<LoadedProvider> {
   const name = resolved.localName;
   const target = launchTarget(resolved, options);
-  const host = options.pool.acquire(name, target.command, options.owner, {
-    cwd: options.config.projectDir,
-    ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
-    isolation: isolationOf(resolved, options),
-  });
+  const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
   const cache = options.describeCache;
   const cacheKey =
     cache && target.codeDigest ? DescribeCache.key(resolved, target.codeDigest, KERNEL_VERSION) : undefined;
+  const entry = cacheKey ? cache!.read(resolved.source, cacheKey) : undefined;
+  if (entry) {
+    sandbox.isTool = entry.categories.includes("tool");
+    if (entry.toolSchema) sandbox.tools = entry.toolSchema;
+  }
+  const requested = resolved.origin === "first_party" ? (options.isolation ?? resolved.isolation) : undefined;
+  // Not described yet, it is not known to be a tool: a first-party provider is described in
+  // a worker (unconfined, like a process described before its sandbox is known) and moves.
+  const where = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (where.overridden) warnOverridden(name, options);
+  const acquire = (isolation: PluginIsolation) =>
+    options.pool.acquire(name, target.command, options.owner, {
+      cwd: options.config.projectDir,
+      ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+      sandbox: sandbox.forLaunch,
+      isolation,
+    });
+  let host = acquire(where.isolation);
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
-  const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
+  const cached = entry && !host.running ? entry : undefined;
   if (cached) {
     try {
-      return buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true });
+      return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
     } catch {
       // an entry the rules now reject: describe the provider live
       cache!.invalidate(resolved.source, cacheKey!);
     }
   }
   const live = await fetchDescription(host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
+  if (cacheKey) cache!.write(resolved.source, cacheKey, live);
+  sandbox.isTool = live.categories.includes("tool");
+  if (live.toolSchema) sandbox.tools = live.toolSchema;
+  let dormant = false;
+  const after = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (host.isolation !== after.isolation) {
+    // Described in a worker, it belongs in the sandbox: a process from its first use on.
+    if (after.overridden) warnOverridden(name, options);
+    host = acquire(after.isolation);
+    dormant = true;
+  }
   const p = buildLoaded(resolved, host, live, {
     ...options,
     ...(cacheKey ? { cacheKey } : {}),
-    dormant: false,
+    dormant,
   });
-  if (cacheKey) cache!.write(resolved.source, cacheKey, live);
-  return p;
+  // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
+  // call reaches it, and relaunched in it on first use.
+  if (sandbox.stale()) await host.shutdown();
+  return { ...p, sandbox };
 }
 
 /** Asks a provider's process for its static description (launching it). */
@@ -571,6 +637,11 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
   if (!decoded.ok) throw new ConfigError(decoded.diagnostics, `configuration of provider "${p.name}"`);
   p.config = decoded.config.values;
   p.configureOnLaunch = true;
+  if (p.sandbox) {
+    p.sandbox.config = p.config;
+    // Its roots decide where it may write: a process launched before they were known restarts.
+    if (p.sandbox.stale()) await p.host.shutdown();
+  }
   if (p.dormant) return; // Configure goes out from the launch hook, before any other call
   await sendConfigure(p, (s) => p.host.client(s), options.log);
   p.configured = true;

@@ -399,3 +399,62 @@ describe("accumulator properties", () => {
     );
   });
 });
+
+describe("text blocks the vendor delimits (TextDelta.starts_block)", () => {
+  const block = (t: string, state?: string) =>
+    ev({
+      case: "textDelta",
+      value: {
+        text: t,
+        startsBlock: true,
+        ...(state ? { vendorState: new TextEncoder().encode(state) } : {}),
+      },
+    });
+  const texts = (events: StreamEvent[]) =>
+    accumulate(events).message.content.flatMap((b) =>
+      b.block.case === "text"
+        ? [
+            [
+              b.block.value.text,
+              b.block.value.vendorState && new TextDecoder().decode(b.block.value.vendorState),
+            ],
+          ]
+        : [],
+    );
+
+  it("a block start closes the open text block even after text, and keeps its vendor state", () => {
+    expect(
+      texts([
+        block("", '{"phase":"commentary"}'),
+        text("Got it"),
+        block("", '{"phase":"final_answer"}'),
+        text("Here are"),
+        text(" the files"),
+        stop(StopReason.END_TURN),
+      ]),
+    ).toEqual([
+      ["Got it", '{"phase":"commentary"}'],
+      ["Here are the files", '{"phase":"final_answer"}'],
+    ]);
+  });
+
+  it("without block starts consecutive text still forms one block; an unused start leaves nothing", () => {
+    expect(texts([text("a"), text("b"), stop(StopReason.END_TURN)])).toEqual([["ab", undefined]]);
+    expect(
+      texts([block("", "s1"), start("c1", "ls"), done("c1"), block("x"), stop(StopReason.TOOL_USE)]),
+    ).toEqual([["x", undefined]]);
+    // metadata and usage between a start and its text do not lose the start.
+    expect(
+      texts([
+        text("a"),
+        block("", "s2"),
+        meta({ serviceTier: "default" }),
+        text("b"),
+        stop(StopReason.END_TURN),
+      ]),
+    ).toEqual([
+      ["a", undefined],
+      ["b", "s2"],
+    ]);
+  });
+});

@@ -1,9 +1,11 @@
 import { create } from "@bufbuild/protobuf";
-import { ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
+import { ContextSectionSchema, MessageSchema, Role, Stability } from "@pluggableharness/protocol/content";
 import { ToolDeclarationSchema } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
 import {
+  MAX_CACHE_BREAKPOINTS,
   placeCacheBreakpoints,
+  requestPrefix,
   stabilityOrderWarnings,
   toolListFingerprint,
 } from "../../src/domain/cache-breakpoints.ts";
@@ -24,6 +26,13 @@ const implicitOnly = {
   keepaliveSupported: false,
 } as never;
 const cases = (bps: ReturnType<typeof placeCacheBreakpoints>) => bps.map((b) => b.position.case);
+const positions = (bps: ReturnType<typeof placeCacheBreakpoints>) =>
+  bps.map((b) => (b.position.case === "afterMessageIndex" ? Number(b.position.value) : b.position.case));
+const msg = (role: Role, text: string) =>
+  create(MessageSchema, { role, content: [{ block: { case: "text", value: { text } } }] });
+/** A conversation of n messages: user, assistant, user, ... */
+const conversation = (n: number) =>
+  Array.from({ length: n }, (_, i) => msg(i % 2 === 0 ? Role.USER : Role.ASSISTANT, `m${i}`));
 
 describe("cache-breakpoint placement", () => {
   it("a breakpoint goes after the tools when the tool list is stable", () => {
@@ -76,6 +85,99 @@ describe("cache-breakpoint placement", () => {
         placeCacheBreakpoints({ caching, tools, assembledContext: [section(Stability.STATIC)] }),
       ).toEqual([]);
     }
+  });
+
+  it("the conversation tail gets a breakpoint after its newest message", () => {
+    const messages = conversation(1);
+    expect(
+      positions(placeCacheBreakpoints({ caching: explicit, tools, assembledContext: [], messages })),
+    ).toEqual(["afterTools", 0]);
+  });
+
+  it("later requests also mark the previous request's newest message, the entry they read", () => {
+    const ctx = [section(Stability.STATIC)];
+    const before = conversation(3);
+    const previous = requestPrefix(tools, ctx, before);
+    const now = [...before, msg(Role.ASSISTANT, "tool call"), msg(Role.USER, "tool result")];
+    expect(
+      positions(
+        placeCacheBreakpoints({ caching: explicit, tools, assembledContext: ctx, messages: now, previous }),
+      ),
+    ).toEqual(["afterTools", "afterAssembledContext", 2, 4]);
+  });
+
+  it("never more than the vendor limit; the newest positions are the ones kept", () => {
+    const ctx = [section(Stability.STATIC)];
+    const before = conversation(3);
+    const placed = placeCacheBreakpoints({
+      caching: explicit,
+      tools,
+      assembledContext: ctx,
+      messages: conversation(7),
+      previous: requestPrefix(tools, ctx, before),
+    });
+    expect(placed.length).toBeLessThanOrEqual(MAX_CACHE_BREAKPOINTS);
+    expect(MAX_CACHE_BREAKPOINTS).toBe(4);
+  });
+
+  it("no conversation breakpoints while the prefix before the messages keeps changing", () => {
+    const before = conversation(3);
+    const previous = requestPrefix(tools, [section(Stability.DYNAMIC)], before);
+    const changed = [
+      create(ContextSectionSchema, {
+        provider: "ctx",
+        label: "git",
+        stability: Stability.DYNAMIC,
+        content: [{ block: { case: "text", value: { text: "new" } } }],
+      }),
+    ];
+    expect(
+      cases(
+        placeCacheBreakpoints({
+          caching: explicit,
+          tools,
+          assembledContext: changed,
+          messages: conversation(5),
+          previous,
+        }),
+      ),
+    ).toEqual(["afterTools"]);
+    // Unchanged dynamic context: the conversation is cached again.
+    const same = requestPrefix(tools, changed, before);
+    expect(
+      positions(
+        placeCacheBreakpoints({
+          caching: explicit,
+          tools,
+          assembledContext: changed,
+          messages: conversation(5),
+          previous: same,
+        }),
+      ),
+    ).toEqual(["afterTools", 2, 4]);
+  });
+
+  it("a rewritten history (the previous newest message changed) only marks the new tail", () => {
+    const before = conversation(3);
+    const previous = requestPrefix(tools, [], before);
+    const rewritten = [
+      msg(Role.USER, "summary"),
+      msg(Role.ASSISTANT, "ok"),
+      msg(Role.USER, "different"),
+      msg(Role.ASSISTANT, "x"),
+      msg(Role.USER, "y"),
+    ];
+    expect(
+      positions(
+        placeCacheBreakpoints({
+          caching: explicit,
+          tools,
+          assembledContext: [],
+          messages: rewritten,
+          previous,
+        }),
+      ),
+    ).toEqual(["afterTools", 4]);
   });
 
   it("the tool-list fingerprint ignores nothing that the model sees", () => {

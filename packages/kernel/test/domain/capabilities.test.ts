@@ -2,6 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   CapabilitiesSchema,
   type ModelSpec,
+  SamplingParameter,
   ThinkingDisable,
   type ThinkingSpecSchema,
   ToolChoiceMode,
@@ -67,6 +68,22 @@ describe("capabilities validation at load", () => {
       CapabilityRule.toolChoiceModesSpecified,
     ]);
     expect(rules(model({ supportedToolChoiceModes: [] }))).toEqual([]);
+  });
+
+  it("a sampling spec lists known parameters and only the model's own effort levels", () => {
+    expect(
+      rules(model({ sampling: { accepted: [SamplingParameter.TEMPERATURE], onlyAtEffort: ["low"] } })),
+    ).toEqual([]);
+    expect(rules(model({ sampling: { accepted: [] } }))).toEqual([]);
+    expect(rules(model({ sampling: { accepted: [SamplingParameter.UNSPECIFIED] } }))).toEqual([
+      CapabilityRule.samplingParametersSpecified,
+    ]);
+    expect(
+      rules(model({ sampling: { accepted: [SamplingParameter.TOP_P], onlyAtEffort: ["none"] } })),
+    ).toEqual([CapabilityRule.samplingEffortLevelsDeclared]);
+    expect(rules(plainModel({ sampling: { accepted: [], onlyAtEffort: ["low"] } }))).toEqual([
+      CapabilityRule.samplingEffortLevelsDeclared,
+    ]);
   });
 });
 

@@ -87,6 +87,81 @@ describe("cost computation", () => {
     expect([large.pricingTierIndex, large.costUsd]).toEqual([1, 1.5]);
   });
 
+  it("the input-size tier counts the whole prompt: uncached input, cache reads and cache writes", () => {
+    const p = create(PricingSchema, {
+      currency: "USD",
+      tiers: [
+        tier({
+          inputPerMtok: 3,
+          outputPerMtok: 15,
+          cacheReadPerMtok: 0.3,
+          cacheWritePerMtok: 3.75,
+          inputTokensUntil: 200_001n,
+        }),
+        tier({
+          inputPerMtok: 6,
+          outputPerMtok: 22.5,
+          cacheReadPerMtok: 0.6,
+          cacheWritePerMtok: 7.5,
+          inputTokensFrom: 200_001n,
+        }),
+      ],
+    });
+    const when = at("2026-01-01T00:00:00Z");
+    // 10K new tokens on top of a 240K cached prefix: a 250K prompt, billed at the long rates.
+    const cached = recordUsage(
+      usage({ inputTokens: 10_000n, cacheReadTokens: 240_000n, outputTokens: 0n }),
+      p,
+      when,
+    );
+    expect(cached.pricingTierIndex).toBe(1);
+    expect(cached.costUsd).toBeCloseTo((10_000 * 6 + 240_000 * 0.6) / 1e6, 12);
+    const written = recordUsage(
+      usage({ inputTokens: 1n, cacheWriteTokens: 200_000n, outputTokens: 0n }),
+      p,
+      when,
+    );
+    expect(written.pricingTierIndex).toBe(1);
+    const exactly = recordUsage(
+      usage({ inputTokens: 100_000n, cacheReadTokens: 100_000n, outputTokens: 0n }),
+      p,
+      when,
+    );
+    expect(exactly.pricingTierIndex).toBe(0);
+  });
+
+  it("explicit-cache storage is priced per token-hour, exactly to 1e-12 of a rate unit", () => {
+    const t = tier({
+      inputPerMtok: 1.25,
+      outputPerMtok: 10,
+      cacheReadPerMtok: 0.125,
+      cacheWritePerMtok: 1.25,
+      cacheStoragePerMtokHour: 4.5,
+    });
+    // 1M tokens stored for one hour: $4.50; for five minutes: $0.375.
+    expect(
+      computeCost(usage({ inputTokens: 0n, outputTokens: 0n, cacheStorageTokenSeconds: 3_600_000_000n }), t)
+        .exact,
+    ).toBe("4.5");
+    expect(
+      computeCost(usage({ inputTokens: 0n, outputTokens: 0n, cacheStorageTokenSeconds: 300_000_000n }), t)
+        .exact,
+    ).toBe("0.375");
+    // $1 per MTok-hour, 1 token for 1 second: 1/3.6e9 USD, rounded half up 12 digits below the
+    // rate's own scale (here 1e-18).
+    const odd = tier({
+      inputPerMtok: 1,
+      outputPerMtok: 1,
+      cacheReadPerMtok: 1,
+      cacheWritePerMtok: 1,
+      cacheStoragePerMtokHour: 1,
+    });
+    expect(
+      computeCost(usage({ inputTokens: 0n, outputTokens: 0n, cacheStorageTokenSeconds: 1n }), odd).exact,
+    ).toBe("0.000000000277777778");
+    expect(() => computeCost(usage({ cacheStorageTokenSeconds: 5n }), tier())).toThrow(PricingError);
+  });
+
   it("cost is computed at receipt time and persisted with the receipt timestamp", () => {
     const p = create(PricingSchema, {
       currency: "USD",

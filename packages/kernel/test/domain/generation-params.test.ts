@@ -1,7 +1,12 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { GenerationParamsSchema, ToolChoiceMode } from "@pluggableharness/protocol/model";
+import {
+  GenerationParamsSchema,
+  SamplingParameter,
+  ThinkingDisable,
+  ToolChoiceMode,
+} from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
-import { validateGenerationParams } from "../../src/domain/generation-params.ts";
+import { samplingRefusal, validateGenerationParams } from "../../src/domain/generation-params.ts";
 import { model, plainModel } from "./fixtures.ts";
 
 const params = (init: MessageInitShape<typeof GenerationParamsSchema>) =>
@@ -142,5 +147,95 @@ describe("generation-parameter validation", () => {
       },
     );
     expect(r.outcome).toBe("rejected");
+  });
+});
+
+describe("sampling parameters per model (ModelSpec.sampling)", () => {
+  const refuses = model({ id: "refuses", sampling: { accepted: [] } });
+  const takesAll = model({
+    id: "takes-all",
+    sampling: { accepted: [SamplingParameter.TEMPERATURE, SamplingParameter.TOP_P, SamplingParameter.TOP_K] },
+  });
+  // GPT-5.x style: sampling only while not reasoning; the fixture's default effort is "medium".
+  const onlyAtNone = model({
+    id: "at-none",
+    thinking: {
+      supported: true,
+      effort: { levels: ["none", "low", "medium"], default: "medium" },
+      adaptiveByDefault: true,
+      disable: ThinkingDisable.ALWAYS,
+    },
+    sampling: { accepted: [SamplingParameter.TEMPERATURE, SamplingParameter.TOP_P], onlyAtEffort: ["none"] },
+  });
+  const sampled = params({ temperature: 0.3, topP: 0.9, topK: 40n });
+
+  it("a refused parameter is never sent, whatever the policy, and the candidate stays eligible", () => {
+    for (const policy of ["reject", "fallback"] as const) {
+      const r = validateGenerationParams(refuses, sampled, { ...ctx, policy });
+      expect(r.outcome).toBe("fell_back");
+      expect(r.params).toBeDefined();
+      expect([r.params!.temperature, r.params!.topP, r.params!.topK]).toEqual([
+        undefined,
+        undefined,
+        undefined,
+      ]);
+      expect(r.decisions.map((d) => [d.param, d.outcome])).toEqual([
+        ["temperature", "fell_back"],
+        ["top_p", "fell_back"],
+        ["top_k", "fell_back"],
+      ]);
+      expect(r.decisions[0]!.reason).toBe(
+        "refuses does not accept temperature; not sent, the model's default applies",
+      );
+    }
+  });
+
+  it("an accepted parameter is kept; a model without a sampling spec is not checked at all", () => {
+    const r = validateGenerationParams(takesAll, sampled, ctx);
+    expect(r.outcome).toBe("accepted");
+    expect([r.params!.temperature, r.params!.topP, r.params!.topK]).toEqual([0.3, 0.9, 40n]);
+    const undeclared = validateGenerationParams(model(), sampled, ctx);
+    expect(undeclared.decisions).toEqual([]);
+    expect(undeclared.params!.temperature).toBe(0.3);
+  });
+
+  it("only_at_effort: accepted at that effort (requested or default), dropped at any other", () => {
+    const atDefault = validateGenerationParams(onlyAtNone, params({ temperature: 0.3 }), ctx);
+    expect(atDefault.params!.temperature).toBeUndefined();
+    expect(atDefault.decisions[0]!.reason).toContain('only at thinking effort "none", not "medium"');
+    const atNone = validateGenerationParams(
+      onlyAtNone,
+      params({ temperature: 0.3, thinkingEffort: "none" }),
+      ctx,
+    );
+    expect(atNone.outcome).toBe("accepted");
+    expect(atNone.params!.temperature).toBe(0.3);
+    expect(samplingRefusal(onlyAtNone, "top_k", "none")).toBe("at-none does not accept top_k");
+  });
+});
+
+describe("one sampling rule for load time and request time", () => {
+  it("the kernel's samplingRefusal agrees with the config loader's on every combination", async () => {
+    const { samplingRefusal: atLoad } = await import("@pluggableharness/config");
+    const specs = [
+      model({ id: "none", sampling: { accepted: [] } }),
+      model({ id: "temp", sampling: { accepted: [SamplingParameter.TEMPERATURE] } }),
+      model({ id: "at-low", sampling: { accepted: [SamplingParameter.TOP_P], onlyAtEffort: ["low"] } }),
+      plainModel({
+        id: "plain-at-low",
+        sampling: { accepted: [SamplingParameter.TOP_P], onlyAtEffort: ["low"] },
+      }),
+      model({ id: "undeclared" }),
+    ];
+    let compared = 0;
+    for (const spec of specs)
+      for (const param of ["temperature", "top_p", "top_k"] as const)
+        for (const effort of [undefined, "low", "high"]) {
+          expect(samplingRefusal(spec, param, effort), `${spec.id} ${param} ${effort}`).toBe(
+            atLoad(spec, param, effort),
+          );
+          compared++;
+        }
+    expect(compared).toBe(45);
   });
 });

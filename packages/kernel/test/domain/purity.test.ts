@@ -9,7 +9,7 @@ const files = readdirSync(dir).filter((f) => f.endsWith(".ts"));
 const ALLOWED_IMPORTS = [
   /^\.\/[\w-]+\.ts$/,
   /^@bufbuild\/protobuf(\/wkt)?$/,
-  /^@pluggableharness\/protocol\/(tool|model|content|common|schema|slashcommand|event)$/,
+  /^@pluggableharness\/protocol\/(tool|model|content|common|schema|slashcommand|event|render)$/,
   /^ajv$/,
   /^ulid$/,
 ];

@@ -133,6 +133,7 @@ describe("guards", () => {
     const k = await h.kernel({
       hcl: `${profile("")}
 settings {
+  sandbox = "off"
   doom_loop_threshold = 4
 }`,
       scripts: {

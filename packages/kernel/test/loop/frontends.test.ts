@@ -22,6 +22,16 @@ agent_profile "default" {
   }
   tools          = ["tools.*"]
   slash_commands = ["review"]
+}
+agent_profile "one_turn" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools     = ["tools.*"]
+  max_turns = 1
 }`;
 
 async function kernel(scripts: Record<string, unknown> = {}): Promise<TestKernel> {
@@ -288,23 +298,61 @@ agent_profile "broken" {
     expect(k.file(idle.id).meta.status).toBe(SessionStatus.CANCELLED);
   });
 
-  it("keeps a failed session replay-only, even on resume", async () => {
-    const k = await kernel({ broken: { turns: [modelError("auth_error")] } });
+  it("keeps a failed session open: the next message re-opens it, on resume too", async () => {
+    const k = await kernel({ broken: { turns: [[modelError("auth_error"), reply("fixed")]] } });
     const a = k.client();
     const id = await a.create("[broken] hello");
     expect(await a.finished(id)).toBe(SessionStatus.FAILED);
-    a.send({ event: { case: "resumeSession", value: { requestId: "res", sessionId: id } } });
-    const attached = await a.next("sessionAttached", (_v, e) => e.requestId === "res");
-    expect(attached.replayOnly).toBe(true);
+    const say = (t: string) =>
+      a.send({
+        sessionId: id,
+        event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text: t } } }] } },
+      });
+    const from = a.events.length;
+    say("try again");
+    const reopened = await a.next("sessionStatusUpdate", (v) => v.status === SessionStatus.RUNNING, from);
+    expect(reopened.previousStatus).toBe(SessionStatus.FAILED);
+    expect(await a.finished(id, from)).toBe(SessionStatus.COMPLETED);
+    expect(a.events.slice(from).some((e) => e.event.case === "error")).toBe(false);
+    // The failure is in the session file (and the log), never in what the model is sent.
+    const failed = k
+      .file(id)
+      .messages()
+      .find((m) => m.syntheticReason === "turn_failed");
+    expect(failed?.message?.content[0]?.block.value).toMatchObject({
+      text: expect.stringMatching(/auth_error/),
+    });
+    expect(
+      k.logs.some((l) => l.level === "error" && /the turn failed: model_error auth_error/.test(l.message)),
+    ).toBe(true);
+    const sent = k.requests("broken")[1]!.request.messages;
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(["ROLE_USER", "ROLE_USER"]);
+
+    const b = k.client();
+    b.send({ event: { case: "resumeSession", value: { requestId: "res", sessionId: id } } });
+    const attached = await b.next("sessionAttached", (_v, e) => e.requestId === "res");
+    expect(attached.replayOnly).toBe(false);
+    await k.close();
+  });
+
+  it("keeps a session that reached a bound replay-only, even on resume", async () => {
+    const k = await kernel({
+      bounded: { turns: [calls(tool("r", "tools__read", { path: "a" })), reply("final")] },
+    });
+    const s = await k.kernel.startSession({ prompt: "[bounded] go", profile: "one_turn" });
+    expect(await s.idle()).toBe(SessionStatus.ERROR_MAX_TURNS);
+    const a = k.client();
+    a.send({ event: { case: "resumeSession", value: { requestId: "res", sessionId: s.id } } });
+    expect((await a.next("sessionAttached", (_v, e) => e.requestId === "res")).replayOnly).toBe(true);
     a.send({
-      sessionId: id,
+      sessionId: s.id,
       event: {
         case: "userMessage",
-        value: { content: [{ block: { case: "text", value: { text: "again" } } }] },
+        value: { content: [{ block: { case: "text", value: { text: "more" } } }] },
       },
     });
     expect((await a.next("error")).error?.category).toBe(FrontendErrorCategory.SESSION_REPLAY_ONLY);
-    await expect(k.kernel.resumeSession(id)).rejects.toThrow(/replay/);
+    await expect(k.kernel.resumeSession(s.id)).rejects.toThrow(/replay/);
     await k.close();
   });
 });

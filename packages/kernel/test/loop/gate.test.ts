@@ -262,13 +262,14 @@ describe("asking a human", () => {
     await k.close();
   });
 
-  it("SESSION scope auto-approves the next matching call without asking again", async () => {
+  it("SESSION scope auto-approves the next call to the same path, and asks again for another", async () => {
     const k = await h.kernel({
       scripts: {
         sess: {
           turns: [
             calls(tool("w1", "tools__write", { path: "a", content: "1" })),
-            calls(tool("w2", "tools__write", { path: "b", content: "2" })),
+            calls(tool("w2", "tools__write", { path: "./a", content: "2" })),
+            calls(tool("w3", "tools__write", { path: "b", content: "3" })),
             reply("ok"),
           ],
         },
@@ -277,13 +278,19 @@ describe("asking a human", () => {
     const c = k.client();
     const id = await c.create("[sess] go");
     const req = await c.next("permissionRequest");
+    // The prompt says what the remembered answer will cover before the human answers.
+    expect(req.planItem!.rememberScope).toBe("tools.write on exactly a");
     decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.SESSION });
+    const again = await c.next("permissionRequest", (v) => v.planItem!.id !== req.planItem!.id);
+    expect(again.planItem!.input).toMatchObject({ path: "b" });
+    decide(c, id, again.planItem!.id, ClientDecision.ALLOW);
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
-    expect(c.of("permissionRequest")).toHaveLength(1);
-    expect(started(k, "write")).toHaveLength(2);
+    expect(c.of("permissionRequest")).toHaveLength(2);
+    expect(started(k, "write")).toHaveLength(3);
     expect(k.file(id).planItems.map((p) => [p.decisionText, p.decidedBy])).toEqual([
       ["ask", "policy:default"],
-      ["allow", "session:tools.write"],
+      ["allow", "session:tools.write[a]"],
+      ["ask", "policy:default"],
     ]);
     expect(existsSync(join(k.projectDir, ".agent", "policy.auto.hcl"))).toBe(false);
     await k.close();
@@ -301,25 +308,55 @@ describe("asking a human", () => {
     decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.ALWAYS });
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
     const store = readFileSync(join(k.projectDir, ".agent", "policy.auto.hcl"), "utf8");
-    expect(store).toContain('policy "always:default:tools.write"');
+    expect(store).toContain('policy "always:default:tools.write[a]"');
     expect(store).toMatch(/"tool_name"\s*=\s*"write"/);
+    expect(store).toMatch(/"path"\s*=\s*\["a"\]/);
     expect(store).toMatch(/action\s*=\s*"allow"/);
     expect(store).toMatch(/profile\s*=\s*"default"/);
     await k.close();
 
-    // A new kernel on the same project applies the rule: no question asked.
+    // A new kernel on the same project applies the rule to the same path, and asks for another.
     const k2 = await h.kernel({ reuse: k });
     k2.script("always2", {
-      turns: [calls(tool("w2", "tools__write", { path: "b", content: "2" })), reply("ok")],
+      turns: [
+        calls(tool("w2", "tools__write", { path: "a", content: "2" })),
+        calls(tool("w3", "tools__write", { path: "b", content: "3" })),
+        reply("ok"),
+      ],
     });
     const c2 = k2.client();
     const id2 = await c2.create("[always2] go");
+    const req2 = await c2.next("permissionRequest");
+    expect(req2.planItem!.input).toMatchObject({ path: "b" });
+    decide(c2, id2, req2.planItem!.id, ClientDecision.DENY);
     expect(await c2.finished(id2)).toBe(SessionStatus.COMPLETED);
-    expect(c2.of("permissionRequest")).toEqual([]);
     expect(k2.file(id2).planItems.map((p) => [p.decisionText, p.decidedBy])).toEqual([
-      ["allow", "always:default:tools.write"],
+      ["allow", "always:default:tools.write[a]"],
+      ["ask", "policy:default"],
     ]);
     await k2.close();
+  });
+
+  it("never remembers a call carrying a secret: the prompt says so, SESSION/ALWAYS are refused, ONCE works", async () => {
+    const secret = "sk-ant-api03-canaryCANARYcanary0042";
+    const k = await h.kernel({
+      scripts: {
+        secret: { turns: [calls(tool("w", "tools__write", { path: "a", content: secret })), reply("ok")] },
+      },
+    });
+    const c = k.client();
+    const id = await c.create("[secret] go");
+    const req = await c.next("permissionRequest");
+    expect(req.planItem!.rememberScope).toBeUndefined();
+    expect(req.planItem!.rememberUnavailable).toMatch(/secret/);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW, { scope: PlanDecisionScope.ALWAYS });
+    const err = await c.next("error");
+    expect(err.error?.category).toBe(FrontendErrorCategory.INVALID_CLIENT_EVENT);
+    expect(err.error?.message).not.toContain(secret);
+    decide(c, id, req.planItem!.id, ClientDecision.ALLOW);
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(existsSync(join(k.projectDir, ".agent", "policy.auto.hcl"))).toBe(false);
+    await k.close();
   });
 
   it("rejects an ALWAYS decision it cannot store with a distinct error; the item stays pending", async () => {

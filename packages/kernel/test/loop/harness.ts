@@ -36,6 +36,8 @@ export const FIXTURES = {
   tools: fileURLToPath(new URL("./fixtures/tools.ts", import.meta.url)),
   hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
   context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
+  liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
+  writer: fileURLToPath(new URL("../plugins/fixtures/sandboxed/writer.ts", import.meta.url)),
 };
 
 export type FixtureName = keyof typeof FIXTURES;
@@ -99,6 +101,13 @@ export interface KernelSpec {
   readonly reuse?: TestKernel;
   /** First-party name -> package directory, installed as `<root>/providers/<name>`. */
   readonly install?: Record<string, string>;
+  /** Sessions directory (default: `<root>/state`). */
+  readonly stateDir?: string;
+  /**
+   * Run tool plugins in the bubblewrap sandbox. Off by default here: the fixture plugins
+   * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
+   */
+  readonly sandbox?: boolean;
 }
 
 export class FakeClock implements KernelClock {
@@ -155,7 +164,7 @@ export class Harness {
     const root = spec.reuse?.root ?? mkdtempSync(join(tmpdir(), "ph-loop-"));
     if (!spec.reuse) this.#dirs.push(root);
     const projectDir = join(root, "project");
-    const stateDir = join(root, "state");
+    const stateDir = spec.stateDir ?? join(root, "state");
     const scriptDir = join(root, "scripts");
     const logDir = join(root, "logs");
     for (const d of [projectDir, stateDir, scriptDir, logDir]) mkdirSync(d, { recursive: true });
@@ -212,6 +221,7 @@ export class Harness {
       );
     }
     lines.push(hcl);
+    if (!spec.sandbox && !/^settings\s*\{/m.test(hcl)) lines.push("settings {", '  sandbox = "off"', "}", "");
     if (!spec.reuse) writeFileSync(join(projectDir, "agent.hcl"), lines.join("\n"));
     const clock = new FakeClock();
     const logs: KernelLogRecord[] = [];

@@ -40,6 +40,7 @@ agent_profile "default" {
   tools = ["tools.*"]
 }
 settings {
+  sandbox = "off"
   retry {
     base_delay_ms  = 100
     backoff_factor = 2
@@ -261,6 +262,7 @@ agent_profile "default" {
   }
 }
 settings {
+  sandbox = "off"
   retry {
     base_delay_ms  = 100
     backoff_factor = 2

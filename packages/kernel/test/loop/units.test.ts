@@ -95,6 +95,47 @@ describe("bounds", () => {
   });
 });
 
+describe("the denial breaker counts denials however they interleave", () => {
+  const limits = { consecutive: 5, window: { denials: 4, decisions: 8 }, sameCall: 3, turns: 100 };
+
+  it("trips when one call is denied a third time, allowed calls in between", () => {
+    const b = new CircuitBreaker(limits, 3);
+    const seq = [
+      b.decision(true, "w"),
+      b.decision(false),
+      b.decision(false),
+      b.decision(true, "w"),
+      b.decision(false),
+    ];
+    expect(seq).toEqual([false, false, false, false, false]);
+    expect(b.decision(true, "w")).toBe(true);
+  });
+
+  it("trips when denials fill the window, whatever the calls and the allows between them", () => {
+    const b = new CircuitBreaker(limits, 3);
+    const seq: boolean[] = [];
+    for (let i = 0; i < 3; i++) seq.push(b.decision(true, `call${i}`), b.decision(false));
+    expect(seq.every((x) => !x)).toBe(true);
+    expect(b.decision(true, "call3")).toBe(true);
+  });
+
+  it("lets denials that thin out in a long run go on (they leave the window)", () => {
+    const b = new CircuitBreaker(limits, 3);
+    for (let i = 0; i < 40; i++) {
+      expect(b.decision(true, `c${i}`)).toBe(false);
+      for (let j = 0; j < 3; j++) expect(b.decision(false)).toBe(false);
+    }
+  });
+
+  it("starts afresh on reset", () => {
+    const b = new CircuitBreaker(limits, 3);
+    b.decision(true, "w");
+    b.decision(true, "w");
+    b.reset();
+    expect(b.decision(true, "w")).toBe(false);
+  });
+});
+
 describe("naming, backoff, templates", () => {
   it("presents tools as <provider>__<tool>, sanitised and at most 64 characters", () => {
     expect(declaredToolName("filesystem", "read_file")).toBe("filesystem__read_file");
@@ -239,11 +280,16 @@ describe("session channel without subscribers", () => {
 
 describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
-    const src = readFileSync(new URL("../../src/frontends/generic-render.ts", import.meta.url), "utf8");
-    const specifiers = [...src.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+    // It and the one sibling it re-exports (stored-inputs.ts, which readers use beside it).
+    const specifiers = ["generic-render.ts", "stored-inputs.ts"].flatMap((f) => {
+      const src = readFileSync(new URL(`../../src/frontends/${f}`, import.meta.url), "utf8");
+      return [...src.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
+    });
     expect(specifiers.length).toBeGreaterThan(5);
     expect(
-      specifiers.filter((s) => !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+)$/.test(s)),
+      specifiers.filter(
+        (s) => !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/stored-inputs\.ts)$/.test(s),
+      ),
     ).toEqual([]);
   });
 });
@@ -486,5 +532,27 @@ describe("direct-invoke argument mapping", () => {
     expect(
       fail("[1, 2]", { type: "object", properties: { n: { type: "array" } }, required: ["n"] }),
     ).toContain("cannot map");
+  });
+});
+
+describe("the denial breaker's turn count", () => {
+  it("trips after turns in a row that each met a denial, however many allowed calls they mixed in", () => {
+    const b = new CircuitBreaker(
+      { consecutive: 5, window: { denials: 100, decisions: 200 }, sameCall: 100, turns: 3 },
+      3,
+    );
+    const turn = (denied: boolean) => {
+      for (let i = 0; i < 3; i++) b.decision(false);
+      b.decision(denied, `call${Math.random()}`);
+      return b.turnEnded(denied);
+    };
+    expect([turn(true), turn(true), turn(false), turn(true), turn(true)]).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    expect(turn(true)).toBe(true);
   });
 });

@@ -117,6 +117,10 @@ agent_profile "default" {
   }
   tools = ["tools.*"]
 }
+# The fixture tools log outside the project; the sandbox has its own tests.
+settings {
+  sandbox = "off"
+}
 `,
   );
   writeFileSync(

@@ -1,6 +1,7 @@
 // Checks a Messages request the way the real API would reject it (400 invalid_request_error).
 // Only rules we are confident the vendor enforces are here; each is listed in the README.
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { claudeRefusesSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -33,6 +34,14 @@ function blocksOf(message: Json): Json[] {
   return Array.isArray(message.content) ? (message.content.filter(isObject) as Json[]) : [];
 }
 
+/** The Messages API refuses empty and whitespace-only text blocks, wherever they sit. */
+function textProblem(text: unknown): string | undefined {
+  if (typeof text !== "string") return undefined;
+  if (text === "") return "messages: text content blocks must be non-empty";
+  if (text.trim() === "") return "messages: text content blocks must contain non-whitespace text";
+  return undefined;
+}
+
 export function validateAnthropic(request: RecordedRequest): Rejection | undefined {
   if (request.headers["anthropic-version"] === undefined)
     return reject("anthropic-version: header is required");
@@ -40,19 +49,45 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
   if (!isObject(body)) return reject("There was an error parsing the body of your request as JSON.");
   if (typeof body.model !== "string") return reject("model: Field required");
   if (body.max_tokens === undefined) return reject("max_tokens: Field required");
-  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1)
-    return reject("max_tokens: Input should be a valid integer greater than or equal to 1");
+  if (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 0)
+    return reject("max_tokens: Input should be a valid integer greater than or equal to 0");
   if (!Array.isArray(body.messages)) return reject("messages: Field required");
+  if (claudeRefusesSampling(body.model)) {
+    for (const key of ["temperature", "top_p", "top_k"])
+      if (body[key] !== undefined) return reject(`\`${key}\` is deprecated for this model.`);
+  }
 
   const thinking = body.thinking;
+  const thinkingOn = isObject(thinking) && (thinking.type === "enabled" || thinking.type === "adaptive");
+  // max_tokens 0 pre-warms the cache; it does not combine with streaming or thinking.
+  if (body.max_tokens === 0 && (body.stream === true || thinkingOn))
+    return reject(
+      "`max_tokens: 0` (cache pre-warming) cannot be combined with streaming or extended thinking.",
+    );
+  const betas = String(request.headers["anthropic-beta"] ?? "")
+    .split(",")
+    .map((b) => b.trim());
   if (isObject(thinking) && thinking.type === "enabled") {
     const budget = thinking.budget_tokens;
     if (typeof budget !== "number") return reject("thinking.enabled.budget_tokens: Field required");
     if (budget < 1024)
       return reject("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
-    if (budget >= (body.max_tokens as number))
+    // With interleaved thinking the budget spans the whole turn and may exceed max_tokens.
+    if (budget >= (body.max_tokens as number) && !betas.includes("interleaved-thinking-2025-05-14"))
       return reject("`max_tokens` must be greater than `thinking.budget_tokens`.");
   }
+
+  // Cache markers: at most four, never on an empty text block.
+  const markable: Json[] = [
+    ...(Array.isArray(body.tools) ? body.tools.filter(isObject) : []),
+    ...(Array.isArray(body.system) ? body.system.filter(isObject) : []),
+    ...(Array.isArray(body.messages) ? (body.messages.filter(isObject) as Json[]).flatMap(blocksOf) : []),
+  ];
+  const markers = markable.filter((b) => b.cache_control !== undefined && b.cache_control !== null);
+  if (markers.length > 4)
+    return reject(`A maximum of 4 blocks with cache_control may be provided. Found ${markers.length}.`);
+  if (markers.some((b) => b.type === "text" && b.text === ""))
+    return reject("cache_control cannot be set for empty text blocks");
 
   if (Array.isArray(body.tools)) {
     for (const [i, tool] of body.tools.entries()) {
@@ -85,6 +120,16 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
         return reject(`messages.${i}.content.${j}.tool_use.id: Field required`);
       if (type === "tool_result" && typeof block.tool_use_id !== "string")
         return reject(`messages.${i}.content.${j}.tool_result.tool_use_id: Field required`);
+      const texts =
+        type === "text"
+          ? [block]
+          : type === "tool_result" && Array.isArray(block.content)
+            ? (block.content as unknown[]).filter((c): c is Json => isObject(c) && c.type === "text")
+            : [];
+      for (const t of texts) {
+        const problem = textProblem(t.text);
+        if (problem) return reject(problem);
+      }
     }
   }
 
@@ -116,7 +161,15 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
               .map((b) => b.id)
           : [],
       );
-      for (const [j, b] of blocksOf(m).entries()) {
+      // Results come first: text before a tool_result in that message is refused.
+      const blocks = blocksOf(m);
+      const firstOther = blocks.findIndex((b) => b.type !== "tool_result");
+      const lastResult = blocks.map((b) => b.type).lastIndexOf("tool_result");
+      if (offered.size > 0 && firstOther >= 0 && firstOther < lastResult)
+        return reject(
+          `messages.${i}: \`tool_result\` blocks must come first in the content of the message that answers \`tool_use\` blocks; found ${String(blocks[firstOther]!.type)} at content.${firstOther} before a \`tool_result\``,
+        );
+      for (const [j, b] of blocks.entries()) {
         if (b.type === "tool_result" && !offered.has(b.tool_use_id))
           return reject(
             `messages.${i}.content.${j}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${String(b.tool_use_id)}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,

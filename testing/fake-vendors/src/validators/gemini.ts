@@ -1,5 +1,6 @@
 // Checks a generateContent request the way the Gemini API would reject it (400 INVALID_ARGUMENT).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { geminiRequiresSignatures } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -54,6 +55,33 @@ export function validateGemini(request: RecordedRequest): Rejection | undefined 
         );
     }
   }
+  // Function calling turns: a call turn follows a user (or function response) turn, and the
+  // very next turn answers each of its calls with one functionResponse part.
+  const count = (c: unknown, field: string) =>
+    isObject(c) && Array.isArray(c.parts)
+      ? c.parts.filter((p) => isObject(p) && p[field] !== undefined).length
+      : 0;
+  for (const [i, c] of body.contents.entries()) {
+    const calls = count(c, "functionCall");
+    const responses = count(c, "functionResponse");
+    const prev = i > 0 ? (body.contents[i - 1] as Json) : undefined;
+    if (calls > 0 && prev?.role === "model")
+      return bad(
+        "Please ensure that function call turns come immediately after a user turn or after a function response turn.",
+      );
+    if (responses > 0 && count(prev, "functionCall") === 0)
+      return bad("Please ensure that function response turn comes immediately after a function call turn.");
+    if (
+      calls > 0 &&
+      i + 1 < body.contents.length &&
+      count(body.contents[i + 1], "functionResponse") !== calls
+    )
+      return bad(
+        "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+      );
+  }
+  const signatures = signatureProblem(request.model ?? "", body.contents as Json[]);
+  if (signatures) return bad(signatures);
   if (
     body.cachedContent !== undefined &&
     (body.systemInstruction !== undefined || body.tools !== undefined || body.toolConfig !== undefined)
@@ -65,5 +93,29 @@ export function validateGemini(request: RecordedRequest): Rejection | undefined 
   const thinking = config && isObject(config.thinkingConfig) ? config.thinkingConfig : undefined;
   if (thinking && thinking.thinkingBudget !== undefined && thinking.thinkingLevel !== undefined)
     return bad("You can only set one of thinking budget and thinking level.");
+  return undefined;
+}
+
+/**
+ * Gemini 3: in the current turn (the contents after the last user content that is more
+ * than function responses), the first functionCall of every model content must carry its
+ * thoughtSignature; earlier turns are not checked.
+ */
+function signatureProblem(model: string, contents: Json[]): string | undefined {
+  if (!geminiRequiresSignatures(model)) return undefined;
+  const parts = (c: Json) => (Array.isArray(c.parts) ? (c.parts as unknown[]).filter(isObject) : []);
+  let start = 0;
+  for (const [i, c] of contents.entries()) {
+    if (c.role !== "model" && parts(c).some((p) => p.functionResponse === undefined)) start = i;
+  }
+  for (let i = start; i < contents.length; i++) {
+    const c = contents[i]!;
+    if (c.role !== "model") continue;
+    const first = parts(c).find((p) => p.functionCall !== undefined);
+    if (first && typeof first.thoughtSignature !== "string") {
+      const name = isObject(first.functionCall) ? String(first.functionCall.name) : "";
+      return `Function call \`${name}\` in the \`${i}.\` content block is missing a \`thought_signature\`. Learn more: https://ai.google.dev/gemini-api/docs/thought-signatures`;
+    }
+  }
   return undefined;
 }

@@ -1,5 +1,6 @@
 // Checks a Chat Completions request by OpenAI's rules (compatible servers are often laxer).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -21,6 +22,11 @@ const bad = (
   code,
 });
 
+/** DeepSeek reasons unless the request turns thinking off (`thinking: {type: "disabled"}`). */
+function thinkingOn(body: Json): boolean {
+  return !(isObject(body.thinking) && body.thinking.type === "disabled");
+}
+
 export function validateChat(request: RecordedRequest): Rejection | undefined {
   const body = request.json;
   if (!isObject(body)) return bad("We could not parse the JSON body of your request.", undefined);
@@ -28,6 +34,15 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
   if (!Array.isArray(body.messages))
     return bad("Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
   if (body.messages.length === 0) return bad("[] is too short - 'messages'", "messages", "empty_array");
+  const effort = typeof body.reasoning_effort === "string" ? body.reasoning_effort : undefined;
+  for (const key of ["temperature", "top_p"]) {
+    if (body[key] !== undefined && !openaiAcceptsSampling(body.model, effort))
+      return bad(
+        `Unsupported parameter: '${key}' is not supported with this model.`,
+        key,
+        "unsupported_parameter",
+      );
+  }
 
   let openCalls: Set<string> | undefined;
   for (const [i, m] of body.messages.entries()) {
@@ -68,6 +83,19 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
           );
       }
     }
+    if (
+      request.vendor === "deepseek" &&
+      thinkingOn(body) &&
+      role === "assistant" &&
+      Array.isArray(m.tool_calls) &&
+      m.tool_calls.length > 0 &&
+      typeof m.reasoning_content !== "string"
+    )
+      return bad(
+        `Missing \`reasoning_content\` field in the assistant message at message index ${i}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls`,
+        undefined,
+        "invalid_request_error",
+      );
     if (role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
       openCalls = new Set(m.tool_calls.filter(isObject).map((c) => String(c.id)));
     }

@@ -1,5 +1,6 @@
 // Checks a Responses request the way the real API would reject it (400 invalid_request_error).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
 
@@ -65,6 +66,18 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
       message: "We could not parse the JSON body of your request.",
     };
   if (typeof body.model !== "string") return missing("model");
+  const reasoning = isObject(body.reasoning) ? body.reasoning : undefined;
+  const effort = typeof reasoning?.effort === "string" ? reasoning.effort : undefined;
+  for (const key of ["temperature", "top_p"]) {
+    if (body[key] !== undefined && !openaiAcceptsSampling(body.model, effort))
+      return {
+        status: 400,
+        errorType: "invalid_request_error",
+        code: "unsupported_parameter",
+        param: key,
+        message: `Unsupported parameter: '${key}' is not supported with this model.`,
+      };
+  }
   if (Array.isArray(body.tools)) {
     for (const [i, tool] of body.tools.entries()) {
       if (isObject(tool) && tool.type === "function" && typeof tool.name !== "string")
@@ -75,6 +88,7 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
   if (!Array.isArray(body.input)) return invalidValue(typeof body.input, ["string", "array"], "input");
 
   const callIds = new Set<string>();
+  const answered = new Set<string>();
   for (const [i, item] of body.input.entries()) {
     if (!isObject(item)) return invalidValue(typeof item, ["object"], `input[${i}]`);
     const type = item.type ?? (item.role !== undefined ? "message" : undefined);
@@ -85,6 +99,12 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
         const role = item.role;
         if (!["user", "assistant", "system", "developer"].includes(String(role)))
           return invalidValue(role, ["user", "assistant", "system", "developer"], `input[${i}].role`);
+        if (item.phase !== undefined) {
+          if (role !== "assistant")
+            return invalidValue(item.phase, ["(absent on non-assistant messages)"], `input[${i}].phase`);
+          if (item.phase !== "commentary" && item.phase !== "final_answer")
+            return invalidValue(item.phase, ["commentary", "final_answer"], `input[${i}].phase`);
+        }
         if (typeof item.content === "string") break;
         if (!Array.isArray(item.content)) return missing(`input[${i}].content`);
         const allowed = role === "assistant" ? ASSISTANT_PARTS : USER_PARTS;
@@ -109,6 +129,7 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
       case "function_call_output":
         if (typeof item.call_id !== "string") return missing(`input[${i}].call_id`);
         if (item.output === undefined) return missing(`input[${i}].output`);
+        answered.add(item.call_id);
         if (body.previous_response_id === undefined && !callIds.has(item.call_id))
           return {
             status: 400,
@@ -127,6 +148,18 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
           return invalidValue(typeof item.encrypted_content, ["string"], `input[${i}].encrypted_content`);
         break;
     }
+  }
+  // Every function call in the input needs its output (the API has no way to continue
+  // a call left open), unless the conversation is chained by previous_response_id.
+  if (body.previous_response_id === undefined) {
+    for (const id of callIds)
+      if (!answered.has(id))
+        return {
+          status: 400,
+          errorType: "invalid_request_error",
+          param: "input",
+          message: `No tool output found for function call ${id}.`,
+        };
   }
   return undefined;
 }

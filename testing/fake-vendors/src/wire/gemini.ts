@@ -62,6 +62,15 @@ function argsObject(json: string): unknown {
   }
 }
 
+/** A functionCall part's value; the id only when the script gives one (Gemini 3 sends ids). */
+function callOf(block: { name: string; argsJson: string; id: string | undefined }): Json {
+  return {
+    ...(block.id !== undefined ? { id: block.id } : {}),
+    name: block.name,
+    args: argsObject(block.argsJson),
+  };
+}
+
 /** The parts of each streamed chunk, signatures placed as Gemini places them. */
 function chunkParts(turn: NormalizedTurn): Json[][] {
   const chunks: Json[][] = [];
@@ -82,7 +91,7 @@ function chunkParts(turn: NormalizedTurn): Json[][] {
         for (const text of block.deltas) chunks.push([{ text }]);
         break;
       case "tool_call": {
-        const part: Json = { functionCall: { name: block.name, args: argsObject(block.argsJson) } };
+        const part: Json = { functionCall: callOf(block) };
         const signature = block.signature ?? pending;
         if (signature !== undefined) part.thoughtSignature = signature;
         pending = undefined;
@@ -180,10 +189,7 @@ export const gemini: WireRenderer = {
       } else if (block.type === "redacted_thinking") {
         pending = block.data;
       } else {
-        const part: Json =
-          block.type === "text"
-            ? { text: block.text }
-            : { functionCall: { name: block.name, args: argsObject(block.argsJson) } };
+        const part: Json = block.type === "text" ? { text: block.text } : { functionCall: callOf(block) };
         const signature = block.type === "tool_call" ? (block.signature ?? pending) : pending;
         if (signature !== undefined) part.thoughtSignature = signature;
         pending = undefined;

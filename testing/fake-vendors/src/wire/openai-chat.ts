@@ -150,6 +150,24 @@ export const CHAT_DIALECTS: Record<string, ChatDialect> = {
     metaHeaders: false,
     defaultModel: "mistral-small-latest",
   },
+  // DeepSeek: reasoning as reasoning_content (thinking on by default), OpenAI-style
+  // fragments and errors, no rate-limit headers.
+  deepseek: {
+    ...openaiDialect,
+    chunkId: (rng) => rng.uuid(),
+    toolCallId: (rng) => `call_00_${rng.base62(24)}`,
+    fingerprint: "fp_feb633d1f5_prod0820_fp8_kvcache",
+    serviceTier: false,
+    obfuscation: false,
+    reasoning: "reasoning_content",
+    usageShape: "basic",
+    refusalField: false,
+    requestIdHeader: "x-ds-trace-id",
+    requestId: (rng) => rng.hex(32),
+    rateLimits: false,
+    metaHeaders: false,
+    defaultModel: "deepseek-v4-flash",
+  },
 };
 
 function finishReason(turn: NormalizedTurn, dialect: ChatDialect): string {
@@ -177,7 +195,13 @@ function usageObject(u: NUsage, shape: ChatDialect["usageShape"]): Record<string
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: prompt + completion,
-        prompt_tokens_details: { cached_tokens: u.cacheReadTokens, audio_tokens: 0 },
+        prompt_tokens_details: {
+          cached_tokens: u.cacheReadTokens,
+          audio_tokens: 0,
+          ...(u.cacheWriteTokens + u.cacheWrite1hTokens > 0
+            ? { cache_write_tokens: u.cacheWriteTokens + u.cacheWrite1hTokens }
+            : {}),
+        },
         completion_tokens_details: {
           reasoning_tokens: u.reasoningTokens,
           audio_tokens: 0,

@@ -44,6 +44,15 @@ function usageObject(u: NUsage, vendor: VendorId): Json {
     input_tokens_details: {
       cache_write_tokens: u.cacheWriteTokens + u.cacheWrite1hTokens,
       cached_tokens: u.cacheReadTokens,
+      // The default (30 minute) and long (12 hour) lifetimes, as GPT-5.6 reports writes.
+      ...(u.cacheWriteTokens + u.cacheWrite1hTokens > 0 && vendor !== "xai"
+        ? {
+            cache_write_tokens_details: {
+              ttl_30m_tokens: u.cacheWriteTokens,
+              ttl_12h_tokens: u.cacheWrite1hTokens,
+            },
+          }
+        : {}),
     },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: u.reasoningTokens },
@@ -120,12 +129,20 @@ export function responsesRenderer(vendor: VendorId): WireRenderer {
       if (block.type === "text") {
         const id = ids.message();
         const part = (text: string) => ({ type: "output_text", annotations: [], logprobs: [], text });
+        const phase = block.phase !== undefined ? { phase: block.phase } : {};
         items.push({
-          done: { id, type: "message", status: "completed", content: [part(block.text)], role: "assistant" },
+          done: {
+            id,
+            type: "message",
+            status: "completed",
+            content: [part(block.text)],
+            role: "assistant",
+            ...phase,
+          },
           events: (output_index) => [
             {
               type: "response.output_item.added",
-              item: { id, type: "message", status: "in_progress", content: [], role: "assistant" },
+              item: { id, type: "message", status: "in_progress", content: [], role: "assistant", ...phase },
               output_index,
             },
             {

@@ -73,6 +73,15 @@ export declare type ConfigAttribute = Message<"pluggableharness.config.v1.Config
    * @generated from field: optional string default_json = 7;
    */
   defaultJson?: string | undefined;
+
+  /**
+   * The value is a filesystem path (string) or a list of paths (list(string)): the kernel
+   * resolves a relative one against the directory of agent.hcl before Configure, so the
+   * plugin always receives absolute paths. Only on string and list(string) attributes.
+   *
+   * @generated from field: bool path = 8;
+   */
+  path: boolean;
 };
 
 /**

@@ -121,6 +121,14 @@ export declare type TextBlock = Message$1<"pluggableharness.content.v1.TextBlock
    * @generated from field: string text = 1;
    */
   text: string;
+
+  /**
+   * Opaque per-block state of the vendor that produced it (e.g. an OpenAI output
+   * message's phase), stored and echoed back byte for byte, only to that vendor.
+   *
+   * @generated from field: optional bytes vendor_state = 2;
+   */
+  vendorState?: Uint8Array | undefined;
 };
 
 /**

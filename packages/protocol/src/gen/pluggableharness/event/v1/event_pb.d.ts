@@ -161,6 +161,15 @@ export declare type ToolCallEvent = Message<"pluggableharness.event.v1.ToolCallE
    * @generated from field: pluggableharness.tool.v1.RiskClass risk = 5;
    */
   risk: RiskClass;
+
+  /**
+   * Set when call.arguments were left out because they are large and already stored
+   * once, as the input of the tool_use block with the same id in the turn's assistant
+   * message event (which always comes first). Readers put them back before use.
+   *
+   * @generated from field: bool arguments_in_message = 6;
+   */
+  argumentsInMessage: boolean;
 };
 
 /**
@@ -263,6 +272,14 @@ export declare type PlanEvent = Message<"pluggableharness.event.v1.PlanEvent"> &
    * @generated from field: pluggableharness.plan.v1.Plan plan = 1;
    */
   plan?: Plan | undefined;
+
+  /**
+   * Tool call ids of the items whose input was left out, stored once as the input of the
+   * call's tool_use block in the turn's assistant message event (see ToolCallEvent).
+   *
+   * @generated from field: repeated string inputs_in_message = 2;
+   */
+  inputsInMessage: string[];
 };
 
 /**

@@ -1218,8 +1218,8 @@ export enum FrontendErrorCategory {
   SESSION_CREATE_FAILED = 6,
 
   /**
-   * Kept for a future control event that conflicts with a running session; nothing
-   * raises it today.
+   * resume_session named a session another process is running (its writer lock is held):
+   * a session has one writer at a time.
    *
    * @generated from enum value: FRONTEND_ERROR_CATEGORY_SESSION_BUSY = 7;
    */

@@ -19,6 +19,60 @@ import type { LogEntry } from "../../log/v1/log_pb.js";
 export declare const file_pluggableharness_kernel_v1_kernel: GenFile;
 
 /**
+ * @generated from message pluggableharness.kernel.v1.ExecEnvironmentRequest
+ */
+export declare type ExecEnvironmentRequest = Message<"pluggableharness.kernel.v1.ExecEnvironmentRequest"> & {
+  /**
+   * More name patterns to withhold (`*` matches any characters, case-insensitive), on top
+   * of the kernel's own: every variable an env() in the configuration reads and the
+   * default secret patterns (*KEY*, *SECRET*, *TOKEN*, *PASSWORD*).
+   *
+   * @generated from field: repeated string secret_patterns = 1;
+   */
+  secretPatterns: string[];
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ExecEnvironmentRequest.
+ * Use `create(ExecEnvironmentRequestSchema)` to create a new message.
+ */
+export declare const ExecEnvironmentRequestSchema: GenMessage<ExecEnvironmentRequest>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ExecEnvironmentResponse
+ */
+export declare type ExecEnvironmentResponse = Message<"pluggableharness.kernel.v1.ExecEnvironmentResponse"> & {
+  /**
+   * The user's environment minus what is withheld; PATH without the agent's private
+   * Node.js directories.
+   *
+   * @generated from field: map<string, string> variables = 1;
+   */
+  variables: { [key: string]: string };
+
+  /**
+   * Names withheld (never their values), sorted, for diagnostics.
+   *
+   * @generated from field: repeated string withheld = 2;
+   */
+  withheld: string[];
+
+  /**
+   * Absolute kernel-owned paths (agent.hcl, .agent/, global config, state and cache
+   * directories): no command may write them.
+   *
+   * @generated from field: repeated string protected_paths = 3;
+   */
+  protectedPaths: string[];
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ExecEnvironmentResponse.
+ * Use `create(ExecEnvironmentResponseSchema)` to create a new message.
+ */
+export declare const ExecEnvironmentResponseSchema: GenMessage<ExecEnvironmentResponse>;
+
+/**
  * @generated from message pluggableharness.kernel.v1.ProviderRef
  */
 export declare type ProviderRef = Message<"pluggableharness.kernel.v1.ProviderRef"> & {
@@ -428,6 +482,18 @@ export declare const KernelCallbackService: GenService<{
     methodKind: "unary";
     input: typeof DescribeRequestSchema;
     output: typeof DescribeResponseSchema;
+  },
+  /**
+   * What a command-running plugin (a shell tool) needs to run the user's commands the way
+   * the user expects and the kernel allows: the user's environment with secrets withheld,
+   * and the kernel-owned paths its sandbox must keep read-only.
+   *
+   * @generated from rpc pluggableharness.kernel.v1.KernelCallbackService.ExecEnvironment
+   */
+  execEnvironment: {
+    methodKind: "unary";
+    input: typeof ExecEnvironmentRequestSchema;
+    output: typeof ExecEnvironmentResponseSchema;
   },
 }>;
 

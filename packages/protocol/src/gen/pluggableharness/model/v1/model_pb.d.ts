@@ -157,6 +157,15 @@ export declare type ModelSpec = Message<"pluggableharness.model.v1.ModelSpec"> &
    * @generated from field: bool supports_documents = 12;
    */
   supportsDocuments: boolean;
+
+  /**
+   * The sampling parameters the model accepts. Absent: not declared (the kernel
+   * forwards what a profile sets, unchecked). Present: the kernel never sends one
+   * outside the set.
+   *
+   * @generated from field: optional pluggableharness.model.v1.SamplingSpec sampling = 13;
+   */
+  sampling?: SamplingSpec | undefined;
 };
 
 /**
@@ -164,6 +173,35 @@ export declare type ModelSpec = Message<"pluggableharness.model.v1.ModelSpec"> &
  * Use `create(ModelSpecSchema)` to create a new message.
  */
 export declare const ModelSpecSchema: GenMessage<ModelSpec>;
+
+/**
+ * Which sampling parameters a model accepts, and when.
+ *
+ * @generated from message pluggableharness.model.v1.SamplingSpec
+ */
+export declare type SamplingSpec = Message<"pluggableharness.model.v1.SamplingSpec"> & {
+  /**
+   * Empty: the model takes none (e.g. Claude Opus 4.7 and later answer a temperature with a 400).
+   *
+   * @generated from field: repeated pluggableharness.model.v1.SamplingParameter accepted = 1;
+   */
+  accepted: SamplingParameter[];
+
+  /**
+   * When non-empty, `accepted` holds only while the request reasons at one of these
+   * effort levels (the requested level, else EffortControl.default); at any other the
+   * model takes no sampling parameter (e.g. OpenAI GPT-5.x: only at effort "none").
+   *
+   * @generated from field: repeated string only_at_effort = 2;
+   */
+  onlyAtEffort: string[];
+};
+
+/**
+ * Describes the message pluggableharness.model.v1.SamplingSpec.
+ * Use `create(SamplingSpecSchema)` to create a new message.
+ */
+export declare const SamplingSpecSchema: GenMessage<SamplingSpec>;
 
 /**
  * Reasoning controls, each axis declared on its own.
@@ -423,6 +461,14 @@ export declare type PricingTier = Message<"pluggableharness.model.v1.PricingTier
    * @generated from field: optional int64 input_tokens_until = 10;
    */
   inputTokensUntil?: bigint | undefined;
+
+  /**
+   * Storage of explicitly created caches (e.g. Gemini CachedContent), per million tokens per
+   * hour; present only where the vendor bills cache storage. Prices Usage.cache_storage_token_seconds.
+   *
+   * @generated from field: optional double cache_storage_per_mtok_hour = 11;
+   */
+  cacheStoragePerMtokHour?: number | undefined;
 };
 
 /**
@@ -489,6 +535,18 @@ export declare type GenerationParams = Message<"pluggableharness.model.v1.Genera
    * @generated from field: optional pluggableharness.model.v1.ToolChoice tool_choice = 6;
    */
   toolChoice?: ToolChoice | undefined;
+
+  /**
+   * Nucleus sampling; validated against ModelSpec.sampling like temperature.
+   *
+   * @generated from field: optional double top_p = 7;
+   */
+  topP?: number | undefined;
+
+  /**
+   * @generated from field: optional int64 top_k = 8;
+   */
+  topK?: bigint | undefined;
 };
 
 /**
@@ -768,6 +826,23 @@ export declare type TextDelta = Message<"pluggableharness.model.v1.TextDelta"> &
    * @generated from field: string text = 1;
    */
   text: string;
+
+  /**
+   * Set on the first delta of a text block the vendor delimits itself (a separate
+   * output message): it closes the open text block and opens a new one, even when the
+   * previous event was text as well.
+   *
+   * @generated from field: bool starts_block = 2;
+   */
+  startsBlock: boolean;
+
+  /**
+   * With starts_block: opaque per-block vendor state (e.g. an output message's phase),
+   * stored on the new TextBlock verbatim.
+   *
+   * @generated from field: optional bytes vendor_state = 3;
+   */
+  vendorState?: Uint8Array | undefined;
 };
 
 /**
@@ -954,6 +1029,13 @@ export declare type Usage = Message<"pluggableharness.model.v1.Usage"> & {
    * @generated from field: optional bool reasoning_already_counted = 10;
    */
   reasoningAlreadyCounted?: boolean | undefined;
+
+  /**
+   * Explicit-cache storage the vendor bills: cached tokens times seconds stored.
+   *
+   * @generated from field: optional int64 cache_storage_token_seconds = 11;
+   */
+  cacheStorageTokenSeconds?: bigint | undefined;
 };
 
 /**
@@ -1230,6 +1312,15 @@ export declare type ModelError = Message<"pluggableharness.model.v1.ModelError">
    * @generated from field: optional int32 http_status = 7;
    */
   httpStatus?: number | undefined;
+
+  /**
+   * The vendor does not serve the requested model id (unknown, retired, or not
+   * available to this key). With invalid_request: never retried, but the kernel moves
+   * on to the next candidate of the chain.
+   *
+   * @generated from field: bool model_not_found = 8;
+   */
+  modelNotFound: boolean;
 };
 
 /**
@@ -1436,6 +1527,38 @@ export declare type ModelTarget = Message<"pluggableharness.model.v1.ModelTarget
  * Use `create(ModelTargetSchema)` to create a new message.
  */
 export declare const ModelTargetSchema: GenMessage<ModelTarget>;
+
+/**
+ * A sampling control of GenerationParams.
+ *
+ * @generated from enum pluggableharness.model.v1.SamplingParameter
+ */
+export enum SamplingParameter {
+  /**
+   * @generated from enum value: SAMPLING_PARAMETER_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: SAMPLING_PARAMETER_TEMPERATURE = 1;
+   */
+  TEMPERATURE = 1,
+
+  /**
+   * @generated from enum value: SAMPLING_PARAMETER_TOP_P = 2;
+   */
+  TOP_P = 2,
+
+  /**
+   * @generated from enum value: SAMPLING_PARAMETER_TOP_K = 3;
+   */
+  TOP_K = 3,
+}
+
+/**
+ * Describes the enum pluggableharness.model.v1.SamplingParameter.
+ */
+export declare const SamplingParameterSchema: GenEnum<SamplingParameter>;
 
 /**
  * Whether reasoning can be switched off.

@@ -87,6 +87,22 @@ export declare type PlanItem = Message<"pluggableharness.plan.v1.PlanItem"> & {
    * @generated from field: optional string reason = 12;
    */
   reason?: string | undefined;
+
+  /**
+   * What a SESSION or ALWAYS answer to this item would allow or deny from then on (the
+   * narrowest rule covering the request, e.g. one exact command), shown before the human
+   * answers. Absent when only a ONCE answer is possible; see remember_unavailable.
+   *
+   * @generated from field: optional string remember_scope = 13;
+   */
+  rememberScope?: string | undefined;
+
+  /**
+   * Why this item can only be answered ONCE (e.g. a command whose words are computed).
+   *
+   * @generated from field: optional string remember_unavailable = 14;
+   */
+  rememberUnavailable?: string | undefined;
 };
 
 /**
@@ -286,6 +302,15 @@ export enum ApplyOutcome {
    * @generated from enum value: APPLY_OUTCOME_CANCELLED = 4;
    */
   CANCELLED = 4,
+
+  /**
+   * The kernel stopped (its process was killed) after the item was allowed or asked and
+   * before an outcome was recorded: it may or may not have taken effect. Written when the
+   * session is resumed.
+   *
+   * @generated from enum value: APPLY_OUTCOME_INTERRUPTED = 5;
+   */
+  INTERRUPTED = 5,
 }
 
 /**

@@ -115,6 +115,24 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: bool terminates_turn = 11;
    */
   terminatesTurn: boolean;
+
+  /**
+   * How a result reads to the model: a top-level string property of output_schema
+   * whose value the model reads verbatim, after the other properties as compact JSON.
+   * Empty: the model reads the whole payload as compact JSON. The persisted payload
+   * is the exact JSON either way.
+   *
+   * @generated from field: string model_text_field = 12;
+   */
+  modelTextField: string;
+
+  /**
+   * Top-level properties left out of what the model reads because they restate
+   * model_text_field in structured form (kept for frontends and hooks).
+   *
+   * @generated from field: repeated string model_omitted_fields = 13;
+   */
+  modelOmittedFields: string[];
 };
 
 /**

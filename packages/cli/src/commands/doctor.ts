@@ -1,0 +1,95 @@
+// `agent doctor`: what this machine and project give the agent's safety features, in a
+// few lines — whether the bubblewrap sandbox works here (and if not, why, and what that
+// means under the configured sandbox mode), the kernel-owned paths no tool may write,
+// which environment variables bash commands will not see (names only), and the policy
+// layers in force. Exit 1 when the configuration requires a sandbox this machine cannot
+// provide, or the configuration does not load.
+import { resolve } from "node:path";
+import {
+  builtinDefaultRules,
+  builtinDenyRules,
+  envNamesReadByConfig,
+  execEnvironment,
+  formatDiagnostic,
+  kernelProtectedPaths,
+  loadAlwaysRules,
+  loadProjectConfig,
+} from "@pluggableharness/config";
+import { probeSandbox } from "@pluggableharness/runtime/sandbox";
+import { EXIT } from "../exit-codes.ts";
+import { installationRoot } from "../inspect.ts";
+import { type Io, line } from "../io.ts";
+
+export interface DoctorOptions {
+  dir?: string;
+  json?: boolean;
+}
+
+export function runDoctor(io: Io, opts: DoctorOptions): number {
+  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const loaded = loadProjectConfig(dir, { env: io.env });
+  const probe = probeSandbox();
+  const mode = loaded.ok ? loaded.config.settings.sandbox : "best_effort";
+  const protectedPaths = kernelProtectedPaths(dir, io.env);
+  const env = execEnvironment(io.env, {
+    configNames: envNamesReadByConfig(dir, io.env),
+    installationRoot: installationRoot(),
+    execPath: process.execPath,
+  });
+  const always = loadAlwaysRules(dir);
+  const problems: string[] = [];
+  if (!loaded.ok) problems.push(...loaded.diagnostics.map(formatDiagnostic));
+  if (!probe.ok && mode === "required") {
+    problems.push(`settings.sandbox = "required", but the sandbox cannot run here: ${probe.reason}`);
+  }
+  const report = {
+    node: process.version,
+    platform: `${process.platform}/${process.arch}`,
+    sandbox: {
+      available: probe.ok,
+      ...(probe.ok ? { bwrap: probe.bwrap } : { reason: probe.reason }),
+      plugin_mode: mode,
+      effect: !probe.ok
+        ? mode === "required"
+          ? "tool plugins and bash commands are refused"
+          : mode === "off"
+            ? "nothing is sandboxed (off)"
+            : "tool plugins and bash commands run unconfined (best_effort), with a warning"
+        : mode === "off"
+          ? "tool plugins run unconfined (off); bash follows the exec provider's own sandbox setting"
+          : "tool plugins and bash commands run in bubblewrap",
+    },
+    protected_paths: protectedPaths,
+    bash_environment: { passed: Object.keys(env.variables).length, withheld: env.withheld },
+    policy: {
+      operator_rules: loaded.ok ? loaded.config.policies.length : 0,
+      always_rules: always.ok ? always.rules.length : "unreadable",
+      builtin_rules: [...builtinDenyRules(), ...builtinDefaultRules()].map((r) => `${r.name} (${r.action})`),
+    },
+    problems,
+  };
+  if (opts.json) {
+    line(io.out, JSON.stringify(report, null, 2));
+    return problems.length > 0 ? EXIT.ERROR : EXIT.OK;
+  }
+  const ok = (b: boolean) => (b ? "ok  " : "warn");
+  line(io.out, `agent doctor — ${dir}`);
+  line(io.out, `  node      ${report.node} (${report.platform})`);
+  line(
+    io.out,
+    `  ${ok(probe.ok)}  sandbox   ${probe.ok ? `bubblewrap works (${probe.bwrap})` : `unavailable: ${probe.reason}`}`,
+  );
+  line(io.out, `            mode ${mode}: ${report.sandbox.effect}`);
+  line(io.out, "  ok    protected (no tool may write):");
+  for (const p of protectedPaths) line(io.out, `            ${p}`);
+  line(
+    io.out,
+    `  ok    bash environment: ${report.bash_environment.passed} variables passed, ${env.withheld.length} withheld${env.withheld.length > 0 ? `: ${env.withheld.join(", ")}` : ""}`,
+  );
+  line(
+    io.out,
+    `  ok    policy: ${report.policy.operator_rules} operator rules, ${report.policy.always_rules} ALWAYS rules (.agent/policy.auto.hcl), built-in: ${report.policy.builtin_rules.join(", ")}`,
+  );
+  for (const p of problems) line(io.out, `  error ${p}`);
+  return problems.length > 0 ? EXIT.ERROR : EXIT.OK;
+}

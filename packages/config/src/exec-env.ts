@@ -1,0 +1,89 @@
+// The environment a user's commands run with (the env policy, docs/decisions.md
+// "Security"): the user's own environment, as they would have it in their shell, minus
+// every variable the configuration reads with env() (those are the agent's secrets) and
+// every name matching a secret pattern, and without the agent's private Node.js on PATH.
+
+import { readFileSync } from "node:fs";
+import { dirname, join, resolve, sep } from "node:path";
+import { globalConfigPath } from "./global.ts";
+
+export const DEFAULT_SECRET_PATTERNS: readonly string[] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*"];
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const ENV_CALL = /\benv\(\s*"([A-Za-z_][A-Za-z0-9_]*)"\s*\)/g;
+
+/** Names read by env() in agent.hcl and the global config (the only places env() exists). */
+export function envNamesReadByConfig(projectDir: string, env: Env = process.env): string[] {
+  const names = new Set<string>();
+  for (const file of [join(projectDir, "agent.hcl"), globalConfigPath(env as NodeJS.ProcessEnv)]) {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch {
+      continue;
+    }
+    for (const m of text.matchAll(ENV_CALL)) names.add(m[1]!);
+  }
+  return [...names].sort();
+}
+
+function patternRegex(p: string): RegExp {
+  return new RegExp(`^${p.replace(/[\\^$.+?()[\]{}|/]/g, "\\$&").replace(/\*/g, ".*")}$`, "i");
+}
+
+export interface ExecEnvironment {
+  variables: Record<string, string>;
+  withheld: string[];
+}
+
+export interface ExecEnvironmentOptions {
+  /** Names read by env() in the configuration. */
+  readonly configNames: readonly string[];
+  /** Extra patterns on top of DEFAULT_SECRET_PATTERNS. */
+  readonly patterns?: readonly string[];
+  /** The agent's installation root: PATH entries inside it are the agent's own, not the user's. */
+  readonly installationRoot?: string;
+  /** The Node binary running the agent (process.execPath). */
+  readonly execPath?: string;
+}
+
+/** Applies the env policy to `source` (the kernel's environment, which is the user's). */
+export function execEnvironment(source: Env, options: ExecEnvironmentOptions): ExecEnvironment {
+  const patterns = [...DEFAULT_SECRET_PATTERNS, ...(options.patterns ?? [])].map(patternRegex);
+  const named = new Set(options.configNames);
+  const variables: Record<string, string> = {};
+  const withheld: string[] = [];
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined) continue;
+    // npm's per-script variables describe the agent's launch, not the user's shell.
+    if (name.startsWith("npm_") || name === "INIT_CWD" || name === "NODE") continue;
+    if (named.has(name) || patterns.some((p) => p.test(name))) {
+      withheld.push(name);
+      continue;
+    }
+    variables[name] = value;
+  }
+  if (variables["PATH"] !== undefined) variables["PATH"] = userPath(variables["PATH"], options);
+  return { variables, withheld: withheld.sort() };
+}
+
+function userPath(path: string, options: ExecEnvironmentOptions): string {
+  const root = options.installationRoot ? resolve(options.installationRoot) : undefined;
+  const nodeDir = options.execPath ? dirname(resolve(options.execPath)) : undefined;
+  const own = (entry: string) => {
+    if (entry === "") return false;
+    const abs = resolve(entry);
+    if (
+      root &&
+      (abs === join(root, "node_modules", ".bin") || abs.startsWith(`${join(root, "node_modules")}${sep}`))
+    )
+      return true;
+    // The private Node.js the agent installed for itself (node@24 under node_modules).
+    return nodeDir !== undefined && abs === nodeDir && nodeDir.includes(`${sep}node_modules${sep}`);
+  };
+  return path
+    .split(":")
+    .filter((e) => !own(e))
+    .join(":");
+}

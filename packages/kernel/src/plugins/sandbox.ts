@@ -1,0 +1,102 @@
+// Which sandbox a tool plugin's process runs in (docs/decisions.md, "Security"). Decided
+// by what the plugin declares: every operation data_source or read_only → a read-only
+// filesystem; otherwise write access only to its configured `roots` (or the project).
+// Kernel-owned paths stay read-only either way, no other process is visible, and the
+// network is kept only for first-party plugins or where required_providers says
+// `network = true`. A description the kernel has not seen yet (a first launch without a
+// describe-cache entry) runs the process unconfined for Describe only: it is stopped as
+// soon as its description shows it should be sandboxed, before anything else reaches it.
+import { isAbsolute, resolve } from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { type AgentConfig, kernelProtectedPaths, type ResolvedProvider } from "@pluggableharness/config";
+import { type GetSchemaResponse, RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+import { type PluginSandbox, probeSandbox } from "@pluggableharness/runtime/sandbox";
+import type { KernelLogger } from "../log.ts";
+
+export class PluginSandboxState {
+  /** Tool operations as described: undefined until a description is known. */
+  tools: GetSchemaResponse | undefined;
+  /** Whether the plugin serves the tool category (undefined: not known yet). */
+  isTool: boolean | undefined;
+  config: JsonObject | undefined;
+  /** The sandbox the running process was launched with (null: unconfined; undefined: not launched). */
+  launched: PluginSandbox | null | undefined;
+  readonly #resolved: ResolvedProvider;
+  readonly #config: AgentConfig;
+  readonly #env: Readonly<Record<string, string | undefined>>;
+  readonly #log: KernelLogger;
+
+  constructor(
+    resolved: ResolvedProvider,
+    config: AgentConfig,
+    env: Readonly<Record<string, string | undefined>>,
+    log: KernelLogger,
+  ) {
+    this.#resolved = resolved;
+    this.#config = config;
+    this.#env = env;
+    this.#log = log;
+  }
+
+  /** Every declared operation only reads. */
+  readOnly(): boolean {
+    const ops = this.tools?.tools ?? [];
+    return (
+      ops.length > 0 && ops.every((t) => t.kind === ToolKind.DATA_SOURCE || t.risk === RiskClass.READ_ONLY)
+    );
+  }
+
+  /** The sandbox this provider should run in now, given what is known about it. */
+  desired(): PluginSandbox | undefined {
+    const mode = this.#config.settings.sandbox;
+    if (mode === "off" || this.isTool !== true) return undefined;
+    const probe = probeSandbox();
+    if (!probe.ok) {
+      if (mode === "required") {
+        throw new Error(
+          `settings.sandbox = "required", and the plugin sandbox cannot run here: ${probe.reason}`,
+        );
+      }
+      warnOnce(this.#log, probe.reason);
+      return undefined;
+    }
+    const projectDir = this.#config.projectDir;
+    const roots = this.config?.["roots"];
+    const writable =
+      Array.isArray(roots) && roots.length > 0 && roots.every((r) => typeof r === "string")
+        ? (roots as string[]).map((r) => (isAbsolute(r) ? r : resolve(projectDir, r)))
+        : [projectDir];
+    const required = this.#config.requiredProviders.find((r) => r.localName === this.#resolved.localName);
+    return {
+      bwrap: probe.bwrap,
+      readOnly: this.readOnly(),
+      writable,
+      protectedPaths: kernelProtectedPaths(projectDir, this.#env),
+      network: required?.network ?? this.#resolved.origin === "first_party",
+    };
+  }
+
+  /** For the launcher: the sandbox of this launch, remembered. */
+  forLaunch = (): PluginSandbox | undefined => {
+    const d = this.desired();
+    this.launched = d ?? null;
+    return d;
+  };
+
+  /** Whether the running process was launched with a sandbox other than the desired one. */
+  stale(): boolean {
+    if (this.launched === undefined) return false;
+    const d = this.desired() ?? null;
+    return JSON.stringify(d) !== JSON.stringify(this.launched);
+  }
+}
+
+let warned = false;
+
+function warnOnce(log: KernelLogger, reason: string): void {
+  if (warned) return;
+  warned = true;
+  log.warn(
+    `tool plugins run unconfined: ${reason}. Set settings { sandbox = "required" } to refuse that, or "off" to silence this`,
+  );
+}

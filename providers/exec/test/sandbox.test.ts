@@ -1,0 +1,234 @@
+// bash in its bubblewrap sandbox, over the real plugin boundary: writes outside the
+// roots fail, /tmp is private, the kernel-owned paths stay read-only (and absent ones
+// stay absent), no other process is visible, there is no network unless configured, and
+// nothing outlives the plugin. Where bubblewrap cannot run these tests are skipped with
+// the reason; on CI (CI set) that is a failure instead, since CI installs bubblewrap.
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ToolHarness } from "@pluggableharness/conformance";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { probeSandbox } from "../src/sandbox.ts";
+
+const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const probe = probeSandbox();
+if (!probe.ok) {
+  const msg = `SANDBOX TESTS SKIPPED: bubblewrap cannot run here: ${probe.reason}`;
+  console.warn(`\n${"!".repeat(msg.length)}\n${msg}\n${"!".repeat(msg.length)}\n`);
+}
+
+describe("bubblewrap is available where CI runs", () => {
+  it.runIf(process.env["CI"] !== undefined && process.env["CI"] !== "")("CI has bubblewrap", () => {
+    expect(probe).toMatchObject({ ok: true });
+  });
+});
+
+describe.skipIf(!probe.ok)("bash in the sandbox", () => {
+  let root: string;
+  let project: string;
+  let outside: string;
+  let h: ToolHarness;
+
+  beforeAll(async () => {
+    root = realpathSync(mkdtempSync(join(tmpdir(), "ph-sandbox-")));
+    project = join(root, "project");
+    outside = join(root, "outside");
+    mkdirSync(join(project, ".agent"), { recursive: true });
+    writeFileSync(join(project, ".agent", "policy.auto.hcl"), "# kernel-owned\n");
+    mkdirSync(outside);
+    h = new ToolHarness({ executable: MAIN, name: "exec" });
+    h.kernel.execEnvironment = {
+      variables: {
+        PATH: process.env["PATH"] ?? "/usr/bin:/bin",
+        HOME: root,
+        LANG: "C.UTF-8",
+        VISIBLE_VAR: "seen",
+      },
+      withheld: ["SANDBOX_CANARY_TOKEN"],
+      protectedPaths: [join(project, "agent.hcl"), join(project, ".agent"), join(root, "state")],
+    };
+    await h.configure({ roots: [project], sandbox: "required", kill_grace_ms: 300 });
+  });
+
+  afterAll(async () => {
+    await h?.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  const bash = async (command: string, cwd = project) => {
+    const res = await h.invoke("bash", { command }, { cwd });
+    if (res.error) throw new Error(`bash failed: ${res.error.message}`);
+    return { code: Number(res.result!["exit_code"]), out: String(res.result!["output"]) };
+  };
+
+  it("writes inside the roots and nowhere else; /tmp is private", async () => {
+    const r = await bash(
+      `echo in > inside.txt && echo tmp > /tmp/private-${process.pid} && cat /tmp/private-${process.pid}`,
+    );
+    expect(r).toEqual({ code: 0, out: "tmp\n" });
+    expect(readFileSync(join(project, "inside.txt"), "utf8")).toBe("in\n");
+    expect(existsSync(`/tmp/private-${process.pid}`)).toBe(false);
+    // Outside the roots: a sibling of the project, HOME, system directories.
+    expect((await bash(`echo out > ${outside}/x.txt`)).code).not.toBe(0);
+    expect(existsSync(join(outside, "x.txt"))).toBe(false);
+    expect((await bash("touch /etc/sandbox-test")).out).toMatch(/Read-only file system/);
+    expect((await bash("touch /usr/sandbox-test")).out).toMatch(/Read-only file system/);
+  });
+
+  it("keeps kernel-owned paths read-only inside a root, through every trick, and absent ones absent", async () => {
+    const tricks = [
+      "echo 'policy \"x\" {}' >> .agent/policy.auto.hcl",
+      "rm -f .agent/policy.auto.hcl",
+      "mv .agent .agent-moved",
+      "ln -s .agent link && echo x > link/policy.auto.hcl",
+      "cp /etc/hostname .agent/agent.lock.hcl",
+      "echo 'x' > agent.hcl",
+      "mkdir -p sub && cd sub && echo x > ../agent.hcl",
+      "touch .agent/new-file",
+    ];
+    for (const t of tricks) {
+      const r = await bash(t);
+      expect(r.code, t).not.toBe(0);
+    }
+    expect(readFileSync(join(project, ".agent", "policy.auto.hcl"), "utf8")).toBe("# kernel-owned\n");
+    expect(readdirSync(join(project, ".agent"))).toEqual(["policy.auto.hcl"]);
+    // The placeholder mounted over the absent agent.hcl is gone again after the command.
+    expect(existsSync(join(project, "agent.hcl"))).toBe(false);
+  });
+
+  it("sees no process but its own: the kernel's /proc entry and environment are out of reach", async () => {
+    const r = await bash(
+      `ls /proc | grep -cE '^[0-9]+$'; cat /proc/${process.pid}/environ >/dev/null 2>&1 && echo LEAK || echo hidden; tr '\\0' '\\n' < /proc/1/environ 2>/dev/null | grep -c CANARY`,
+    );
+    const [count, hidden] = r.out.trim().split("\n");
+    expect(Number(count)).toBeLessThan(8);
+    expect(hidden).toBe("hidden");
+  });
+
+  it("runs with the environment the kernel gave it, nothing of the plugin's own", async () => {
+    const r = await bash("env");
+    expect(r.out).toContain("VISIBLE_VAR=seen");
+    expect(r.out).not.toMatch(/PLUGIN_|SANDBOX_CANARY/);
+    expect(r.out).toContain("TMPDIR=/tmp");
+  });
+
+  it("has no network by default, and has it when the block allows it", async () => {
+    const server: Server = createServer((s) => s.end("hello\n"));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const probeCmd = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3 || echo refused`;
+      expect((await bash(probeCmd)).out.trim().split("\n").pop()).toBe("refused");
+      const open = new ToolHarness({ executable: MAIN, name: "exec-net" });
+      try {
+        await open.configure({ roots: [project], sandbox: "required", network: true });
+        const res = await open.invoke("bash", { command: probeCmd }, { cwd: project });
+        expect(String(res.result!["output"]).trim()).toBe("hello");
+      } finally {
+        await open.close();
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it("reaches only allowed_hosts, through the provider's proxy", async () => {
+    const server: Server = createServer((s) => {
+      s.once("data", () => s.end("HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nhello\n"));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as { port: number }).port;
+    const limited = new ToolHarness({ executable: MAIN, name: "exec-hosts" });
+    try {
+      await limited.configure({ roots: [project], sandbox: "required", allowed_hosts: ["127.0.0.1"] });
+      const run = async (command: string) =>
+        String((await limited.invoke("bash", { command }, { cwd: project })).result?.["output"] ?? "");
+      expect(await run(`curl -s http://127.0.0.1:${port}/`)).toBe("hello\n");
+      expect(await run(`curl -s -o /dev/null -w '%{http_code}' http://localhost:${port}/`)).toBe("403");
+      // Around the proxy there is still no network at all.
+      expect(
+        (await run(`exec 3<>/dev/tcp/127.0.0.1/${port} && echo open || echo refused`))
+          .trim()
+          .split("\n")
+          .pop(),
+      ).toBe("refused");
+    } finally {
+      await limited.close();
+      server.close();
+    }
+  });
+
+  it("leaves no process behind when the plugin dies", { timeout: 30_000 }, async () => {
+    const marker = `300.${process.pid}${Date.now() % 100000}`;
+    const victim = new ToolHarness({ executable: MAIN, name: "exec-victim" });
+    await victim.configure({ roots: [project], sandbox: "required" });
+    const running = victim.invoke(
+      "bash",
+      { command: `sleep ${marker} & echo started; wait` },
+      { cwd: project },
+    );
+    const found = () =>
+      readdirSync("/proc").filter((p) => {
+        if (!/^\d+$/.test(p)) return false;
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(marker);
+        } catch {
+          return false;
+        }
+      });
+    const readOr = (file: string) => {
+      try {
+        return readFileSync(file, "utf8");
+      } catch {
+        return "";
+      }
+    };
+    const stat = (pid: string) =>
+      readOr(`/proc/${pid}/stat`)
+        .replace(/^.*\) /, "")
+        .split(" ");
+    const comm = (pid: string) => readOr(`/proc/${pid}/comm`).trim();
+    const sleeper = () => found().find((p) => comm(p) === "sleep");
+    const end = Date.now() + 10_000;
+    while (!sleeper() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    expect(found().length).toBeGreaterThan(0);
+    // The sandbox's init must share the command leader's process group, so the watchdog's
+    // group kill takes the whole PID namespace; with bwrap's --new-session it led its own
+    // group and survived about one kill in eight (only --die-with-parent could reach it).
+    const leader = stat(sleeper()!)[2]!; // the sleep's process group
+    expect(comm(leader)).toBe("bwrap");
+    const chain = found()
+      .map((p) => `${p}:${comm(p)}:ppid=${stat(p)[1]}:pgid=${stat(p)[2]}:sid=${stat(p)[3]}`)
+      .join(" ");
+    expect(
+      comm(stat(leader)[1]!),
+      `the group leader (${leader}) of ${chain} is the outer bwrap, outside the sandbox`,
+    ).not.toBe("bwrap");
+    process.kill(victim.plugin.host.pid!, "SIGKILL");
+    await running.catch(() => {});
+    // SIGKILL cascades through bwrap's parent-death signal; on a loaded 2-core machine the
+    // last of it can take a while to be scheduled.
+    const gone = Date.now() + 15_000;
+    while (found().length > 0 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+    const left = found().map((p) => {
+      try {
+        return readFileSync(`/proc/${p}/stat`, "utf8").slice(0, 80);
+      } catch {
+        return `${p} (gone)`;
+      }
+    });
+    expect(left).toEqual([]);
+    await victim.close().catch(() => {});
+  });
+});
