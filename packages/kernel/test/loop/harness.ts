@@ -83,6 +83,8 @@ export interface Provider {
   readonly fixture: FixtureName | "installed";
   /** Resolve as this first-party provider (`pluggableharness/<firstParty>`) from KernelSpec.install. */
   readonly firstParty?: string;
+  /** Its required_providers `isolation` (first-party only). */
+  readonly isolation?: "process" | "worker";
   /** Provider block attributes (HCL source lines). */
   readonly attrs?: Record<string, string>;
 }
@@ -185,7 +187,10 @@ export class Harness {
     const lines: string[] = ["required_providers {"];
     for (const p of providers) {
       if (p.firstParty) {
-        lines.push(`  ${p.name} = { source = "pluggableharness/${p.firstParty}", version = ">= 0.0.0" }`);
+        const isolation = p.isolation ? `, isolation = "${p.isolation}"` : "";
+        lines.push(
+          `  ${p.name} = { source = "pluggableharness/${p.firstParty}", version = ">= 0.0.0"${isolation} }`,
+        );
         continue;
       }
       lines.push(`  ${p.name} = { source = "github.com/test/provider-${p.name}", version = ">= 0.0.0" }`);

@@ -36,9 +36,12 @@ function hazardKernel(): Promise<TestKernel> {
     providers: [{ name: "hazard", fixture: "installed", firstParty: "task" }],
     install: { task: HAZARD },
     limits: { crashBreaker: 10 },
+    // The plugin sandbox off: a sandboxed tool provider would run as a process
+    // (transport-choice.test.ts), and this file is about the worker transport.
     hcl: `
 settings {
   default_tool_timeout_ms = 5000
+  sandbox                 = "off"
 }
 
 agent_profile "default" {
