@@ -128,9 +128,12 @@ describe("agent validate and agent providers", () => {
       /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
     );
     expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read-only\).*edit_file \(resource, /);
-    // First-party providers run in worker threads unless agent.hcl says otherwise.
-    expect(p.stdout).toMatch(/^filesystem {2}.*\n {2}tools: .*\n {2}runs: in a worker thread$/m);
-    expect(p.stdout).toMatch(/^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5/m);
+    // First-party providers run in worker threads unless agent.hcl says otherwise, except
+    // tool providers the plugin sandbox confines (on by default where bwrap runs).
+    expect(p.stdout).toMatch(/^filesystem {2}.*\n {2}tools: .*\n {2}runs: as its own process$/m);
+    expect(p.stdout).toMatch(
+      /^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5.*\n {2}runs: in a worker thread$/m,
+    );
   });
 
   it("rejects an isolation run would reject, at its file:line:col", async () => {
