@@ -47,6 +47,7 @@ export {
   ProviderConfigureError,
   ProviderLoadError,
   type ProviderStatus,
+  providerTransport,
 } from "./plugins/providers.ts";
 export type { InProcessPlugin, InProcessPluginFactory } from "./providers/in-process.ts";
 export {

@@ -24,7 +24,7 @@ import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import type { ContextCapabilities } from "@pluggableharness/protocol/context";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
-import { freshBundle, type PluginHost } from "@pluggableharness/runtime";
+import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
   type ValidatedToolset,
@@ -41,7 +41,7 @@ import type { PluginPool, PoolOwner } from "./pool.ts";
 import { PluginSandboxState } from "./sandbox.ts";
 
 /** What runs a provider: a plugin host of the runtime, or the in-process transport. */
-export type ProviderHost = PluginHost | InProcessHost;
+export type ProviderHost = PluginTransportHost | InProcessHost;
 
 /** One provider that launched and answered its category descriptions. */
 export interface LoadedProvider {
@@ -94,6 +94,8 @@ export interface ProviderStatus {
   readonly categories: readonly string[];
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
+  /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
+  readonly isolation?: PluginIsolation | "in_process";
   readonly error?: string;
 }
 
@@ -149,6 +151,8 @@ export interface LoadProvidersOptions {
    * providers/in-process.ts), by local name. They are never sandboxed or cached.
    */
   readonly inProcess?: Readonly<Record<string, InProcessPluginFactory>>;
+  /** Runs every first-party provider with this isolation instead of its configured one. */
+  readonly isolation?: PluginIsolation;
 }
 
 /**
@@ -329,6 +333,7 @@ export class ProviderRegistry {
         executable: p.resolved.executable,
         categories: [...p.categories],
         producers: p.producers,
+        isolation: p.host.isolation,
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -400,6 +405,41 @@ function launchTarget(
   };
 }
 
+/**
+ * The transport a provider runs on (docs/decisions.md, "Plugin transports", isolation and
+ * the plugin sandbox). Anything but a first-party provider: its own process, always. A
+ * provider the kernel puts in the plugin sandbox (a tool provider, unless settings.sandbox
+ * is "off" or the sandbox cannot run under "best_effort"): a process too, whatever was
+ * asked, because a worker thread shares the kernel's process and cannot be confined by
+ * bubblewrap; `overridden` says a requested worker was refused for that reason. Any other
+ * first-party provider: what was requested, else a worker thread.
+ */
+export function providerTransport(
+  resolved: Pick<ResolvedProvider, "origin">,
+  requested: PluginIsolation | undefined,
+  sandboxed: boolean,
+): { isolation: PluginIsolation; overridden: boolean } {
+  if (resolved.origin !== "first_party") return { isolation: "process", overridden: false };
+  if (sandboxed) return { isolation: "process", overridden: requested === "worker" };
+  return { isolation: requested ?? "worker", overridden: false };
+}
+
+/** The kernel would run this provider's process in a sandbox (a "required" sandbox that cannot run counts). */
+function wouldSandbox(sandbox: PluginSandboxState): boolean {
+  try {
+    return sandbox.desired() !== undefined;
+  } catch {
+    return true;
+  }
+}
+
+function warnOverridden(name: string, options: LoadProvidersOptions): void {
+  options.log.warn(
+    `provider "${name}" runs as its own process, not in a worker thread as asked: it is a tool provider the plugin sandbox confines, and a worker thread cannot be sandboxed (settings { sandbox = "off" } lifts that)`,
+    { provider: name },
+  );
+}
+
 async function loadProvider(
   resolved: ResolvedProvider,
   options: LoadProvidersOptions,
@@ -416,20 +456,31 @@ async function loadProvider(
   }
   const target = launchTarget(resolved, options);
   const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
-  const host = options.pool.acquire(name, target.command, options.owner, {
-    cwd: options.config.projectDir,
-    ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
-    sandbox: sandbox.forLaunch,
-  });
   const cache = options.describeCache;
   const cacheKey =
     cache && target.codeDigest ? DescribeCache.key(resolved, target.codeDigest, KERNEL_VERSION) : undefined;
+  const entry = cacheKey ? cache!.read(resolved.source, cacheKey) : undefined;
+  if (entry) {
+    sandbox.isTool = entry.categories.includes("tool");
+    sandbox.categories = entry.categories;
+    if (entry.toolSchema) sandbox.tools = entry.toolSchema;
+  }
+  const requested = resolved.origin === "first_party" ? (options.isolation ?? resolved.isolation) : undefined;
+  // Not described yet, it is not known to be a tool: a first-party provider is described in
+  // a worker (unconfined, like a process described before its sandbox is known) and moves.
+  const where = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (where.overridden) warnOverridden(name, options);
+  const acquire = (isolation: PluginIsolation) =>
+    options.pool.acquire(name, target.command, options.owner, {
+      cwd: options.config.projectDir,
+      ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+      sandbox: sandbox.forLaunch,
+      isolation,
+    });
+  let host = acquire(where.isolation);
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
-  const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
+  const cached = entry && !host.running ? entry : undefined;
   if (cached) {
-    sandbox.isTool = cached.categories.includes("tool");
-    sandbox.categories = cached.categories;
-    if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
     } catch {
@@ -438,15 +489,23 @@ async function loadProvider(
     }
   }
   const live = await fetchDescription(name, host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
-  const p = buildLoaded(resolved, host, live, {
-    ...options,
-    ...(cacheKey ? { cacheKey } : {}),
-    dormant: false,
-  });
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
   sandbox.isTool = live.categories.includes("tool");
   sandbox.categories = live.categories;
   if (live.toolSchema) sandbox.tools = live.toolSchema;
+  let dormant = false;
+  const after = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (host.isolation !== after.isolation) {
+    // Described in a worker, it belongs in the sandbox: a process from its first use on.
+    if (after.overridden) warnOverridden(name, options);
+    host = acquire(after.isolation);
+    dormant = true;
+  }
+  const p = buildLoaded(resolved, host, live, {
+    ...options,
+    ...(cacheKey ? { cacheKey } : {}),
+    dormant,
+  });
   // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
   // call reaches it, and relaunched in it on first use.
   if (sandbox.stale()) await host.shutdown();

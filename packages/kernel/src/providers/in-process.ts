@@ -137,6 +137,8 @@ function callScope(
 
 export class InProcessHost {
   readonly name: string;
+  /** How it runs, for ProviderStatus: in the kernel's own thread. */
+  readonly isolation = "in_process" as const;
   readonly running = true;
   readonly lastSpawn = undefined;
   readonly pid = process.pid;
