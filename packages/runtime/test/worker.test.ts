@@ -151,8 +151,9 @@ describe("a plugin in a worker thread", () => {
       expect(env["PH_WORKER_PASSED"]).toBe("passed-on-purpose");
       expect(env["PATH"]).toBe(process.env["PATH"]);
       expect(env["PLUGGABLEHARNESS_PLUGIN"]).toBeDefined();
+      // The runtime names the Node it runs on for every plugin (bundled plugins' launchers use it).
+      expect(env["AGENT_NODE"]).toBe(process.execPath);
       expect(
-        // AGENT_NODE: the Node every plugin is told to run on (runtime env.ts), a process too.
         Object.keys(env).filter(
           (k) => !/^(PATH|HOME|TMPDIR|LANG|PLUGIN_|PLUGGABLEHARNESS_|AGENT_NODE$)/.test(k),
         ),
