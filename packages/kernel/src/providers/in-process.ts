@@ -61,7 +61,7 @@ export interface InProcessPlugin {
  * Makes one instance of an in-process plugin with fresh state. `exit` is how the instance
  * dies (what process.exit is for a plugin process).
  */
-export type InProcessPluginFactory = (host: { exit(code: number): never }) => InProcessPlugin;
+export type InProcessPluginFactory = (host: { exit(code: number): void }) => InProcessPlugin;
 
 /** What the kernel offers an in-process plugin: its callbacks and its log. */
 export interface InProcessKernelSide {
@@ -179,13 +179,10 @@ export class InProcessHost {
     this.#instance++;
     this.#dead = false;
     const instance = this.#instance;
-    const plugin = this.#factory({
-      exit: (code) => {
-        this.#exit(instance, code);
-        // Like process.exit, it does not return: the plugin's code stops here.
-        throw new Error(`plugin ${JSON.stringify(this.name)} exited with status ${code}`);
-      },
-    });
+    // Unlike process.exit it returns (it may be called from a timer, where a throw would
+    // be the kernel's uncaught exception); whatever the dead instance does next reaches
+    // no caller: its calls have failed, its streams are closed, its callbacks refused.
+    const plugin = this.#factory({ exit: (code) => this.#exit(instance, code) });
     this.#impls = new Map();
     this.#categories = [];
     this.#producers = {};
@@ -302,6 +299,8 @@ export class InProcessHost {
               Promise.resolve().then(() => fn(request, this.#context(m, request, scope.signal))),
               scope.ended,
             ]);
+            // Answered as it died, or as the call was cancelled: the answer never arrived.
+            if (scope.signal.aborted && scope.stopped() !== undefined) throw scope.stopped();
             remember(request);
             return wireCopy(m.output, answer as never);
           } catch (err) {
@@ -327,6 +326,7 @@ export class InProcessHost {
             ]();
             for (;;) {
               const next = await Promise.race([iterator.next(), scope.ended]);
+              if (scope.signal.aborted && scope.stopped() !== undefined) throw scope.stopped();
               if (next.done) {
                 finished = true;
                 return;
@@ -375,12 +375,16 @@ export class InProcessHost {
 
   /** KernelCallbackService, called directly; failures read as they would over gRPC. */
   #callbackService() {
+    const instance = this.#instance;
     const impl = this.#kernel.callbacks(this.#peer);
     const out: Record<string, unknown> = {};
     for (const m of KernelCallbackService.methods) {
       const path = methodPath(KernelCallbackService, m.name);
       out[m.localName] = async (init: unknown, options?: { signal?: AbortSignal }) => {
         const fn = impl[m.localName] as Impl | undefined;
+        if (instance !== this.#instance || this.#dead) {
+          throw new RpcError(ProviderStatus.UNAVAILABLE, "the plugin instance exited", path);
+        }
         if (!fn) throw new RpcError(ProviderStatus.UNIMPLEMENTED, `${m.name} is not served`, path);
         const request = wireCopy(m.input, init as never);
         const ctx: CallbackContext = {

@@ -177,7 +177,7 @@ export class Harness {
 
   readonly #instances = new Map<
     string,
-    { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => never }
+    { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => void }
   >();
 
   /**
@@ -190,7 +190,7 @@ export class Harness {
       const key = `${name}\u0000${fixture}`;
       let entry = this.#instances.get(key);
       if (!entry) {
-        const e: { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => never } = {
+        const e: { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => void } = {
           plugin: undefined as never,
         };
         e.plugin = IN_PROCESS[fixture]!({
