@@ -110,6 +110,8 @@ export async function inspectProviders(
           const values = options.configure?.(r.localName, facts.configSchema);
           if (values !== undefined) {
             await configureAll(host, facts, values);
+            // A bridge's operations exist once its configuration is applied (the MCP bridge).
+            if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
             if (facts.categories.includes("model")) {
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
@@ -130,7 +132,11 @@ export async function inspectProviders(
   }
 }
 
-async function describeCategories(host: PluginHost, facts: ProviderFacts): Promise<void> {
+async function describeCategories(
+  host: PluginHost,
+  facts: ProviderFacts,
+  only?: readonly string[],
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
@@ -138,7 +144,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
   const hooks = (points: readonly HookPoint[]) => {
     for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
   };
-  for (const category of facts.categories) {
+  for (const category of only ?? facts.categories) {
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);

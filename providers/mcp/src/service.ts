@@ -27,6 +27,9 @@ import { isResourceOperation, listResources, RESOURCE_OPERATIONS, readResource }
 import { failureOf, maskJson, offered, resultPayload, type ToolSchemaInit, toolSchema } from "./tools.ts";
 
 interface State {
+  /** The configuration it was started with, and what Configure answered then. */
+  key: string;
+  diagnostics: Diagnostic[];
   connection: Connection;
   tools: Map<string, Tool>;
   schemas: ToolSchemaInit[];
@@ -47,6 +50,10 @@ const wrap = (event: ToolEventInit) => ({ event });
 async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagnostic[]> {
   const { settings, problems } = parseSettings(values);
   if (!settings) return problems;
+  const key = JSON.stringify(values);
+  // The same configuration again (the kernel configures a relaunched process, and may
+  // configure twice at start-up): the running server stays.
+  if (state && state.key === key) return state.diagnostics;
   const previous = state;
   state = undefined;
   if (previous) await previous.connection.close();
@@ -89,7 +96,7 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
       diagnostics.push(configWarning([], `The MCP server has no tool "${name}"`));
     }
   }
-  state = { connection, tools, schemas };
+  state = { key, diagnostics, connection, tools, schemas };
   return diagnostics;
 }
 
