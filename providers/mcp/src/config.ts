@@ -123,6 +123,13 @@ export function parseSettings(values: JsonObject): { settings?: Settings; proble
   const command = strings(values["command"]);
   const urlText = typeof values["url"] === "string" ? values["url"] : "";
   let transport = values["transport"] as string | undefined;
+  if (command.length === 0 && urlText === "") {
+    return {
+      problems: [
+        configError(["command"], "an MCP server block needs command (a local server) or url (a remote one)"),
+      ],
+    };
+  }
   if (transport === undefined || transport === "") transport = command.length > 0 ? "stdio" : "http";
   if (!["stdio", "http", "sse"].includes(transport)) {
     problems.push(configError(["transport"], 'transport must be "stdio", "http" or "sse"'));

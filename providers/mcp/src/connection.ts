@@ -11,7 +11,7 @@ import type { KernelClient } from "@pluggableharness/plugin-sdk";
 import { probeSandbox, wrap } from "@pluggableharness/runtime/sandbox";
 import type { Settings } from "./config.ts";
 import { ownEnvironmentFallback } from "./environment.ts";
-import { Redactor } from "./redact.ts";
+import { Redactor, secretName } from "./redact.ts";
 import { ProcessTransport } from "./stdio.ts";
 
 const PKG_VERSION = "0.1.0";
@@ -145,7 +145,12 @@ export async function connect(
   kernel: KernelClient,
   projectDir: string,
 ): Promise<Started> {
-  const redactor = new Redactor([...Object.values(settings.env), ...Object.values(settings.headers)]);
+  const redactor = new Redactor([
+    ...Object.entries(settings.env)
+      .filter(([name]) => secretName(name, settings.secretPatterns))
+      .map(([, v]) => v),
+    ...Object.values(settings.headers),
+  ]);
   let transport: Transport;
   let notice: string | undefined;
   if (settings.transport === "stdio") {

@@ -1,4 +1,5 @@
-// Masks the values the block passed to the server (env and headers: tokens, keys) in any
+// Masks the secrets the block passed to the server (header values, and env values under a
+// secret-looking name: tokens, keys, passwords) in any
 // text the bridge lets out — errors, log lines, stderr tails — so a server echoing its
 // environment cannot leak a secret through the bridge.
 
@@ -26,4 +27,29 @@ export class Redactor {
     for (const v of this.#values) out = out.split(v).join("(redacted)");
     return out;
   }
+}
+
+/** Name patterns of variables that hold secrets (the kernel's, and a few more spellings). */
+export const SECRET_NAME_PATTERNS = [
+  "*KEY*",
+  "*SECRET*",
+  "*TOKEN*",
+  "*PASSWORD*",
+  "*PASSWD*",
+  "*CREDENTIAL*",
+  "*AUTH*",
+  "*PRIVATE*",
+];
+
+function patternRegExp(pattern: string): RegExp {
+  const body = pattern
+    .split("*")
+    .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
+  return new RegExp(`^${body}$`, "i");
+}
+
+/** Whether a variable of this name holds a secret (by the patterns above and the block's own). */
+export function secretName(name: string, extra: readonly string[] = []): boolean {
+  return [...SECRET_NAME_PATTERNS, ...extra].some((p) => patternRegExp(p).test(name));
 }

@@ -71,7 +71,7 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
   const tools = new Map<string, Tool>();
   const schemas: ToolSchemaInit[] = [];
   for (const t of connection.tools) {
-    if (!offered(t.name, settings) || tools.has(t.name)) continue;
+    if (!offered(t, settings) || tools.has(t.name)) continue;
     tools.set(t.name, t);
     schemas.push(toolSchema(t, settings));
   }
@@ -189,8 +189,18 @@ export function bridgeService() {
         yield wrap(resultEvent(payload));
       } catch (err) {
         if (ctx.signal.aborted) {
-          // The SDK has told the server (notifications/cancelled); the stream is gone.
-          ctx.log.warn("tool call cancelled", { call_id: call?.id ?? "", tool_name: call?.toolName ?? "" });
+          // The SDK has told the server (notifications/cancelled); the stream is gone, so
+          // what happened travels through the kernel's Log callback.
+          const fields = {
+            call_id: call?.id ?? "",
+            tool_name: call?.toolName ?? "",
+            report: { note: "cancelled; notifications/cancelled sent to the MCP server" },
+          };
+          ctx.log.warn("tool call cancelled", fields);
+          const sent = ctx.kernel.log("warn", "tool call cancelled", fields, {
+            logger: call?.toolName ?? "mcp",
+          });
+          await Promise.race([sent.catch(() => {}), new Promise((r) => setTimeout(r, 1_500).unref())]);
           return;
         }
         const failure =

@@ -37,8 +37,14 @@ export function classify(tool: Tool, settings: Settings): Classification {
   };
 }
 
-/** Whether the block offers this tool (enabled_tools / disabled_tools). */
-export function offered(name: string, settings: Settings): boolean {
+/**
+ * Whether the block offers this tool (enabled_tools / disabled_tools). A tool that can only
+ * run as an MCP task (execution.taskSupport = "required") is never offered: the bridge does
+ * not speak the experimental tasks extension.
+ */
+export function offered(tool: Tool, settings: Settings): boolean {
+  const name = tool.name;
+  if ((tool as { execution?: { taskSupport?: string } }).execution?.taskSupport === "required") return false;
   if (settings.disabledTools.includes(name)) return false;
   return settings.enabledTools === undefined || settings.enabledTools.includes(name);
 }
@@ -139,7 +145,12 @@ export function resultPayload(result: {
   const content = Array.isArray(result.content) ? (result.content as Block[]) : [];
   const { text, content: blocks } = contentPayload(content);
   if (result.isError === true) {
-    throw new ToolFailure("execution_failed", text || "the MCP tool reported an error", {
+    // The SDK's servers report a failed input check as an error result carrying the
+    // JSON-RPC code in its text.
+    const category = /^MCP error -32602\b|input validation error/i.test(text)
+      ? "invalid_arguments"
+      : "execution_failed";
+    throw new ToolFailure(category, text || "the MCP tool reported an error", {
       details: { content: blocks },
     });
   }

@@ -79,16 +79,23 @@ describe("agent run -p with an MCP server", () => {
   it("the model calls an MCP tool (asked, allowed headless) and its result reaches the next request", async () => {
     writeFileSync(join(repo, "agent.hcl"), config());
     fake.push(
-      { kind: "tool_calls", text: "Echoing.", calls: [{ name: "everything__echo", args: { message: "hello mcp" } }] },
+      {
+        kind: "tool_calls",
+        text: "Echoing.",
+        calls: [{ name: "everything__echo", args: { message: "hello mcp" } }],
+      },
       { kind: "tool_calls", text: "Env.", calls: [{ name: "everything__get-env", args: {} }] },
       { kind: "text", text: "Done." },
     );
     const before = fake.requests.length;
-    const r = await agent(["run", "-p", "echo something", "--output-format", "stream-json", "--headless-ask", "allow"], {
-      cwd: repo,
-      env,
-      timeoutMs: 90_000,
-    });
+    const r = await agent(
+      ["run", "-p", "echo something", "--output-format", "stream-json", "--headless-ask", "allow"],
+      {
+        cwd: repo,
+        env,
+        timeoutMs: 90_000,
+      },
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const recs = records(r.stdout);
@@ -101,7 +108,9 @@ describe("agent run -p with an MCP server", () => {
       kind: "resource",
       risk: "high",
     });
-    expect(tools.find((t) => t["name"] === "everything__read_resource")).toMatchObject({ kind: "data_source" });
+    expect(tools.find((t) => t["name"] === "everything__read_resource")).toMatchObject({
+      kind: "data_source",
+    });
     // Asked (the default policy asks for a resource), answered by --headless-ask.
     const decisions = recs.filter((x) => x["type"] === "plan_decision");
     expect(decisions[0]).toMatchObject({ decision: "allow" });
