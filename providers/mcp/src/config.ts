@@ -30,7 +30,8 @@ export const CONFIG: readonly ConfigField[] = [
   {
     name: "headers",
     type: "map_string",
-    description: 'HTTP headers for a remote server, e.g. Authorization = "Bearer ${env("TOKEN")}".',
+    description:
+      'HTTP headers for a remote server, e.g. Authorization = "Bearer ${env("TOKEN")}" (secrets only through env()).',
   },
   {
     name: "transport",
