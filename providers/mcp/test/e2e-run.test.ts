@@ -17,7 +17,7 @@ let fake: FakeVendor;
 let repo: string;
 let env: NodeJS.ProcessEnv;
 
-function config(extraPolicy = ""): string {
+function config(command: string[] = [process.execPath, EVERYTHING, "stdio"]): string {
   return `
 required_providers {
   anthropic = {
@@ -36,12 +36,12 @@ provider "anthropic" {
 }
 
 provider "everything" {
-  command = [${JSON.stringify(process.execPath)}, ${JSON.stringify(EVERYTHING)}, "stdio"]
+  command = ${JSON.stringify(command)}
   env = {
     DEMO_TOKEN = env("MCP_DEMO_TOKEN")
   }
 }
-${extraPolicy}
+
 agent_profile "default" {
   model {
     primary {
@@ -126,5 +126,41 @@ describe("agent run -p with an MCP server", () => {
     for (const f of filesUnder(sb.home)) {
       expect(readFileSync(f).includes(CANARY), `${f} holds the secret`).toBe(false);
     }
+  }, 120_000);
+
+  it("a server that dies mid-call is process_crashed; the next call restarts it", async () => {
+    // A proxy in front of the real server that exits when asked to echo "crash".
+    const proxy = join(repo, "crashing-proxy.cjs");
+    writeFileSync(
+      proxy,
+      `const { spawn } = require("node:child_process");
+const c = spawn(${JSON.stringify(process.execPath)}, [${JSON.stringify(EVERYTHING)}, "stdio"], { stdio: ["pipe", "inherit", "inherit"] });
+process.stdin.on("data", (d) => {
+  if (d.toString().includes('"message":"crash"')) process.exit(3);
+  c.stdin.write(d);
+});
+process.stdin.on("end", () => c.stdin.end());
+c.on("exit", (code) => process.exit(code ?? 1));
+`,
+    );
+    writeFileSync(join(repo, "agent.hcl"), config([process.execPath, proxy]));
+    fake.push(
+      { kind: "tool_calls", text: "Crash it.", calls: [{ name: "everything__echo", args: { message: "crash" } }] },
+      { kind: "tool_calls", text: "Again.", calls: [{ name: "everything__echo", args: { message: "back again" } }] },
+      { kind: "text", text: "Done." },
+    );
+    const before = fake.requests.length;
+    const r = await agent(["run", "-p", "crash and recover", "--output-format", "stream-json", "--headless-ask", "allow"], {
+      cwd: repo,
+      env,
+      timeoutMs: 90_000,
+    });
+    expect(r.code).toBe(0);
+    const results = records(r.stdout).filter((x) => x["type"] === "tool_result");
+    expect(results).toHaveLength(2);
+    expect(JSON.stringify(results[0])).toContain("process_crashed");
+    expect(JSON.stringify(fake.requests[before + 1]!.json)).toContain("process_crashed");
+    // The bridge was relaunched with its server: the second call worked.
+    expect(JSON.stringify(fake.requests[before + 2]!.json)).toContain("Echo: back again");
   }, 120_000);
 });
