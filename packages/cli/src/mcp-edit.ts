@@ -34,7 +34,7 @@ export class EditError extends Error {
   }
 }
 
-function text(source: string, bytes: Buffer, r: Range): string {
+function text(bytes: Buffer, r: Range): string {
   return bytes.subarray(r.start.byte, r.end.byte).toString("utf8");
 }
 
@@ -82,7 +82,7 @@ export function listServers(source: string, file: string): McpEntry[] {
     );
     const attributes: Record<string, string> = {};
     for (const a of block?.body.items ?? []) {
-      if (a.kind === "Attribute") attributes[a.name] = text(source, bytes, a.expr.range);
+      if (a.kind === "Attribute") attributes[a.name] = text(bytes, a.expr.range);
     }
     out.push({ name: item.name, attributes });
   }

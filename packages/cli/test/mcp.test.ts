@@ -118,6 +118,7 @@ describe("agent mcp add / remove", () => {
       headers: [["Authorization", { template: "Bearer %s", env: "DOCS_TOKEN" }]],
       extra: [],
     });
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: HCL template syntax, not JavaScript's
     expect(text).toContain('Authorization = "Bearer ${env("DOCS_TOKEN")}"');
     expect(loadConfigSource(text, "agent.hcl", "/").ok).toBe(true);
     expect(removeServer(text, "agent.hcl", "docs")).toBe(ORIGINAL);

@@ -31,6 +31,7 @@ export const CONFIG: readonly ConfigField[] = [
     name: "headers",
     type: "map_string",
     description:
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: HCL template syntax, not JavaScript's
       'HTTP headers for a remote server, e.g. Authorization = "Bearer ${env("TOKEN")}" (secrets only through env()).',
   },
   {

@@ -145,16 +145,27 @@ c.on("exit", (code) => process.exit(code ?? 1));
     );
     writeFileSync(join(repo, "agent.hcl"), config([process.execPath, proxy]));
     fake.push(
-      { kind: "tool_calls", text: "Crash it.", calls: [{ name: "everything__echo", args: { message: "crash" } }] },
-      { kind: "tool_calls", text: "Again.", calls: [{ name: "everything__echo", args: { message: "back again" } }] },
+      {
+        kind: "tool_calls",
+        text: "Crash it.",
+        calls: [{ name: "everything__echo", args: { message: "crash" } }],
+      },
+      {
+        kind: "tool_calls",
+        text: "Again.",
+        calls: [{ name: "everything__echo", args: { message: "back again" } }],
+      },
       { kind: "text", text: "Done." },
     );
     const before = fake.requests.length;
-    const r = await agent(["run", "-p", "crash and recover", "--output-format", "stream-json", "--headless-ask", "allow"], {
-      cwd: repo,
-      env,
-      timeoutMs: 90_000,
-    });
+    const r = await agent(
+      ["run", "-p", "crash and recover", "--output-format", "stream-json", "--headless-ask", "allow"],
+      {
+        cwd: repo,
+        env,
+        timeoutMs: 90_000,
+      },
+    );
     expect(r.code).toBe(0);
     const results = records(r.stdout).filter((x) => x["type"] === "tool_result");
     expect(results).toHaveLength(2);
