@@ -2,6 +2,8 @@
 // for its static description: identity (Describe), config schema, tools, models,
 // hook points, health. `agent validate` and `agent providers` use it; neither runs a
 // session, so nothing here needs the agent loop.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
@@ -228,7 +230,14 @@ async function configureAll(host: PluginHost, facts: ProviderFacts, values: Json
   }
 }
 
-/** The directory holding providers/<name>/: this installation's root. */
+/** The directory holding providers/<name>/: this installation's root (a path, not a URL: spaces stay spaces). */
 export function installationRoot(): string {
-  return new URL("../../..", import.meta.url).pathname.replace(/\/$/, "");
+  return fileURLToPath(new URL("../../..", import.meta.url)).replace(/\/$/, "");
+}
+
+/** This CLI's version (its package.json). */
+export function cliVersion(): string {
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
 }

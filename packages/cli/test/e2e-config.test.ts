@@ -101,9 +101,13 @@ describe("agent init", () => {
     expect(text).toMatch(/^# /m);
     // Keys are never written.
     expect(text).not.toContain("canary");
+    // Like terraform init: written once, then kept; every run (re)writes the lock.
+    expect(readFileSync(join(dir, ".agent", "agent.lock.hcl"), "utf8")).toMatch(/provider "anthropic" \{/);
+    writeFileSync(join(dir, "agent.hcl"), `${text}\n# mine\n`);
     const again = await agent(["init"], { cwd: dir, env });
-    expect(again.code).toBe(1);
-    expect(again.stderr).toContain("already exists");
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("exists; kept it");
+    expect(readFileSync(join(dir, "agent.hcl"), "utf8")).toBe(`${text}\n# mine\n`);
   });
 });
 

@@ -20,8 +20,9 @@ import { makeSocketDir } from "./socket-dirs.ts";
 const FORMAT = 1;
 /** Set per launch: never recorded, never compared. */
 const SOCKET_DIR_VARIABLE = "PLUGIN_UNIX_SOCKET_DIR";
-/** Names whose values a plan records (handshake constants, the compile cache); no secrets. */
-const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE)$/;
+/** Names whose values a plan records (handshake constants, the compile cache, the Node that
+ * runs bundled-script plugins); no secrets. */
+const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE|AGENT_NODE)$/;
 
 export interface SpawnedSpec {
   readonly file: string;

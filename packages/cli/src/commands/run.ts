@@ -3,7 +3,7 @@
 // terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
 // and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
@@ -41,6 +41,7 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
+import { resolveSessionId } from "../session-ids.ts";
 
 export interface RunOptions {
   print?: string;
@@ -158,6 +159,41 @@ function logFilePath(env: NodeJS.ProcessEnv): string {
   return join(base, "agent", "agent.log");
 }
 
+/** Prompt history of this directory, kept next to the log: the last 500 entries typed here. */
+function promptHistory(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): { entries: string[]; append: (e: string) => void } {
+  const file = join(dirname(logFilePath(env)), "history.jsonl");
+  const entries: string[] = [];
+  try {
+    for (const l of readFileSync(file, "utf8").split("\n")) {
+      if (!l) continue;
+      try {
+        const rec = JSON.parse(l) as { cwd?: unknown; text?: unknown };
+        if (rec.cwd === cwd && typeof rec.text === "string") entries.push(rec.text);
+      } catch {
+        // a damaged line costs that entry only
+      }
+    }
+  } catch {
+    // no history yet
+  }
+  return {
+    entries: entries.slice(-500),
+    append: (text) => {
+      try {
+        mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+        appendFileSync(file, `${JSON.stringify({ cwd, text, at: new Date().toISOString() })}\n`, {
+          mode: 0o600,
+        });
+      } catch {
+        // history is a convenience; failing to keep it must not disturb the session
+      }
+    },
+  };
+}
+
 function latestSessionId(): string {
   const { sessions } = listSessions({ rootsOnly: true, log: () => {} });
   const first = sessions[0];
@@ -220,7 +256,11 @@ export async function runRun(
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
   // A session another process is running is refused before any plugin starts.
-  const resumeId = opts.continue ? latestSessionId() : opts.resume;
+  const resumeId = opts.continue
+    ? latestSessionId()
+    : opts.resume
+      ? resolveSessionId(opts.resume)
+      : undefined;
   if (resumeId && isSessionId(resumeId)) {
     try {
       assertNoOtherWriter(resumeId);
@@ -245,6 +285,10 @@ export async function runRun(
       logSink,
       logLevel: level,
       ...(trace ? { trace: trace.tracer } : {}),
+      installProgress: (l) => {
+        if (starting) io.out.write("\r\x1b[K");
+        line(io.err, l);
+      },
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
@@ -444,6 +488,7 @@ async function runInteractive(
       },
       model,
       env: io.env,
+      history: promptHistory(io.env, io.cwd),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

@@ -3,12 +3,13 @@
 // transcript with the kernel's generic renderer; replay re-renders through the
 // recorded producers (see replay.ts).
 
-import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import { formatUsd, statusName } from "@pluggableharness/provider-tui/describe";
 import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharness/state";
 import { parseDuration } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { isLive, resolveSessionId } from "../session-ids.ts";
 
 export const STATUS_NAMES = [
   "running",
@@ -41,6 +42,12 @@ function when(info: SessionInfo): string {
   return d.toISOString().replace("T", " ").slice(0, 19);
 }
 
+/** A status as the list shows it: RUNNING without a live kernel is "interrupted". */
+function shownStatus(info: SessionInfo): string {
+  if (info.status === SessionStatus.RUNNING && !isLive(info.sessionId)) return "interrupted";
+  return statusName(info.status);
+}
+
 export interface ListOptions {
   status?: string[];
   roots?: boolean;
@@ -65,7 +72,7 @@ export function runList(io: Io, opts: ListOptions): number {
           session_id: s.sessionId,
           parent_session_id: s.parentSessionId || null,
           profile: s.profile,
-          status: statusName(s.status),
+          status: shownStatus(s),
           started_at: when(s),
           cost_usd: s.costUsd,
         })),
@@ -81,7 +88,7 @@ export function runList(io: Io, opts: ListOptions): number {
     `${s.depth > 0 ? `${"  ".repeat(s.depth)}↳ ` : ""}${s.sessionId}`,
     when(s),
     s.profile || "-",
-    statusName(s.status),
+    shownStatus(s),
     formatUsd(s.costUsd),
   ]);
   const header = ["ID", "STARTED (UTC)", "PROFILE", "STATUS", "COST"];
@@ -118,7 +125,7 @@ export function runPrune(io: Io, ids: string[], opts: PruneOptions): number {
     ? new Date(Date.now() - parseDuration(opts.olderThan, "--older-than") * 1000)
     : undefined;
   const result = pruneSessions({
-    ...(ids.length > 0 ? { ids } : {}),
+    ...(ids.length > 0 ? { ids: ids.map(resolveSessionId) } : {}),
     ...(olderThan ? { olderThan } : {}),
     ...(status ? { status } : {}),
     ...(opts.includeRunning ? { includeRunning: true } : {}),

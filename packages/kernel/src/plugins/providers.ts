@@ -390,6 +390,10 @@ function launchTarget(
   options: LoadProvidersOptions,
 ): { command: string; codeDigest: string | undefined } {
   const root = options.installationRoot;
+  // A forge build is identified by its verified release asset: describe-cacheable.
+  if (resolved.origin === "forge" && resolved.checksum && options.describeCache) {
+    return { command: resolved.executable, codeDigest: `asset:${resolved.checksum}` };
+  }
   if (resolved.origin !== "first_party" || !root || !resolved.packageDir) {
     return { command: resolved.executable, codeDigest: undefined };
   }
@@ -423,6 +427,7 @@ async function loadProvider(
   const cached = entry?.toolSchema?.operationsFromConfig ? undefined : entry;
   if (cached) {
     sandbox.isTool = cached.categories.includes("tool");
+    sandbox.categories = cached.categories;
     if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
@@ -439,6 +444,7 @@ async function loadProvider(
   });
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
   sandbox.isTool = live.categories.includes("tool");
+  sandbox.categories = live.categories;
   if (live.toolSchema) sandbox.tools = live.toolSchema;
   // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
   // call reaches it, and relaunched in it on first use.
