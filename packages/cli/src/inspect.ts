@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
+import { providerTransport } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
@@ -20,7 +21,13 @@ import {
 import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
-import { PluginHost, preferBundle } from "@pluggableharness/runtime";
+import {
+  createPluginHost,
+  type PluginIsolation,
+  type PluginTransportHost,
+  preferBundle,
+} from "@pluggableharness/runtime";
+import { probeSandbox } from "@pluggableharness/runtime/sandbox";
 
 export interface ToolFacts {
   name: string;
@@ -49,6 +56,8 @@ export interface ProviderFacts {
   /** The raw descriptions, for the kernel's own rules (ToolService.GetSchema, ModelService.GetCapabilities). */
   toolSchema?: GetSchemaResponse;
   modelCapabilities?: ModelCapabilities;
+  /** The transport `agent run` would use for it (known once it is described). */
+  isolation: PluginIsolation;
 }
 
 export interface ConfigureDiagnostic {
@@ -77,7 +86,7 @@ export async function inspectProviders(
     log?: (line: string) => void;
   } = {},
 ): Promise<ProviderFacts[]> {
-  const hosts: PluginHost[] = [];
+  const hosts: PluginTransportHost[] = [];
   try {
     return await Promise.all(
       resolved.map(async (r): Promise<ProviderFacts> => {
@@ -92,8 +101,10 @@ export async function inspectProviders(
           healthy: false,
           configureProblems: [],
           configureDiagnostics: [],
+          isolation: providerTransport(r, r.isolation, false).isolation,
         };
-        const host = new PluginHost({
+        // Described where the kernel describes it: a first-party provider in a worker thread by default.
+        const host = createPluginHost(facts.isolation, {
           name: r.localName,
           // A first-party provider runs from its up-to-date bundle, as under the kernel.
           command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
@@ -106,6 +117,7 @@ export async function inspectProviders(
           const d = await host.describe();
           facts.categories = d.categories;
           facts.producers = d.producers;
+          facts.isolation = runTransport(config, r, d.categories);
           const health = await host.client(Health).check({ service: "plugin" }, { timeoutMs: TIMEOUT_MS });
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           await describeCategories(host, facts);
@@ -134,8 +146,20 @@ export async function inspectProviders(
   }
 }
 
+/** The kernel's choice once the categories are known: a tool provider it sandboxes runs as a process. */
+function runTransport(
+  config: AgentConfig,
+  r: ResolvedProvider,
+  categories: readonly string[],
+): PluginIsolation {
+  const mode = config.settings.sandbox;
+  const sandboxed =
+    categories.includes("tool") && mode !== "off" && (mode === "required" || probeSandbox().ok);
+  return providerTransport(r, r.isolation, sandboxed).isolation;
+}
+
 async function describeCategories(
-  host: PluginHost,
+  host: PluginTransportHost,
   facts: ProviderFacts,
   only?: readonly string[],
 ): Promise<void> {
@@ -199,7 +223,11 @@ async function describeCategories(
   }
 }
 
-async function configureAll(host: PluginHost, facts: ProviderFacts, values: JsonObject): Promise<void> {
+async function configureAll(
+  host: PluginTransportHost,
+  facts: ProviderFacts,
+  values: JsonObject,
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const request = { config: values };
   for (const category of facts.categories) {

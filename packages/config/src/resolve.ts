@@ -31,6 +31,13 @@ export interface ResolvedProvider {
   platform?: string;
   /** Forge: the verified cache entry the executable lives in. */
   installDir?: string;
+  /**
+   * How it runs, when decided here: what agent.hcl's required_providers entry says, else a
+   * first-party package's own `"pluggableharness": { "isolation": ... }`; always "process"
+   * for a dev override. Undefined: the kernel's default (a worker thread for a first-party
+   * provider, unless it is a tool provider the kernel would sandbox).
+   */
+  isolation?: "process" | "worker";
 }
 
 export interface ResolveOptions {
@@ -65,6 +72,17 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         ),
       };
     }
+    if (req.isolation === "worker") {
+      return {
+        ok: false,
+        diagnostic: errorAt(
+          "invalid_value",
+          "Isolation not allowed",
+          `"${req.localName}" runs the dev_overrides executable ${override}, which always runs as its own process; only installed first-party providers may run in a worker thread.`,
+          req.isolationRange ?? req.range,
+        ),
+      };
+    }
     return {
       ok: true,
       provider: {
@@ -72,6 +90,7 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         source: req.source,
         executable: override,
         origin: "dev_override",
+        isolation: "process",
       },
     };
   }
@@ -115,10 +134,15 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
     };
   }
   let version: string;
+  let packageIsolation: unknown;
   try {
-    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as {
+      version?: unknown;
+      pluggableharness?: { isolation?: unknown };
+    };
     if (typeof pkg.version !== "string") throw new Error("no version field");
     version = pkg.version;
+    packageIsolation = pkg.pluggableharness?.isolation;
   } catch (e) {
     return {
       ok: false,
@@ -151,6 +175,11 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       checksum: packageChecksum(dir),
       origin: "first_party",
       packageDir: dir,
+      ...(req.isolation
+        ? { isolation: req.isolation }
+        : packageIsolation === "process" || packageIsolation === "worker"
+          ? { isolation: packageIsolation }
+          : {}),
     },
   };
 }

@@ -138,6 +138,13 @@ export interface KernelOptions {
   /** Run first-party providers from their up-to-date bundles (default: unless AGENT_NO_BUNDLES=1). */
   readonly bundles?: boolean;
   /**
+   * Run every first-party provider as a process ("process") or in a worker thread
+   * ("worker"), whatever agent.hcl or its package says. Default: AGENT_PLUGIN_ISOLATION
+   * from `env` when set, else each provider's own isolation. Other providers are always
+   * processes.
+   */
+  readonly isolation?: "process" | "worker";
+  /**
    * Where exact token counts persist between runs (callbacks/token-counts.ts); false keeps
    * them for this kernel only. Default: $XDG_CACHE_HOME/agent/token-counts.json from `env`.
    */
@@ -321,6 +328,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       log: this.#log.child("providers"),
       installationRoot: this.#options.installationRoot,
       bundles: this.#options.bundles ?? env["AGENT_NO_BUNDLES"] !== "1",
+      ...isolationOverride(this.#options.isolation, env),
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
@@ -903,4 +911,17 @@ function recordForgeProducers(kernel: Kernel, resolved: readonly ResolvedProvide
       // a read-only cache only costs prune its knowledge of this build
     }
   }
+}
+
+/** The isolation forced on every first-party provider, if any (option, else AGENT_PLUGIN_ISOLATION). */
+function isolationOverride(
+  option: KernelOptions["isolation"],
+  env: Readonly<Record<string, string | undefined>>,
+): { isolation?: "process" | "worker" } {
+  const value = option ?? env["AGENT_PLUGIN_ISOLATION"];
+  if (value === undefined || value === "") return {};
+  if (value !== "process" && value !== "worker") {
+    throw new Error(`AGENT_PLUGIN_ISOLATION must be "process" or "worker", not ${JSON.stringify(value)}`);
+  }
+  return { isolation: value };
 }

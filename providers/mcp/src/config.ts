@@ -1,4 +1,5 @@
 // The bridge's agent.hcl block: one block is one MCP server (docs/decisions.md, "MCP").
+import { resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
 import { type ConfigField, configError, type Diagnostic } from "@pluggableharness/tool-kit";
@@ -20,6 +21,9 @@ export const CONFIG: readonly ConfigField[] = [
     name: "cwd",
     type: "string",
     path: true,
+    // The kernel resolves it against the directory of agent.hcl, so the bridge never depends
+    // on its own working directory (a worker thread has the kernel's).
+    default: ".",
     description: "Working directory of a local server (default: the directory of agent.hcl).",
   },
   {
@@ -101,7 +105,8 @@ export interface Settings {
   transport: TransportName;
   command: string[];
   env: Record<string, string>;
-  cwd: string | undefined;
+  /** Absolute: the server's working directory, and its writable root without roots. */
+  cwd: string;
   url: URL | undefined;
   headers: Record<string, string>;
   enabledTools: string[] | undefined;
@@ -186,7 +191,7 @@ export function parseSettings(values: JsonObject): { settings?: Settings; proble
       transport: transport as TransportName,
       command,
       env: map(values["env"]),
-      cwd: typeof values["cwd"] === "string" && values["cwd"] !== "" ? values["cwd"] : undefined,
+      cwd: resolve(typeof values["cwd"] === "string" && values["cwd"] !== "" ? values["cwd"] : "."),
       url,
       headers: map(values["headers"]),
       enabledTools: Array.isArray(enabled) && enabled.length > 0 ? strings(enabled) : undefined,

@@ -83,7 +83,7 @@ function localCommand(
   protectedPaths: readonly string[],
 ): { file: string; args: string[]; notice?: string } {
   const [file, ...args] = settings.command;
-  const cwd = settings.cwd ?? projectDir;
+  const cwd = settings.cwd;
   if (settings.sandbox === "off") return { file: file!, args };
   const probe = probeSandbox();
   if (!probe.ok) {
@@ -160,7 +160,7 @@ export async function connect(
     transport = new ProcessTransport({
       file: line.file,
       args: line.args,
-      cwd: settings.cwd ?? projectDir,
+      cwd: settings.cwd,
       env: { ...env.variables, ...settings.env },
     });
   } else {

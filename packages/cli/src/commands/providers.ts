@@ -83,6 +83,8 @@ function printProvider(io: Io, f: ProviderFacts, decodeProblem: string | undefin
   if (f.tools.length > 0)
     line(io.out, `  tools: ${f.tools.map((t) => `${t.name} (${t.kind}, ${t.risk})`).join(", ")}`);
   if (f.models.length > 0) line(io.out, `  models: ${f.models.join(", ")}`);
+  if (f.resolved.origin !== "dev_override")
+    line(io.out, `  runs: ${f.isolation === "worker" ? "in a worker thread" : "as its own process"}`);
   if (decodeProblem) line(io.out, `  not configured: ${decodeProblem.replace(/\n/g, "\n    ")}`);
   for (const p of f.configureProblems) line(io.out, `  configuration problem: ${p}`);
 }
