@@ -59,7 +59,15 @@ beforeAll(async () => {
   sb = sandbox();
   repo = sb.dir("project");
   fake = await startFakeVendor({ vendor: "anthropic", script: [] });
-  env = { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_ANTHROPIC_URL: fake.url, MCP_DEMO_TOKEN: CANARY };
+  // A cache of its own: the first run describes the bridge cold (in a worker, then moved to
+  // a sandboxed process), the second finds the cache warm.
+  env = {
+    ...sb.env,
+    XDG_CACHE_HOME: sb.dir("cache"),
+    ANTHROPIC_API_KEY: "sk-ant-test",
+    FAKE_ANTHROPIC_URL: fake.url,
+    MCP_DEMO_TOKEN: CANARY,
+  };
 });
 
 afterAll(async () => {

@@ -324,13 +324,16 @@ export class ProviderRegistry {
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
     // A bridge's operations exist only once it runs configured: it is never left dormant
-    // (one described in a worker that belongs in the sandbox launches now, configured by the
-    // launch hook).
+    // (one described in a worker that belongs in the sandbox launches now).
     await Promise.all(
       [...registry.#loaded.values()]
         .filter((p) => p.dormant && p.operationsFromConfig)
         .map(async (p) => {
           await p.host.start();
+          // The launch hook reaches this registry only once load() has returned: configure
+          // it here (the bridge keeps its server when the same configuration comes twice).
+          await sendConfigure(p, (s) => p.host.client(s), options.log);
+          p.configured = true;
           p.dormant = false;
         }),
     );
