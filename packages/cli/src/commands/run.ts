@@ -27,11 +27,10 @@ import {
 import { StoredInputs } from "@pluggableharness/kernel/render";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { runTui } from "@pluggableharness/provider-tui";
+import { pick, runTui } from "@pluggableharness/provider-tui";
 import {
   assertNoOtherWriter,
   isSessionId,
-  listSessions,
   openSessionReader,
   SessionLockedError,
   tidySessionFile,
@@ -41,7 +40,13 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
-import { resolveSessionId } from "../session-ids.ts";
+import {
+  latestSessionOf,
+  resolveSessionId,
+  resumeCandidates,
+  sessionLine,
+  shortDirectory,
+} from "../session-ids.ts";
 
 export interface RunOptions {
   print?: string;
@@ -53,7 +58,8 @@ export interface RunOptions {
   maxBudgetUsd?: string;
   maxWallClock?: string;
   plan?: boolean;
-  resume?: string;
+  /** An id or unique prefix; true (the flag alone): choose from a picker. */
+  resume?: string | boolean;
   continue?: boolean;
   outputFormat?: OutputFormat;
   headlessAsk?: "deny" | "allow";
@@ -194,11 +200,26 @@ function promptHistory(
   };
 }
 
-function latestSessionId(): string {
-  const { sessions } = listSessions({ rootsOnly: true, log: () => {} });
-  const first = sessions[0];
-  if (!first) throw new CliError("agent: --continue: there is no session to continue yet", EXIT.ERROR);
-  return first.sessionId;
+/** `--resume` without an id: a picker on a terminal; the candidates (exit 2) without one. */
+async function chooseSession(io: Io, input: RunInput, headless: boolean): Promise<string | undefined> {
+  const { sessions, here } = resumeCandidates(io.cwd);
+  if (sessions.length === 0) throw new CliError("agent: --resume: there is no session to resume", EXIT.ERROR);
+  if (headless || !input.stdin.isTTY || !io.out.isTTY) {
+    const lines = sessions.slice(0, 20).map((s) => `  ${sessionLine(s, !here)}`);
+    throw new CliError(
+      `agent: --resume needs a session id here (no terminal to choose on). ${here ? "Sessions of this directory" : "Sessions"}, newest first:\n${lines.join("\n")}${sessions.length > 20 ? `\n  … ${sessions.length - 20} more (agent sessions list)` : ""}`,
+      EXIT.USAGE,
+    );
+  }
+  return pick({
+    input: input.stdin as never,
+    output: io.out as never,
+    title: here
+      ? `Resume a session of ${shortDirectory(io.cwd)}`
+      : "Resume a session (none started in this directory)",
+    items: sessions.map((s) => ({ value: s.sessionId, label: sessionLine(s, !here) })),
+    env: io.env,
+  });
 }
 
 export async function runRun(
@@ -256,11 +277,12 @@ export async function runRun(
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
   // A session another process is running is refused before any plugin starts.
-  const resumeId = opts.continue
-    ? latestSessionId()
-    : opts.resume
-      ? resolveSessionId(opts.resume)
-      : undefined;
+  let resumeId: string | undefined;
+  if (opts.continue) resumeId = latestSessionOf(io.cwd);
+  else if (opts.resume === true) {
+    resumeId = await chooseSession(io, input, headless);
+    if (resumeId === undefined) return EXIT.OK; // the operator chose none
+  } else if (typeof opts.resume === "string") resumeId = resolveSessionId(opts.resume);
   if (resumeId && isSessionId(resumeId)) {
     try {
       assertNoOtherWriter(resumeId);
