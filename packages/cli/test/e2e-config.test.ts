@@ -127,7 +127,7 @@ describe("agent validate and agent providers", () => {
     expect(fs).toMatch(
       /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
     );
-    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read-only\).*edit_file \(resource, /);
+    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read_only\).*edit_file \(resource, /);
     expect(p.stdout).toMatch(/^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5/m);
   });
 

@@ -7,12 +7,15 @@ import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
+  BUILTIN_CONFIG_FILE,
   builtinRootProfile,
   type ConfigDiagnostic,
   ConfigError,
   firstPartyName,
   formatDiagnostics,
+  loadGlobalConfig,
   loadProjectConfig,
+  type UserDefaults,
 } from "@pluggableharness/config";
 import {
   createKernel,
@@ -135,6 +138,31 @@ export function applyOverrides(config: AgentConfig, profileName: string, opts: R
   return { ...config, profiles };
 }
 
+/**
+ * The user's defaults from the global config, where neither the command line nor the
+ * project says otherwise: `defaults.profile` when the project has that profile, and
+ * `defaults.model` when the profile declares no model of the project's own (the built-in
+ * zero-config profile counts as none) and the model's provider is loaded.
+ */
+export function withUserDefaults(
+  config: AgentConfig,
+  defaults: UserDefaults | undefined,
+  opts: RunOptions,
+): { profile: string; opts: RunOptions } {
+  let profile = opts.profile ?? "default";
+  if (opts.profile === undefined && defaults?.profile !== undefined) {
+    if (config.profiles.some((p) => p.name === defaults.profile)) profile = defaults.profile;
+  }
+  const model = defaults?.model;
+  if (opts.model !== undefined || model === undefined) return { profile, opts };
+  const declared = config.profiles.find((p) => p.name === profile)?.model;
+  const projectSaysSo = declared !== undefined && config.file !== BUILTIN_CONFIG_FILE;
+  if (projectSaysSo || !config.requiredProviders.some((r) => r.localName === model.provider)) {
+    return { profile, opts };
+  }
+  return { profile, opts: { ...opts, model: model.text } };
+}
+
 /** Frontend providers the CLI runs itself: the first-party tui, unless its block names a terminal. */
 function inProcessFrontends(config: AgentConfig): string[] {
   return config.requiredProviders
@@ -251,25 +279,31 @@ export async function runRun(
 
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
-  const profileName = opts.profile ?? "default";
-  const config = applyOverrides(loaded.config, profileName, opts);
+  const global = loadGlobalConfig({ env: io.env });
+  if (!global.ok) throw configFailure(global.diagnostics);
+  const chosen = withUserDefaults(loaded.config, global.config.defaults, opts);
+  const profileName = chosen.profile;
+  const config = applyOverrides(loaded.config, profileName, chosen.opts);
 
-  // Logs: warnings and errors to stderr in headless runs; a file for the terminal UI.
+  // Logs go to a file: the terminal belongs to the UI, and a headless run's stderr carries
+  // only what the run itself has to say. `--verbose` sends a headless run's logs
+  // (warnings and up, or AGENT_LOG_LEVEL) to stderr as well.
   const level = logLevel(io.env, headless ? "warn" : "info");
   const logFile = logFilePath(io.env);
-  const logSink = headless
-    ? (r: KernelLogRecord) => {
-        if (LOG_LEVEL_ORDER[r.level] >= LOG_LEVEL_ORDER[level]) line(io.err, formatLog(r));
-      }
-    : (r: KernelLogRecord) => {
-        if (LOG_LEVEL_ORDER[r.level] < LOG_LEVEL_ORDER[level]) return;
-        try {
-          mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
-          appendFileSync(logFile, `${formatLog(r)}\n`, { mode: 0o600 });
-        } catch {
-          // logging must never take the session down
+  const logSink =
+    headless && opts.verbose
+      ? (r: KernelLogRecord) => {
+          if (LOG_LEVEL_ORDER[r.level] >= LOG_LEVEL_ORDER[level]) line(io.err, formatLog(r));
         }
-      };
+      : (r: KernelLogRecord) => {
+          if (LOG_LEVEL_ORDER[r.level] < LOG_LEVEL_ORDER[level]) return;
+          try {
+            mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
+            appendFileSync(logFile, `${formatLog(r)}\n`, { mode: 0o600 });
+          } catch {
+            // logging must never take the session down
+          }
+        };
 
   // AGENT_TRACE=<file>: the kernel's trace events (turn steps, model attempts, tool calls,
   // hook dispatch) as JSON lines with a wall-clock timestamp in ms (sub-ms resolution),
