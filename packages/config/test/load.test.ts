@@ -467,6 +467,29 @@ hook "post-tool-call" {
     ]);
   });
 
+  it("rejects a slash command two providers declare, at the later one's required_providers entry", () => {
+    const dir = projectDir({ "agent.hcl": source });
+    const c = loadProjectConfigOrThrow(dir);
+    const loaded = {
+      filesystem: { ...FACTS.filesystem, slashCommands: ["review", "read"] },
+      audit: {
+        tools: ["record"],
+        hookPoints: ["post-tool-call" as const],
+        slashCommands: ["review", "audit"],
+      },
+    };
+    const diags = validateAgainstProviders(c, loaded);
+    expect(diags.map((d) => [d.category, d.range?.start.line, d.range?.start.column])).toEqual([
+      ["duplicate", 6, 3],
+    ]);
+    expect(diags[0]!.detail).toContain(
+      `"audit" and "filesystem" (${join(dir, "agent.hcl")}:2:3) both declare the slash command /review`,
+    );
+    // Distinct names, or one provider declaring a name twice, are fine.
+    loaded.audit.slashCommands = ["audit", "audit"];
+    expect(validateAgainstProviders(c, loaded)).toEqual([]);
+  });
+
   it("treats providers that did not load as silent no-ops", () => {
     const c = loadProjectConfigOrThrow(projectDir({ "agent.hcl": source }));
     expect(validateAgainstProviders(c, { filesystem: FACTS.filesystem })).toEqual([]);
