@@ -237,8 +237,14 @@ export function parseGlobalConfig(
   return { ok: true, config };
 }
 
-/** The mirror for a source address: the longest matching prefix, else the default URL. */
-export function mirrorFor(config: GlobalConfig, source: string): { url: string; auth?: Secret } | undefined {
+/**
+ * The mirror for a source address: the longest matching prefix (`prefix` says which),
+ * else the default URL (no prefix: the whole source address is appended to it).
+ */
+export function mirrorFor(
+  config: GlobalConfig,
+  source: string,
+): { url: string; auth?: Secret; prefix?: string } | undefined {
   const rm = config.registryMirror;
   if (rm === undefined) return undefined;
   let best: RegistryMirror | undefined;
@@ -246,7 +252,9 @@ export function mirrorFor(config: GlobalConfig, source: string): { url: string; 
     if (source.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
   }
   if (best !== undefined)
-    return best.auth === undefined ? { url: best.url } : { url: best.url, auth: best.auth };
+    return best.auth === undefined
+      ? { url: best.url, prefix: best.prefix }
+      : { url: best.url, auth: best.auth, prefix: best.prefix };
   return rm.default === undefined ? undefined : { url: rm.default };
 }
 

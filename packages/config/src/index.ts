@@ -168,6 +168,7 @@ export {
   type FirstPartyName,
   firstPartyName,
   firstPartySource,
+  isForgeSource,
 } from "./source-address.ts";
 export {
   builtinRootProfile,

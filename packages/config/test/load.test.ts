@@ -574,6 +574,7 @@ registry_mirror {
       audit: join(xdg, "agent", "bin", "provider-audit"),
     });
     expect(mirrorFor(r.config, "github.com/agentco/private-x")).toEqual({
+      prefix: "github.com/agentco/private-",
       url: "https://registry.internal.example.com/private",
     });
     const m = mirrorFor(r.config, "github.com/agentco/provider-x");

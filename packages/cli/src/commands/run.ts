@@ -341,6 +341,10 @@ export async function runRun(
       logSink,
       logLevel: level,
       ...(trace ? { trace: trace.tracer } : {}),
+      installProgress: (l) => {
+        if (starting) io.out.write("\r\x1b[K");
+        line(io.err, l);
+      },
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
