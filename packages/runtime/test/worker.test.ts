@@ -151,8 +151,12 @@ describe("a plugin in a worker thread", () => {
       expect(env["PH_WORKER_PASSED"]).toBe("passed-on-purpose");
       expect(env["PATH"]).toBe(process.env["PATH"]);
       expect(env["PLUGGABLEHARNESS_PLUGIN"]).toBeDefined();
+      // The runtime names the Node it runs on for every plugin (bundled plugins' launchers use it).
+      expect(env["AGENT_NODE"]).toBe(process.execPath);
       expect(
-        Object.keys(env).filter((k) => !/^(PATH|HOME|TMPDIR|LANG|PLUGIN_|PLUGGABLEHARNESS_)/.test(k)),
+        Object.keys(env).filter(
+          (k) => !/^(PATH|HOME|TMPDIR|LANG|PLUGIN_|PLUGGABLEHARNESS_|AGENT_NODE$)/.test(k),
+        ),
       ).toEqual(["PH_WORKER_PASSED"]);
       // And the kernel's own environment is untouched by the worker's.
       expect(process.env["PLUGGABLEHARNESS_PLUGIN"]).toBeUndefined();
