@@ -34,8 +34,11 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .option("--max-budget-usd <usd>", "end the session once it has cost this much")
     .option("--max-wall-clock <duration>", "end the session after this long (90, 90s, 15m, 2h)")
     .option("--plan", "plan mode: the model sees no tools that change anything")
-    .option("--resume <session-id>", "continue a completed or cancelled session")
-    .option("-c, --continue", "continue the most recent session")
+    .option(
+      "--resume [session-id]",
+      "continue a session (an id or unique prefix); without one, choose from this directory's",
+    )
+    .option("-c, --continue", "continue the most recent session of this directory")
     .addOption(
       new Option("--output-format <format>", "headless output")
         .choices(["text", "json", "stream-json"])
@@ -83,7 +86,7 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
   const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
   sessions
     .command("list")
-    .description("sessions, newest first: id, start time, profile, status, cost")
+    .description("sessions, newest first: id, start time, directory, model, status, cost, title")
     .option("--status <status>", "only sessions in this status (repeatable)", collect)
     .option("--roots", "only root sessions (no sub-agents)")
     .option("--limit <n>", "at most this many")
@@ -313,6 +316,22 @@ Secrets are never written into agent.hcl: -e NAME writes env("NAME"), read when 
     .action(async (args: string[]) => {
       const { runConform } = await import("./commands/conform.ts");
       finish(await runConform(io, args));
+    });
+
+  program
+    .command("completion <shell>")
+    .description("print a shell completion script: bash, zsh or fish")
+    .addHelpText(
+      "after",
+      `
+Install it once, e.g.:
+  agent completion bash > ~/.local/share/bash-completion/completions/agent
+  agent completion zsh > "\${fpath[1]}/_agent"
+  agent completion fish > ~/.config/fish/completions/agent.fish`,
+    )
+    .action(async (shell: string) => {
+      const { runCompletion } = await import("./commands/completion.ts");
+      finish(runCompletion(io, program, shell));
     });
 
   return program;

@@ -532,7 +532,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       await this.#activateFor(profile);
       const session = new Session(
         this.#d,
-        { writer, profile, workingDirectory: this.config.projectDir },
+        // The directory it was started in, when the file recorded one and it still exists.
+        { writer, profile, workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
@@ -634,7 +635,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     }
     const dir = this.#options.stateDir;
     const writer = createSession(
-      { profile: profile.name, depth: 0 },
+      { profile: profile.name, depth: 0, workingDirectory: wd },
       {
         ...(dir ? { dir } : {}),
         ...(this.#options.durability ? { durability: this.#options.durability } : {}),
@@ -887,6 +888,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
   recordForgeProducers(kernel, resolved);
   return kernel;
+}
+
+function recordedDirectory(meta: { readonly workingDirectory?: string }): string | undefined {
+  const wd = meta.workingDirectory;
+  return wd && existsSync(wd) && statSync(wd).isDirectory() ? wd : undefined;
 }
 
 /**

@@ -303,6 +303,7 @@ export class ProviderRegistry {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
         hookPoints: [...p.hookPoints],
+        slashCommands: p.slashCommands.map((c) => c.name),
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
