@@ -127,6 +127,8 @@ export async function inspectProviders(
           const values = options.configure?.(r.localName, facts.configSchema);
           if (values !== undefined) {
             await configureAll(host, facts, values);
+            // A bridge's operations exist once its configuration is applied (the MCP bridge).
+            if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
             if (facts.categories.includes("model")) {
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
@@ -159,7 +161,11 @@ function runTransport(
   return providerTransport(r, r.isolation, sandboxed).isolation;
 }
 
-async function describeCategories(host: PluginTransportHost, facts: ProviderFacts): Promise<void> {
+async function describeCategories(
+  host: PluginTransportHost,
+  facts: ProviderFacts,
+  only?: readonly string[],
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
@@ -168,7 +174,7 @@ async function describeCategories(host: PluginTransportHost, facts: ProviderFact
     for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
     for (const c of commands) facts.slashCommands.push(c.name);
   };
-  for (const category of facts.categories) {
+  for (const category of only ?? facts.categories) {
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);

@@ -81,6 +81,7 @@ export {
   verifyLock,
   writeLockFile,
 } from "./lockfile.ts";
+export { isSecretName, MCP_BRIDGE_SOURCES, mcpSecretDiagnostics } from "./mcp-secrets.ts";
 export type * from "./model.ts";
 export {
   describeMatch,

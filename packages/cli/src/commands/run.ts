@@ -164,7 +164,7 @@ export function withUserDefaults(
 }
 
 /** Frontend providers the CLI runs itself: the first-party tui, unless its block names a terminal. */
-function inProcessFrontends(config: AgentConfig): string[] {
+export function inProcessFrontends(config: AgentConfig): string[] {
   return config.requiredProviders
     .filter((r) => firstPartyName(r.source) === "tui")
     .filter((r) => {
@@ -174,12 +174,12 @@ function inProcessFrontends(config: AgentConfig): string[] {
     .map((r) => r.localName);
 }
 
-function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
+export function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
   const v = env["AGENT_LOG_LEVEL"]?.toLowerCase();
   return v && v in LOG_LEVEL_ORDER ? (v as KernelLogLevel) : fallback;
 }
 
-function formatLog(r: KernelLogRecord): string {
+export function formatLog(r: KernelLogRecord): string {
   const who = r.source === "plugin" ? `plugin ${r.plugin ?? r.logger}` : r.logger;
   const fields = r.fields && Object.keys(r.fields).length > 0 ? ` ${JSON.stringify(r.fields)}` : "";
   return `${r.time.toISOString()} ${r.level.toUpperCase()} [${who}] ${r.message}${fields}`;
