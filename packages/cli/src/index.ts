@@ -34,8 +34,11 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .option("--max-budget-usd <usd>", "end the session once it has cost this much")
     .option("--max-wall-clock <duration>", "end the session after this long (90, 90s, 15m, 2h)")
     .option("--plan", "plan mode: the model sees no tools that change anything")
-    .option("--resume <session-id>", "continue a completed or cancelled session")
-    .option("-c, --continue", "continue the most recent session")
+    .option(
+      "--resume [session-id]",
+      "continue a session (an id or unique prefix); without one, choose from this directory's",
+    )
+    .option("-c, --continue", "continue the most recent session of this directory")
     .addOption(
       new Option("--output-format <format>", "headless output")
         .choices(["text", "json", "stream-json"])
@@ -83,7 +86,7 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
   const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
   sessions
     .command("list")
-    .description("sessions, newest first: id, start time, profile, status, cost")
+    .description("sessions, newest first: id, start time, directory, model, status, cost, title")
     .option("--status <status>", "only sessions in this status (repeatable)", collect)
     .option("--roots", "only root sessions (no sub-agents)")
     .option("--limit <n>", "at most this many")
@@ -189,6 +192,88 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runDoctor(io, opts));
     });
 
+  const mcp = program
+    .command("mcp")
+    .description("MCP servers: add, list and remove them in agent.hcl; serve this project's tools over MCP");
+  mcp
+    .command("add <name> [target...]")
+    .description(
+      "add an MCP server: `agent mcp add <name> -- <command> [args...]` or `agent mcp add <name> <url>`",
+    )
+    .option(
+      "-t, --transport <transport>",
+      "stdio (a command), http (Streamable HTTP) or sse; default from the target",
+    )
+    .option(
+      "-e, --env <NAME[=value]>",
+      "a variable for a local server; NAME alone reads $NAME via env() (repeatable)",
+      collect,
+    )
+    .option(
+      "-H, --header <'Name: value'>",
+      "an HTTP header for a remote server; 'Name: $env:VAR' reads $VAR (repeatable)",
+      collect,
+    )
+    .option("--bearer-token-env-var <VAR>", "send Authorization: Bearer $VAR to a remote server")
+    .option("--trust-read-only-hint", "let tools the server marks read-only run without asking")
+    .option("--network", "let a sandboxed local server use the network")
+    .option("--sandbox <mode>", "required, best_effort (default) or off")
+    .option("--cwd <dir>", "working directory of a local server")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  agent mcp add files -- npx -y @modelcontextprotocol/server-filesystem .
+  agent mcp add github -e GITHUB_PERSONAL_ACCESS_TOKEN --network -- npx -y @modelcontextprotocol/server-github
+  agent mcp add docs https://example.com/mcp --bearer-token-env-var DOCS_TOKEN
+
+Secrets are never written into agent.hcl: -e NAME writes env("NAME"), read when the agent starts.`,
+    )
+    .action(async (name: string, target: string[], opts) => {
+      const { runMcpAdd } = await import("./commands/mcp.ts");
+      finish(runMcpAdd(io, name, target, opts));
+    });
+  mcp
+    .command("list")
+    .description(
+      "the MCP servers in agent.hcl, each started to show whether it connects and how many tools it has",
+    )
+    .option("--no-check", "do not start the servers")
+    .option("--json", "print JSON")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (opts) => {
+      const { runMcpList } = await import("./commands/mcp.ts");
+      finish(await runMcpList(io, opts));
+    });
+  mcp
+    .command("remove <name>")
+    .description("remove an MCP server from agent.hcl (its block and its profile entries)")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (name: string, opts) => {
+      const { runMcpRemove } = await import("./commands/mcp.ts");
+      finish(runMcpRemove(io, name, opts));
+    });
+  mcp
+    .command("serve")
+    .description(
+      "serve this project's tools as an MCP server over stdio; every call goes through policy and the plan/apply gate",
+    )
+    .option("--profile <name>", 'agent profile whose tools are served (default: "default")')
+    .addOption(
+      new Option(
+        "--ask <answer>",
+        "what a call the policy asks about becomes (nobody can answer over MCP): deny or allow",
+      )
+        .choices(["deny", "allow"])
+        .default("deny"),
+    )
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (opts) => {
+      const { runMcpServe } = await import("./commands/mcp-serve.ts");
+      finish(await runMcpServe(io, opts));
+    });
+
   const plugin = program
     .command("plugin")
     .description("write and build plugins: `agent plugin new`, `agent plugin build`");
@@ -231,6 +316,22 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .action(async (args: string[]) => {
       const { runConform } = await import("./commands/conform.ts");
       finish(await runConform(io, args));
+    });
+
+  program
+    .command("completion <shell>")
+    .description("print a shell completion script: bash, zsh or fish")
+    .addHelpText(
+      "after",
+      `
+Install it once, e.g.:
+  agent completion bash > ~/.local/share/bash-completion/completions/agent
+  agent completion zsh > "\${fpath[1]}/_agent"
+  agent completion fish > ~/.config/fish/completions/agent.fish`,
+    )
+    .action(async (shell: string) => {
+      const { runCompletion } = await import("./commands/completion.ts");
+      finish(runCompletion(io, program, shell));
     });
 
   return program;

@@ -46,6 +46,8 @@ export interface ProviderFacts {
   /** The ModelSpecs behind `models`. */
   specs: ModelSpec[];
   hookPoints: HookPoint[];
+  /** Names of the slash commands every category of it declares. */
+  slashCommands: string[];
   healthy: boolean;
   /** Why the provider could not be launched or described. */
   error?: string;
@@ -98,6 +100,7 @@ export async function inspectProviders(
           models: [],
           specs: [],
           hookPoints: [],
+          slashCommands: [],
           healthy: false,
           configureProblems: [],
           configureDiagnostics: [],
@@ -124,6 +127,8 @@ export async function inspectProviders(
           const values = options.configure?.(r.localName, facts.configSchema);
           if (values !== undefined) {
             await configureAll(host, facts, values);
+            // A bridge's operations exist once its configuration is applied (the MCP bridge).
+            if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
             if (facts.categories.includes("model")) {
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
@@ -156,15 +161,20 @@ function runTransport(
   return providerTransport(r, r.isolation, sandboxed).isolation;
 }
 
-async function describeCategories(host: PluginTransportHost, facts: ProviderFacts): Promise<void> {
+async function describeCategories(
+  host: PluginTransportHost,
+  facts: ProviderFacts,
+  only?: readonly string[],
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
   };
-  const hooks = (points: readonly HookPoint[]) => {
+  const hooks = (points: readonly HookPoint[], commands: readonly { name: string }[] = []) => {
     for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
+    for (const c of commands) facts.slashCommands.push(c.name);
   };
-  for (const category of facts.categories) {
+  for (const category of only ?? facts.categories) {
     switch (category) {
       case "tool": {
         const res = await host.client(ToolService).getSchema({}, call);
@@ -174,7 +184,7 @@ async function describeCategories(host: PluginTransportHost, facts: ProviderFact
           kind: toolKind(t.kind),
           risk: riskName(t.risk),
         }));
-        hooks(res.supportedHookPoints);
+        hooks(res.supportedHookPoints, res.slashCommands);
         schema(res.configSchema);
         break;
       }
@@ -183,31 +193,31 @@ async function describeCategories(host: PluginTransportHost, facts: ProviderFact
         facts.models = caps?.models.map((m) => m.id) ?? [];
         if (caps) facts.modelCapabilities = caps;
         facts.specs = caps?.models ?? [];
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "context": {
         const caps = (await host.client(ContextService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "memory": {
         const caps = (await host.client(MemoryService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "frontend": {
         const caps = (await host.client(FrontendService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "widget": {
         const caps = (await host.client(WidgetService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }

@@ -131,7 +131,7 @@ describe("agent validate and agent providers", () => {
     expect(fs).toMatch(
       /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
     );
-    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read-only\).*edit_file \(resource, /);
+    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read_only\).*edit_file \(resource, /);
     // First-party providers run in worker threads unless agent.hcl says otherwise, except
     // tool providers the plugin sandbox confines (on by default where bwrap runs).
     expect(p.stdout).toMatch(/^filesystem {2}.*\n {2}tools: .*\n {2}runs: as its own process$/m);

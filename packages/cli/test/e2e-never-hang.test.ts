@@ -138,7 +138,6 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
   let env: NodeJS.ProcessEnv = {};
   const tmux = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
   beforeAll(async () => {
-    socket = join(sb.home, "tmux-never-hang.sock");
     ({ repo, env } = await primed("tui"));
   });
   afterAll(() => {
@@ -173,6 +172,9 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
         { mode: 0o755 },
       );
       const session = `s${Date.now()}`;
+      // A tmux server per test: killing the last session of a shared server makes it exit
+      // asynchronously, and a new-session racing that exit fails with "server exited unexpectedly".
+      socket = `${base}.tmux.sock`;
       tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30", script);
       const started = Date.now();
       while (!existsSync(status) && Date.now() - started < 20_000)
@@ -185,7 +187,7 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
         expect(stderr).not.toContain("still open");
         expect(processesIn(repo)).toEqual([]);
       } finally {
-        tmux("kill-session", "-t", session);
+        tmux("kill-server");
         undo(repo, env);
       }
     });

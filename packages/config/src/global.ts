@@ -1,5 +1,6 @@
-// The global, per-user config `$XDG_CONFIG_HOME/agent/config.hcl`: only
-// `dev_overrides` and `registry_mirror`. Mirror credentials follow the same
+// The global, per-user config `$XDG_CONFIG_HOME/agent/config.hcl`: `dev_overrides`,
+// `registry_mirror`, and `defaults` (the profile and model a run uses unless the
+// command line or the project says otherwise). Mirror credentials follow the same
 // secrets rule as provider blocks and are held as Secret objects, so the loaded
 // object can be printed or serialised without exposing them. Loading logs only
 // the file path, at debug level.
@@ -26,9 +27,16 @@ export interface RegistryMirror {
   range: Range;
 }
 
+/** `defaults { profile = "…"  model = "provider/id" }` of the global config. */
+export interface UserDefaults {
+  profile?: string;
+  model?: { provider: string; id: string; text: string; range: Range };
+}
+
 export interface GlobalConfig {
   /** The file read, when there was one. */
   file?: string;
+  defaults?: UserDefaults;
   devOverrides: Record<string, DevOverride>;
   registryMirror?: { default?: string; mirrors: RegistryMirror[] };
 }
@@ -79,7 +87,13 @@ export function parseGlobalConfig(
   const diags: Diags = parsed.diagnostics.map((d) => fromHcl(d, "parse"));
   const top = decodeBody(
     parsed.file.body,
-    { blocks: { dev_overrides: { single: true }, registry_mirror: { single: true } } },
+    {
+      blocks: {
+        dev_overrides: { single: true },
+        registry_mirror: { single: true },
+        defaults: { single: true },
+      },
+    },
     parsed.file.range,
     "the global config",
     diags,
@@ -87,7 +101,7 @@ export function parseGlobalConfig(
   for (const d of diags) {
     if (d.category === "unknown_block" || d.category === "unknown_attribute") {
       d.detail +=
-        " The global config holds only dev_overrides and registry_mirror; provider configuration and credentials belong in agent.hcl.";
+        " The global config holds only dev_overrides, registry_mirror and defaults; provider configuration and credentials belong in agent.hcl.";
     }
   }
   const config: GlobalConfig = { file, devOverrides: {} };
@@ -179,6 +193,44 @@ export function parseGlobalConfig(
     }
     config.registryMirror = { mirrors };
     if (defaultUrl !== undefined) config.registryMirror.default = defaultUrl;
+  }
+
+  const defaultsBlock = top.blocks.find((b) => b.type === "defaults");
+  if (defaultsBlock) {
+    const body = decodeBody(
+      defaultsBlock.body,
+      { attributes: ["profile", "model"] },
+      defaultsBlock.typeRange,
+      "defaults",
+      diags,
+    );
+    const defaults: UserDefaults = {};
+    const profileAttr = body.attrs.get("profile");
+    const profile = profileAttr && readString(profileAttr, "defaults.profile", diags);
+    if (profile !== undefined) defaults.profile = profile;
+    const modelAttr = body.attrs.get("model");
+    const model = modelAttr && readString(modelAttr, "defaults.model", diags);
+    if (model !== undefined && modelAttr) {
+      const slash = model.indexOf("/");
+      if (slash <= 0 || slash === model.length - 1) {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Invalid model",
+            `defaults.model is "<provider>/<model id>" (e.g. "anthropic/claude-sonnet-5"), not "${model}".`,
+            modelAttr.expr.range,
+          ),
+        );
+      } else {
+        defaults.model = {
+          provider: model.slice(0, slash),
+          id: model.slice(slash + 1),
+          text: model,
+          range: modelAttr.expr.range,
+        };
+      }
+    }
+    config.defaults = defaults;
   }
 
   if (hasErrors(diags)) return { ok: false, diagnostics: scrub(diags, resolvedSecrets) };

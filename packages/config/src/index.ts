@@ -53,6 +53,7 @@ export {
   mirrorFor,
   parseGlobalConfig,
   type RegistryMirror,
+  type UserDefaults,
 } from "./global.ts";
 export { HOOK_MODES, HOOK_POINTS, hookPointName, VETO_POINTS } from "./hooks.ts";
 export {
@@ -80,6 +81,7 @@ export {
   verifyLock,
   writeLockFile,
 } from "./lockfile.ts";
+export { isSecretName, MCP_BRIDGE_SOURCES, mcpSecretDiagnostics } from "./mcp-secrets.ts";
 export type * from "./model.ts";
 export {
   describeMatch,
@@ -145,7 +147,7 @@ export {
   toStruct,
   validateConfigSchema,
 } from "./schema-bridge.ts";
-export { type Environment, envShape, Secret } from "./secrets.ts";
+export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
   DEFAULT_OBSERVABILITY,
   DEFAULT_RETRY,

@@ -17,6 +17,7 @@ import {
   warningAt,
 } from "./diagnostics.ts";
 import { decodeHookBlock } from "./hooks.ts";
+import { mcpSecretDiagnostics } from "./mcp-secrets.ts";
 import type {
   AgentConfig,
   AgentProfile,
@@ -272,6 +273,8 @@ export function loadConfigSource(
       ),
     );
   }
+
+  diags.push(...mcpSecretDiagnostics(requiredProviders, providers));
 
   if (hasErrors(diags)) return { ok: false, diagnostics: diags };
   const warnings = diags.filter((d) => d.severity === "warning");

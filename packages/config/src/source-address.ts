@@ -19,6 +19,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "task",
   "project-context",
   "tui",
+  "mcp",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];

@@ -14,6 +14,7 @@ export {
   type Kernel,
   type KernelOptions,
   type SessionHandle,
+  type SessionToolDefinition,
   type StartSessionOptions,
 } from "./kernel.ts";
 export {
@@ -26,7 +27,12 @@ export {
 } from "./log.ts";
 export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/bounds.ts";
 export { DEFAULT_LIMITS, type LoopLimits } from "./loop/deps.ts";
-export { commandArguments, DIRECT_INVOKE_REASON, type InvocationOrigin } from "./loop/direct-invoke.ts";
+export {
+  commandArguments,
+  DIRECT_INVOKE_REASON,
+  type DirectInvokeOutcome,
+  type InvocationOrigin,
+} from "./loop/direct-invoke.ts";
 export { finalAnswerInstruction } from "./loop/driver.ts";
 export type {
   ClientEventInit,

@@ -4,7 +4,7 @@
 // callback service each of them is given.
 import { existsSync, statSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   ConfigError,
@@ -85,6 +85,7 @@ import { StoredInputs } from "./frontends/stored-inputs.ts";
 import { HookDispatcher } from "./hooks/dispatcher.ts";
 import { discardLog, KernelLogger, type KernelLogLevel, type KernelLogSink } from "./log.ts";
 import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
+import type { DirectInvokeOutcome, InvocationOrigin } from "./loop/direct-invoke.ts";
 import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
@@ -200,6 +201,25 @@ export interface SessionHandle {
   tools(): SessionToolInfo[];
   /** Resolves with the status once no run is active and nothing is queued. */
   idle(): Promise<SessionStatus>;
+  /**
+   * The session's tools with what a client needs to call them: description and the input
+   * and output JSON Schemas (the common subset), under the names the model sees.
+   */
+  toolDefinitions(): SessionToolDefinition[];
+  /**
+   * Calls one of the session's tools without a model turn (`agent mcp serve`): through
+   * pre-tool-call hooks, policy, the plan/apply gate (an ask resolves as headlessAsk says
+   * when no frontend is attached) and post hooks, like a model's call; resolves with what
+   * it came to. Throws FrontendRequestError when the call is refused before it runs
+   * (an unknown tool, arguments that do not match its schema).
+   */
+  invoke(name: string, args: JsonObject, origin: InvocationOrigin): Promise<DirectInvokeOutcome>;
+}
+
+export interface SessionToolDefinition extends SessionToolInfo {
+  readonly description: string;
+  readonly inputSchema: JsonObject;
+  readonly outputSchema: JsonObject;
 }
 
 export interface Kernel {
@@ -520,7 +540,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       await this.#activateFor(profile);
       const session = new Session(
         this.#d,
-        { writer, profile, workingDirectory: this.config.projectDir },
+        // The directory it was started in, when the file recorded one and it still exists.
+        { writer, profile, workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
@@ -622,7 +643,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     }
     const dir = this.#options.stateDir;
     const writer = createSession(
-      { profile: profile.name, depth: 0 },
+      { profile: profile.name, depth: 0, workingDirectory: wd },
       {
         ...(dir ? { dir } : {}),
         ...(this.#options.durability ? { durability: this.#options.durability } : {}),
@@ -765,6 +786,36 @@ function handleFor(session: Session): SessionHandle {
     },
     tools: () => session.tools.describe({ planMode: session.planMode }),
     idle: () => session.runs.idle(),
+    toolDefinitions: () => {
+      const info = new Map(session.tools.describe({ planMode: session.planMode }).map((t) => [t.name, t]));
+      return session.tools.all().map((t) => ({
+        ...info.get(t.declaredName)!,
+        description: t.tool.schema.description,
+        inputSchema: t.tool.inputJsonSchema,
+        outputSchema: t.tool.outputJsonSchema,
+      }));
+    },
+    invoke: (name, args, origin) =>
+      new Promise((resolveCall, reject) => {
+        const tool = session.tools.all().find((t) => t.declaredName === name);
+        if (!tool) {
+          reject(
+            new FrontendRequestError(FrontendErrorCategory.INVALID_CLIENT_EVENT, `no tool named ${name}`),
+          );
+          return;
+        }
+        const err = session.invoke(
+          {
+            provider: tool.provider.name,
+            toolName: tool.tool.schema.name,
+            args,
+            origin,
+            onDone: resolveCall,
+          },
+          { mayReopen: true },
+        );
+        if (err) reject(new FrontendRequestError(err.category, err.message));
+      }),
   };
 }
 
@@ -845,6 +896,11 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
   recordForgeProducers(kernel, resolved);
   return kernel;
+}
+
+function recordedDirectory(meta: { readonly workingDirectory?: string }): string | undefined {
+  const wd = meta.workingDirectory;
+  return wd && existsSync(wd) && statSync(wd).isDirectory() ? wd : undefined;
 }
 
 /**

@@ -94,6 +94,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       models: f.models,
       specs: f.specs,
       hookPoints: f.hookPoints,
+      slashCommands: f.slashCommands,
       ...(f.configSchema ? { configSchema: f.configSchema } : {}),
     };
   }

@@ -7,12 +7,14 @@ import { checkConfigure, checkDescribe, checkSchema } from "./schema.ts";
 
 export const toolChecks: CategoryChecks = async (ctx) => {
   await checkDescribe(ctx);
-  const { response, toolset } = await checkSchema(ctx);
+  let { response, toolset } = await checkSchema(ctx);
   const configured = await checkConfigure(ctx, response);
   if (!configured) {
     ctx.record("tool.invoke", "skip", "not invoked: the configuration was rejected");
     return;
   }
+  // A bridge (the MCP provider) has its operations once configured: judge those.
+  if (response.operationsFromConfig) ({ response, toolset } = await checkSchema(ctx, true));
   const captured = await checkInvocations(ctx, response, toolset);
   await checkCancellation(ctx, response, toolset);
   await checkPreview(ctx, response);

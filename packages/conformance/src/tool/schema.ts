@@ -71,9 +71,15 @@ function lenientToolset(response: GetSchemaResponse): ValidatedToolset {
   return { provider: "conformance", tools, slashCommands: [], warnings: [] };
 }
 
+/**
+ * `configured`: the second look at a provider whose operations come from its configuration
+ * (operations_from_config), after Configure; its results are recorded as tool.schema.configured.*.
+ */
 export async function checkSchema(
   ctx: CheckContext,
+  configured = false,
 ): Promise<{ response: GetSchemaResponse; toolset?: ValidatedToolset }> {
+  const id = (name: string) => (configured ? `tool.schema.configured.${name}` : `tool.schema.${name}`);
   const client = ctx.host.client(ToolService);
   const t0 = Date.now();
   const response = await client.getSchema({});
@@ -84,7 +90,7 @@ export async function checkSchema(
   const stable = equals(GetSchemaResponseSchema, response, again);
   const slow = Math.max(first, second) > SCHEMA_BUDGET_MS;
   ctx.record(
-    "tool.schema.cheap",
+    id("cheap"),
     stable && !slow ? "pass" : "fail",
     !stable
       ? "two GetSchema calls returned different answers"
@@ -98,7 +104,7 @@ export async function checkSchema(
     toolset = validateToolSchemas("conformance", response);
     const warnings = toolset.warnings.map((w) => `${w.message} [${w.rule}]`);
     ctx.record(
-      "tool.schema.valid",
+      id("valid"),
       warnings.length ? "warn" : "pass",
       warnings.length
         ? warnings.join("; ")
@@ -106,17 +112,18 @@ export async function checkSchema(
     );
   } catch (err) {
     if (!(err instanceof ToolSchemaError)) throw err;
-    ctx.record("tool.schema.valid", "fail", err.violations.map((v) => `${v.message} [${v.rule}]`).join("; "));
+    ctx.record(id("valid"), "fail", err.violations.map((v) => `${v.message} [${v.rule}]`).join("; "));
     // Streams are still judged, each operation against its own declaration.
     toolset = lenientToolset(response);
   }
-  if (response.tools.length === 0)
-    ctx.record("tool.schema.operations", "fail", "GetSchema declares no operation");
+  // Before Configure, a provider whose operations come from its configuration has none yet.
+  if (response.tools.length === 0 && !(response.operationsFromConfig && !configured))
+    ctx.record(id("operations"), "fail", "GetSchema declares no operation");
 
   const names = new Set(response.tools.map((t) => t.name));
   const unknownPreview = response.previewSupported.filter((n) => !names.has(n));
   ctx.record(
-    "tool.schema.preview-supported",
+    id("preview-supported"),
     unknownPreview.length ? "fail" : "pass",
     unknownPreview.length
       ? `preview_supported names unknown operations: ${unknownPreview.join(", ")}`
@@ -141,7 +148,7 @@ export async function checkSchema(
     }
   }
   ctx.record(
-    "tool.schema.config-schema",
+    id("config-schema"),
     problems.length ? "fail" : "pass",
     problems.length ? problems.join("; ") : `${attrs.length} attributes`,
   );

@@ -19,7 +19,7 @@ import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcomma
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import { REPLAY_ONLY_STATUSES } from "@pluggableharness/state";
 import type { KernelLogger } from "../log.ts";
-import type { InvocationOrigin } from "../loop/direct-invoke.ts";
+import type { DirectInvocation, InvocationOrigin } from "../loop/direct-invoke.ts";
 import type {
   ClientEventInit,
   ConnectOptions,
@@ -53,6 +53,8 @@ export interface DirectInvokeRequest {
   /** A slash command's raw argument text (mapped to the input), or an action's arguments. */
   readonly args: string | JsonObject;
   readonly origin: InvocationOrigin;
+  /** Called once the call has gone through the gate. */
+  readonly onDone?: DirectInvocation["onDone"];
 }
 
 /** What a running (or runnable) session lets frontends do. */

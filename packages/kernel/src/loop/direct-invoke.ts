@@ -17,13 +17,28 @@ import type { SessionTool } from "./tool-registry.ts";
 /** Who asked for the call, for the history message and the synthetic reason. */
 export type InvocationOrigin =
   | { readonly kind: "slash_command"; readonly name: string; readonly args: string }
-  | { readonly kind: "action_trigger"; readonly nodeId: string };
+  | { readonly kind: "action_trigger"; readonly nodeId: string }
+  /** A client of `agent mcp serve` (it names itself in initialize). */
+  | { readonly kind: "mcp_client"; readonly client: string };
+
+/** What a direct call came to, for a caller that waits for it (SessionHandle.invoke). */
+export interface DirectInvokeOutcome {
+  /** How the model would read it: the result's text, or the error or denial. */
+  readonly content: string;
+  readonly isError: boolean;
+  readonly denied: boolean;
+  /** The result payload, when the call succeeded. */
+  readonly payload?: JsonObject;
+  readonly cancelled: boolean;
+}
 
 export interface DirectInvocation {
   readonly tool: SessionTool;
   /** Already mapped and checked against the tool's input schema. */
   readonly args: JsonObject;
   readonly origin: InvocationOrigin;
+  /** Called once the call has gone through the gate (or was cancelled). */
+  readonly onDone?: (outcome: DirectInvokeOutcome) => void;
 }
 
 /** The synthetic_reason of the message that tells the model about the call. */
@@ -157,7 +172,9 @@ export function invocationReport(inv: DirectInvocation, call: CallRecord): strin
   const how =
     inv.origin.kind === "slash_command"
       ? `ran the slash command /${inv.origin.name}${inv.origin.args.trim() ? ` ${inv.origin.args.trim()}` : ""}`
-      : `activated the action "${inv.origin.nodeId}"`;
+      : inv.origin.kind === "mcp_client"
+        ? `called a tool from the MCP client "${inv.origin.client}"`
+        : `activated the action "${inv.origin.nodeId}"`;
   const { content, isError } = resultText(call, false);
   return [
     `[kernel] The operator ${how} directly, without a model turn. It called ${inv.tool.declaredName} with ${JSON.stringify(inv.args)}.`,
@@ -202,6 +219,17 @@ export async function runDirectInvocation(
   });
   const outcome = await gate.run();
   if (outcome === "cancelled") gate.cancelRemaining();
+  if (inv.onDone) {
+    const r = call.result;
+    const text = r ? resultText(call, false) : { content: "cancelled before it ran", isError: true };
+    inv.onDone({
+      content: text.content,
+      isError: text.isError,
+      denied: r?.denied === true,
+      cancelled: outcome === "cancelled",
+      ...(r?.outcome.kind === "result" ? { payload: r.outcome.payload } : {}),
+    });
+  }
   session.log.appendUserMessage(
     turnId,
     [

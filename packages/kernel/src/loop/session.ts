@@ -230,7 +230,9 @@ export class Session implements HubSession, SessionControl {
     const what =
       request.origin.kind === "slash_command"
         ? `/${request.origin.name}`
-        : `action "${request.origin.nodeId}"`;
+        : request.origin.kind === "mcp_client"
+          ? `MCP client "${request.origin.client}"`
+          : `action "${request.origin.nodeId}"`;
     const refused = this.#notRunnable(options);
     if (refused) return refused;
     const tool = this.tools
@@ -260,7 +262,15 @@ export class Session implements HubSession, SessionControl {
         `${what}: the arguments do not match ${request.provider}.${request.toolName}'s input schema: ${check.errors.join("; ")}`,
       );
     }
-    this.runs.enqueueInvocation({ kind: "invoke", invocation: { tool, args, origin: request.origin } });
+    this.runs.enqueueInvocation({
+      kind: "invoke",
+      invocation: {
+        tool,
+        args,
+        origin: request.origin,
+        ...(request.onDone ? { onDone: request.onDone } : {}),
+      },
+    });
     return undefined;
   }
 

@@ -55,9 +55,12 @@ export interface LoadedProvider {
   readonly producers: Readonly<Record<string, ProducerRef>>;
   /** Textual position in agent.hcl (byte offset of its provider block, else its required_providers entry). */
   readonly order: number;
-  readonly tools?: ValidatedToolset;
+  /** Read again after Configure when the provider's operations come from its configuration. */
+  tools?: ValidatedToolset;
   /** Operations whose Preview is implemented. */
-  readonly previewSupported: ReadonlySet<string>;
+  previewSupported: ReadonlySet<string>;
+  /** GetSchemaResponse.operations_from_config: the operations exist once Configure has run. */
+  readonly operationsFromConfig?: boolean;
   /** Refreshed after Configure: a provider may serve models its configuration declares. */
   models?: ValidatedCapabilities;
   readonly context?: ContextCapabilities;
@@ -164,6 +167,8 @@ export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size
 
 /** Diagnostics about a profile's model candidates, judged once the models are final. */
 const MODEL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_model", "unsupported_parameter"]);
+/** Diagnostics about a profile's tool patterns, judged once every provider's operations are final. */
+const TOOL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_tool"]);
 
 /** Whole-call deadline for the static description RPCs (they must be cheap and offline). */
 const DESCRIBE_TIMEOUT_MS = 10_000;
@@ -300,12 +305,13 @@ export class ProviderRegistry {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
         hookPoints: [...p.hookPoints],
+        slashCommands: p.slashCommands.map((c) => c.name),
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
     // Model references are judged after Configure (below), when every model is known.
     const diags = validateAgainstProviders(options.config, facts, options.env).filter(
-      (d) => !MODEL_REFERENCE_CATEGORIES.has(d.category),
+      (d) => !MODEL_REFERENCE_CATEGORIES.has(d.category) && !TOOL_REFERENCE_CATEGORIES.has(d.category),
     );
     for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
     if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
@@ -315,13 +321,30 @@ export class ProviderRegistry {
 
     // A model provider may serve models its configuration declares (an OpenAI-compatible
     // server's model list), so its capabilities are read again once it is configured.
-    const running = [...registry.#loaded.values()].filter((p) => !p.dormant);
-    await Promise.all(running.map((p) => refreshModels(p, options)));
     registry.#config = options.config;
     registry.#env = options.env;
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
+    // A bridge's operations exist only once it runs configured: it is never left dormant
+    // (one described in a worker that belongs in the sandbox launches now).
+    await Promise.all(
+      [...registry.#loaded.values()]
+        .filter((p) => p.dormant && p.operationsFromConfig)
+        .map(async (p) => {
+          await p.host.start();
+          // The launch hook reaches this registry only once load() has returned: configure
+          // it here (the bridge keeps its server when the same configuration comes twice).
+          await sendConfigure(p, p.ports, options.log);
+          p.configured = true;
+          p.dormant = false;
+        }),
+    );
+    const running = [...registry.#loaded.values()].filter((p) => !p.dormant);
+    await Promise.all(running.map((p) => refreshModels(p, options)));
+    // Likewise a bridge's operations (an MCP server's tools) exist once it is configured.
+    await Promise.all(running.map((p) => refreshTools(p, options)));
+    checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
 
     for (const p of registry.#loaded.values()) {
@@ -479,7 +502,8 @@ async function loadProvider(
     });
   let host = acquire(where.isolation);
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
-  const cached = entry && !host.running ? entry : undefined;
+  // Operations that come from the configuration cannot be known without running it.
+  const cached = entry && !host.running && !entry.toolSchema?.operationsFromConfig ? entry : undefined;
   if (cached) {
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
@@ -620,6 +644,7 @@ function buildLoaded(
     hookPoints: [...hookPoints],
     slashCommands,
     ...(configSchema ? { configSchema } : {}),
+    ...(d.toolSchema?.operationsFromConfig ? { operationsFromConfig: true } : {}),
     config: {},
     dormant: options.dormant,
     ...(options.cacheKey ? { cacheKey: options.cacheKey } : {}),
@@ -645,6 +670,37 @@ async function refreshModels(
     );
   p.models = validateCapabilities(p.name, caps);
   for (const w of p.models.warnings) options.log.debug(w.message, { provider: p.name, rule: w.rule });
+}
+
+/**
+ * A tool provider whose operations come from its configuration (operations_from_config) is
+ * asked for them again once configured; the answer passes the same rules as at load.
+ */
+async function refreshTools(
+  p: LoadedProvider,
+  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs">,
+): Promise<void> {
+  if (!p.categories.has("tool") || !p.operationsFromConfig) return;
+  const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
+  const res = await p.ports.tool.getSchema({}, { timeoutMs });
+  p.tools = validateToolSchemas(p.name, res);
+  p.previewSupported = new Set(res.previewSupported);
+  for (const w of p.tools.warnings) options.log.warn(w.message, { provider: p.name, rule: w.rule });
+}
+
+/** Profile tool patterns against every provider's final operations. */
+function checkToolReferences(
+  config: AgentConfig,
+  providers: readonly LoadedProvider[],
+  options: Pick<LoadProvidersOptions, "log" | "env">,
+): void {
+  const facts: Record<string, LoadedProviders[string]> = {};
+  for (const p of providers) facts[p.name] = { tools: p.tools ? [...p.tools.tools.keys()] : [] };
+  const diags = validateAgainstProviders(config, facts, options.env).filter((d) =>
+    TOOL_REFERENCE_CATEGORIES.has(d.category),
+  );
+  for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
+  if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));
 }
 
 const CONFIGURABLE = ["tool", "model", "context", "memory", "frontend", "widget"] as const;

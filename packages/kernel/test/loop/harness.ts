@@ -39,6 +39,7 @@ import { createPlugin as toolsPlugin } from "./fixtures/tools-plugin.ts";
 export const FIXTURES = {
   model: fileURLToPath(new URL("./fixtures/scripted-model.ts", import.meta.url)),
   tools: fileURLToPath(new URL("./fixtures/tools.ts", import.meta.url)),
+  "tools-plain": fileURLToPath(new URL("./fixtures/tools-plain.ts", import.meta.url)),
   hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
   context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
   liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
@@ -51,6 +52,7 @@ export type FixtureName = keyof typeof FIXTURES;
 const IN_PROCESS: Partial<Record<FixtureName, InProcessPluginFactory>> = {
   model: (host) => modelPlugin(host) as ReturnType<InProcessPluginFactory>,
   tools: (host) => toolsPlugin(host) as ReturnType<InProcessPluginFactory>,
+  "tools-plain": (host) => toolsPlugin(host, { slashCommands: false }) as ReturnType<InProcessPluginFactory>,
   hooks: (host) => hooksPlugin(host) as ReturnType<InProcessPluginFactory>,
   context: (host) => contextPlugin(host) as ReturnType<InProcessPluginFactory>,
 };
@@ -260,7 +262,7 @@ export class Harness {
     for (const p of providers) {
       const attrs = { ...p.attrs };
       if (p.fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
-      if (p.fixture === "tools") attrs["log_dir"] ??= JSON.stringify(logDir);
+      if (p.fixture === "tools" || p.fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
       if (p.fixture === "hooks") {
         attrs["name"] ??= JSON.stringify(p.name);
         attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));

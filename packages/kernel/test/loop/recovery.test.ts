@@ -331,7 +331,7 @@ describe("tool failures", () => {
 
   it("turns a crashed tool plugin into an error tool_result and trips the breaker when crashes repeat", async () => {
     const k = await h.kernel({
-      providers: [{ name: "crashy", fixture: "tools" }],
+      providers: [{ name: "crashy", fixture: "tools-plain" }],
       limits: { crashBreaker: 2 },
       hcl: `
 agent_profile "default" {
@@ -373,7 +373,7 @@ agent_profile "default" {
     // A real process, killed by a signal from outside: the runtime notices and relaunches.
     const k = await h.kernel({
       transport: "process",
-      providers: [{ name: "victim", fixture: "tools" }],
+      providers: [{ name: "victim", fixture: "tools-plain" }],
       headlessAsk: "allow",
       hcl: `
 agent_profile "default" {

@@ -183,6 +183,15 @@ export declare type GetSchemaResponse = Message<"pluggableharness.tool.v1.GetSch
    * @generated from field: repeated string preview_supported = 5;
    */
   previewSupported: string[];
+
+  /**
+   * The operations depend on the provider's configuration (a bridge to another tool
+   * system, e.g. an MCP server): the kernel asks GetSchema again after Configure and
+   * never takes the operations from a cached description.
+   *
+   * @generated from field: bool operations_from_config = 6;
+   */
+  operationsFromConfig: boolean;
 };
 
 /**
