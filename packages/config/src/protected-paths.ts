@@ -1,7 +1,7 @@
 // Kernel-owned files: agent.hcl, the project's .agent/ (lock file, ALWAYS store), the
 // global config directory, and the agent's state and cache directories. No tool call
 // may write them, whatever the policy says (issue: a model that can edit its own policy
-// can grant itself anything). The kernel refuses plan items that name them (tool-gate);
+// can grant itself anything). The kernel refuses plan items that name them (the gate, loop/gate/);
 // the exec sandbox mounts them read-only for whatever a command does that no argument
 // shows.
 

@@ -55,5 +55,20 @@ export {
   type ProviderStatus,
   providerTransport,
 } from "./plugins/providers.ts";
+export type { InProcessPlugin, InProcessPluginFactory } from "./providers/in-process.ts";
+export {
+  type ContextProvider,
+  type FrontendProvider,
+  type HookProvider,
+  type MemoryProvider,
+  type ModelProvider,
+  ProviderCallError,
+  type ProviderCallOptions,
+  type ProviderPorts,
+  ProviderUnavailableError,
+  type SlashCommandProvider,
+  type ToolProvider,
+  type WidgetProvider,
+} from "./providers/ports.ts";
 export { noTrace, type TraceEvent, type Tracer } from "./trace.ts";
 export { KERNEL_VERSION } from "./version.ts";

@@ -95,6 +95,7 @@ import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
+import type { InProcessPluginFactory } from "./providers/in-process.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -137,6 +138,12 @@ export interface KernelOptions {
   readonly describeCache?: string | false;
   /** Run first-party providers from their up-to-date bundles (default: unless AGENT_NO_BUNDLES=1). */
   readonly bundles?: boolean;
+  /**
+   * Providers (by local name) to run in the kernel's own thread through the in-process
+   * transport instead of launching them (providers/in-process.ts): for tests and
+   * embedding, never for isolation.
+   */
+  readonly inProcessProviders?: Readonly<Record<string, InProcessPluginFactory>>;
   /**
    * Run every first-party provider as a process ("process") or in a worker thread
    * ("worker"), whatever agent.hcl or its package says. Default: AGENT_PLUGIN_ISOLATION
@@ -330,6 +337,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       bundles: this.#options.bundles ?? env["AGENT_NO_BUNDLES"] !== "1",
       ...isolationOverride(this.#options.isolation, env),
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
+      ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
@@ -396,7 +404,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   #recordHookError(sessionId: string, error: HookError): void {
     const session = this.#sessions.get(sessionId);
     if (!session) return;
-    session.persist(
+    session.log.persist(
       EventKind.HOOK_ERROR,
       hookErrorProducer(error),
       toBinary(HookErrorEventSchema, create(HookErrorEventSchema, { error })),
@@ -477,7 +485,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   startCreated(session: HubSession, prompt: ContentBlock[]): void {
-    (session as Session).enqueue(prompt);
+    (session as Session).runs.enqueue(prompt);
   }
 
   async openSession(sessionId: string, intent: "attach" | "resume"): Promise<HubSession> {
@@ -711,7 +719,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(options.workingDirectory ? { workingDirectory: options.workingDirectory } : {}),
     });
     session.planMode = options.planMode ?? false;
-    if (options.prompt !== undefined) session.enqueue(textPrompt(options.prompt));
+    if (options.prompt !== undefined) session.runs.enqueue(textPrompt(options.prompt));
     return handleFor(session);
   }
 
@@ -733,11 +741,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   async shutdown(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#sessions.values()) s.stop();
-    await Promise.all([...this.#sessions.values()].map((s) => s.waitRun().catch(() => {})));
+    for (const s of this.#sessions.values()) s.runs.stop();
+    await Promise.all([...this.#sessions.values()].map((s) => s.runs.waitRun().catch(() => {})));
     // A session created without a prompt never ran; it must not stay RUNNING in its file.
     for (const s of this.#sessions.values()) {
-      if (s.status() === SessionStatus.RUNNING && !s.running) {
+      if (s.status() === SessionStatus.RUNNING && !s.runs.running) {
         try {
           s.setStatus(SessionStatus.CANCELLED, "the kernel shut down before the session ran");
         } catch {
@@ -749,7 +757,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {
       try {
-        s.flushPersistSoon();
+        s.log.flushPersistSoon();
         s.writer.close();
       } catch {
         // already closed
@@ -777,7 +785,7 @@ function handleFor(session: Session): SessionHandle {
       session.planMode = on;
     },
     tools: () => session.tools.describe({ planMode: session.planMode }),
-    idle: () => session.idle(),
+    idle: () => session.runs.idle(),
     toolDefinitions: () => {
       const info = new Map(session.tools.describe({ planMode: session.planMode }).map((t) => [t.name, t]));
       return session.tools.all().map((t) => ({

@@ -92,7 +92,9 @@ export function callbackImplementation(
           `plugin "${peer.plugin}" has no producer identity (Describe)`,
         );
       }
-      const appended = session.persist(req.kind, producer, req.payload, { schemaVersion: req.schemaVersion });
+      const appended = session.log.persist(req.kind, producer, req.payload, {
+        schemaVersion: req.schemaVersion,
+      });
       return { id: appended.id, sequence: BigInt(appended.sequence) };
     },
 
@@ -137,7 +139,7 @@ export function callbackImplementation(
         const known = deps.tokenCounts?.get(key);
         if (known !== undefined) return { count: BigInt(known), exact: true };
         try {
-          const res = await provider.model.countTokens(
+          const res = await provider.ports.model.countTokens(
             { text: textOf, modelId: ref.id },
             { timeoutMs: COUNT_TOKENS_TIMEOUT_MS, signal: ctx.signal },
           );

@@ -3,7 +3,6 @@
 // producer is the kernel, declines, fails, times out or is not installed, by the kernel's
 // generic renderer (generic-render.ts), which understands every event.v1 payload.
 import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
-import { MemoryService } from "@pluggableharness/protocol/memory";
 import type { PlacedContent, RenderTree } from "@pluggableharness/protocol/render";
 import type { KernelLogger } from "../log.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
@@ -56,12 +55,12 @@ export class EventRenderer {
     try {
       const res =
         key === "tool"
-          ? await provider.tool.render(request, options)
+          ? await provider.ports.tool.render(request, options)
           : key === "model"
-            ? await provider.model.render(request, options)
+            ? await provider.ports.model.render(request, options)
             : key === "context"
-              ? await provider.contextClient.render(request, options)
-              : await provider.host.client(MemoryService).render(request, options);
+              ? await provider.ports.context.render(request, options)
+              : await provider.ports.memory.render(request, options);
       return res.tree;
     } catch (err) {
       // UNIMPLEMENTED is the ordinary "no Render"; anything else is worth a debug line.

@@ -208,10 +208,10 @@ export class HookDispatcher {
       );
     }
     const timeoutMs = sub.timeout_ms ?? this.#opts.defaultTimeoutMs;
-    let response: Awaited<ReturnType<typeof provider.hook.dispatchHook>>;
+    let response: Awaited<ReturnType<typeof provider.ports.hook.dispatchHook>>;
     try {
       response = await this.#opts.tracker.run(provider.name, ctx.sessionId, "hook", () =>
-        provider.hook.dispatchHook(
+        provider.ports.hook.dispatchHook(
           {
             mode,
             payload,

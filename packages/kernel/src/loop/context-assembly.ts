@@ -59,10 +59,10 @@ export async function assembleContext(
     if (input.signal.aborted) break;
     const budget = tokenBudget(p, input.target);
     const compactor = p.context?.compactor === true;
-    let response: Awaited<ReturnType<typeof p.contextClient.contribute>>;
+    let response: Awaited<ReturnType<typeof p.ports.context.contribute>>;
     try {
       response = await deps.tracker.run(p.name, session.id, "context", () =>
-        p.contextClient.contribute(
+        p.ports.context.contribute(
           {
             sessionId: session.id,
             parentSessionId: session.parentId ?? "",
@@ -151,7 +151,7 @@ export async function assembleContext(
 
     const producer = p.producers["context"];
     if (producer) {
-      session.persist(
+      session.log.persist(
         EventKind.CONTEXT_CONTRIBUTION,
         producer,
         toBinary(

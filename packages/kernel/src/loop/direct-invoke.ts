@@ -9,8 +9,9 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { type ToolUseBlock, ToolUseBlockSchema } from "@pluggableharness/protocol/content";
 import type { LoopDeps } from "./deps.ts";
+import { type CallRecord, resultText } from "./gate/call.ts";
+import { CallGate } from "./gate/gate.ts";
 import type { Session } from "./session.ts";
-import { CallGate, type CallRecord, resultText } from "./tool-gate.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
 /** Who asked for the call, for the history message and the synthetic reason. */
@@ -204,6 +205,8 @@ export async function runDirectInvocation(
     block,
     tool: inv.tool,
     args: inv.args,
+    // Session.invoke checked them against the input schema before queueing the call.
+    argumentsChecked: true,
     resultPersisted: false,
     hookable: true,
   };
@@ -227,7 +230,7 @@ export async function runDirectInvocation(
       ...(r?.outcome.kind === "result" ? { payload: r.outcome.payload } : {}),
     });
   }
-  session.appendUserMessage(
+  session.log.appendUserMessage(
     turnId,
     [
       {

@@ -87,7 +87,7 @@ export async function runSessionRun(
     if (outcome === "cancelled") detail = "interrupted";
   } else {
     let turnId = deps.newId();
-    session.appendUserMessage(turnId, input.content);
+    session.log.appendUserMessage(turnId, input.content);
     // The first prompt names the session in `sessions list` and the resume picker.
     const text = input.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
     if (text.length > 0) session.writer.setTitleIfUnset(text.join("\n"));
@@ -109,7 +109,7 @@ export async function runSessionRun(
         ...(deadline !== undefined ? { deadline } : {}),
       });
       turns++;
-      if (outcome.kind === "failed") session.recordTurnFailure(turnId, outcome.detail);
+      if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
       turnId = deps.newId();
       if (outcome.kind === "cancelled") {
         status = SessionStatus.CANCELLED;
@@ -147,7 +147,7 @@ export async function runSessionRun(
           { reason: final },
           session.id,
         );
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           [textBlock(finalAnswerInstruction(final))],
           `limit_reached:${final}`,

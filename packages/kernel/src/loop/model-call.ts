@@ -29,7 +29,6 @@ import {
   type ToolDeclaration,
 } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
-import { modelErrorFor, PluginCrashedError, RpcError } from "@pluggableharness/runtime";
 import {
   type AccumulatedCompletion,
   assertContentSupported,
@@ -48,6 +47,7 @@ import {
   unmetNeeds,
 } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
+import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { Session } from "./session.ts";
 
@@ -71,6 +71,11 @@ export interface ResolvedCandidate {
 export interface ModelCallInput {
   readonly turnId: string;
   readonly candidates: readonly ModelCandidate[];
+  /**
+   * The turn's routing decision (step 1): the first attempt goes to its candidate. The
+   * chain is routed again only to fall back, from the candidate after the one that failed.
+   */
+  readonly route: RouteResult & { readonly chosen: ResolvedCandidate };
   readonly messages: readonly Message[];
   readonly tools: readonly ToolDeclaration[];
   readonly sections: readonly ContextSection[];
@@ -148,7 +153,10 @@ export interface RouteResult {
   readonly skipped: string[];
 }
 
-/** The first candidate from `start` on that can serve the turn, with the reasons others could not. */
+/**
+ * The first candidate from `start` on that can serve the turn, with the reasons others
+ * could not. Traced as "model.route" when a turn asks (once per turn, plus once per fallback).
+ */
 export function routeCandidates(
   deps: LoopDeps,
   candidates: readonly ModelCandidate[],
@@ -156,7 +164,9 @@ export function routeCandidates(
   needs: { inputTokens: bigint; messages: readonly Message[]; tools: readonly ToolDeclaration[] },
   /** Candidates known not to exist at their vendor ("<provider>/<model>" -> why). */
   unavailable?: ReadonlyMap<string, string>,
+  turn?: { readonly sessionId: string; readonly turnId: string },
 ): RouteResult {
+  if (turn) deps.trace({ name: "model.route", ...turn, attrs: { start } });
   const skipped: string[] = [];
   const content = contentNeeds(needs.messages, needs.tools.length);
   for (let i = start; i < candidates.length; i++) {
@@ -231,17 +241,24 @@ export async function callModel(
   let lastError: ClassifiedModelError | undefined;
   // A retry skipped because its wait would end after the deadline.
   let cutWait: { delayMs: number; leftMs: number } | undefined;
-  const inputTokens = estimateInputTokens(input.messages, input.sections, input.tools);
   const leftMs = () =>
     input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - deps.clock.now();
   for (;;) {
-    const route = routeCandidates(
-      deps,
-      input.candidates,
-      start,
-      { inputTokens, messages: input.messages, tools: input.tools },
-      session.unavailableModels,
-    );
+    const route: RouteResult =
+      start === 0
+        ? input.route
+        : routeCandidates(
+            deps,
+            input.candidates,
+            start,
+            {
+              inputTokens: estimateInputTokens(input.messages, input.sections, input.tools),
+              messages: input.messages,
+              tools: input.tools,
+            },
+            session.unavailableModels,
+            { sessionId: session.id, turnId: input.turnId },
+          );
     if (!route.chosen && cutWait) {
       return {
         kind: "bound",
@@ -329,7 +346,7 @@ export async function callModel(
       const error = outcome.error;
       lastError = error;
       if (outcome.completion && outcome.completion.usage.length > 0) {
-        session.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
+        session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       const reaction = modelErrorReaction(error);
       if (error.modelNotFound) {
@@ -466,7 +483,7 @@ async function attempt(
   let streamedText = false;
   let pendingBreak = false;
   try {
-    for await (const event of candidate.provider.model.streamCompletion(request, {
+    for await (const event of candidate.provider.ports.model.streamCompletion(request, {
       signal: controller.signal,
     })) {
       // A vendor holding output back for review says so: that silence is expected.
@@ -516,13 +533,12 @@ async function attempt(
     if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
     if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
     if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
-    const crash = err instanceof PluginCrashedError ? modelErrorFor(err) : undefined;
-    if (crash) {
+    if (err instanceof ProviderUnavailableError && err.reason === "crashed") {
       // Kernel-synthesised, so not read through fromProto (which treats a plugin-sent one as a breach).
-      const error = new ClassifiedModelError("process_crashed", crash.message, { retryable: true });
+      const error = new ClassifiedModelError("process_crashed", err.message, { retryable: true });
       return { kind: "error", error, completion: acc.finish() };
     }
-    if (err instanceof RpcError) {
+    if (err instanceof ProviderCallError) {
       const c = classifyGrpcStatus({ code: err.code, message: err.details });
       if (c instanceof ClassifiedModelError) return { kind: "error", error: c, completion: acc.finish() };
       return { kind: "cancelled", completion: acc.finish() };

@@ -38,11 +38,10 @@ import {
 } from "@pluggableharness/protocol/plan";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
+import { type CallRecord, type CallResult, resultText } from "./gate/call.ts";
 import { outsideConversation } from "./records.ts";
 import type { Session } from "./session.ts";
 import { type ToolExecution, toolError } from "./tool-exec.ts";
-import type { CallRecord, CallResult } from "./tool-gate.ts";
-import { resultText } from "./tool-gate.ts";
 import type { ToolRegistry } from "./tool-registry.ts";
 
 /** The synthetic reason of the user message a resume adds to answer interrupted calls. */
@@ -341,7 +340,7 @@ export function repairInterrupted(session: Session, dangling: readonly DanglingC
       ),
     });
   }
-  if (events.length > 0) session.persistBatch(events);
+  if (events.length > 0) session.log.persistBatch(events);
   const content = dangling.map((d) => danglingResultBlock(d, session.tools));
-  return session.appendUserMessage(turnId, content, INTERRUPTED_REASON);
+  return session.log.appendUserMessage(turnId, content, INTERRUPTED_REASON);
 }

@@ -15,14 +15,13 @@ import {
   type ToolEvent_OutputChunk,
   type ToolEvent_PartialResult,
 } from "@pluggableharness/protocol/tool";
-import { toolErrorFor } from "@pluggableharness/runtime";
 import {
-  checkToolCall,
   InvokeStreamValidator,
   precompilePayloadSchema,
   resolveToolTimeout,
   toolErrorReaction,
 } from "../domain/index.ts";
+import { ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import { retryDelayMs } from "./model-call.ts";
 import type { Session } from "./session.ts";
@@ -46,18 +45,26 @@ export interface ToolExecution {
 }
 
 export interface ExecuteInput {
+  /** The call as Invoke sends it; its arguments were checked by the gate (once per call). */
+  readonly call: ToolCall;
+  readonly turnId: string;
+  readonly tool: SessionTool;
+  readonly signal: AbortSignal;
+}
+
+/** What a ToolCall is built from. */
+export interface ToolCallInput {
   readonly callId: string;
   readonly turnId: string;
   readonly tool: SessionTool;
   readonly args: JsonObject;
-  readonly signal: AbortSignal;
 }
 
 export function toolError(category: ToolErrorCategory, message: string, retryable = false): ToolError {
   return create(ToolErrorSchema, { category, message, retryable });
 }
 
-export function buildToolCall(session: Session, input: Omit<ExecuteInput, "signal">): ToolCall {
+export function buildToolCall(session: Session, input: ToolCallInput): ToolCall {
   return create(ToolCallSchema, {
     id: input.callId,
     toolName: input.tool.tool.schema.name,
@@ -73,21 +80,9 @@ export async function executeTool(
 ): Promise<ToolExecution> {
   const started = deps.clock.now();
   const schema = input.tool.tool.schema;
-  const call = buildToolCall(session, input);
+  const call = input.call;
   const output: ToolEvent_OutputChunk[] = [];
   const partials: ToolEvent_PartialResult[] = [];
-  const invalid = checkToolCall(call, input.tool.tool);
-  if (invalid) {
-    return {
-      outcome: { kind: "error", error: invalid },
-      output,
-      partials,
-      attempts: 0,
-      durationMs: 0,
-      crashed: false,
-      cancelled: false,
-    };
-  }
   // The result is checked against the output schema; its validator is compiled while the
   // call runs rather than when the first result is already waiting.
   setImmediate(precompilePayloadSchema, input.tool.tool.outputJsonSchema);
@@ -162,7 +157,7 @@ async function invokeOnce(
   deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
   try {
-    for await (const res of tool.provider.tool.invoke({ call }, { signal: controller.signal })) {
+    for await (const res of tool.provider.ports.tool.invoke({ call }, { signal: controller.signal })) {
       const event = res.event;
       if (!event) continue;
       validator.push(event);
@@ -207,14 +202,13 @@ async function invokeOnce(
         cancelled: false,
       };
     }
-    const crash = toolErrorFor(err);
-    if (crash) {
+    if (err instanceof ProviderUnavailableError) {
       return {
         outcome: {
           kind: "error",
           error: toolError(
             ToolErrorCategory.PROCESS_CRASHED,
-            `the ${tool.provider.name} plugin crashed during the call: ${crash.message}`,
+            `the ${tool.provider.name} plugin crashed during the call: ${err.message}`,
           ),
         },
         crashed: true,

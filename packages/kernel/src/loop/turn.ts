@@ -1,5 +1,5 @@
-// RunTurn: the eighteen steps of one turn, in order (7-14, the tool gate, live in
-// tool-gate.ts, which operator-initiated calls go through as well).
+// RunTurn: the eighteen steps of one turn, in order (7-14, the plan/apply gate, live in
+// gate/gate.ts, which operator-initiated calls go through as well).
 //
 //  1 context-assemble        7 pre-tool-call (each call)   13 post-tool-call (each result)
 //  2 pre-model-call          8 split by kind               14 post-apply
@@ -29,10 +29,11 @@ import {
 import { callHash, checkBounds, type StopReason } from "./bounds.ts";
 import { assembleContext } from "./context-assembly.ts";
 import type { LoopDeps } from "./deps.ts";
+import { type CallRecord, resultBlock } from "./gate/call.ts";
+import { CallGate } from "./gate/gate.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
 import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
-import { CallGate, type CallRecord, resultBlock } from "./tool-gate.ts";
 
 export type TurnOutcome =
   | { readonly kind: "done" }
@@ -91,11 +92,16 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const declared = new Set(tools.map((t) => t.name));
   const candidates = session.candidates();
   const historyTokens = Number(estimateInputTokens(session.history, [], []));
-  const pre = routeCandidates(deps, candidates, 0, {
-    inputTokens: estimateInputTokens(session.history, [], tools),
-    messages: session.history,
-    tools,
-  });
+  // The turn is routed once, here: context is assembled for the chosen model's window, and
+  // the model call goes to it (routing again only to fall back after a failure).
+  const pre = routeCandidates(
+    deps,
+    candidates,
+    0,
+    { inputTokens: estimateInputTokens(session.history, [], tools), messages: session.history, tools },
+    session.unavailableModels,
+    { sessionId: session.id, turnId },
+  );
   if (!pre.chosen) {
     return {
       kind: "failed",
@@ -143,9 +149,11 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
   // ---- 3-4. model call and accumulation -----------------------------------------------------
   trace("3");
+  const chosen = pre.chosen;
   const result = await callModel(deps, session, {
     turnId,
     candidates,
+    route: { ...pre, chosen },
     messages,
     tools,
     sections: assembled.sections,
@@ -187,7 +195,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           serializeAll: false,
           trace,
         }).cancelRemaining();
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           unrun.map((c) => resultBlock(c, true)),
         );
@@ -291,7 +299,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     const cancel = (): TurnOutcome => {
       gate.cancelRemaining();
       session.history.push(message);
-      session.appendUserMessage(
+      session.log.appendUserMessage(
         turnId,
         calls.map((c) => resultBlock(c, true)),
       );
@@ -306,7 +314,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     // ---- 15. history ------------------------------------------------------------------------------------
     trace("15");
     session.history.push(message);
-    session.appendUserMessage(
+    session.log.appendUserMessage(
       turnId,
       calls.map((c) => resultBlock(c, false)),
     );
@@ -350,7 +358,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       session.history.push(message);
       const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
       if (uses.length > 0) {
-        session.appendUserMessage(
+        session.log.appendUserMessage(
           turnId,
           uses.map((use, index) => {
             const c = calls.find((x) => x.block.id === use.id);
@@ -391,7 +399,7 @@ function persistAssistant(
   completion: AccumulatedCompletion,
   syntheticReason: string,
 ): void {
-  session.persistMessage(
+  session.log.persistMessage(
     create(MessageEventSchema, {
       message: completion.message,
       turnId,

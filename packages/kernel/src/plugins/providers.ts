@@ -9,7 +9,7 @@
 // activates it (its model providers, which routing needs configured), and Configure
 // reaches it from the launch hook before any other call. Without an entry the provider
 // is launched, described, cached and configured right away.
-import type { DescService, JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   ConfigError,
@@ -20,17 +20,10 @@ import {
   type ResolvedProvider,
   validateAgainstProviders,
 } from "@pluggableharness/config";
-import type { ServiceClient } from "@pluggableharness/goplugin";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
-import { type ContextCapabilities, ContextService } from "@pluggableharness/protocol/context";
-import { FrontendService } from "@pluggableharness/protocol/frontend";
-import { HookSubscriberService } from "@pluggableharness/protocol/hook";
-import { MemoryService } from "@pluggableharness/protocol/memory";
-import { ModelService } from "@pluggableharness/protocol/model";
+import type { ContextCapabilities } from "@pluggableharness/protocol/context";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
-import { ToolService } from "@pluggableharness/protocol/tool";
-import { WidgetService } from "@pluggableharness/protocol/widget";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
@@ -39,16 +32,22 @@ import {
   validateToolSchemas,
 } from "../domain/index.ts";
 import type { KernelLogger } from "../log.ts";
+import { type ClientFactory, grpcPorts } from "../providers/grpc.ts";
+import { InProcessHost, type InProcessPluginFactory } from "../providers/in-process.ts";
+import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
 import { PluginSandboxState } from "./sandbox.ts";
 
+/** What runs a provider: a plugin host of the runtime, or the in-process transport. */
+export type ProviderHost = PluginTransportHost | InProcessHost;
+
 /** One provider that launched and answered its category descriptions. */
 export interface LoadedProvider {
   /** The required_providers local name. */
   readonly name: string;
-  readonly host: PluginTransportHost;
+  readonly host: ProviderHost;
   readonly resolved: ResolvedProvider;
   /** Categories served, as the runtime names them ("model", "tool", "context", "hook", ...). */
   readonly categories: ReadonlySet<string>;
@@ -85,10 +84,8 @@ export interface LoadedProvider {
   readonly cacheKey?: string;
   /** The launch and post-Configure model refresh a session waits for (activate()). */
   activation?: Promise<void>;
-  readonly tool: ServiceClient<typeof ToolService>;
-  readonly model: ServiceClient<typeof ModelService>;
-  readonly contextClient: ServiceClient<typeof ContextService>;
-  readonly hook: ServiceClient<typeof HookSubscriberService>;
+  /** How the kernel calls it, per category, whatever the transport (providers/ports.ts). */
+  readonly ports: ProviderPorts;
 }
 
 export interface ProviderStatus {
@@ -101,7 +98,7 @@ export interface ProviderStatus {
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
   /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
-  readonly isolation?: PluginIsolation;
+  readonly isolation?: PluginIsolation | "in_process";
   readonly error?: string;
 }
 
@@ -152,6 +149,11 @@ export interface LoadProvidersOptions {
   readonly bundles?: boolean;
   /** The describe cache; undefined launches every provider to describe it. */
   readonly describeCache?: DescribeCache;
+  /**
+   * Providers to run in the kernel's thread instead of launching them (tests, embedding;
+   * providers/in-process.ts), by local name. They are never sandboxed or cached.
+   */
+  readonly inProcess?: Readonly<Record<string, InProcessPluginFactory>>;
   /** Runs every first-party provider with this isolation instead of its configured one. */
   readonly isolation?: PluginIsolation;
 }
@@ -250,7 +252,7 @@ export class ProviderRegistry {
       );
     }
     if (!p.configureOnLaunch) return false;
-    await sendConfigure(p, client, this.#log!);
+    await sendConfigure(p, grpcPorts(name, client), this.#log!);
     p.configured = true;
     return true;
   }
@@ -333,7 +335,7 @@ export class ProviderRegistry {
           await p.host.start();
           // The launch hook reaches this registry only once load() has returned: configure
           // it here (the bridge keeps its server when the same configuration comes twice).
-          await sendConfigure(p, (s) => p.host.client(s), options.log);
+          await sendConfigure(p, p.ports, options.log);
           p.configured = true;
           p.dormant = false;
         }),
@@ -466,6 +468,15 @@ async function loadProvider(
   options: LoadProvidersOptions,
 ): Promise<LoadedProvider> {
   const name = resolved.localName;
+  const inProcess = options.inProcess?.[name];
+  if (inProcess) {
+    const host = new InProcessHost(name, inProcess, {
+      callbacks: (peer) => options.owner.callbacks(peer) as Record<string, unknown>,
+      pluginLog: (record) => options.owner.pluginLog(record),
+    });
+    const live = await fetchDescription(name, host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
+    return buildLoaded(resolved, host, live, { ...options, dormant: false });
+  }
   const target = launchTarget(resolved, options);
   const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
   const cache = options.describeCache;
@@ -501,7 +512,7 @@ async function loadProvider(
       cache!.invalidate(resolved.source, cacheKey!);
     }
   }
-  const live = await fetchDescription(host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
+  const live = await fetchDescription(name, host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
   if (cacheKey) cache!.write(resolved.source, cacheKey, live);
   sandbox.isTool = live.categories.includes("tool");
   sandbox.categories = live.categories;
@@ -526,20 +537,25 @@ async function loadProvider(
 }
 
 /** Asks a provider's process for its static description (launching it). */
-async function fetchDescription(host: PluginTransportHost, timeoutMs: number): Promise<ProviderDescription> {
+async function fetchDescription(
+  name: string,
+  host: ProviderHost,
+  timeoutMs: number,
+): Promise<ProviderDescription> {
   const description = await host.describe();
+  const ports = portsOf(name, host);
   const categories = new Set(description.categories);
   const call = { timeoutMs };
   const d: {
     -readonly [K in keyof ProviderDescription]: ProviderDescription[K];
   } = { categories: description.categories, producers: description.producers };
   const [toolSchema, model, context, memory, frontend, widget] = await Promise.all([
-    categories.has("tool") ? host.client(ToolService).getSchema({}, call) : undefined,
-    categories.has("model") ? host.client(ModelService).getCapabilities({}, call) : undefined,
-    categories.has("context") ? host.client(ContextService).getCapabilities({}, call) : undefined,
-    categories.has("memory") ? host.client(MemoryService).getCapabilities({}, call) : undefined,
-    categories.has("frontend") ? host.client(FrontendService).getCapabilities({}, call) : undefined,
-    categories.has("widget") ? host.client(WidgetService).getCapabilities({}, call) : undefined,
+    categories.has("tool") ? ports.tool.getSchema({}, call) : undefined,
+    categories.has("model") ? ports.model.getCapabilities({}, call) : undefined,
+    categories.has("context") ? ports.context.getCapabilities({}, call) : undefined,
+    categories.has("memory") ? ports.memory.getCapabilities({}, call) : undefined,
+    categories.has("frontend") ? ports.frontend.getCapabilities({}, call) : undefined,
+    categories.has("widget") ? ports.widget.getCapabilities({}, call) : undefined,
   ]);
   if (toolSchema) d.toolSchema = toolSchema;
   if (model) {
@@ -559,7 +575,7 @@ async function fetchDescription(host: PluginTransportHost, timeoutMs: number): P
 /** Validates a description with the domain rules and makes the provider the kernel uses. */
 function buildLoaded(
   resolved: ResolvedProvider,
-  host: PluginTransportHost,
+  host: ProviderHost,
   d: ProviderDescription,
   options: LoadProvidersOptions & { readonly cacheKey?: string; readonly dormant: boolean },
 ): LoadedProvider {
@@ -632,11 +648,13 @@ function buildLoaded(
     config: {},
     dormant: options.dormant,
     ...(options.cacheKey ? { cacheKey: options.cacheKey } : {}),
-    tool: host.client(ToolService),
-    model: host.client(ModelService),
-    contextClient: host.client(ContextService),
-    hook: host.client(HookSubscriberService),
+    ports: portsOf(name, host),
   };
+}
+
+/** The category ports over whatever runs the provider. */
+function portsOf(name: string, host: ProviderHost): ProviderPorts {
+  return host instanceof InProcessHost ? host.ports : grpcPorts(name, (s) => host.client(s));
 }
 
 async function refreshModels(
@@ -645,7 +663,7 @@ async function refreshModels(
 ): Promise<void> {
   if (!p.categories.has("model")) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-  const caps = (await p.model.getCapabilities({}, { timeoutMs })).capabilities;
+  const caps = (await p.ports.model.getCapabilities({}, { timeoutMs })).capabilities;
   if (!caps)
     throw new Error(
       `provider "${p.name}": ModelService.GetCapabilities returned no capabilities after Configure`,
@@ -664,7 +682,7 @@ async function refreshTools(
 ): Promise<void> {
   if (!p.categories.has("tool") || !p.operationsFromConfig) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-  const res = await p.tool.getSchema({}, { timeoutMs });
+  const res = await p.ports.tool.getSchema({}, { timeoutMs });
   p.tools = validateToolSchemas(p.name, res);
   p.previewSupported = new Set(res.previewSupported);
   for (const w of p.tools.warnings) options.log.warn(w.message, { provider: p.name, rule: w.rule });
@@ -687,8 +705,6 @@ function checkToolReferences(
 
 const CONFIGURABLE = ["tool", "model", "context", "memory", "frontend", "widget"] as const;
 
-type ClientFactory = <S extends DescService>(service: S) => ServiceClient<S>;
-
 async function configureProvider(p: LoadedProvider, options: LoadProvidersOptions): Promise<void> {
   const decoded = decodeProviderConfig(
     options.config,
@@ -705,18 +721,18 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     if (p.sandbox.stale()) await p.host.shutdown();
   }
   if (p.dormant) return; // Configure goes out from the launch hook, before any other call
-  await sendConfigure(p, (s) => p.host.client(s), options.log);
+  await sendConfigure(p, p.ports, options.log);
   p.configured = true;
 }
 
 /**
  * Sends the provider's decoded configuration to every category it serves. Also used
- * after a relaunch (with clients bound to the new process): a crashed plugin comes back
+ * after a relaunch (with ports bound to the new process): a crashed plugin comes back
  * unconfigured.
  */
 export async function sendConfigure(
   p: LoadedProvider,
-  client: ClientFactory,
+  ports: ProviderPorts,
   log: KernelLogger,
 ): Promise<void> {
   const problems: string[] = [];
@@ -724,18 +740,7 @@ export async function sendConfigure(
     if (!p.categories.has(category)) continue;
     const request = { config: p.config };
     const call = { timeoutMs: CONFIGURE_TIMEOUT_MS };
-    const res =
-      category === "tool"
-        ? await client(ToolService).configure(request, call)
-        : category === "model"
-          ? await client(ModelService).configure(request, call)
-          : category === "context"
-            ? await client(ContextService).configure(request, call)
-            : category === "memory"
-              ? await client(MemoryService).configure(request, call)
-              : category === "frontend"
-                ? await client(FrontendService).configure(request, call)
-                : await client(WidgetService).configure(request, call);
+    const res = await ports[category].configure(request, call);
     for (const d of res.result?.diagnostics ?? []) {
       const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
       const text = `${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`;

@@ -439,8 +439,11 @@ describe("slash commands", () => {
 
 describe("FrontendService.Attach over the broker", () => {
   it("serves the Attach stream on a plugin's kernel connection", async () => {
-    const k = await kernel({
-      probe: { turns: [calls(tool("p", "tools__probe_attach", {})), reply("ok")] },
+    // The broker socket exists only for a plugin process.
+    const k = await h.kernel({
+      hcl: PROFILE,
+      transport: "process",
+      scripts: { probe: { turns: [calls(tool("p", "tools__probe_attach", {})), reply("ok")] } },
     });
     const s = await k.kernel.startSession({ prompt: "[probe] go" });
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);

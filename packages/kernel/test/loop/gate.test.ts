@@ -709,3 +709,38 @@ agent_profile "serial" {
     await k.close();
   });
 });
+
+describe("arguments", () => {
+  it("checks each call's arguments once, at step 7, and never runs a call whose arguments fail", async () => {
+    const k = await h.kernel({
+      headlessAsk: "allow",
+      scripts: {
+        argsonce: {
+          turns: [
+            calls(
+              tool("a", "tools__read", { path: "a" }),
+              tool("w", "tools__write", { path: "b", content: "x" }),
+              tool("bad", "tools__read", {}),
+            ),
+            reply("ok"),
+          ],
+        },
+      },
+    });
+    const s = await k.kernel.startSession({ prompt: "[argsonce] go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const checked = k.traces
+      .filter((t) => t.name === "tool.arguments_checked")
+      .map((t) => t.attrs?.["callId"]);
+    expect(checked).toEqual(["a", "w", "bad"]);
+    expect(started(k).map((e) => e["callId"])).toEqual(["a", "w"]);
+    const bad = k
+      .file(s.id)
+      .toolResults()
+      .find((r) => r.toolCallId === "bad")!;
+    expect(bad.outcome.case === "error" && bad.outcome.value.category).toBe(
+      ToolErrorCategory.INVALID_ARGUMENTS,
+    );
+    await k.close();
+  });
+});

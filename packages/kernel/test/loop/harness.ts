@@ -22,6 +22,7 @@ import {
   type ClientEventInit,
   createKernel,
   type FrontendConnection,
+  type InProcessPluginFactory,
   type Kernel,
   type KernelClock,
   type KernelLogRecord,
@@ -30,6 +31,10 @@ import {
   type PluginPoolOptions,
   type TraceEvent,
 } from "../../src/index.ts";
+import { createPlugin as contextPlugin } from "./fixtures/context-plugin.ts";
+import { createPlugin as hooksPlugin } from "./fixtures/hooks-plugin.ts";
+import { createPlugin as modelPlugin } from "./fixtures/scripted-model-plugin.ts";
+import { createPlugin as toolsPlugin } from "./fixtures/tools-plugin.ts";
 
 export const FIXTURES = {
   model: fileURLToPath(new URL("./fixtures/scripted-model.ts", import.meta.url)),
@@ -42,6 +47,15 @@ export const FIXTURES = {
 };
 
 export type FixtureName = keyof typeof FIXTURES;
+
+/** The fixtures that also run on the in-process transport (the same services, called directly). */
+const IN_PROCESS: Partial<Record<FixtureName, InProcessPluginFactory>> = {
+  model: (host) => modelPlugin(host) as ReturnType<InProcessPluginFactory>,
+  tools: (host) => toolsPlugin(host) as ReturnType<InProcessPluginFactory>,
+  "tools-plain": (host) => toolsPlugin(host, { slashCommands: false }) as ReturnType<InProcessPluginFactory>,
+  hooks: (host) => hooksPlugin(host) as ReturnType<InProcessPluginFactory>,
+  context: (host) => contextPlugin(host) as ReturnType<InProcessPluginFactory>,
+};
 
 /** JSON read back from fixture logs and recorded requests (shape checked by the assertions). */
 // biome-ignore lint/suspicious/noExplicitAny: untyped JSON from files the fixtures wrote
@@ -107,6 +121,13 @@ export interface KernelSpec {
   /** Sessions directory (default: `<root>/state`). */
   readonly stateDir?: string;
   /**
+   * How the fixture providers run: "in-process" (default) calls their services directly
+   * through the kernel's in-process transport; "process" launches each as a go-plugin
+   * subprocess (what crash-by-signal, the broker socket and sandbox tests need). Fixtures
+   * without an in-process form (liar, writer) are always processes.
+   */
+  readonly transport?: "in-process" | "process";
+  /**
    * Run tool plugins in the bubblewrap sandbox. Off by default here: the fixture plugins
    * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
    */
@@ -156,6 +177,38 @@ export class Harness {
   readonly #dirs: string[] = [];
   readonly #kernels: TestKernel[] = [];
 
+  readonly #instances = new Map<
+    string,
+    { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => void }
+  >();
+
+  /**
+   * One in-process instance per provider name for the whole file, as the pool keeps one
+   * process: kernels of one test (a resume) see the same plugin state. An instance that
+   * exited is replaced, like a relaunched process; its exit reaches the latest kernel.
+   */
+  #shared(name: string, fixture: FixtureName): InProcessPluginFactory {
+    return (host) => {
+      const key = `${name}\u0000${fixture}`;
+      let entry = this.#instances.get(key);
+      if (!entry) {
+        const e: { plugin: ReturnType<InProcessPluginFactory>; exit?: (code: number) => void } = {
+          plugin: undefined as never,
+        };
+        e.plugin = IN_PROCESS[fixture]!({
+          exit: (code) => {
+            this.#instances.delete(key);
+            return e.exit!(code);
+          },
+        });
+        entry = e;
+        this.#instances.set(key, entry);
+      }
+      entry.exit = host.exit;
+      return entry.plugin;
+    };
+  }
+
   constructor(poolOptions: PluginPoolOptions = {}) {
     this.pool = new PluginPool({
       ...poolOptions,
@@ -185,6 +238,14 @@ export class Harness {
           ...(spec.providers ?? []),
         ];
     const devOverrides: Record<string, string> = {};
+    const inProcessProviders: Record<string, InProcessPluginFactory> = {};
+    if ((spec.transport ?? "in-process") === "in-process") {
+      for (const p of providers) {
+        if (p.fixture !== "installed" && IN_PROCESS[p.fixture]) {
+          inProcessProviders[p.name] = this.#shared(p.name, p.fixture);
+        }
+      }
+    }
     const lines: string[] = ["required_providers {"];
     for (const p of providers) {
       if (p.firstParty) {
@@ -240,6 +301,7 @@ export class Harness {
       devOverrides,
       globalConfig: false,
       pool: this.pool,
+      inProcessProviders,
       clock,
       trace: (e) => traces.push(e),
       logSink: (r) => logs.push(r),

@@ -205,6 +205,23 @@ agent_profile "default" {
     await k.close();
   });
 
+  it("routes each turn once, and again only to fall back from a failed candidate", async () => {
+    const k = await chainKernel();
+    const before = k.traces.length;
+    const r = await runHeadless(k, "routeonce", {
+      turns: [
+        calls(tool("r", "tools__read", { path: "a" })),
+        { models: { alpha: modelError("overloaded", { retryable: false }), beta: reply("done") } },
+      ],
+    });
+    expect(r.status).toBe(SessionStatus.COMPLETED);
+    expect(models(r.requests)).toEqual(["alpha", "alpha", "beta"]);
+    const routes = k.traces.slice(before).filter((t) => t.name === "model.route");
+    // Turn 1: one routing. Turn 2: one routing, then one from the candidate after alpha.
+    expect(routes.map((t) => t.attrs?.["start"])).toEqual([0, 0, 1]);
+    expect(new Set(routes.map((t) => t.turnId)).size).toBe(2);
+  });
+
   it("treats a crashed model plugin as process_crashed: retried once, then the fallback", async () => {
     const k = await h.kernel({
       providers: [{ name: "crashmodel", fixture: "model" }],
@@ -353,7 +370,9 @@ agent_profile "default" {
   });
 
   it("reports a tool plugin killed mid-call as process_crashed, and the next call relaunches it", async () => {
+    // A real process, killed by a signal from outside: the runtime notices and relaunches.
     const k = await h.kernel({
+      transport: "process",
       providers: [{ name: "victim", fixture: "tools-plain" }],
       headlessAsk: "allow",
       hcl: `

@@ -25,10 +25,12 @@ function fakeProviders(version = "1.0.0") {
     resolved: { source: "pluggableharness/anthropic", version },
     producers: { model: { name: "anthropic", version } },
     models: { models: new Map([["m1", {}]]) },
-    model: {
-      countTokens: async (req: { text: string }) => {
-        asked.push(req.text);
-        return { count: BigInt(req.text.length) };
+    ports: {
+      model: {
+        countTokens: async (req: { text: string }) => {
+          asked.push(req.text);
+          return { count: BigInt(req.text.length) };
+        },
       },
     },
   };

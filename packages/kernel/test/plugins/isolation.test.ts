@@ -36,6 +36,8 @@ function hazardKernel(): Promise<TestKernel> {
     providers: [{ name: "hazard", fixture: "installed", firstParty: "task" }],
     install: { task: HAZARD },
     limits: { crashBreaker: 10 },
+    // The fixtures as the kernel launches them (a dev override: a process), not in-process.
+    transport: "process",
     // The plugin sandbox off: a sandboxed tool provider would run as a process
     // (transport-choice.test.ts), and this file is about the worker transport.
     hcl: `

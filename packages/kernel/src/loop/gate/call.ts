@@ -1,0 +1,169 @@
+// One tool call as the gate carries it from its tool_use block to its one result: the
+// record, the result shapes, and what the model and the session file are told of it.
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import type { ContentBlock, ToolUseBlock } from "@pluggableharness/protocol/content";
+import { ToolResultEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import type { PlanItem } from "@pluggableharness/protocol/plan";
+import { type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { type CallOutcomeKind, modelTextOf, toolErrorReaction } from "../../domain/index.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { Session } from "../session.ts";
+import { type ToolExecution, type ToolOutcome, toolError } from "../tool-exec.ts";
+import type { SessionTool } from "../tool-registry.ts";
+
+export interface CallResult {
+  readonly status: CallOutcomeKind;
+  readonly outcome: ToolOutcome;
+  readonly denied: boolean;
+  readonly execution?: ToolExecution;
+  /** The arguments the call ran with (a human's corrected input, when given). */
+  readonly appliedArgs?: JsonObject;
+}
+
+export interface CallRecord {
+  readonly index: number;
+  /** The tool_use block (for an operator's call: one the kernel built, never put in history). */
+  readonly block: ToolUseBlock;
+  readonly tool?: SessionTool;
+  args: JsonObject;
+  /** Why the arguments cannot run (the model's malformed JSON, or the input schema). */
+  invalid?: ToolError;
+  /**
+   * The arguments were already checked against the input schema (an operator's call is
+   * checked when it is made, so a typo is answered at once): the gate does not check again.
+   */
+  readonly argumentsChecked?: boolean;
+  vetoed?: { readonly by: string; readonly reason: string };
+  item?: PlanItem;
+  /** A kernel-owned path the call would write (the kernel refuses it before policy). */
+  protectedHit?: { readonly path: string };
+  result?: CallResult;
+  resultPersisted: boolean;
+  /** Whether post-tool-call may fire for it (it had a provider, kind and risk). */
+  readonly hookable: boolean;
+}
+
+export function cancelledResult(): CallResult {
+  return {
+    status: "cancelled",
+    denied: false,
+    outcome: {
+      kind: "error",
+      error: toolError(ToolErrorCategory.CANCELLED, "the turn was interrupted before the call completed"),
+    },
+  };
+}
+
+/** A denial: PERMISSION_DENIED naming who decided. */
+export function deniedResult(by: string, reason: string): CallResult {
+  return {
+    status: "denied",
+    denied: true,
+    outcome: {
+      kind: "error",
+      error: toolError(ToolErrorCategory.PERMISSION_DENIED, `${reason} (decided by ${by})`),
+    },
+  };
+}
+
+export function failedResult(error: ToolError): CallResult {
+  return { status: "failed", denied: false, outcome: { kind: "error", error } };
+}
+
+/** What an execution came to. */
+export function executedResult(exec: ToolExecution, args: JsonObject): CallResult {
+  const status: CallOutcomeKind = exec.cancelled
+    ? "cancelled"
+    : exec.outcome.kind === "result"
+      ? "succeeded"
+      : "failed";
+  return { status, denied: false, outcome: exec.outcome, execution: exec, appliedArgs: args };
+}
+
+export function toolProducer(deps: LoopDeps, tool: SessionTool) {
+  return tool.provider.producers["tool"] ?? deps.kernelProducer;
+}
+
+/** The call's tool_result event, queued to share a transaction with its neighbours. */
+export function persistToolResult(session: Session, turnId: string, call: CallRecord): void {
+  if (call.resultPersisted || !call.result) return;
+  call.resultPersisted = true;
+  const r = call.result;
+  const exec = r.execution;
+  const deps = session.deps;
+  // Results of parallel calls often arrive together: they share a transaction.
+  session.log.persistSoon(
+    EventKind.TOOL_RESULT,
+    call.tool ? toolProducer(deps, call.tool) : deps.kernelProducer,
+    toBinary(
+      ToolResultEventSchema,
+      create(ToolResultEventSchema, {
+        turnId,
+        provider: call.tool?.provider.name ?? "",
+        toolCallId: call.block.id,
+        toolName: call.tool?.tool.schema.name ?? call.block.name,
+        outcome:
+          r.outcome.kind === "result"
+            ? { case: "result", value: { payload: r.outcome.payload } }
+            : { case: "error", value: r.outcome.error },
+        output: exec?.output ?? [],
+        ...(exec?.exitStatus ? { exitStatus: exec.exitStatus } : {}),
+        partialResults: exec?.partials ?? [],
+        duration: durationFromMs(exec?.durationMs ?? 0),
+        denied: r.denied,
+        attempts: Math.max(0, (exec?.attempts ?? 1) - 1),
+      }),
+    ),
+  );
+}
+
+function text(t: string): ContentBlock {
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text: t } },
+  };
+}
+
+function outputText(exec: ToolExecution | undefined): string {
+  if (!exec || exec.output.length === 0) return "";
+  const decoder = new TextDecoder();
+  return exec.output.map((c) => decoder.decode(c.data)).join("");
+}
+
+/** What the model is told about a call's result, and whether it counts as an error. */
+export function resultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
+  const r = call.result!;
+  if (r.outcome.kind === "result")
+    return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
+  if (r.denied) return { content: `Denied: ${r.outcome.error.message}`, isError: true };
+  const e = r.outcome.error;
+  const category = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";
+  const presentation = call.tool
+    ? toolErrorReaction(e, call.tool.tool.schema, { turnAborted }).presentation
+    : "error_result";
+  let content = presentation === "not_a_failure" ? `cancelled: ${e.message}` : `${category}: ${e.message}`;
+  const already = outputText(r.execution);
+  if (already && (r.status === "cancelled" || e.category === ToolErrorCategory.PROCESS_CRASHED)) {
+    content += `\nOutput before the call stopped:\n${already}`;
+  }
+  return { content, isError: presentation === "error_result" };
+}
+
+/** The tool_result block the model sees for a call. */
+export function resultBlock(call: CallRecord, turnAborted: boolean): ContentBlock {
+  const { content, isError } = resultText(call, turnAborted);
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: {
+      case: "toolResult",
+      value: {
+        $typeName: "pluggableharness.content.v1.ToolResultBlock",
+        toolUseId: call.block.id,
+        content: [text(content)],
+        isError,
+      },
+    },
+  };
+}

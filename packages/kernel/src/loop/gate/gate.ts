@@ -1,0 +1,449 @@
+// The plan/apply gate: steps 7-14 of RunTurn, which every tool call goes through, whoever
+// asked for it: the model (a turn's tool_use blocks) or the operator (a direct-invoke
+// slash command or an action trigger, with no model turn). run() reads as the spec lists
+// the steps:
+//
+//  7 pre-tool-call (each call), then each call's arguments checked, once
+//  8 split by kind                 11 plan-ready (policy per item, then vetoes)
+//  9 data sources (admitted)       12 apply (per ConcurrencySpec, asks on the way)
+// 9b interactive (one by one)      13 post-tool-call (each result)
+// 10 plan (snapshots, Preview)     14 post-apply
+//
+// Every call ends with exactly one result, persisted as a tool_result event as soon as it
+// is known. An interrupt makes run() answer "cancelled"; cancelRemaining() then gives
+// every call still without a result a cancelled one and closes the plan's audit trail.
+import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { protectedHitOf } from "@pluggableharness/config";
+import { ToolCallEventSchema } from "@pluggableharness/protocol/event";
+import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
+import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
+import { ConcurrencyScheduler, checkToolCall } from "../../domain/index.ts";
+import { storedToolCallEvent } from "../../frontends/stored-inputs.ts";
+import type { HookContext } from "../../hooks/dispatcher.ts";
+import { callHash, type StopReason } from "../bounds.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { AskResolution, Session } from "../session.ts";
+import { buildToolCall, executeTool } from "../tool-exec.ts";
+import type { SessionTool } from "../tool-registry.ts";
+import {
+  type CallRecord,
+  type CallResult,
+  cancelledResult,
+  deniedResult,
+  executedResult,
+  failedResult,
+  persistToolResult,
+  toolProducer,
+} from "./call.ts";
+import { askInteractive } from "./interactive.ts";
+import { applyResult, buildPlanItem, type PlanState, persistApply, persistPlan } from "./plan.ts";
+import { admitUnplanned, decidePlanItem, PROTECTED_PATHS_RULE, protectedReason } from "./policy.ts";
+
+export interface GateInput {
+  readonly turnId: string;
+  readonly calls: readonly CallRecord[];
+  readonly signal: AbortSignal;
+  /** Run every call one at a time (a model without parallel tool calls). */
+  readonly serializeAll: boolean;
+  readonly trace: (step: string) => void;
+  /** Right after a call's post-tool-call hook (the turn's done check listens here). */
+  readonly onPostToolCall?: (call: CallRecord) => void;
+}
+
+type Step = "ok" | "cancelled";
+
+/** The calls of one batch by kind (step 8). */
+interface Batch {
+  readonly dataSources: readonly CallRecord[];
+  readonly interactive: readonly CallRecord[];
+  readonly resources: readonly CallRecord[];
+}
+
+/** One batch of calls through steps 7-14. */
+export class CallGate {
+  /** Set when a deny streak or a crash streak trips the session's breaker. */
+  breakerTripped: StopReason | undefined;
+  readonly #deps: LoopDeps;
+  readonly #session: Session;
+  readonly #input: GateInput;
+  readonly #hookCtx: HookContext;
+  /** The ToolCall each call's hooks, Preview and Invoke see, built once in step 7. */
+  readonly #toolCalls = new Map<CallRecord, ToolCall>();
+  #plan: PlanState | undefined;
+  /** How each plan item's decision was settled in step 12 (an ask's answer). */
+  readonly #applied = new Map<CallRecord, AskResolution>();
+
+  constructor(deps: LoopDeps, session: Session, input: GateInput) {
+    this.#deps = deps;
+    this.#session = session;
+    this.#input = input;
+    this.#hookCtx = {
+      sessionId: session.id,
+      turnId: input.turnId,
+      workingDirectory: session.workingDirectory,
+      signal: input.signal,
+    };
+  }
+
+  async run(): Promise<Step> {
+    const { calls, trace } = this.#input;
+    trace("7");
+    if ((await this.#preToolCall(calls)) === "cancelled") return "cancelled";
+    this.#checkArguments(calls);
+
+    trace("8");
+    const batch = splitByKind(calls);
+
+    trace("9");
+    await this.#runDataSources(batch.dataSources);
+    if (this.#aborted) return "cancelled";
+
+    trace("9b");
+    if ((await this.#runInteractive(batch.interactive)) === "cancelled") return "cancelled";
+
+    trace("10");
+    const plan = await this.#buildPlan(batch.resources);
+    if (this.#aborted) return "cancelled";
+
+    if (plan.items.length > 0) {
+      trace("11");
+      await this.#planReady(plan, batch.resources);
+      if (this.#aborted) return "cancelled";
+      persistPlan(this.#deps, this.#session, this.#input.turnId, plan);
+
+      trace("12");
+      await this.#apply(batch.resources);
+      persistApply(this.#session, this.#input.turnId, plan, calls, this.#applied);
+      if (this.#aborted) return "cancelled";
+    } else {
+      trace("11");
+      trace("12");
+    }
+
+    trace("13");
+    if ((await this.#postToolCall(batch)) === "cancelled") return "cancelled";
+
+    trace("14");
+    await this.#postApply(plan);
+
+    // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
+    if (this.#session.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
+      this.breakerTripped ??= "denial_breaker";
+    return "ok";
+  }
+
+  /** Records a call's one result (later ones are ignored) and persists its tool_result. */
+  setResult(call: CallRecord, r: CallResult): void {
+    if (call.result) return;
+    call.result = r;
+    if (
+      r.execution &&
+      call.tool &&
+      this.#session.breaker.callEnded(call.tool.provider.name, r.execution.crashed)
+    ) {
+      this.breakerTripped ??= "crash_breaker";
+    }
+    persistToolResult(this.#session, this.#input.turnId, call);
+  }
+
+  /** After an interrupt: a cancelled result for every call without one, and the apply record. */
+  cancelRemaining(): void {
+    for (const c of this.#input.calls) if (!c.result) this.setResult(c, cancelledResult());
+    const plan = this.#plan;
+    if (plan?.persisted) persistApply(this.#session, this.#input.turnId, plan, this.#input.calls);
+  }
+
+  get #aborted(): boolean {
+    return this.#input.signal.aborted;
+  }
+
+  // ---- 7. pre-tool-call ------------------------------------------------------------------
+
+  /**
+   * Each call is recorded (tool_call) before its pre-tool-call hook; a veto is noted for
+   * the policy step. With no subscriber to see one before the next is recorded, the
+   * batch's tool_call events go to disk together, in order, in one transaction.
+   */
+  async #preToolCall(calls: readonly CallRecord[]): Promise<Step> {
+    const deps = this.#deps;
+    const routed = calls.filter((c) => c.tool !== undefined);
+    for (const c of routed) this.#toolCalls.set(c, this.#toolCall(c, c.args));
+    const eachRecordedAlone = deps.hooks.subscribers("pre-tool-call").length > 0;
+    if (!eachRecordedAlone) this.#session.log.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
+    for (const c of routed) {
+      if (eachRecordedAlone) {
+        const e = this.#toolCallEvent(c);
+        this.#session.log.persist(e.kind, e.producer, e.payload, { live: e.live });
+      }
+      const schema = c.tool!.tool.schema;
+      const veto = await deps.hooks.dispatch(
+        "pre-tool-call",
+        create(HookPayloadSchema, {
+          point: {
+            case: "preToolCall",
+            value: {
+              provider: c.tool!.provider.name,
+              call: this.#toolCalls.get(c)!,
+              kind: schema.kind,
+              risk: schema.risk,
+            },
+          },
+        }),
+        this.#hookCtx,
+      );
+      if (this.#aborted) return "cancelled";
+      if (veto.decision === "deny")
+        c.vetoed = { by: veto.deniedBy ?? "hook", reason: veto.reason ?? "vetoed at pre-tool-call" };
+    }
+    return "ok";
+  }
+
+  /**
+   * The one argument check of each call. Arguments the model could not form, or that fail
+   * the input schema, never reach the gate's decisions: the model gets an
+   * invalid_arguments result to correct itself. An operator's call was checked when it
+   * was made (Session.invoke); a human's corrected input when it was given (decide()).
+   */
+  #checkArguments(calls: readonly CallRecord[]): void {
+    for (const c of calls) {
+      if (!c.tool || c.result) continue;
+      let invalid = c.invalid;
+      if (!invalid && !c.argumentsChecked) {
+        this.#deps.trace({
+          name: "tool.arguments_checked",
+          sessionId: this.#session.id,
+          turnId: this.#input.turnId,
+          attrs: { callId: c.block.id },
+        });
+        invalid = checkToolCall(this.#toolCalls.get(c)!, c.tool.tool);
+      }
+      if (invalid) this.setResult(c, failedResult(invalid));
+    }
+  }
+
+  // ---- 9. data sources, concurrently per ConcurrencySpec ---------------------------------------
+
+  async #runDataSources(dataSources: readonly CallRecord[]): Promise<void> {
+    const scheduler = new ConcurrencyScheduler({ serializeAll: this.#input.serializeAll });
+    await Promise.all(
+      dataSources
+        .filter((c) => this.#admit(c))
+        .map((c) =>
+          scheduler.submit({ id: c.block.id, tool: c.tool!.tool, arguments: c.args }, () =>
+            this.#execute(c, c.args),
+          ),
+        ),
+    );
+  }
+
+  // ---- 9b. interactive calls, one at a time through the frontend ---------------------------------
+
+  async #runInteractive(interactive: readonly CallRecord[]): Promise<Step> {
+    for (const c of interactive) {
+      if (!this.#admit(c)) continue;
+      const { turnId, signal } = this.#input;
+      this.setResult(c, await askInteractive(this.#deps, this.#session, turnId, c, signal));
+      if (this.#aborted) return "cancelled";
+    }
+    return "ok";
+  }
+
+  /** Policy for a call without a plan: allowed, or denied here (an ask cannot be put). */
+  #admit(c: CallRecord): boolean {
+    if (c.result) return false;
+    const verdict = admitUnplanned(this.#deps, this.#session, c);
+    this.#noteDecision(c, !verdict.allowed);
+    if (!verdict.allowed) this.setResult(c, deniedResult(verdict.by, verdict.reason));
+    return verdict.allowed;
+  }
+
+  // ---- 10. plan: snapshots and Previews of the resource calls ----------------------------------------
+
+  async #buildPlan(resources: readonly CallRecord[]): Promise<PlanState> {
+    const { deps, session } = { deps: this.#deps, session: this.#session };
+    const planned = resources.filter((c) => !c.result);
+    for (const c of planned) {
+      const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+      if (hit) c.protectedHit = hit;
+    }
+    const { turnId, signal } = this.#input;
+    const items = await Promise.all(planned.map((c) => buildPlanItem(deps, session, turnId, c, signal)));
+    planned.forEach((c, i) => {
+      c.item = items[i]!;
+    });
+    this.#plan = { items, persisted: false, applyPersisted: false };
+    return this.#plan;
+  }
+
+  // ---- 11. plan-ready: policy first (per item), then third-party veto subscribers ------------------------
+
+  async #planReady(plan: PlanState, resources: readonly CallRecord[]): Promise<void> {
+    for (const c of resources) if (c.item) decidePlanItem(this.#deps, this.#session, c);
+    if (plan.items.every((i) => i.decision === PlanDecision.DENY)) return;
+    const veto = await this.#deps.hooks.dispatch(
+      "plan-ready",
+      create(HookPayloadSchema, {
+        point: {
+          case: "planReady",
+          value: { plan: create(PlanSchema, { turnId: this.#input.turnId, items: plan.items }) },
+        },
+      }),
+      this.#hookCtx,
+    );
+    if (veto.decision !== "deny") return;
+    for (const item of plan.items) {
+      if (item.decision === PlanDecision.DENY) continue;
+      item.decision = PlanDecision.DENY;
+      item.decidedBy = veto.deniedBy ?? "hook";
+      item.reason = veto.reason ?? "vetoed at plan-ready";
+    }
+  }
+
+  // ---- 12. apply the allowed items per ConcurrencySpec, asking where the plan says ask ---------------------
+
+  async #apply(resources: readonly CallRecord[]): Promise<void> {
+    const planned = resources.filter((c) => c.item);
+    const { signal, serializeAll } = this.#input;
+    // Every ask goes out at once; each call runs as soon as its answer and its turn came.
+    const decisions = planned.map((c): Promise<AskResolution> => {
+      const item = c.item!;
+      if (item.decision === PlanDecision.ALLOW)
+        return Promise.resolve({ decision: "allow", decidedBy: item.decidedBy });
+      if (item.decision === PlanDecision.DENY)
+        return Promise.resolve({
+          decision: "deny",
+          decidedBy: item.decidedBy,
+          reason: item.reason ?? "denied",
+        });
+      return this.#session.humans.ask(item, c.tool!, signal);
+    });
+    const scheduler = new ConcurrencyScheduler({ serializeAll });
+    await Promise.all(
+      planned.map((c, i) =>
+        scheduler.submit({ id: c.block.id, tool: c.tool!.tool, arguments: c.args }, async () => {
+          const d = await decisions[i]!;
+          this.#applied.set(c, d);
+          if (d.decision === "cancelled") return this.setResult(c, cancelledResult());
+          this.#noteDecision(c, d.decision === "deny");
+          if (d.decision === "deny")
+            return this.setResult(c, deniedResult(d.decidedBy, d.reason ?? "denied"));
+          if (signal.aborted) return this.setResult(c, cancelledResult());
+          if (d.correctedInput) {
+            // A human's corrected input may not reach what the original could not.
+            const hit = protectedHitOf(
+              d.correctedInput,
+              this.#session.workingDirectory,
+              this.#deps.protectedPaths,
+            );
+            if (hit) return this.setResult(c, deniedResult(PROTECTED_PATHS_RULE, protectedReason(hit.path)));
+          }
+          await this.#execute(c, d.correctedInput ?? c.args);
+        }),
+      ),
+    );
+  }
+
+  // ---- 13. post-tool-call: data sources, then interactive, then resources ----------------------------------
+
+  async #postToolCall(batch: Batch): Promise<Step> {
+    for (const c of [...batch.dataSources, ...batch.interactive, ...batch.resources]) {
+      const r = c.result!;
+      if (!c.hookable || !c.tool) continue;
+      await this.#deps.hooks.dispatch(
+        "post-tool-call",
+        create(HookPayloadSchema, {
+          point: {
+            case: "postToolCall",
+            value: {
+              provider: c.tool.provider.name,
+              call:
+                r.appliedArgs && r.appliedArgs !== c.args
+                  ? this.#toolCall(c, r.appliedArgs)
+                  : this.#toolCalls.get(c)!,
+              outcome:
+                r.outcome.kind === "result"
+                  ? { case: "result", value: { payload: r.outcome.payload } }
+                  : { case: "error", value: r.outcome.error },
+            },
+          },
+        }),
+        this.#hookCtx,
+      );
+      this.#input.onPostToolCall?.(c);
+      if (this.#aborted) return "cancelled";
+    }
+    return "ok";
+  }
+
+  // ---- 14. post-apply ---------------------------------------------------------------------------------------
+
+  async #postApply(plan: PlanState): Promise<void> {
+    if (plan.items.length === 0) return;
+    await this.#deps.hooks.dispatch(
+      "post-apply",
+      create(HookPayloadSchema, {
+        point: {
+          case: "postApply",
+          value: { apply: applyResult(this.#input.turnId, plan.items, this.#input.calls) },
+        },
+      }),
+      this.#hookCtx,
+    );
+  }
+
+  // ---- shared by the steps -------------------------------------------------------------------------------------
+
+  #toolCall(c: CallRecord, args: JsonObject): ToolCall {
+    return buildToolCall(this.#session, {
+      callId: c.block.id,
+      turnId: this.#input.turnId,
+      tool: c.tool!,
+      args,
+    });
+  }
+
+  /** The tool_call event of a call (its large arguments stored once, in the assistant message). */
+  #toolCallEvent(c: CallRecord) {
+    const tool: SessionTool = c.tool!;
+    const event = create(ToolCallEventSchema, {
+      turnId: this.#input.turnId,
+      provider: tool.provider.name,
+      call: this.#toolCalls.get(c)!,
+      kind: tool.tool.schema.kind,
+      risk: tool.tool.schema.risk,
+    });
+    const stored = storedToolCallEvent(event);
+    const live = toBinary(ToolCallEventSchema, event);
+    return {
+      kind: EventKind.TOOL_CALL,
+      producer: toolProducer(this.#deps, tool),
+      payload: stored === event ? live : toBinary(ToolCallEventSchema, stored),
+      live,
+    };
+  }
+
+  async #execute(c: CallRecord, args: JsonObject): Promise<void> {
+    const { turnId, signal } = this.#input;
+    const call = args === c.args ? this.#toolCalls.get(c)! : this.#toolCall(c, args);
+    const exec = await executeTool(this.#deps, this.#session, { call, turnId, tool: c.tool!, signal });
+    this.setResult(c, executedResult(exec, args));
+  }
+
+  /** Every allow/deny counts toward the denial breaker (a denial of the same call more). */
+  #noteDecision(c: CallRecord, denied: boolean): void {
+    const call = denied && c.tool ? callHash(c.tool.declaredName, c.args) : undefined;
+    if (this.#session.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
+  }
+}
+
+/** Step 8: data sources, interactive calls and resources, each in tool_use order. */
+function splitByKind(calls: readonly CallRecord[]): Batch {
+  const ofKind = (k: ToolKind) => calls.filter((c) => c.tool?.tool.schema.kind === k);
+  return {
+    dataSources: ofKind(ToolKind.DATA_SOURCE),
+    interactive: ofKind(ToolKind.INTERACTIVE),
+    resources: ofKind(ToolKind.RESOURCE),
+  };
+}

@@ -1,0 +1,262 @@
+// What waits for a human in a session: plan items whose policy said ask (permission
+// requests) and interactive calls' questions. Interactive frontends get them and answer
+// with decide() / respond(); with none attached an ask resolves by the headless rule and
+// a question goes unanswered, and when the last one detaches nothing keeps waiting. A
+// remembered answer (SESSION, ALWAYS) covers exactly what was asked.
+import type { JsonObject } from "@bufbuild/protobuf";
+import { narrowestScope, PolicyStoreError, recordAlwaysDecision } from "@pluggableharness/config";
+import {
+  ClientDecision,
+  type ClientEvent_InteractiveResponse,
+  type ClientEvent_PlanDecision,
+  FrontendErrorCategory,
+} from "@pluggableharness/protocol/frontend";
+import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
+import { checkArguments } from "../domain/index.ts";
+import type { ServerEventInit } from "../frontends/channel.ts";
+import type { FrontendErrorInit } from "../frontends/hub.ts";
+import type { Session } from "./session.ts";
+import type { SessionTool } from "./tool-registry.ts";
+
+/** How a plan item's ask was settled. */
+export interface AskResolution {
+  readonly decision: "allow" | "deny" | "cancelled";
+  readonly decidedBy: string;
+  readonly reason?: string;
+  readonly correctedInput?: JsonObject;
+}
+
+/** How an interactive call's question was settled. */
+export type InteractiveResolution =
+  | { readonly kind: "answered"; readonly payload: JsonObject }
+  | { readonly kind: "unanswered"; readonly reason: string }
+  | { readonly kind: "cancelled" };
+
+interface PendingAsk {
+  readonly item: PlanItem;
+  readonly tool: SessionTool;
+  readonly resolve: (r: AskResolution) => void;
+}
+
+interface PendingInteractive {
+  readonly request: ServerEventInit;
+  readonly tool: SessionTool;
+  readonly resolve: (r: InteractiveResolution) => void;
+}
+
+export class HumanRequests {
+  readonly #s: Session;
+  readonly #asks = new Map<string, PendingAsk>();
+  readonly #interactives = new Map<string, PendingInteractive>();
+  readonly #settled = new Set<string>();
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  decide(d: ClientEvent_PlanDecision): FrontendErrorInit | undefined {
+    const invalid = (message: string): FrontendErrorInit => ({
+      category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+      message,
+    });
+    const pending = this.#asks.get(d.planItemId);
+    if (!pending) {
+      return this.#settled.has(d.planItemId)
+        ? invalid(`plan item ${d.planItemId} was already decided`)
+        : invalid(`no plan item ${d.planItemId} is waiting for a decision`);
+    }
+    if (d.decision !== ClientDecision.ALLOW && d.decision !== ClientDecision.DENY) {
+      return invalid("plan_decision.decision must be ALLOW or DENY");
+    }
+    const allow = d.decision === ClientDecision.ALLOW;
+    if (d.correctedInput !== undefined) {
+      if (!allow) return invalid("corrected_input comes only with an ALLOW decision");
+      const check = checkArguments(pending.tool.tool.inputJsonSchema, d.correctedInput);
+      if (!check.ok) {
+        return invalid(
+          `corrected_input does not match ${pending.tool.provider.name}.${pending.tool.tool.schema.name}'s input schema: ${check.errors.join("; ")}`,
+        );
+      }
+    }
+    const provider = pending.item.provider;
+    const toolName = pending.item.toolName;
+    let scope = "once";
+    // A remembered answer covers exactly what was asked: the narrowest rule for the call.
+    const remember =
+      d.scope === PlanDecisionScope.ALWAYS || d.scope === PlanDecisionScope.SESSION
+        ? narrowestScope(
+            {
+              kind: "resource",
+              provider,
+              tool_name: toolName,
+              args: (pending.item.input ?? {}) as JsonObject,
+              cwd: this.#s.workingDirectory,
+            },
+            { secretValues: this.#s.deps.secretValues },
+          )
+        : undefined;
+    if (remember && !remember.ok) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message: `this answer cannot be remembered: ${remember.reason}; the item is still waiting: answer it with scope ONCE`,
+      };
+    }
+    if (d.scope === PlanDecisionScope.ALWAYS) {
+      scope = "always";
+      try {
+        const rules = recordAlwaysDecision(this.#s.deps.projectDir, {
+          provider,
+          tool_name: toolName,
+          decision: allow ? "allow" : "deny",
+          profile: this.#s.profile.name,
+          scopes: remember!.ok ? remember!.scopes : [{}],
+        });
+        for (const rule of rules) {
+          this.#s.deps.policy.addAlwaysRule(rule);
+          this.#s.policy.addAlwaysRule(rule);
+        }
+      } catch (err) {
+        if (!(err instanceof PolicyStoreError)) throw err;
+        return {
+          category: FrontendErrorCategory.POLICY_STORE_UNAVAILABLE,
+          message: `the ALWAYS decision was not recorded (${err.message}); the item is still waiting: answer it with scope ONCE or SESSION`,
+        };
+      }
+    } else if (d.scope === PlanDecisionScope.SESSION) {
+      scope = "session";
+      for (const sc of remember!.ok ? remember!.scopes : [{}]) {
+        this.#s.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny", sc);
+      }
+    }
+    this.#settle(d.planItemId);
+    pending.resolve({
+      decision: allow ? "allow" : "deny",
+      decidedBy: `human:${scope}`,
+      ...(allow
+        ? {}
+        : {
+            reason: d.reason?.trim()
+              ? `denied by the operator, who said: ${d.reason.trim().slice(0, 2000)}`
+              : "denied by the operator",
+          }),
+      ...(d.correctedInput !== undefined ? { correctedInput: d.correctedInput } : {}),
+    });
+    return undefined;
+  }
+
+  respond(r: ClientEvent_InteractiveResponse): FrontendErrorInit | undefined {
+    const pending = this.#interactives.get(r.callId);
+    if (!pending) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message: this.#settled.has(r.callId)
+          ? `interactive call ${r.callId} was already answered`
+          : `no interactive call ${r.callId} is waiting for an answer`,
+      };
+    }
+    const payload = r.response ?? {};
+    const check = checkArguments(pending.tool.tool.outputJsonSchema, payload);
+    if (!check.ok) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message: `the answer does not match ${pending.tool.tool.schema.name}'s output schema: ${check.errors.join("; ")}`,
+      };
+    }
+    this.#settle(r.callId);
+    pending.resolve({ kind: "answered", payload });
+    return undefined;
+  }
+
+  pendingRequests(): ServerEventInit[] {
+    return [
+      ...[...this.#asks.values()].map(
+        (a): ServerEventInit => ({ event: { case: "permissionRequest", value: { planItem: a.item } } }),
+      ),
+      ...[...this.#interactives.values()].map((i) => i.request),
+    ];
+  }
+
+  /** Settles an `ask`: a permission request to interactive frontends, else the headless rule. */
+  ask(item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
+    if (signal.aborted) return Promise.resolve({ decision: "cancelled", decidedBy: "interrupt" });
+    if (!this.#s.channel.hasInteractiveSubscriber()) return Promise.resolve(this.#headlessAsk());
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        this.#asks.delete(item.id);
+        this.#settle(item.id);
+        resolve({ decision: "cancelled", decidedBy: "interrupt" });
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#asks.set(item.id, {
+        item,
+        tool,
+        resolve: (r) => {
+          signal.removeEventListener("abort", onAbort);
+          this.#asks.delete(item.id);
+          resolve(r);
+        },
+      });
+      this.#s.channel.publish({ event: { case: "permissionRequest", value: { planItem: item } } });
+    });
+  }
+
+  /** Puts an interactive call's question to the attached human. */
+  question(
+    callId: string,
+    request: ServerEventInit,
+    tool: SessionTool,
+    signal: AbortSignal,
+  ): Promise<InteractiveResolution> {
+    if (signal.aborted) return Promise.resolve({ kind: "cancelled" });
+    if (!this.#s.channel.hasInteractiveSubscriber()) {
+      return Promise.resolve({
+        kind: "unanswered",
+        reason: "no human is attached to answer (headless session)",
+      });
+    }
+    return new Promise((resolve) => {
+      const onAbort = () => {
+        this.#interactives.delete(callId);
+        this.#settle(callId);
+        resolve({ kind: "cancelled" });
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#interactives.set(callId, {
+        request,
+        tool,
+        resolve: (r) => {
+          signal.removeEventListener("abort", onAbort);
+          this.#interactives.delete(callId);
+          resolve(r);
+        },
+      });
+      this.#s.channel.publish(request);
+    });
+  }
+
+  #settle(id: string): void {
+    this.#settled.add(id);
+  }
+
+  #headlessAsk(): AskResolution {
+    if (this.#s.deps.headlessAsk === "allow") return { decision: "allow", decidedBy: "headless:allow" };
+    return {
+      decision: "deny",
+      decidedBy: "headless:deny",
+      reason: "no human is attached to approve this call, and the operator's headless setting denies asks",
+    };
+  }
+
+  /** The last interactive frontend left: nobody can answer what is pending, so it never waits. */
+  subscribersChanged(): void {
+    if (this.#s.channel.hasInteractiveSubscriber()) return;
+    for (const [id, a] of [...this.#asks]) {
+      this.#settle(id);
+      a.resolve(this.#headlessAsk());
+    }
+    for (const [id, q] of [...this.#interactives]) {
+      this.#settle(id);
+      q.resolve({ kind: "unanswered", reason: "the interactive frontend detached before answering" });
+    }
+  }
+}

@@ -1,0 +1,235 @@
+// The session's log as the loop writes it: the kernel is the only writer of the session
+// file. Every append also queues the event's render for subscribed frontends; appends
+// that happen together share one transaction (one sync to disk), in order.
+import { create, toBinary } from "@bufbuild/protobuf";
+import { type ContentBlock, type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
+import { type MessageEvent, MessageEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import {
+  type AppendedEvent,
+  type CostEntry,
+  costEntriesFromMessage,
+  eventKindText,
+  type PlanItemEntry,
+  type ProducerIdentity,
+} from "@pluggableharness/state";
+import type { AccumulatedCompletion } from "../domain/index.ts";
+import type { ResolvedCandidate } from "./model-call.ts";
+import { ATTEMPT_FAILED_PREFIX, TURN_FAILED_REASON } from "./records.ts";
+import type { Session } from "./session.ts";
+
+/** An event written in a batch (schema version "1"). */
+export interface BatchedEvent {
+  readonly kind: EventKind;
+  readonly producer: ProducerIdentity;
+  /** What is stored. */
+  readonly payload: Uint8Array;
+  /** What live subscribers render, when the stored payload leaves something out (stored-inputs.ts). */
+  readonly live?: Uint8Array;
+}
+
+export class SessionLog {
+  readonly #s: Session;
+  /** Events persistSoon() queued for the end of this event-loop turn. */
+  #soon: BatchedEvent[] = [];
+
+  constructor(session: Session) {
+    this.#s = session;
+  }
+
+  /** Appends an event and queues its render for subscribed frontends. */
+  persist(
+    kind: EventKind,
+    producer: ProducerIdentity,
+    payload: Uint8Array,
+    extras: {
+      costs?: readonly CostEntry[];
+      planItems?: readonly PlanItemEntry[];
+      schemaVersion?: string;
+      /** What live subscribers render, when `payload` leaves something out. */
+      live?: Uint8Array;
+    } = {},
+  ): AppendedEvent {
+    const schemaVersion = extras.schemaVersion ?? "1";
+    const event = {
+      kind,
+      producer,
+      schemaVersion,
+      payload,
+      ...(extras.costs ? { costs: extras.costs } : {}),
+      ...(extras.planItems ? { planItems: extras.planItems } : {}),
+    };
+    let appended: AppendedEvent;
+    if (this.#soon.length === 0) appended = this.#s.writer.append(event);
+    else {
+      // Queued tool results go first, in the same transaction (typically: the results, then
+      // the user message that carries them to the model: one sync to disk, not two).
+      const queued = this.#soon;
+      this.#soon = [];
+      const all = this.#s.writer.appendBatch([
+        ...queued.map((e) => ({
+          kind: e.kind,
+          producer: e.producer,
+          payload: e.payload,
+          schemaVersion: "1",
+        })),
+        event,
+      ]);
+      this.#publishBatch(queued, all);
+      appended = all.at(-1)!;
+    }
+    this.#s.channel.publishPersisted({
+      sequence: appended.sequence,
+      kind,
+      kindText: eventKindText(kind),
+      producer,
+      schemaVersion,
+      payload: extras.live ?? payload,
+    });
+    return appended;
+  }
+
+  /**
+   * Appends several events in one transaction (one sync to disk instead of one each), in
+   * order, and queues their renders like persist() does.
+   */
+  persistBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
+    const queued = this.#soon;
+    this.#soon = [];
+    return this.#appendBatch([...queued, ...events]).slice(queued.length);
+  }
+
+  /**
+   * Appends an event at the end of this event-loop turn, in one transaction with the other
+   * events queued in the same turn (results of parallel calls that arrive together share
+   * one sync to disk). Order is kept: every other write empties the queue first (persist
+   * and persistBatch in the same transaction as their own events).
+   */
+  persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
+    this.#soon.push({ kind, producer, payload });
+    if (this.#soon.length > 1) return;
+    setImmediate(() => {
+      try {
+        this.flushPersistSoon();
+      } catch (err) {
+        // Nobody awaits this write; a failure (a writer closed under it) is logged, not thrown.
+        this.#s.deps.log.error(
+          "could not persist queued events",
+          { error: (err as Error).message },
+          this.#s.id,
+        );
+      }
+    });
+  }
+
+  /** Writes what persistSoon() queued, now. */
+  flushPersistSoon(): void {
+    if (this.#soon.length === 0) return;
+    const queued = this.#soon;
+    this.#soon = [];
+    this.#appendBatch(queued);
+  }
+
+  #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
+    const appended = this.#s.writer.appendBatch(
+      events.map((e) => ({ kind: e.kind, producer: e.producer, payload: e.payload, schemaVersion: "1" })),
+    );
+    this.#publishBatch(events, appended);
+    return appended;
+  }
+
+  /** Queues the renders of `events`, appended as `appended` (same order). */
+  #publishBatch(events: readonly BatchedEvent[], appended: readonly AppendedEvent[]): void {
+    events.forEach((e, i) => {
+      this.#s.channel.publishPersisted({
+        sequence: appended[i]!.sequence,
+        kind: e.kind,
+        kindText: eventKindText(e.kind),
+        producer: e.producer,
+        schemaVersion: "1",
+        payload: e.live ?? e.payload,
+      });
+    });
+  }
+
+  /** Persists a message event with its ledger rows, charges its cost and reports usage. */
+  persistMessage(event: MessageEvent, servedBy?: { providerName: string; modelId: string }): AppendedEvent {
+    const costs = event.usage.length > 0 ? costEntriesFromMessage(event, servedBy) : [];
+    let running = this.#s.writer.costUsd();
+    const appended = this.persist(
+      EventKind.MESSAGE,
+      this.#s.deps.kernelProducer,
+      toBinary(MessageEventSchema, event),
+      {
+        ...(costs.length > 0 ? { costs } : {}),
+      },
+    );
+    for (const c of costs) {
+      this.#s.cost.charge(c.costUsd);
+      running += c.costUsd;
+      const remaining = this.#s.cost.remainingUsd();
+      this.#s.channel.publish({
+        event: {
+          case: "usageUpdate",
+          value: {
+            turnId: event.turnId,
+            providerName: c.providerName,
+            modelId: c.modelId,
+            inputTokens: BigInt(c.inputTokens),
+            outputTokens: BigInt(c.outputTokens),
+            cacheWriteTokens: BigInt(c.cacheWriteTokens ?? 0),
+            cacheReadTokens: BigInt(c.cacheReadTokens ?? 0),
+            costUsd: c.costUsd,
+            sessionCostUsd: running,
+            ...(Number.isFinite(remaining) ? { remainingCostBudgetUsd: remaining } : {}),
+          },
+        },
+      });
+    }
+    return appended;
+  }
+
+  /** A user-role message (prompt, tool results, kernel instruction): persisted and appended to history. */
+  appendUserMessage(turnId: string, content: ContentBlock[], syntheticReason = ""): Message {
+    const message = create(MessageSchema, { role: Role.USER, content, id: this.#s.deps.newId() });
+    this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason }));
+    this.#s.history.push(message);
+    return message;
+  }
+
+  /** An attempt that was billed and then failed: persisted for the ledger, kept out of the history. */
+  persistFailedAttempt(
+    turnId: string,
+    candidate: ResolvedCandidate,
+    completion: AccumulatedCompletion,
+    category: string,
+  ): void {
+    this.persistMessage(
+      create(MessageEventSchema, {
+        message: completion.message,
+        turnId,
+        model: { provider: candidate.provider.name, id: candidate.spec.id },
+        usage: [...completion.usage],
+        costUsd: completion.costUsd,
+        ...(completion.providerRequestId ? { providerRequestId: completion.providerRequestId } : {}),
+        syntheticReason: `${ATTEMPT_FAILED_PREFIX}${category}`,
+      }),
+    );
+  }
+
+  /**
+   * A turn failed (its model kept failing, a hook broke the request, the kernel hit an
+   * error): the reason goes to the log and into the session file, and the session stays
+   * open for the next message.
+   */
+  recordTurnFailure(turnId: string, detail: string): void {
+    this.#s.deps.log.error(`the turn failed: ${detail}`, { turn: turnId }, this.#s.id);
+    const text = `The turn failed: ${detail}. The session is still open: send another message to go on.`;
+    const message = create(MessageSchema, {
+      role: Role.ASSISTANT,
+      id: this.#s.deps.newId(),
+      content: [{ block: { case: "text", value: { text } } }],
+    });
+    this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason: TURN_FAILED_REASON }));
+  }
+}
