@@ -25,6 +25,9 @@ const wanted = (process.env.MUTATE ?? "domain,policy,gate").split(",").map((s) =
 for (const g of wanted)
   if (!(g in GROUPS)) throw new Error(`MUTATE: unknown group ${g} (${Object.keys(GROUPS)})`);
 
+// Where reports go; two runs at once (one per area) need different places.
+const reports = process.env.MUTATION_REPORTS ?? "reports/mutation";
+
 /** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
 export default {
   testRunner: "vitest",
@@ -36,14 +39,14 @@ export default {
   // Two shared cores: one worker keeps the machine usable.
   concurrency: 1,
   mutate: wanted.flatMap((g) => GROUPS[g]),
-  ignorePatterns: ["dist", "bench", "reports", "third_party", ".agent-test-tmp", ".stryker-tmp"],
+  ignorePatterns: ["dist", "bench", "reports", "third_party", ".agent-test-tmp", ".stryker-tmp*"],
   reporters: ["clear-text", "progress", "html", "json"],
-  htmlReporter: { fileName: "reports/mutation/index.html" },
-  jsonReporter: { fileName: "reports/mutation/mutation.json" },
+  htmlReporter: { fileName: `${reports}/index.html` },
+  jsonReporter: { fileName: `${reports}/mutation.json` },
   tempDirName: ".stryker-tmp",
   // Re-runs test only the mutants and tests that changed since the last run.
   incremental: true,
-  incrementalFile: "reports/mutation/incremental.json",
+  incrementalFile: `${reports}/incremental.json`,
   // Static mutants (module-level tables and constants) cannot be traced to single tests, so
   // each would rerun every test: about 80% of the run time on two cores. They are skipped
   // (reported as "ignored", outside the score); docs/conformance.md says so.

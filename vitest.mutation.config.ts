@@ -10,9 +10,8 @@ export default defineConfig({
   test: {
     include: [
       "packages/kernel/test/domain/**/*.test.ts",
-      "packages/config/test/policy*.test.ts",
-      "packages/config/test/arg-policy.test.ts",
-      "packages/config/test/load-time-rules.test.ts",
+      // Policy rules arrive through agent.hcl, so every config suite may exercise the engine.
+      "packages/config/test/**/*.test.ts",
       ...(groups.includes("gate") ? ["packages/kernel/test/loop/gate.test.ts"] : []),
     ],
     exclude: ["packages/kernel/test/domain/ledger.test.ts", "packages/kernel/test/domain/purity.test.ts"],
