@@ -1,7 +1,9 @@
 // Summarises a Stryker JSON report (reports/mutation/mutation.json by default) as the
 // markdown tables docs/conformance.md keeps: the score per area and per file, and every
 // surviving or uncovered mutant with its place and replacement, for the survivors list.
-//   node scripts/mutation-summary.ts [report.json] [--survivors]
+//   node scripts/mutation-summary.ts [report.json ...] [--survivors]
+// Several reports (runs over different files) are merged; a later report's file replaces
+// an earlier one's.
 import { readFileSync } from "node:fs";
 
 interface Mutant {
@@ -15,8 +17,12 @@ interface Report {
 }
 
 const args = process.argv.slice(2);
-const path = args.find((a) => !a.startsWith("--")) ?? "reports/mutation/mutation.json";
-const report = JSON.parse(readFileSync(path, "utf8")) as Report;
+const paths = args.filter((a) => !a.startsWith("--"));
+const report: Report = { files: {} };
+for (const path of paths.length > 0 ? paths : ["reports/mutation/mutation.json"]) {
+  const r = JSON.parse(readFileSync(path, "utf8")) as Report;
+  Object.assign(report.files, r.files);
+}
 
 /** The area a mutated file belongs to, as the score table groups them. */
 function area(file: string): string {
