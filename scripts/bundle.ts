@@ -85,6 +85,9 @@ export async function buildBundle(entry: string, root: string = REPO_ROOT): Prom
     minifySyntax: true,
     sourcemap: "linked",
     banner: { js: BANNER },
+    // esbuild (`agent plugin build`) finds its native binary relative to its own files, so
+    // it is loaded from node_modules at run time, never inlined.
+    external: ["esbuild"],
     metafile: true,
     absWorkingDir: root,
     logLevel: "warning",
@@ -95,6 +98,13 @@ export async function buildBundle(entry: string, root: string = REPO_ROOT): Prom
     const abs = join(root, rel);
     const st = statSync(abs);
     inputs[posix(relative(root, abs))] = { size: st.size, mtimeMs: st.mtimeMs, sha256: sha256File(abs) };
+  }
+  // This script is an input too: a change to how bundles are built (options, externals)
+  // makes every bundle stale (for bundles of this repository's root).
+  const self = fileURLToPath(import.meta.url);
+  if (!relative(root, self).startsWith("..")) {
+    const st = statSync(self);
+    inputs[posix(relative(root, self))] = { size: st.size, mtimeMs: st.mtimeMs, sha256: sha256File(self) };
   }
   // Files read at run time next to the sources (versions) are inputs too.
   for (const rel of Object.keys(inputs)) {

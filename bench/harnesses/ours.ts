@@ -141,7 +141,18 @@ export function oursEnv(home: string): Record<string, string> {
     BENCH_SEARCH_API_KEY: "sk-fake-bench",
     // BENCH_AGENT_TRACE=<file>: the kernel's step timeline of ours (each run overwrites it).
     ...(process.env["BENCH_AGENT_TRACE"] ? { AGENT_TRACE: process.env["BENCH_AGENT_TRACE"] } : {}),
+    // BENCH_PLUGIN_ISOLATION=process|worker: every first-party plugin on that transport.
+    ...(isolationOverride() ? { AGENT_PLUGIN_ISOLATION: isolationOverride()! } : {}),
   };
+}
+
+/** The transport BENCH_PLUGIN_ISOLATION asks for, if any. */
+export function isolationOverride(): "process" | "worker" | undefined {
+  const v = process.env["BENCH_PLUGIN_ISOLATION"];
+  if (v === undefined || v === "") return undefined;
+  if (v !== "process" && v !== "worker")
+    throw new Error(`BENCH_PLUGIN_ISOLATION must be process or worker, not ${v}`);
+  return v;
 }
 
 export const ours: Harness = {

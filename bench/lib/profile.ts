@@ -1,13 +1,17 @@
 // Profiling of our harness for a missed target: one more run of the scenario with
-// `node --cpu-prof` on the agent process and on every plugin process, then a summary of
-// where the CPU time went (self time by package and by function, per process).
+// `node --cpu-prof` on the agent process and on every plugin, then a summary of where the
+// CPU time went (self time by package and by function, per process or thread).
 //
-// Plugins start with an allowlisted environment (NODE_OPTIONS does not reach them), so each
-// first-party provider is pointed, through the global config's dev_overrides, at a small
-// shell wrapper that execs Node with the profiling flags on the provider's real main.ts.
+// First-party plugins run in worker threads of the agent by default; those inherit the
+// agent's --cpu-prof and write one profile per thread, so they are profiled exactly as
+// they run. Plugin processes start with an allowlisted environment (NODE_OPTIONS does not
+// reach them), so a provider that runs as a process (the slow-tool fixture, or every one
+// with BENCH_PLUGIN_ISOLATION=process) is pointed, through the global config's
+// dev_overrides, at a small shell wrapper that execs Node with the profiling flags on the
+// provider's real main.ts.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, join, relative } from "node:path";
-import { agentBin, presentProviders, slowToolMain } from "../harnesses/ours.ts";
+import { agentBin, isolationOverride, presentProviders, slowToolMain } from "../harnesses/ours.ts";
 import type { BenchEnv, Harness } from "../harnesses/types.ts";
 
 const INTERVAL_US = 250;
@@ -20,8 +24,10 @@ export function profilingHarness(base: Harness, env: BenchEnv, profDir: string):
     `--cpu-prof --cpu-prof-interval=${INTERVAL_US} --cpu-prof-dir="${profDir}" --cpu-prof-name="${name}-$$.cpuprofile"`;
   const { tools, context } = presentProviders(env.root);
   const targets: Record<string, string> = { slow: slowToolMain(env.root) };
-  for (const name of ["anthropic", ...tools, ...context]) {
-    targets[name] = join(env.root, "providers", name, "src", "main.ts");
+  if (isolationOverride() === "process") {
+    for (const name of ["anthropic", ...tools, ...context]) {
+      targets[name] = join(env.root, "providers", name, "src", "main.ts");
+    }
   }
   const overrides: string[] = [];
   for (const [name, main] of Object.entries(targets)) {
@@ -118,11 +124,20 @@ export function summarizeProfile(file: string, root: string): ProcessProfile {
     functions.set(fn, (functions.get(fn) ?? 0) + ms);
   }
   const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n);
+  // Node's default name (CPU.<date>.<time>.<pid>.<tid>.<seq>) is the agent's: thread 0 is
+  // the kernel, any other a plugin's worker, named after the provider whose code it ran.
+  // Plugin processes are named by their wrapper.
+  const m = /^CPU\.\d+\.\d+\.(\d+)\.(\d+)\./.exec(basename(file));
+  let name = basename(file).replace(/\.cpuprofile$/, "");
+  if (m && m[2] === "0") name = `agent-${m[1]}`;
+  else if (m) {
+    const provider = p.nodes
+      .map((n) => /\/providers\/([^/]+)\/src\//.exec(n.callFrame.url)?.[1])
+      .find(Boolean);
+    name = `agent-${m[1]} worker ${provider ?? `thread ${m[2]}`}`;
+  }
   return {
-    // Node's default name (CPU.<date>.<time>.<pid>.<tid>.<seq>) is the agent's; plugins are named by their wrapper.
-    name: basename(file)
-      .replace(/^CPU\.\d+\.\d+\.(\d+)\..*$/, "agent-$1")
-      .replace(/\.cpuprofile$/, ""),
+    name,
     wallMs: (p.endTime - p.startTime) / 1000,
     busyMs: busy,
     areas: top(areas, 6),

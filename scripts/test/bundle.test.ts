@@ -97,6 +97,30 @@ describe("scripts/bundle.ts", () => {
     expect(freshBundle(join(root, "elsewhere.ts"), join(root, "providers"))).toBeUndefined();
   });
 
+  it("a release manifest (an installed package) checks the bundle only, never the sources", async () => {
+    const out = await buildBundle(entry, root);
+    const manifest = JSON.parse(readFileSync(`${out}.json`, "utf8")) as Record<string, unknown>;
+    writeFileSync(`${out}.json`, JSON.stringify({ ...manifest, release: true }));
+    rmSync(helper);
+    expect(checkBundle(entry, root)?.path).toBe(out);
+    // Without the flag the missing source makes it stale.
+    writeFileSync(`${out}.json`, JSON.stringify(manifest));
+    expect(checkBundle(entry, root)).toBeUndefined();
+    // And the bundle itself is still checked.
+    writeFileSync(`${out}.json`, JSON.stringify({ ...manifest, release: true }));
+    writeFileSync(out, `${readFileSync(out, "utf8")}\n// edited\n`);
+    expect(checkBundle(entry, root)).toBeUndefined();
+    writeFileSync(helper, 'export const greeting: string = "hello";\n');
+  });
+
+  it("a bundle of this repository records scripts/bundle.ts as an input", () => {
+    const repo = join(import.meta.dirname, "..", "..");
+    const manifest = JSON.parse(
+      readFileSync(`${bundlePathFor(join(repo, "providers", "task", "src", "main.ts"), repo)}.json`, "utf8"),
+    ) as { inputs: Record<string, unknown> };
+    expect(Object.keys(manifest.inputs)).toContain("scripts/bundle.ts");
+  });
+
   it("places bundles under dist/bundles and nowhere outside the root", () => {
     expect(bundlePathFor(join(root, "packages", "cli", "src", "bin.ts"), root)).toBe(
       join(root, "dist", "bundles", "packages", "cli", "src", "bin.mjs"),

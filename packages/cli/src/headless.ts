@@ -119,6 +119,13 @@ const OUTCOMES: Record<number, string> = {
 export class RecordDecoder {
   private readonly sessionId: string;
   private readonly items = new Map<string, PlanItem>();
+  /** Tool call ids of plan items whose apply result has not been read yet. */
+  private readonly undecided = new Set<string>();
+  /**
+   * tool_result records held back until their plan_decision is out: the kernel persists a
+   * turn's apply result after the calls ran, but a reader wants the decision first.
+   */
+  private readonly held = new Map<string, JsonObject>();
 
   constructor(sessionId: string) {
     this.sessionId = sessionId;
@@ -126,7 +133,24 @@ export class RecordDecoder {
 
   records(e: StoredEvent): JsonObject[] {
     try {
-      return this.decode(e);
+      const out: JsonObject[] = [];
+      for (const r of this.decode(e)) {
+        const id = typeof r["tool_call_id"] === "string" ? r["tool_call_id"] : "";
+        if (r["type"] === "tool_result" && this.undecided.has(id)) {
+          this.held.set(id, r);
+          continue;
+        }
+        out.push(r);
+        if (r["type"] === "plan_decision") {
+          this.undecided.delete(id);
+          const result = this.held.get(id);
+          if (result) {
+            this.held.delete(id);
+            out.push(result);
+          }
+        }
+      }
+      return out;
     } catch (err) {
       return [
         {
@@ -136,6 +160,14 @@ export class RecordDecoder {
         },
       ];
     }
+  }
+
+  /** Results still held (their apply result was never written: the run was killed). */
+  flush(): JsonObject[] {
+    const rest = [...this.held.values()];
+    this.held.clear();
+    this.undecided.clear();
+    return rest;
   }
 
   private decode(e: StoredEvent): JsonObject[] {
@@ -215,7 +247,10 @@ export class RecordDecoder {
         ];
       }
       case EventKind.PLAN: {
-        for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) this.items.set(i.id, i);
+        for (const i of fromBinary(PlanEventSchema, e.payload).plan?.items ?? []) {
+          this.items.set(i.id, i);
+          if (i.toolCallId) this.undecided.add(i.toolCallId);
+        }
         return [];
       }
       case EventKind.APPLY: {
@@ -370,7 +405,9 @@ export function resultRecord(s: RunSummary): JsonObject {
   const exit = runExitCode(s);
   return {
     type: "result",
-    subtype: subtypeOf(s.status),
+    // A completed run with denied calls is not a success: exit 4, and the subtype says so.
+    subtype:
+      s.status === SessionStatus.COMPLETED && exit !== 0 ? "error_permission_denied" : subtypeOf(s.status),
     is_error: exit !== 0,
     status: statusName(s.status),
     ...(s.detail ? { detail: s.detail } : {}),
@@ -517,6 +554,7 @@ export class HeadlessPrinter {
   }
 
   result(summary: RunSummary): number {
+    if (this.decoder) for (const r of this.decoder.flush()) this.json(r);
     const exit = runExitCode(summary);
     if (this.format === "text") {
       if (!this.verbose) {

@@ -34,8 +34,11 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .option("--max-budget-usd <usd>", "end the session once it has cost this much")
     .option("--max-wall-clock <duration>", "end the session after this long (90, 90s, 15m, 2h)")
     .option("--plan", "plan mode: the model sees no tools that change anything")
-    .option("--resume <session-id>", "continue a completed or cancelled session")
-    .option("-c, --continue", "continue the most recent session")
+    .option(
+      "--resume [session-id]",
+      "continue a session (an id or unique prefix); without one, choose from this directory's",
+    )
+    .option("-c, --continue", "continue the most recent session of this directory")
     .addOption(
       new Option("--output-format <format>", "headless output")
         .choices(["text", "json", "stream-json"])
@@ -70,18 +73,20 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
 
   program
     .command("init")
-    .description("write a commented agent.hcl for the vendor keys in the environment")
+    .description(
+      "write a commented agent.hcl for the vendor keys in the environment (an existing one is kept), then install its providers and write .agent/agent.lock.hcl",
+    )
     .option("--force", "overwrite an existing agent.hcl")
     .option("-C, --dir <dir>", "project directory (default: the current one)")
     .action(async (opts) => {
       const { runInit } = await import("./commands/init.ts");
-      finish(runInit(io, opts));
+      finish(await runInit(io, opts));
     });
 
   const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
   sessions
     .command("list")
-    .description("sessions, newest first: id, start time, profile, status, cost")
+    .description("sessions, newest first: id, start time, directory, model, status, cost, title")
     .option("--status <status>", "only sessions in this status (repeatable)", collect)
     .option("--roots", "only root sessions (no sub-agents)")
     .option("--limit <n>", "at most this many")
@@ -119,14 +124,49 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runPrune(io, ids, opts));
     });
 
-  program
+  const providers = program
     .command("providers")
-    .description("the providers this project uses: identity, category, tools or models, health")
+    .description(
+      "the providers this project uses (identity, category, tools or models, health); lock, upgrade and prune them",
+    )
     .option("-C, --dir <dir>", "project directory (default: the current one)")
     .option("--json", "print JSON")
     .action(async (opts) => {
       const { runProviders } = await import("./commands/providers.ts");
       finish(await runProviders(io, opts));
+    });
+  providers
+    .command("lock")
+    .description(
+      "resolve every required_providers entry and write .agent/agent.lock.hcl: locked versions are kept, new providers added, and every platform's checksum recorded",
+    )
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (opts) => {
+      const { runLock } = await import("./commands/lock.ts");
+      finish(await runLock(io, "lock", [], opts));
+    });
+  providers
+    .command("upgrade [names...]")
+    .description("move the lock to the newest release each constraint allows (all providers, or those named)")
+    .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .action(async (names: string[], opts) => {
+      const { runLock } = await import("./commands/lock.ts");
+      finish(await runLock(io, "upgrade", names, opts));
+    });
+  providers
+    .command("prune")
+    .description(
+      "delete downloaded provider builds nothing needs: builds this project's lock pins, and builds a retained session was written by, are kept",
+    )
+    .option("-C, --dir <dir>", "project directory whose lock file to honour (default: the current one)")
+    .option(
+      "--force",
+      "also delete builds that retained sessions were written by (replaying those sessions then fails)",
+    )
+    .option("--dry-run", "only say what would be deleted")
+    .action(async (opts) => {
+      const { runProvidersPrune } = await import("./commands/prune.ts");
+      finish(runProvidersPrune(io, opts));
     });
 
   program
@@ -152,6 +192,38 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runDoctor(io, opts));
     });
 
+  const plugin = program
+    .command("plugin")
+    .description("write and build plugins: `agent plugin new`, `agent plugin build`");
+  plugin
+    .command("new <name>")
+    .description("scaffold a TypeScript plugin that builds, passes `agent conform` and can be published")
+    .addOption(
+      new Option("--category <category>", "what it provides").choices(["tool", "model"]).default("tool"),
+    )
+    .option("-C, --dir <dir>", "where to create it (default: ./<name>)")
+    .option("--source <address>", "the forge address it will be published at (github.com/<owner>/<name>)")
+    .action(async (name: string, opts) => {
+      const { runPluginNew } = await import("./commands/plugin.ts");
+      finish(runPluginNew(io, name, opts));
+    });
+  plugin
+    .command("build [dir]")
+    .description(
+      "bundle the plugin into release assets: dist/release/<name>_<version>_<os>_<arch>.tar.gz per platform and the checksum file, plus dist/dev/<name>",
+    )
+    .option("-o, --out <dir>", "output directory (default: <dir>/dist)")
+    .option(
+      "--platform <os_arch>",
+      "a platform to publish (repeatable; default linux/darwin × amd64/arm64)",
+      collect,
+    )
+    .option("--dev", "only the unpacked build in dist/dev (for dev_overrides and agent conform)")
+    .action(async (dir: string | undefined, opts) => {
+      const { runPluginBuild } = await import("./commands/plugin.ts");
+      finish(await runPluginBuild(io, dir, opts));
+    });
+
   program
     .command("conform")
     .description("check a plugin executable against its category's protocol (`agent conform --help`)")
@@ -162,6 +234,22 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .action(async (args: string[]) => {
       const { runConform } = await import("./commands/conform.ts");
       finish(await runConform(io, args));
+    });
+
+  program
+    .command("completion <shell>")
+    .description("print a shell completion script: bash, zsh or fish")
+    .addHelpText(
+      "after",
+      `
+Install it once, e.g.:
+  agent completion bash > ~/.local/share/bash-completion/completions/agent
+  agent completion zsh > "\${fpath[1]}/_agent"
+  agent completion fish > ~/.config/fish/completions/agent.fish`,
+    )
+    .action(async (shell: string) => {
+      const { runCompletion } = await import("./commands/completion.ts");
+      finish(runCompletion(io, program, shell));
     });
 
   return program;

@@ -2,8 +2,11 @@
 // for its static description: identity (Describe), config schema, tools, models,
 // hook points, health. `agent validate` and `agent providers` use it; neither runs a
 // session, so nothing here needs the agent loop.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
+import { providerTransport } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
@@ -18,7 +21,13 @@ import {
 import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { riskName } from "@pluggableharness/provider-tui";
-import { PluginHost, preferBundle } from "@pluggableharness/runtime";
+import {
+  createPluginHost,
+  type PluginIsolation,
+  type PluginTransportHost,
+  preferBundle,
+} from "@pluggableharness/runtime";
+import { probeSandbox } from "@pluggableharness/runtime/sandbox";
 
 export interface ToolFacts {
   name: string;
@@ -37,6 +46,8 @@ export interface ProviderFacts {
   /** The ModelSpecs behind `models`. */
   specs: ModelSpec[];
   hookPoints: HookPoint[];
+  /** Names of the slash commands every category of it declares. */
+  slashCommands: string[];
   healthy: boolean;
   /** Why the provider could not be launched or described. */
   error?: string;
@@ -47,6 +58,8 @@ export interface ProviderFacts {
   /** The raw descriptions, for the kernel's own rules (ToolService.GetSchema, ModelService.GetCapabilities). */
   toolSchema?: GetSchemaResponse;
   modelCapabilities?: ModelCapabilities;
+  /** The transport `agent run` would use for it (known once it is described). */
+  isolation: PluginIsolation;
 }
 
 export interface ConfigureDiagnostic {
@@ -75,7 +88,7 @@ export async function inspectProviders(
     log?: (line: string) => void;
   } = {},
 ): Promise<ProviderFacts[]> {
-  const hosts: PluginHost[] = [];
+  const hosts: PluginTransportHost[] = [];
   try {
     return await Promise.all(
       resolved.map(async (r): Promise<ProviderFacts> => {
@@ -87,11 +100,14 @@ export async function inspectProviders(
           models: [],
           specs: [],
           hookPoints: [],
+          slashCommands: [],
           healthy: false,
           configureProblems: [],
           configureDiagnostics: [],
+          isolation: providerTransport(r, r.isolation, false).isolation,
         };
-        const host = new PluginHost({
+        // Described where the kernel describes it: a first-party provider in a worker thread by default.
+        const host = createPluginHost(facts.isolation, {
           name: r.localName,
           // A first-party provider runs from its up-to-date bundle, as under the kernel.
           command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
@@ -104,6 +120,7 @@ export async function inspectProviders(
           const d = await host.describe();
           facts.categories = d.categories;
           facts.producers = d.producers;
+          facts.isolation = runTransport(config, r, d.categories);
           const health = await host.client(Health).check({ service: "plugin" }, { timeoutMs: TIMEOUT_MS });
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           await describeCategories(host, facts);
@@ -130,13 +147,26 @@ export async function inspectProviders(
   }
 }
 
-async function describeCategories(host: PluginHost, facts: ProviderFacts): Promise<void> {
+/** The kernel's choice once the categories are known: a tool provider it sandboxes runs as a process. */
+function runTransport(
+  config: AgentConfig,
+  r: ResolvedProvider,
+  categories: readonly string[],
+): PluginIsolation {
+  const mode = config.settings.sandbox;
+  const sandboxed =
+    categories.includes("tool") && mode !== "off" && (mode === "required" || probeSandbox().ok);
+  return providerTransport(r, r.isolation, sandboxed).isolation;
+}
+
+async function describeCategories(host: PluginTransportHost, facts: ProviderFacts): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
   };
-  const hooks = (points: readonly HookPoint[]) => {
+  const hooks = (points: readonly HookPoint[], commands: readonly { name: string }[] = []) => {
     for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
+    for (const c of commands) facts.slashCommands.push(c.name);
   };
   for (const category of facts.categories) {
     switch (category) {
@@ -148,7 +178,7 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
           kind: toolKind(t.kind),
           risk: riskName(t.risk),
         }));
-        hooks(res.supportedHookPoints);
+        hooks(res.supportedHookPoints, res.slashCommands);
         schema(res.configSchema);
         break;
       }
@@ -157,31 +187,31 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
         facts.models = caps?.models.map((m) => m.id) ?? [];
         if (caps) facts.modelCapabilities = caps;
         facts.specs = caps?.models ?? [];
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "context": {
         const caps = (await host.client(ContextService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "memory": {
         const caps = (await host.client(MemoryService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "frontend": {
         const caps = (await host.client(FrontendService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
       case "widget": {
         const caps = (await host.client(WidgetService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? []);
+        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
         schema(caps?.configSchema);
         break;
       }
@@ -191,7 +221,11 @@ async function describeCategories(host: PluginHost, facts: ProviderFacts): Promi
   }
 }
 
-async function configureAll(host: PluginHost, facts: ProviderFacts, values: JsonObject): Promise<void> {
+async function configureAll(
+  host: PluginTransportHost,
+  facts: ProviderFacts,
+  values: JsonObject,
+): Promise<void> {
   const call = { timeoutMs: TIMEOUT_MS };
   const request = { config: values };
   for (const category of facts.categories) {
@@ -222,7 +256,14 @@ async function configureAll(host: PluginHost, facts: ProviderFacts, values: Json
   }
 }
 
-/** The directory holding providers/<name>/: this installation's root. */
+/** The directory holding providers/<name>/: this installation's root (a path, not a URL: spaces stay spaces). */
 export function installationRoot(): string {
-  return new URL("../../..", import.meta.url).pathname.replace(/\/$/, "");
+  return fileURLToPath(new URL("../../..", import.meta.url)).replace(/\/$/, "");
+}
+
+/** This CLI's version (its package.json). */
+export function cliVersion(): string {
+  return (
+    JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+  ).version;
 }

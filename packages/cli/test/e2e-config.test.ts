@@ -101,9 +101,13 @@ describe("agent init", () => {
     expect(text).toMatch(/^# /m);
     // Keys are never written.
     expect(text).not.toContain("canary");
+    // Like terraform init: written once, then kept; every run (re)writes the lock.
+    expect(readFileSync(join(dir, ".agent", "agent.lock.hcl"), "utf8")).toMatch(/provider "anthropic" \{/);
+    writeFileSync(join(dir, "agent.hcl"), `${text}\n# mine\n`);
     const again = await agent(["init"], { cwd: dir, env });
-    expect(again.code).toBe(1);
-    expect(again.stderr).toContain("already exists");
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain("exists; kept it");
+    expect(readFileSync(join(dir, "agent.hcl"), "utf8")).toBe(`${text}\n# mine\n`);
   });
 });
 
@@ -127,8 +131,28 @@ describe("agent validate and agent providers", () => {
     expect(fs).toMatch(
       /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
     );
-    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read-only\).*edit_file \(resource, /);
-    expect(p.stdout).toMatch(/^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5/m);
+    expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read_only\).*edit_file \(resource, /);
+    // First-party providers run in worker threads unless agent.hcl says otherwise, except
+    // tool providers the plugin sandbox confines (on by default where bwrap runs).
+    expect(p.stdout).toMatch(/^filesystem {2}.*\n {2}tools: .*\n {2}runs: as its own process$/m);
+    expect(p.stdout).toMatch(
+      /^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5.*\n {2}runs: in a worker thread$/m,
+    );
+  });
+
+  it("rejects an isolation run would reject, at its file:line:col", async () => {
+    const repo = sb.repo("isolation");
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replace(
+      '    source  = "pluggableharness/exec"\n',
+      '    source  = "pluggableharness/exec"\n    isolation = "thread"\n',
+    );
+    writeFileSync(join(repo, "agent.hcl"), hcl);
+    const at = hcl.split("\n").findIndex((l) => l.includes('isolation = "thread"')) + 1;
+    const r = await agent(["validate", repo], { cwd: sb.home, env: { ...sb.env, FIXTURE_ROOT: repo } });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      `${join(repo, "agent.hcl")}:${at}:17: error[invalid_value]: Invalid isolation`,
+    );
   });
 
   it("reports every problem with file:line:col and exits 1", async () => {

@@ -94,8 +94,15 @@ async function primed(name: string): Promise<{ repo: string; env: NodeJS.Process
   const ok = await agent(["run", "-p", "say OK"], { cwd: repo, env });
   expect(ok.stderr).toBe("");
   expect(ok.code).toBe(0);
-  // The next run here prelaunches what this one started.
-  expect(existsSync(prelaunchPlanFile(env, repo, {}))).toBe(true);
+  // The next run here prelaunches what this one started: the model provider, a first-party
+  // plugin on the worker transport, as a thread, so the faults below meet a prelaunched
+  // worker (a process plugin's prelaunch is covered by main's own runs before it).
+  const planFile = prelaunchPlanFile(env, repo, {});
+  expect(existsSync(planFile)).toBe(true);
+  const plan = JSON.parse(readFileSync(planFile, "utf8")) as {
+    plugins: Array<{ file: string; thread?: unknown }>;
+  };
+  expect(plan.plugins.some((p) => p.thread !== undefined && p.file.includes("anthropic"))).toBe(true);
   expect(processesIn(repo)).toEqual([]);
   return { repo, env };
 }

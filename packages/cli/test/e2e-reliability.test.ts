@@ -39,6 +39,7 @@ describe("a failed run is not a dead session", () => {
   it("exits 1 with the reason, then --resume and --continue go on with the same session", async () => {
     const { fake, repo, env } = await project("failed", [
       { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
+      { kind: "error", status: 401, errorType: "authentication_error", message: "invalid x-api-key" },
       { kind: "text", text: "Back again." },
       { kind: "text", text: "Still here." },
     ]);
@@ -48,9 +49,15 @@ describe("a failed run is not a dead session", () => {
     expect(result).toMatchObject({
       subtype: "failed",
       exit_code: 1,
-      detail: expect.stringMatching(/auth_error/),
+      // The 401 names the variable holding the rejected key (never the key).
+      detail: expect.stringMatching(/auth_error.*anthropic rejected the key in ANTHROPIC_API_KEY/),
     });
-    expect(failed.stderr).toMatch(/the turn failed: model_error auth_error/);
+    expect(failed.stdout).not.toContain(env["ANTHROPIC_API_KEY"]);
+    // No log lines on stderr without --verbose: the result record says it all.
+    expect(failed.stderr).toBe("");
+    const text = await agent(["run", "--resume", result.session_id, "-p", "again"], { cwd: repo, env });
+    expect(text.code).toBe(1);
+    expect(text.stderr).toMatch(/^agent: session \S+ ended: .*ANTHROPIC_API_KEY/);
 
     const resumed = await agent(["run", "--resume", result.session_id, "-p", "the key is fixed"], {
       cwd: repo,
@@ -98,7 +105,7 @@ describe("exit statuses", () => {
     const r = await agent(["run", "-p", "read calc.js", "--output-format", "json"], { cwd: repo, env });
     expect(r.code).toBe(4);
     const result = JSON.parse(r.stdout);
-    expect(result).toMatchObject({ subtype: "success", exit_code: 4 });
+    expect(result).toMatchObject({ subtype: "error_permission_denied", is_error: true, exit_code: 4 });
     expect(result.permission_denials).toEqual([
       {
         provider: "filesystem",

@@ -132,6 +132,13 @@ describe("agent run -p (headless)", () => {
       ["bash", "allow", "headless:allow", "ask", "applied"],
     ]);
     expect(of("plan_decision")[1]!["policy_rule"]).toContain("ask_other_changes");
+    // A call's plan_decision comes before its tool_result.
+    for (const d of of("plan_decision")) {
+      const result = firstRun.findIndex(
+        (x) => x["type"] === "tool_result" && x["tool_call_id"] === d["tool_call_id"],
+      );
+      expect(result).toBeGreaterThan(firstRun.indexOf(d));
+    }
     const usage = of("usage");
     expect(usage).toHaveLength(4);
 
@@ -191,10 +198,12 @@ describe("agent run -p (headless)", () => {
     expect(r.stdout).toContain("+  return a + b;");
     expect(fake.requests).toHaveLength(4);
 
-    // The listing: id, start time, profile, status, cost.
+    // The listing: id, start time, directory, model, status, cost, title.
     expect(list.code).toBe(0);
     const row = list.stdout.split("\n").find((l) => l.startsWith(sessionId))!;
-    expect(row).toMatch(/^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+default\s+completed\s+\$\d/);
+    expect(row).toMatch(
+      /^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+~\/repo\s+anthropic\/\S+\s+completed\s+\$\S+\s+Fix add\(\) in calc\.js/,
+    );
     // show: the kernel's generic rendering of the file, no plugin started.
     expect(show.code).toBe(0);
     expect(show.stdout).toContain("Fixed add() in calc.js; the test passes.");
@@ -303,7 +312,7 @@ describe("agent run -p (headless)", () => {
       expect(offered).not.toContain("exec__bash");
       expect(denied.code).toBe(4);
       const d = JSON.parse(denied.stdout);
-      expect(d).toMatchObject({ subtype: "success", is_error: true, exit_code: 4 });
+      expect(d).toMatchObject({ subtype: "error_permission_denied", is_error: true, exit_code: 4 });
       expect(d.permission_denials).toEqual([
         {
           provider: "exec",

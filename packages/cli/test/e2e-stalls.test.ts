@@ -105,7 +105,8 @@ for (const v of VENDORS) {
         scenarios.text("recovered"),
       );
       const dir = project(`${v.provider}-stalls`, v, v.base(fake.url));
-      const r = await agent(["run", "-p", "hello"], { cwd: dir, env: env() });
+      // --verbose: the kernel's retry warnings go to stderr only then.
+      const r = await agent(["run", "-p", "hello", "--verbose"], { cwd: dir, env: env() });
       expect(r.stdout).toContain("recovered");
       expect(r.stderr.match(/model call failed: overloaded/g)).toHaveLength(2);
       expect(r.code).toBe(0);

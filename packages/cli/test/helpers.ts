@@ -73,10 +73,10 @@ export interface AgentResult {
 /** Runs `agent <args>` to completion. stdin is empty unless `input` is given. */
 export function agent(
   args: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; timeoutMs?: number },
+  options: { cwd: string; env: NodeJS.ProcessEnv; input?: string; timeoutMs?: number; bin?: string },
 ): Promise<AgentResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(AGENT_BIN, [...args], {
+    const child = spawn(options.bin ?? AGENT_BIN, [...args], {
       cwd: options.cwd,
       env: options.env,
       stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],

@@ -114,13 +114,12 @@ describe("agent run in a terminal", () => {
     tmux("pipe-pane", "-o", "-t", "agent", `cat >> '${raw}'`);
 
     // The approval prompt: the tool, its risk and the Preview diff.
-    let text = await waitFor("Permission needed");
-    text = await waitFor("y allow once");
-    expect(text).toContain("filesystem.edit_file · risk moderate");
+    let text = await waitFor("Allow filesystem.edit_file to edit calc.js · risk moderate");
+    text = await waitFor("y this call");
     expect(text).toMatch(/-\s+return a - b;/);
     expect(text).toMatch(/\+\s+return a \+ b;/);
     // What "s" or "A" would remember is shown before the answer: this file, not every edit.
-    expect(text).toContain("s / A remember: filesystem.edit_file on exactly calc.js");
+    expect(text).toContain("s filesystem.edit_file on exactly calc.js for this session");
     expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a - b;");
 
     // Allow for the session: the second edit of the same file runs without asking. No
@@ -129,7 +128,7 @@ describe("agent run in a terminal", () => {
     text = await waitFor("Both edits are done.");
     expect(text).toContain("filesystem.edit_file allowed for this session");
     expect(text).toContain("session:filesystem.edit_file[calc.js]");
-    expect(text).not.toContain("Permission needed");
+    expect(text).not.toContain("Allow filesystem.edit_file");
     const calc = readFileSync(join(repo, "calc.js"), "utf8");
     expect(calc).toContain("return a + b;");
     expect(calc).toContain("// Adds two numbers (fixed).");

@@ -2,12 +2,14 @@
 // as HCL text and loaded through the ordinary loader, so it obeys every rule a
 // hand-written file does (secrets included). Its model provider depends on which
 // vendor credential the environment holds, checked in this order:
-//   ANTHROPIC_API_KEY                       -> anthropic
-//   OPENAI_API_KEY (and no OPENAI_BASE_URL)   -> openai
+//   ANTHROPIC_API_KEY                       -> anthropic (at ANTHROPIC_BASE_URL when set)
+//   OPENAI_API_KEY, no OPENAI_MODEL           -> openai (at OPENAI_BASE_URL when set: a proxy
+//                                                of OpenAI's API, as the OpenAI SDKs read it)
 //   GEMINI_API_KEY, then GOOGLE_API_KEY       -> google
 //   XAI_API_KEY                             -> xai
 //   OPENAI_BASE_URL + OPENAI_MODEL           -> openai-compatible (OPENAI_API_KEY optional)
-// Empty variables count as unset.
+// OPENAI_MODEL with OPENAI_API_KEY and no base URL picks the openai model. Empty variables
+// count as unset.
 
 import { writeValue } from "@pluggableharness/hcl";
 import { fileDiag } from "./diagnostics.ts";
@@ -49,15 +51,17 @@ export function chooseVendor(env: Environment): VendorChoice | undefined {
     return {
       provider: "anthropic",
       secrets: { api_key: "ANTHROPIC_API_KEY" },
+      ...(set(env, "ANTHROPIC_BASE_URL") ? { plain: { base_url: "ANTHROPIC_BASE_URL" } } : {}),
       primary: "claude-sonnet-5",
       fallbacks: ["claude-haiku-4-5-20251001"],
     };
   }
-  if (set(env, "OPENAI_API_KEY") && !set(env, "OPENAI_BASE_URL")) {
+  if (set(env, "OPENAI_API_KEY") && !(set(env, "OPENAI_BASE_URL") && set(env, "OPENAI_MODEL"))) {
     return {
       provider: "openai",
       secrets: { api_key: "OPENAI_API_KEY" },
-      primary: "gpt-5.6-sol",
+      ...(set(env, "OPENAI_BASE_URL") ? { plain: { base_url: "OPENAI_BASE_URL" } } : {}),
+      primary: set(env, "OPENAI_MODEL") ? env.OPENAI_MODEL! : "gpt-5.6-sol",
       fallbacks: [],
     };
   }
@@ -92,6 +96,18 @@ const NONE_SET =
   "Without an agent.hcl the agent needs a model vendor credential. Set one of ANTHROPIC_API_KEY, OPENAI_API_KEY, " +
   "GEMINI_API_KEY (or GOOGLE_API_KEY), XAI_API_KEY, or OPENAI_BASE_URL together with OPENAI_MODEL for an " +
   "OpenAI-compatible server (OPENAI_API_KEY optional) - or write an agent.hcl.";
+
+/** A half-configured OpenAI-compatible server: what is missing, said plainly. */
+function halfSet(env: Environment): string | undefined {
+  if (set(env, "OPENAI_BASE_URL") && !set(env, "OPENAI_MODEL") && !set(env, "OPENAI_API_KEY")) {
+    return (
+      "OPENAI_BASE_URL is set but OPENAI_MODEL is not: set OPENAI_MODEL to a model that server " +
+      "serves (e.g. OPENAI_MODEL=llama3.2 for Ollama), or OPENAI_API_KEY when it is a proxy of " +
+      `OpenAI's own API. ${NONE_SET}`
+    );
+  }
+  return undefined;
+}
 
 /** First-party tools whose configuration requires the directories they may touch. */
 const ROOTED_TOOL_PROVIDERS: readonly FirstPartyName[] = ["filesystem", "search"];
@@ -149,7 +165,13 @@ export function defaultConfig(env: Environment = process.env, projectDir = proce
     return {
       ok: false,
       diagnostics: [
-        fileDiag("error", "no_model_provider", BUILTIN_CONFIG_FILE, "No model provider configured", NONE_SET),
+        fileDiag(
+          "error",
+          "no_model_provider",
+          BUILTIN_CONFIG_FILE,
+          "No model provider configured",
+          halfSet(env) ?? NONE_SET,
+        ),
       ],
     };
   }

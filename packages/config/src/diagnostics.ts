@@ -53,8 +53,10 @@ export type DiagnosticCategory =
   | "schema"
   /** A lock file this kernel cannot read (version, shape). */
   | "lock_file"
-  /** A lock entry that disagrees with what was resolved. */
+  /** A lock entry that disagrees with what was resolved, or an installed copy that no longer matches it. */
   | "lock_mismatch"
+  /** A provider from a git forge could not be listed, downloaded or installed. */
+  | "provider_install"
   /** A file that exists but is not read (a warning). */
   | "ignored_file"
   /** A file that could not be read at all. */

@@ -1,5 +1,6 @@
-// The global, per-user config `$XDG_CONFIG_HOME/agent/config.hcl`: only
-// `dev_overrides` and `registry_mirror`. Mirror credentials follow the same
+// The global, per-user config `$XDG_CONFIG_HOME/agent/config.hcl`: `dev_overrides`,
+// `registry_mirror`, and `defaults` (the profile and model a run uses unless the
+// command line or the project says otherwise). Mirror credentials follow the same
 // secrets rule as provider blocks and are held as Secret objects, so the loaded
 // object can be printed or serialised without exposing them. Loading logs only
 // the file path, at debug level.
@@ -26,9 +27,16 @@ export interface RegistryMirror {
   range: Range;
 }
 
+/** `defaults { profile = "…"  model = "provider/id" }` of the global config. */
+export interface UserDefaults {
+  profile?: string;
+  model?: { provider: string; id: string; text: string; range: Range };
+}
+
 export interface GlobalConfig {
   /** The file read, when there was one. */
   file?: string;
+  defaults?: UserDefaults;
   devOverrides: Record<string, DevOverride>;
   registryMirror?: { default?: string; mirrors: RegistryMirror[] };
 }
@@ -79,7 +87,13 @@ export function parseGlobalConfig(
   const diags: Diags = parsed.diagnostics.map((d) => fromHcl(d, "parse"));
   const top = decodeBody(
     parsed.file.body,
-    { blocks: { dev_overrides: { single: true }, registry_mirror: { single: true } } },
+    {
+      blocks: {
+        dev_overrides: { single: true },
+        registry_mirror: { single: true },
+        defaults: { single: true },
+      },
+    },
     parsed.file.range,
     "the global config",
     diags,
@@ -87,7 +101,7 @@ export function parseGlobalConfig(
   for (const d of diags) {
     if (d.category === "unknown_block" || d.category === "unknown_attribute") {
       d.detail +=
-        " The global config holds only dev_overrides and registry_mirror; provider configuration and credentials belong in agent.hcl.";
+        " The global config holds only dev_overrides, registry_mirror and defaults; provider configuration and credentials belong in agent.hcl.";
     }
   }
   const config: GlobalConfig = { file, devOverrides: {} };
@@ -181,12 +195,56 @@ export function parseGlobalConfig(
     if (defaultUrl !== undefined) config.registryMirror.default = defaultUrl;
   }
 
+  const defaultsBlock = top.blocks.find((b) => b.type === "defaults");
+  if (defaultsBlock) {
+    const body = decodeBody(
+      defaultsBlock.body,
+      { attributes: ["profile", "model"] },
+      defaultsBlock.typeRange,
+      "defaults",
+      diags,
+    );
+    const defaults: UserDefaults = {};
+    const profileAttr = body.attrs.get("profile");
+    const profile = profileAttr && readString(profileAttr, "defaults.profile", diags);
+    if (profile !== undefined) defaults.profile = profile;
+    const modelAttr = body.attrs.get("model");
+    const model = modelAttr && readString(modelAttr, "defaults.model", diags);
+    if (model !== undefined && modelAttr) {
+      const slash = model.indexOf("/");
+      if (slash <= 0 || slash === model.length - 1) {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Invalid model",
+            `defaults.model is "<provider>/<model id>" (e.g. "anthropic/claude-sonnet-5"), not "${model}".`,
+            modelAttr.expr.range,
+          ),
+        );
+      } else {
+        defaults.model = {
+          provider: model.slice(0, slash),
+          id: model.slice(slash + 1),
+          text: model,
+          range: modelAttr.expr.range,
+        };
+      }
+    }
+    config.defaults = defaults;
+  }
+
   if (hasErrors(diags)) return { ok: false, diagnostics: scrub(diags, resolvedSecrets) };
   return { ok: true, config };
 }
 
-/** The mirror for a source address: the longest matching prefix, else the default URL. */
-export function mirrorFor(config: GlobalConfig, source: string): { url: string; auth?: Secret } | undefined {
+/**
+ * The mirror for a source address: the longest matching prefix (`prefix` says which),
+ * else the default URL (no prefix: the whole source address is appended to it).
+ */
+export function mirrorFor(
+  config: GlobalConfig,
+  source: string,
+): { url: string; auth?: Secret; prefix?: string } | undefined {
   const rm = config.registryMirror;
   if (rm === undefined) return undefined;
   let best: RegistryMirror | undefined;
@@ -194,7 +252,9 @@ export function mirrorFor(config: GlobalConfig, source: string): { url: string; 
     if (source.startsWith(m.prefix) && (best === undefined || m.prefix.length > best.prefix.length)) best = m;
   }
   if (best !== undefined)
-    return best.auth === undefined ? { url: best.url } : { url: best.url, auth: best.auth };
+    return best.auth === undefined
+      ? { url: best.url, prefix: best.prefix }
+      : { url: best.url, auth: best.auth, prefix: best.prefix };
   return rm.default === undefined ? undefined : { url: rm.default };
 }
 

@@ -53,6 +53,7 @@ export {
   mirrorFor,
   parseGlobalConfig,
   type RegistryMirror,
+  type UserDefaults,
 } from "./global.ts";
 export { HOOK_MODES, HOOK_POINTS, hookPointName, VETO_POINTS } from "./hooks.ts";
 export {
@@ -145,7 +146,7 @@ export {
   toStruct,
   validateConfigSchema,
 } from "./schema-bridge.ts";
-export { type Environment, envShape, Secret } from "./secrets.ts";
+export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
   DEFAULT_OBSERVABILITY,
   DEFAULT_RETRY,
@@ -167,6 +168,7 @@ export {
   type FirstPartyName,
   firstPartyName,
   firstPartySource,
+  isForgeSource,
 } from "./source-address.ts";
 export {
   builtinRootProfile,

@@ -29,7 +29,7 @@ import { conflictDiagnostics, decodePolicyBlock } from "./policy.ts";
 import { decodeProfileBlock, profileReferences } from "./profiles.ts";
 import type { Environment } from "./secrets.ts";
 import { decodeSettingsBlock, defaultSettings } from "./settings.ts";
-import { checkSourceAddress } from "./source-address.ts";
+import { checkSourceAddress, firstPartyName } from "./source-address.ts";
 import { parseConstraints } from "./version.ts";
 
 export const CONFIG_FILE = "agent.hcl";
@@ -320,6 +320,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
     const what = `required_providers.${name}`;
     let sourceAttr: Attribute | undefined;
     let versionAttr: Attribute | undefined;
+    let isolationAttr: Attribute | undefined;
     let networkAttr: Attribute | undefined;
     if (item.expr.kind === "Object") {
       for (const e of objectEntries(item.expr, what, diags) ?? []) {
@@ -332,13 +333,14 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         };
         if (e.key === "source") sourceAttr = attr;
         else if (e.key === "version") versionAttr = attr;
+        else if (e.key === "isolation") isolationAttr = attr;
         else if (e.key === "network") networkAttr = attr;
         else {
           diags.push(
             errorAt(
               "unknown_attribute",
               "Unsupported argument",
-              `${what} accepts only "source", "version" and "network", not "${e.key}".`,
+              `${what} accepts only "source", "version", "network" and "isolation", not "${e.key}".`,
               e.keyRange,
             ),
           );
@@ -396,6 +398,31 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         constraints = parsed.constraints;
       }
     }
+    const isolation = isolationAttr && readString(isolationAttr, `${what}.isolation`, diags);
+    let validIsolation: RequiredProvider["isolation"];
+    if (isolation !== undefined) {
+      if (isolation !== "process" && isolation !== "worker") {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Invalid isolation",
+            `${what}.isolation must be "process" (its own process) or "worker" (a worker thread of the kernel, first-party providers only), not ${JSON.stringify(isolation)}.`,
+            isolationAttr!.expr.range,
+          ),
+        );
+      } else if (isolation === "worker" && source !== undefined && firstPartyName(source) === undefined) {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Isolation not allowed",
+            `${what}: only first-party providers may run in a worker thread; "${source}" always runs as its own process (write isolation = "process" or leave it out).`,
+            isolationAttr!.expr.range,
+          ),
+        );
+      } else {
+        validIsolation = isolation;
+      }
+    }
     const network = networkAttr && readBool(networkAttr, `${what}.network`, diags);
     if (source !== undefined && version !== undefined && constraints !== undefined) {
       out.push({
@@ -404,6 +431,7 @@ function decodeRequiredProviders(block: Block | undefined, diags: Diags): Requir
         version,
         constraints,
         range: item.nameRange,
+        ...(validIsolation ? { isolation: validIsolation, isolationRange: isolationAttr!.expr.range } : {}),
         ...(network !== undefined ? { network } : {}),
       });
     }

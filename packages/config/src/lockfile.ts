@@ -3,7 +3,9 @@
 //
 // A first-party provider is platform-independent source, so its one checksum is
 // recorded under the key "any"; verification looks for the running platform's
-// "<os>_<arch>" key first and falls back to "any".
+// "<os>_<arch>" key first and falls back to "any". A forge provider records the SHA-256
+// of the release asset of every platform the release publishes, and only the running
+// platform's own key counts for it.
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -246,7 +248,7 @@ export function verifyLock(
   const diags: ConfigDiagnostic[] = [];
   const file = lock.file ?? LOCK_FILE;
   for (const p of resolved) {
-    if (p.origin !== "first_party") continue;
+    if (p.origin === "dev_override") continue;
     const entry = lock.providers.find((e) => e.name === p.localName);
     if (entry === undefined) continue;
     const fail = (summary: string, detail: string) =>
@@ -269,7 +271,10 @@ export function verifyLock(
       );
       continue;
     }
-    const recorded = entry.checksums[platform] ?? entry.checksums[ANY_PLATFORM];
+    const recorded =
+      p.origin === "forge"
+        ? entry.checksums[p.platform ?? platform]
+        : (entry.checksums[platform] ?? entry.checksums[ANY_PLATFORM]);
     if (recorded === undefined) {
       fail(
         `No locked checksum for provider "${p.localName}"`,
@@ -286,17 +291,31 @@ export function verifyLock(
 }
 
 /**
- * The lock after resolving: entries for every first-party provider resolved now;
- * an entry whose source, version and checksum are unchanged keeps its resolved_at.
+ * The lock after resolving: entries for every first-party provider resolved now (an entry
+ * whose source, version and checksum are unchanged keeps its resolved_at), the forge
+ * entries the install step produced, and the previous entry of a provider a dev override
+ * stands in for (an override is never locked, and it must not erase what a teammate uses).
  */
 export function updateLock(
   previous: LockFile | undefined,
   resolved: readonly ResolvedProvider[],
   now: Date,
+  forgeEntries: readonly LockEntry[] = [],
 ): LockFile {
   const stamp = now.toISOString().replace(/\.\d{3}Z$/, "Z");
-  const providers: LockEntry[] = [];
+  const providers: LockEntry[] = forgeEntries.map(({ range: _range, ...e }) => ({
+    ...e,
+    checksums: { ...e.checksums },
+  }));
   for (const p of resolved) {
+    if (p.origin === "dev_override") {
+      const old = previous?.providers.find((e) => e.name === p.localName);
+      if (old !== undefined && !providers.some((e) => e.name === old.name)) {
+        const { range: _range, ...kept } = old;
+        providers.push(kept);
+      }
+      continue;
+    }
     if (p.origin !== "first_party" || p.version === undefined || p.checksum === undefined) continue;
     const old = previous?.providers.find((e) => e.name === p.localName);
     const same =

@@ -15,6 +15,13 @@ export interface RequiredProvider {
   version: string;
   constraints: VersionConstraint[];
   range: Range;
+  /**
+   * How the plugin is run, when written: "process" (a go-plugin subprocess) or "worker" (a
+   * worker thread of the kernel; first-party providers only). Absent: the provider's default.
+   */
+  isolation?: "process" | "worker";
+  /** Where `isolation` is written. */
+  isolationRange?: Range;
   /** `network = true`: the plugin's sandbox keeps the network (default: only first-party plugins do). */
   network?: boolean;
 }

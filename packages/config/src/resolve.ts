@@ -1,15 +1,15 @@
-// Provider resolution, as far as this build goes: a first-party source resolves
-// to the package shipped with the installation (`<root>/providers/<name>/`,
-// executable `src/main.ts`), a dev_overrides entry to the local executable it
-// names; any other source is an error listing what is supported. Downloading
-// from a forge comes later.
+// Provider resolution: a first-party source resolves to the package shipped with the
+// installation (`<root>/providers/<name>/`, executable `src/main.ts`), a dev_overrides
+// entry to the local executable it names, and a git-forge source to the build the
+// install step (@pluggableharness/registry) put in the cache and verified; a forge
+// source it did not install is an error saying how to install it.
 
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join, relative, sep } from "node:path";
 import { type ConfigDiagnostic, errorAt } from "./diagnostics.ts";
 import type { AgentConfig, RequiredProvider } from "./model.ts";
-import { FIRST_PARTY_OWNER, FIRST_PARTY_PROVIDERS, firstPartyName } from "./source-address.ts";
+import { FIRST_PARTY_OWNER, FIRST_PARTY_PROVIDERS, firstPartyName, isForgeSource } from "./source-address.ts";
 import { formatConstraints, satisfies } from "./version.ts";
 
 export interface ResolvedProvider {
@@ -19,11 +19,25 @@ export interface ResolvedProvider {
   version?: string;
   /** What the kernel launches. */
   executable: string;
-  /** "sha256:<hex>" of the package (see packageChecksum); absent for a dev override. */
+  /**
+   * "sha256:<hex>": of the package (first party, see packageChecksum) or of the release
+   * asset (forge); absent for a dev override.
+   */
   checksum?: string;
-  origin: "first_party" | "dev_override";
+  origin: "first_party" | "dev_override" | "forge";
   /** The first-party package directory. */
   packageDir?: string;
+  /** Forge: the platform key the asset was built for ("linux_amd64"). */
+  platform?: string;
+  /** Forge: the verified cache entry the executable lives in. */
+  installDir?: string;
+  /**
+   * How it runs, when decided here: what agent.hcl's required_providers entry says, else a
+   * first-party package's own `"pluggableharness": { "isolation": ... }`; always "process"
+   * for a dev override. Undefined: the kernel's default (a worker thread for a first-party
+   * provider, unless it is a tool provider the kernel would sandbox).
+   */
+  isolation?: "process" | "worker";
 }
 
 export interface ResolveOptions {
@@ -31,6 +45,8 @@ export interface ResolveOptions {
   installationRoot: string;
   /** Local name -> executable path, from the global config. */
   devOverrides?: Readonly<Record<string, string>>;
+  /** Forge providers the install step resolved and verified, by local name. */
+  installed?: Readonly<Record<string, ResolvedProvider>>;
 }
 
 export type ResolveResult =
@@ -39,8 +55,8 @@ export type ResolveResult =
 
 const SUPPORTED_FORMS =
   `Supported today: first-party sources "github.com/${FIRST_PARTY_OWNER}/provider-<name>" or "${FIRST_PARTY_OWNER}/<name>" ` +
-  `(names: ${FIRST_PARTY_PROVIDERS.join(", ")}), and a dev_overrides entry in the global config pointing at a local plugin executable. ` +
-  "Downloading providers from a git forge is not supported yet.";
+  `(names: ${FIRST_PARTY_PROVIDERS.join(", ")}), git-forge releases "github.com/<owner>/<repo>" or "gitlab.com/<group>/<repo>", ` +
+  "and a dev_overrides entry in the global config pointing at a local plugin executable.";
 
 export function resolveProvider(req: RequiredProvider, options: ResolveOptions): ResolveResult {
   const override = options.devOverrides?.[req.localName];
@@ -56,6 +72,17 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         ),
       };
     }
+    if (req.isolation === "worker") {
+      return {
+        ok: false,
+        diagnostic: errorAt(
+          "invalid_value",
+          "Isolation not allowed",
+          `"${req.localName}" runs the dev_overrides executable ${override}, which always runs as its own process; only installed first-party providers may run in a worker thread.`,
+          req.isolationRange ?? req.range,
+        ),
+      };
+    }
     return {
       ok: true,
       provider: {
@@ -63,7 +90,21 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
         source: req.source,
         executable: override,
         origin: "dev_override",
+        isolation: "process",
       },
+    };
+  }
+  if (isForgeSource(req.source)) {
+    const installed = options.installed?.[req.localName];
+    if (installed !== undefined) return { ok: true, provider: installed };
+    return {
+      ok: false,
+      diagnostic: errorAt(
+        "provider_install",
+        `Provider "${req.localName}" is not installed`,
+        `"${req.source}" comes from a git forge; \`agent providers lock\` (or \`agent run\`) downloads and verifies it.`,
+        req.range,
+      ),
     };
   }
   const name = firstPartyName(req.source);
@@ -93,10 +134,15 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
     };
   }
   let version: string;
+  let packageIsolation: unknown;
   try {
-    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { version?: unknown };
+    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as {
+      version?: unknown;
+      pluggableharness?: { isolation?: unknown };
+    };
     if (typeof pkg.version !== "string") throw new Error("no version field");
     version = pkg.version;
+    packageIsolation = pkg.pluggableharness?.isolation;
   } catch (e) {
     return {
       ok: false,
@@ -129,6 +175,11 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       checksum: packageChecksum(dir),
       origin: "first_party",
       packageDir: dir,
+      ...(req.isolation
+        ? { isolation: req.isolation }
+        : packageIsolation === "process" || packageIsolation === "worker"
+          ? { isolation: packageIsolation }
+          : {}),
     },
   };
 }

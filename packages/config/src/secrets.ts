@@ -144,3 +144,22 @@ export function scrub(diagnostics: ConfigDiagnostic[], values: Iterable<string>)
   const clean = (s: string) => secrets.reduce((acc, v) => acc.split(v).join(REDACTED), s);
   return diagnostics.map((d) => ({ ...d, summary: clean(d.summary), detail: clean(d.detail) }));
 }
+
+/**
+ * The environment variables a provider block's credentials come from: attributes named
+ * like a key or token written `env("NAME")`. An auth failure names them, so the operator
+ * knows which variable holds the key the vendor rejected (never the value).
+ */
+export function credentialVariables(
+  block: { readonly body: { readonly items: readonly unknown[] } } | undefined,
+): string[] {
+  const names: string[] = [];
+  for (const raw of block?.body.items ?? []) {
+    const item = raw as { kind?: string; name?: string; expr?: Expression };
+    if (item.kind !== "Attribute" || !item.name || !item.expr) continue;
+    if (!/key|token|secret|credential/i.test(item.name)) continue;
+    const shape = envShape(item.expr, item.name);
+    if ("name" in shape) names.push(shape.name);
+  }
+  return names;
+}

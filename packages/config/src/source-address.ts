@@ -62,3 +62,13 @@ export function firstPartyName(source: string): FirstPartyName | undefined {
 export function firstPartySource(name: FirstPartyName): string {
   return `github.com/${FIRST_PARTY_OWNER}/provider-${name}`;
 }
+
+/**
+ * Whether a source is resolved from a git forge's releases (`github.com/…`, `gitlab.com/…`)
+ * rather than shipped with the installation.
+ */
+export function isForgeSource(source: string): boolean {
+  if (firstPartyName(source) !== undefined) return false;
+  const host = source.split("/")[0]!.toLowerCase();
+  return host === "github.com" || host === "gitlab.com";
+}

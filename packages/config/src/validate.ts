@@ -23,6 +23,8 @@ export interface ProviderFacts {
   hookPoints?: ReadonlyArray<HookPointName | HookPoint>;
   /** When given, the provider block is decoded against it (secrets resolved, then dropped). */
   configSchema?: SchemaLike;
+  /** Names of the slash commands it declares (without the slash). */
+  slashCommands?: readonly string[];
 }
 
 /** Keyed by required_providers local name; only providers that actually loaded. */
@@ -95,6 +97,29 @@ export function validateAgainstProviders(
           "Hook point not supported",
           `"${h.provider}" does not support the "${h.point}" hook point${points.length === 0 ? " (it supports none)" : ` (it supports ${points.join(", ")})`}.`,
           h.range,
+        ),
+      );
+    }
+  }
+
+  // A slash command name declared by two providers is ambiguous: an error at the later
+  // provider's required_providers entry, naming the earlier one (frontend protocol).
+  const owners = new Map<string, string>();
+  const ordered = config.requiredProviders.filter((r) => facts(r.localName) !== undefined);
+  for (const r of ordered) {
+    for (const command of new Set(facts(r.localName)!.slashCommands ?? [])) {
+      const first = owners.get(command);
+      if (first === undefined) {
+        owners.set(command, r.localName);
+        continue;
+      }
+      const at = config.requiredProviders.find((x) => x.localName === first)!;
+      diags.push(
+        errorAt(
+          "duplicate",
+          "Slash command declared twice",
+          `"${r.localName}" and "${first}" (${at.range.filename}:${at.range.start.line}:${at.range.start.column}) both declare the slash command /${command}; a name must be unique across the loaded providers. Remove one of them from required_providers, or rename the command.`,
+          r.range,
         ),
       );
     }

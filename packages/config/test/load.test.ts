@@ -13,6 +13,7 @@ import {
   DEFAULT_RETRY,
   decodeProviderConfig,
   defaultConfig,
+  defaultConfigSource,
   devOverridePaths,
   getProfile,
   globalConfigPath,
@@ -354,6 +355,10 @@ describe("built-in default configuration", () => {
       "llama3.3",
     ],
     [{ OPENAI_API_KEY: "o", OPENAI_BASE_URL: "http://h/v1", OPENAI_MODEL: "m" }, "openai-compatible", "m"],
+    // A base URL without a model: a proxy of OpenAI's API, with the usual default model.
+    [{ OPENAI_API_KEY: "o", OPENAI_BASE_URL: "http://h/v1" }, "openai", "gpt-5.6-sol"],
+    [{ OPENAI_API_KEY: "o", OPENAI_MODEL: "gpt-5.5" }, "openai", "gpt-5.5"],
+    [{ ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: "http://gw/anthropic" }, "anthropic", "claude-sonnet-5"],
   ])("picks the vendor for %j", (env, provider, id) => {
     expect(chooseVendor(env)?.provider).toBe(provider);
     const r = defaultConfig(env, "/p");
@@ -377,6 +382,34 @@ describe("built-in default configuration", () => {
     };
     const d = decodeProviderConfig(r.config, "openai-compatible", schema, env);
     expect(d.ok && d.config.values).toEqual({ api_key: "o-key", base_url: "http://h/v1", model: "m" });
+  });
+
+  it.each([
+    [
+      { ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: "http://gw/anthropic" },
+      "anthropic",
+      "http://gw/anthropic",
+    ],
+    [{ OPENAI_API_KEY: "o", OPENAI_BASE_URL: "http://proxy/v1" }, "openai", "http://proxy/v1"],
+  ])("honours the vendor's base URL variable for %j", (env, provider, url) => {
+    const r = defaultConfig(env, "/p");
+    if (!r.ok) throw new Error("default failed");
+    const schema = {
+      attributes: [
+        { name: "api_key", type: 1, required: true, sensitive: true, objectAttributes: [] },
+        { name: "base_url", type: 1, required: false, sensitive: false, objectAttributes: [] },
+      ],
+    };
+    const d = decodeProviderConfig(r.config, provider, schema, env);
+    expect(d.ok && d.config.values).toMatchObject({ base_url: url });
+    // Without the variable, no base_url is written (the plugin's default applies).
+    const key = provider === "openai" ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+    expect(defaultConfigSource({ [key]: "k" }, "/p")).not.toContain("base_url");
+  });
+
+  it("a base URL alone says OPENAI_MODEL is missing", () => {
+    const r = loadProjectConfig(projectDir({}), { env: { OPENAI_BASE_URL: "http://h/v1" } });
+    expect(!r.ok && r.diagnostics[0]!.detail).toMatch(/^OPENAI_BASE_URL is set but OPENAI_MODEL is not/);
   });
 
   it("says which variables to set when there is none", () => {
@@ -432,6 +465,29 @@ hook "post-tool-call" {
       { provider: "filesystem", tool: "edit_file" },
       { provider: "audit", tool: "record" },
     ]);
+  });
+
+  it("rejects a slash command two providers declare, at the later one's required_providers entry", () => {
+    const dir = projectDir({ "agent.hcl": source });
+    const c = loadProjectConfigOrThrow(dir);
+    const loaded = {
+      filesystem: { ...FACTS.filesystem, slashCommands: ["review", "read"] },
+      audit: {
+        tools: ["record"],
+        hookPoints: ["post-tool-call" as const],
+        slashCommands: ["review", "audit"],
+      },
+    };
+    const diags = validateAgainstProviders(c, loaded);
+    expect(diags.map((d) => [d.category, d.range?.start.line, d.range?.start.column])).toEqual([
+      ["duplicate", 6, 3],
+    ]);
+    expect(diags[0]!.detail).toContain(
+      `"audit" and "filesystem" (${join(dir, "agent.hcl")}:2:3) both declare the slash command /review`,
+    );
+    // Distinct names, or one provider declaring a name twice, are fine.
+    loaded.audit.slashCommands = ["audit", "audit"];
+    expect(validateAgainstProviders(c, loaded)).toEqual([]);
   });
 
   it("treats providers that did not load as silent no-ops", () => {
@@ -518,6 +574,7 @@ registry_mirror {
       audit: join(xdg, "agent", "bin", "provider-audit"),
     });
     expect(mirrorFor(r.config, "github.com/agentco/private-x")).toEqual({
+      prefix: "github.com/agentco/private-",
       url: "https://registry.internal.example.com/private",
     });
     const m = mirrorFor(r.config, "github.com/agentco/provider-x");

@@ -68,14 +68,31 @@ describe("provider resolution", () => {
     expect(r.providers[2]!.checksum).toBeUndefined();
   });
 
-  it("names the unresolvable source and the supported forms", () => {
+  it("a forge source the install step has not installed says how to install it", () => {
     const r = resolveProviders(config(), { installationRoot: INSTALL_ROOT });
     expect(r.diagnostics).toHaveLength(1);
     const d = r.diagnostics[0]!;
+    expect(d.category).toBe("provider_install");
+    expect(d.detail).toContain('"github.com/me/provider-mine" comes from a git forge');
+    expect(d.detail).toContain("agent providers lock");
+    expect([d.line, d.column]).toEqual([10, 3]);
+  });
+
+  it("names the unresolvable source and the supported forms", () => {
+    const r0 = loadConfigSource(
+      CONFIG.replace("github.com/me/provider-mine", "pluggableharness/mine"),
+      "agent.hcl",
+      "/p",
+    );
+    if (!r0.ok) throw new Error("load failed");
+    const r = resolveProviders(r0.config, { installationRoot: INSTALL_ROOT });
+    expect(r.diagnostics).toHaveLength(1);
+    const d = r.diagnostics[0]!;
     expect(d.category).toBe("source_address");
-    expect(d.detail).toContain('"github.com/me/provider-mine"');
+    expect(d.detail).toContain('"pluggableharness/mine"');
     expect(d.detail).toContain("github.com/pluggableharness/provider-<name>");
     expect(d.detail).toContain("pluggableharness/<name>");
+    expect(d.detail).toContain('"github.com/<owner>/<repo>" or "gitlab.com/<group>/<repo>"');
     expect(d.detail).toContain("dev_overrides");
     expect([d.line, d.column]).toEqual([10, 3]);
   });

@@ -18,6 +18,8 @@ options:
   --model <id>             model id for model-provider checks
   --workdir <dir>          working directory for calls (default: a fresh temporary one);
                            "\${workdir}" in config and sample strings is replaced by it
+  --isolation <how>        process (default: a go-plugin subprocess, as every plugin can run)
+                           or worker (a worker thread, as first-party JavaScript plugins run)
   --json                   print the report as JSON instead of lines`;
 
 export interface CliIo {
@@ -45,6 +47,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
   let model: string | undefined;
   let workdir: string | undefined;
   let json = false;
+  let isolation: "process" | "worker" | undefined;
   try {
     for (let i = 0; i < argv.length; i++) {
       const arg = argv[i]!;
@@ -76,6 +79,13 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
         case "--json":
           json = true;
           break;
+        case "--isolation": {
+          const v = value();
+          if (v !== "process" && v !== "worker")
+            throw new Error(`--isolation must be process or worker, not ${JSON.stringify(v)}`);
+          isolation = v;
+          break;
+        }
         default:
           if (arg.startsWith("-") || executable)
             throw new Error(`unexpected argument ${JSON.stringify(arg)}`);
@@ -98,6 +108,7 @@ export async function main(argv: readonly string[], io: CliIo = defaultIo): Prom
     ...(samples ? { samples } : {}),
     ...(model ? { model } : {}),
     ...(workdir ? { workingDirectory: workdir } : {}),
+    ...(isolation ? { isolation } : {}),
     ...(json ? {} : { onResult: (r) => io.out(formatResult(r)) }),
   });
   if (json) io.out(JSON.stringify(report, null, 2));

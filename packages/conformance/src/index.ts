@@ -6,7 +6,7 @@ import { type CategoryChecks, type ConformanceOptions, type ConformanceReport, r
 import { toolChecks } from "./tool/index.ts";
 
 export { fallbackTokenCount, type RecordedEmit, type RecordedLog, RecordingKernel } from "./kernel.ts";
-export { type LaunchedPlugin, type LaunchOptions, launchPlugin } from "./launch.ts";
+export { type LaunchedPlugin, type LaunchOptions, launchPlugin, TRANSPORTS } from "./launch.ts";
 export {
   type CategoryChecks,
   type CheckContext,

@@ -1,6 +1,13 @@
-// Launching a plugin executable exactly as the kernel does (the runtime's PluginHost),
-// with a recording stand-in for the kernel's callbacks.
-import { PluginHost, type PluginLogRecord } from "@pluggableharness/runtime";
+// Launching a plugin executable exactly as the kernel does (the runtime's PluginHost, or
+// WorkerPluginHost for the worker transport), with a recording stand-in for the kernel's
+// callbacks.
+import {
+  createPluginHost,
+  ISOLATIONS,
+  type PluginIsolation,
+  type PluginLogRecord,
+  type PluginTransportHost,
+} from "@pluggableharness/runtime";
 import { RecordingKernel } from "./kernel.ts";
 
 export interface LaunchOptions {
@@ -12,10 +19,15 @@ export interface LaunchOptions {
   env?: Readonly<Record<string, string>>;
   launchTimeoutMs?: number;
   logSink?: (record: PluginLogRecord) => void;
+  /** The transport: a go-plugin subprocess (default) or a worker thread (first-party JavaScript plugins). */
+  isolation?: PluginIsolation;
 }
 
+/** Every transport a first-party plugin can run on: the matrix its conformance runs over. */
+export const TRANSPORTS: readonly PluginIsolation[] = ISOLATIONS;
+
 export interface LaunchedPlugin {
-  host: PluginHost;
+  host: PluginTransportHost;
   kernel: RecordingKernel;
   /** Shuts the plugin down (graceful, then SIGKILL). */
   close(): Promise<void>;
@@ -23,7 +35,7 @@ export interface LaunchedPlugin {
 
 export function launchPlugin(options: LaunchOptions): LaunchedPlugin {
   const kernel = new RecordingKernel();
-  const host = new PluginHost({
+  const host = createPluginHost(options.isolation ?? "process", {
     name: options.name ?? "plugin",
     command: options.executable,
     ...(options.args ? { args: options.args } : {}),

@@ -5,7 +5,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { PluginDescription, PluginHost, PluginLogRecord } from "@pluggableharness/runtime";
+import type {
+  PluginDescription,
+  PluginIsolation,
+  PluginLogRecord,
+  PluginTransportHost,
+} from "@pluggableharness/runtime";
 import type { RecordingKernel } from "./kernel.ts";
 import { launchPlugin } from "./launch.ts";
 
@@ -42,12 +47,16 @@ export interface ConformanceOptions {
   workingDirectory?: string;
   /** Extra literal environment variables for the plugin process. */
   env?: Readonly<Record<string, string>>;
+  /** Run it as a process (default) or in a worker thread, as the kernel would. */
+  isolation?: PluginIsolation;
   /** Called with each result as it is decided. */
   onResult?: (result: CheckResult) => void;
 }
 
 export interface ConformanceReport {
   executable: string;
+  /** The transport the plugin ran on. */
+  isolation: PluginIsolation;
   categories: string[];
   results: CheckResult[];
   exitCode: 0 | 1 | 2;
@@ -57,7 +66,7 @@ export interface ConformanceReport {
 
 /** What every category's checks receive. */
 export interface CheckContext {
-  readonly host: PluginHost;
+  readonly host: PluginTransportHost;
   readonly kernel: RecordingKernel;
   readonly description: PluginDescription;
   readonly options: ConformanceOptions;
@@ -101,10 +110,12 @@ export async function runWith(
     executable: options.executable,
     name: "conformance",
     ...(options.env ? { env: options.env } : {}),
+    ...(options.isolation ? { isolation: options.isolation } : {}),
     logSink: (r) => logs.push(r),
   });
   const report = (exitCode: 0 | 1 | 2, categories: string[], error?: string): ConformanceReport => ({
     executable: options.executable,
+    isolation: plugin.host.isolation,
     categories,
     results,
     exitCode,
@@ -118,7 +129,11 @@ export async function runWith(
       record("launch", "fail", (err as Error).message);
       return report(2, [], `could not launch ${options.executable}: ${(err as Error).message}`);
     }
-    record("launch", "pass", `serves ${description.categories.join(", ") || "no known category"}`);
+    record(
+      "launch",
+      "pass",
+      `serves ${description.categories.join(", ") || "no known category"} (${plugin.host.isolation === "worker" ? "in a worker thread" : "as a process"})`,
+    );
     const checked = description.categories.filter((c) => categoryChecks[c]);
     if (checked.length === 0) {
       return report(

@@ -50,6 +50,20 @@ describe("agent conform CLI entry", () => {
     expect(out.at(-2)).toMatch(/^conformance: \d+ passed, 0 failed, \d+ skipped$/);
   });
 
+  it("runs the same checks with the plugin in a worker thread (--isolation worker)", async () => {
+    const out: string[] = [];
+    const code = await main([TASK, "--isolation", "worker"], {
+      out: (l) => out.push(l),
+      err: (l) => out.push(`ERR ${l}`),
+    });
+    expect(code).toBe(0);
+    expect(out[0]).toBe("PASS launch - serves tool (in a worker thread)");
+    expect(out.at(-1)).toBe("result: conformant");
+    const bad: string[] = [];
+    expect(await main([TASK, "--isolation", "thread"], { out: () => {}, err: (l) => bad.push(l) })).toBe(2);
+    expect(bad[0]).toBe('agent conform: --isolation must be process or worker, not "thread"');
+  });
+
   it("rejects bad usage with exit code 2", async () => {
     const err: string[] = [];
     expect(await main([], { out: () => {}, err: (l) => err.push(l) })).toBe(2);

@@ -10,12 +10,7 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import {
-  type Client,
-  type ClientReadableStream,
-  type CallOptions as GrpcCallOptions,
-  Metadata,
-} from "@grpc/grpc-js";
+import { type CallOptions as GrpcCallOptions, Metadata, type ServiceError } from "@grpc/grpc-js";
 import { methodPath, serviceDefinition } from "@pluggableharness/protocol/grpc";
 import { isGrpcError, RpcError } from "./errors.ts";
 
@@ -55,9 +50,43 @@ export type ServiceClient<S extends DescService> = {
       : never;
 };
 
+/** The response stream of a server-streaming call as grpc-js hands it out. */
+export interface StreamingCall<T> {
+  on(event: "data", listener: (message: T) => void): unknown;
+  on(event: "end", listener: () => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  pause(): unknown;
+  resume(): unknown;
+  cancel(): void;
+}
+
+/**
+ * What typed clients make calls on: a grpc-js `Client`, or any channel offering the same
+ * two methods with grpc-js semantics (the worker transport's MessagePort channel).
+ */
+export interface CallChannel {
+  makeUnaryRequest<Req, Res>(
+    method: string,
+    serialize: (value: Req) => Buffer,
+    deserialize: (bytes: Buffer) => Res,
+    argument: Req,
+    metadata: Metadata,
+    options: GrpcCallOptions,
+    callback: (error: ServiceError | null, value?: Res) => void,
+  ): { cancel(): void };
+  makeServerStreamRequest<Req, Res>(
+    method: string,
+    serialize: (value: Req) => Buffer,
+    deserialize: (bytes: Buffer) => Res,
+    argument: Req,
+    metadata: Metadata,
+    options: GrpcCallOptions,
+  ): StreamingCall<Res>;
+}
+
 /** One connection a call runs on, with the hooks of whoever owns it. */
 export interface Lease {
-  client: Client;
+  client: CallChannel;
   /**
    * Registers an in-flight call; `abort(reason)` must make it fail with `reason`.
    * Returns the function that unregisters it.
@@ -112,7 +141,7 @@ function unary(transport: Transport, method: DescMethod): UnaryFn<DescMessage, D
       // call; errors here are rebuilt from code and details, so that capture is turned off.
       const stackLimit = Error.stackTraceLimit;
       Error.stackTraceLimit = 0;
-      let call: ReturnType<Client["makeUnaryRequest"]>;
+      let call: { cancel(): void };
       try {
         call = lease.client.makeUnaryRequest(
           path,
@@ -166,7 +195,7 @@ type Waiter<T> = { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown)
  * the stream's own iterator costs about half the throughput in microtask hops.
  */
 class CallIterator<T> implements ResponseStream<T> {
-  private call: ClientReadableStream<T> | undefined;
+  private call: StreamingCall<T> | undefined;
   private starting: Promise<void> | undefined;
   private readonly queue: T[] = [];
   private waiter: Waiter<T> | undefined;
@@ -186,7 +215,7 @@ class CallIterator<T> implements ResponseStream<T> {
   }
 
   /** @internal called by start() once the call exists. */
-  bind(call: ClientReadableStream<T>, cleanup: () => void, mapError: (e: Error) => Promise<Error>): void {
+  bind(call: StreamingCall<T>, cleanup: () => void, mapError: (e: Error) => Promise<Error>): void {
     this.call = call;
     this.cleanup = cleanup;
     call.on("data", (m: T) => {
@@ -307,7 +336,7 @@ function serverStream(transport: Transport, method: DescMethod): ServerStreamFn<
  */
 export function createClient<S extends DescService>(
   service: S,
-  transport: Transport | Client,
+  transport: Transport | CallChannel,
 ): ServiceClient<S> {
   const t: Transport = "acquire" in transport ? transport : { acquire: () => ({ client: transport }) };
   const client: Record<string, unknown> = {};

@@ -9,10 +9,12 @@ export {
   type ConnInfoStream,
 } from "./broker.ts";
 export {
+  type CallChannel,
   type CallOptions,
   createClient,
   type Lease,
   type ServiceClient,
+  type StreamingCall,
   type Transport,
   toRpcError,
 } from "./client.ts";

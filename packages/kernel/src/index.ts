@@ -47,6 +47,7 @@ export {
   ProviderConfigureError,
   ProviderLoadError,
   type ProviderStatus,
+  providerTransport,
 } from "./plugins/providers.ts";
 export { noTrace, type TraceEvent, type Tracer } from "./trace.ts";
 export { KERNEL_VERSION } from "./version.ts";

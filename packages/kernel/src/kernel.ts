@@ -12,15 +12,19 @@ import {
   envNamesReadByConfig,
   errorsOf,
   execEnvironment,
+  type GlobalConfig,
   getProfile,
   kernelProtectedPaths,
   loadAlwaysRules,
   loadGlobalConfig,
   loadProjectConfig,
   PolicyEngine,
+  type ResolvedProvider,
   readLockFile,
   resolveProviders,
+  updateLock,
   verifyLock,
+  writeLockFile,
 } from "@pluggableharness/config";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookErrorEventSchema } from "@pluggableharness/protocol/event";
@@ -28,6 +32,13 @@ import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import type { HookError } from "@pluggableharness/protocol/hook";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import {
+  type Fetch,
+  installProviders,
+  needsForge,
+  readProducers,
+  writeProducers,
+} from "@pluggableharness/registry";
 import {
   type CallbackPeer,
   type CrashReport,
@@ -126,6 +137,13 @@ export interface KernelOptions {
   /** Run first-party providers from their up-to-date bundles (default: unless AGENT_NO_BUNDLES=1). */
   readonly bundles?: boolean;
   /**
+   * Run every first-party provider as a process ("process") or in a worker thread
+   * ("worker"), whatever agent.hcl or its package says. Default: AGENT_PLUGIN_ISOLATION
+   * from `env` when set, else each provider's own isolation. Other providers are always
+   * processes.
+   */
+  readonly isolation?: "process" | "worker";
+  /**
    * Where exact token counts persist between runs (callbacks/token-counts.ts); false keeps
    * them for this kernel only. Default: $XDG_CACHE_HOME/agent/token-counts.json from `env`.
    */
@@ -137,6 +155,13 @@ export interface KernelOptions {
    */
   readonly prelaunchPlan?: string | false;
   readonly limits?: Partial<LoopLimits>;
+  /**
+   * Told each step of installing a git-forge provider the cache lacks ("Downloading …",
+   * "Installed …"); `agent run` prints them on stderr.
+   */
+  readonly installProgress?: (line: string) => void;
+  /** The fetch forge downloads use (tests). */
+  readonly fetch?: Fetch;
 }
 
 export interface StartSessionOptions {
@@ -283,6 +308,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       log: this.#log.child("providers"),
       installationRoot: this.#options.installationRoot,
       bundles: this.#options.bundles ?? env["AGENT_NO_BUNDLES"] !== "1",
+      ...isolationOverride(this.#options.isolation, env),
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
@@ -486,7 +512,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       await this.#activateFor(profile);
       const session = new Session(
         this.#d,
-        { writer, profile, workingDirectory: this.config.projectDir },
+        // The directory it was started in, when the file recorded one and it still exists.
+        { writer, profile, workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
@@ -588,7 +615,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     }
     const dir = this.#options.stateDir;
     const writer = createSession(
-      { profile: profile.name, depth: 0 },
+      { profile: profile.name, depth: 0, workingDirectory: wd },
       {
         ...(dir ? { dir } : {}),
         ...(this.#options.durability ? { durability: this.#options.durability } : {}),
@@ -646,7 +673,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     if (!file || !existsSync(this.config.file)) return;
     const specs: SpawnedSpec[] = [];
     for (const name of new Set(names)) {
-      const spec = this.#d.providers.get(name)?.host.lastSpawn;
+      const p = this.#d.providers.get(name);
+      // Only first-party code is started before the next run has read its configuration:
+      // a forge build must be verified against the lock before it ever runs.
+      if (p?.resolved.origin !== "first_party") continue;
+      const spec = p.host.lastSpawn;
       if (spec) specs.push(spec);
     }
     writePrelaunchPlan(file, [this.config.file], specs);
@@ -748,21 +779,53 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.column}: ${w.summary}: ${w.detail}`);
 
   let devOverrides: Record<string, string> = {};
+  let global: GlobalConfig | undefined;
   if (options.globalConfig !== false) {
-    const global = loadGlobalConfig({ env });
-    if (!global.ok) throw new ConfigError(errorsOf(global.diagnostics), "the global configuration");
-    devOverrides = devOverridePaths(global.config);
+    const loadedGlobal = loadGlobalConfig({ env });
+    if (!loadedGlobal.ok)
+      throw new ConfigError(errorsOf(loadedGlobal.diagnostics), "the global configuration");
+    global = loadedGlobal.config;
+    devOverrides = devOverridePaths(global);
   }
   devOverrides = { ...devOverrides, ...options.devOverrides };
+  const lock = readLockFile(projectDir);
+  if (!lock.ok) throw new ConfigError(errorsOf(lock.diagnostics), "the lock file");
+
+  // Git-forge providers: the locked build from the cache, verified on every start; what
+  // the cache lacks is downloaded, and a provider the lock did not know yet is recorded.
+  const installed: Record<string, ResolvedProvider> = {};
+  let forgeEntries: Parameters<typeof updateLock>[3] | undefined;
+  if (config.requiredProviders.some((r) => needsForge(r, devOverrides))) {
+    const outcome = await installProviders({
+      config,
+      env,
+      ...(global ? { global } : {}),
+      lock: lock.lock,
+      mode: "use",
+      devOverrides,
+      ...(options.installProgress ? { progress: options.installProgress } : {}),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      userAgent: `pluggableharness-agent/${KERNEL_VERSION}`,
+    });
+    if (errorsOf(outcome.diagnostics).length > 0) throw new ConfigError(errorsOf(outcome.diagnostics));
+    for (const p of outcome.providers) installed[p.localName] = p;
+    if (outcome.changed) forgeEntries = outcome.entries;
+  }
   const { providers: resolved, diagnostics } = resolveProviders(config, {
     installationRoot: options.installationRoot,
     devOverrides,
+    installed,
   });
   if (errorsOf(diagnostics).length > 0) throw new ConfigError(errorsOf(diagnostics));
-  const lock = readLockFile(projectDir);
-  if (!lock.ok) throw new ConfigError(errorsOf(lock.diagnostics), "the lock file");
-  if (lock.lock) {
-    const problems = errorsOf(verifyLock(lock.lock, resolved));
+  let current = lock.lock;
+  if (forgeEntries !== undefined) {
+    // The kernel writes the lock: every provider it now runs, with what it verified.
+    const next = updateLock(current, resolved, new Date(), forgeEntries);
+    next.file = writeLockFile(projectDir, next);
+    current = next;
+  }
+  if (current) {
+    const problems = errorsOf(verifyLock(current, resolved));
     if (problems.length > 0) throw new ConfigError(problems, "the lock file");
   }
 
@@ -773,5 +836,48 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     await kernel.shutdown().catch(() => {});
     throw err;
   }
+  recordForgeProducers(kernel, resolved);
   return kernel;
+}
+
+function recordedDirectory(meta: { readonly workingDirectory?: string }): string | undefined {
+  const wd = meta.workingDirectory;
+  return wd && existsSync(wd) && statSync(wd).isDirectory() ? wd : undefined;
+}
+
+/**
+ * Next to each forge build in the cache, the identities it describes itself with, so
+ * `agent providers prune` knows which cached builds a retained session was written by.
+ */
+function recordForgeProducers(kernel: Kernel, resolved: readonly ResolvedProvider[]): void {
+  for (const status of kernel.listProviders()) {
+    const r = resolved.find((x) => x.localName === status.name);
+    if (r?.origin !== "forge" || !r.installDir || status.state !== "loaded") continue;
+    if (readProducers(r.installDir) !== undefined) continue;
+    try {
+      writeProducers(
+        r.installDir,
+        Object.values(status.producers).map((p) => ({
+          category: p.category,
+          name: p.name,
+          version: p.version,
+        })),
+      );
+    } catch {
+      // a read-only cache only costs prune its knowledge of this build
+    }
+  }
+}
+
+/** The isolation forced on every first-party provider, if any (option, else AGENT_PLUGIN_ISOLATION). */
+function isolationOverride(
+  option: KernelOptions["isolation"],
+  env: Readonly<Record<string, string | undefined>>,
+): { isolation?: "process" | "worker" } {
+  const value = option ?? env["AGENT_PLUGIN_ISOLATION"];
+  if (value === undefined || value === "") return {};
+  if (value !== "process" && value !== "worker") {
+    throw new Error(`AGENT_PLUGIN_ISOLATION must be "process" or "worker", not ${JSON.stringify(value)}`);
+  }
+  return { isolation: value };
 }

@@ -13,6 +13,7 @@ import {
   type ServiceClient,
   unixTarget,
 } from "@pluggableharness/goplugin";
+import type { PortEndpoint } from "@pluggableharness/port-rpc";
 import type { CallContext } from "@pluggableharness/protocol/common";
 import type {
   CountTokensRequestSchema,
@@ -80,16 +81,24 @@ export class NoSessionError extends Error {
   }
 }
 
-/** One lazily dialled connection per plugin process, shared by every KernelClient. */
+/**
+ * One lazily dialled connection per plugin process, shared by every KernelClient. A plugin
+ * in a worker thread calls the kernel over its MessagePort instead of the broker; the raw
+ * grpc-js channel (for bidirectional services such as FrontendService.Attach) is then a
+ * socket the kernel opens for it on request.
+ */
 export class KernelConnection {
-  private readonly broker: Broker;
+  private readonly broker: Broker | undefined;
   private readonly tls: (() => Promise<ChannelCredentials>) | undefined;
+  private readonly endpoint: PortEndpoint | undefined;
   private pending: Promise<KernelService> | undefined;
+  private pendingChannel: Promise<Client> | undefined;
   private grpcClient: Client | undefined;
 
-  constructor(broker: Broker, tls?: () => Promise<ChannelCredentials>) {
+  constructor(broker: Broker | undefined, tls?: () => Promise<ChannelCredentials>, endpoint?: PortEndpoint) {
     this.broker = broker;
     this.tls = tls;
+    this.endpoint = endpoint;
   }
 
   service(): Promise<KernelService> {
@@ -102,6 +111,18 @@ export class KernelConnection {
 
   /** The grpc-js client the kernel service runs on, dialled on first use. */
   async channel(): Promise<Client> {
+    if (this.endpoint) {
+      const endpoint = this.endpoint;
+      this.pendingChannel ??= (async () => {
+        const { address } = (await endpoint.request("callback-socket")) as { address: string };
+        this.grpcClient = new Client(unixTarget(address), credentials.createInsecure(), CHANNEL_OPTIONS);
+        return this.grpcClient;
+      })().catch((err: unknown) => {
+        this.pendingChannel = undefined;
+        throw err;
+      });
+      return this.pendingChannel;
+    }
     await this.service();
     return this.grpcClient!;
   }
@@ -111,7 +132,11 @@ export class KernelConnection {
   }
 
   private async dial(): Promise<KernelService> {
-    const info = await this.broker.waitFor(KERNEL_CALLBACK_BROKER_ID);
+    if (this.endpoint) {
+      const { KernelCallbackService } = await import("@pluggableharness/protocol/kernel");
+      return createClient(KernelCallbackService, this.endpoint.channel);
+    }
+    const info = await this.broker!.waitFor(KERNEL_CALLBACK_BROKER_ID);
     const [{ KernelCallbackService }, creds] = await Promise.all([
       import("@pluggableharness/protocol/kernel"),
       this.tls ? this.tls() : Promise.resolve(credentials.createInsecure()),

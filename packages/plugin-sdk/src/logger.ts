@@ -1,7 +1,29 @@
 // Plugin-side logging: hclog JSON lines on stderr, which every go-plugin host (and our
 // runtime) reads and attributes to the plugin.
 import { writeSync } from "node:fs";
+import { isMainThread } from "node:worker_threads";
 import { formatHclogLine, LEVELS, type Level } from "@pluggableharness/goplugin";
+
+let workerSink: ((line: string) => void) | undefined;
+
+/**
+ * Where stderr log lines go in a worker thread, which shares the kernel's file descriptor
+ * 2: serve() points this at the kernel's port (a synchronous post, so a line logged just
+ * before a crash still arrives). Until then a worker writes to its own process.stderr,
+ * which the kernel also captures.
+ */
+export function setWorkerLogSink(sink: ((line: string) => void) | undefined): void {
+  workerSink = sink;
+}
+
+function writeLine(fd: number, line: string): void {
+  if (fd === 2 && !isMainThread) {
+    if (workerSink) workerSink(line);
+    else process.stderr.write(`${line}\n`);
+    return;
+  }
+  writeSync(fd, `${line}\n`);
+}
 
 export interface Logger {
   readonly name: string;
@@ -22,7 +44,7 @@ export function createLogger(name = "", minLevel: Level = "trace", fd = 2): Logg
   const write = (level: Level, message: string, fields?: Record<string, unknown>) => {
     if (LEVELS.indexOf(level) < min) return;
     try {
-      writeSync(fd, `${formatHclogLine(level, message, fields, name)}\n`);
+      writeLine(fd, formatHclogLine(level, message, fields, name));
     } catch {
       // stderr closed: nowhere left to log
     }

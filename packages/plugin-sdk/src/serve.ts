@@ -1,6 +1,9 @@
 // serve(): everything a plugin process does to be launched by a go-plugin host —
 // cookie check, version choice, socket, handshake line, and the health, controller,
-// stdio and broker services next to the plugin's own category services.
+// stdio and broker services next to the plugin's own category services. Started in a
+// worker thread by the kernel's worker transport (workerData says so), the same call
+// serves the same handlers over the thread's MessagePort instead: no socket, no handshake
+// line, no broker; the kernel callbacks come over the port too.
 import { chmodSync, chownSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import type { DescService } from "@bufbuild/protobuf";
@@ -35,12 +38,13 @@ import {
   StdioForwarder,
   unixTarget,
 } from "@pluggableharness/goplugin";
+import { PortEndpoint, workerBoot } from "@pluggableharness/port-rpc";
 import type { CallContext } from "@pluggableharness/protocol/common";
 import { GRPCBroker } from "@pluggableharness/protocol/goplugin";
 import { serviceDefinition } from "@pluggableharness/protocol/grpc";
 import { extractCallContext } from "./call-context.ts";
 import { type KernelClient, KernelConnection, kernelClient } from "./kernel.ts";
-import { createLogger, type Logger } from "./logger.ts";
+import { createLogger, type Logger, setWorkerLogSink } from "./logger.ts";
 import {
   categoryFromName,
   categoryOfService,
@@ -91,7 +95,10 @@ export interface ServeOptions {
 
 export interface ServedPlugin {
   readonly protocolVersion: number;
+  /** The unix socket served on; "" in a worker thread served over its port. */
   readonly socketPath: string;
+  /** How the host reaches this plugin. */
+  readonly transport: "process" | "worker";
   readonly producer: (category: number) => Producer;
   /** Kernel callbacks without a call's attribution (pass sessionId explicitly). */
   readonly kernel: KernelClient;
@@ -103,9 +110,13 @@ export interface ServedPlugin {
 /** How long a stopping plugin lets in-flight answers drain before it force-closes. */
 const SHUTDOWN_DRAIN_MS = 250;
 
+let failSink: ((line: string) => void) | undefined;
+
 function fail(message: string): never {
   try {
-    writeSync(2, message.endsWith("\n") ? message : `${message}\n`);
+    const line = message.endsWith("\n") ? message : `${message}\n`;
+    if (failSink) failSink(line.trimEnd());
+    else writeSync(2, line);
   } finally {
     process.exit(1);
   }
@@ -159,10 +170,19 @@ function watchParent(): void {
 export async function serve(options: ServeOptions): Promise<ServedPlugin> {
   const env = options.env ?? process.env;
   const cookie = options.cookie ?? PLUGGABLEHARNESS_COOKIE;
+  const boot = workerBoot();
+  // In a worker thread, fd 1 and 2 are the kernel's own: everything goes over the port.
+  const endpoint: PortEndpoint | undefined = boot ? new PortEndpoint(boot.port) : undefined;
+  const overPort = boot?.channel === "port";
+  if (endpoint) {
+    const sink = (line: string) => endpoint.notify("log", line);
+    setWorkerLogSink(sink);
+    failSink = sink;
+  }
   if (!cookieMatches(env, cookie)) fail(cookieMismatchMessage(cookie));
   // Go plugins ignore SIGINT: a Ctrl-C in the host's terminal reaches the whole
-  // process group, and the host decides when its plugins stop.
-  process.on("SIGINT", () => {});
+  // process group, and the host decides when its plugins stop. (A thread gets no signals.)
+  if (!boot) process.on("SIGINT", () => {});
 
   const meta = readPackageMetadata(options.packageJson);
   const log = createLogger(meta.pluggableharness?.name ?? meta.name.replace(/^@[^/]+\//, ""));
@@ -188,20 +208,25 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
     clientTls = async () => mtls.channelTlsCredentials(own, hostCertPem);
   }
 
-  let socketPath: string;
-  try {
-    socketPath = newSocketPath(env[ENV.unixSocketDir] || tmpdir());
-    await clearStaleSocket(socketPath);
-  } catch (err) {
-    fail(`plugin cannot create its socket: ${(err as Error).message}`);
+  let socketPath = "";
+  if (!overPort) {
+    try {
+      socketPath = newSocketPath(env[ENV.unixSocketDir] || tmpdir());
+      await clearStaleSocket(socketPath);
+    } catch (err) {
+      fail(`plugin cannot create its socket: ${(err as Error).message}`);
+    }
   }
 
   const broker = new Broker({ retainIds: [KERNEL_CALLBACK_BROKER_ID] });
-  const kernelConn = new KernelConnection(broker, clientTls);
+  const kernelConn = overPort
+    ? new KernelConnection(undefined, undefined, endpoint)
+    : new KernelConnection(broker, clientTls);
   const kernel = kernelClient(kernelConn);
   const health = new HealthState();
   const stdio = new StdioForwarder();
-  const server = new Server(SERVER_OPTIONS);
+  const server: Pick<Server, "addService" | "tryShutdown" | "forceShutdown"> =
+    overPort && endpoint ? endpoint.server : new Server(SERVER_OPTIONS);
 
   const categories = options.services.map((s) => categoryOfService(s.service));
   const fallbackCategory =
@@ -248,6 +273,7 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
       broker.close();
       stdio.close();
       kernelConn.close();
+      setWorkerLogSink(undefined);
       // Let the Shutdown answer reach the host, then stop hard like go-plugin does:
       // streams the host keeps open must not hold the process.
       await new Promise<void>((resolve) => {
@@ -273,11 +299,19 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
     serviceDefinition((await import("@pluggableharness/protocol/goplugin")).GRPCController),
     controllerHandlers(() => void stop(0)),
   );
-  server.addService(
+  if (overPort && endpoint) {
+    // Worker stdout reaches the kernel by itself; the kernel's callbacks come over the port.
+    endpoint.notify("ready", { protocolVersion });
+    log.debug("plugin serving", { transport: "worker", protocol_version: protocolVersion });
+    return { protocolVersion, socketPath, transport: "worker", producer, kernel, log, stop };
+  }
+
+  const grpcServer = server as Server;
+  grpcServer.addService(
     serviceDefinition((await import("@pluggableharness/protocol/goplugin")).GRPCStdio),
     stdio.handlers(),
   );
-  server.addService(serviceDefinition(GRPCBroker), {
+  grpcServer.addService(serviceDefinition(GRPCBroker), {
     startStream: (call: ConnInfoStream & { emit(e: "error", v: unknown): void }) => {
       if (broker.attached) {
         call.emit("error", { code: 6, details: "broker stream already open" });
@@ -288,19 +322,28 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
   });
 
   try {
-    await bind(server, unixTarget(socketPath), serverCreds);
+    await bind(grpcServer, unixTarget(socketPath), serverCreds);
     applySocketGroup(socketPath, env[ENV.unixSocketGroup], log);
   } catch (err) {
     fail(`plugin cannot listen on ${socketPath}: ${(err as Error).message}`);
   }
 
-  writeSync(
-    1,
-    `${formatHandshake({ appVersion: protocolVersion, network: "unix", address: socketPath, serverCert: certField })}\n`,
-  );
-  redirectStdout(stdio);
-  watchParent();
+  const handshake = formatHandshake({
+    appVersion: protocolVersion,
+    network: "unix",
+    address: socketPath,
+    serverCert: certField,
+  });
+  if (endpoint) {
+    // gRPC served from a worker thread (the benchmark's channel comparison): the handshake
+    // travels over the port, since fd 1 is the kernel's.
+    endpoint.notify("handshake", handshake);
+  } else {
+    writeSync(1, `${handshake}\n`);
+    redirectStdout(stdio);
+    watchParent();
+  }
   log.debug("plugin serving", { socket: socketPath, protocol_version: protocolVersion });
 
-  return { protocolVersion, socketPath, producer, kernel, log, stop };
+  return { protocolVersion, socketPath, transport: boot ? "worker" : "process", producer, kernel, log, stop };
 }

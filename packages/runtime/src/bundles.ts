@@ -5,6 +5,9 @@
 // input whose size or mtime changed is hashed again; any difference, a missing file or
 // an unreadable manifest means "stale", and the caller runs the source entry instead.
 //
+// An installed package (scripts/pack-cli.ts) marks its manifests `release`: there the
+// bundle is the program, and only the bundle file itself is checked.
+//
 // Layout: the bundle of `<root>/<path>/main.ts` is `<root>/dist/bundles/<path>/main.mjs`,
 // with its manifest next to it as `main.mjs.json`.
 import { createHash } from "node:crypto";
@@ -30,6 +33,11 @@ export interface BundleManifest {
   readonly digest: string;
   /** The bundle file itself, so a hand-edited or truncated bundle counts as stale. */
   readonly output: BundleInput;
+  /**
+   * Written by scripts/pack-cli.ts for an installed package: the bundle is what ships, so
+   * only it is checked (inputs stay recorded for the digest; sources are not compared).
+   */
+  readonly release?: boolean;
 }
 
 export interface FreshBundle {
@@ -140,6 +148,7 @@ export function checkBundle(
     return undefined;
   }
   if (!manifest.output || !same(path, manifest.output)) return undefined;
+  if (manifest.release === true) return { path, digest: manifest.digest };
   for (const [rel, input] of Object.entries(manifest.inputs)) {
     if (!same(join(root, rel), input)) return undefined;
   }

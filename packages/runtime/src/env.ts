@@ -38,6 +38,9 @@ export function buildEnvironment(
     if (reserved.has(name)) throw new Error(`${name} is set by the plugin runtime and cannot be overridden`);
     env[name] = value;
   }
+  // The Node this host runs on, for plugins that are bundled scripts (`agent plugin
+  // build`'s launcher execs it): a path, never a secret. A caller's own value wins.
+  env["AGENT_NODE"] ??= process.execPath;
   env[handshake.cookie.key] = handshake.cookie.value;
   env[ENV.protocolVersions] = formatProtocolVersions(handshake.versions);
   env[ENV.unixSocketDir] = handshake.socketDir;

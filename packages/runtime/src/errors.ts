@@ -36,7 +36,12 @@ export class PluginLaunchError extends Error {
   }
 }
 
-export type CrashKind = "exited" | "connection_lost";
+/**
+ * exited: the process (or worker thread) ended; connection_lost: its connection dropped;
+ * out_of_memory: a worker reached its heap limit; unresponsive: a worker's event loop
+ * stopped answering (a busy loop), so the kernel stopped it.
+ */
+export type CrashKind = "exited" | "connection_lost" | "out_of_memory" | "unresponsive";
 
 /**
  * The plugin process died (or its connection dropped) while calls were in flight or
@@ -50,20 +55,28 @@ export class PluginCrashedError extends Error {
   readonly exitCode: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly stderrTail: readonly string[];
+  /** What a worker thread reported as it died (its uncaught error), if anything. */
+  readonly detail: string | undefined;
   constructor(
     plugin: string,
     kind: CrashKind,
     exitCode: number | null,
     signal: NodeJS.Signals | null,
     stderrTail: readonly string[] = [],
+    detail?: string,
   ) {
     const how =
       kind === "connection_lost"
         ? "lost its connection"
-        : signal
-          ? `was killed by ${signal}`
-          : `exited with status ${exitCode}`;
-    super(`plugin ${JSON.stringify(plugin)} ${how}`);
+        : kind === "out_of_memory"
+          ? "ran out of memory"
+          : kind === "unresponsive"
+            ? "stopped answering"
+            : signal
+              ? `was killed by ${signal}`
+              : `exited with status ${exitCode}`;
+    super(`plugin ${JSON.stringify(plugin)} ${how}${detail ? `: ${detail}` : ""}`);
+    this.detail = detail;
     this.name = "PluginCrashedError";
     this.plugin = plugin;
     this.kind = kind;

@@ -19,11 +19,11 @@ import {
   type CategoryProbe,
   launchInstance,
   type PluginDescription,
-  type PluginInstance,
   type PluginLogRecord,
 } from "./instance.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
 import type { PluginSandbox } from "./sandbox.ts";
+import type { LaunchedPlugin, PluginIsolation, PluginTransportHost } from "./transport.ts";
 
 export interface BackoffPolicy {
   /** Delay before the second relaunch in a row; doubles for each further one. */
@@ -122,12 +122,13 @@ function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
-export class PluginHost {
+export class PluginHost implements PluginTransportHost {
   readonly name: string;
+  readonly isolation: PluginIsolation = "process";
   private readonly opts: PluginHostOptions;
   private readonly backoff: BackoffPolicy;
-  private instance: PluginInstance | undefined;
-  private starting: Promise<PluginInstance> | undefined;
+  private instance: LaunchedPlugin | undefined;
+  private starting: Promise<LaunchedPlugin> | undefined;
   private launches = 0;
   private consecutiveFailures = 0;
   private lastFailureAt = 0;
@@ -166,7 +167,7 @@ export class PluginHost {
 
   /** The running process's socket address from its handshake. */
   get address(): string | undefined {
-    return this.instance?.alive ? this.instance.handshake.address : undefined;
+    return this.instance?.alive ? this.instance.handshake.address || undefined : undefined;
   }
 
   /** Negotiated application protocol version of the running process. */
@@ -211,7 +212,19 @@ export class PluginHost {
     this.instance?.kill();
   }
 
-  private ensure(): Promise<PluginInstance> {
+  /**
+   * Another transport's launch (WorkerPluginHost starts a thread); undefined launches the
+   * go-plugin subprocess. Supervision (backoff, onLaunch, crash reports) is shared.
+   */
+  protected launchOne(_id: number): Promise<LaunchedPlugin> | undefined {
+    return undefined;
+  }
+
+  private ensure(): Promise<LaunchedPlugin> {
+    // A worker whose fate is being decided (it did not acknowledge a cancellation yet) is
+    // waited for, so the call goes to it if it recovers or to its replacement if not.
+    const settling = this.instance?.alive ? this.instance.settling?.() : undefined;
+    if (settling) return settling.then(() => this.ensure());
     if (this.instance?.alive) return Promise.resolve(this.instance);
     this.starting ??= this.launch().finally(() => {
       this.starting = undefined;
@@ -219,40 +232,41 @@ export class PluginHost {
     return this.starting;
   }
 
-  private async launch(): Promise<PluginInstance> {
+  private async launch(): Promise<LaunchedPlugin> {
     const delay = this.nextLaunchDelayMs();
     if (delay > 0) await sleep(delay);
     const id = ++this.launches;
-    let inst: PluginInstance;
+    let inst: LaunchedPlugin;
     try {
-      inst = await launchInstance(
-        {
-          name: this.name,
-          command: this.opts.command,
-          args: this.opts.args ?? [],
-          nodeArgs: this.opts.nodeArgs ?? [],
-          cwd: this.opts.cwd,
-          env: this.opts.env ?? {},
-          cookie: this.opts.cookie ?? PLUGGABLEHARNESS_COOKIE,
-          versions: this.opts.protocolVersions ?? APP_PROTOCOL_VERSIONS,
-          launchTimeoutMs: this.opts.launchTimeoutMs ?? 30_000,
-          healthTimeoutMs: this.opts.healthTimeoutMs ?? 5_000,
-          socketDir: this.opts.socketDir,
-          autoMTLS: this.opts.autoMTLS ?? false,
-          logSink: this.opts.logSink,
-          callbacks: this.opts.callbacks,
-          categories: this.opts.categories ?? CATEGORY_PROBES,
-          nodeCompileCache:
-            this.opts.nodeCompileCache === false
-              ? undefined
-              : (this.opts.nodeCompileCache ?? defaultCompileCache()),
-          onSpawn: (spec) => {
-            this.spawned = spec;
+      inst = await (this.launchOne(id) ??
+        launchInstance(
+          {
+            name: this.name,
+            command: this.opts.command,
+            args: this.opts.args ?? [],
+            nodeArgs: this.opts.nodeArgs ?? [],
+            cwd: this.opts.cwd,
+            env: this.opts.env ?? {},
+            cookie: this.opts.cookie ?? PLUGGABLEHARNESS_COOKIE,
+            versions: this.opts.protocolVersions ?? APP_PROTOCOL_VERSIONS,
+            launchTimeoutMs: this.opts.launchTimeoutMs ?? 30_000,
+            healthTimeoutMs: this.opts.healthTimeoutMs ?? 5_000,
+            socketDir: this.opts.socketDir,
+            autoMTLS: this.opts.autoMTLS ?? false,
+            logSink: this.opts.logSink,
+            callbacks: this.opts.callbacks,
+            categories: this.opts.categories ?? CATEGORY_PROBES,
+            nodeCompileCache:
+              this.opts.nodeCompileCache === false
+                ? undefined
+                : (this.opts.nodeCompileCache ?? defaultCompileCache()),
+            onSpawn: (spec) => {
+              this.spawned = spec;
+            },
+            ...(this.opts.sandbox ? { sandbox: this.opts.sandbox } : {}),
           },
-          ...(this.opts.sandbox ? { sandbox: this.opts.sandbox } : {}),
-        },
-        id,
-      );
+          id,
+        ));
     } catch (err) {
       if (err instanceof PluginLaunchError) this.recordFailure(err, 0);
       throw err;

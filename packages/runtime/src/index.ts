@@ -50,6 +50,7 @@ export {
 } from "./instance.ts";
 export {
   adoptPrelaunched,
+  adoptPrelaunchedWorker,
   discardPrelaunched,
   type PrelaunchPlan,
   prelaunch,
@@ -58,7 +59,24 @@ export {
   prelaunchPlanFileInUse,
   readPrelaunchPlan,
   type SpawnedSpec,
+  type StartedWorker,
   setPrelaunchPlanFile,
+  startWorker,
+  type ThreadSpec,
   writePrelaunchPlan,
 } from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";
+export {
+  ISOLATIONS,
+  type LaunchedPlugin,
+  type PluginIsolation,
+  type PluginTransportHost,
+} from "./transport.ts";
+export { createPluginHost, WorkerPluginHost, type WorkerPluginHostOptions } from "./worker-host.ts";
+export {
+  DEFAULT_WATCHDOG,
+  DEFAULT_WORKER_LIMITS,
+  runsInWorker,
+  type WatchdogPolicy,
+  WorkerInstance,
+} from "./worker-instance.ts";

@@ -20,6 +20,7 @@ import {
 import {
   assertSocketPath,
   Broker,
+  type CallChannel,
   CHANNEL_OPTIONS,
   type ConnInfoStream,
   createClient,
@@ -568,7 +569,7 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
  * UNIMPLEMENTED means the plugin does not serve it. Probes run in parallel.
  */
 export async function discover(
-  client: Client,
+  client: CallChannel,
   probes: readonly CategoryProbe[],
   timeoutMs: number,
 ): Promise<PluginDescription> {

@@ -7,7 +7,12 @@
 // whatever is not adopted is killed once the kernel has started its session, or when
 // the process exits. A plan whose configuration file changed is not used.
 //
-// This module imports nothing but Node built-ins: bin/agent.mjs loads it before the CLI.
+// A first-party plugin that runs in a worker thread is prelaunched the same way: the thread
+// is started in this very process, before the kernel has loaded, and adopted by the launch
+// that would have started exactly it.
+//
+// This module imports nothing but Node built-ins (and port-rpc's built-ins-only boot
+// record): bin/agent.mjs loads it before the CLI.
 // The processes and the plan path live in a global registry because the bin and the
 // (bundled or source) kernel each load their own copy of this module.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -15,19 +20,30 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { MessageChannel, type MessagePort, type ResourceLimits, Worker } from "node:worker_threads";
+import { WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc/boot";
 import { makeSocketDir } from "./socket-dirs.ts";
 
 const FORMAT = 1;
 /** Set per launch: never recorded, never compared. */
 const SOCKET_DIR_VARIABLE = "PLUGIN_UNIX_SOCKET_DIR";
-/** Names whose values a plan records (handshake constants, the compile cache); no secrets. */
-const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE)$/;
+/** Names whose values a plan records (handshake constants, the compile cache, the Node that
+ * runs bundled-script plugins); no secrets. */
+const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE|AGENT_NODE)$/;
 
 export interface SpawnedSpec {
   readonly file: string;
   readonly args: readonly string[];
   readonly cwd: string | undefined;
   readonly env: Readonly<Record<string, string>>;
+  /** Set for a plugin run in a worker thread of this process: `file` is its entry module. */
+  readonly thread?: ThreadSpec;
+}
+
+export interface ThreadSpec {
+  readonly resourceLimits: ResourceLimits;
+  readonly compileCache?: string;
 }
 
 interface PlanPlugin {
@@ -36,6 +52,7 @@ interface PlanPlugin {
   readonly cwd?: string;
   /** name -> literal value, or null: the value comes from the starting process's environment. */
   readonly env: Readonly<Record<string, string | null>>;
+  readonly thread?: ThreadSpec;
 }
 
 export interface PrelaunchPlan {
@@ -48,7 +65,18 @@ export interface PrelaunchPlan {
 interface Prelaunched {
   readonly spec: SpawnedSpec;
   readonly socketDir: string;
-  readonly child: ChildProcess;
+  readonly child?: ChildProcess;
+  readonly worker?: StartedWorker;
+}
+
+/** A plugin thread and the kernel's end of its port. */
+export interface StartedWorker {
+  readonly worker: Worker;
+  readonly port: MessagePort;
+  /** Set once the thread has exited (it may do so before anyone adopts it). */
+  exitCode?: number;
+  /** The thread's last uncaught error, if any. */
+  lastError?: Error;
 }
 
 interface Registry {
@@ -73,6 +101,57 @@ export function spawnDetached(spec: SpawnedSpec): ChildProcess {
     stdio: ["ignore", "pipe", "pipe"],
     windowsHide: true,
   });
+}
+
+// Runs first in a plugin thread: the configured working directory for process.cwd() (a
+// thread cannot chdir), the compile cache, then the plugin's own entry module.
+const WORKER_BOOTSTRAP = `
+const { workerData } = require("node:worker_threads");
+const boot = workerData[${JSON.stringify(WORKER_DATA_KEY)}];
+if (boot.cwd) { const cwd = boot.cwd; process.cwd = () => cwd; }
+if (workerData.compileCache) {
+  try { require("node:module").enableCompileCache(workerData.compileCache); } catch {}
+}
+import(workerData.entry);
+`;
+
+/**
+ * Starts a plugin's worker thread the way the worker transport does: its entry module,
+ * `spec.env` as its whole environment, stdout and stderr captured, the V8 limits, and a
+ * MessagePort whose other end the plugin's serve() speaks on.
+ */
+export function startWorker(spec: SpawnedSpec & { thread: ThreadSpec }, name: string): StartedWorker {
+  const { port1, port2 } = new MessageChannel();
+  const boot: WorkerBoot = {
+    protocol: WORKER_PROTOCOL,
+    port: port2,
+    channel: "port",
+    ...(spec.cwd ? { cwd: spec.cwd } : {}),
+  };
+  const worker = new Worker(WORKER_BOOTSTRAP, {
+    eval: true,
+    name,
+    workerData: {
+      entry: pathToFileURL(spec.file).href,
+      ...(spec.thread.compileCache ? { compileCache: spec.thread.compileCache } : {}),
+      [WORKER_DATA_KEY]: boot,
+    },
+    transferList: [port2],
+    env: { ...spec.env },
+    argv: [...spec.args],
+    stdout: true,
+    stderr: true,
+    resourceLimits: spec.thread.resourceLimits,
+  });
+  const started: StartedWorker = { worker, port: port1 };
+  // Until someone adopts it, its errors are kept, never thrown (an 'error' without a listener would be).
+  worker.on("error", (err) => {
+    started.lastError = err;
+  });
+  worker.once("exit", (code) => {
+    started.exitCode = code;
+  });
+  return started;
 }
 
 function killGroup(child: ChildProcess): void {
@@ -130,7 +209,13 @@ export function writePrelaunchPlan(
         if (name === SOCKET_DIR_VARIABLE) continue;
         env[name] = RECORDED.test(name) ? value : null;
       }
-      return { file: s.file, args: [...s.args], ...(s.cwd ? { cwd: s.cwd } : {}), env };
+      return {
+        file: s.file,
+        args: [...s.args],
+        ...(s.cwd ? { cwd: s.cwd } : {}),
+        env,
+        ...(s.thread ? { thread: s.thread } : {}),
+      };
     }),
   };
   try {
@@ -183,7 +268,25 @@ export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, s
       continue;
     }
     env[SOCKET_DIR_VARIABLE] = socketDir;
-    const spec: SpawnedSpec = { file: p.file, args: p.args, cwd: p.cwd, env };
+    const spec: SpawnedSpec = {
+      file: p.file,
+      args: p.args,
+      cwd: p.cwd,
+      env,
+      ...(p.thread ? { thread: p.thread } : {}),
+    };
+    if (spec.thread) {
+      try {
+        const worker = startWorker({ ...spec, thread: spec.thread }, "plugin (prelaunched)");
+        // Waiting for adoption must not keep the process alive; adoption refs it again.
+        worker.worker.unref();
+        reg.waiting.push({ spec, socketDir, worker });
+        started++;
+      } catch {
+        rmSync(socketDir, { recursive: true, force: true });
+      }
+      continue;
+    }
     const child = spawnDetached(spec);
     child.once("error", () => {});
     reg.waiting.push({ spec, socketDir, child });
@@ -195,6 +298,7 @@ export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, s
 
 function sameSpec(a: SpawnedSpec, b: SpawnedSpec): boolean {
   if (a.file !== b.file || a.cwd !== b.cwd || a.args.length !== b.args.length) return false;
+  if (JSON.stringify(a.thread ?? null) !== JSON.stringify(b.thread ?? null)) return false;
   if (a.args.some((x, i) => x !== b.args[i])) return false;
   const names = (e: Readonly<Record<string, string>>) =>
     Object.keys(e)
@@ -211,22 +315,42 @@ function sameSpec(a: SpawnedSpec, b: SpawnedSpec): boolean {
  */
 export function adoptPrelaunched(spec: SpawnedSpec): { child: ChildProcess; socketDir: string } | undefined {
   const reg = registry();
-  const i = reg.waiting.findIndex((w) => sameSpec(w.spec, spec));
+  const i = reg.waiting.findIndex((w) => w.child && sameSpec(w.spec, spec));
   if (i < 0) return undefined;
   const [found] = reg.waiting.splice(i, 1);
   const { child, socketDir } = found!;
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
+  if (!child || child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
     rmSync(socketDir, { recursive: true, force: true });
     return undefined;
   }
   return { child, socketDir };
 }
 
+/** The same for a prelaunched plugin thread (its socket directory aside, `spec` must match). */
+export function adoptPrelaunchedWorker(
+  spec: SpawnedSpec,
+): (StartedWorker & { socketDir: string }) | undefined {
+  const reg = registry();
+  const i = reg.waiting.findIndex((w) => w.worker && sameSpec(w.spec, spec));
+  if (i < 0) return undefined;
+  const [found] = reg.waiting.splice(i, 1);
+  const { worker, socketDir } = found!;
+  if (!worker || worker.exitCode !== undefined) {
+    rmSync(socketDir, { recursive: true, force: true });
+    return undefined;
+  }
+  return Object.assign(worker, { socketDir });
+}
+
 /** Kills every prelaunched process nobody adopted. */
 export function discardPrelaunched(): void {
   const reg = registry();
   for (const w of reg.waiting.splice(0)) {
-    killGroup(w.child);
+    if (w.child) killGroup(w.child);
+    if (w.worker) {
+      w.worker.port.close();
+      void w.worker.worker.terminate();
+    }
     rmSync(w.socketDir, { recursive: true, force: true });
   }
 }

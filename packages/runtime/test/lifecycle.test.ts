@@ -300,7 +300,10 @@ describe("environment isolation", () => {
       expect(JSON.stringify(env)).not.toContain("canary-7f3a");
       expect(env["PH_PASSED"]).toBe("visible");
       expect(env["PH_SET"]).toBe("from-config");
+      // The host's own Node, for bundled-script plugins' launchers (a path, not a secret).
+      expect(env["AGENT_NODE"]).toBe(process.execPath);
       const allowed = new Set([
+        "AGENT_NODE",
         "PATH",
         "HOME",
         "TMPDIR",

@@ -30,7 +30,7 @@ it("runs on the first launch and on every relaunch, before the caller's call", a
     }
   }).rejects.toThrow();
   for await (const _ of tools.invoke({ call: { toolName: "pid" } })) seen.push("call 2");
-  expect(seen).toEqual(["launch 1: tool 9 tools", "call 1", "launch 2: tool 9 tools", "call 2"]);
+  expect(seen).toEqual(["launch 1: tool 10 tools", "call 1", "launch 2: tool 10 tools", "call 2"]);
 });
 
 it("fails the launch and kills the process when the hook fails", async () => {

@@ -10,16 +10,18 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   discardPrelaunched,
   PluginHost,
+  type PluginTransportHost,
   prelaunch,
   prelaunchedCount,
   prelaunchPlanFile,
   readPrelaunchPlan,
+  WorkerPluginHost,
   writePrelaunchPlan,
 } from "../src/index.ts";
 import { fixture, waitGone } from "./helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ph-prelaunch-"));
-const hosts: PluginHost[] = [];
+const hosts: PluginTransportHost[] = [];
 afterEach(async () => {
   discardPrelaunched();
   await Promise.all(hosts.splice(0).map((h) => h.shutdown()));
@@ -96,6 +98,50 @@ describe("prelaunch", () => {
     utimesSync(watched, later, later);
     expect(readPrelaunchPlan(file)).toBeUndefined();
     expect(readPrelaunchPlan(join(dir, "missing.json"))).toBeUndefined();
+  });
+
+  it("prelaunches a worker-thread plugin in this process and hands it to the launch that matches", async () => {
+    const watched = join(dir, "worker.hcl");
+    writeFileSync(watched, "# config\n");
+    const worker = () => {
+      const h = new WorkerPluginHost({
+        name: "tools",
+        command: fixture("tool-plugin.ts"),
+        nodeCompileCache: false,
+      });
+      hosts.push(h);
+      return h;
+    };
+    const first = worker();
+    await first.start();
+    const spawned = first.lastSpawn!;
+    expect(spawned.thread?.resourceLimits.maxOldGenerationSizeMb).toBeGreaterThan(0);
+    await first.shutdown();
+    const file = join(dir, "plan-worker.json");
+    writePrelaunchPlan(file, [watched], [spawned]);
+    expect(readFileSync(file, "utf8")).not.toContain(process.env["PATH"]!);
+    const plan = readPrelaunchPlan(file)!;
+    expect(plan.plugins[0]!.thread).toEqual(spawned.thread);
+
+    expect(prelaunch(plan, process.env)).toBe(1);
+    expect(prelaunchedCount()).toBe(1);
+    const h = worker();
+    await h.start();
+    expect(prelaunchedCount()).toBe(0);
+    expect((await h.client(ToolService).getSchema({})).tools.length).toBeGreaterThan(0);
+    // Launched with other limits, the launch starts its own thread and the waiting one is discarded.
+    expect(prelaunch(plan, process.env)).toBe(1);
+    const other = new WorkerPluginHost({
+      name: "tools",
+      command: fixture("tool-plugin.ts"),
+      nodeCompileCache: false,
+      resourceLimits: { maxOldGenerationSizeMb: 1_024 },
+    });
+    hosts.push(other);
+    await other.start();
+    expect(prelaunchedCount()).toBe(1);
+    discardPrelaunched();
+    expect(prelaunchedCount()).toBe(0);
   });
 
   it("keys plan files by directory and the flags that choose providers", () => {

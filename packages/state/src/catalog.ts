@@ -9,7 +9,7 @@ import { STATUS_RUNNING, sessionStatusText } from "./codes.ts";
 import { InvalidArgumentError, SessionLockedError, StateError } from "./errors.ts";
 import { acquireSessionLock, LOCK_SUFFIX, OWNER_SUFFIX, type SessionLock } from "./lock.ts";
 import { stderrLogger } from "./log.ts";
-import { readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
+import { readCostUsd, readLastModel, readMeta, toSessionInfo } from "./meta.ts";
 import { openSessionFile, readUnreadableFlag } from "./open.ts";
 import {
   assertSessionId,
@@ -122,7 +122,7 @@ function scan(options: ScanOptions): Scan {
       db = opened.db;
       if (opened.recovery !== undefined) recovered.push(opened.recovery);
       const meta = readMeta(db, path);
-      sessions.push({ meta, info: toSessionInfo(meta, readCostUsd(db)) });
+      sessions.push({ meta, info: toSessionInfo(meta, readCostUsd(db), readLastModel(db)) });
     } catch (err) {
       unreadable.push({ sessionId, path, reason: classify(err), message: (err as Error).message });
     } finally {

@@ -52,7 +52,7 @@ export {
   type StateLogLevel,
   stderrLogger,
 } from "./log.ts";
-export { REOPENABLE_STATUSES, REPLAY_ONLY_STATUSES } from "./meta.ts";
+export { REOPENABLE_STATUSES, REPLAY_ONLY_STATUSES, titleFromPrompt } from "./meta.ts";
 export {
   CORRUPT_SUFFIX,
   defaultSessionsDir,

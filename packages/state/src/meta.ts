@@ -25,6 +25,8 @@ interface MetaRow {
   depth: number;
   started_at: string;
   ended_at: string | null;
+  working_directory?: string | null;
+  title?: string | null;
 }
 
 export function readMeta(db: DatabaseSync, path: string): SessionMeta {
@@ -39,7 +41,32 @@ export function readMeta(db: DatabaseSync, path: string): SessionMeta {
     depth: Number(row.depth),
     startedAt: row.started_at,
     ...(row.ended_at === null ? {} : { endedAt: row.ended_at }),
+    ...(typeof row.working_directory === "string" ? { workingDirectory: row.working_directory } : {}),
+    ...(typeof row.title === "string" ? { title: row.title } : {}),
   };
+}
+
+/** The model that served the latest billed call, as "provider/model" ("" before the first). */
+export function readLastModel(db: DatabaseSync): string {
+  try {
+    const row = db
+      .prepare("SELECT provider_name, model_id FROM cost_ledger ORDER BY sequence DESC LIMIT 1")
+      .get() as { provider_name: string; model_id: string } | undefined;
+    return row ? `${row.provider_name}/${row.model_id}` : "";
+  } catch {
+    return ""; // a file that lost its ledger still lists
+  }
+}
+
+/** A title from a prompt: its first non-empty line, whitespace collapsed, cut to 80 characters. */
+export function titleFromPrompt(prompt: string): string {
+  const first = prompt
+    .split("\n")
+    .map((l) => l.replace(/\s+/g, " ").trim())
+    .find((l) => l.length > 0);
+  if (first === undefined) return "";
+  const chars = [...first];
+  return chars.length > 80 ? `${chars.slice(0, 79).join("")}…` : first;
 }
 
 /** SUM(cost_ledger.cost_usd), computed at read time, never cached. */
@@ -71,7 +98,7 @@ function timestamp(iso: string): Timestamp {
  * The row as session.v1.SessionInfo. protobuf-es messages are plain objects, so it is
  * built as a typed literal: the write and list paths then load no protobuf runtime.
  */
-export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
+export function toSessionInfo(meta: SessionMeta, costUsd: number, model = ""): SessionInfo {
   const info: SessionInfo = {
     $typeName: "pluggableharness.session.v1.SessionInfo",
     sessionId: meta.sessionId,
@@ -81,6 +108,9 @@ export function toSessionInfo(meta: SessionMeta, costUsd: number): SessionInfo {
     depth: meta.depth,
     startedAt: timestamp(meta.startedAt),
     costUsd,
+    workingDirectory: meta.workingDirectory ?? "",
+    title: meta.title ?? "",
+    model,
   };
   if (meta.endedAt !== undefined) info.endedAt = timestamp(meta.endedAt);
   return info;

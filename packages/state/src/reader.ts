@@ -17,7 +17,7 @@ import {
 } from "./codes.ts";
 import { InvalidArgumentError, StoreClosedError } from "./errors.ts";
 import { stderrLogger } from "./log.ts";
-import { readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
+import { readCostUsd, readLastModel, readMeta, toSessionInfo } from "./meta.ts";
 import { openSessionFile } from "./open.ts";
 import { resolveSessionsDir, sessionFilePath } from "./paths.ts";
 import type { RecoveryReport } from "./recover.ts";
@@ -166,7 +166,7 @@ export class SessionReader implements Disposable {
 
   info(): SessionInfo {
     const db = this.#open();
-    return toSessionInfo(readMeta(db, this.path), this.costUsd());
+    return toSessionInfo(readMeta(db, this.path), this.costUsd(), readLastModel(db));
   }
 
   lastSequence(): number {

@@ -4,9 +4,12 @@
 //   1  the first released layout: events, session_meta, cost_ledger without the cache
 //      token columns, plan_items; no producers table and no producer index on events.
 //      test/fixtures/session-v1.sql is a frozen copy of a file of that version.
-//   2  (current) the five-table layout of the state-backend spec: cost_ledger gains
+//   2  the five-table layout of the state-backend spec: cost_ledger gains
 //      cache_write_tokens/cache_read_tokens, the producers manifest exists (backfilled
 //      from events on upgrade), events gains idx_events_producer.
+//   3  (current) session_meta gains working_directory and title (both nullable: a file
+//      written before them has neither, and lists with "-"), so `--continue` can pick the
+//      latest session of a directory and `sessions list` can say what a session was about.
 //
 // A fresh file is created at the current version directly from CURRENT_SCHEMA; older
 // files are brought forward one step at a time, each step in its own transaction that
@@ -14,7 +17,7 @@
 
 import type { DatabaseSync } from "node:sqlite";
 
-export const CURRENT_SCHEMA_VERSION = 2;
+export const CURRENT_SCHEMA_VERSION = 3;
 /** Oldest version a migration path exists from. */
 export const OLDEST_SUPPORTED_VERSION = 1;
 
@@ -37,7 +40,9 @@ const SESSION_META = `CREATE TABLE session_meta (
   status             TEXT NOT NULL,
   depth              INTEGER NOT NULL,
   started_at         TEXT NOT NULL,
-  ended_at           TEXT
+  ended_at           TEXT,
+  working_directory  TEXT,
+  title              TEXT
 )`;
 
 const COST_LEDGER = (name: string) => `CREATE TABLE ${name} (
@@ -124,6 +129,15 @@ export const MIGRATIONS: readonly Migration[] = [
         SELECT producer_category, producer_name, producer_version, min(sequence)
         FROM events GROUP BY producer_category, producer_name, producer_version`);
       db.exec(IDX_EVENTS_PRODUCER);
+    },
+  },
+  {
+    from: 2,
+    description: "add session_meta.working_directory and session_meta.title",
+    up(db) {
+      // Appended columns land last, where a fresh file has them; NULL means "not recorded".
+      db.exec("ALTER TABLE session_meta ADD COLUMN working_directory TEXT");
+      db.exec("ALTER TABLE session_meta ADD COLUMN title TEXT");
     },
   },
 ];

@@ -90,6 +90,10 @@ export interface SessionMeta {
   readonly startedAt: string;
   /** Absent while running. */
   readonly endedAt?: string;
+  /** Absolute directory the session works in; absent in files written before schema 3. */
+  readonly workingDirectory?: string;
+  /** What the session is about: its first prompt, trimmed to one line (absent until then). */
+  readonly title?: string;
 }
 
 export interface ProducerRecord extends ProducerIdentity {
@@ -148,4 +152,6 @@ export interface NewSession {
   readonly depth: number;
   /** Defaults to now. */
   readonly startedAt?: Date;
+  /** Absolute directory the session works in. */
+  readonly workingDirectory?: string;
 }

@@ -20,7 +20,14 @@ import {
 } from "./errors.ts";
 import { acquireSessionLock, assertSessionUnlocked, type SessionLock } from "./lock.ts";
 import { type StateLogger, stderrLogger } from "./log.ts";
-import { checkStatusTransition, readCostUsd, readMeta, toSessionInfo } from "./meta.ts";
+import {
+  checkStatusTransition,
+  readCostUsd,
+  readLastModel,
+  readMeta,
+  titleFromPrompt,
+  toSessionInfo,
+} from "./meta.ts";
 import { openSessionFile } from "./open.ts";
 import { assertSessionId, newUlid, resolveSessionsDir, sessionFilePath } from "./paths.ts";
 import { SessionReader } from "./reader.ts";
@@ -95,8 +102,9 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
     db.exec("BEGIN IMMEDIATE");
     createSchema(db);
     db.prepare(
-      `INSERT INTO session_meta (session_id, parent_session_id, profile, status, depth, started_at, ended_at)
-       VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+      `INSERT INTO session_meta
+         (session_id, parent_session_id, profile, status, depth, started_at, ended_at, working_directory, title)
+       VALUES (?, ?, ?, ?, ?, ?, NULL, ?, NULL)`,
     ).run(
       sessionId,
       init.parentSessionId ?? null,
@@ -104,6 +112,7 @@ export function createSession(init: NewSession, options: WriterOptions = {}): Se
       sessionStatusText(STATUS_RUNNING),
       init.depth,
       (init.startedAt ?? new Date()).toISOString(),
+      init.workingDirectory ?? null,
     );
     db.exec("COMMIT");
   } catch (err) {
@@ -303,7 +312,20 @@ export class SessionWriter implements Disposable {
   /** The session_meta row as the frontend protocol's SessionInfo, cost summed now. */
   info(): SessionInfo {
     const db = this.#open();
-    return toSessionInfo(readMeta(db, this.path), readCostUsd(db));
+    return toSessionInfo(readMeta(db, this.path), readCostUsd(db), readLastModel(db));
+  }
+
+  /**
+   * Titles the session from a prompt unless it has a title already (the first prompt
+   * names it). Returns whether a title was written.
+   */
+  setTitleIfUnset(prompt: string): boolean {
+    const title = titleFromPrompt(prompt);
+    if (title === "") return false;
+    const r = this.#open()
+      .prepare("UPDATE session_meta SET title = ? WHERE session_id = ? AND title IS NULL")
+      .run(title, this.sessionId);
+    return Number(r.changes) > 0;
   }
 
   lastSequence(): number {

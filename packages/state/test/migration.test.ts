@@ -57,8 +57,14 @@ describe("schema migration", () => {
     const { entries, log } = collectLog();
     const w = openSessionWriter(V1_ID, { dir, log, durability: "normal" });
     try {
-      expect(w.migrations).toEqual([{ from: 1, to: 2, description: expect.any(String) }]);
+      expect(w.migrations).toEqual([
+        { from: 1, to: 2, description: expect.any(String) },
+        { from: 2, to: 3, description: expect.any(String) },
+      ]);
       expect(entries.map((e) => e.code)).toEqual(["session_migrated"]);
+      // An old file records neither directory nor title: both read as absent.
+      expect(w.meta().workingDirectory).toBeUndefined();
+      expect(w.info()).toMatchObject({ workingDirectory: "", title: "", model: "openai/gpt-4.1" });
       // Same shape as a file created fresh at the current version.
       const fresh = createSession({ profile: "p", depth: 0 }, { dir });
       fresh.close();

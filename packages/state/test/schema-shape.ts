@@ -67,7 +67,11 @@ export function shapeOf(path: string): Shape {
   }
 }
 
-/** The state-backend spec's five tables, as shapeOf renders them. */
+/**
+ * The state-backend spec's five tables, as shapeOf renders them, plus the two nullable
+ * session_meta columns of schema 3 (working_directory, title; docs/decisions.md,
+ * "Terminal experience").
+ */
 export const SPEC_SHAPE: Shape["tables"] = {
   events: {
     columns: [
@@ -97,6 +101,8 @@ export const SPEC_SHAPE: Shape["tables"] = {
       "depth INTEGER NOT NULL",
       "started_at TEXT NOT NULL",
       "ended_at TEXT",
+      "working_directory TEXT",
+      "title TEXT",
     ],
     indexes: ["pk UNIQUE (session_id)"],
     foreignKeys: [],

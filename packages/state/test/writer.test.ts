@@ -96,6 +96,19 @@ describe("creating a session file", () => {
     expect(child.info()).toMatchObject({ parentSessionId: parent.sessionId, depth: 1, profile: "reviewer" });
   });
 
+  it("records the working directory, and the first prompt as the title (once, cut to one line)", () => {
+    const w = newWriter({ workingDirectory: "/work/project" });
+    expect(w.info()).toMatchObject({ workingDirectory: "/work/project", title: "" });
+    expect(w.setTitleIfUnset("   \n\n  Fix   the\tbuild  \nthen run the tests")).toBe(true);
+    expect(w.setTitleIfUnset("a later prompt")).toBe(false);
+    expect(w.meta()).toMatchObject({ workingDirectory: "/work/project", title: "Fix the build" });
+    const long = newWriter();
+    long.setTitleIfUnset("é".repeat(200));
+    expect([...long.meta().title!]).toHaveLength(80);
+    expect(long.meta().title!.endsWith("…")).toBe(true);
+    expect(long.setTitleIfUnset("  \n ")).toBe(false);
+  });
+
   it("builds SessionInfo messages identical to protobuf-es create()", () => {
     const started = new Date("2025-03-04T05:06:07.089Z");
     const ended = new Date("2025-03-04T06:00:00.001Z");

@@ -6,6 +6,7 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   type KernelClient,
   type Logger,
+  type PackageMetadata,
   type PluginContext,
   type ServedPlugin,
   StatusError,
@@ -409,7 +410,11 @@ async function loadRenderModules(): Promise<NonNullable<typeof renderModules>> {
 }
 
 /** Serves a tool provider from a plugin's main module. */
-export function serveTools(packageJson: URL, options: ToolProviderOptions): Promise<ServedPlugin> {
+/** `packageJson`: its URL, or its parsed content (a bundled plugin imports it). */
+export function serveTools(
+  packageJson: URL | PackageMetadata,
+  options: ToolProviderOptions,
+): Promise<ServedPlugin> {
   return serve({
     packageJson,
     services: [toolService(options)],

@@ -13,7 +13,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { OutputStream, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -225,6 +225,40 @@ describe("bash", () => {
     }
   });
 
+  it("takes a command's whole tree down when its worker thread is ended (worker transport)", async () => {
+    // On the worker transport the plugin's pid is the kernel's: the thread ending (crash,
+    // watchdog, heap limit) closes the lifeline, and the watchdog alone must do the rest.
+    const victim = new ToolHarness({ executable: MAIN, name: "exec-worker-victim", isolation: "worker" });
+    try {
+      await victim.configure({ sandbox: "off" });
+      expect(victim.plugin.host.isolation).toBe("worker");
+      const pids = join(dir, "worker-tree-pids");
+      const ready = join(dir, "worker-tree-ready");
+      const command = [
+        `(sleep 305 & echo $! >> ${pids}; wait) &`,
+        `echo $! >> ${pids}`,
+        `nohup sleep 306 >/dev/null 2>&1 & echo $! >> ${pids}`,
+        `echo $$ >> ${pids}`,
+        `touch ${ready}`,
+        "wait",
+      ].join("\n");
+      const call = victim.invoke("bash", { command }, { cwd: dir });
+      call.catch(() => {});
+      await fileAppears(ready);
+      const lines = () => readFileSync(pids, "utf8").trim().split("\n");
+      const until = Date.now() + 5_000;
+      while (lines().length < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      const tree = lines().map(Number);
+      expect(tree).toHaveLength(4);
+      for (const pid of tree) expect(alive(pid)).toBe(true);
+      victim.plugin.host.kill(); // terminate(): no cleanup code of the plugin runs
+      await expect(call).rejects.toThrow();
+      for (const pid of tree) expect(await gone(pid), `pid ${pid} outlived its worker`).toBe(true);
+    } finally {
+      await victim.close();
+    }
+  });
+
   it("classifies bad calls", async () => {
     expect((await bash("")).error?.category).toBe(ToolErrorCategory.INVALID_ARGUMENTS);
     expect((await h.invoke("bash", {}, { cwd: dir })).error?.category).toBe(
@@ -265,18 +299,23 @@ describe("bash", () => {
     expect(code?.node.value).toMatchObject({ content: `touch ${flag}`, language: "bash" });
   });
 
-  it("passes agent conform's tool-provider checks, cancellation included", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      config: { kill_grace_ms: 300 },
-      samples: [
-        { tool: "bash", arguments: { command: "echo hi; exit 2" }, expect: "result" },
-        { tool: "bash", arguments: { command: "sleep 5", timeout_ms: 200 }, expect: "timeout" },
-        { tool: "bash", arguments: { command: "echo start; sleep 30" }, cancel: true },
-      ],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.results.find((r) => r.id.startsWith("tool.cancel.bash"))?.status).toBe("pass");
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks, cancellation included over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        config: { kill_grace_ms: 300 },
+        samples: [
+          { tool: "bash", arguments: { command: "echo hi; exit 2" }, expect: "result" },
+          { tool: "bash", arguments: { command: "sleep 5", timeout_ms: 200 }, expect: "timeout" },
+          { tool: "bash", arguments: { command: "echo start; sleep 30" }, cancel: true },
+        ],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.results.find((r) => r.id.startsWith("tool.cancel.bash"))?.status).toBe("pass");
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });

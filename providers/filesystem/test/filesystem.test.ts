@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { runConformance, snapshot, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, snapshot, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import {
   ConcurrencyScheduler,
   type SchedulableCall,
@@ -437,35 +437,44 @@ describe("concurrency", () => {
 });
 
 describe("conformance", () => {
-  it("passes agent conform's tool-provider checks", async () => {
-    const work = mkdtempSync(join(tmpdir(), "ph-fs-conform-"));
-    try {
-      const report = await runConformance({
-        executable: MAIN,
-        config: { roots: [work] },
-        workingDirectory: work,
-        samples: [
-          { tool: "write_file", arguments: { path: "c.txt", content: "one\ntwo\n" }, expect: "result" },
-          { tool: "read_file", arguments: { path: "c.txt" }, expect: "result" },
-          { tool: "edit_file", arguments: { path: "c.txt", old_str: "two", new_str: "2" }, expect: "result" },
-          {
-            tool: "multi_edit",
-            arguments: { path: "c.txt", edits: [{ old_str: "one", new_str: "1" }] },
-            expect: "result",
-          },
-          {
-            tool: "edit_file",
-            arguments: { path: "c.txt", old_str: "absent", new_str: "x" },
-            expect: "not_found",
-          },
-          { tool: "list_directory", arguments: {}, expect: "result" },
-          { tool: "read_file", arguments: { path: "/etc/hostname" }, expect: "permission_denied" },
-        ],
-      });
-      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-      expect(report.exitCode).toBe(0);
-    } finally {
-      rmSync(work, { recursive: true, force: true });
-    }
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks over the %s transport",
+    async (isolation) => {
+      const work = mkdtempSync(join(tmpdir(), "ph-fs-conform-"));
+      try {
+        const report = await runConformance({
+          isolation,
+          executable: MAIN,
+          config: { roots: [work] },
+          workingDirectory: work,
+          samples: [
+            { tool: "write_file", arguments: { path: "c.txt", content: "one\ntwo\n" }, expect: "result" },
+            { tool: "read_file", arguments: { path: "c.txt" }, expect: "result" },
+            {
+              tool: "edit_file",
+              arguments: { path: "c.txt", old_str: "two", new_str: "2" },
+              expect: "result",
+            },
+            {
+              tool: "multi_edit",
+              arguments: { path: "c.txt", edits: [{ old_str: "one", new_str: "1" }] },
+              expect: "result",
+            },
+            {
+              tool: "edit_file",
+              arguments: { path: "c.txt", old_str: "absent", new_str: "x" },
+              expect: "not_found",
+            },
+            { tool: "list_directory", arguments: {}, expect: "result" },
+            { tool: "read_file", arguments: { path: "/etc/hostname" }, expect: "permission_denied" },
+          ],
+        });
+        expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+        expect(report.exitCode).toBe(0);
+        expect(report.isolation).toBe(isolation);
+      } finally {
+        rmSync(work, { recursive: true, force: true });
+      }
+    },
+  );
 });

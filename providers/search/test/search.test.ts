@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isIgnored, parseGitignore } from "../src/gitignore.ts";
@@ -222,18 +222,23 @@ describe("grep", () => {
     expect(performance.now() - t1).toBeLessThan(2_000);
   });
 
-  it("passes agent conform's tool-provider checks", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      config: { roots: [repo] },
-      workingDirectory: repo,
-      samples: [
-        { tool: "glob", arguments: { pattern: "**/*.ts" }, expect: "result" },
-        { tool: "grep", arguments: { pattern: "TODO", context_lines: 1 }, expect: "result" },
-        { tool: "grep", arguments: { pattern: "x", path: "/etc" }, expect: "permission_denied" },
-      ],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        config: { roots: [repo] },
+        workingDirectory: repo,
+        samples: [
+          { tool: "glob", arguments: { pattern: "**/*.ts" }, expect: "result" },
+          { tool: "grep", arguments: { pattern: "TODO", context_lines: 1 }, expect: "result" },
+          { tool: "grep", arguments: { pattern: "x", path: "/etc" }, expect: "permission_denied" },
+        ],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });

@@ -2,7 +2,7 @@
 // classification and rendering.
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { ToolResultEventSchema } from "@pluggableharness/protocol/event";
 import { RiskClass, ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -104,17 +104,22 @@ describe("task provider", () => {
     expect(JSON.stringify(node)).toContain("[~] b");
   });
 
-  it("passes agent conform's tool-provider checks", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      samples: [
-        { tool: "task_create", arguments: { tasks: [{ title: "one" }] }, expect: "result" },
-        { tool: "task_update", arguments: { id: "t1", status: "in_progress" }, expect: "result" },
-        { tool: "task_update", arguments: { id: "t42", status: "completed" }, expect: "not_found" },
-        { tool: "task_list", arguments: {}, expect: "result" },
-      ],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        samples: [
+          { tool: "task_create", arguments: { tasks: [{ title: "one" }] }, expect: "result" },
+          { tool: "task_update", arguments: { id: "t1", status: "in_progress" }, expect: "result" },
+          { tool: "task_update", arguments: { id: "t42", status: "completed" }, expect: "not_found" },
+          { tool: "task_list", arguments: {}, expect: "result" },
+        ],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });

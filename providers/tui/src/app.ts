@@ -11,16 +11,18 @@ import {
   StreamDeltaKind,
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
-import { type PlacedContent, Region } from "@pluggableharness/protocol/render";
+import { type PlacedContent, Region, TextStyle } from "@pluggableharness/protocol/render";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { FrontendConnection } from "./connection.ts";
-import { brief, formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
+import { formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
-import { type Key, KeyDecoder } from "./keys.ts";
-import { paintTree } from "./render-tree.ts";
+import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
+import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { permissionAction } from "./permission.ts";
+import { paintNode, paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
-import { type Painter, painterFor, sanitize, sanitizeLines, wrapLine } from "./style.ts";
+import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 
 export interface TuiInput {
   on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
@@ -62,6 +64,8 @@ export interface TuiOptions {
   /** Force plain (non-TTY) rendering, e.g. for `TERM=dumb`. */
   plain?: boolean;
   now?: () => number;
+  /** Earlier entries for ↑ and Ctrl-R, and where a new entry is kept. */
+  history?: { entries: string[]; append?: (entry: string) => void };
 }
 
 export interface TuiResult {
@@ -77,6 +81,8 @@ interface OpenStream {
   text: string;
   /** Plain mode: how much of `text` has been written out already. */
   written: number;
+  /** TTY, assistant text: the markdown view, finished blocks committed as they settle. */
+  md?: MarkdownStream;
 }
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
@@ -98,7 +104,8 @@ export class Tui {
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
   private readonly keys = new KeyDecoder();
-  private readonly editor = new LineEditor();
+  private readonly editor: LineEditor;
+  private escapeTimer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
 
   private sessionId: string | undefined;
@@ -115,6 +122,8 @@ export class Tui {
   private readonly questions: ServerEvent_InteractiveRequest[] = [];
   private readonly overlay: string[] = [];
   private editing: PlanItem | undefined;
+  /** The operator is typing why the first permission is denied. */
+  private denying: PlanItem | undefined;
   private model: string;
   private inputTokens = 0;
   private outputTokens = 0;
@@ -128,6 +137,10 @@ export class Tui {
   private finished = false;
   private resolveRun!: (r: TuiResult) => void;
   private slashCommands: string[] = [];
+  /** A slash command was sent and nothing has answered it yet. */
+  private awaitingCommand = false;
+  /** The kernel sent the session's command registry (else the kernel is asked and answers). */
+  private registryKnown = false;
   // Plain mode: queued input lines, and whether a partial line is open on stdout.
   private readonly lines: string[] = [];
   private inputEnded = false;
@@ -148,6 +161,7 @@ export class Tui {
     this.p = painterFor(tty, env);
     this.screen = tty ? new Screen(options.output) : undefined;
     this.model = options.model ?? "";
+    this.editor = new LineEditor(options.history?.entries ?? [], options.history?.append);
   }
 
   run(): Promise<TuiResult> {
@@ -211,6 +225,7 @@ export class Tui {
 
   private onEvent(ev: ServerEvent): void {
     const e = ev.event;
+    if (e.case !== "error" && e.case !== "slashCommandRegistry") this.awaitingCommand = false;
     switch (e.case) {
       case "sessionCreated":
         this.sessionId = ev.sessionId || e.value.info?.sessionId;
@@ -321,6 +336,12 @@ export class Tui {
         const err = e.value.error;
         const name = err ? (FrontendErrorCategory[err.category]?.toLowerCase() ?? "unknown") : "unknown";
         this.commit([this.p.paint(`✗ ${name}: ${sanitize(err?.message ?? "")}`, "error")]);
+        if (this.awaitingCommand) {
+          // The command was refused: nothing is running, so nothing to wait for.
+          this.awaitingCommand = false;
+          this.setBusy("", false);
+          return;
+        }
         if (ev.requestId === "create" || ev.requestId === "resume" || ev.requestId === "attach") {
           this.setBusy("", false);
           if (!this.sessionId) this.finish();
@@ -333,6 +354,7 @@ export class Tui {
   }
 
   private setSlash(names: string[]): void {
+    this.registryKnown = true;
     this.slashCommands = names.filter((n) => n !== "");
   }
 
@@ -375,11 +397,39 @@ export class Tui {
         this.closeStreams(true);
         this.commit(lines.map((l) => `${this.p.paint("┃", "warning")} ${l}`));
         return;
-      default:
+      default: {
         // A finished unit: it supersedes whatever was streamed for it.
-        this.closeStreams(true);
-        this.commit(["", ...lines]);
+        const streamed = this.closeStreams(true);
+        const message = this.assistantMessage(content);
+        // The streamed answer is already on screen, as markdown.
+        if (streamed && message) return;
+        this.commit(["", ...(message ?? lines)]);
+      }
     }
+  }
+
+  /**
+   * An assistant message's render (the kernel's renderer: a group headed by bold
+   * "Assistant") painted with its prose as markdown, as it looked while it streamed;
+   * undefined for anything else, whose text is shown verbatim.
+   */
+  private assistantMessage(content: PlacedContent): string[] | undefined {
+    if (this.plain) return undefined;
+    const root = content.content?.root?.node;
+    if (root?.case !== "group") return undefined;
+    const [head, ...rest] = root.value.children;
+    const h = head?.node;
+    if (h?.case !== "text" || h.value.style !== TextStyle.BOLD || !h.value.content.startsWith("Assistant"))
+      return undefined;
+    const width = this.screen!.width;
+    const out = [this.p.paint(sanitize(h.value.content), "bold")];
+    for (const child of rest) {
+      const n = child.node;
+      if (n.case === "text" && n.value.style === TextStyle.UNSPECIFIED)
+        out.push(...renderMarkdown(n.value.content, width, this.p));
+      else out.push(...paintNode(child, { painter: this.p }));
+    }
+    return out;
   }
 
   // ---- streams -------------------------------------------------------------
@@ -394,6 +444,15 @@ export class Tui {
         this.writePlain(`${this.p.paint(`  ${this.toolLabels.get(id) ?? "tool"} output:`, "dim")}\n`);
     }
     s.text += text.replace(/\r\n/g, "\n");
+    if (kind === "text" && !this.plain) {
+      if (!s.md) {
+        s.md = new MarkdownStream();
+        this.commit(["", this.p.paint("Assistant", "bold")]);
+      }
+      s.md.append(text);
+      const settled = s.md.takeSettled(this.screen!.width, this.p);
+      if (settled.length > 0) this.commit(settled);
+    }
     this.setBusy(
       kind === "thinking"
         ? "Thinking"
@@ -409,7 +468,8 @@ export class Tui {
    * Ends open streams. `superseded`: a finished render replaces their text, so text
    * and tool output are dropped; otherwise their text is committed as it stands.
    */
-  private closeStreams(superseded: boolean, kinds?: StreamKind[]): void {
+  private closeStreams(superseded: boolean, kinds?: StreamKind[]): boolean {
+    let shownText = false;
     for (const s of [...this.streams.values()]) {
       if (kinds && !kinds.includes(s.kind)) continue;
       this.streams.delete(s.id);
@@ -429,6 +489,14 @@ export class Tui {
         this.endPlainLine();
         continue;
       }
+      if (s.md) {
+        // Markdown was committed block by block; its last block goes now, superseded or
+        // not (the message's render would repeat what is already on screen).
+        const rest = s.md.finish(this.screen!.width, this.p);
+        if (rest.length > 0) this.commit(rest);
+        shownText = true;
+        continue;
+      }
       if (superseded) continue;
       if (s.kind === "tool") {
         const tail = s.text.trimEnd().split("\n").slice(-20);
@@ -442,6 +510,7 @@ export class Tui {
         );
       }
     }
+    return shownText;
   }
 
   // ---- prompts -------------------------------------------------------------
@@ -451,10 +520,7 @@ export class Tui {
     this.questions.length = 0;
     this.overlay.length = 0;
     this.editing = undefined;
-  }
-
-  private inputBrief(item: PlanItem): string {
-    return item.input ? brief(item.input, 100) : "";
+    this.denying = undefined;
   }
 
   private decide(
@@ -462,10 +528,12 @@ export class Tui {
     decision: ClientDecision,
     scope: PlanDecisionScope,
     corrected?: JsonObject,
+    reason?: string,
   ): void {
     this.permissions.shift();
     this.overlay.length = 0;
     this.editing = undefined;
+    this.denying = undefined;
     this.conn.send({
       sessionId: this.sessionId ?? "",
       event: {
@@ -475,6 +543,7 @@ export class Tui {
           decision,
           scope,
           ...(corrected ? { correctedInput: corrected } : {}),
+          ...(reason ? { reason } : {}),
         },
       },
     });
@@ -483,7 +552,9 @@ export class Tui {
         ? corrected
           ? "allowed with edited arguments"
           : "allowed"
-        : "denied";
+        : reason
+          ? `denied: ${sanitize(reason)}`
+          : "denied";
     const scopeText =
       scope === PlanDecisionScope.ONCE
         ? ""
@@ -525,7 +596,18 @@ export class Tui {
       this.lines.push(...parts);
       this.takeLine();
     } else {
+      if (this.escapeTimer) clearTimeout(this.escapeTimer);
+      this.escapeTimer = undefined;
       for (const key of this.keys.decode(text)) this.onKey(key);
+      // An ESC at the end of a read may begin a sequence the next read completes.
+      if (this.keys.pending) {
+        this.escapeTimer = setTimeout(() => {
+          this.escapeTimer = undefined;
+          for (const key of this.keys.flush()) this.onKey(key);
+          this.render();
+        }, ESCAPE_TIMEOUT_MS);
+        this.escapeTimer.unref?.();
+      }
     }
     this.render();
   };
@@ -558,6 +640,7 @@ export class Tui {
   }
 
   private detachInput(): void {
+    if (this.escapeTimer) clearTimeout(this.escapeTimer);
     this.input.removeListener("data", this.onData);
     this.input.removeListener("end", this.onEnd);
     if (!this.plain) {
@@ -581,9 +664,15 @@ export class Tui {
       this.flash("Press Ctrl-C again to exit");
       return;
     }
+    if (this.editor.search) {
+      // Ctrl-R search takes every key until it is accepted (Enter, a motion) or left (Esc).
+      this.editor.apply(key);
+      return;
+    }
     if (key.name === "escape") {
-      if (this.editing) {
+      if (this.editing || this.denying) {
         this.editing = undefined;
+        this.denying = undefined;
         this.editor.clear();
         return;
       }
@@ -606,7 +695,7 @@ export class Tui {
       return;
     }
     const item = this.permissions[0];
-    if (item && !this.editing) {
+    if (item && !this.editing && !this.denying) {
       if (key.name === "text") this.permissionKey(item, key.text);
       return;
     }
@@ -615,6 +704,7 @@ export class Tui {
       return;
     }
     if (key.name === "enter") {
+      if (this.editor.continueLine()) return;
       this.submit(this.editor.text);
       return;
     }
@@ -633,7 +723,10 @@ export class Tui {
     else if (k === "A") this.decide(item, ClientDecision.ALLOW, PlanDecisionScope.ALWAYS);
     else if (k === "n" || k === "d") this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE);
     else if (k === "N" || k === "D") this.decide(item, ClientDecision.DENY, PlanDecisionScope.SESSION);
-    else if (k === "e") {
+    else if (k === "r") {
+      this.denying = item;
+      this.editor.clear();
+    } else if (k === "e") {
       this.editing = item;
       this.editor.set(JSON.stringify(item.input ?? {}));
     }
@@ -641,6 +734,10 @@ export class Tui {
 
   /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
   private submit(line: string): void {
+    if (this.denying) {
+      this.decide(this.denying, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, line.trim());
+      return;
+    }
     if (this.editing) {
       let parsed: unknown;
       try {
@@ -679,6 +776,22 @@ export class Tui {
     }
     if (text.startsWith("/") && !text.startsWith("//")) {
       const [name = "", ...rest] = text.slice(1).split(" ");
+      if (name === "cost") {
+        this.commit(this.costLines());
+        return;
+      }
+      if (this.registryKnown && !this.slashCommands.includes(name)) {
+        // Answered here: the kernel has no such command, and no turn starts.
+        const near = suggest(name, [...LOCAL_COMMANDS, ...this.slashCommands]);
+        this.commit([
+          this.p.paint(
+            `Unknown command /${sanitize(name)}.${near.length > 0 ? ` Did you mean ${near.map((n) => `/${n}`).join(", ")}?` : ""} /help lists the commands.`,
+            "warning",
+          ),
+        ]);
+        return;
+      }
+      this.awaitingCommand = true;
       this.conn.send({
         sessionId: this.sessionId,
         event: { case: "slashCommand", value: { name, args: rest.join(" ") } },
@@ -699,11 +812,22 @@ export class Tui {
     this.setBusy("Thinking", true);
   }
 
+  private costLines(): string[] {
+    const p = this.p;
+    return [
+      p.paint(
+        `Session cost ${formatUsd(this.costUsd)}${this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} of the budget left)` : ""} · ${formatTokens(this.inputTokens)} tokens in · ${formatTokens(this.outputTokens)} out · ${this.model || "model pending"}`,
+        "dim",
+      ),
+    ];
+  }
+
   private helpLines(): string[] {
     const lines = [
       "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
-      "/exit leaves",
+      "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
+      "/cost spend so far · /exit leaves",
     ];
     if (this.slashCommands.length > 0)
       lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
@@ -743,6 +867,8 @@ export class Tui {
           this.writePlain("Not valid JSON; answer again\n");
           this.prompted = "";
         }
+      } else if (/^[nr]\s+\S/.test(answer)) {
+        this.decide(item, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, answer.slice(1).trim());
       } else {
         const before = this.permissions.length;
         this.permissionKey(item, answer || "n");
@@ -841,7 +967,7 @@ export class Tui {
         for (const l of s.text.replace(/\n$/, "").split("\n").slice(-TOOL_TAIL))
           lines.push(p.paint(`  │ ${sanitize(l)}`, "dim"));
       } else {
-        const all = s.text.split("\n").map((l) => sanitize(l));
+        const all = s.md ? s.md.live(width, p) : s.text.split("\n").map((l) => sanitize(l));
         const room = Math.max(3, rows - 10);
         lines.push(...all.slice(-room));
       }
@@ -857,37 +983,47 @@ export class Tui {
     const item = this.permissions[0];
     const q = this.questions[0];
     if (item) {
+      // One line of what will happen, then the diff or preview, then what each answer allows.
+      const count = this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : "";
       barred(
-        `${p.paint("Permission needed", "bold", "warning")}${this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : ""}`,
+        `${p.paint("Allow", "bold", "warning")} ${p.paint(`${item.provider}.${item.toolName}`, "bold")} to ${p.paint(sanitize(permissionAction(item)), "code")} · risk ${p.paint(riskName(item.risk), riskTone(item))}${count}`,
       );
-      barred(
-        `${p.paint(`${item.provider}.${item.toolName}`, "bold")} · risk ${p.paint(riskName(item.risk), riskTone(item))}`,
-      );
-      if (item.description) barred(`${p.paint(sanitize(item.description), "dim")}`, 3);
-      if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`);
-      barred(`${p.paint(this.inputBrief(item), "code")}`);
-      // What s/A would remember, said before the answer (the narrowest rule for this call).
-      if (item.rememberScope) barred(`${p.paint("s / A remember:", "bold")} ${sanitize(item.rememberScope)}`);
-      else if (item.rememberUnavailable)
-        barred(`${p.paint("Only y or n:", "bold")} ${p.paint(sanitize(item.rememberUnavailable), "dim")}`);
       const preview = item.preview ? paintTree(item.preview, { painter: p }) : [];
-      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 14))) barred(`${l}`);
+      for (const l of [...preview, ...this.overlay].slice(0, Math.max(4, rows - 12))) barred(`${l}`);
+      if (item.reason) barred(`${p.paint(sanitize(item.reason), "dim")}`, 2);
       if (this.editing) {
         barred(`${p.paint("Edit the arguments (JSON), Enter to allow once, Esc to go back:", "bold")}`);
-        cursor = [lines.length, 4 + this.editor.cursor];
-        lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+        cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
+      } else if (this.denying) {
+        barred(`${p.paint("Why not? The model reads this. Enter denies, Esc goes back:", "bold")}`);
+        cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
       } else {
-        barred(
-          `${p.paint("y", "bold")} allow once · ${p.paint("s", "bold")} allow for this session · ${p.paint("A", "bold")} always · ${p.paint("n", "bold")} deny · ${p.paint("N", "bold")} deny for the session · ${p.paint("e", "bold")} edit`,
-        );
+        const k = (key: string) => p.paint(key, "bold", "accent");
+        const scope = item.rememberScope ? sanitize(item.rememberScope) : "";
+        const answers = scope
+          ? [
+              `${k("y")} this call`,
+              `${k("s")} ${scope} for this session`,
+              `${k("A")} always ${scope}`,
+              `${k("n")} deny`,
+              `${k("N")} deny for the session`,
+              `${k("r")} deny and say why`,
+              `${k("e")} edit`,
+            ]
+          : [`${k("y")} this call`, `${k("n")} deny`, `${k("r")} deny and say why`, `${k("e")} edit`];
+        barred(answers.join(p.paint(" · ", "dim")));
+        if (!scope && item.rememberUnavailable)
+          barred(
+            p.paint(`(only this call can be answered: ${sanitize(item.rememberUnavailable)})`, "dim"),
+            2,
+          );
       }
     } else if (q) {
       barred(
         `${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
       );
       for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
-      cursor = [lines.length, 4 + this.editor.cursor];
-      lines.push(`${bar} ${p.paint("›", "accent")} ${this.editor.text}`);
+      cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
     if (this.busy && !item && !q) {
       const secs = Math.floor((this.now() - this.busySince) / 1000);
@@ -896,13 +1032,40 @@ export class Tui {
     }
     lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
     if (!item && !q) {
-      cursor = [lines.length, 2 + this.editor.cursor];
-      lines.push(`${p.paint("›", "accent")} ${this.editor.text}`);
+      cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
     }
     lines.push(this.statusBar());
     const now = this.now();
     if (this.hint && now < this.hintUntil) lines.push(p.paint(this.hint, "dim"));
     this.screen!.update(cursor ? { lines, cursor } : { lines });
+  }
+
+  /**
+   * The editor's text as rows under a prompt marker (continuation rows indented), cut to
+   * fit so the screen never re-wraps them; answers where the cursor goes.
+   */
+  private editorRows(
+    lines: string[],
+    first: string,
+    rest: string,
+    prefixWidth: number,
+    width: number,
+  ): [number, number] {
+    const p = this.p;
+    const search = this.editor.search;
+    if (search) {
+      const match = search.match >= 0 ? (this.editor.entries[search.match] ?? "") : "";
+      const head = p.paint(`(history search${search.match < 0 && search.query ? ", no match" : ""}) `, "dim");
+      const label = `${head}${search.query}`;
+      const at: [number, number] = [lines.length, visibleWidth(label)];
+      lines.push(label);
+      for (const row of match.split("\n").slice(0, 4)) lines.push(`${rest}${p.paint(sanitize(row), "dim")}`);
+      return at;
+    }
+    const layout = this.editor.layout(Math.max(1, width - prefixWidth));
+    const start = lines.length;
+    for (const [i, row] of layout.rows.entries()) lines.push(`${i === 0 ? first : rest}${sanitize(row)}`);
+    return [start + layout.cursorRow, prefixWidth + layout.cursorCol];
   }
 
   private statusBar(): string {
@@ -929,17 +1092,19 @@ export class Tui {
       const preview = item.preview ? paintTree(item.preview, { painter: this.p }) : [];
       text =
         [
-          `Permission needed: ${item.provider}.${item.toolName} · risk ${riskName(item.risk)}`,
-          ...(item.description ? [item.description] : []),
-          this.inputBrief(item),
-          ...(item.rememberScope ? [`s / A remember: ${item.rememberScope}`] : []),
-          ...(item.rememberUnavailable ? [`Only y or n: ${item.rememberUnavailable}`] : []),
+          `Allow ${item.provider}.${item.toolName} to ${sanitize(permissionAction(item))} · risk ${riskName(item.risk)}`,
           ...preview,
           ...this.overlay,
+          ...(item.reason ? [sanitize(item.reason)] : []),
+          ...(item.rememberScope
+            ? [`[s] and [A] cover: ${sanitize(item.rememberScope)}`]
+            : item.rememberUnavailable
+              ? [`Only this call can be answered: ${sanitize(item.rememberUnavailable)}`]
+              : []),
         ]
           .map((l) => `┃ ${l}`)
           .join("\n") +
-        "\nAllow? [y] once, [s] session, [A] always, [n] deny, [N] deny for the session, or corrected JSON arguments: ";
+        `\nAnswer: [y] this call${item.rememberScope ? ", [s] for this session, [A] always" : ""}, [n] deny${item.rememberScope ? ", [N] deny for the session" : ""}, "n <why>" to deny with a reason, or corrected JSON arguments: `;
     } else if (q) {
       key = `q:${q.callId}`;
       text = `${[`Question from ${q.toolName}:`, ...paintTree(q.prompt, { painter: this.p })].map((l) => `┃ ${l}`).join("\n")}\n> `;
@@ -976,6 +1141,35 @@ export class Tui {
     this.conn.close();
     this.resolveRun({ sessionId: this.sessionId, status: this.status });
   }
+}
+
+/** Commands the terminal UI answers itself. */
+const LOCAL_COMMANDS = ["help", "exit", "quit", "cost"];
+
+/** Up to three commands close to `name`: by prefix, then by edit distance. */
+export function suggest(name: string, known: readonly string[]): string[] {
+  const unique = [...new Set(known)];
+  const prefixed = unique.filter((k) => k.startsWith(name) || name.startsWith(k));
+  const scored = unique
+    .map((k) => ({ k, d: editDistance(name, k) }))
+    .filter(({ k, d }) => d <= Math.max(2, Math.floor(Math.max(k.length, name.length) / 3)))
+    .sort((a, b) => a.d - b.d)
+    .map(({ k }) => k);
+  return [...new Set([...prefixed, ...scored])].slice(0, 3);
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
 }
 
 function riskTone(item: PlanItem): "warning" | "error" | "dim" {

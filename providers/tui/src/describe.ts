@@ -8,7 +8,7 @@ import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
 export function riskName(risk: RiskClass): string {
   switch (risk) {
     case RiskClass.READ_ONLY:
-      return "read-only";
+      return "read_only";
     case RiskClass.LOW:
       return "low";
     case RiskClass.MODERATE:

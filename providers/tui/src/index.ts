@@ -23,6 +23,7 @@ export {
   statusName,
 } from "./describe.ts";
 export { type Key, KeyDecoder } from "./keys.ts";
+export { filterItems, type PickerItem, type PickerOptions, pick } from "./picker.ts";
 export { type PaintOptions, paintNode, paintTree, treeText } from "./render-tree.ts";
 export { type Frame, Screen, type TerminalOutput } from "./screen.ts";
 export {

@@ -4,6 +4,7 @@
 // is the transcript text the CLI prints for headless runs and replays.
 import type { JsonValue } from "@bufbuild/protobuf";
 import { DiffLineOp, type RenderNode, type RenderTree, TextStyle } from "@pluggableharness/protocol/render";
+import { highlight } from "./markdown.ts";
 import { type Painter, plainPainter, sanitize, type Tone } from "./style.ts";
 
 export interface PaintOptions {
@@ -45,7 +46,7 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
     }
     case "codeBlock": {
       const lang = n.value.language ?? "";
-      const body = textLines(n.value.content.replace(/\n$/, "")).map((l) => p.paint(l, "code"));
+      const body = highlight(n.value.content.replace(/\r\n?/g, "\n").replace(/\n$/, ""), lang, p);
       return [p.paint(`\`\`\`${lang}`, "dim"), ...body, p.paint("```", "dim")];
     }
     case "diff": {

@@ -61,9 +61,19 @@ export class Screen {
     this.schedule();
   }
 
-  /** Forgets what is on screen (after a resize the terminal has reflowed it). */
+  /**
+   * Forgets what is on screen and erases the live region. After a resize the terminal
+   * has reflowed it: a row wider than the new width now takes several rows (terminals
+   * that reflow — tmux, kitty, iTerm2, VTE, Windows Terminal — wrap it; explicit line
+   * ends never join), so the way up to its top is counted in the new width.
+   */
   invalidate(): void {
-    this.write(`${this.up(this.cursorRow)}\r\x1b[J`);
+    const cols = Math.max(1, this.out.columns ?? 80);
+    let up = 0;
+    for (let i = 0; i < this.cursorRow && i < this.rows.length; i++)
+      up += Math.max(1, Math.ceil(visibleWidth(this.rows[i]!) / cols));
+    up += Math.floor(this.cursorCol / cols);
+    this.write(`${this.up(up)}\r\x1b[J`);
     this.rows = [];
     this.cursorRow = 0;
     this.physical = 1;
@@ -152,9 +162,11 @@ export class Screen {
       );
       moveTo(target);
       const c = col % width;
+      this.cursorCol = c;
       buf += `${c > 0 ? `\x1b[${c}C` : ""}${SHOW}`;
     } else {
       if (next.length > 0) moveTo(next.length - 1);
+      this.cursorCol = 0;
       buf += HIDE;
     }
     this.rows = next;
@@ -164,6 +176,8 @@ export class Screen {
   }
 
   private lastCursor = "";
+  /** Column of the cursor after the last frame. */
+  private cursorCol = 0;
   /** Physical rows known to exist from the top of the live region down. */
   private physical = 1;
 

@@ -1,3 +1,6 @@
+import stringWidth from "string-width";
+import wrapAnsi from "wrap-ansi";
+
 // Terminal styling. A Painter either wraps text in SGR sequences (a colour TTY) or
 // returns it unchanged (plain output, NO_COLOR, pipes), so every view is written
 // once and degrades to plain text by construction.
@@ -13,7 +16,15 @@ export type Tone =
   | "accent"
   | "added"
   | "removed"
-  | "inverse";
+  | "inverse"
+  | "underline"
+  | "strike"
+  | "keyword"
+  | "string"
+  | "number"
+  | "comment"
+  | "title"
+  | "type";
 
 const SGR: Record<Tone, [string, string]> = {
   bold: ["1", "22"],
@@ -27,6 +38,14 @@ const SGR: Record<Tone, [string, string]> = {
   added: ["32", "39"],
   removed: ["31", "39"],
   inverse: ["7", "27"],
+  underline: ["4", "24"],
+  strike: ["9", "29"],
+  keyword: ["35", "39"],
+  string: ["32", "39"],
+  number: ["33", "39"],
+  comment: ["90", "39"],
+  title: ["34", "39"],
+  type: ["36", "39"],
 };
 
 export interface Painter {
@@ -63,70 +82,60 @@ export function stripAnsi(text: string): string {
   return text.replace(ANSI, "");
 }
 
-/** Columns a code point occupies: 0 for combining marks and controls, 2 for wide ones. */
-export function charWidth(cp: number): number {
-  if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return 0;
-  if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x200b && cp <= 0x200f) || (cp >= 0xfe00 && cp <= 0xfe0f))
-    return 0;
-  if (
-    (cp >= 0x1100 && cp <= 0x115f) ||
-    (cp >= 0x2e80 && cp <= 0xa4cf) ||
-    (cp >= 0xac00 && cp <= 0xd7a3) ||
-    (cp >= 0xf900 && cp <= 0xfaff) ||
-    (cp >= 0xfe30 && cp <= 0xfe4f) ||
-    (cp >= 0xff00 && cp <= 0xff60) ||
-    (cp >= 0xffe0 && cp <= 0xffe6) ||
-    (cp >= 0x1f300 && cp <= 0x1faff) ||
-    (cp >= 0x20000 && cp <= 0x3fffd)
-  )
-    return 2;
-  return 1;
+/** Columns one character (a grapheme cluster or code point) occupies on a terminal. */
+export function charWidth(cp: number | string): number {
+  return stringWidth(typeof cp === "number" ? String.fromCodePoint(cp) : cp);
 }
 
-/** Visible width of a string that may contain SGR sequences. */
+/** Visible width of a string that may contain SGR sequences (wide CJK and emoji count 2). */
 export function visibleWidth(text: string): number {
-  let w = 0;
-  for (const ch of stripAnsi(text)) w += charWidth(ch.codePointAt(0)!);
-  return w;
+  return stringWidth(text);
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: escape sequences are the subject
+const LEADING = /^((?:\x1b\[[0-9;]*m)*)([ ]+)/;
 
 /**
- * Splits one logical line (no newlines) into rows of at most `width` columns,
- * keeping escape sequences intact and re-opening none (styles are closed by the
- * painter on each piece of text, so a cut leaves at worst one row unstyled).
+ * Splits one logical line (no newlines) into rows of at most `width` columns at word
+ * boundaries (a word longer than a row is cut). Styles are closed at the end of a row
+ * and re-opened on the next, and an indented line keeps its indentation on every row
+ * (a hanging indent), so wrapped list items and code stay aligned.
  */
 export function wrapLine(line: string, width: number): string[] {
   if (width < 1) width = 1;
-  if (visibleWidth(line) <= width) return [line];
+  if (stringWidth(line) <= width) return [line];
+  let indent = "";
+  let body = line;
+  const m = LEADING.exec(line);
+  if (m && m[2]!.length <= width / 2) {
+    indent = m[2]!;
+    body = m[1]! + line.slice(m[0].length);
+  }
+  const rows = wrapAnsi(body, width - indent.length, { hard: true, trim: true }).split("\n");
+  return rows.map((r) => indent + r);
+}
+
+/** Hard-wraps at exactly `width` columns, keeping every character (the input editor's rows). */
+export function cutLine(line: string, width: number): string[] {
+  if (width < 1) width = 1;
   const rows: string[] = [];
   let row = "";
   let w = 0;
-  let i = 0;
-  while (i < line.length) {
-    if (line[i] === "\x1b") {
-      ANSI.lastIndex = i;
-      const m = ANSI.exec(line);
-      if (m && m.index === i) {
-        row += m[0];
-        i += m[0].length;
-        continue;
-      }
-    }
-    const cp = line.codePointAt(i)!;
-    const ch = String.fromCodePoint(cp);
-    const cw = charWidth(cp);
-    if (w + cw > width) {
+  for (const { segment } of graphemes.segment(line)) {
+    const cw = stringWidth(segment);
+    if (w + cw > width && row !== "") {
       rows.push(row);
       row = "";
       w = 0;
     }
-    row += ch;
+    row += segment;
     w += cw;
-    i += ch.length;
   }
   rows.push(row);
   return rows;
 }
+
+export const graphemes = new Intl.Segmenter(undefined, { granularity: "grapheme" });
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal control sequences are the subject
 const CSI_SEQUENCE = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;

@@ -31,6 +31,7 @@ const editItem = {
   kind: ToolKind.RESOURCE,
   risk: RiskClass.MODERATE,
   description: "Replace text in a file",
+  rememberScope: 'filesystem.edit_file on "a.txt"',
   preview: {
     root: {
       node: {
@@ -146,11 +147,13 @@ describe("terminal UI on a TTY", () => {
     );
     await settle();
     const screen = output.text();
-    expect(screen).toContain("Permission needed");
-    expect(screen).toContain("filesystem.edit_file · risk moderate");
+    // One line of what happens and its risk; no tool description, no raw JSON.
+    expect(screen).toContain("Allow filesystem.edit_file to edit a.txt · risk moderate");
+    expect(screen).not.toContain("Replace text in a file");
+    expect(screen).not.toContain('"old_str"');
     expect(screen).toContain("-value = 1");
     expect(screen).toContain("+value = 2");
-    expect(screen).toContain("s allow for this session");
+    expect(screen).toContain('y this call · s filesystem.edit_file on "a.txt" for this session · A always');
     input.type("s");
     const decision = await conn.next("planDecision");
     expect(decision).toMatchObject({
@@ -160,7 +163,7 @@ describe("terminal UI on a TTY", () => {
       },
     });
     await settle();
-    expect(output.text()).not.toContain("Permission needed");
+    expect(output.visible().join("\n")).not.toContain("Allow filesystem.edit_file");
     expect(output.text()).toContain("filesystem.edit_file allowed for this session");
     input.type("\x03\x03");
     await run;
@@ -436,7 +439,7 @@ describe("terminal UI without a TTY", () => {
     const result = await run;
     expect(result.status).toBe(SessionStatus.COMPLETED);
     expect(output.text).toContain("Editing now.");
-    expect(output.text).toContain("Permission needed: filesystem.edit_file · risk moderate");
+    expect(output.text).toContain("Allow filesystem.edit_file to edit a.txt · risk moderate");
     expect(output.text).toContain("+value = 2");
     // No escape sequences at all when not on a terminal.
     expect(output.text).not.toContain("\x1b");

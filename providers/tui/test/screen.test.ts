@@ -117,4 +117,17 @@ describe("Screen (differential renderer)", () => {
     expect(vt.text()).toBe("bye\n>");
     expect(vt.row).toBe(2);
   });
+
+  it("after a narrowing resize, climbs the rows the terminal reflowed the live region into", () => {
+    const writes: string[] = [];
+    const out = { columns: 40, rows: 12, write: (d: string) => writes.push(d) };
+    const screen = new Screen(out);
+    screen.update({ lines: ["x".repeat(35), "short", "> typed"], cursor: [2, 7] });
+    screen.flush();
+    out.columns = 10;
+    writes.length = 0;
+    screen.invalidate();
+    // 35 columns are 4 rows at width 10, "short" one: 5 rows above the prompt row.
+    expect(writes.join("")).toBe("\x1b[5A\r\x1b[J");
+  });
 });

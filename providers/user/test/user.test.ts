@@ -3,7 +3,7 @@
 // the answer.
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { ToolCallEventSchema, ToolResultEventSchema } from "@pluggableharness/protocol/event";
 import { RiskClass, ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,12 +88,17 @@ describe("ask_user", () => {
     expect(unknownVersion.tree).toBeUndefined();
   });
 
-  it("passes agent conform's tool-provider checks", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      samples: [{ tool: "ask_user", arguments: { question: "Proceed?" }, expect: "execution_failed" }],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        samples: [{ tool: "ask_user", arguments: { question: "Proceed?" }, expect: "execution_failed" }],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { runConformance, ToolHarness } from "@pluggableharness/conformance";
+import { runConformance, ToolHarness, TRANSPORTS } from "@pluggableharness/conformance";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import type { PluginLogRecord } from "@pluggableharness/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -343,23 +343,28 @@ describe("web_search", () => {
 });
 
 describe("conformance", () => {
-  it("passes agent conform's tool-provider checks, with a secret configured", async () => {
-    const report = await runConformance({
-      executable: MAIN,
-      config: {
-        allow_private_network: true,
-        search_api_key: KEY,
-        search_base_url: searchUrl,
-        fetch_timeout_ms: 500,
-      },
-      samples: [
-        { tool: "web_fetch", arguments: { url: `${siteUrl}/page.html` }, expect: "result" },
-        { tool: "web_fetch", arguments: { url: `${siteUrl}/gone` }, expect: "not_found" },
-        { tool: "web_search", arguments: { query: "node" }, expect: "result" },
-        { tool: "web_search", arguments: { query: "rate limited" }, expect: "execution_failed" },
-      ],
-    });
-    expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
-    expect(report.exitCode).toBe(0);
-  });
+  it.each(TRANSPORTS)(
+    "passes agent conform's tool-provider checks, with a secret configured over the %s transport",
+    async (isolation) => {
+      const report = await runConformance({
+        isolation,
+        executable: MAIN,
+        config: {
+          allow_private_network: true,
+          search_api_key: KEY,
+          search_base_url: searchUrl,
+          fetch_timeout_ms: 500,
+        },
+        samples: [
+          { tool: "web_fetch", arguments: { url: `${siteUrl}/page.html` }, expect: "result" },
+          { tool: "web_fetch", arguments: { url: `${siteUrl}/gone` }, expect: "not_found" },
+          { tool: "web_search", arguments: { query: "node" }, expect: "result" },
+          { tool: "web_search", arguments: { query: "rate limited" }, expect: "execution_failed" },
+        ],
+      });
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.exitCode).toBe(0);
+      expect(report.isolation).toBe(isolation);
+    },
+  );
 });

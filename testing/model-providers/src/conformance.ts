@@ -1,7 +1,12 @@
 // agent conform's model-provider checks run against a provider and its vendor's fake.
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type CheckStatus, type ConformanceReport, runConformance } from "@pluggableharness/conformance";
+import {
+  type CheckStatus,
+  type ConformanceReport,
+  runConformance,
+  TRANSPORTS,
+} from "@pluggableharness/conformance";
 import {
   type FakeVendor,
   type FakeVendorOptions,
@@ -16,7 +21,12 @@ export interface ModelConformanceCase {
   readonly fake: FakeVendorOptions;
   readonly config: (fake: FakeVendor) => JsonObject;
   readonly model?: string;
+  /** The transport the provider runs on (default: a process). */
+  readonly isolation?: (typeof TRANSPORTS)[number];
 }
+
+/** The transports every first-party model provider is checked over. */
+export { TRANSPORTS };
 
 /** The checks every first-party model provider passes; each test adds its own. */
 export const EVERY_PROVIDER_PASSES = [
@@ -44,6 +54,7 @@ export async function modelConformance(c: ModelConformanceCase): Promise<Conform
       executable: fileURLToPath(c.main),
       config: c.config(fake),
       ...(c.model ? { model: c.model } : {}),
+      ...(c.isolation ? { isolation: c.isolation } : {}),
     });
   } finally {
     await fake.close();

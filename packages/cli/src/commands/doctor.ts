@@ -17,7 +17,7 @@ import {
 } from "@pluggableharness/config";
 import { probeSandbox } from "@pluggableharness/runtime/sandbox";
 import { EXIT } from "../exit-codes.ts";
-import { installationRoot } from "../inspect.ts";
+import { cliVersion, installationRoot } from "../inspect.ts";
 import { type Io, line } from "../io.ts";
 
 export interface DoctorOptions {
@@ -43,6 +43,7 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
     problems.push(`settings.sandbox = "required", but the sandbox cannot run here: ${probe.reason}`);
   }
   const report = {
+    agent: { version: cliVersion(), installation: installationRoot() },
     node: process.version,
     platform: `${process.platform}/${process.arch}`,
     sandbox: {
@@ -74,6 +75,7 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
   }
   const ok = (b: boolean) => (b ? "ok  " : "warn");
   line(io.out, `agent doctor — ${dir}`);
+  line(io.out, `  agent     ${report.agent.version} (${report.agent.installation})`);
   line(io.out, `  node      ${report.node} (${report.platform})`);
   line(
     io.out,

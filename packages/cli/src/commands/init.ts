@@ -1,19 +1,23 @@
 // `agent init`: writes a commented agent.hcl for the vendor credentials found in the
-// environment (or, without any, every vendor commented out to pick from), then says
-// what to do next. Keys are never written: provider blocks read them with env("NAME")
-// when a session starts.
+// environment (or, without any, every vendor commented out to pick from; an existing one
+// is kept), installs every required provider and writes the lock file, then says what to
+// do next. Keys are never written: provider blocks read them with env("NAME") when a
+// session starts.
 import { existsSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import {
   CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
   type FirstPartyName,
   firstPartySource,
+  formatDiagnostics,
+  loadProjectConfig,
 } from "@pluggableharness/config";
 import { writeValue } from "@pluggableharness/hcl";
 import { EXIT } from "../exit-codes.ts";
-import { CliError, type Io, line } from "../io.ts";
+import { type Io, line } from "../io.ts";
+import { lockProject } from "./lock.ts";
 
 type Vendor = NonNullable<ReturnType<typeof chooseVendor>>;
 
@@ -196,29 +200,46 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
   return out.join("\n");
 }
 
-export function runInit(io: Io, options: { dir?: string; force?: boolean }): number {
-  const dir = options.dir ?? io.cwd;
+export async function runInit(io: Io, options: { dir?: string; force?: boolean }): Promise<number> {
+  const dir = resolve(io.cwd, options.dir ?? ".");
   const path = join(dir, CONFIG_FILE);
-  if (existsSync(path) && !options.force) {
-    throw new CliError(`${path} already exists; pass --force to overwrite it`, EXIT.ERROR);
-  }
-  const found = vendorsFound(io.env);
-  writeFileSync(path, initConfigText(found), { mode: 0o644 });
-  line(io.out, `Wrote ${path}`);
-  const [first, ...rest] = found.map((f) => f.vendor);
-  if (first) {
-    line(
-      io.out,
-      `  model: ${first.provider}/${first.primary}${rest.length > 0 ? ` (fallbacks: ${rest.map((v) => `${v.provider}/${v.primary}`).join(", ")})` : ""}`,
-    );
+  const keep = existsSync(path) && !options.force;
+  if (keep) {
+    line(io.out, `${path} exists; kept it (--force writes a new one).`);
   } else {
-    line(io.out, "  model: none yet. No vendor key was found (ANTHROPIC_API_KEY, OPENAI_API_KEY,");
-    line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
-    line(io.out, "  uncomment one vendor in the file and set its key.");
+    const found = vendorsFound(io.env);
+    writeFileSync(path, initConfigText(found), { mode: 0o644 });
+    line(io.out, `Wrote ${path}`);
+    const [first, ...rest] = found.map((f) => f.vendor);
+    if (first) {
+      line(
+        io.out,
+        `  model: ${first.provider}/${first.primary}${rest.length > 0 ? ` (fallbacks: ${rest.map((v) => `${v.provider}/${v.primary}`).join(", ")})` : ""}`,
+      );
+    } else {
+      line(io.out, "  model: none yet. No vendor key was found (ANTHROPIC_API_KEY, OPENAI_API_KEY,");
+      line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
+      line(io.out, "  uncomment one vendor in the file and set its key.");
+    }
+    line(io.out, `  tools: ${DEFAULT_TOOL_PROVIDERS.join(", ")}; reads run freely, changes ask first`);
   }
-  line(io.out, `  tools: ${DEFAULT_TOOL_PROVIDERS.join(", ")}; reads run freely, changes ask first`);
+  // Like `terraform init`: every required provider resolved, installed and locked.
+  const loaded = loadProjectConfig(dir, { env: io.env });
+  if (!loaded.ok) {
+    line(io.err, formatDiagnostics(loaded.diagnostics));
+    line(
+      io.err,
+      "Fix agent.hcl, then run `agent providers lock` to install its providers and write the lock file.",
+    );
+    return EXIT.ERROR;
+  }
+  const locked = await lockProject(io, dir, loaded.config, "lock");
+  if (locked !== EXIT.OK) return locked;
   line(io.out);
   line(io.out, "Next: read it over, check it with `agent validate`, then start a session with `agent run`");
-  line(io.out, '(or headless: `agent run -p "describe this repository"`).');
+  line(
+    io.out,
+    '(or headless: `agent run -p "describe this repository"`). Commit agent.hcl and .agent/agent.lock.hcl.',
+  );
   return EXIT.OK;
 }

@@ -5,14 +5,13 @@
 import { resolve } from "node:path";
 import {
   decodeProviderConfig,
-  devOverridePaths,
   formatDiagnostics,
   loadGlobalConfig,
   loadProjectConfig,
-  resolveProviders,
 } from "@pluggableharness/config";
 import { EXIT } from "../exit-codes.ts";
-import { inspectProviders, installationRoot, type ProviderFacts } from "../inspect.ts";
+import { inspectProviders, type ProviderFacts } from "../inspect.ts";
+import { resolveProject } from "../install.ts";
 import { CliError, type Io, line } from "../io.ts";
 
 export async function runProviders(io: Io, opts: { dir?: string; json?: boolean }): Promise<number> {
@@ -21,10 +20,7 @@ export async function runProviders(io: Io, opts: { dir?: string; json?: boolean 
   if (!loaded.ok) throw new CliError(formatDiagnostics(loaded.diagnostics), EXIT.ERROR);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw new CliError(formatDiagnostics(global.diagnostics), EXIT.ERROR);
-  const { providers, diagnostics } = resolveProviders(loaded.config, {
-    installationRoot: installationRoot(),
-    devOverrides: devOverridePaths(global.config),
-  });
+  const { resolved: providers, diagnostics } = await resolveProject(io, dir, loaded.config, { mode: "use" });
   const decodeProblems = new Map<string, string>();
   const facts = await inspectProviders(loaded.config, providers, {
     configure: (name, schema) => {
@@ -82,9 +78,13 @@ function printProvider(io: Io, f: ProviderFacts, decodeProblem: string | undefin
     `${f.resolved.localName}  [${f.categories.filter((c) => c !== "hook").join(", ") || "?"}]  ${who}  ${health}`,
   );
   if (f.resolved.origin === "dev_override") line(io.out, `  dev override: ${f.resolved.executable}`);
+  if (f.resolved.origin === "forge")
+    line(io.out, `  installed: ${f.resolved.version} (${f.resolved.platform}) in ${f.resolved.installDir}`);
   if (f.tools.length > 0)
     line(io.out, `  tools: ${f.tools.map((t) => `${t.name} (${t.kind}, ${t.risk})`).join(", ")}`);
   if (f.models.length > 0) line(io.out, `  models: ${f.models.join(", ")}`);
+  if (f.resolved.origin !== "dev_override")
+    line(io.out, `  runs: ${f.isolation === "worker" ? "in a worker thread" : "as its own process"}`);
   if (decodeProblem) line(io.out, `  not configured: ${decodeProblem.replace(/\n/g, "\n    ")}`);
   for (const p of f.configureProblems) line(io.out, `  configuration problem: ${p}`);
 }

@@ -7,11 +7,9 @@
 import { join } from "node:path";
 import {
   ConfigError,
-  devOverridePaths,
   loadGlobalConfig,
   loadProjectConfig,
   type ResolvedProvider,
-  resolveProviders,
 } from "@pluggableharness/config";
 import { createKernel } from "@pluggableharness/kernel";
 import { producerFor, readPackageMetadata } from "@pluggableharness/plugin-sdk";
@@ -21,7 +19,9 @@ import { PluginHost } from "@pluggableharness/runtime";
 import type { ProducerIdentity, ProducerRecord } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
+import { resolveProject } from "../install.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
 import { damageOf, eventProblems, openReader, reportDamage } from "./show.ts";
 
@@ -102,15 +102,13 @@ function describeMissing(missing: readonly ProducerRecord[]): string {
     .join("\n");
 }
 
-export async function runReplay(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
+export async function runReplay(io: Io, typed: string, opts: { expand?: boolean }): Promise<number> {
+  const id = resolveSessionId(typed);
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw configFailure(global.diagnostics);
-  const { providers: resolved, diagnostics } = resolveProviders(loaded.config, {
-    installationRoot: installationRoot(),
-    devOverrides: devOverridePaths(global.config),
-  });
+  const { resolved, diagnostics } = await resolveProject(io, io.cwd, loaded.config, { mode: "use" });
   if (diagnostics.some((d) => d.severity === "error")) throw configFailure(diagnostics);
 
   // 1. The check, before anything is rendered or launched for the replay.

@@ -3,16 +3,19 @@
 // terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
 // and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
   type AgentConfig,
+  BUILTIN_CONFIG_FILE,
   builtinRootProfile,
   type ConfigDiagnostic,
   ConfigError,
   firstPartyName,
   formatDiagnostics,
+  loadGlobalConfig,
   loadProjectConfig,
+  type UserDefaults,
 } from "@pluggableharness/config";
 import {
   createKernel,
@@ -27,11 +30,10 @@ import {
 import { StoredInputs } from "@pluggableharness/kernel/render";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { runTui } from "@pluggableharness/provider-tui";
+import { pick, runTui } from "@pluggableharness/provider-tui";
 import {
   assertNoOtherWriter,
   isSessionId,
-  listSessions,
   openSessionReader,
   SessionLockedError,
   tidySessionFile,
@@ -41,6 +43,13 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
+import {
+  latestSessionOf,
+  resolveSessionId,
+  resumeCandidates,
+  sessionLine,
+  shortDirectory,
+} from "../session-ids.ts";
 
 export interface RunOptions {
   print?: string;
@@ -52,7 +61,8 @@ export interface RunOptions {
   maxBudgetUsd?: string;
   maxWallClock?: string;
   plan?: boolean;
-  resume?: string;
+  /** An id or unique prefix; true (the flag alone): choose from a picker. */
+  resume?: string | boolean;
   continue?: boolean;
   outputFormat?: OutputFormat;
   headlessAsk?: "deny" | "allow";
@@ -128,6 +138,31 @@ export function applyOverrides(config: AgentConfig, profileName: string, opts: R
   return { ...config, profiles };
 }
 
+/**
+ * The user's defaults from the global config, where neither the command line nor the
+ * project says otherwise: `defaults.profile` when the project has that profile, and
+ * `defaults.model` when the profile declares no model of the project's own (the built-in
+ * zero-config profile counts as none) and the model's provider is loaded.
+ */
+export function withUserDefaults(
+  config: AgentConfig,
+  defaults: UserDefaults | undefined,
+  opts: RunOptions,
+): { profile: string; opts: RunOptions } {
+  let profile = opts.profile ?? "default";
+  if (opts.profile === undefined && defaults?.profile !== undefined) {
+    if (config.profiles.some((p) => p.name === defaults.profile)) profile = defaults.profile;
+  }
+  const model = defaults?.model;
+  if (opts.model !== undefined || model === undefined) return { profile, opts };
+  const declared = config.profiles.find((p) => p.name === profile)?.model;
+  const projectSaysSo = declared !== undefined && config.file !== BUILTIN_CONFIG_FILE;
+  if (projectSaysSo || !config.requiredProviders.some((r) => r.localName === model.provider)) {
+    return { profile, opts };
+  }
+  return { profile, opts: { ...opts, model: model.text } };
+}
+
 /** Frontend providers the CLI runs itself: the first-party tui, unless its block names a terminal. */
 function inProcessFrontends(config: AgentConfig): string[] {
   return config.requiredProviders
@@ -158,11 +193,61 @@ function logFilePath(env: NodeJS.ProcessEnv): string {
   return join(base, "agent", "agent.log");
 }
 
-function latestSessionId(): string {
-  const { sessions } = listSessions({ rootsOnly: true, log: () => {} });
-  const first = sessions[0];
-  if (!first) throw new CliError("agent: --continue: there is no session to continue yet", EXIT.ERROR);
-  return first.sessionId;
+/** Prompt history of this directory, kept next to the log: the last 500 entries typed here. */
+function promptHistory(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): { entries: string[]; append: (e: string) => void } {
+  const file = join(dirname(logFilePath(env)), "history.jsonl");
+  const entries: string[] = [];
+  try {
+    for (const l of readFileSync(file, "utf8").split("\n")) {
+      if (!l) continue;
+      try {
+        const rec = JSON.parse(l) as { cwd?: unknown; text?: unknown };
+        if (rec.cwd === cwd && typeof rec.text === "string") entries.push(rec.text);
+      } catch {
+        // a damaged line costs that entry only
+      }
+    }
+  } catch {
+    // no history yet
+  }
+  return {
+    entries: entries.slice(-500),
+    append: (text) => {
+      try {
+        mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+        appendFileSync(file, `${JSON.stringify({ cwd, text, at: new Date().toISOString() })}\n`, {
+          mode: 0o600,
+        });
+      } catch {
+        // history is a convenience; failing to keep it must not disturb the session
+      }
+    },
+  };
+}
+
+/** `--resume` without an id: a picker on a terminal; the candidates (exit 2) without one. */
+async function chooseSession(io: Io, input: RunInput, headless: boolean): Promise<string | undefined> {
+  const { sessions, here } = resumeCandidates(io.cwd);
+  if (sessions.length === 0) throw new CliError("agent: --resume: there is no session to resume", EXIT.ERROR);
+  if (headless || !input.stdin.isTTY || !io.out.isTTY) {
+    const lines = sessions.slice(0, 20).map((s) => `  ${sessionLine(s, !here)}`);
+    throw new CliError(
+      `agent: --resume needs a session id here (no terminal to choose on). ${here ? "Sessions of this directory" : "Sessions"}, newest first:\n${lines.join("\n")}${sessions.length > 20 ? `\n  … ${sessions.length - 20} more (agent sessions list)` : ""}`,
+      EXIT.USAGE,
+    );
+  }
+  return pick({
+    input: input.stdin as never,
+    output: io.out as never,
+    title: here
+      ? `Resume a session of ${shortDirectory(io.cwd)}`
+      : "Resume a session (none started in this directory)",
+    items: sessions.map((s) => ({ value: s.sessionId, label: sessionLine(s, !here) })),
+    env: io.env,
+  });
 }
 
 export async function runRun(
@@ -194,25 +279,31 @@ export async function runRun(
 
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
-  const profileName = opts.profile ?? "default";
-  const config = applyOverrides(loaded.config, profileName, opts);
+  const global = loadGlobalConfig({ env: io.env });
+  if (!global.ok) throw configFailure(global.diagnostics);
+  const chosen = withUserDefaults(loaded.config, global.config.defaults, opts);
+  const profileName = chosen.profile;
+  const config = applyOverrides(loaded.config, profileName, chosen.opts);
 
-  // Logs: warnings and errors to stderr in headless runs; a file for the terminal UI.
+  // Logs go to a file: the terminal belongs to the UI, and a headless run's stderr carries
+  // only what the run itself has to say. `--verbose` sends a headless run's logs
+  // (warnings and up, or AGENT_LOG_LEVEL) to stderr as well.
   const level = logLevel(io.env, headless ? "warn" : "info");
   const logFile = logFilePath(io.env);
-  const logSink = headless
-    ? (r: KernelLogRecord) => {
-        if (LOG_LEVEL_ORDER[r.level] >= LOG_LEVEL_ORDER[level]) line(io.err, formatLog(r));
-      }
-    : (r: KernelLogRecord) => {
-        if (LOG_LEVEL_ORDER[r.level] < LOG_LEVEL_ORDER[level]) return;
-        try {
-          mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
-          appendFileSync(logFile, `${formatLog(r)}\n`, { mode: 0o600 });
-        } catch {
-          // logging must never take the session down
+  const logSink =
+    headless && opts.verbose
+      ? (r: KernelLogRecord) => {
+          if (LOG_LEVEL_ORDER[r.level] >= LOG_LEVEL_ORDER[level]) line(io.err, formatLog(r));
         }
-      };
+      : (r: KernelLogRecord) => {
+          if (LOG_LEVEL_ORDER[r.level] < LOG_LEVEL_ORDER[level]) return;
+          try {
+            mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
+            appendFileSync(logFile, `${formatLog(r)}\n`, { mode: 0o600 });
+          } catch {
+            // logging must never take the session down
+          }
+        };
 
   // AGENT_TRACE=<file>: the kernel's trace events (turn steps, model attempts, tool calls,
   // hook dispatch) as JSON lines with a wall-clock timestamp in ms (sub-ms resolution),
@@ -220,7 +311,12 @@ export async function runRun(
   const trace = traceSink(io.env["AGENT_TRACE"]);
 
   // A session another process is running is refused before any plugin starts.
-  const resumeId = opts.continue ? latestSessionId() : opts.resume;
+  let resumeId: string | undefined;
+  if (opts.continue) resumeId = latestSessionOf(io.cwd);
+  else if (opts.resume === true) {
+    resumeId = await chooseSession(io, input, headless);
+    if (resumeId === undefined) return EXIT.OK; // the operator chose none
+  } else if (typeof opts.resume === "string") resumeId = resolveSessionId(opts.resume);
   if (resumeId && isSessionId(resumeId)) {
     try {
       assertNoOtherWriter(resumeId);
@@ -245,6 +341,10 @@ export async function runRun(
       logSink,
       logLevel: level,
       ...(trace ? { trace: trace.tracer } : {}),
+      installProgress: (l) => {
+        if (starting) io.out.write("\r\x1b[K");
+        line(io.err, l);
+      },
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
@@ -444,6 +544,7 @@ async function runInteractive(
       },
       model,
       env: io.env,
+      history: promptHistory(io.env, io.cwd),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

@@ -3,12 +3,13 @@
 // transcript with the kernel's generic renderer; replay re-renders through the
 // recorded producers (see replay.ts).
 
-import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
-import { formatUsd, statusName } from "@pluggableharness/provider-tui/describe";
+import type { SessionStatus } from "@pluggableharness/protocol/session";
+import { formatUsd } from "@pluggableharness/provider-tui/describe";
 import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharness/state";
 import { parseDuration } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { resolveSessionId, shortDirectory, shownStatus, startedText as when } from "../session-ids.ts";
 
 export const STATUS_NAMES = [
   "running",
@@ -32,13 +33,6 @@ export function parseStatuses(
       if (!s) throw new CliError(`${flag}: "${v}" is not a status (${STATUS_NAMES.join(", ")})`, EXIT.USAGE);
       return s;
     });
-}
-
-function when(info: SessionInfo): string {
-  const ts = info.startedAt;
-  if (!ts) return "-";
-  const d = new Date(Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6));
-  return d.toISOString().replace("T", " ").slice(0, 19);
 }
 
 export interface ListOptions {
@@ -65,9 +59,12 @@ export function runList(io: Io, opts: ListOptions): number {
           session_id: s.sessionId,
           parent_session_id: s.parentSessionId || null,
           profile: s.profile,
-          status: statusName(s.status),
+          status: shownStatus(s),
           started_at: when(s),
           cost_usd: s.costUsd,
+          working_directory: s.workingDirectory || null,
+          title: s.title || null,
+          model: s.model || null,
         })),
       ),
     );
@@ -77,18 +74,30 @@ export function runList(io: Io, opts: ListOptions): number {
     line(io.out, "No sessions yet.");
     return EXIT.OK;
   }
+  // The title comes last and is cut to what is left of the terminal's width (60 off one).
   const rows = sessions.map((s) => [
     `${s.depth > 0 ? `${"  ".repeat(s.depth)}↳ ` : ""}${s.sessionId}`,
     when(s),
-    s.profile || "-",
-    statusName(s.status),
+    shortDirectory(s.workingDirectory, io.env["HOME"] ?? ""),
+    s.model || s.profile || "-",
+    shownStatus(s),
     formatUsd(s.costUsd),
+    oneLine(s.title) || "-",
   ]);
-  const header = ["ID", "STARTED (UTC)", "PROFILE", "STATUS", "COST"];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const header = ["ID", "STARTED (UTC)", "DIRECTORY", "MODEL", "STATUS", "COST", "TITLE"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => [...r[i]!].length)));
+  const costColumn = 5;
+  const titleAt = widths.slice(0, -1).reduce((a, w) => a + w + 2, 0);
+  const titleRoom = Math.max(20, (io.out.columns ?? 0) > 0 ? io.out.columns! - titleAt - 1 : 60);
   const fmt = (r: string[]) =>
     r
-      .map((c, i) => (i === r.length - 1 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .map((c, i) =>
+        i === r.length - 1
+          ? cut(c, titleRoom)
+          : i === costColumn
+            ? c.padStart(widths[i]!)
+            : c + " ".repeat(Math.max(0, widths[i]! - [...c].length)),
+      )
       .join("  ")
       .trimEnd();
   line(io.out, fmt(header));
@@ -96,6 +105,15 @@ export function runList(io: Io, opts: ListOptions): number {
   for (const u of listing.unreadable)
     line(io.err, `warning: ${u.sessionId} cannot be read (${u.reason}): ${u.message}`);
   return EXIT.OK;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\p{Cc}+/gu, " ").trim();
+}
+
+function cut(text: string, room: number): string {
+  const chars = [...text];
+  return chars.length > room ? `${chars.slice(0, room - 1).join("")}…` : text;
 }
 
 export interface PruneOptions {
@@ -118,7 +136,7 @@ export function runPrune(io: Io, ids: string[], opts: PruneOptions): number {
     ? new Date(Date.now() - parseDuration(opts.olderThan, "--older-than") * 1000)
     : undefined;
   const result = pruneSessions({
-    ...(ids.length > 0 ? { ids } : {}),
+    ...(ids.length > 0 ? { ids: ids.map(resolveSessionId) } : {}),
     ...(olderThan ? { olderThan } : {}),
     ...(status ? { status } : {}),
     ...(opts.includeRunning ? { includeRunning: true } : {}),

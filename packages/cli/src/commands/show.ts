@@ -12,9 +12,11 @@ import {
 } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { resolveSessionId } from "../session-ids.ts";
 
-export function openReader(id: string): SessionReader {
-  if (!isSessionId(id)) throw new CliError(`agent: "${id}" is not a session id`, EXIT.USAGE);
+export function openReader(typed: string): SessionReader {
+  const id = resolveSessionId(typed);
+  if (!isSessionId(id)) throw new CliError(`agent: "${typed}" is not a session id`, EXIT.USAGE);
   try {
     return openSessionReader(id, { log: () => {} });
   } catch (err) {

@@ -12,21 +12,19 @@ import {
   builtinRootProfile,
   type ConfigDiagnostic,
   decodeProviderConfig,
-  devOverridePaths,
   formatDiagnostic,
   type LoadedProviders,
   loadGlobalConfig,
   loadProjectConfig,
-  readLockFile,
   resolveProfileTools,
-  resolveProviders,
   validateAgainstProviders,
   verifyLock,
 } from "@pluggableharness/config";
 import type { Range } from "@pluggableharness/hcl";
 import { declaredToolName, domain } from "@pluggableharness/kernel";
 import { EXIT } from "../exit-codes.ts";
-import { inspectProviders, installationRoot, type ProviderFacts } from "../inspect.ts";
+import { inspectProviders, type ProviderFacts } from "../inspect.ts";
+import { resolveProject } from "../install.ts";
 import { type Io, line } from "../io.ts";
 
 function sortDiagnostics(diags: ConfigDiagnostic[]): ConfigDiagnostic[] {
@@ -53,19 +51,16 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   if (config.origin === "builtin")
     line(io.out, `No agent.hcl in ${dir}: checking the ${BUILTIN_CONFIG_FILE}.`);
 
-  const resolution = resolveProviders(config, {
-    installationRoot: installationRoot(),
-    devOverrides: global.ok ? devOverridePaths(global.config) : {},
-  });
-  diags.push(...resolution.diagnostics);
-  const lock = readLockFile(dir);
-  if (!lock.ok) diags.push(...lock.diagnostics);
-  else if (lock.lock) diags.push(...verifyLock(lock.lock, resolution.providers));
+  // As `agent run` would: forge providers installed (what the cache lacks is downloaded)
+  // and verified against the lock; the lock file itself is not written here.
+  const resolution = await resolveProject(io, dir, config, { mode: "use" });
+  if (global.ok) diags.push(...resolution.diagnostics);
+  if (resolution.lock) diags.push(...verifyLock(resolution.lock, resolution.resolved));
 
   // Each provider is configured with its block, as a session start would: Configure's own
   // diagnostics are problems `agent run` would stop at, and a server whose models come
   // from its configuration only lists them afterwards.
-  const facts = await inspectProviders(config, resolution.providers, {
+  const facts = await inspectProviders(config, resolution.resolved, {
     configure: (name, schema) => {
       const d = decodeProviderConfig(config, name, schema ?? { attributes: [] }, io.env);
       return d.ok ? d.config.values : undefined; // decode problems come from the second pass
@@ -99,6 +94,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       models: f.models,
       specs: f.specs,
       hookPoints: f.hookPoints,
+      slashCommands: f.slashCommands,
       ...(f.configSchema ? { configSchema: f.configSchema } : {}),
     };
   }

@@ -8,7 +8,7 @@ import {
 } from "@pluggableharness/kernel/domain";
 import type { ToolEvent } from "@pluggableharness/protocol/tool";
 import { ToolService } from "@pluggableharness/protocol/tool";
-import type { PluginHost } from "@pluggableharness/runtime";
+import type { PluginTransportHost } from "@pluggableharness/runtime";
 
 export interface InvokeRun {
   events: ToolEvent[];
@@ -35,7 +35,7 @@ export interface InvokeSpec {
   signal?: AbortSignal;
 }
 
-export async function runInvoke(host: PluginHost, spec: InvokeSpec): Promise<InvokeRun> {
+export async function runInvoke(host: PluginTransportHost, spec: InvokeSpec): Promise<InvokeRun> {
   const validator = spec.tool ? new InvokeStreamValidator(spec.tool) : undefined;
   const events: ToolEvent[] = [];
   const started = Date.now();

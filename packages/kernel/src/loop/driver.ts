@@ -88,6 +88,9 @@ export async function runSessionRun(
   } else {
     let turnId = deps.newId();
     session.appendUserMessage(turnId, input.content);
+    // The first prompt names the session in `sessions list` and the resume picker.
+    const text = input.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
+    if (text.length > 0) session.writer.setTitleIfUnset(text.join("\n"));
     let turns = 0;
     let final: StopReason | undefined;
     const wallClock =

@@ -16,7 +16,7 @@
 // retry wait that would end after it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
 // An attempt that was billed before it failed is persisted as its own message event.
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import type { GenerationParamsConfig } from "@pluggableharness/config";
+import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";
 import type { ContextSection, Message } from "@pluggableharness/protocol/content";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import {
@@ -348,7 +348,11 @@ export async function callModel(
         session.id,
       );
       if (!reaction.retrySameRequest && !reaction.fallback) {
-        return { kind: "failed", category: error.category, message: error.message };
+        return {
+          kind: "failed",
+          category: error.category,
+          message: error.message + authHint(deps, candidate, error),
+        };
       }
       const perCall = reaction.maxRetries ?? deps.settings.retry.max_retries;
       // The plugin's word on retryability wins (x-should-retry: false, a refused connection).
@@ -555,4 +559,17 @@ async function attempt(
     };
   }
   return { kind: "ok", completion };
+}
+
+/** On an auth failure: which environment variable holds the key the vendor rejected. */
+function authHint(
+  deps: LoopDeps,
+  candidate: ResolvedCandidate,
+  error: { readonly category: string },
+): string {
+  if (error.category !== "auth_error") return "";
+  const name = candidate.provider.name;
+  const vars = credentialVariables(deps.config.providers.find((p) => p.name === name));
+  if (vars.length === 0) return "";
+  return ` (${name} rejected the key in ${vars.join(" / ")}: check that variable)`;
 }

@@ -680,7 +680,13 @@ export class Session implements HubSession, SessionControl {
     pending.resolve({
       decision: allow ? "allow" : "deny",
       decidedBy: `human:${scope}`,
-      ...(allow ? {} : { reason: "denied by the operator" }),
+      ...(allow
+        ? {}
+        : {
+            reason: d.reason?.trim()
+              ? `denied by the operator, who said: ${d.reason.trim().slice(0, 2000)}`
+              : "denied by the operator",
+          }),
       ...(d.correctedInput !== undefined ? { correctedInput: d.correctedInput } : {}),
     });
     return undefined;

@@ -1,5 +1,6 @@
 // The plugin processes a kernel runs, shareable between kernels. A pool keeps one
-// PluginHost per (declared name, executable) and routes each process's callbacks
+// transport host per (declared name, executable, isolation): a PluginHost for a plugin
+// process, a WorkerPluginHost for a first-party plugin in a worker thread. It routes callbacks
 // (KernelCallbackService, FrontendService.Attach, logs, crash reports) to whichever
 // kernel acquired it last. A kernel normally owns a private pool; tests share one pool
 // across many short-lived kernels so plugin processes are launched once per file.
@@ -12,11 +13,14 @@ import {
   type CallbackContext,
   type CallbackPeer,
   type CrashReport,
+  createPluginHost,
   type EnvironmentSpec,
   type LaunchContext,
-  PluginHost,
   type PluginHostOptions,
+  type PluginIsolation,
   type PluginLogRecord,
+  type PluginTransportHost,
+  type WorkerPluginHostOptions,
 } from "@pluggableharness/runtime";
 
 type CallbackImpl = ServiceImpl<typeof KernelCallbackService, CallbackContext>;
@@ -37,6 +41,8 @@ export interface PluginPoolOptions {
   readonly hostOptions?: Partial<
     Omit<PluginHostOptions, "name" | "command" | "callbacks" | "logSink" | "onCrash">
   >;
+  /** Heap limits and watchdog of worker-thread plugins. */
+  readonly workerOptions?: Pick<WorkerPluginHostOptions, "resourceLimits" | "watchdog">;
 }
 
 export interface AcquireOptions {
@@ -44,13 +50,16 @@ export interface AcquireOptions {
   readonly cwd?: string;
   /** Extra Node flags when the executable is a .ts/.js/.mjs file run on the kernel's Node. */
   readonly nodeArgs?: readonly string[];
+  /** A subprocess (default) or, for a first-party JavaScript plugin, a worker thread. */
+  readonly isolation?: PluginIsolation;
   /** The sandbox for each launch (PluginHostOptions.sandbox). */
   readonly sandbox?: PluginHostOptions["sandbox"];
 }
 
 interface Entry {
-  readonly host: PluginHost;
+  readonly host: PluginTransportHost;
   readonly command: string;
+  readonly isolation: PluginIsolation;
   owner: PoolOwner | undefined;
 }
 
@@ -63,14 +72,20 @@ export class PluginPool {
   }
 
   /** The host for `name`, launched lazily; an existing one is reused when it runs the same executable. */
-  acquire(name: string, command: string, owner: PoolOwner, options: AcquireOptions = {}): PluginHost {
+  acquire(
+    name: string,
+    command: string,
+    owner: PoolOwner,
+    options: AcquireOptions = {},
+  ): PluginTransportHost {
+    const isolation = options.isolation ?? "process";
     const existing = this.#entries.get(name);
-    if (existing && existing.command === command) {
+    if (existing && existing.command === command && existing.isolation === isolation) {
       existing.owner = owner;
       return existing.host;
     }
     if (existing) void existing.host.shutdown().catch(() => {});
-    const entry: Entry = { command, owner, host: undefined as unknown as PluginHost };
+    const entry: Entry = { command, isolation, owner, host: undefined as unknown as PluginTransportHost };
     const current = (): PoolOwner => {
       if (!entry.owner) throw new Error(`plugin "${name}" has no kernel attached`);
       return entry.owner;
@@ -91,8 +106,9 @@ export class PluginPool {
     const attachHandlers = (peer: CallbackPeer): UntypedServiceImplementation => ({
       attach: ((call) => current().attach(peer)(call)) as handleBidiStreamingCall<ClientEvent, ServerEvent>,
     });
-    (entry as { host: PluginHost }).host = new PluginHost({
+    (entry as { host: PluginTransportHost }).host = createPluginHost(isolation, {
       ...this.#options.hostOptions,
+      ...(isolation === "worker" ? this.#options.workerOptions : {}),
       name,
       command,
       ...(options.env ? { env: options.env } : {}),

@@ -31,7 +31,7 @@ import { ModelService } from "@pluggableharness/protocol/model";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
-import { freshBundle, type PluginHost } from "@pluggableharness/runtime";
+import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
   type ValidatedToolset,
@@ -48,7 +48,7 @@ import { PluginSandboxState } from "./sandbox.ts";
 export interface LoadedProvider {
   /** The required_providers local name. */
   readonly name: string;
-  readonly host: PluginHost;
+  readonly host: PluginTransportHost;
   readonly resolved: ResolvedProvider;
   /** Categories served, as the runtime names them ("model", "tool", "context", "hook", ...). */
   readonly categories: ReadonlySet<string>;
@@ -97,6 +97,8 @@ export interface ProviderStatus {
   readonly categories: readonly string[];
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
+  /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
+  readonly isolation?: PluginIsolation;
   readonly error?: string;
 }
 
@@ -147,6 +149,8 @@ export interface LoadProvidersOptions {
   readonly bundles?: boolean;
   /** The describe cache; undefined launches every provider to describe it. */
   readonly describeCache?: DescribeCache;
+  /** Runs every first-party provider with this isolation instead of its configured one. */
+  readonly isolation?: PluginIsolation;
 }
 
 /**
@@ -294,6 +298,7 @@ export class ProviderRegistry {
         tools: p.tools ? [...p.tools.tools.keys()] : [],
         models: p.models ? [...p.models.models.keys()] : [],
         hookPoints: [...p.hookPoints],
+        slashCommands: p.slashCommands.map((c) => c.name),
         ...(p.configSchema ? { configSchema: p.configSchema } : {}),
       };
     }
@@ -327,6 +332,7 @@ export class ProviderRegistry {
         executable: p.resolved.executable,
         categories: [...p.categories],
         producers: p.producers,
+        isolation: p.host.isolation,
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -382,6 +388,10 @@ function launchTarget(
   options: LoadProvidersOptions,
 ): { command: string; codeDigest: string | undefined } {
   const root = options.installationRoot;
+  // A forge build is identified by its verified release asset: describe-cacheable.
+  if (resolved.origin === "forge" && resolved.checksum && options.describeCache) {
+    return { command: resolved.executable, codeDigest: `asset:${resolved.checksum}` };
+  }
   if (resolved.origin !== "first_party" || !root || !resolved.packageDir) {
     return { command: resolved.executable, codeDigest: undefined };
   }
@@ -394,6 +404,41 @@ function launchTarget(
   };
 }
 
+/**
+ * The transport a provider runs on (docs/decisions.md, "Plugin transports", isolation and
+ * the plugin sandbox). Anything but a first-party provider: its own process, always. A
+ * provider the kernel puts in the plugin sandbox (a tool provider, unless settings.sandbox
+ * is "off" or the sandbox cannot run under "best_effort"): a process too, whatever was
+ * asked, because a worker thread shares the kernel's process and cannot be confined by
+ * bubblewrap; `overridden` says a requested worker was refused for that reason. Any other
+ * first-party provider: what was requested, else a worker thread.
+ */
+export function providerTransport(
+  resolved: Pick<ResolvedProvider, "origin">,
+  requested: PluginIsolation | undefined,
+  sandboxed: boolean,
+): { isolation: PluginIsolation; overridden: boolean } {
+  if (resolved.origin !== "first_party") return { isolation: "process", overridden: false };
+  if (sandboxed) return { isolation: "process", overridden: requested === "worker" };
+  return { isolation: requested ?? "worker", overridden: false };
+}
+
+/** The kernel would run this provider's process in a sandbox (a "required" sandbox that cannot run counts). */
+function wouldSandbox(sandbox: PluginSandboxState): boolean {
+  try {
+    return sandbox.desired() !== undefined;
+  } catch {
+    return true;
+  }
+}
+
+function warnOverridden(name: string, options: LoadProvidersOptions): void {
+  options.log.warn(
+    `provider "${name}" runs as its own process, not in a worker thread as asked: it is a tool provider the plugin sandbox confines, and a worker thread cannot be sandboxed (settings { sandbox = "off" } lifts that)`,
+    { provider: name },
+  );
+}
+
 async function loadProvider(
   resolved: ResolvedProvider,
   options: LoadProvidersOptions,
@@ -401,19 +446,31 @@ async function loadProvider(
   const name = resolved.localName;
   const target = launchTarget(resolved, options);
   const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
-  const host = options.pool.acquire(name, target.command, options.owner, {
-    cwd: options.config.projectDir,
-    ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
-    sandbox: sandbox.forLaunch,
-  });
   const cache = options.describeCache;
   const cacheKey =
     cache && target.codeDigest ? DescribeCache.key(resolved, target.codeDigest, KERNEL_VERSION) : undefined;
+  const entry = cacheKey ? cache!.read(resolved.source, cacheKey) : undefined;
+  if (entry) {
+    sandbox.isTool = entry.categories.includes("tool");
+    sandbox.categories = entry.categories;
+    if (entry.toolSchema) sandbox.tools = entry.toolSchema;
+  }
+  const requested = resolved.origin === "first_party" ? (options.isolation ?? resolved.isolation) : undefined;
+  // Not described yet, it is not known to be a tool: a first-party provider is described in
+  // a worker (unconfined, like a process described before its sandbox is known) and moves.
+  const where = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (where.overridden) warnOverridden(name, options);
+  const acquire = (isolation: PluginIsolation) =>
+    options.pool.acquire(name, target.command, options.owner, {
+      cwd: options.config.projectDir,
+      ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+      sandbox: sandbox.forLaunch,
+      isolation,
+    });
+  let host = acquire(where.isolation);
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
-  const cached = cacheKey && !host.running ? cache!.read(resolved.source, cacheKey) : undefined;
+  const cached = entry && !host.running ? entry : undefined;
   if (cached) {
-    sandbox.isTool = cached.categories.includes("tool");
-    if (cached.toolSchema) sandbox.tools = cached.toolSchema;
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
     } catch {
@@ -422,14 +479,23 @@ async function loadProvider(
     }
   }
   const live = await fetchDescription(host, options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS);
+  if (cacheKey) cache!.write(resolved.source, cacheKey, live);
+  sandbox.isTool = live.categories.includes("tool");
+  sandbox.categories = live.categories;
+  if (live.toolSchema) sandbox.tools = live.toolSchema;
+  let dormant = false;
+  const after = providerTransport(resolved, requested, wouldSandbox(sandbox));
+  if (host.isolation !== after.isolation) {
+    // Described in a worker, it belongs in the sandbox: a process from its first use on.
+    if (after.overridden) warnOverridden(name, options);
+    host = acquire(after.isolation);
+    dormant = true;
+  }
   const p = buildLoaded(resolved, host, live, {
     ...options,
     ...(cacheKey ? { cacheKey } : {}),
-    dormant: false,
+    dormant,
   });
-  if (cacheKey) cache!.write(resolved.source, cacheKey, live);
-  sandbox.isTool = live.categories.includes("tool");
-  if (live.toolSchema) sandbox.tools = live.toolSchema;
   // Described unconfined: a plugin that belongs in a sandbox is stopped before any other
   // call reaches it, and relaunched in it on first use.
   if (sandbox.stale()) await host.shutdown();
@@ -437,7 +503,7 @@ async function loadProvider(
 }
 
 /** Asks a provider's process for its static description (launching it). */
-async function fetchDescription(host: PluginHost, timeoutMs: number): Promise<ProviderDescription> {
+async function fetchDescription(host: PluginTransportHost, timeoutMs: number): Promise<ProviderDescription> {
   const description = await host.describe();
   const categories = new Set(description.categories);
   const call = { timeoutMs };
@@ -470,7 +536,7 @@ async function fetchDescription(host: PluginHost, timeoutMs: number): Promise<Pr
 /** Validates a description with the domain rules and makes the provider the kernel uses. */
 function buildLoaded(
   resolved: ResolvedProvider,
-  host: PluginHost,
+  host: PluginTransportHost,
   d: ProviderDescription,
   options: LoadProvidersOptions & { readonly cacheKey?: string; readonly dormant: boolean },
 ): LoadedProvider {

@@ -6,6 +6,9 @@
 // `network = true`. A description the kernel has not seen yet (a first launch without a
 // describe-cache entry) runs the process unconfined for Describe only: it is stopped as
 // soon as its description shows it should be sandboxed, before anything else reaches it.
+// A plugin installed from a git forge is sandboxed whatever it serves (frontends aside:
+// they need the terminal): a model, context, memory or hook plugin gets a read-only
+// filesystem, and a model plugin keeps the network it calls its vendor over.
 import { isAbsolute, resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type AgentConfig, kernelProtectedPaths, type ResolvedProvider } from "@pluggableharness/config";
@@ -18,6 +21,8 @@ export class PluginSandboxState {
   tools: GetSchemaResponse | undefined;
   /** Whether the plugin serves the tool category (undefined: not known yet). */
   isTool: boolean | undefined;
+  /** Every category it serves, once described. */
+  categories: readonly string[] | undefined;
   config: JsonObject | undefined;
   /** The sandbox the running process was launched with (null: unconfined; undefined: not launched). */
   launched: PluginSandbox | null | undefined;
@@ -49,7 +54,13 @@ export class PluginSandboxState {
   /** The sandbox this provider should run in now, given what is known about it. */
   desired(): PluginSandbox | undefined {
     const mode = this.#config.settings.sandbox;
-    if (mode === "off" || this.isTool !== true) return undefined;
+    const forge = this.#resolved.origin === "forge";
+    const thirdPartyOther =
+      forge &&
+      this.isTool === false &&
+      this.categories !== undefined &&
+      !this.categories.includes("frontend");
+    if (mode === "off" || (this.isTool !== true && !thirdPartyOther)) return undefined;
     const probe = probeSandbox();
     if (!probe.ok) {
       if (mode === "required") {
@@ -69,10 +80,12 @@ export class PluginSandboxState {
     const required = this.#config.requiredProviders.find((r) => r.localName === this.#resolved.localName);
     return {
       bwrap: probe.bwrap,
-      readOnly: this.readOnly(),
+      readOnly: thirdPartyOther || this.readOnly(),
       writable,
       protectedPaths: kernelProtectedPaths(projectDir, this.#env),
-      network: required?.network ?? this.#resolved.origin === "first_party",
+      network:
+        required?.network ??
+        (this.#resolved.origin === "first_party" || (thirdPartyOther && this.categories!.includes("model"))),
     };
   }
 

@@ -133,7 +133,8 @@ interface TestRef {
   name: string;
 }
 
-const REF = /^`([^`]+\.test\.ts)` › (.+)$/;
+// A test file, or a shared checks module under a test directory that test files run.
+const REF = /^`([^`]+(?:\.test|\/test\/[^`/]+)\.ts)` › (.+)$/;
 
 /**
  * A test proof cell: one or more `` `<file>` › <name> `` joined by "; ". Undefined when the
@@ -142,7 +143,7 @@ const REF = /^`([^`]+\.test\.ts)` › (.+)$/;
 function testRefs(proof: string): TestRef[] | Error | undefined {
   if (!proof.startsWith("`")) return undefined;
   const refs: TestRef[] = [];
-  for (const part of proof.split(/; (?=`[^`]+\.test\.ts` › )/)) {
+  for (const part of proof.split(/; (?=`[^`]+\.ts` › )/)) {
     const m = REF.exec(part);
     if (!m || m[2]!.trim() !== m[2]) return new Error(`malformed proof: ${part}`);
     refs.push({ file: m[1]!, name: m[2]! });
@@ -152,11 +153,11 @@ function testRefs(proof: string): TestRef[] | Error | undefined {
   return refs;
 }
 
-/** The names of every it()/test() in a file (string-literal names only). */
+/** The names of every it()/test()/it.each(...)() in a file (string-literal names only, `%s` kept). */
 function testNames(file: string): Set<string> {
   const src = readFileSync(file, "utf8");
   const names = new Set<string>();
-  for (const m of src.matchAll(/\b(?:it|test)(?:\.\w+)?\(\s*"((?:[^"\\]|\\.)*)"/g))
+  for (const m of src.matchAll(/\b(?:it|test)(?:\.\w+(?:\([^()]*\))?)?\(\s*"((?:[^"\\]|\\.)*)"/g))
     names.add(m[1]!.replace(/\\(.)/g, "$1"));
   return names;
 }

@@ -18,7 +18,7 @@ const decide = (
   sessionId: string,
   planItemId: string,
   decision: ClientDecision,
-  extra: { scope?: PlanDecisionScope; correctedInput?: Record<string, unknown> } = {},
+  extra: { scope?: PlanDecisionScope; correctedInput?: Record<string, unknown>; reason?: string } = {},
 ) =>
   c.send({
     sessionId,
@@ -29,6 +29,7 @@ const decide = (
         decision,
         scope: extra.scope ?? PlanDecisionScope.ONCE,
         ...(extra.correctedInput ? { correctedInput: extra.correctedInput as never } : {}),
+        ...(extra.reason ? { reason: extra.reason } : {}),
       },
     },
   });
@@ -233,6 +234,23 @@ describe("asking a human", () => {
       PlanDecision.DENY,
       "human:once",
     ]);
+    await k.close();
+  });
+
+  it("a denial with the operator's reason gives the model that reason in the tool result", async () => {
+    const k = await h.kernel({
+      scripts: { askwhy: { turns: [calls(tool("r", "tools__remove", { path: "a" })), reply("ok")] } },
+    });
+    const c = k.client();
+    const id = await c.create("[askwhy] go");
+    const req = await c.next("permissionRequest");
+    decide(c, id, req.planItem!.id, ClientDecision.DENY, { reason: "keep that file, remove b instead" });
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    const [result] = k.file(id).toolResults();
+    expect(result?.outcome.case).toBe("error");
+    expect(result?.outcome.case === "error" && result.outcome.value.message).toContain(
+      "denied by the operator, who said: keep that file, remove b instead",
+    );
     await k.close();
   });
 

@@ -2,7 +2,7 @@
 // processes start once), a fresh project/state directory and kernel per test, a fake
 // clock whose sleeps return at once but are recorded, and a frontend client that
 // collects ServerEvents and waits for the one a test needs.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,12 +27,14 @@ import {
   type KernelLogRecord,
   type LoopLimits,
   PluginPool,
+  type PluginPoolOptions,
   type TraceEvent,
 } from "../../src/index.ts";
 
 export const FIXTURES = {
   model: fileURLToPath(new URL("./fixtures/scripted-model.ts", import.meta.url)),
   tools: fileURLToPath(new URL("./fixtures/tools.ts", import.meta.url)),
+  "tools-plain": fileURLToPath(new URL("./fixtures/tools-plain.ts", import.meta.url)),
   hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
   context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
   liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
@@ -78,7 +80,12 @@ export const modelError = (category: string, extra: Record<string, unknown> = {}
 export interface Provider {
   /** Local name in agent.hcl. */
   readonly name: string;
-  readonly fixture: FixtureName;
+  /** A dev override to this fixture; or, with `firstParty`, a package installed under that name. */
+  readonly fixture: FixtureName | "installed";
+  /** Resolve as this first-party provider (`pluggableharness/<firstParty>`) from KernelSpec.install. */
+  readonly firstParty?: string;
+  /** Its required_providers `isolation` (first-party only). */
+  readonly isolation?: "process" | "worker";
   /** Provider block attributes (HCL source lines). */
   readonly attrs?: Record<string, string>;
 }
@@ -95,6 +102,8 @@ export interface KernelSpec {
   readonly limits?: Partial<LoopLimits>;
   /** Run on a previous (closed) kernel's directories and agent.hcl. */
   readonly reuse?: TestKernel;
+  /** First-party name -> package directory, installed as `<root>/providers/<name>`. */
+  readonly install?: Record<string, string>;
   /** Sessions directory (default: `<root>/state`). */
   readonly stateDir?: string;
   /**
@@ -143,9 +152,16 @@ export interface TestKernel {
 }
 
 export class Harness {
-  readonly pool = new PluginPool({ hostOptions: { shutdownGraceMs: 500 } });
+  readonly pool: PluginPool;
   readonly #dirs: string[] = [];
   readonly #kernels: TestKernel[] = [];
+
+  constructor(poolOptions: PluginPoolOptions = {}) {
+    this.pool = new PluginPool({
+      ...poolOptions,
+      hostOptions: { shutdownGraceMs: 500, ...poolOptions.hostOptions },
+    });
+  }
 
   async kernel(spec: KernelSpec = {}): Promise<TestKernel> {
     const root = spec.reuse?.root ?? mkdtempSync(join(tmpdir(), "ph-loop-"));
@@ -155,6 +171,12 @@ export class Harness {
     const scriptDir = join(root, "scripts");
     const logDir = join(root, "logs");
     for (const d of [projectDir, stateDir, scriptDir, logDir]) mkdirSync(d, { recursive: true });
+    if (!spec.reuse) {
+      for (const [name, dir] of Object.entries(spec.install ?? {})) {
+        mkdirSync(join(root, "providers"), { recursive: true });
+        symlinkSync(dir, join(root, "providers", name));
+      }
+    }
     const providers: Provider[] = spec.only
       ? [...spec.only]
       : [
@@ -165,14 +187,21 @@ export class Harness {
     const devOverrides: Record<string, string> = {};
     const lines: string[] = ["required_providers {"];
     for (const p of providers) {
+      if (p.firstParty) {
+        const isolation = p.isolation ? `, isolation = "${p.isolation}"` : "";
+        lines.push(
+          `  ${p.name} = { source = "pluggableharness/${p.firstParty}", version = ">= 0.0.0"${isolation} }`,
+        );
+        continue;
+      }
       lines.push(`  ${p.name} = { source = "github.com/test/provider-${p.name}", version = ">= 0.0.0" }`);
-      devOverrides[p.name] = FIXTURES[p.fixture];
+      devOverrides[p.name] = FIXTURES[p.fixture as FixtureName];
     }
     lines.push("}", "");
     for (const p of providers) {
       const attrs = { ...p.attrs };
       if (p.fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
-      if (p.fixture === "tools") attrs["log_dir"] ??= JSON.stringify(logDir);
+      if (p.fixture === "tools" || p.fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
       if (p.fixture === "hooks") {
         attrs["name"] ??= JSON.stringify(p.name);
         attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));

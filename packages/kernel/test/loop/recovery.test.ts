@@ -314,7 +314,7 @@ describe("tool failures", () => {
 
   it("turns a crashed tool plugin into an error tool_result and trips the breaker when crashes repeat", async () => {
     const k = await h.kernel({
-      providers: [{ name: "crashy", fixture: "tools" }],
+      providers: [{ name: "crashy", fixture: "tools-plain" }],
       limits: { crashBreaker: 2 },
       hcl: `
 agent_profile "default" {
@@ -354,7 +354,7 @@ agent_profile "default" {
 
   it("reports a tool plugin killed mid-call as process_crashed, and the next call relaunches it", async () => {
     const k = await h.kernel({
-      providers: [{ name: "victim", fixture: "tools" }],
+      providers: [{ name: "victim", fixture: "tools-plain" }],
       headlessAsk: "allow",
       hcl: `
 agent_profile "default" {

@@ -826,6 +826,13 @@ export declare type ClientEvent_PlanDecision = Message<"pluggableharness.fronten
    * @generated from field: pluggableharness.plan.v1.PlanDecisionScope scope = 4;
    */
   scope: PlanDecisionScope;
+
+  /**
+   * With a DENY: the operator's words on why, passed to the model with the denial.
+   *
+   * @generated from field: optional string reason = 5;
+   */
+  reason?: string | undefined;
 };
 
 /**

@@ -75,6 +75,27 @@ export declare type SessionInfo = Message<"pluggableharness.session.v1.SessionIn
    * @generated from field: double cost_usd = 8;
    */
   costUsd: number;
+
+  /**
+   * Absolute directory the session works in; empty when the file predates recording it.
+   *
+   * @generated from field: string working_directory = 9;
+   */
+  workingDirectory: string;
+
+  /**
+   * What the session is about: its first prompt cut to one line; empty until there is one.
+   *
+   * @generated from field: string title = 10;
+   */
+  title: string;
+
+  /**
+   * The model that served the latest billed call, as "provider/model"; empty before it.
+   *
+   * @generated from field: string model = 11;
+   */
+  model: string;
 };
 
 /**
