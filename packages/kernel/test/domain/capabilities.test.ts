@@ -15,7 +15,8 @@ import { at, model, plainModel } from "./fixtures.ts";
 /** The rules a spec breaks; every violation must also say what is wrong in words. */
 function rules(spec: ModelSpec): string[] {
   const violations = modelSpecViolations("acme", spec);
-  for (const v of violations) expect(v.message.trim(), `message of ${v.rule}`).not.toBe("");
+  // "<provider>/<model>: <what is wrong>": the part after the subject must not be empty.
+  for (const v of violations) expect(v.message, `message of ${v.rule}`).toMatch(/: \S/);
   return violations.map((v) => v.rule);
 }
 const withThinking = (thinking: MessageInitShape<typeof ThinkingSpecSchema>) => model({ thinking });

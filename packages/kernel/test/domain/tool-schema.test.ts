@@ -22,7 +22,8 @@ function rejection(fn: () => unknown): ToolSchemaError {
 /** The rules a response breaks; every violation must also say what is wrong in words. */
 function rulesOf(fn: () => unknown): string[] {
   const violations = rejection(fn).violations;
-  for (const v of violations) expect(v.message.trim(), `message of ${v.rule}`).not.toBe("");
+  // "<provider>.<operation>: <what is wrong>": the part after the subject must not be empty.
+  for (const v of violations) expect(v.message, `message of ${v.rule}`).toMatch(/: \S/);
   return violations.map((v) => v.rule);
 }
 
