@@ -70,13 +70,11 @@ describe("capRenderTree", () => {
         fc
           .array(tie("node"), { maxLength: 3 })
           .map((children): NodeInit => ({ node: { case: "group", value: { children } } })),
-        fc
-          .tuple(str, fc.array(tie("node"), { maxLength: 3 }))
-          .map(
-            ([summary, children]): NodeInit => ({
-              node: { case: "collapsible", value: { summary, children } },
-            }),
-          ),
+        fc.tuple(str, fc.array(tie("node"), { maxLength: 3 })).map(
+          ([summary, children]): NodeInit => ({
+            node: { case: "collapsible", value: { summary, children } },
+          }),
+        ),
       ),
     }));
     // The text a reader sees, in document order (what the budget counts).
