@@ -12,8 +12,12 @@ import { CapabilityRule, modelSpecViolations, validateCapabilities } from "../..
 import { CapabilitiesError } from "../../src/domain/errors.ts";
 import { at, model, plainModel } from "./fixtures.ts";
 
+/** The rules a spec breaks; every violation must also say what is wrong in words. */
 function rules(spec: ModelSpec): string[] {
-  return modelSpecViolations("acme", spec).map((v) => v.rule);
+  const violations = modelSpecViolations("acme", spec);
+  // "<provider>/<model>: <what is wrong>": the part after the subject must not be empty.
+  for (const v of violations) expect(v.message, `message of ${v.rule}`).toMatch(/: \S/);
+  return violations.map((v) => v.rule);
 }
 const withThinking = (thinking: MessageInitShape<typeof ThinkingSpecSchema>) => model({ thinking });
 

@@ -1,5 +1,6 @@
 import { create, equals, type MessageInitShape } from "@bufbuild/protobuf";
-import { PricingSchema, type Usage, UsageSchema } from "@pluggableharness/protocol/model";
+import { PricingSchema, PricingTierSchema, type Usage, UsageSchema } from "@pluggableharness/protocol/model";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { computeCost, normalizeUsage, recordUsage, usageIssues } from "../../src/domain/cost.ts";
 import { PricingError } from "../../src/domain/errors.ts";
@@ -67,6 +68,42 @@ describe("cost computation", () => {
   it("cache tokens without a cache rate cannot be priced", () => {
     expect(() => computeCost(usage({ cacheReadTokens: 5n }), tier())).toThrow(PricingError);
     expect(computeCost(usage({ cacheReadTokens: 0n }), tier()).exact).toBe("0.001656");
+  });
+
+  it("a count without its optional rate is refused, naming the term; a zero count needs no rate", () => {
+    const noRates = create(PricingTierSchema, {});
+    // input and output rates are required fields (never absent), so only the optional rates
+    // can be missing.
+    const cases: Array<[MessageInitShape<typeof UsageSchema>, RegExp]> = [
+      [
+        { inputTokens: 0n, outputTokens: 0n, cacheWriteTokens: 3n },
+        /3 cache-write tokens .* no cache-write rate/,
+      ],
+      [
+        { inputTokens: 0n, outputTokens: 0n, cacheReadTokens: 4n },
+        /4 cache-read tokens .* no cache-read rate/,
+      ],
+      [{ inputTokens: 0n, outputTokens: 0n, cacheStorageTokenSeconds: 6n }, /6 cache-storage token-seconds/],
+    ];
+    for (const [init, message] of cases) {
+      expect(() => computeCost(create(UsageSchema, init), noRates)).toThrow(PricingError);
+      expect(() => computeCost(create(UsageSchema, init), noRates)).toThrow(message);
+    }
+    const zeros = create(UsageSchema, {
+      inputTokens: 0n,
+      outputTokens: 0n,
+      cacheWriteTokens: 0n,
+      cacheReadTokens: 0n,
+      reasoningTokens: 0n,
+      cacheStorageTokenSeconds: 0n,
+    });
+    expect(computeCost(zeros, noRates).exact).toBe("0");
+  });
+
+  it("a non-free model without tiers cannot be priced", () => {
+    const p = create(PricingSchema, { currency: "USD", free: false });
+    expect(() => recordUsage(usage(), p, at("2026-01-01T00:00:00Z"))).toThrow(PricingError);
+    expect(() => recordUsage(usage(), p, at("2026-01-01T00:00:00Z"))).toThrow(/no pricing tier/);
   });
 
   it("the tier is resolved per usage event from its receipt time and input_tokens", () => {
@@ -236,6 +273,51 @@ describe("vendor-reported figures", () => {
       "web_search_sources",
     ]);
     expect(u.components[0]!.name).toBe("web_search_sources");
+  });
+
+  it("any list of components is persisted sorted by name, equal names keeping their order", () => {
+    const component = fc.record({ name: fc.constantFrom("a", "b", "c", "d", "e"), value: fc.bigInt(0n, 9n) });
+    fc.assert(
+      fc.property(fc.array(component, { maxLength: 12 }), (components) => {
+        const got = normalizeUsage(usage({ components })).components.map((c) => ({
+          name: c.name,
+          value: c.value,
+        }));
+        const want = components
+          .map((c, i) => ({ ...c, i }))
+          .sort((x, y) => (x.name === y.name ? x.i - y.i : x.name < y.name ? -1 : 1))
+          .map(({ name, value }) => ({ name, value }));
+        expect(got).toEqual(want);
+      }),
+    );
+  });
+
+  it("negative counts and an empty vendor_cost unit are recorded as issues; zero is not negative", () => {
+    const negative = usageIssues(
+      usage({
+        inputTokens: -1n,
+        outputTokens: -2n,
+        cacheReadTokens: -3n,
+        cacheWriteTokens: -4n,
+        reasoningTokens: -5n,
+        cacheStorageTokenSeconds: -6n,
+      }),
+    );
+    expect(negative).toEqual([
+      "input_tokens is negative",
+      "output_tokens is negative",
+      "cache_read_tokens is negative",
+      "cache_write_tokens is negative",
+      "reasoning_tokens is negative",
+      "cache_storage_token_seconds is negative",
+    ]);
+    expect(
+      usageIssues(usage({ inputTokens: 0n, outputTokens: 0n, cacheReadTokens: 0n, reasoningTokens: 0n })),
+    ).toEqual([]);
+    expect(usageIssues(usage({ vendorCost: { amount: "0.5", unit: "" } }))).toEqual([
+      "vendor_cost.unit is empty",
+    ]);
+    expect(usageIssues(usage({ vendorCost: { amount: "0.5", unit: "usd" } }))).toEqual([]);
   });
 
   it("rate limits are never synthesized nor converted between counts and percentages", () => {

@@ -24,6 +24,8 @@ describe("the CountTokens fallback heuristic", () => {
     const blocks = [
       create(ContentBlockSchema, { block: { case: "text", value: { text: "abc" } } }),
       create(ContentBlockSchema, { block: { case: "image", value: { mediaType: "image/png" } } }),
+      // Thinking carries a text field too, but it is not a text block.
+      create(ContentBlockSchema, { block: { case: "thinking", value: { text: "a long chain of thought" } } }),
       create(ContentBlockSchema, { block: { case: "text", value: { text: "abc" } } }),
     ];
     expect(fallbackTokenCountOfBlocks(blocks)).toEqual({ count: 2, exact: false });

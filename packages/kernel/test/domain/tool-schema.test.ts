@@ -19,8 +19,12 @@ function rejection(fn: () => unknown): ToolSchemaError {
   throw new Error("expected a ToolSchemaError");
 }
 
+/** The rules a response breaks; every violation must also say what is wrong in words. */
 function rulesOf(fn: () => unknown): string[] {
-  return rejection(fn).violations.map((v) => v.rule);
+  const violations = rejection(fn).violations;
+  // "<provider>.<operation>: <what is wrong>": the part after the subject must not be empty.
+  for (const v of violations) expect(v.message, `message of ${v.rule}`).toMatch(/: \S/);
+  return violations.map((v) => v.rule);
 }
 
 describe("ToolSchema validation at GetSchema time", () => {
