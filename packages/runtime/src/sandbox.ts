@@ -12,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, isAbsolute, join, relative, sep } from "node:path";
+import { delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
 
 export type SandboxMode = "required" | "best_effort" | "off";
 export const SANDBOX_MODES: readonly SandboxMode[] = ["required", "best_effort", "off"];
@@ -118,6 +118,23 @@ function inside(path: string, dir: string): boolean {
 
 let emptyDir: string | undefined;
 
+/**
+ * The install directories under /tmp or /var/tmp that the command's interpreter and program
+ * live in: for each of the kernel's Node and the command's absolute argv[0], its nearest
+ * `node_modules` ancestor, else its directory.
+ */
+function hiddenInstallDirs(argv: readonly string[]): string[] {
+  const dirs = new Set<string>();
+  for (const file of [process.execPath, argv[0]]) {
+    if (!file || !isAbsolute(file) || !(inside(file, "/tmp") || inside(file, "/var/tmp"))) continue;
+    const parts = file.split(sep);
+    const at = parts.lastIndexOf("node_modules");
+    const dir = at > 0 ? parts.slice(0, at + 1).join(sep) : dirname(file);
+    if (existsSync(dir)) dirs.add(dir);
+  }
+  return [...dirs];
+}
+
 /** The bwrap command line that runs `argv` in the sandbox. */
 export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
   const args: string[] = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
@@ -127,6 +144,10 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
     if (existsSync("/var/tmp")) args.push("--tmpfs", "/var/tmp");
   }
   if (existsSync("/dev/shm")) args.push("--tmpfs", "/dev/shm");
+  // A private /tmp would also hide the agent's own Node and packages when the agent is
+  // installed under /tmp (a CI checkout, a scratch clone): put them back, read-only, as they
+  // are everywhere else.
+  if (privateTmp) for (const dir of hiddenInstallDirs(argv)) args.push("--ro-bind", dir, dir);
   // Private /tmp would hide a writable root under it: bind roots after the tmpfs mounts.
   for (const w of spec.writable) args.push("--bind", w, w);
   const placeholders: string[] = [];
