@@ -1,6 +1,7 @@
 // Which sampling parameters (temperature, top_p, top_k) a model takes, read from its
-// ModelSpec.sampling. One rule for the load-time check of a profile (validate.ts) and for
-// the kernel's per-request parameter validation, which both import it from here.
+// ModelSpec.sampling, for the load-time check of a profile (validate.ts). The kernel's pure
+// domain (which may not import config) keeps its own copy for per-request validation;
+// generation-params.test.ts holds the two to the same answer on every combination.
 import { type ModelSpec, SamplingParameter } from "@pluggableharness/protocol/model";
 import type { GenerationParamsConfig } from "./model.ts";
 
