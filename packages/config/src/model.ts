@@ -201,6 +201,22 @@ export interface Settings {
   strict_params: boolean;
   retry: RetrySettings;
   observability: ObservabilitySettings;
+  compaction: CompactionSettings;
+}
+
+/** Where compaction starts: a share of the model's effective ceiling, or a token count. */
+export type CompactAt =
+  | { readonly kind: "percent"; readonly value: number }
+  | { readonly kind: "tokens"; readonly value: number };
+
+/** `settings { compaction { ... } }`: when the kernel asks the compactor to shrink the history. */
+export interface CompactionSettings {
+  /** Kernel-triggered compaction (threshold and overflow); /compact works either way. */
+  enabled: boolean;
+  /** Compact before a request whose estimated size reaches this (default 80%). */
+  threshold: CompactAt;
+  /** Treat every model's context window as at most this many tokens (0: the model's own). */
+  context_window: number;
 }
 
 export interface AgentConfig {

@@ -18,6 +18,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "user",
   "task",
   "project-context",
+  "compactor",
   "tui",
   "mcp",
 ] as const;

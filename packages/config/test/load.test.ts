@@ -318,6 +318,7 @@ describe("built-in default configuration", () => {
       "user",
       "task",
       "project-context",
+      "compactor",
       "tui",
     ]);
     const profile = getProfile(c)!;
