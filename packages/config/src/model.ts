@@ -211,7 +211,10 @@ export type CompactAt =
 
 /** `settings { compaction { ... } }`: when the kernel asks the compactor to shrink the history. */
 export interface CompactionSettings {
-  /** Kernel-triggered compaction (threshold and overflow); /compact works either way. */
+  /**
+   * Compaction at the threshold. Off, the kernel still compacts when the model refuses a
+   * request as too long or no window holds the history (never a dead end), and /compact works.
+   */
   enabled: boolean;
   /** Compact before a request whose estimated size reaches this (default 80%). */
   threshold: CompactAt;

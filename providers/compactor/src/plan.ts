@@ -160,12 +160,12 @@ export function shortenTail(tail: readonly Message[], targetTokens: number): Mes
   const out = tail.map((m) => ({ ...m, content: [...m.content] }));
   // Largest results first, each cut to what the remaining excess allows (at least 200 chars kept).
   const results: Array<{ mi: number; bi: number; size: number }> = [];
-  out.forEach((m, mi) =>
-    m.content.forEach((b, bi) => {
+  for (const [mi, m] of out.entries()) {
+    for (const [bi, b] of m.content.entries()) {
       if (b.block.case === "toolResult")
         results.push({ mi, bi, size: messageTokens({ ...m, content: [b] }) });
-    }),
-  );
+    }
+  }
   results.sort((a, b) => b.size - a.size);
   for (const r of results) {
     if (total <= targetTokens) break;

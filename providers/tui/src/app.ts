@@ -128,6 +128,8 @@ export class Tui {
   private inputTokens = 0;
   private outputTokens = 0;
   private costUsd = 0;
+  /** The last request's size against its model's window (usage updates carry both). */
+  private context: { tokens: number; ceiling: number } | undefined;
   private remainingUsd: number | undefined;
   private warning = "";
   private hint = "";
@@ -306,6 +308,8 @@ export class Tui {
         this.outputTokens += Number(u.outputTokens);
         this.costUsd = u.sessionCostUsd;
         this.remainingUsd = u.remainingCostBudgetUsd;
+        if (u.contextTokens !== undefined && u.contextCeiling !== undefined && u.contextCeiling > 0n)
+          this.context = { tokens: Number(u.contextTokens), ceiling: Number(u.contextCeiling) };
         if (u.modelId) this.model = u.providerName ? `${u.providerName}/${u.modelId}` : u.modelId;
         // A call went through: a rate-limit or overload notice is over.
         this.warning = "";
@@ -1076,6 +1080,7 @@ export class Tui {
       formatUsd(this.costUsd) +
         (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
     ];
+    if (this.context) parts.push(contextUsage(this.context.tokens, this.context.ceiling));
     if (this.replayOnly) parts.push("replay only");
     let line = p.paint(parts.join(" · "), "dim");
     if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
@@ -1144,6 +1149,12 @@ export class Tui {
 }
 
 /** Commands the terminal UI answers itself. */
+/** The context indicator of the status line: "ctx 12k/200k 6%". */
+export function contextUsage(tokens: number, ceiling: number): string {
+  const pct = Math.min(999, Math.round((tokens / ceiling) * 100));
+  return `ctx ${formatTokens(tokens)}/${formatTokens(ceiling)} ${pct}%`;
+}
+
 const LOCAL_COMMANDS = ["help", "exit", "quit", "cost"];
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */

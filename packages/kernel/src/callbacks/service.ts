@@ -204,6 +204,7 @@ export function callbackImplementation(
           outputTokens: BigInt(r.outputTokens),
         };
       } catch (err) {
+        deps.log.debug("Summarize failed", { error: (err as Error).stack ?? String(err) });
         if (err instanceof SummarizeError) {
           throw new StatusError(
             err.category === "cancelled"

@@ -15,7 +15,7 @@
 // - Record: a compaction event holds the whole new history, so a resume and a replay
 //   rebuild exactly what the model is sent next (resume.ts).
 // docs/decisions.md, "Compaction (issue 19, point 1)".
-import { create, toBinary } from "@bufbuild/protobuf";
+import { clone, create, toBinary } from "@bufbuild/protobuf";
 import type { CompactAt } from "@pluggableharness/config";
 import {
   type ContentBlock,
@@ -28,7 +28,7 @@ import {
 import { CompactionReason } from "@pluggableharness/protocol/context";
 import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
-import type { ModelSpec, ModelTarget } from "@pluggableharness/protocol/model";
+import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import { fallbackTokenCount } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
@@ -194,11 +194,17 @@ export async function compactHistory(
 ): Promise<CompactOutcome> {
   const log = deps.log.child("compaction");
   const all = compactors(deps);
-  if (all.length === 0) return { kind: "unchanged", why: "no compactor context provider is loaded" };
+  if (all.length === 0) {
+    log.info("compaction is due, but no compactor context provider is loaded", undefined, session.id);
+    return { kind: "unchanged", why: "no compactor context provider is loaded" };
+  }
   const before = historyTokens(session);
   const ceiling = Number(input.target.effectiveCeiling);
   const at = session.compaction.threshold ?? deps.settings.compaction.threshold;
-  const goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
+  // Half the threshold leaves room for many turns before the next compaction; a request
+  // the model refused as too long must shrink to well below what it was.
+  let goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
+  if (input.reason === CompactionReason.OVERFLOW) goal = Math.min(goal, Math.max(1, Math.floor(before / 2)));
   const why: string[] = [];
   topBar(session, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
   session.compaction.turnId = input.turnId;
@@ -261,6 +267,7 @@ export async function compactHistory(
     session.compaction.turnId = undefined;
   }
   const text = why.join("; ") || "interrupted";
+  log.info(`the conversation was not compacted: ${text}`, undefined, session.id);
   topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
   return { kind: "unchanged", why: text };
 }
@@ -289,8 +296,12 @@ export function applyRewrittenHistory(
     );
     return { kind: "unchanged", why: `its rewrite breaks tool pairing (${problem})` };
   }
+  // The rewrite repeats the kept tail: secret values the kernel withholds from commands are
+  // replaced in it, so compaction never writes a secret again (text only: thinking and its
+  // signature stay byte for byte).
+  const history = redact(rewrite.history, deps.secretValues);
   const before = historyTokens(session);
-  const after = historyTokens(session, rewrite.history);
+  const after = historyTokens(session, history);
   const messagesBefore = session.history.length;
   session.log.persist(
     EventKind.COMPACTION,
@@ -301,15 +312,15 @@ export function applyRewrittenHistory(
         turnId: rewrite.turnId,
         reason: rewrite.reason,
         compactor: rewrite.compactor,
-        history: rewrite.history,
+        history,
         tokensBefore: BigInt(before),
         tokensAfter: BigInt(after),
         messagesBefore,
-        messagesAfter: rewrite.history.length,
+        messagesAfter: history.length,
       }),
     ),
   );
-  session.history = rewrite.history;
+  session.history = history;
   // The conversation prefix changed: cache breakpoints start over.
   session.previousRequest = undefined;
   session.compaction.count++;
@@ -322,7 +333,7 @@ export function applyRewrittenHistory(
       tokens_before: before,
       tokens_after: after,
       messages_before: messagesBefore,
-      messages_after: rewrite.history.length,
+      messages_after: history.length,
     },
     session.id,
   );
@@ -403,10 +414,9 @@ export async function summarize(
     : [];
   const candidates = session.candidates().map((c) => {
     if (request.maxOutputTokens <= 0) return c;
-    return {
-      ...c,
-      params: { ...(c.params ?? {}), maxOutputTokens: BigInt(request.maxOutputTokens) },
-    } as typeof c;
+    const params = c.params ? clone(GenerationParamsSchema, c.params) : create(GenerationParamsSchema, {});
+    params.maxOutputTokens = BigInt(request.maxOutputTokens);
+    return { ...c, params };
   });
   const route = routeCandidates(
     deps,

@@ -133,6 +133,16 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const due = overflow
     ? CompactionReason.OVERFLOW
     : compactionDue(deps, session, target, session.assembledTokensLastTurn);
+  deps.log.debug(
+    "context usage",
+    {
+      history: calibratedHistoryTokens(session),
+      sections: session.assembledTokensLastTurn,
+      ceiling: Number(target.effectiveCeiling),
+      compaction: due === undefined ? "" : String(due),
+    },
+    session.id,
+  );
   if (due !== undefined) await compact(due);
   if (signal.aborted) return { kind: "cancelled" };
   const assembled = await assembleContext(deps, session, {
