@@ -87,7 +87,7 @@ const isSummary = (r: RecordedRequest) =>
 /** The provider's local name in agent.hcl. */
 const local = (c: VendorCase) => (c.name === "openai-compatible" ? "compat" : c.name);
 
-function hcl(c: VendorCase, url: string, project: string): string {
+function hcl(c: VendorCase, url: string, project: string, compaction = `context_window = ${WINDOW}`): string {
   return `required_providers {
   ${local(c)} = { source = "pluggableharness/${c.name}", version = ">= 0.0.0" }
   filesystem = { source = "pluggableharness/filesystem", version = ">= 0.0.0" }
@@ -120,7 +120,7 @@ agent_profile "default" {
 
 settings {
   compaction {
-    context_window = ${WINDOW}
+    ${compaction}
   }
   retry {
     base_delay_ms  = 0
@@ -152,6 +152,7 @@ async function runSession(
   c: VendorCase,
   script: (r: RecordedRequest, mainTurn: number) => Record<string, unknown>,
   prompt: string,
+  compaction?: string,
 ): Promise<Run> {
   const project = mkdtempSync(join(tmpdir(), `ph-compact-${c.name}-`));
   const stateDir = join(project, ".state");
@@ -173,7 +174,7 @@ async function runSession(
       return script(r, main++) as never;
     },
   });
-  writeFileSync(join(project, "agent.hcl"), hcl(c, fake.url, project));
+  writeFileSync(join(project, "agent.hcl"), hcl(c, fake.url, project, compaction));
   const kernel = await createKernel({
     projectDir: project,
     installationRoot: ROOT,
@@ -430,5 +431,43 @@ describe("overflow, resume and secrets", () => {
     expect(strip(sent.messages.slice(0, live.length))).toEqual(strip(live));
     expect(sent.messages.length).toBe(expected.length + 1);
     expect(JSON.stringify(sent.messages[0])).toContain("[Compacted conversation]");
+  });
+});
+
+describe("a history larger than every window", () => {
+  // The threshold is off and the model's own window is small (the provider declares 8k):
+  // once the history outgrows it, routing finds no candidate by size. That used to fail
+  // the turn (routing_exhausted); now the first capable candidate is compacted for.
+  const c = ALL_CASES.find((x) => x.name === "openai-compatible")!;
+  const small: VendorCase = {
+    ...c,
+    block: (url) => c.block(url).replace("context_window = 32768", "context_window = 8192"),
+  };
+  let run: Run;
+  beforeAll(async () => {
+    run = await runSession(
+      small,
+      (_r, n) => (n < 29 ? toolTurn(small, n) : { kind: "text", text: "Read them all." }),
+      "Read the notes files in turn.",
+      "enabled = false",
+    );
+  }, 120_000);
+  afterAll(async () => {
+    if (run) await close(run);
+  });
+
+  it("is compacted (reason overflow) instead of failing the turn", () => {
+    expect(run.status, why(run)).toBe(SessionStatus.COMPLETED);
+    expect(run.fake.requests.filter((r) => !isSummary(r))).toHaveLength(30);
+    const reader = openSessionReader(run.sessionId, { dir: run.stateDir });
+    try {
+      const reasons = reader
+        .readEvents({ kinds: [EventKind.COMPACTION] })
+        .map((e) => fromBinary(CompactionEventSchema, e.payload).reason);
+      expect(reasons.length).toBeGreaterThan(0);
+      expect(new Set(reasons)).toEqual(new Set([2])); // OVERFLOW only: the threshold is off
+    } finally {
+      reader.close();
+    }
   });
 });
