@@ -314,7 +314,7 @@ describe.each(CASES)("compaction against the $name fake", (c) => {
 });
 
 describe("overflow, resume and secrets", () => {
-  const c = CASES[0]!;
+  const c = ALL_CASES[0]!;
   let run: Run;
   let refusedSeq = -1;
   beforeAll(async () => {
