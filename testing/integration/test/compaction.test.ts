@@ -18,7 +18,7 @@ import {
   startFakeVendor,
   type VendorId,
 } from "@pluggableharness/fake-vendors";
-import { createKernel, type Kernel } from "@pluggableharness/kernel";
+import { createKernel, type Kernel, type SessionHandle } from "@pluggableharness/kernel";
 import { MessageSchema } from "@pluggableharness/protocol/content";
 import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
@@ -146,6 +146,7 @@ interface Run {
   status: SessionStatus;
   dirs: string[];
   logs: string[];
+  handle: SessionHandle;
 }
 
 async function runSession(
@@ -208,7 +209,17 @@ async function runSession(
         .map(([k, v]) => `${k} ${v.toFixed(0)}ms`)
         .join("\n"),
     );
-  return { fake, kernel, project, stateDir, sessionId: session.id, status, dirs: [project], logs };
+  return {
+    fake,
+    kernel,
+    project,
+    stateDir,
+    sessionId: session.id,
+    status,
+    dirs: [project],
+    logs,
+    handle: session,
+  };
 }
 
 function toolTurn(c: VendorCase, n: number): Record<string, unknown> {
@@ -469,5 +480,46 @@ describe("a history larger than every window", () => {
     } finally {
       reader.close();
     }
+  });
+});
+
+describe("compact now (the kernel operation /compact calls)", () => {
+  const c = ALL_CASES[0]!;
+  let run: Run;
+  beforeAll(async () => {
+    run = await runSession(
+      c,
+      (_r, n) => (n < 5 ? toolTurn(c, n) : { kind: "text", text: "Read five times." }),
+      "Read the notes five times.",
+      "context_window = 200000",
+    );
+  }, 120_000);
+  afterAll(async () => {
+    if (run) await close(run);
+  });
+
+  it("compacts on request, with the operator's guidance, and no model turn", async () => {
+    expect(run.fake.requests.filter(isSummary)).toEqual([]);
+    const before = run.fake.requests.length;
+    expect(run.handle.compact("Keep the file names.")).toBeUndefined();
+    expect(await run.handle.idle()).toBe(SessionStatus.COMPLETED);
+    const sent = run.fake.requests.slice(before);
+    expect(sent).toHaveLength(1);
+    expect(isSummary(sent[0]!)).toBe(true);
+    expect(sent[0]!.bodyText).toContain("Keep the file names.");
+    const reader = openSessionReader(run.sessionId, { dir: run.stateDir });
+    try {
+      const [e] = reader.readEvents({ kinds: [EventKind.COMPACTION] });
+      const ev = fromBinary(CompactionEventSchema, e!.payload);
+      expect(ev.reason).toBe(3); // OPERATOR
+      expect(ev.messagesAfter).toBeLessThan(ev.messagesBefore);
+    } finally {
+      reader.close();
+    }
+    // The next message goes out with the compacted history.
+    run.fake.push({ kind: "text", text: "ok" });
+    run.handle.send("Anything else?");
+    await run.handle.idle();
+    expect(run.fake.requests.at(-1)!.bodyText).toContain("[Compacted conversation]");
   });
 });
