@@ -1038,7 +1038,7 @@ export class Tui {
     if (!item && !q) {
       cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
     }
-    lines.push(this.statusBar());
+    lines.push(this.statusBar(width));
     const now = this.now();
     if (this.hint && now < this.hintUntil) lines.push(p.paint(this.hint, "dim"));
     this.screen!.update(cursor ? { lines, cursor } : { lines });
@@ -1072,7 +1072,7 @@ export class Tui {
     return [start + layout.cursorRow, prefixWidth + layout.cursorCol];
   }
 
-  private statusBar(): string {
+  private statusBar(width: number): string {
     const p = this.p;
     const parts = [
       this.model || "model pending",
@@ -1080,7 +1080,9 @@ export class Tui {
       formatUsd(this.costUsd) +
         (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
     ];
-    if (this.context) parts.push(contextUsage(this.context.tokens, this.context.ceiling));
+    // The context indicator only where it fits: the status line never wraps.
+    const ctx = this.context ? contextUsage(this.context.tokens, this.context.ceiling) : "";
+    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.push(ctx);
     if (this.replayOnly) parts.push("replay only");
     let line = p.paint(parts.join(" · "), "dim");
     if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;

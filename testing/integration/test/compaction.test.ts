@@ -7,7 +7,7 @@
 // - a context_length_exceeded answer is followed by a compaction and one retry that succeeds;
 // - the compacted session resumes from the compacted history, byte for byte;
 // - no secret of the environment reaches the summary request or the session file.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -44,8 +44,6 @@ export { CompactionReason };
 export class CompactionState {
   /** The operator asked for compaction (compactNow() queued, or --compact-at): the next turn compacts first. */
   pending: { readonly instructions: string } | undefined;
-  /** A per-run threshold (`agent run --compact-at`) that wins over settings.compaction.threshold. */
-  threshold: CompactAt | undefined;
   /** The turn a compaction pass is running for (Summarize books its cost there). */
   turnId: string | undefined;
   /**
@@ -122,7 +120,7 @@ export function compactionDue(
   if (!deps.settings.compaction.enabled) return undefined;
   const ceiling = Number(target.effectiveCeiling);
   if (ceiling <= 0) return undefined;
-  const at = session.compaction.threshold ?? deps.settings.compaction.threshold;
+  const at = deps.settings.compaction.threshold;
   return historyTokens(session) + sectionTokens >= thresholdTokens(at, ceiling)
     ? CompactionReason.THRESHOLD
     : undefined;
@@ -200,7 +198,7 @@ export async function compactHistory(
   }
   const before = historyTokens(session);
   const ceiling = Number(input.target.effectiveCeiling);
-  const at = session.compaction.threshold ?? deps.settings.compaction.threshold;
+  const at = deps.settings.compaction.threshold;
   // Half the threshold leaves room for many turns before the next compaction; a request
   // the model refused as too long must shrink to well below what it was.
   let goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
