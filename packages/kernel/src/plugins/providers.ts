@@ -23,6 +23,7 @@ import {
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import type { ContextCapabilities } from "@pluggableharness/protocol/context";
+import type { MemoryCapabilities } from "@pluggableharness/protocol/memory";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
@@ -64,6 +65,8 @@ export interface LoadedProvider {
   /** Refreshed after Configure: a provider may serve models its configuration declares. */
   models?: ValidatedCapabilities;
   readonly context?: ContextCapabilities;
+  /** MemoryService.GetCapabilities, for a memory provider (recalled at context-assemble). */
+  readonly memory?: MemoryCapabilities;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];
   readonly slashCommands: readonly SlashCommandSpec[];
@@ -380,6 +383,16 @@ export class ProviderRegistry {
     return this.all().filter((p) => p.categories.has("context") && p.context !== undefined);
   }
 
+  /**
+   * Everything that takes part in context-assemble, in declaration order: context providers
+   * (Contribute) and memory providers (Recall, translated into sections).
+   */
+  contextAssemblers(): LoadedProvider[] {
+    return this.all().filter(
+      (p) => (p.categories.has("context") && p.context !== undefined) || p.memory !== undefined,
+    );
+  }
+
   /** Model providers in declaration order. */
   modelProviders(): LoadedProvider[] {
     return this.all().filter((p) => p.models !== undefined);
@@ -641,6 +654,7 @@ function buildLoaded(
     previewSupported,
     ...(models ? { models } : {}),
     ...(context ? { context } : {}),
+    ...(categories.has("memory") && d.memory ? { memory: d.memory } : {}),
     hookPoints: [...hookPoints],
     slashCommands,
     ...(configSchema ? { configSchema } : {}),

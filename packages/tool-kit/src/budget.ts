@@ -1,0 +1,66 @@
+// Token budgets for context and memory providers: counting through the kernel's CountTokens
+// callback (never a local estimate, as the context protocol requires), the reserved
+// `token_budget` attribute every such provider accepts, and cutting a text at a line
+// boundary to the longest prefix that fits.
+import type { KernelClient } from "@pluggableharness/plugin-sdk";
+import type { ModelTarget } from "@pluggableharness/protocol/model";
+import { type ConfigField, configError, type Diagnostic } from "./config.ts";
+
+/** agent.hcl's per-provider cap, read by the kernel; declared so `agent validate` checks it. */
+export const TOKEN_BUDGET_FIELD: ConfigField = {
+  name: "token_budget",
+  type: "number",
+  description: "Token cap for this provider's contribution per turn (default: the provider's own).",
+};
+
+/** Problems with a decoded token_budget (absent is fine). */
+export function checkTokenBudget(value: unknown): Diagnostic[] {
+  if (value === undefined || value === null) return [];
+  return typeof value === "number" && Number.isInteger(value) && value > 0
+    ? []
+    : [configError(["token_budget"], "token_budget must be a positive whole number of tokens")];
+}
+
+export type TokenCounter = (text: string) => Promise<number>;
+
+/** Counts text for `target` through the kernel, remembering exact answers (bounded). */
+export function tokenCounter(kernel: KernelClient, target: ModelTarget | undefined): TokenCounter {
+  const cache = new Map<string, number>();
+  return async (text) => {
+    const known = cache.get(text);
+    if (known !== undefined) return known;
+    const res = await kernel.countTokens({
+      content: [{ block: { case: "text", value: { text } } }],
+      ...(target?.id ? { modelRef: { provider: target.provider, id: target.id } } : {}),
+    });
+    const n = Number(res.count);
+    if (res.exact && cache.size < 512) cache.set(text, n);
+    return n;
+  };
+}
+
+/**
+ * The longest prefix of whole lines, followed by `note`, whose count fits `room`; undefined
+ * when not even the first line does.
+ */
+export async function fitLines(
+  text: string,
+  room: number,
+  count: TokenCounter,
+  note = "\n[truncated to fit the context budget]",
+): Promise<{ text: string; tokens: number } | undefined> {
+  const lines = text.split("\n");
+  let lo = 0;
+  let hi = lines.length - 1;
+  let best: { text: string; tokens: number } | undefined;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const candidate = lines.slice(0, mid + 1).join("\n") + note;
+    const tokens = await count(candidate);
+    if (tokens <= room) {
+      best = { text: candidate, tokens };
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best;
+}
