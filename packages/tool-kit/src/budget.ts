@@ -10,15 +10,16 @@ import { type ConfigField, configError, type Diagnostic } from "./config.ts";
 export const TOKEN_BUDGET_FIELD: ConfigField = {
   name: "token_budget",
   type: "number",
-  description: "Token cap for this provider's contribution per turn (default: the provider's own).",
+  default: 0,
+  description: "Token cap for this provider's contribution per turn; 0 (the default) keeps the provider's own.",
 };
 
-/** Problems with a decoded token_budget (absent is fine). */
+/** Problems with a decoded token_budget (absent, decoded as 0, is fine). */
 export function checkTokenBudget(value: unknown): Diagnostic[] {
   if (value === undefined || value === null) return [];
-  return typeof value === "number" && Number.isInteger(value) && value > 0
+  return typeof value === "number" && Number.isInteger(value) && value >= 0
     ? []
-    : [configError(["token_budget"], "token_budget must be a positive whole number of tokens")];
+    : [configError(["token_budget"], "token_budget must be a whole number of tokens (0: the provider's default)")];
 }
 
 export type TokenCounter = (text: string) => Promise<number>;

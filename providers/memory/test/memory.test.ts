@@ -353,7 +353,7 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
     });
 
   it("rejects a bad configuration with diagnostics naming the attribute", async () => {
-    const res = await mem().configure({ config: { store: "redis", token_budget: 0 } });
+    const res = await mem().configure({ config: { store: "redis", token_budget: 2.5 } });
     expect(res.result!.diagnostics.map((d) => d.attributePath.join("."))).toEqual(["token_budget", "store"]);
     await mem().configure({ config: { store } });
   });

@@ -49,12 +49,23 @@ export function memoryLabel(r: MemoryRecord): string {
   return `memory:${type}:${r.id}`;
 }
 
-/** Record -> ContextSection, the translation the memory protocol fixes. */
+/** The line the kernel puts before a recalled record, so the model knows what it is reading. */
+export function memoryHeading(r: MemoryRecord): string {
+  const type = (MemoryType[r.type] ?? "unspecified").toLowerCase();
+  const scope = (MemoryScope[r.scope] ?? "unspecified").toLowerCase();
+  return `[Recalled memory "${r.id}" (${type}, ${scope} scope)${r.title ? `: ${r.title}` : ""}]`;
+}
+
+/**
+ * Record -> ContextSection, the translation the memory protocol fixes, with the kernel's
+ * heading line in front (framing like a section's label: not charged to the provider's
+ * budget, so `tokens` stays the record's own count).
+ */
 export function translateRecord(provider: string, r: MemoryRecord): ContextSection {
   return create(ContextSectionSchema, {
     provider,
     label: memoryLabel(r),
-    content: r.content,
+    content: [{ block: { case: "text", value: { text: memoryHeading(r) } } }, ...r.content],
     tokens: r.tokens,
     stability: Stability.DYNAMIC,
     truncated: false,
