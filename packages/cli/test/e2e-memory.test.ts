@@ -180,3 +180,22 @@ describe("memory and secrets", () => {
     expect(sent(fake.requests.length - 1)).not.toContain(CANARY);
   });
 });
+
+describe("agent validate", () => {
+  it("rejects what the memory and workspace-context providers' Configure would, at the attribute", async () => {
+    const bad = HCL("redis").replace("token_budget = 1200", "token_budget = -3\n  tree_max_depth = 0");
+    writeFileSync(join(repo, "agent.hcl"), bad);
+    const lineOf = (needle: string) => bad.split("\n").findIndex((l) => l.includes(needle)) + 1;
+    const r = await agent(["validate"], { cwd: repo, env });
+    expect(r.code).not.toBe(0);
+    const out = r.stdout + r.stderr;
+    expect(out).toContain('store must be "markdown" or "sqlite", not "redis"');
+    expect(out).toContain("token_budget must be a whole number of tokens");
+    expect(out).toContain("tree_max_depth must be a whole number from 1 to 20");
+    expect(out).toMatch(new RegExp(`agent\\.hcl:${lineOf('store = "redis"')}:\\d+: error`));
+    writeFileSync(join(repo, "agent.hcl"), HCL("sqlite"));
+    const ok = await agent(["validate"], { cwd: repo, env });
+    expect(ok.stdout + ok.stderr).not.toContain("error");
+    expect(ok.code).toBe(0);
+  });
+});

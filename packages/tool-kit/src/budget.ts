@@ -11,7 +11,8 @@ export const TOKEN_BUDGET_FIELD: ConfigField = {
   name: "token_budget",
   type: "number",
   default: 0,
-  description: "Token cap for this provider's contribution per turn; 0 (the default) keeps the provider's own.",
+  description:
+    "Token cap for this provider's contribution per turn; 0 (the default) keeps the provider's own.",
 };
 
 /** Problems with a decoded token_budget (absent, decoded as 0, is fine). */
@@ -19,7 +20,12 @@ export function checkTokenBudget(value: unknown): Diagnostic[] {
   if (value === undefined || value === null) return [];
   return typeof value === "number" && Number.isInteger(value) && value >= 0
     ? []
-    : [configError(["token_budget"], "token_budget must be a whole number of tokens (0: the provider's default)")];
+    : [
+        configError(
+          ["token_budget"],
+          "token_budget must be a whole number of tokens (0: the provider's default)",
+        ),
+      ];
 }
 
 export type TokenCounter = (text: string) => Promise<number>;

@@ -53,7 +53,9 @@ it("drops an over-budget section and discards a provider that edits another's se
     .events.filter((e) => e.kind === EventKind.CONTEXT_CONTRIBUTION)
     .map((e) => fromBinary(ContextContributionEventSchema, e.payload))[1]!;
   expect([over.tokenBudget, over.returnedTokens]).toEqual([500n, 501n]);
-  expect(over.notes).toEqual(['context provider "c2" exceeded its budget (501 > 500 tokens); its sections are dropped']);
+  expect(over.notes).toEqual([
+    'context provider "c2" exceeded its budget (501 > 500 tokens); its sections are dropped',
+  ]);
   expect(
     k.logs.some((l) => l.level === "warn" && l.message.includes('"c3" changed sections it does not own')),
   ).toBe(true);
