@@ -37,6 +37,7 @@ import { type ClientFactory, grpcPorts } from "../providers/grpc.ts";
 import { InProcessHost, type InProcessPluginFactory } from "../providers/in-process.ts";
 import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
+import { lintContextOrder } from "./context-lint.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
 import { PluginSandboxState } from "./sandbox.ts";
@@ -349,6 +350,10 @@ export class ProviderRegistry {
     await Promise.all(running.map((p) => refreshTools(p, options)));
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
+    lintContextOrder(
+      registry.contextAssemblers().map((p) => ({ name: p.name, stability: p.context?.stability })),
+      options.log,
+    );
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({

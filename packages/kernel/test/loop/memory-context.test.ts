@@ -83,6 +83,12 @@ it("puts recalled records at the provider's position and refuses what breaks the
   const recalls = k.hookLog("memory.jsonl");
   expect(recalls.every((r) => r["includePending"] === false && r["target"] === "alpha")).toBe(true);
   expect(k.logs.some((l) => l.level === "warn" && l.message.includes('"m2" exceeded its budget'))).toBe(true);
+  // The config-load lint: a static provider after a dynamic one (recall is dynamic).
+  expect(
+    k.logs
+      .filter((l) => l.message.includes("(static) is declared after"))
+      .map((l) => l.message.split(":")[0]),
+  ).toEqual(['context provider "c2" (static) is declared after "m1" (dynamic)']);
   await k.close();
 });
 
