@@ -30,18 +30,30 @@ export function checkTokenBudget(value: unknown): Diagnostic[] {
 
 export type TokenCounter = (text: string) => Promise<number>;
 
-/** Counts text for `target` through the kernel, remembering exact answers (bounded). */
+/** Exact counts already answered, per model and text, shared by every counter of the process. */
+const exactCounts = new Map<string, number>();
+const MAX_CACHED_COUNTS = 4096;
+
+/**
+ * Counts text for `target` through the kernel. Exact answers for a named model are kept (the
+ * same records and files come back every turn; asking again costs a callback round trip for
+ * the same answer); estimates are not (the kernel may have an exact count next time).
+ */
 export function tokenCounter(kernel: KernelClient, target: ModelTarget | undefined): TokenCounter {
-  const cache = new Map<string, number>();
+  const model = target?.id ? `${target.provider}/${target.id}` : "";
   return async (text) => {
-    const known = cache.get(text);
+    const key = `${model}\u0000${text}`;
+    const known = model ? exactCounts.get(key) : undefined;
     if (known !== undefined) return known;
     const res = await kernel.countTokens({
       content: [{ block: { case: "text", value: { text } } }],
       ...(target?.id ? { modelRef: { provider: target.provider, id: target.id } } : {}),
     });
     const n = Number(res.count);
-    if (res.exact && cache.size < 512) cache.set(text, n);
+    if (res.exact && model) {
+      if (exactCounts.size >= MAX_CACHED_COUNTS) exactCounts.delete(exactCounts.keys().next().value!);
+      exactCounts.set(key, n);
+    }
     return n;
   };
 }

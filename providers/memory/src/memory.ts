@@ -28,6 +28,10 @@ export class MemoryFailure extends Error {
 }
 
 const DAY_MS = 86_400_000;
+/** Candidates counted per recall, best first. */
+const MAX_COUNTED = 64;
+/** Below this much room left, no record is worth counting. */
+const MIN_ROOM_TOKENS = 8;
 const HALF_LIFE_DAYS: Record<TypeName, number> = { user: 365, feedback: 180, reference: 180, project: 14 };
 const TYPE_PRIOR: Record<TypeName, number> = { user: 0.9, feedback: 0.85, reference: 0.6, project: 0.7 };
 
@@ -117,11 +121,16 @@ export class Memory {
         (a, b) =>
           b.score - a.score || b.r.updatedAt.localeCompare(a.r.updatedAt) || a.r.id.localeCompare(b.r.id),
       );
+    // Counting goes through the kernel (a callback per record): only the best MAX_COUNTED
+    // candidates are counted, all at once, then taken best first while they fit.
+    const top = scored.slice(0, q.limit !== undefined ? Math.min(q.limit * 2, MAX_COUNTED) : MAX_COUNTED);
+    const counts = await Promise.all(top.map(({ r }) => count(r.content)));
     const out: Recalled[] = [];
     let used = 0;
-    for (const { r, score } of scored) {
+    for (const [i, { r, score }] of top.entries()) {
       if (q.limit !== undefined && out.length >= q.limit) break;
-      const tokens = await count(r.content);
+      if (q.budget - used < MIN_ROOM_TOKENS) break;
+      const tokens = counts[i]!;
       if (used + tokens > q.budget) continue; // a smaller, lower-ranked record may still fit
       used += tokens;
       out.push({ record: r, tokens, score });

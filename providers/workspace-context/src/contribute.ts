@@ -13,7 +13,7 @@ import {
 } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
 import { fitLines, tokenCounter } from "@pluggableharness/tool-kit";
-import { gitState } from "./git.ts";
+import { gitRoot, gitState } from "./git.ts";
 import { fileTree } from "./tree.ts";
 
 export const PROVIDER = "workspace-context";
@@ -38,7 +38,14 @@ export async function contribute(req: ContextRequest, kernel: KernelClient, o: O
   const budget = req.tokenBudget > 0n ? Number(req.tokenBudget) : o.defaultBudget;
   const cwd = req.workingDirectory;
   const candidates: { label: string; text: string }[] = [];
-  const git = cwd && o.git ? await gitState(cwd, o) : undefined;
+  const root = cwd ? await gitRoot(cwd) : undefined;
+  // git's two commands and the tree walk run side by side: this runs before every model call.
+  const [git, tree] = await Promise.all([
+    cwd && root && o.git ? gitState(cwd, root, o) : undefined,
+    cwd && o.fileTree
+      ? fileTree(cwd, { maxEntries: o.treeMaxEntries, maxDepth: o.treeMaxDepth, maxPerDirectory: 40 }, root)
+      : undefined,
+  ]);
   if (git) candidates.push({ label: "Git state", text: git.text });
   if (o.filesTouched && req.filesTouched.length > 0) {
     const recent = req.filesTouched.slice(-o.maxFilesTouched);
@@ -50,14 +57,7 @@ export async function contribute(req: ContextRequest, kernel: KernelClient, o: O
     if (older > 0) lines.splice(1, 0, `  (${older} earlier ones not listed)`);
     candidates.push({ label: "Files touched this session", text: lines.join("\n") });
   }
-  if (cwd && o.fileTree) {
-    const tree = await fileTree(
-      cwd,
-      { maxEntries: o.treeMaxEntries, maxDepth: o.treeMaxDepth, maxPerDirectory: 40 },
-      git?.root,
-    );
-    candidates.push({ label: "File tree", text: `${cwd}\n${tree}` });
-  }
+  if (tree !== undefined) candidates.push({ label: "File tree", text: `${cwd}\n${tree}` });
   const count = tokenCounter(kernel, req.modelTarget);
   const out: Section[] = [];
   let used = 0;

@@ -27,10 +27,13 @@ export interface GitState {
   readonly root: string;
 }
 
-/** The state of the repository containing `cwd`, as text for the model. */
-export async function gitState(cwd: string, o: GitOptions): Promise<GitState | undefined> {
-  const root = (await git(cwd, ["rev-parse", "--show-toplevel"]))?.trim();
-  if (!root) return undefined;
+/** The root of the repository containing `cwd`, or undefined (not a repository, or no git). */
+export async function gitRoot(cwd: string): Promise<string | undefined> {
+  return (await git(cwd, ["rev-parse", "--show-toplevel"]))?.trim() || undefined;
+}
+
+/** The state of the repository at `root` as seen from `cwd`, as text for the model. */
+export async function gitState(cwd: string, root: string, o: GitOptions): Promise<GitState> {
   const [status, log] = await Promise.all([
     git(cwd, ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"]),
     o.recentCommits > 0
