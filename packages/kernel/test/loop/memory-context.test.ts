@@ -85,10 +85,10 @@ it("puts recalled records at the provider's position and refuses what breaks the
   expect(k.logs.some((l) => l.level === "warn" && l.message.includes('"m2" exceeded its budget'))).toBe(true);
   // The config-load lint: a static provider after a dynamic one (recall is dynamic).
   expect(
-    k.logs
-      .filter((l) => l.message.includes("(static) is declared after"))
-      .map((l) => l.message.split(":")[0]),
-  ).toEqual(['context provider "c2" (static) is declared after "m1" (dynamic)']);
+    k.logs.filter((l) => l.message.includes("(dynamic) is declared before")).map((l) => l.message),
+  ).toEqual([
+    'context provider "m1" (dynamic) is declared before "c2" (static); its changes invalidate the prompt-cache prefix for "c2"',
+  ]);
   await k.close();
 });
 
