@@ -231,7 +231,10 @@ export async function runInit(io: Io, options: { dir?: string; force?: boolean }
       line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
       line(io.out, "  uncomment one vendor in the file and set its key.");
     }
-    line(io.out, `  tools: ${[...DEFAULT_TOOL_PROVIDERS, "memory"].join(", ")}; reads run freely, changes ask first`);
+    line(
+      io.out,
+      `  tools: ${[...DEFAULT_TOOL_PROVIDERS, "memory"].join(", ")}; reads run freely, changes ask first`,
+    );
   }
   // Like `terraform init`: every required provider resolved, installed and locked.
   const loaded = loadProjectConfig(dir, { env: io.env });
