@@ -55,7 +55,7 @@ describe("tool locks span the sessions of a kernel", () => {
     const second = starts(k, "locked")[1];
     expect(second.sessionId).toBe(waiting.sessionId);
     const firstEnd = ends(k, "locked").find((e: Loose) => e.sessionId === first.sessionId);
-    expect(firstEnd.at).toBeLessThanOrEqual(second.at);
+    expect(firstEnd!.at).toBeLessThanOrEqual(second.at);
     release(k, second);
     expect(await c.finished(a)).toBe(SessionStatus.COMPLETED);
     expect(await c.finished(b)).toBe(SessionStatus.COMPLETED);
