@@ -102,12 +102,16 @@ function callerCall(parent: Session, plugin: string, toolCallId: string): Inflig
   const mine = [...parent.inflight.values()].filter(
     (c) => c.tool.provider.name === plugin && c.tool.tool.schema.spawns,
   );
-  if (mine.length !== 1) {
+  if (mine.length === 0) {
+    throw new StatusError(
+      PERMISSION_DENIED,
+      `plugin "${plugin}" has no call of a spawn-capable tool (ToolSchema.spawns) in flight for session ${parent.id}; RunSession refused`,
+    );
+  }
+  if (mine.length > 1) {
     throw new StatusError(
       INVALID_ARGUMENT,
-      mine.length === 0
-        ? `plugin "${plugin}" has no spawn call in flight for session ${parent.id}`
-        : `plugin "${plugin}" has ${mine.length} spawn calls in flight for session ${parent.id}; set RunSessionRequest.tool_call_id`,
+      `plugin "${plugin}" has ${mine.length} spawn calls in flight for session ${parent.id}; set RunSessionRequest.tool_call_id`,
     );
   }
   return mine[0]!;

@@ -94,7 +94,11 @@ agent_profile "worker" {${model()}
     });
     k.script("p", {
       turns: [
-        calls(spawn("s1", "worker", "[c1] one"), spawn("s2", "worker", "[c2] two"), spawn("s3", "worker", "[c3] three")),
+        calls(
+          spawn("s1", "worker", "[c1] one"),
+          spawn("s2", "worker", "[c2] two"),
+          spawn("s3", "worker", "[c3] three"),
+        ),
         reply("all three done"),
       ],
     });
@@ -134,15 +138,20 @@ agent_profile "worker" {${model()}
     // The parent's frontend saw the tree: each child started and ended.
     const tree = c.of("sessionTreeUpdate", p).map((e) => e.event.value);
     for (const kid of kids) {
-      expect(tree.some((u) => u.childSessionId === kid.sessionId && u.status === SessionStatus.RUNNING)).toBe(true);
-      expect(tree.some((u) => u.childSessionId === kid.sessionId && u.status === SessionStatus.COMPLETED)).toBe(true);
+      expect(tree.some((u) => u.childSessionId === kid.sessionId && u.status === SessionStatus.RUNNING)).toBe(
+        true,
+      );
+      expect(
+        tree.some((u) => u.childSessionId === kid.sessionId && u.status === SessionStatus.COMPLETED),
+      ).toBe(true);
     }
     // A read-only child's spawn keeps the tool's declared risk.
-    expect(k.file(p).plans()[0]!.items.map((i) => i.risk)).toEqual([
-      RiskClass.MODERATE,
-      RiskClass.MODERATE,
-      RiskClass.MODERATE,
-    ]);
+    expect(
+      k
+        .file(p)
+        .plans()[0]!
+        .items.map((i) => i.risk),
+    ).toEqual([RiskClass.MODERATE, RiskClass.MODERATE, RiskClass.MODERATE]);
     await k.close();
   });
 
@@ -235,9 +244,12 @@ policy "slow_ok" {
     await until(
       "the child is cancelled",
       () =>
-        c.of("sessionTreeUpdate", p).some(
-          (e) => e.event.value.childSessionId === childId && e.event.value.status === SessionStatus.CANCELLED,
-        ),
+        c
+          .of("sessionTreeUpdate", p)
+          .some(
+            (e) =>
+              e.event.value.childSessionId === childId && e.event.value.status === SessionStatus.CANCELLED,
+          ),
       5_000,
     );
     expect(Date.now() - t0).toBeLessThan(1_000);
@@ -362,4 +374,3 @@ policy "writes_ok" {
     await k.close();
   });
 });
-
