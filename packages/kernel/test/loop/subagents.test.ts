@@ -373,4 +373,95 @@ policy "writes_ok" {
     expect(item.decision).toBe(PlanDecision.ALLOW);
     await k.close();
   });
+
+  it("a spawning plugin that dies mid-child is the parent's tool error; the child is cancelled, not orphaned", async () => {
+    const k = await kernelWith(
+      `
+agent_profile "default" {${model()}
+  tools = ["tools.delegate"]
+}
+agent_profile "worker" {${model()}
+  tools = ["tools2.slow"]
+}
+policy "delegate_ok" {
+  match  = { provider = "tools", tool_name = "delegate" }
+  action = "allow"
+}
+policy "slow_ok" {
+  match  = { provider = "tools2", tool_name = "slow" }
+  action = "allow"
+}`,
+      {},
+      [{ name: "tools2", fixture: "tools-plain" }],
+    );
+    k.script("p", {
+      turns: [
+        calls(tool("d1", "tools__delegate", { profile: "worker", prompt: "[c1] wait", crash: true })),
+        reply("the delegate crashed; carrying on"),
+      ],
+    });
+    k.script("c1", { turns: [calls(tool("w1", "tools2__slow", { ms: 60_000 })), reply("never")] });
+    const c = k.client();
+    const p = await c.create("[p] go");
+    await until("the child's slow call runs", () => starts(k, "slow").length === 1);
+    const childId = starts(k, "slow")[0].sessionId as string;
+    const delegate = starts(k, "delegate")[0];
+    const t0 = Date.now();
+    release(k, delegate);
+    await until(
+      "the child is cancelled",
+      () =>
+        c
+          .of("sessionTreeUpdate", p)
+          .some(
+            (e) =>
+              e.event.value.childSessionId === childId && e.event.value.status === SessionStatus.CANCELLED,
+          ),
+      5_000,
+    );
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    expect(await c.finished(p)).toBe(SessionStatus.COMPLETED);
+    const outcome = k.file(p).toolResults()[0]!.outcome;
+    expect(outcome.case).toBe("error");
+    expect((outcome.value as Loose).category).toBe(ToolErrorCategory.PROCESS_CRASHED);
+    expect(k.file(childId).meta.status).toBe(SessionStatus.CANCELLED);
+    await until("the child's tool saw its cancellation", () =>
+      k.invocations().some((e: Loose) => e.phase === "cancelled" && e.sessionId === childId),
+    );
+    await k.close();
+  });
+
+  it("a profile with fork_parent_history starts from the parent's conversation (opt-in)", async () => {
+    const k = await kernelWith(`
+agent_profile "default" {${model()}
+  tools = ["agent.*"]
+}
+agent_profile "worker" {${model()}
+  tools = ["tools.read"]
+  fork_parent_history = true
+}`);
+    // The forked child's requests begin with the parent's prompt, so they share its
+    // scenario (named only here: the model process counts attempts per scenario for the
+    // whole file): the second request of turn 0 is the child's.
+    k.script("fork", {
+      turns: [
+        [calls(spawn("s1", "worker", "continue from here")), reply("child answer")],
+        reply("parent done"),
+      ],
+    });
+    const c = k.client();
+    const p = await c.create("[fork] the original task");
+    expect(await c.finished(p)).toBe(SessionStatus.COMPLETED);
+    const childRequest = k.requests("fork").find((r) => r.turn === 0 && r.attempt === 1)!;
+    const texts = JSON.stringify(childRequest.request.messages);
+    expect(texts).toContain("[fork] the original task");
+    expect(texts).toContain("continue from here");
+    const [kid] = children(k, p);
+    // The forked messages are in the child's own file, marked as such.
+    const messages = k.file(kid!.sessionId).messages();
+    expect(messages[0]!.syntheticReason).toBe("forked_from_parent");
+    const payload = (k.file(p).toolResults()[0]!.outcome.value as Loose).payload;
+    expect(payload.answer).toBe("child answer");
+    await k.close();
+  });
 });
