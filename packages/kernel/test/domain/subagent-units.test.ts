@@ -1,6 +1,7 @@
 // Units of the sub-agent machinery (issue 20): the kernel-wide ToolLocks (cross-session
 // exclusion, keyed locks, re-entry for descendants, FIFO, abort), the cost/turn roll-up
 // along the session tree, and the ToolSchema rules of spawn-capable operations.
+import { KernelCallbackService, RunSessionRequestSchema } from "@pluggableharness/protocol/kernel";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
@@ -189,5 +190,27 @@ describe("spawn-capable operations (ToolSchema.spawns)", () => {
     expect(rules(spawnTool({ concurrency: { safe: false } }))).toEqual([
       ToolSchemaRule.spawnNotProviderLocked,
     ]);
+  });
+});
+
+describe("RunSession's wire shape", () => {
+  it("offers no sibling-to-sibling channel: a request names a profile, a prompt and its own parent only", () => {
+    expect(RunSessionRequestSchema.fields.map((f) => f.localName).sort()).toEqual(
+      [
+        "parentSessionId",
+        "profile",
+        "prompt",
+        "remainingCostBudgetUsd",
+        "remainingDepth",
+        "scopedProviders",
+        "toolCallId",
+      ].sort(),
+    );
+    // Unary, like every callback but none bidirectional: nothing streams between sessions.
+    const method = KernelCallbackService.method.runSession;
+    expect(method.methodKind).toBe("unary");
+    expect(Object.keys(KernelCallbackService.method).filter((m) => /message|send|mailbox/i.test(m))).toEqual(
+      [],
+    );
   });
 });

@@ -464,4 +464,73 @@ agent_profile "worker" {${model()}
     expect(payload.answer).toBe("child answer");
     await k.close();
   });
+
+  it("a caller may narrow a child's providers and cost budget, never widen them", async () => {
+    const k = await kernelWith(`
+agent_profile "default" {${model()}
+  tools = ["tools.delegate"]
+}
+agent_profile "worker" {${model()}
+  tools = ["tools.read", "agent.*"]
+}
+policy "delegate_ok" {
+  match  = { provider = "tools", tool_name = "delegate" }
+  action = "allow"
+}`);
+    k.script("p", {
+      turns: [
+        calls(
+          tool("d1", "tools__delegate", { profile: "worker", prompt: "[c1] go", only: "tools", budget: 0.5 }),
+        ),
+        reply("ok"),
+      ],
+    });
+    k.script("c1", {
+      turns: [
+        { events: [tool("r1", "tools__read", { path: "a" }), usage(1_000_000, 0), stop("tool_use")] },
+        reply("over budget"),
+      ],
+    });
+    const c = k.client();
+    const p = await c.create("[p] go");
+    expect(await c.finished(p)).toBe(SessionStatus.COMPLETED);
+    // Only the named provider's tools: the profile's spawn tool is gone.
+    expect((k.requests("c1")[0]!.request.tools ?? []).map((t: Loose) => t.name)).toEqual(["tools__read"]);
+    const [kid] = children(k, p);
+    // The caller's budget, tighter than any profile's, stopped the child.
+    expect(kid!.status).toBe(SessionStatus.ERROR_MAX_BUDGET_USD);
+    await k.close();
+  });
+
+  it("grandchildren: depth 2, the tree reaches the root, totals include descendants", async () => {
+    const k = await kernelWith(`
+agent_profile "default" {${model()}
+  tools = ["agent.*"]
+  max_depth = 2
+}
+agent_profile "worker" {${model()}
+  tools = ["agent.*", "tools.read"]
+}`);
+    k.script("p", { turns: [calls(spawn("s1", "worker", "[c1] delegate further")), reply("root done")] });
+    k.script("c1", { turns: [calls(spawn("s2", "worker", "[g1] leaf work")), reply("child done")] });
+    k.script("g1", { turns: [{ events: [text("leaf done"), usage(1000, 100), stop()] }] });
+    const c = k.client();
+    const p = await c.create("[p] go");
+    expect(await c.finished(p)).toBe(SessionStatus.COMPLETED);
+    // The grandchild (remaining depth 0) was offered no spawn tool.
+    expect((k.requests("g1")[0]!.request.tools ?? []).map((t: Loose) => t.name)).toEqual(["tools__read"]);
+    const [kid] = children(k, p);
+    const [grandkid] = children(k, kid!.sessionId);
+    expect(grandkid!.depth).toBe(2);
+    // The root's frontend heard about the grandchild too.
+    const tree = c.of("sessionTreeUpdate", p).map((e) => e.event.value);
+    expect(
+      tree.some((u) => u.childSessionId === grandkid!.sessionId && u.parentSessionId === kid!.sessionId),
+    ).toBe(true);
+    const sum = (id: string) => k.file(id).ledger.reduce((a, r) => a + r.costUsd, 0);
+    const payload = (k.file(p).toolResults()[0]!.outcome.value as Loose).payload;
+    expect(payload.cost_usd).toBeCloseTo(sum(kid!.sessionId) + sum(grandkid!.sessionId), 9);
+    expect(payload.input_tokens).toBeGreaterThanOrEqual(1000);
+    await k.close();
+  });
 });
