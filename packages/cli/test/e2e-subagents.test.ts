@@ -122,6 +122,16 @@ describe("sub-agents through the CLI", () => {
     const recs = records(r.stdout);
     const parent = String(recs[0]!["session_id"]);
     expect(fake.requests).toHaveLength(4);
+    // stream-json reports the child's progress: started, working, completed.
+    const sub = recs.filter((x) => x["type"] === "subagent");
+    expect(sub.map((x) => x["status"])).toContain("running");
+    expect(sub.at(-1)).toMatchObject({
+      status: "completed",
+      profile: "explorer",
+      depth: 1,
+      parent_session_id: parent,
+    });
+    expect(sub.some((x) => x["activity"] === "calling filesystem.read_file")).toBe(true);
     // The child's request holds only its prompt: a fresh context, not the parent's history.
     const childFirst = fake.requests[1]!.json as { messages: { role: string; content: unknown }[] };
     expect(childFirst.messages).toHaveLength(1);

@@ -534,9 +534,12 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     try {
       const meta = reader.meta();
       const profile = getProfile(this.config, meta.profile);
+      // A sub-agent runs only inside its parent's call (its scope, budget and depth came from
+      // there): on its own it can be replayed, not continued.
       const runnable =
         intent === "resume" &&
         profile !== undefined &&
+        meta.parentSessionId === undefined &&
         (REOPENABLE_STATUSES.has(meta.status) || meta.status === SessionStatus.RUNNING);
       if (!runnable)
         return new ArchivedSession(sessionId, dir, this.#renderer, this.#log.child("frontends"), reader);
@@ -784,6 +787,12 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
 
   async resumeSession(sessionId: string): Promise<SessionHandle> {
     const session = await this.openSession(sessionId, "resume");
+    if (!(session instanceof Session) && session.info().parentSessionId) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_REPLAY_ONLY,
+        `session ${sessionId} is a sub-agent of ${session.info().parentSessionId}; it can only be replayed (resume its parent instead)`,
+      );
+    }
     if (!(session instanceof Session) || REPLAY_ONLY_STATUSES.has(session.status())) {
       throw new FrontendRequestError(
         FrontendErrorCategory.SESSION_REPLAY_ONLY,

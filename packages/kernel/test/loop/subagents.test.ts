@@ -531,6 +531,10 @@ agent_profile "worker" {${model()}
     const payload = (k.file(p).toolResults()[0]!.outcome.value as Loose).payload;
     expect(payload.cost_usd).toBeCloseTo(sum(kid!.sessionId) + sum(grandkid!.sessionId), 9);
     expect(payload.input_tokens).toBeGreaterThanOrEqual(1000);
+    // On its own a sub-agent is replay-only: its scope came from its parent's call.
+    await expect(k.kernel.resumeSession(kid!.sessionId)).rejects.toThrow(
+      /is a sub-agent of .*can only be replayed/,
+    );
     await k.close();
   });
 });
