@@ -57,7 +57,7 @@ function kernelWith(hcl: string, extra: Partial<KernelSpec> = {}, providers: Pro
         name: "agent",
         fixture: "installed",
         firstParty: "agent",
-        attrs: { profiles: '{ worker = "does one task", writer = "changes files" }' },
+        attrs: { profiles: '{ worker = "does one task", writer = "changes files", mute = "only talks" }' },
       },
       ...providers,
     ],
@@ -535,6 +535,39 @@ agent_profile "worker" {${model()}
     await expect(k.kernel.resumeSession(kid!.sessionId)).rejects.toThrow(
       /is a sub-agent of .*can only be replayed/,
     );
+    await k.close();
+  });
+
+  it("a profile without tools gives its child none; a child's turns count against the parent's max_turns", async () => {
+    const k = await kernelWith(`
+agent_profile "default" {${model()}
+  tools     = ["agent.*"]
+  max_turns = 2
+}
+agent_profile "mute" {${model()}
+}
+agent_profile "worker" {${model()}
+  tools = ["tools.read"]
+}`);
+    k.script("p", {
+      turns: [
+        calls(spawn("s1", "mute", "[m1] talk"), spawn("s2", "worker", "[w1] read")),
+        reply("parent final"),
+      ],
+    });
+    k.script("m1", { turns: [reply("only words")] });
+    k.script("w1", { turns: [calls(tool("r1", "tools__read", { path: "a" })), reply("worker final")] });
+    const c = k.client();
+    const p = await c.create("[p] go");
+    // The parent's first turn and the worker's first make two: the parent's max_turns is
+    // used up, so the worker and then the parent get their final-answer turns. Counted
+    // per session, both would have completed.
+    expect(await c.finished(p)).toBe(SessionStatus.ERROR_MAX_TURNS);
+    expect(k.requests("m1")[0]!.request.tools ?? []).toEqual([]);
+    const kids = children(k, p);
+    expect(kids.find((x) => x.profile === "mute")!.status).toBe(SessionStatus.COMPLETED);
+    expect(kids.find((x) => x.profile === "worker")!.status).toBe(SessionStatus.ERROR_MAX_TURNS);
+    expect(k.requests("w1")[1]!.request.tools ?? []).toEqual([]);
     await k.close();
   });
 });
