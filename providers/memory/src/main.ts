@@ -190,6 +190,7 @@ await serve({
             roots(req.workingDirectory),
             {
               sessionId: req.sessionId,
+              ancestors: req.ancestorSessionIds,
               budget: req.tokenBudget > 0n ? Number(req.tokenBudget) : DEFAULT_TOKEN_BUDGET,
               ...(req.query !== undefined ? { query: req.query } : {}),
               filesTouched: req.filesTouched,

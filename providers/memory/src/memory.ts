@@ -37,6 +37,8 @@ const TYPE_PRIOR: Record<TypeName, number> = { user: 0.9, feedback: 0.85, refere
 
 export interface RecallQuery {
   readonly sessionId: string;
+  /** The session's ancestors (a sub-agent's tree), whose session-scoped records it sees. */
+  readonly ancestors?: readonly string[];
   readonly budget: number;
   readonly query?: string;
   readonly filesTouched: readonly string[];
@@ -63,9 +65,12 @@ export interface WriteInput {
   readonly provenance: StoredRecord["provenance"];
 }
 
-/** Whether a session may see a record: session-scoped ones only in the session that wrote them. */
-export function visibleTo(r: StoredRecord, sessionId: string): boolean {
-  return r.scope !== "session" || r.provenance.sourceSessionId === sessionId;
+/**
+ * Whether a session may see a record: session-scoped ones only in the session that wrote
+ * them and its descendants (`tree`: the session and its ancestors).
+ */
+export function visibleTo(r: StoredRecord, tree: readonly string[]): boolean {
+  return r.scope !== "session" || tree.includes(r.provenance.sourceSessionId);
 }
 
 /** The refusal for a text that holds a credential (never quoting it). */
@@ -99,7 +104,7 @@ export class Memory {
       (r) =>
         types.includes(r.type) &&
         scopes.includes(r.scope) &&
-        visibleTo(r, q.sessionId) &&
+        visibleTo(r, [q.sessionId, ...(q.ancestors ?? [])]) &&
         (q.includePending || r.status === "canonical") &&
         // A credential written into a file by hand is not read back into a prompt.
         secretKind(`${r.title}\n${r.content}`) === undefined,

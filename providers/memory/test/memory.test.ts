@@ -207,6 +207,13 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
     expect(all).toContain("mine");
     expect(all).toContain("big");
     expect(all).not.toContain("theirs");
+    // A sub-agent of session A sees A's session records; one of an unrelated session does not.
+    const child = (await recall({ sessionId: "01CHILD", ancestorSessionIds: ["01SESSIONA"] })).records.map(
+      (r) => r.id,
+    );
+    expect(child).toContain("mine");
+    expect(child).not.toContain("theirs");
+    expect((await recall({ sessionId: "01CHILD" })).records.map((r) => r.id)).not.toContain("mine");
     const small = await recall({ tokenBudget: 40n });
     const used = small.records.reduce((n, r) => n + Number(r.tokens), 0);
     expect(used).toBeLessThanOrEqual(40);

@@ -5,7 +5,7 @@
 // default_token_budget, never above the ceiling; an answer over it is refused whole, as
 // is a budget_exceeded failure. The kernel also keeps out what the protocol says ordinary
 // recall must never show: pending drafts, non-text content, and session-scoped records
-// another session wrote.
+// written outside this session and its ancestors.
 import { create } from "@bufbuild/protobuf";
 import { type ContextSection, ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
 import { type MemoryRecord, MemoryScope, MemoryType, RecordStatus } from "@pluggableharness/protocol/memory";
@@ -96,6 +96,7 @@ export async function recallSections(
           filesTouched: [...input.filesTouched],
           workingDirectory: session.workingDirectory,
           includePending: false,
+          ancestorSessionIds: [...session.ancestors],
         },
         { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
       ),
@@ -116,6 +117,8 @@ export async function recallSections(
   const dropped: string[] = [];
   const kept: ContextSection[] = [];
   let returnedTokens = 0;
+  // A session-scoped record is visible to the session that wrote it and its descendants.
+  const sessionTree = new Set([session.id, ...session.ancestors]);
   const note = (text: string) => {
     notes.push(text);
     log.warn(text, undefined, session.id);
@@ -126,7 +129,7 @@ export async function recallSections(
     if (r.status === RecordStatus.PENDING) {
       note(`memory record "${r.id}" from "${p.name}" is a pending draft; ordinary recall never shows it`);
       dropped.push(label);
-    } else if (r.scope === MemoryScope.SESSION && r.provenance?.sourceSessionId !== session.id) {
+    } else if (r.scope === MemoryScope.SESSION && !sessionTree.has(r.provenance?.sourceSessionId ?? "")) {
       note(`memory record "${r.id}" from "${p.name}" is scoped to another session; left out`);
       dropped.push(label);
     } else if (!r.content.every((b) => b.block.case === "text")) {

@@ -332,6 +332,14 @@ export declare type RecallRequest = Message<"pluggableharness.memory.v1.RecallRe
    * @generated from field: optional string query = 10;
    */
   query?: string | undefined;
+
+  /**
+   * The requesting session's ancestors, parent first (a sub-agent's tree): session-scoped
+   * records they wrote are visible to it too.
+   *
+   * @generated from field: repeated string ancestor_session_ids = 11;
+   */
+  ancestorSessionIds: string[];
 };
 
 /**
