@@ -18,6 +18,8 @@ export const FIRST_PARTY_PROVIDERS = [
   "user",
   "task",
   "project-context",
+  "workspace-context",
+  "memory",
   "tui",
   "mcp",
   "agent",

@@ -30,6 +30,7 @@ import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
+import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
 import { type ModelCandidate, paramsFromConfig } from "./model-call.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
@@ -118,6 +119,8 @@ export class Session implements HubSession, SessionControl {
    */
   readonly unavailableModels = new Map<string, string>();
   assembledTokensLastTurn = 0;
+  /** The files its tool calls named, for context-assemble (files-touched.ts). */
+  readonly filesTouched = new FilesTouched();
   previousToolsFingerprint: string | undefined;
   /** The previous model request's prefix, for conversation cache breakpoints. */
   previousRequest: PreviousRequestPrefix | undefined;
