@@ -123,6 +123,7 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
     vendor.provider,
     ...DEFAULT_TOOL_PROVIDERS,
     "project-context",
+    "workspace-context",
     "compactor",
     "tui",
   ];

@@ -18,9 +18,12 @@ export const FIRST_PARTY_PROVIDERS = [
   "user",
   "task",
   "project-context",
+  "workspace-context",
+  "memory",
   "compactor",
   "tui",
   "mcp",
+  "agent",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];

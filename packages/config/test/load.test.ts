@@ -318,6 +318,7 @@ describe("built-in default configuration", () => {
       "user",
       "task",
       "project-context",
+      "workspace-context",
       "compactor",
       "tui",
     ]);

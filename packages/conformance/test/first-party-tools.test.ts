@@ -20,7 +20,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolHarness, TRANSPORTS } from "../src/index.ts";
 
-const PROVIDERS = ["filesystem", "search", "exec", "web", "user", "task"] as const;
+const PROVIDERS = ["filesystem", "search", "exec", "web", "user", "task", "memory"] as const;
 type Provider = (typeof PROVIDERS)[number];
 const main = (p: Provider) => fileURLToPath(new URL(`../../../providers/${p}/src/main.ts`, import.meta.url));
 
@@ -51,6 +51,7 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
       web: { allow_private_network: true, search_api_key: SEARCH_KEY, search_base_url: serverUrl },
       user: {},
       task: {},
+      memory: { store: "sqlite", global_dir: join(base, "memory-global") },
     })[p];
 
   beforeAll(async () => {
@@ -166,6 +167,9 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
         ["task", "task_update", { id: "t1", status: "completed" }],
         ["task", "task_list", {}],
         ["user", "ask_user", { question: "Which one?" }],
+        ["memory", "remember", { type: "user", title: "Prefers tabs", content: "Indent with tabs." }],
+        ["memory", "search", { query: "tabs" }],
+        ["memory", "forget", { id: "prefers-tabs" }],
       ];
       // Every declared operation is exercised.
       const all = await schemas();

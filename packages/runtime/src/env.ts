@@ -4,7 +4,8 @@
 import { ENV, formatProtocolVersions, type MagicCookie } from "@pluggableharness/goplugin";
 
 /** Variables copied from the kernel's environment unless the caller says otherwise. */
-export const DEFAULT_ENV_ALLOWLIST: readonly string[] = ["PATH", "HOME", "TMPDIR", "LANG"];
+/** (XDG_DATA_HOME: where the memory provider keeps global records; a path, never a secret.) */
+export const DEFAULT_ENV_ALLOWLIST: readonly string[] = ["PATH", "HOME", "TMPDIR", "LANG", "XDG_DATA_HOME"];
 
 export interface EnvironmentSpec {
   /** The kernel environment allowlisted names are copied from (default process.env). */

@@ -1,5 +1,12 @@
 // Shared building blocks of the first-party tool providers.
 export {
+  checkTokenBudget,
+  fitLines,
+  TOKEN_BUDGET_FIELD,
+  type TokenCounter,
+  tokenCounter,
+} from "./budget.ts";
+export {
   type ConfigField,
   type ConfigFieldType,
   configError,

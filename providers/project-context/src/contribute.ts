@@ -13,7 +13,7 @@ import {
 } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
 import { BASE_INSTRUCTIONS } from "./instructions.ts";
-import { conventionFiles, readSource } from "./sources.ts";
+import { conventionFiles, readSource, touchedConventionFiles } from "./sources.ts";
 
 export const PROVIDER = "project-context";
 const TRUNCATION_NOTE = "\n\n[truncated to fit the context budget]";
@@ -110,6 +110,19 @@ export async function contribute(
     for (const [i, f] of files.entries()) {
       const text = await readSource(f.path);
       if (text) candidates.push({ label: f.label, text, priority: 1 + f.depth, order: 1 + i });
+    }
+    // Just in time: the rules of the directories the session has touched files in, after
+    // the working directory's own (and before extra_files).
+    const known = new Set(files.map((f) => f.path));
+    const touched = await touchedConventionFiles(
+      req.workingDirectory,
+      req.filesTouched,
+      options.fileNames,
+      known,
+    );
+    for (const [i, f] of touched.entries()) {
+      const text = await readSource(f.path);
+      if (text) candidates.push({ label: f.label, text, priority: 500 + i, order: 500 + i });
     }
   }
   for (const [i, path] of options.extraFiles.entries()) {

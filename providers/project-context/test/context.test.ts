@@ -100,6 +100,33 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
       expect(plugin.kernel.countTokensCalls).toBeGreaterThan(before);
     });
 
+    it("loads the convention files of directories the session has touched files in, just in time", async () => {
+      const labels = async (workingDirectory: string, filesTouched: string[]) =>
+        (
+          await client().contribute({
+            sessionId: "s1",
+            turnId: "t1",
+            tokenBudget: 100_000n,
+            workingDirectory,
+            filesTouched,
+          })
+        ).sections.map((s) => s.label);
+      expect(await labels(repo, [])).toEqual(["Base instructions", "AGENTS.md"]);
+      expect(await labels(repo, ["pkg/deep/util.ts"])).toEqual([
+        "Base instructions",
+        "AGENTS.md",
+        "pkg/CLAUDE.md",
+        "pkg/deep/AGENTS.md",
+      ]);
+      // Already in the working directory's chain: not repeated; outside the repository: ignored.
+      expect(await labels(join(repo, "pkg"), ["deep/a.ts", "/elsewhere/b.ts"])).toEqual([
+        "Base instructions",
+        "AGENTS.md",
+        "pkg/CLAUDE.md",
+        "pkg/deep/AGENTS.md",
+      ]);
+    });
+
     it("asks the kernel once per model and text for an exact count, every time for an estimate", async () => {
       const request = (id?: string) => ({
         sessionId: "s1",

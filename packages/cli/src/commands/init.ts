@@ -87,6 +87,8 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     ...vendors.map((v) => v.provider),
     ...DEFAULT_TOOL_PROVIDERS,
     "project-context",
+    "workspace-context",
+    "memory",
     "compactor",
     "tui",
   ];
@@ -130,6 +132,14 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     "",
     `provider "exec" {`,
     `  roots = ["."]`,
+    "}",
+    "",
+    "# What the agent remembers across sessions (memory.remember / memory.forget ask first,",
+    "# like any change): markdown files in .agent/memory/ for this project and in",
+    "# $XDG_DATA_HOME/agent/memory/ for every project; edit them by hand freely.",
+    '# store = "sqlite" keeps them in SQLite with full-text search instead.',
+    `provider "memory" {`,
+    `  store = "markdown"`,
     "}",
     "",
     "# Policy: reads and searches run without asking, anything that changes something",
@@ -185,7 +195,7 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
   }
   out.push(
     "",
-    `  tools = [${DEFAULT_TOOL_PROVIDERS.map((p) => q(`${p}.*`)).join(", ")}]`,
+    `  tools = [${[...DEFAULT_TOOL_PROVIDERS, "memory"].map((p) => q(`${p}.*`)).join(", ")}]`,
     "",
     "  # Bounds: the session stops (after one last answer) when one is reached.",
     "  max_turns = 100",
@@ -229,7 +239,10 @@ export async function runInit(io: Io, options: { dir?: string; force?: boolean }
       line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
       line(io.out, "  uncomment one vendor in the file and set its key.");
     }
-    line(io.out, `  tools: ${DEFAULT_TOOL_PROVIDERS.join(", ")}; reads run freely, changes ask first`);
+    line(
+      io.out,
+      `  tools: ${[...DEFAULT_TOOL_PROVIDERS, "memory"].join(", ")}; reads run freely, changes ask first`,
+    );
   }
   // Like `terraform init`: every required provider resolved, installed and locked.
   const loaded = loadProjectConfig(dir, { env: io.env });

@@ -266,9 +266,14 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
           const children = e.sections.map((s) =>
             collapsible(`${s.label} (${s.tokens} tokens)`, blockNodes(s.content)),
           );
-          for (const l of e.droppedLabels)
-            children.push(text(`dropped: ${l} (over budget)`, TextStyle.WARNING));
-          return collapsible(`Context from ${event.producer.name}`, children);
+          // Older events carry no notes: their drops were all for the budget.
+          if (e.notes.length > 0) for (const n of e.notes) children.push(text(n, TextStyle.WARNING));
+          else
+            for (const l of e.droppedLabels)
+              children.push(text(`dropped: ${l} (over budget)`, TextStyle.WARNING));
+          const used = e.sections.reduce((n, s) => n + Number(s.tokens), 0);
+          const budget = e.tokenBudget > 0n ? ` — ${used}/${e.tokenBudget} tokens` : "";
+          return collapsible(`Context from ${event.producer.name}${budget}`, children);
         }
         case EventKind.MEMORY_WRITE:
         case EventKind.MEMORY_UPDATE:

@@ -4,14 +4,18 @@
 // chain honest: a non-compactor that touched another provider's section has its whole
 // answer discarded; sections over budget (or carrying non-text content) are dropped and
 // logged; a provider that fails or times out is skipped for this turn. Each provider's
-// contribution is persisted as a context_contribution event.
-import { create, equals, toBinary } from "@bufbuild/protobuf";
+// contribution is persisted as a context_contribution event, with its budget and what it
+// returned (agent run --verbose shows them). Memory providers take part at their declaration
+// position through Recall (memory-recall.ts); both get the session's files_touched
+// (files-touched.ts).
+import { create, equals, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { type ContextSection, ContextSectionSchema, type Message } from "@pluggableharness/protocol/content";
 import { ContextContributionEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { ModelTarget } from "@pluggableharness/protocol/model";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import type { LoopDeps } from "./deps.ts";
+import { recallSections } from "./memory-recall.ts";
 import type { Session } from "./session.ts";
 
 export interface AssembledContext {
@@ -55,8 +59,24 @@ export async function assembleContext(
   const log = deps.log.child("context");
   let chain: ContextSection[] = [];
   let rewrittenHistory: Message[] | undefined;
-  for (const p of deps.providers.contextProviders()) {
+  session.filesTouched.observe(input.history, session.workingDirectory);
+  const filesTouched = session.filesTouched.list();
+  for (const p of deps.providers.contextAssemblers()) {
     if (input.signal.aborted) break;
+    if (!p.context) {
+      const recalled = await recallSections(deps, session, p, { ...input, filesTouched });
+      if (input.signal.aborted) break;
+      chain = [...chain, ...recalled.sections];
+      persistContribution(session, p, "memory", {
+        turnId: input.turnId,
+        sections: recalled.sections,
+        droppedLabels: recalled.dropped,
+        tokenBudget: BigInt(recalled.budget),
+        returnedTokens: BigInt(recalled.returnedTokens),
+        notes: recalled.notes,
+      });
+      continue;
+    }
     const budget = tokenBudget(p, input.target);
     const compactor = p.context?.compactor === true;
     let response: Awaited<ReturnType<typeof p.ports.context.contribute>>;
@@ -69,7 +89,7 @@ export async function assembleContext(
             turnId: input.turnId,
             tokenBudget: BigInt(budget),
             modelTarget: input.target,
-            filesTouched: [],
+            filesTouched,
             workingDirectory: session.workingDirectory,
             priorSections: chain,
             conversationHistory: compactor ? [...input.history] : [],
@@ -121,26 +141,22 @@ export async function assembleContext(
     }
 
     const dropped: string[] = [];
+    const notes: string[] = [];
     const kept: ContextSection[] = [];
+    const returnedTokens = sectionTokens(own);
     for (const s of own) {
       s.provider = p.name;
       if (!textOnly(s)) {
-        log.warn(
-          `context section "${s.label}" from "${p.name}" carries non-text content; dropped`,
-          undefined,
-          session.id,
-        );
+        const note = `context section "${s.label}" from "${p.name}" carries non-text content; dropped`;
+        log.warn(note, undefined, session.id);
+        notes.push(note);
         dropped.push(s.label);
       } else kept.push(s);
     }
     if (!compactor && sectionTokens(kept) > budget) {
-      log.warn(
-        `context provider "${p.name}" exceeded its budget (${sectionTokens(kept)} > ${budget} tokens); its sections are dropped`,
-        {
-          labels: kept.map((s) => s.label),
-        },
-        session.id,
-      );
+      const note = `context provider "${p.name}" exceeded its budget (${sectionTokens(kept)} > ${budget} tokens); its sections are dropped`;
+      log.warn(note, { labels: kept.map((s) => s.label) }, session.id);
+      notes.push(note);
       dropped.push(...kept.map((s) => s.label));
       kept.length = 0;
     }
@@ -149,25 +165,33 @@ export async function assembleContext(
     chain = next;
     if (compactor && response.rewrittenHistory) rewrittenHistory = [...response.rewrittenHistory.messages];
 
-    const producer = p.producers["context"];
-    if (producer) {
-      session.log.persist(
-        EventKind.CONTEXT_CONTRIBUTION,
-        producer,
-        toBinary(
-          ContextContributionEventSchema,
-          create(ContextContributionEventSchema, {
-            turnId: input.turnId,
-            sections: kept,
-            droppedLabels: dropped,
-          }),
-        ),
-      );
-    }
+    persistContribution(session, p, "context", {
+      turnId: input.turnId,
+      sections: kept,
+      droppedLabels: dropped,
+      tokenBudget: BigInt(budget),
+      returnedTokens: BigInt(returnedTokens),
+      notes,
+    });
   }
   return {
     sections: chain,
     ...(rewrittenHistory ? { rewrittenHistory } : {}),
     totalTokens: sectionTokens(chain),
   };
+}
+
+function persistContribution(
+  session: Session,
+  p: LoadedProvider,
+  category: "context" | "memory",
+  event: MessageInitShape<typeof ContextContributionEventSchema>,
+): void {
+  const producer = p.producers[category];
+  if (!producer) return;
+  session.log.persist(
+    EventKind.CONTEXT_CONTRIBUTION,
+    producer,
+    toBinary(ContextContributionEventSchema, create(ContextContributionEventSchema, event)),
+  );
 }

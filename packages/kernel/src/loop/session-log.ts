@@ -167,7 +167,7 @@ export class SessionLog {
     // Context usage (the TUI's used/ceiling indicator) for the turn's own model calls.
     const ctx = event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.contextUsage;
     for (const c of costs) {
-      this.#s.cost.charge(c.costUsd);
+      this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
       const remaining = this.#s.cost.remainingUsd();
       this.#s.channel.publish({

@@ -23,6 +23,7 @@ import {
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import type { ContextCapabilities } from "@pluggableharness/protocol/context";
+import type { MemoryCapabilities } from "@pluggableharness/protocol/memory";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
@@ -36,6 +37,7 @@ import { type ClientFactory, grpcPorts } from "../providers/grpc.ts";
 import { InProcessHost, type InProcessPluginFactory } from "../providers/in-process.ts";
 import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
+import { lintContextOrder } from "./context-lint.ts";
 import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
 import { PluginSandboxState } from "./sandbox.ts";
@@ -64,6 +66,8 @@ export interface LoadedProvider {
   /** Refreshed after Configure: a provider may serve models its configuration declares. */
   models?: ValidatedCapabilities;
   readonly context?: ContextCapabilities;
+  /** MemoryService.GetCapabilities, for a memory provider (recalled at context-assemble). */
+  readonly memory?: MemoryCapabilities;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];
   readonly slashCommands: readonly SlashCommandSpec[];
@@ -346,6 +350,10 @@ export class ProviderRegistry {
     await Promise.all(running.map((p) => refreshTools(p, options)));
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
+    lintContextOrder(
+      registry.contextAssemblers().map((p) => ({ name: p.name, stability: p.context?.stability })),
+      options.log,
+    );
 
     for (const p of registry.#loaded.values()) {
       registry.#statuses.push({
@@ -378,6 +386,16 @@ export class ProviderRegistry {
   /** Context providers in declaration order. */
   contextProviders(): LoadedProvider[] {
     return this.all().filter((p) => p.categories.has("context") && p.context !== undefined);
+  }
+
+  /**
+   * Everything that takes part in context-assemble, in declaration order: context providers
+   * (Contribute) and memory providers (Recall, translated into sections).
+   */
+  contextAssemblers(): LoadedProvider[] {
+    return this.all().filter(
+      (p) => (p.categories.has("context") && p.context !== undefined) || p.memory !== undefined,
+    );
   }
 
   /** Model providers in declaration order. */
@@ -641,6 +659,7 @@ function buildLoaded(
     previewSupported,
     ...(models ? { models } : {}),
     ...(context ? { context } : {}),
+    ...(categories.has("memory") && d.memory ? { memory: d.memory } : {}),
     hookPoints: [...hookPoints],
     slashCommands,
     ...(configSchema ? { configSchema } : {}),

@@ -9,7 +9,9 @@
 // A plugin installed from a git forge is sandboxed whatever it serves (frontends aside:
 // they need the terminal): a model, context, memory or hook plugin gets a read-only
 // filesystem, and a model plugin keeps the network it calls its vendor over.
-import { isAbsolute, resolve } from "node:path";
+import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type AgentConfig, kernelProtectedPaths, type ResolvedProvider } from "@pluggableharness/config";
 import { type GetSchemaResponse, RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
@@ -73,8 +75,10 @@ export class PluginSandboxState {
     }
     const projectDir = this.#config.projectDir;
     const roots = this.config?.["roots"];
-    const writable =
-      Array.isArray(roots) && roots.length > 0 && roots.every((r) => typeof r === "string")
+    const memoryDirs = this.#memoryDirs();
+    const writable = memoryDirs
+      ? memoryDirs
+      : Array.isArray(roots) && roots.length > 0 && roots.every((r) => typeof r === "string")
         ? (roots as string[]).map((r) => (isAbsolute(r) ? r : resolve(projectDir, r)))
         : [projectDir];
     const required = this.#config.requiredProviders.find((r) => r.localName === this.#resolved.localName);
@@ -89,9 +93,29 @@ export class PluginSandboxState {
     };
   }
 
+  /**
+   * The first-party memory provider writes only its record directories: the project's
+   * .agent/memory/ (inside the kernel-owned .agent/, which stays read-only around it) and
+   * the global one (`global_dir`, else $XDG_DATA_HOME/agent/memory). Undefined for any other
+   * plugin.
+   */
+  #memoryDirs(): string[] | undefined {
+    if (this.#resolved.origin !== "first_party" || !this.categories?.includes("memory")) return undefined;
+    const configured = this.config?.["global_dir"];
+    const data = this.#env["XDG_DATA_HOME"];
+    const home = this.#env["HOME"] || homedir();
+    const global =
+      typeof configured === "string" && configured !== ""
+        ? configured
+        : join(data && isAbsolute(data) ? data : join(home, ".local", "share"), "agent", "memory");
+    return [join(this.#config.projectDir, ".agent", "memory"), global];
+  }
+
   /** For the launcher: the sandbox of this launch, remembered. */
   forLaunch = (): PluginSandbox | undefined => {
     const d = this.desired();
+    // bwrap binds only directories that exist.
+    if (d) for (const dir of this.#memoryDirs() ?? []) mkdirSync(dir, { recursive: true, mode: 0o700 });
     this.launched = d ?? null;
     return d;
   };

@@ -47,6 +47,15 @@ it("drops an over-budget section and discards a provider that edits another's se
     { provider: "test-context", labels: [], dropped: ["TWO"] },
   ]);
   expect(k.logs.some((l) => l.level === "warn" && l.message.includes('"c2" exceeded its budget'))).toBe(true);
+  // What --verbose shows of each firing: the budget, what came back, and why it was refused.
+  const over = k
+    .file(s.id)
+    .events.filter((e) => e.kind === EventKind.CONTEXT_CONTRIBUTION)
+    .map((e) => fromBinary(ContextContributionEventSchema, e.payload))[1]!;
+  expect([over.tokenBudget, over.returnedTokens]).toEqual([500n, 501n]);
+  expect(over.notes).toEqual([
+    'context provider "c2" exceeded its budget (501 > 500 tokens); its sections are dropped',
+  ]);
   expect(
     k.logs.some((l) => l.level === "warn" && l.message.includes('"c3" changed sections it does not own')),
   ).toBe(true);

@@ -33,6 +33,7 @@ import {
 } from "../../src/index.ts";
 import { createPlugin as contextPlugin } from "./fixtures/context-plugin.ts";
 import { createPlugin as hooksPlugin } from "./fixtures/hooks-plugin.ts";
+import { createPlugin as memoryPlugin } from "./fixtures/memory-plugin.ts";
 import { createPlugin as modelPlugin } from "./fixtures/scripted-model-plugin.ts";
 import { createPlugin as toolsPlugin } from "./fixtures/tools-plugin.ts";
 
@@ -42,6 +43,7 @@ export const FIXTURES = {
   "tools-plain": fileURLToPath(new URL("./fixtures/tools-plain.ts", import.meta.url)),
   hooks: fileURLToPath(new URL("./fixtures/hooks.ts", import.meta.url)),
   context: fileURLToPath(new URL("./fixtures/context.ts", import.meta.url)),
+  memory: fileURLToPath(new URL("./fixtures/memory.ts", import.meta.url)),
   liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
   writer: fileURLToPath(new URL("../plugins/fixtures/sandboxed/writer.ts", import.meta.url)),
 };
@@ -55,6 +57,7 @@ const IN_PROCESS: Partial<Record<FixtureName, InProcessPluginFactory>> = {
   "tools-plain": (host) => toolsPlugin(host, { slashCommands: false }) as ReturnType<InProcessPluginFactory>,
   hooks: (host) => hooksPlugin(host) as ReturnType<InProcessPluginFactory>,
   context: (host) => contextPlugin(host) as ReturnType<InProcessPluginFactory>,
+  memory: () => memoryPlugin() as ReturnType<InProcessPluginFactory>,
 };
 
 /** JSON read back from fixture logs and recorded requests (shape checked by the assertions). */
@@ -112,6 +115,8 @@ export interface KernelSpec {
   /** Extra HCL (profiles, policies, hooks, settings). A default profile is added unless given. */
   readonly hcl?: string;
   readonly scripts?: Record<string, unknown>;
+  /** Extra variables of the kernel's environment (e.g. a secret for the canary tests). */
+  readonly env?: Readonly<Record<string, string>>;
   readonly headlessAsk?: "deny" | "allow";
   readonly limits?: Partial<LoopLimits>;
   /** Run on a previous (closed) kernel's directories and agent.hcl. */
@@ -268,6 +273,7 @@ export class Harness {
         attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));
       }
       if (p.fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
+      if (p.fixture === "memory") attrs["log_file"] ??= JSON.stringify(join(logDir, "memory.jsonl"));
       lines.push(`provider "${p.name}" {`);
       for (const [k, v] of Object.entries(attrs)) lines.push(`  ${k} = ${v}`);
       lines.push("}", "");
@@ -296,7 +302,7 @@ export class Harness {
     const kernel = await createKernel({
       projectDir,
       installationRoot: root,
-      env: { HOME: root, XDG_CONFIG_HOME: join(root, "config") },
+      env: { HOME: root, XDG_CONFIG_HOME: join(root, "config"), ...spec.env },
       stateDir,
       devOverrides,
       globalConfig: false,

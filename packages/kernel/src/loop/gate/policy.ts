@@ -14,6 +14,7 @@ import { ToolKind } from "@pluggableharness/protocol/tool";
 import type { LoopDeps } from "../deps.ts";
 import type { Session } from "../session.ts";
 import type { CallRecord } from "./call.ts";
+import { MEMORY_SECRETS_REASON, MEMORY_SECRETS_RULE, memorySecretHit } from "./memory-secrets.ts";
 
 /** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
 export const PROTECTED_PATHS_RULE = "kernel:protected_paths";
@@ -30,7 +31,7 @@ export function denyReason(v: PolicyEvaluation): string {
 /** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
 export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
   const schema = c.tool!.tool.schema;
-  const risk = riskNameOf(schema.risk);
+  const risk = riskNameOf(c.risk ?? schema.risk);
   return {
     kind,
     provider: c.tool!.provider.name,
@@ -87,6 +88,12 @@ export function decidePlanItem(deps: LoopDeps, session: Session, c: CallRecord):
     item.decision = PlanDecision.DENY;
     item.decidedBy = PROTECTED_PATHS_RULE;
     item.reason = protectedReason(c.protectedHit.path);
+    return;
+  }
+  if (memorySecretHit(deps, c)) {
+    item.decision = PlanDecision.DENY;
+    item.decidedBy = MEMORY_SECRETS_RULE;
+    item.reason = MEMORY_SECRETS_REASON;
     return;
   }
   const call = policyCall(session, c, "resource");

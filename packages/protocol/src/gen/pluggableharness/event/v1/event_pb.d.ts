@@ -329,6 +329,29 @@ export declare type ContextContributionEvent = Message<"pluggableharness.event.v
    * @generated from field: repeated string dropped_labels = 3;
    */
   droppedLabels: string[];
+
+  /**
+   * The provider's allocation for this firing (ContextRequest/RecallRequest.token_budget).
+   *
+   * @generated from field: int64 token_budget = 4;
+   */
+  tokenBudget: bigint;
+
+  /**
+   * Tokens the provider returned, kept or not; above token_budget means its sections were
+   * refused.
+   *
+   * @generated from field: int64 returned_tokens = 5;
+   */
+  returnedTokens: bigint;
+
+  /**
+   * Why sections were dropped, one line per cause (over budget, non-text content, a
+   * failed call), as the kernel logged it.
+   *
+   * @generated from field: repeated string notes = 6;
+   */
+  notes: string[];
 };
 
 /**

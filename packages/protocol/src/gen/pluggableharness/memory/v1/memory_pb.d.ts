@@ -10,7 +10,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { SlashCommandSpec } from "../../slashcommand/v1/slashcommand_pb.js";
 import type { ConfigSchema, ConfigureResult } from "../../config/v1/config_pb.js";
-import type { HookPoint, ProducerRef } from "../../common/v1/common_pb.js";
+import type { CallContext, HookPoint, ProducerRef } from "../../common/v1/common_pb.js";
 import type { ContentBlock } from "../../content/v1/content_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ModelTarget } from "../../model/v1/model_pb.js";
@@ -332,6 +332,14 @@ export declare type RecallRequest = Message<"pluggableharness.memory.v1.RecallRe
    * @generated from field: optional string query = 10;
    */
   query?: string | undefined;
+
+  /**
+   * The requesting session's ancestors, parent first (a sub-agent's tree): session-scoped
+   * records they wrote are visible to it too.
+   *
+   * @generated from field: repeated string ancestor_session_ids = 11;
+   */
+  ancestorSessionIds: string[];
 };
 
 /**
@@ -404,6 +412,14 @@ export declare type RecordRequest = Message<"pluggableharness.memory.v1.RecordRe
    * @generated from field: repeated string links = 7;
    */
   links: string[];
+
+  /**
+   * Session, turn and working directory of the call: the working directory decides which
+   * project's records it reaches.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 8;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -483,6 +499,14 @@ export declare type UpdateRecordRequest = Message<"pluggableharness.memory.v1.Up
    * @generated from field: repeated string links = 4;
    */
   links: string[];
+
+  /**
+   * Session, turn and working directory of the call: the working directory decides which
+   * project's records it reaches.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 5;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -515,6 +539,14 @@ export declare type DeleteRecordRequest = Message<"pluggableharness.memory.v1.De
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * Session, turn and working directory of the call: the working directory decides which
+   * project's records it reaches.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -597,6 +629,14 @@ export declare type ListRecordsRequest = Message<"pluggableharness.memory.v1.Lis
    * @generated from field: string page_token = 5;
    */
   pageToken: string;
+
+  /**
+   * Session, turn and working directory of the call: the working directory decides which
+   * project's records it reaches.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 6;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -636,6 +676,14 @@ export declare type GetRecordRequest = Message<"pluggableharness.memory.v1.GetRe
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * Session, turn and working directory of the call: the working directory decides which
+   * project's records it reaches.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
