@@ -575,7 +575,7 @@ describe("plans", () => {
     await k.close();
   });
 
-  it("ends the loop after a successful terminates_turn call, but not after a denied one", async () => {
+  it("ends the loop after a terminates_turn call's post-tool-call hook, whether it succeeded, was denied or failed", async () => {
     const k = await h.kernel({
       hcl: `
 policy "finish_ok" {
@@ -589,13 +589,21 @@ policy "finish_ok" {
             reply("never"),
           ],
         },
+        // invalid arguments: the call fails with invalid_arguments, and still ends the turn
+        terminate3: { turns: [calls(tool("f", "tools__finish", {})), reply("continued")] },
       },
     });
     const s = await k.kernel.startSession({ prompt: "[terminate] go" });
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     expect(k.requests("terminate")).toHaveLength(1);
+    const s3 = await k.kernel.startSession({ prompt: "[terminate3] go" });
+    expect(await s3.idle()).toBe(SessionStatus.COMPLETED);
+    expect(k.requests("terminate3")).toHaveLength(1);
+    const failed = k.file(s3.id).toolResults();
+    expect(failed.map((r) => [r.toolName, r.outcome.case, r.denied])).toEqual([["finish", "error", false]]);
     await k.close();
 
+    // no policy allows it: headless, the ask is denied, and the turn still ends there
     const k2 = await h.kernel({
       scripts: {
         terminate2: { turns: [calls(tool("f", "tools__finish", { summary: "done" })), reply("continued")] },
@@ -603,7 +611,13 @@ policy "finish_ok" {
     });
     const s2 = await k2.kernel.startSession({ prompt: "[terminate2] go" });
     expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
-    expect(k2.requests("terminate2")).toHaveLength(2);
+    expect(k2.requests("terminate2")).toHaveLength(1);
+    expect(
+      k2
+        .file(s2.id)
+        .toolResults()
+        .map((r) => r.denied),
+    ).toEqual([true]);
     await k2.close();
   });
 

@@ -102,6 +102,8 @@ export interface Provider {
   readonly isolation?: "process" | "worker";
   /** Provider block attributes (HCL source lines). */
   readonly attrs?: Record<string, string>;
+  /** Run these services in process instead of the fixture's (a plugin a test writes inline). */
+  readonly factory?: InProcessPluginFactory;
 }
 
 export interface KernelSpec {
@@ -132,6 +134,8 @@ export interface KernelSpec {
    * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
    */
   readonly sandbox?: boolean;
+  /** KernelOptions.tolerateProviderFailures. */
+  readonly tolerateProviderFailures?: boolean;
 }
 
 export class FakeClock implements KernelClock {
@@ -241,7 +245,8 @@ export class Harness {
     const inProcessProviders: Record<string, InProcessPluginFactory> = {};
     if ((spec.transport ?? "in-process") === "in-process") {
       for (const p of providers) {
-        if (p.fixture !== "installed" && IN_PROCESS[p.fixture]) {
+        if (p.factory) inProcessProviders[p.name] = p.factory;
+        else if (p.fixture !== "installed" && IN_PROCESS[p.fixture]) {
           inProcessProviders[p.name] = this.#shared(p.name, p.fixture);
         }
       }
@@ -261,13 +266,15 @@ export class Harness {
     lines.push("}", "");
     for (const p of providers) {
       const attrs = { ...p.attrs };
-      if (p.fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
-      if (p.fixture === "tools" || p.fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
-      if (p.fixture === "hooks") {
+      // An inline plugin (factory) takes only the attributes the test gives it.
+      const fixture = p.factory ? undefined : p.fixture;
+      if (fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
+      if (fixture === "tools" || fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
+      if (fixture === "hooks") {
         attrs["name"] ??= JSON.stringify(p.name);
         attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));
       }
-      if (p.fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
+      if (fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
       lines.push(`provider "${p.name}" {`);
       for (const [k, v] of Object.entries(attrs)) lines.push(`  ${k} = ${v}`);
       lines.push("}", "");
@@ -308,6 +315,7 @@ export class Harness {
       durability: "normal",
       ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
       ...(spec.limits ? { limits: spec.limits } : {}),
+      ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),
     });
     const clients: TestClient[] = [];
     const tk: TestKernel = {
