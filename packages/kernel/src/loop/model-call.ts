@@ -46,6 +46,7 @@ import {
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
+  withVendorToolCallIds,
 } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
@@ -374,6 +375,11 @@ export async function callModel(
       return { kind: "failed", category: e.category, message: e.message };
     }
 
+    // What the plugin receives: the vendor's own ids on its tool calls (ToolCall.id is the kernel's).
+    const wire = create(StreamCompletionRequestSchema, {
+      ...request,
+      messages: withVendorToolCallIds(request.messages),
+    });
     let retries = 0;
     for (;;) {
       if (leftMs() <= 0) return { kind: "bound", detail: "the time ran out before the model was called" };
@@ -384,7 +390,7 @@ export async function callModel(
         turnId: input.turnId,
         attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
       });
-      const outcome = await attempt(deps, session, candidate, request, input, attemptNo);
+      const outcome = await attempt(deps, session, candidate, wire, input, attemptNo);
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
         return { kind: "cancelled", completion: outcome.completion, candidate };
@@ -501,6 +507,7 @@ async function attempt(
     model: candidate.spec,
     clock: () => timestampFromMillis(deps.clock.now()),
     newMessageId: () => deps.newId(),
+    newToolCallId: () => deps.newId(),
   });
   const targetId = `${input.turnId}.${attemptNo}`;
   const end = deps.tracker.begin(candidate.provider.name, session.id, "model");

@@ -173,6 +173,10 @@ export interface TestKernel {
   client(options?: { interactive?: boolean }): TestClient;
   /** Persisted events of a session, decoded where the test needs it. */
   file(sessionId: string): SessionFile;
+  /** The vendor's (scripted) id of one of a session's kernel call ids (read from its file). */
+  vendorId(sessionId: string, callId: string): string;
+  /** The kernel's id of the call a session's script named `vendorId`. */
+  callId(sessionId: string, vendorId: string): string;
   close(): Promise<void>;
 }
 
@@ -318,6 +322,7 @@ export class Harness {
       ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),
     });
     const clients: TestClient[] = [];
+    const vendorIds = new Map<string, string>();
     const tk: TestKernel = {
       kernel,
       root,
@@ -341,6 +346,17 @@ export class Harness {
         return c;
       },
       file: (sessionId) => new SessionFile(sessionId, stateDir),
+      vendorId: (sessionId, callId) => {
+        const key = `${sessionId}\u0000${callId}`;
+        let v = vendorIds.get(key);
+        if (v === undefined) {
+          for (const [c, vendor] of vendorIdsOf(new SessionFile(sessionId, stateDir).messages()))
+            vendorIds.set(`${sessionId}\u0000${c}`, vendor);
+          v = vendorIds.get(key);
+        }
+        return v ?? callId;
+      },
+      callId: (sessionId, vendorId) => new SessionFile(sessionId, stateDir).callId(vendorId),
       close: async () => {
         for (const c of clients) c.close();
         await kernel.shutdown();
@@ -502,6 +518,17 @@ export class SessionFile {
     return this.events.map((e) => e.kindText);
   }
 
+  /** The kernel's id of the call the vendor (the script) named `vendorId`. */
+  callId(vendorId: string): string {
+    for (const [kernel, vendor] of vendorIdsOf(this.messages())) if (vendor === vendorId) return kernel;
+    throw new Error(`no tool call with vendor id ${vendorId} in session ${this.meta.id}`);
+  }
+
+  /** The vendor's (scripted) id of a kernel call id; the id itself when it has none. */
+  vendorId(callId: string): string {
+    return vendorIdsOf(this.messages()).get(callId) ?? callId;
+  }
+
   messages() {
     return this.events
       .filter((e) => e.kind === EventKind.MESSAGE && e.producer.category === PluginCategory.KERNEL)
@@ -527,18 +554,36 @@ export class SessionFile {
   }
 }
 
-/** Every tool_use block in the history has exactly one tool_result, right after it. */
+/**
+ * The tool_use ids and tool_result references of the history, in order, as the vendor's
+ * ids (the scripted ones): the kernel's own ids are mapped back through each block's
+ * vendor_id.
+ */
 export function toolUsePairing(messages: ReturnType<SessionFile["messages"]>): {
   uses: string[];
   results: string[];
 } {
+  const vendor = vendorIdsOf(messages);
   const uses: string[] = [];
   const results: string[] = [];
   for (const m of messages) {
     for (const b of m.message?.content ?? []) {
-      if (b.block.case === "toolUse") uses.push(b.block.value.id);
-      if (b.block.case === "toolResult") results.push(b.block.value.toolUseId);
+      if (b.block.case === "toolUse") uses.push(vendor.get(b.block.value.id) ?? b.block.value.id);
+      if (b.block.case === "toolResult")
+        results.push(vendor.get(b.block.value.toolUseId) ?? b.block.value.toolUseId);
     }
   }
   return { uses, results };
+}
+
+/** Kernel call id -> the vendor's id of the call (ToolUseBlock.vendor_id). */
+export function vendorIdsOf(messages: ReturnType<SessionFile["messages"]>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of messages) {
+    for (const b of m.message?.content ?? []) {
+      if (b.block.case === "toolUse" && b.block.value.vendorId)
+        out.set(b.block.value.id, b.block.value.vendorId);
+    }
+  }
+  return out;
 }

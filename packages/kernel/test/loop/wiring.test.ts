@@ -583,3 +583,45 @@ describe("the vendor request id of a failed attempt", () => {
     await k.close();
   });
 });
+
+// ---- ToolCall.id is the kernel's; the vendor gets its own ids back --------------------------------
+
+describe("tool call ids", () => {
+  it("ToolCall.id is kernel-assigned and used everywhere in the kernel; the model provider sees its own ids", async () => {
+    const requests: StreamCompletionRequest[] = [];
+    const toolCalls: ToolCall[] = [];
+    const m = modelPlugin({
+      models: [model("m")],
+      requests,
+      turns: [callTool("toolu_vendor_1", "tools__write", { path: "a" }), answer("done")],
+    });
+    const k = await kernel({
+      only: providers(m, toolPlugin({ tools: [op("write")], calls: toolCalls })),
+      hcl: PROFILE(),
+    });
+    const s = await k.kernel.startSession({ prompt: "go" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    const file = k.file(s.id);
+    const [call] = toolCalls;
+    expect(call!.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    // the kernel's records all name the call by its id
+    const use = file
+      .messages()
+      .flatMap((e) => e.message?.content ?? [])
+      .find((b) => b.block.case === "toolUse")!.block.value as { id: string; vendorId: string };
+    expect([use.id, use.vendorId]).toEqual([call!.id, "toolu_vendor_1"]);
+    expect(file.toolResults().map((r) => r.toolCallId)).toEqual([call!.id]);
+    expect(file.plans().flatMap((p) => p.items.map((i) => i.toolCallId))).toEqual([call!.id]);
+    // the vendor is sent back exactly the id it gave
+    const blocks = requests[1]!.messages.flatMap((msg) => msg.content);
+    const sent = blocks.flatMap((b) =>
+      b.block.case === "toolUse"
+        ? [`use ${b.block.value.id}`]
+        : b.block.case === "toolResult"
+          ? [`result ${b.block.value.toolUseId}`]
+          : [],
+    );
+    expect(sent).toEqual(["use toolu_vendor_1", "result toolu_vendor_1"]);
+    await k.close();
+  });
+});
