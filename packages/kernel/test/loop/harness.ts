@@ -501,7 +501,10 @@ export class SessionFile {
   readonly producers;
   readonly meta;
 
-  constructor(sessionId: string, dir: string) {
+  constructor(
+    readonly sessionId: string,
+    dir: string,
+  ) {
     const r = openSessionReader(sessionId, { dir });
     try {
       this.events = r.readEvents();
@@ -521,7 +524,7 @@ export class SessionFile {
   /** The kernel's id of the call the vendor (the script) named `vendorId`. */
   callId(vendorId: string): string {
     for (const [kernel, vendor] of vendorIdsOf(this.messages())) if (vendor === vendorId) return kernel;
-    throw new Error(`no tool call with vendor id ${vendorId} in session ${this.meta.id}`);
+    throw new Error(`no tool call with vendor id ${vendorId} in session ${this.sessionId}`);
   }
 
   /** The vendor's (scripted) id of a kernel call id; the id itself when it has none. */
