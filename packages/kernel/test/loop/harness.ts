@@ -501,10 +501,10 @@ export class SessionFile {
   readonly producers;
   readonly meta;
 
-  constructor(
-    readonly sessionId: string,
-    dir: string,
-  ) {
+  readonly sessionId: string;
+
+  constructor(sessionId: string, dir: string) {
+    this.sessionId = sessionId;
     const r = openSessionReader(sessionId, { dir });
     try {
       this.events = r.readEvents();
