@@ -185,19 +185,7 @@ async function loadError(spec: KernelSpec): Promise<Error> {
 
 describe("a provider whose GetSchema breaks the seed is refused at load, with the rule named", () => {
   const good = modelPlugin({ models: [model("m")] });
-  it.each([
-    [
-      "terminates_turn on a data_source",
-      op("peek", { kind: ToolKind.DATA_SOURCE, risk: RiskClass.READ_ONLY, terminatesTurn: true }),
-      "terminates-turn-resource-only",
-    ],
-    ["a resource declaring read_only", op("write", { risk: RiskClass.READ_ONLY }), "resource-risk"],
-    [
-      "key_fields naming no input field",
-      op("edit", { concurrency: { safe: true, keyFields: ["file"] } }),
-      "key-fields-in-input-schema",
-    ],
-  ])("%s", async (_what, bad, rule) => {
+  async function refused(bad: ReturnType<typeof op>, rule: string): Promise<void> {
     const err = await loadError({
       only: providers(good, toolPlugin({ tools: [op("fine"), bad] })),
       hcl: PROFILE(),
@@ -205,7 +193,17 @@ describe("a provider whose GetSchema breaks the seed is refused at load, with th
     expect(err.name).toBe("ProviderLoadError");
     expect(err.message).toContain("tools: ");
     expect(err.message).toContain(rule);
-  });
+  }
+
+  it("refuses terminates_turn on a data_source", () =>
+    refused(
+      op("peek", { kind: ToolKind.DATA_SOURCE, risk: RiskClass.READ_ONLY, terminatesTurn: true }),
+      "terminates-turn-resource-only",
+    ));
+  it("refuses a resource declaring read_only", () =>
+    refused(op("write", { risk: RiskClass.READ_ONLY }), "resource-risk"));
+  it("refuses key_fields naming no input field", () =>
+    refused(op("edit", { concurrency: { safe: true, keyFields: ["file"] } }), "key-fields-in-input-schema"));
 
   it("a resource claiming safe: true without key_fields loads, with a warning naming the rule", async () => {
     const k = await kernel({
@@ -220,9 +218,15 @@ describe("a provider whose GetSchema breaks the seed is refused at load, with th
 
 describe("a provider whose GetCapabilities breaks the seed is refused at load, with the rule named", () => {
   const t0 = timestampFromMs(Date.UTC(2026, 0, 1));
-  it.each([
-    [
-      "overlapping pricing tiers",
+  async function refused(bad: Init<ModelSpec>, rule: string): Promise<void> {
+    const err = await loadError({ only: providers(modelPlugin({ models: [bad] })), hcl: PROFILE("[]") });
+    expect(err.name).toBe("ProviderLoadError");
+    expect(err.message).toContain("model: ");
+    expect(err.message).toContain(rule);
+  }
+
+  it("refuses overlapping pricing tiers", () =>
+    refused(
       model("m", {
         pricing: {
           currency: "USD",
@@ -233,9 +237,9 @@ describe("a provider whose GetCapabilities breaks the seed is refused at load, w
         },
       }),
       "pricing-tiers-exact-cover",
-    ],
-    [
-      "gapped pricing tiers",
+    ));
+  it("refuses gapped pricing tiers", () =>
+    refused(
       model("m", {
         pricing: {
           currency: "USD",
@@ -246,23 +250,17 @@ describe("a provider whose GetCapabilities breaks the seed is refused at load, w
         },
       }),
       "pricing-tiers-exact-cover",
-    ],
-    [
-      "caching flags that contradict",
+    ));
+  it("refuses caching flags that contradict", () =>
+    refused(
       model("m", { caching: { supported: false, explicitMarkers: true } }),
       "caching-unsupported-no-mechanism",
-    ],
-    [
-      "thinking axes that contradict",
+    ));
+  it("refuses thinking axes that contradict", () =>
+    refused(
       model("m", { thinking: { supported: false, effort: { levels: ["low", "high"], default: "low" } } }),
       "thinking-unsupported-no-effort",
-    ],
-  ])("%s", async (_what, bad, rule) => {
-    const err = await loadError({ only: providers(modelPlugin({ models: [bad] })), hcl: PROFILE("[]") });
-    expect(err.name).toBe("ProviderLoadError");
-    expect(err.message).toContain("model: ");
-    expect(err.message).toContain(rule);
-  });
+    ));
 });
 
 // ---- hooks at config load -------------------------------------------------------------------------
@@ -495,34 +493,30 @@ describe("images and documents for a model that cannot take them", () => {
     },
   ] as never;
 
-  it.each([
-    ["an image", image, "no vision"],
-    ["a document", doc, "no document support"],
-  ])(
-    "%s fails the turn as invalid_request, not routing_exhausted, and reaches no model",
-    async (_w, prompt, why) => {
-      const requests: StreamCompletionRequest[] = [];
-      const m = modelPlugin({ models: [model("m")], requests });
-      const k = await kernel({ only: providers(m), hcl: PROFILE("[]") });
-      const s = await k.kernel.startSession({ prompt });
-      await s.idle();
-      const failure = k.logs.find((r) => r.level === "error" && r.message.startsWith("the turn failed"));
-      expect(failure?.message).toContain("invalid_request");
-      expect(failure?.message).toContain(why);
-      expect(failure?.message).not.toContain("routing_exhausted");
-      expect(requests).toHaveLength(0);
-      await k.close();
-    },
-  );
+  async function refused(prompt: ContentBlock[], why: string): Promise<void> {
+    const requests: StreamCompletionRequest[] = [];
+    const m = modelPlugin({ models: [model("m")], requests });
+    const k = await kernel({ only: providers(m), hcl: PROFILE("[]") });
+    const s = await k.kernel.startSession({ prompt });
+    await s.idle();
+    const failure = k.logs.find((r) => r.level === "error" && r.message.startsWith("the turn failed"));
+    expect(failure?.message).toContain("invalid_request");
+    expect(failure?.message).toContain(why);
+    expect(failure?.message).not.toContain("routing_exhausted");
+    expect(requests).toHaveLength(0);
+    await k.close();
+  }
+
+  it("an image fails the turn as invalid_request, not routing_exhausted, and reaches no model", () =>
+    refused(image, "no vision"));
+  it("a document fails the turn as invalid_request, not routing_exhausted, and reaches no model", () =>
+    refused(doc, "no document support"));
 });
 
 // ---- the vendor's request id on failed attempts -------------------------------------------------------
 
 describe("the vendor request id of a failed attempt", () => {
-  it.each([
-    ["unbilled", false],
-    ["billed", true],
-  ])("is persisted, logged and shown in the failure (%s)", async (_w, billed) => {
+  async function failedOnce(billed: boolean): Promise<void> {
     const m = modelPlugin({
       models: [model("m")],
       turns: [
@@ -553,7 +547,10 @@ describe("the vendor request id of a failed attempt", () => {
     const failure = k.logs.find((r) => r.level === "error" && r.message.startsWith("the turn failed"));
     expect(failure?.message).toContain("[vendor request id req_0123abc]");
     await k.close();
-  });
+  }
+
+  it("is persisted, logged and shown in the failure of an unbilled attempt", () => failedOnce(false));
+  it("is persisted, logged and shown in the failure of a billed attempt", () => failedOnce(true));
 
   it("is kept for each of several failed attempts", async () => {
     const requests: StreamCompletionRequest[] = [];
