@@ -65,6 +65,15 @@ describe("done detection", () => {
     expect(t.postToolCallFired("9")).toBe(true);
   });
 
+  it("a call to a tool no provider declares never terminates the turn", () => {
+    const check = checkDone(assistant({ use: "nosuch", id: "1" }), () => undefined);
+    expect(check).toEqual({
+      kind: "continue",
+      toolUses: [{ id: "1", name: "nosuch" }],
+      terminatingCallIds: [],
+    });
+  });
+
   it("terminates_turn is honoured only on a resource", () => {
     const odd = new Map<string, ToolSchema>([["peek", tool({ name: "peek", terminatesTurn: true })]]);
     const check = checkDone(assistant({ use: "peek", id: "1" }), (n) => odd.get(n));
