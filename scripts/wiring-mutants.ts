@@ -162,6 +162,22 @@ const MUTANTS: readonly Mutant[] = [
     test: "packages/kernel/test/loop/gate.test.ts",
     only: "terminates_turn",
   },
+  {
+    name: "vendor-tool-call-ids-kept",
+    file: "packages/kernel/src/loop/model-call.ts",
+    from: "    newToolCallId: () => deps.newId(),\n",
+    to: "",
+    test: "packages/kernel/test/loop/wiring.test.ts",
+    only: "tool call ids",
+  },
+  {
+    name: "kernel-ids-sent-to-vendor",
+    file: "packages/kernel/src/loop/model-call.ts",
+    from: "      messages: withVendorToolCallIds(request.messages),",
+    to: "      messages: [...request.messages],",
+    test: "packages/kernel/test/loop/wiring.test.ts",
+    only: "tool call ids",
+  },
 ];
 
 const root = join(import.meta.dirname, "..");
