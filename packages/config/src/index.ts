@@ -31,6 +31,7 @@ export {
   ConfigError,
   type DiagnosticCategory,
   type DiagnosticSeverity,
+  errorAt,
   errorsOf,
   formatDiagnostic,
   formatDiagnostics,

@@ -197,7 +197,10 @@ export class SessionLog {
     return message;
   }
 
-  /** An attempt that was billed and then failed: persisted for the ledger, kept out of the history. */
+  /**
+   * A failed attempt that was billed or got a vendor request id: persisted for the ledger and
+   * for support (the request id), kept out of the history.
+   */
   persistFailedAttempt(
     turnId: string,
     candidate: ResolvedCandidate,

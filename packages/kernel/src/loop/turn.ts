@@ -109,7 +109,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   if (!pre.chosen) {
     return {
       kind: "failed",
-      detail: `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
+      detail: `${pre.category ?? "routing_exhausted"}: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
     };
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
@@ -278,7 +278,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       signal,
       serializeAll: serializeAllFor(result.candidate.spec),
       trace,
-      onPostToolCall: (c) => done.postToolCallFired(c.block.id, c.result!.status),
+      onPostToolCall: (c) => done.postToolCallFired(c.block.id),
     });
     for (const c of calls) {
       if (!c.tool) {

@@ -14,6 +14,7 @@ import {
   type AgentConfig,
   ConfigError,
   decodeProviderConfig,
+  errorAt,
   errorsOf,
   formatDiagnostic,
   type LoadedProviders,
@@ -301,6 +302,21 @@ export class ProviderRegistry {
       }),
     );
     if (failures.length > 0 && !options.tolerateFailures) throw new ProviderLoadError(failures);
+    // Tolerated or not, a hook block whose subscriber did not load is an error: skipping it
+    // would run the session without the hook (a veto or an audit) its author relies on.
+    const hookDiags = options.config.hooks.flatMap((h) => {
+      const failed = failures.find((f) => f.provider === h.provider);
+      if (!failed) return [];
+      return [
+        errorAt(
+          "unknown_provider",
+          "Hook subscriber not loaded",
+          `hook "${h.point}" names "${h.provider}", which failed to load (${failed.message}); the hook cannot run without it. Fix the provider or remove the hook block.`,
+          h.providerRange,
+        ),
+      ];
+    });
+    if (hookDiags.length > 0) throw new ConfigError(hookDiags);
 
     // The configuration's second pass, against what actually loaded.
     const facts: Record<string, LoadedProviders[string]> = {};
