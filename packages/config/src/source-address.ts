@@ -17,6 +17,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "web",
   "user",
   "task",
+  "commands",
   "project-context",
   "tui",
   "mcp",

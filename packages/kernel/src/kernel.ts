@@ -422,6 +422,14 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        control: {
+          rootPolicy: () => this.#deps?.policy,
+          projectDir: this.config.projectDir,
+          listSessions: (workingDirectory) =>
+            this.listSessions({ rootsOnly: true }).filter(
+              (s) => workingDirectory === undefined || s.workingDirectory === workingDirectory,
+            ),
+        },
         execEnvironment: (patterns) => {
           const source = this.#options.env ?? process.env;
           const projectDir = this.config.projectDir;

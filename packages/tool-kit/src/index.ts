@@ -41,6 +41,7 @@ export {
   type PreviewContext,
   type RenderInput,
   type RiskName,
+  type SlashCommandSpecInit,
   serveTools,
   type ToolContext,
   type ToolDefinition,

@@ -14,6 +14,7 @@ import {
   service,
 } from "@pluggableharness/plugin-sdk";
 import type { CallContext } from "@pluggableharness/protocol/common";
+import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import { RiskClass, ToolKind, ToolService } from "@pluggableharness/protocol/tool";
 import { type ConfigField, configSchema, type Diagnostic, readConfig } from "./config.ts";
 import { errorEvent, partialResult, resultEvent, type ToolEventInit, ToolFailure } from "./events.ts";
@@ -98,6 +99,8 @@ export interface ToolDefinition<A = JsonObject> {
   defaultTimeoutMs?: number;
   idempotent: boolean;
   terminatesTurn?: boolean;
+  /** Reached by the operator only (slash commands, actions); never declared to a model. */
+  operatorOnly?: boolean;
   /**
    * How a result reads to the model (ToolSchema.model_text_field): `field`, a top-level
    * string of `output`, is read verbatim after the other properties as compact JSON;
@@ -121,6 +124,18 @@ export interface ToolProviderOptions {
    */
   configure?(values: JsonObject): Diagnostic[] | Promise<Diagnostic[]>;
   onShutdown?(): void | Promise<void>;
+  /** Slash commands this provider declares (read at every GetSchema). */
+  slashCommands?(): SlashCommandSpecInit[];
+  /** The commands or operations depend on configuration: the kernel asks again after Configure. */
+  operationsFromConfig?: boolean;
+}
+
+export interface SlashCommandSpecInit {
+  name: string;
+  description: string;
+  /** Direct invoke of one of this provider's tools, or a template expanded into a user message. */
+  toolName?: string;
+  template?: string;
 }
 
 /** How long a cancellation report may take to reach the kernel before it is dropped. */
@@ -231,12 +246,29 @@ export function toolService(options: ToolProviderOptions) {
           ...(t.defaultTimeoutMs ? { defaultTimeout: durationOf(t.defaultTimeoutMs) } : {}),
           idempotent: t.idempotent,
           terminatesTurn: t.terminatesTurn === true,
+          operatorOnly: t.operatorOnly === true,
           ...(t.modelText
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
             : {}),
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),
+        slashCommands: (options.slashCommands?.() ?? []).map((c) =>
+          c.toolName !== undefined
+            ? {
+                name: c.name,
+                description: c.description,
+                dispatch: Dispatch.DIRECT_INVOKE,
+                toolName: c.toolName,
+              }
+            : {
+                name: c.name,
+                description: c.description,
+                dispatch: Dispatch.PROMPT_EXPANSION,
+                template: c.template ?? "",
+              },
+        ),
+        operationsFromConfig: options.operationsFromConfig === true,
       };
     },
 

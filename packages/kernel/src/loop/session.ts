@@ -67,7 +67,26 @@ export class Session implements HubSession, SessionControl {
   readonly deps: LoopDeps;
   history: Message[];
   planMode = false;
+  /** The operator's /model choice: the next turns use it ahead of the profile's chain. */
+  modelOverride: ModelCandidate | undefined;
+  /** Set by the compaction machinery (issue 19) when the session can be compacted on request. */
+  compactNow:
+    | ((instructions: string) => Promise<{ tokensBefore: number; tokensAfter: number; summary: string }>)
+    | undefined;
   retriesUsed = 0;
+  /** What each model served this kernel's runs of the session cost ("<provider>/<model>" keys). */
+  readonly usageByModel = new Map<
+    string,
+    {
+      provider: string;
+      modelId: string;
+      input: number;
+      output: number;
+      cacheRead: number;
+      cacheWrite: number;
+      costUsd: number;
+    }
+  >();
   /**
    * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
    * with its message: routing skips them for the rest of the session.
@@ -157,6 +176,7 @@ export class Session implements HubSession, SessionControl {
   /** Direct-invoke commands of the profile's tools, and the prompt expansions the profile allows. */
   slashCommands(): SlashCommandRegistry {
     const allowed = new Set(this.profile.slash_commands);
+    const allowAll = allowed.has("*");
     const tools = new Set(this.tools.all().map((t) => `${t.provider.name}\u0000${t.tool.schema.name}`));
     const registry = create(SlashCommandRegistrySchema, {});
     for (const p of this.deps.providers.all()) {
@@ -164,7 +184,7 @@ export class Session implements HubSession, SessionControl {
         const ok =
           spec.dispatch === Dispatch.DIRECT_INVOKE
             ? tools.has(`${p.name}\u0000${spec.toolName ?? ""}`)
-            : spec.dispatch === Dispatch.PROMPT_EXPANSION && allowed.has(spec.name);
+            : spec.dispatch === Dispatch.PROMPT_EXPANSION && (allowAll || allowed.has(spec.name));
         if (ok) registry.commands.push(create(RegisteredSlashCommandSchema, { provider: p.name, spec }));
       }
     }
@@ -185,7 +205,11 @@ export class Session implements HubSession, SessionControl {
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {
-    return profileCandidates(this.profile, this.deps);
+    const chain = profileCandidates(this.profile, this.deps);
+    const o = this.modelOverride;
+    if (!o) return chain;
+    // The chosen model first; the profile's fallbacks stay behind it.
+    return [o, ...chain.filter((c) => !(c.provider === o.provider && c.modelId === o.modelId))];
   }
 
   // ---- SessionControl ---------------------------------------------------------------

@@ -16,98 +16,231 @@ import { file_pluggableharness_session_v1_session } from "../../session/v1/sessi
  * Describes the file pluggableharness/kernel/v1/kernel.proto.
  */
 export const file_pluggableharness_kernel_v1_kernel = /*@__PURE__*/
-  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIjEKFkV4ZWNFbnZpcm9ubWVudFJlcXVlc3QSFwoPc2VjcmV0X3BhdHRlcm5zGAEgAygJIs0BChdFeGVjRW52aXJvbm1lbnRSZXNwb25zZRJVCgl2YXJpYWJsZXMYASADKAsyQi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXNwb25zZS5WYXJpYWJsZXNFbnRyeRIQCgh3aXRoaGVsZBgCIAMoCRIXCg9wcm90ZWN0ZWRfcGF0aHMYAyADKAkaMAoOVmFyaWFibGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJZCgtQcm92aWRlclJlZhIMCgRuYW1lGAEgASgJEjwKCGNhdGVnb3J5GAIgASgOMioucGx1Z2dhYmxlaGFybmVzcy5jb21tb24udjEuUGx1Z2luQ2F0ZWdvcnkizgEKEVJ1blNlc3Npb25SZXF1ZXN0Eg8KB3Byb2ZpbGUYASABKAkSDgoGcHJvbXB0GAIgASgJEhkKEXBhcmVudF9zZXNzaW9uX2lkGAMgASgJEhcKD3JlbWFpbmluZ19kZXB0aBgEIAEoAxIhChlyZW1haW5pbmdfY29zdF9idWRnZXRfdXNkGAUgASgBEkEKEHNjb3BlZF9wcm92aWRlcnMYBiADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Qcm92aWRlclJlZiLyAQoSUnVuU2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSOwoNZmluYWxfbWVzc2FnZRgCIAEoCzIkLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5NZXNzYWdlEjoKBnN0YXR1cxgDIAEoDjIqLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uU3RhdHVzEhYKDnRvdGFsX2Nvc3RfdXNkGAQgASgBEhoKEnRvdGFsX2lucHV0X3Rva2VucxgFIAEoAxIbChN0b3RhbF9vdXRwdXRfdG9rZW5zGAYgASgDIpsBChJDb3VudFRva2Vuc1JlcXVlc3QSOgoHY29udGVudBgBIAMoCzIpLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5Db250ZW50QmxvY2sSOwoJbW9kZWxfcmVmGAIgASgLMiMucGx1Z2dhYmxlaGFybmVzcy5tb2RlbC52MS5Nb2RlbFJlZkgAiAEBQgwKCl9tb2RlbF9yZWYiMwoTQ291bnRUb2tlbnNSZXNwb25zZRINCgVjb3VudBgBIAEoAxINCgVleGFjdBgCIAEoCCJ/CgtFbWl0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjMKBGtpbmQYAiABKA4yJS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FdmVudEtpbmQSFgoOc2NoZW1hX3ZlcnNpb24YAyABKAkSDwoHcGF5bG9hZBgEIAEoDCIsCgxFbWl0UmVzcG9uc2USCgoCaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMiZgoKTG9nUmVxdWVzdBIXCgpzZXNzaW9uX2lkGAEgASgJSACIAQESMAoFZW50cnkYAiABKAsyIS5wbHVnZ2FibGVoYXJuZXNzLmxvZy52MS5Mb2dFbnRyeUINCgtfc2Vzc2lvbl9pZCINCgtMb2dSZXNwb25zZSIRCg9EZXNjcmliZVJlcXVlc3QiTQoQRGVzY3JpYmVSZXNwb25zZRI5Cghwcm9kdWNlchgBIAEoCzInLnBsdWdnYWJsZWhhcm5lc3MuY29tbW9uLnYxLlByb2R1Y2VyUmVmKrkCCglFdmVudEtpbmQSGgoWRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhYKEkVWRU5UX0tJTkRfTUVTU0FHRRABEhgKFEVWRU5UX0tJTkRfVE9PTF9DQUxMEAISGgoWRVZFTlRfS0lORF9UT09MX1JFU1VMVBADEhMKD0VWRU5UX0tJTkRfUExBThAEEhQKEEVWRU5UX0tJTkRfQVBQTFkQBRIjCh9FVkVOVF9LSU5EX0NPTlRFWFRfQ09OVFJJQlVUSU9OEAYSGwoXRVZFTlRfS0lORF9NRU1PUllfV1JJVEUQBxIcChhFVkVOVF9LSU5EX01FTU9SWV9VUERBVEUQCBIcChhFVkVOVF9LSU5EX01FTU9SWV9ERUxFVEUQCRIZChVFVkVOVF9LSU5EX0hPT0tfRVJST1IQCjKKBQoVS2VybmVsQ2FsbGJhY2tTZXJ2aWNlEmsKClJ1blNlc3Npb24SLS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5SdW5TZXNzaW9uUmVxdWVzdBouLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJ1blNlc3Npb25SZXNwb25zZRJuCgtDb3VudFRva2VucxIuLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvdW50VG9rZW5zUmVxdWVzdBovLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvdW50VG9rZW5zUmVzcG9uc2USWQoERW1pdBInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkVtaXRSZXF1ZXN0GigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRW1pdFJlc3BvbnNlElYKA0xvZxImLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkxvZ1JlcXVlc3QaJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Mb2dSZXNwb25zZRJlCghEZXNjcmliZRIrLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkRlc2NyaWJlUmVxdWVzdBosLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkRlc2NyaWJlUmVzcG9uc2USegoPRXhlY0Vudmlyb25tZW50EjIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVxdWVzdBozLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkV4ZWNFbnZpcm9ubWVudFJlc3BvbnNlYgZwcm90bzM", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_model_v1_model, file_pluggableharness_session_v1_session]);
+  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIvAHChVDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJTCgtsaXN0X21vZGVscxgCIAEoCzI8LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0TW9kZWxzSAASTwoJc2V0X21vZGVsGAMgASgLMjoucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlNldE1vZGVsSAASVgoNc2V0X3BsYW5fbW9kZRgEIAEoCzI9LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5TZXRQbGFuTW9kZUgAEkwKB2NvbXBhY3QYBSABKAsyOS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuQ29tcGFjdEgAEmYKFWxpc3RfcGVybWlzc2lvbl9ydWxlcxgGIAEoCzJFLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0UGVybWlzc2lvblJ1bGVzSAASaAoWcmV2b2tlX3Blcm1pc3Npb25fcnVsZRgHIAEoCzJGLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5SZXZva2VQZXJtaXNzaW9uUnVsZUgAEkgKBXVzYWdlGAggASgLMjcucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlVzYWdlSAASVwoNbGlzdF9zZXNzaW9ucxgJIAEoCzI+LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0U2Vzc2lvbnNIABoMCgpMaXN0TW9kZWxzGi4KCFNldE1vZGVsEhAKCHByb3ZpZGVyGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJGiUKC1NldFBsYW5Nb2RlEg8KAm9uGAEgASgISACIAQFCBQoDX29uGh8KB0NvbXBhY3QSFAoMaW5zdHJ1Y3Rpb25zGAEgASgJGhUKE0xpc3RQZXJtaXNzaW9uUnVsZXMaJAoUUmV2b2tlUGVybWlzc2lvblJ1bGUSDAoEbmFtZRgBIAEoCRoHCgVVc2FnZRopCgxMaXN0U2Vzc2lvbnMSGQoRd29ya2luZ19kaXJlY3RvcnkYASABKAlCCwoJb3BlcmF0aW9uIp8DChZDb250cm9sU2Vzc2lvblJlc3BvbnNlEjcKBm1vZGVscxgBIAEoCzIlLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLk1vZGVsTGlzdEgAEj4KCXBsYW5fbW9kZRgCIAEoCzIpLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBsYW5Nb2RlU3RhdGVIABI+Cgljb21wYWN0ZWQYAyABKAsyKS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db21wYWN0UmVzdWx0SAASSgoQcGVybWlzc2lvbl9ydWxlcxgEIAEoCzIuLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlTGlzdEgAEjkKBXVzYWdlGAUgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuVXNhZ2VTdW1tYXJ5SAASOwoIc2Vzc2lvbnMYBiABKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5TZXNzaW9uTGlzdEgAQggKBnJlc3VsdCJoCgtNb2RlbENob2ljZRIQCghwcm92aWRlchgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIXCg9zdXBwb3J0c192aXNpb24YBSABKAhKBAgDEAQikgEKCU1vZGVsTGlzdBI3CgZtb2RlbHMYASADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbENob2ljZRI4CgdjdXJyZW50GAIgASgLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxDaG9pY2USEgoKb3ZlcnJpZGRlbhgDIAEoCCIbCg1QbGFuTW9kZVN0YXRlEgoKAm9uGAEgASgIIk0KDUNvbXBhY3RSZXN1bHQSFQoNdG9rZW5zX2JlZm9yZRgBIAEoAxIUCgx0b2tlbnNfYWZ0ZXIYAiABKAMSDwoHc3VtbWFyeRgDIAEoCSKgAQoOUGVybWlzc2lvblJ1bGUSDAoEbmFtZRgBIAEoCRINCgVzY29wZRgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIRCgl0b29sX25hbWUYBCABKAkSDgoGYWN0aW9uGAUgASgJEhQKB2NvbW1hbmQYBiABKAlIAIgBARIRCgRwYXRoGAcgASgJSAGIAQFCCgoIX2NvbW1hbmRCBwoFX3BhdGginQEKElBlcm1pc3Npb25SdWxlTGlzdBI5CgVydWxlcxgBIAMoCzIqLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlEkAKB3Jldm9rZWQYAiABKAsyKi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5QZXJtaXNzaW9uUnVsZUgAiAEBQgoKCF9yZXZva2VkIqYBCgpNb2RlbFVzYWdlEhAKCHByb3ZpZGVyGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJEhQKDGlucHV0X3Rva2VucxgDIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAQgASgDEhkKEWNhY2hlX3JlYWRfdG9rZW5zGAUgASgDEhoKEmNhY2hlX3dyaXRlX3Rva2VucxgGIAEoAxIQCghjb3N0X3VzZBgHIAEoASLWAQoMVXNhZ2VTdW1tYXJ5EhgKEHNlc3Npb25fY29zdF91c2QYASABKAESNgoGbW9kZWxzGAIgAygLMiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxVc2FnZRImChlyZW1haW5pbmdfY29zdF9idWRnZXRfdXNkGAMgASgBSACIAQESFgoOY29udGV4dF90b2tlbnMYBCABKAMSFgoOY29udGV4dF93aW5kb3cYBSABKANCHAoaX3JlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QiSQoLU2Vzc2lvbkxpc3QSOgoIc2Vzc2lvbnMYASADKAsyKC5wbHVnZ2FibGVoYXJuZXNzLnNlc3Npb24udjEuU2Vzc2lvbkluZm8iMQoWRXhlY0Vudmlyb25tZW50UmVxdWVzdBIXCg9zZWNyZXRfcGF0dGVybnMYASADKAkizQEKF0V4ZWNFbnZpcm9ubWVudFJlc3BvbnNlElUKCXZhcmlhYmxlcxgBIAMoCzJCLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkV4ZWNFbnZpcm9ubWVudFJlc3BvbnNlLlZhcmlhYmxlc0VudHJ5EhAKCHdpdGhoZWxkGAIgAygJEhcKD3Byb3RlY3RlZF9wYXRocxgDIAMoCRowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlkKC1Byb3ZpZGVyUmVmEgwKBG5hbWUYASABKAkSPAoIY2F0ZWdvcnkYAiABKA4yKi5wbHVnZ2FibGVoYXJuZXNzLmNvbW1vbi52MS5QbHVnaW5DYXRlZ29yeSLOAQoRUnVuU2Vzc2lvblJlcXVlc3QSDwoHcHJvZmlsZRgBIAEoCRIOCgZwcm9tcHQYAiABKAkSGQoRcGFyZW50X3Nlc3Npb25faWQYAyABKAkSFwoPcmVtYWluaW5nX2RlcHRoGAQgASgDEiEKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYBSABKAESQQoQc2NvcGVkX3Byb3ZpZGVycxgGIAMoCzInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlByb3ZpZGVyUmVmIvIBChJSdW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRI7Cg1maW5hbF9tZXNzYWdlGAIgASgLMiQucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLk1lc3NhZ2USOgoGc3RhdHVzGAMgASgOMioucGx1Z2dhYmxlaGFybmVzcy5zZXNzaW9uLnYxLlNlc3Npb25TdGF0dXMSFgoOdG90YWxfY29zdF91c2QYBCABKAESGgoSdG90YWxfaW5wdXRfdG9rZW5zGAUgASgDEhsKE3RvdGFsX291dHB1dF90b2tlbnMYBiABKAMimwEKEkNvdW50VG9rZW5zUmVxdWVzdBI6Cgdjb250ZW50GAEgAygLMikucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLkNvbnRlbnRCbG9jaxI7Cgltb2RlbF9yZWYYAiABKAsyIy5wbHVnZ2FibGVoYXJuZXNzLm1vZGVsLnYxLk1vZGVsUmVmSACIAQFCDAoKX21vZGVsX3JlZiIzChNDb3VudFRva2Vuc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgDEg0KBWV4YWN0GAIgASgIIn8KC0VtaXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSMwoEa2luZBgCIAEoDjIlLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkV2ZW50S2luZBIWCg5zY2hlbWFfdmVyc2lvbhgDIAEoCRIPCgdwYXlsb2FkGAQgASgMIiwKDEVtaXRSZXNwb25zZRIKCgJpZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAyJmCgpMb2dSZXF1ZXN0EhcKCnNlc3Npb25faWQYASABKAlIAIgBARIwCgVlbnRyeRgCIAEoCzIhLnBsdWdnYWJsZWhhcm5lc3MubG9nLnYxLkxvZ0VudHJ5Qg0KC19zZXNzaW9uX2lkIg0KC0xvZ1Jlc3BvbnNlIhEKD0Rlc2NyaWJlUmVxdWVzdCJNChBEZXNjcmliZVJlc3BvbnNlEjkKCHByb2R1Y2VyGAEgASgLMicucGx1Z2dhYmxlaGFybmVzcy5jb21tb24udjEuUHJvZHVjZXJSZWYquQIKCUV2ZW50S2luZBIaChZFVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSRVZFTlRfS0lORF9NRVNTQUdFEAESGAoURVZFTlRfS0lORF9UT09MX0NBTEwQAhIaChZFVkVOVF9LSU5EX1RPT0xfUkVTVUxUEAMSEwoPRVZFTlRfS0lORF9QTEFOEAQSFAoQRVZFTlRfS0lORF9BUFBMWRAFEiMKH0VWRU5UX0tJTkRfQ09OVEVYVF9DT05UUklCVVRJT04QBhIbChdFVkVOVF9LSU5EX01FTU9SWV9XUklURRAHEhwKGEVWRU5UX0tJTkRfTUVNT1JZX1VQREFURRAIEhwKGEVWRU5UX0tJTkRfTUVNT1JZX0RFTEVURRAJEhkKFUVWRU5UX0tJTkRfSE9PS19FUlJPUhAKMoMGChVLZXJuZWxDYWxsYmFja1NlcnZpY2USawoKUnVuU2Vzc2lvbhItLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJ1blNlc3Npb25SZXF1ZXN0Gi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUnVuU2Vzc2lvblJlc3BvbnNlEm4KC0NvdW50VG9rZW5zEi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXF1ZXN0Gi8ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXNwb25zZRJZCgRFbWl0EicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRW1pdFJlcXVlc3QaKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FbWl0UmVzcG9uc2USVgoDTG9nEiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTG9nUmVxdWVzdBonLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkxvZ1Jlc3BvbnNlEmUKCERlc2NyaWJlEisucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXF1ZXN0GiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXNwb25zZRJ6Cg9FeGVjRW52aXJvbm1lbnQSMi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXF1ZXN0GjMucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2USdwoOQ29udHJvbFNlc3Npb24SMS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QaMi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlc3BvbnNlYgZwcm90bzM", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_model_v1_model, file_pluggableharness_session_v1_session]);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.
+ * Use `create(ControlSessionRequestSchema)` to create a new message.
+ */
+export const ControlSessionRequestSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListModels.
+ * Use `create(ControlSessionRequest_ListModelsSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListModelsSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 0);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetModel.
+ * Use `create(ControlSessionRequest_SetModelSchema)` to create a new message.
+ */
+export const ControlSessionRequest_SetModelSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 1);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode.
+ * Use `create(ControlSessionRequest_SetPlanModeSchema)` to create a new message.
+ */
+export const ControlSessionRequest_SetPlanModeSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 2);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Compact.
+ * Use `create(ControlSessionRequest_CompactSchema)` to create a new message.
+ */
+export const ControlSessionRequest_CompactSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 3);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules.
+ * Use `create(ControlSessionRequest_ListPermissionRulesSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListPermissionRulesSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 4);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule.
+ * Use `create(ControlSessionRequest_RevokePermissionRuleSchema)` to create a new message.
+ */
+export const ControlSessionRequest_RevokePermissionRuleSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 5);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Usage.
+ * Use `create(ControlSessionRequest_UsageSchema)` to create a new message.
+ */
+export const ControlSessionRequest_UsageSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 6);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListSessions.
+ * Use `create(ControlSessionRequest_ListSessionsSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListSessionsSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0, 7);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionResponse.
+ * Use `create(ControlSessionResponseSchema)` to create a new message.
+ */
+export const ControlSessionResponseSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 1);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelChoice.
+ * Use `create(ModelChoiceSchema)` to create a new message.
+ */
+export const ModelChoiceSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelList.
+ * Use `create(ModelListSchema)` to create a new message.
+ */
+export const ModelListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PlanModeState.
+ * Use `create(PlanModeStateSchema)` to create a new message.
+ */
+export const PlanModeStateSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.CompactResult.
+ * Use `create(CompactResultSchema)` to create a new message.
+ */
+export const CompactResultSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRule.
+ * Use `create(PermissionRuleSchema)` to create a new message.
+ */
+export const PermissionRuleSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRuleList.
+ * Use `create(PermissionRuleListSchema)` to create a new message.
+ */
+export const PermissionRuleListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelUsage.
+ * Use `create(ModelUsageSchema)` to create a new message.
+ */
+export const ModelUsageSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.UsageSummary.
+ * Use `create(UsageSummarySchema)` to create a new message.
+ */
+export const UsageSummarySchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.SessionList.
+ * Use `create(SessionListSchema)` to create a new message.
+ */
+export const SessionListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentRequest.
  * Use `create(ExecEnvironmentRequestSchema)` to create a new message.
  */
 export const ExecEnvironmentRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 0);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentResponse.
  * Use `create(ExecEnvironmentResponseSchema)` to create a new message.
  */
 export const ExecEnvironmentResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 1);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ProviderRef.
  * Use `create(ProviderRefSchema)` to create a new message.
  */
 export const ProviderRefSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 13);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionRequest.
  * Use `create(RunSessionRequestSchema)` to create a new message.
  */
 export const RunSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 14);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionResponse.
  * Use `create(RunSessionResponseSchema)` to create a new message.
  */
 export const RunSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 15);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensRequest.
  * Use `create(CountTokensRequestSchema)` to create a new message.
  */
 export const CountTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 16);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensResponse.
  * Use `create(CountTokensResponseSchema)` to create a new message.
  */
 export const CountTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 17);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitRequest.
  * Use `create(EmitRequestSchema)` to create a new message.
  */
 export const EmitRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 18);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitResponse.
  * Use `create(EmitResponseSchema)` to create a new message.
  */
 export const EmitResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 19);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogRequest.
  * Use `create(LogRequestSchema)` to create a new message.
  */
 export const LogRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 20);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogResponse.
  * Use `create(LogResponseSchema)` to create a new message.
  */
 export const LogResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 21);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeRequest.
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 22);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeResponse.
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 23);
 
 /**
  * Describes the enum pluggableharness.kernel.v1.EventKind.

@@ -133,6 +133,16 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: repeated string model_omitted_fields = 13;
    */
   modelOmittedFields: string[];
+
+  /**
+   * Reached by the operator only (a direct-invoke slash command, an action trigger):
+   * the kernel never declares it to a model and refuses a model's call of it. For
+   * session controls such as switching the model or leaving plan mode, which a model
+   * must not decide for itself.
+   *
+   * @generated from field: bool operator_only = 14;
+   */
+  operatorOnly: boolean;
 };
 
 /**
