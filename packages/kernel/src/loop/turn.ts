@@ -103,9 +103,15 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     { sessionId: session.id, turnId },
   );
   if (!pre.chosen) {
+    // An image or document no model of the chain takes is a bad request, not a routing
+    // failure: the operator must drop it (or /model a model that accepts it).
+    const content =
+      pre.skipped.length > 0 && pre.skipped.every((r) => /the turn carries (images|documents)/.test(r));
     return {
       kind: "failed",
-      detail: `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
+      detail: content
+        ? `invalid_request: the conversation carries content no model of the chain accepts: ${pre.skipped.join("; ")}`
+        : `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
     };
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
