@@ -5,13 +5,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, records, type Sandbox, sandbox } from "./helpers.ts";
-
-// A 1x1 PNG.
-export const PNG = Buffer.from(
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
-  "base64",
-);
+import { agent, PNG, records, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor | undefined;
