@@ -120,7 +120,13 @@ const ROOTED_TOOL_PROVIDERS: readonly FirstPartyName[] = ["filesystem", "search"
 export function defaultConfigSource(env: Environment, projectDir?: string): string | undefined {
   const vendor = chooseVendor(env);
   if (vendor === undefined) return undefined;
-  const all: FirstPartyName[] = [vendor.provider, ...DEFAULT_TOOL_PROVIDERS, "project-context", "tui"];
+  const all: FirstPartyName[] = [
+    vendor.provider,
+    ...DEFAULT_TOOL_PROVIDERS,
+    "project-context",
+    "widgets",
+    "tui",
+  ];
   const q = (s: string) => writeValue(s);
   const lines: string[] = ["required_providers {"];
   for (const name of all) {

@@ -18,6 +18,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "user",
   "task",
   "commands",
+  "widgets",
   "project-context",
   "tui",
   "mcp",

@@ -92,6 +92,7 @@ import { routeCandidates } from "./loop/model-call.ts";
 import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
+import { implicitWidgetSubscriptions } from "./loop/widgets.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
@@ -348,7 +349,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     const trace = this.#options.trace ?? noTrace;
     const settings = this.config.settings;
     const hooks = new HookDispatcher({
-      subscriptions: this.config.hooks,
+      subscriptions: [...this.config.hooks, ...implicitWidgetSubscriptions(this.config, providers)],
       providers,
       defaultTimeoutMs: settings.default_hook_timeout_ms,
       tracker: this.#tracker,
@@ -749,7 +750,10 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   async shutdown(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#sessions.values()) s.runs.stop();
+    for (const s of this.#sessions.values()) {
+      s.runs.stop();
+      s.widgetAbort.abort();
+    }
     await Promise.all([...this.#sessions.values()].map((s) => s.runs.waitRun().catch(() => {})));
     // A session created without a prompt never ran; it must not stay RUNNING in its file.
     for (const s of this.#sessions.values()) {

@@ -19,6 +19,7 @@ import {
   allCommands,
   type CommandEntry,
   completeCommand,
+  isCommandEcho,
   parseCommand,
   registryEntries,
 } from "./commands.ts";
@@ -102,6 +103,7 @@ interface OpenStream {
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DOUBLE_PRESS_MS = 2000;
 const TOOL_TAIL = 8;
+const PANEL_ROWS = 12;
 
 /** Runs the UI until the operator exits or the connection ends. */
 export function runTui(options: TuiOptions): Promise<TuiResult> {
@@ -148,6 +150,10 @@ export class Tui {
   private costUsd = 0;
   private remainingUsd: number | undefined;
   private warning = "";
+  /** What a status widget (REGION_INPUT_BAR) shows; replaces the UI's own status bar. */
+  private widgetStatus = "";
+  /** What widgets put in REGION_SIDEBAR (the task list), drawn above the input. */
+  private panel: string[] = [];
   private hint = "";
   private hintUntil = 0;
   private ctrlCAt = -Infinity;
@@ -407,12 +413,22 @@ export class Tui {
   }
 
   private onRender(content: PlacedContent): void {
+    if (isCommandEcho(content, this.registered)) return;
     const lines = paintTree(content.content, { painter: this.p });
     switch (content.region) {
       case Region.TOP_BAR:
       case Region.HOTKEY_HINTS:
-      case Region.INPUT_BAR:
         this.warning = sanitize(lines.join(" ").trim());
+        return;
+      case Region.INPUT_BAR:
+        // A status widget: its line takes the place of the UI's own status bar.
+        this.widgetStatus = sanitize(lines.join(" ").trim());
+        return;
+      case Region.SIDEBAR:
+        // A terminal has no sidebar: the panel is drawn above the input, bounded.
+        this.panel = content.replace
+          ? lines.slice(0, PANEL_ROWS)
+          : [...this.panel, ...lines].slice(-PANEL_ROWS);
         return;
       case Region.OVERLAY:
         if (this.permissions.length > 0 || this.questions.length > 0) {
@@ -933,6 +949,8 @@ export class Tui {
     this.costUsd = 0;
     this.remainingUsd = undefined;
     this.warning = "";
+    this.widgetStatus = "";
+    this.panel = [];
     this.target = target;
     this.fresh = false;
     if (target.kind === "create" && !this.plain) {
@@ -1227,6 +1245,7 @@ export class Tui {
       const frame = SPINNER[Math.floor(this.now() / 120) % SPINNER.length];
       lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · Esc to interrupt`, "accent"));
     }
+    for (const l of this.panel) lines.push(`${p.paint("│", "dim")} ${l}`);
     lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
     if (!item && !q) {
       cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
@@ -1267,6 +1286,11 @@ export class Tui {
 
   private statusBar(): string {
     const p = this.p;
+    if (this.widgetStatus) {
+      let line = p.paint(this.widgetStatus + (this.replayOnly ? " · replay only" : ""), "dim");
+      if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
+      return line;
+    }
     const parts = [
       this.model || "model pending",
       `${formatTokens(this.inputTokens)} in · ${formatTokens(this.outputTokens)} out`,

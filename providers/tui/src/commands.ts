@@ -4,6 +4,7 @@
 // itself because they act on the UI's own connection rather than on the session:
 // /help (lists the registry), /clear (a fresh session here), /resume (switch to another
 // session), /exit. See docs/decisions.md, "Terminal UX (issue 23, remainder)".
+import { type PlacedContent, TextStyle } from "@pluggableharness/protocol/render";
 import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 
@@ -14,6 +15,8 @@ export interface CommandEntry {
   readonly provider: string;
   /** Expands into a user message (costs a model turn) rather than running a tool. */
   readonly expands: boolean;
+  /** The tool a direct-invoke command runs. */
+  readonly toolName?: string;
 }
 
 /** What the UI answers itself. A registered command of the same name wins, except exit/quit. */
@@ -47,6 +50,7 @@ export function registryEntries(registry: SlashCommandRegistry | undefined): Com
             description: c.spec.description,
             provider: c.provider,
             expands: c.spec.dispatch === Dispatch.PROMPT_EXPANSION,
+            ...(c.spec.toolName ? { toolName: c.spec.toolName } : {}),
           },
         ]
       : [],
@@ -71,4 +75,21 @@ export function parseCommand(text: string): { name: string; args: string } | und
 /** Completions of a partial `/na` at the start of the input: the command names it begins. */
 export function completeCommand(prefix: string, commands: readonly CommandEntry[]): string[] {
   return [...new Set(commands.map((c) => c.name))].filter((n) => n.startsWith(prefix)).sort();
+}
+
+/**
+ * The kernel's echo of an operator command, which the UI leaves out: the call's
+ * arguments ("→ commands.plan" and its JSON) and the history note telling the model what
+ * the operator ran. The command's own rendered result is what the operator reads.
+ */
+export function isCommandEcho(content: PlacedContent, commands: readonly CommandEntry[]): boolean {
+  const root = content.content?.root?.node;
+  if (root?.case !== "group") return false;
+  const head = root.value.children[0]?.node;
+  if (head?.case !== "text" || head.value.style !== TextStyle.BOLD) return false;
+  const label = head.value.content;
+  if (label === "User (kernel: direct_invoke)") return true;
+  if (!label.startsWith("→ ")) return false;
+  const tool = label.slice(2);
+  return commands.some((c) => c.toolName !== undefined && `${c.provider}.${c.toolName}` === tool);
 }

@@ -34,6 +34,7 @@ import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
 import { ToolRegistry } from "./tool-registry.ts";
+import { attachWidgets } from "./widgets.ts";
 
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
 
@@ -74,6 +75,9 @@ export class Session implements HubSession, SessionControl {
     | ((instructions: string) => Promise<{ tokensBefore: number; tokensAfter: number; summary: string }>)
     | undefined;
   retriesUsed = 0;
+  /** The widgets' latest renders (widgets.ts), and what stops their streams. */
+  readonly widgetContent = new Map<string, ServerEventInit>();
+  readonly widgetAbort = new AbortController();
   /** What each model served this kernel's runs of the session cost ("<provider>/<model>" keys). */
   readonly usageByModel = new Map<
     string,
@@ -120,6 +124,7 @@ export class Session implements HubSession, SessionControl {
     this.channel.resumeAfter(init.writer.lastSequence());
     this.channel.onSubscribersChanged = () => this.humans.subscribersChanged();
     this.policy = deps.policy.forSession(init.profile.name);
+    void attachWidgets(deps, this);
     this.tools = ToolRegistry.forProfile(init.profile, deps.providers);
     this.cost = new CostNode(init.profile.max_cost_usd, init.parent?.cost);
     this.doom = new DoomLoopDetector(deps.settings.doom_loop_threshold, deps.settings.doom_loop_window);
@@ -311,7 +316,8 @@ export class Session implements HubSession, SessionControl {
   }
 
   pendingRequests(): ServerEventInit[] {
-    return this.humans.pendingRequests();
+    // What the widgets show now comes first: a frontend attaching draws them at once.
+    return [...this.widgetContent.values(), ...this.humans.pendingRequests()];
   }
 }
 

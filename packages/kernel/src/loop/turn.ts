@@ -240,6 +240,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
             model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
             ...(lastUsage ? { usage: lastUsage } : {}),
             costUsd: completion.costUsd,
+            contextWindow: result.candidate.spec.contextWindow,
           },
         },
       }),
