@@ -106,7 +106,9 @@ describe("widgets in the terminal UI", () => {
       `#!/bin/sh\ncd '${repo}'\n${Object.entries(env)
         .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
         .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
-        .join("\n")}\n'${AGENT_BIN}' run 'Plan the fix for the parser bug'\necho "AGENT_EXIT=$?"\nsleep 600\n`,
+        .join(
+          "\n",
+        )}\n'${AGENT_BIN}' run 'Plan the fix for the parser bug'\necho "AGENT_EXIT=$?"\nsleep 600\n`,
       { mode: 0o755 },
     );
     tmux("new-session", "-d", "-s", "w", "-x", "100", "-y", "30", script);
@@ -118,7 +120,9 @@ describe("widgets in the terminal UI", () => {
     expect(text).toMatch(/◐ Fix the off-by-one/);
     expect(text).toMatch(/☐ Add a regression test/);
     // The status line: model, context against the window, cost, rate-limit headroom.
-    const status = await waitFor(/anthropic\/claude-sonnet-5 · context \S+\/\S+ \(\d+%\) · \$\S+ · rate limit: .+% left/);
+    const status = await waitFor(
+      /anthropic\/claude-sonnet-5 · context \S+\/\S+ \(\d+%\) · \$\S+ · rate limit: .+% left/,
+    );
     const screen = tmux("capture-pane", "-p", "-e", "-t", "w");
     if (process.env["TUI_SCREENSHOT_DIR"]) {
       writeFileSync(join(process.env["TUI_SCREENSHOT_DIR"], "tui-widgets.ansi"), screen);

@@ -180,15 +180,16 @@ export function readMentions(text: string, cwd: string, protectedPaths: readonly
   const attachments: Attachment[] = [];
   let total = 0;
   const seen = new Set<string>();
-  for (const m of mentionsIn(text)) {
+  for (const mention of mentionsIn(text)) {
+    // "see @a.ts, then…": punctuation after a path is prose, unless the file has it.
+    const found = [mention.path, mention.path.replace(/[,.;:!?)\]'"]+$/, "")]
+      .map((path) => ({ path, st: statOr(resolve(cwd, path)) }))
+      .find((c) => c.st !== undefined);
+    if (!found) continue;
+    const m = { path: found.path };
+    const st = found.st!;
     const full = resolve(cwd, m.path);
     if (seen.has(full)) continue;
-    let st: ReturnType<typeof statSync>;
-    try {
-      st = statSync(full);
-    } catch {
-      continue;
-    }
     seen.add(full);
     if (st.isDirectory()) return { ok: false, error: `@${m.path} is a directory; mention files` };
     // Symlinks resolved: a link to agent.hcl is agent.hcl.
@@ -243,5 +244,13 @@ function realpathOr(p: string): string {
     return realpathSync(p);
   } catch {
     return p;
+  }
+}
+
+function statOr(p: string): ReturnType<typeof statSync> | undefined {
+  try {
+    return statSync(p);
+  } catch {
+    return undefined;
   }
 }
