@@ -19,6 +19,8 @@ const FONT_SIZE = 14;
 const PAD = 16;
 const BAR = 28;
 
+/** A CSI sequence at the start of the text (ESC [ params final). */
+const CSI = new RegExp(`^${String.fromCharCode(27)}\\[([0-9;:]*)([A-Za-z])`);
 const FG = "#d8dee9";
 const BG = "#1e222a";
 const BASIC = [
@@ -76,7 +78,7 @@ export function parseAnsi(text: string): Cell[][] {
     const row: Cell[] = [];
     for (let i = 0; i < line.length; ) {
       if (line[i] === "\x1b") {
-        const m = /^\x1b\[([0-9;:]*)([A-Za-z])/.exec(line.slice(i));
+        const m = CSI.exec(line.slice(i));
         if (!m) {
           i++;
           continue;

@@ -215,7 +215,7 @@ export function readMentions(text: string, cwd: string, protectedPaths: readonly
         ok: false,
         error: `@${m.path} is ${st.size} bytes; files are attached up to ${MAX_TEXT_BYTES} bytes`,
       };
-    total += st.size;
+    total += Number(st.size);
     if (total > MAX_TOTAL_BYTES)
       return { ok: false, error: `the mentioned files add up to more than ${MAX_TOTAL_BYTES} bytes` };
     const bytes = readFileSync(full);
