@@ -204,8 +204,9 @@ export const compactTool: ToolDefinition<{ instructions?: string }> = {
   async invoke(args, ctx) {
     const res = await control(ctx, { case: "compact", value: { instructions: args.instructions ?? "" } });
     if (res.case !== "compacted") throw new ToolFailure("execution_failed", "the kernel did not compact");
-    const v = res.value;
-    return { text: `Compacted the conversation: ${v.tokensBefore} → ${v.tokensAfter} tokens.` };
+    return {
+      text: "Compaction queued: the conversation is summarised right after this command, before your next message.",
+    };
   },
   render: renderText,
 };

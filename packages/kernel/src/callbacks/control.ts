@@ -42,6 +42,8 @@ export interface ControlDeps {
 }
 
 type Response = MessageInitShape<typeof ControlSessionResponseSchema>;
+/** Session.compact as the compaction machinery defines it (loop/compaction.ts). */
+type CompactNow = (instructions: string, options: { mayReopen: boolean }) => { message: string } | undefined;
 type Choice = MessageInitShape<typeof ModelChoiceSchema>;
 
 function choiceOf(providers: ProviderRegistry | undefined, c: ModelCandidate | undefined): Choice {
@@ -143,23 +145,18 @@ export async function controlSession(
       return { result: { case: "planMode", value: { on: session.planMode } } };
     }
     case "compact": {
-      if (!session.compactNow) {
+      // The kernel's "compact now" (issue 19): queued like a message, it runs right after
+      // this command. Until a build has it, the session has no compact() and says so.
+      const compact = (session as unknown as { compact?: CompactNow }).compact;
+      if (typeof compact !== "function") {
         throw new StatusError(
           UNAVAILABLE,
-          "this kernel build cannot compact a conversation on request yet (no compactor is wired to the session)",
+          "this kernel build cannot compact a conversation on request yet (no compact-now operation)",
         );
       }
-      const r = await session.compactNow(op.value.instructions);
-      return {
-        result: {
-          case: "compacted",
-          value: {
-            tokensBefore: BigInt(r.tokensBefore),
-            tokensAfter: BigInt(r.tokensAfter),
-            summary: r.summary,
-          },
-        },
-      };
+      const refused = compact.call(session, op.value.instructions, { mayReopen: true });
+      if (refused) throw new StatusError(FAILED_PRECONDITION, refused.message);
+      return { result: { case: "compacted", value: { queued: true } } };
     }
     case "listPermissionRules":
       return { result: { case: "permissionRules", value: { rules: rulesOf(session) } } };

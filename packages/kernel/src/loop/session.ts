@@ -70,10 +70,6 @@ export class Session implements HubSession, SessionControl {
   planMode = false;
   /** The operator's /model choice: the next turns use it ahead of the profile's chain. */
   modelOverride: ModelCandidate | undefined;
-  /** Set by the compaction machinery (issue 19) when the session can be compacted on request. */
-  compactNow:
-    | ((instructions: string) => Promise<{ tokensBefore: number; tokensAfter: number; summary: string }>)
-    | undefined;
   retriesUsed = 0;
   /** The widgets' latest renders (widgets.ts), and what stops their streams. */
   readonly widgetContent = new Map<string, ServerEventInit>();

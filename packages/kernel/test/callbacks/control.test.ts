@@ -160,4 +160,28 @@ describe("ControlSession", () => {
     });
     end();
   });
+
+  it("queues the kernel's compact-now, and says so when the build has none", async () => {
+    const { tracker, call, session } = fixture();
+    const end = operatorCall(tracker);
+    await expect(call({ case: "compact", value: { instructions: "keep the API" } })).rejects.toMatchObject({
+      code: 14,
+    });
+    const asked: string[] = [];
+    Object.assign(session, {
+      compact: (instructions: string) => {
+        asked.push(instructions);
+        return asked.length > 1 ? { message: "no compactor context provider is configured" } : undefined;
+      },
+    });
+    await expect(call({ case: "compact", value: { instructions: "keep the API" } })).resolves.toMatchObject({
+      result: { case: "compacted", value: { queued: true } },
+    });
+    await expect(call({ case: "compact", value: { instructions: "" } })).rejects.toMatchObject({
+      code: 9,
+      message: expect.stringContaining("no compactor"),
+    });
+    expect(asked).toEqual(["keep the API", ""]);
+    end();
+  });
 });

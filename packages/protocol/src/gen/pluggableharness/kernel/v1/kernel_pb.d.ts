@@ -357,19 +357,12 @@ export declare const PlanModeStateSchema: GenMessage<PlanModeState>;
  */
 export declare type CompactResult = Message<"pluggableharness.kernel.v1.CompactResult"> & {
   /**
-   * @generated from field: int64 tokens_before = 1;
+   * The compaction pass was queued: it runs right after the operator's command, before
+   * the next message.
+   *
+   * @generated from field: bool queued = 1;
    */
-  tokensBefore: bigint;
-
-  /**
-   * @generated from field: int64 tokens_after = 2;
-   */
-  tokensAfter: bigint;
-
-  /**
-   * @generated from field: string summary = 3;
-   */
-  summary: string;
+  queued: boolean;
 };
 
 /**
