@@ -800,16 +800,20 @@ function handleFor(session: Session): SessionHandle {
     idle: () => session.runs.idle(),
     toolDefinitions: () => {
       const info = new Map(session.tools.describe({ planMode: session.planMode }).map((t) => [t.name, t]));
-      return session.tools.all().map((t) => ({
-        ...info.get(t.declaredName)!,
-        description: t.tool.schema.description,
-        inputSchema: t.tool.inputJsonSchema,
-        outputSchema: t.tool.outputJsonSchema,
-      }));
+      // Operator-only tools (session controls) are not a client's to call.
+      return session.tools
+        .all()
+        .filter((t) => !t.tool.schema.operatorOnly)
+        .map((t) => ({
+          ...info.get(t.declaredName)!,
+          description: t.tool.schema.description,
+          inputSchema: t.tool.inputJsonSchema,
+          outputSchema: t.tool.outputJsonSchema,
+        }));
     },
     invoke: (name, args, origin) =>
       new Promise((resolveCall, reject) => {
-        const tool = session.tools.all().find((t) => t.declaredName === name);
+        const tool = session.tools.all().find((t) => t.declaredName === name && !t.tool.schema.operatorOnly);
         if (!tool) {
           reject(
             new FrontendRequestError(FrontendErrorCategory.INVALID_CLIENT_EVENT, `no tool named ${name}`),
