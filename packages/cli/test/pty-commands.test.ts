@@ -251,8 +251,28 @@ describe("agent run in a terminal: slash commands and attachments", () => {
       ]),
     );
 
+    // /sessions lists this directory's sessions; /clear starts a fresh one; /resume with a
+    // prefix goes back to the first, its history replayed.
+    const first = /Session (\w{26}) · profile default/.exec(pane())![1]!;
+    text = await step(
+      () => keys("/sessions", "Enter"),
+      "/resume <id> (or /resume for a picker) continues one.",
+    );
+    expect(text).toContain(first.slice(0, 10));
+    await step(() => keys("/clear", "Enter"), "── new session ──");
+    const fresh = await waitFor(/Session (\w{26}) · profile default/);
+    const second = /Session (\w{26}) · profile default/.exec(fresh)![1]!;
+    expect(second).not.toBe(first);
+    expect(pane()).not.toContain("answer 1.");
+    await step(() => keys("hello again", "Enter"), /answer \d+\./);
+    expect(body(modelRequests().at(-1)).messages).toHaveLength(1);
+    await step(() => keys(`/resume ${first.slice(0, 12)}`, "Enter"), "── end of history ──");
+    expect(pane()).toContain("answer 1.");
+    await step(() => keys("back", "Enter"), /answer \d+\./);
+    expect(body(modelRequests().at(-1)).messages.length).toBeGreaterThan(10);
+
     keys("C-c");
     keys("C-c");
     await waitFor("AGENT_EXIT=0");
-  });
+  }, 90_000);
 });

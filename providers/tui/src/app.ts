@@ -953,6 +953,8 @@ export class Tui {
     this.panel = [];
     this.target = target;
     this.fresh = false;
+    // Going back to a session left earlier: its events count again.
+    if (target.kind !== "create") this.left.delete(target.sessionId);
     if (target.kind === "create" && !this.plain) {
       // A fresh screen for a fresh session: scrollback too.
       this.output.write("\x1b[2J\x1b[3J\x1b[H");
