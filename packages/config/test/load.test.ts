@@ -317,7 +317,9 @@ describe("built-in default configuration", () => {
       "web",
       "user",
       "task",
+      "commands",
       "project-context",
+      "widgets",
       "tui",
     ]);
     const profile = getProfile(c)!;
@@ -330,7 +332,9 @@ describe("built-in default configuration", () => {
       "web.*",
       "user.*",
       "task.*",
+      "commands.*",
     ]);
+    expect(profile.slash_commands).toEqual(["*"]);
     expect(c.policies).toEqual([]);
     expect(
       new PolicyEngine(c.policies).evaluate({ kind: "resource", provider: "exec", tool_name: "bash" })
