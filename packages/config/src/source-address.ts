@@ -22,6 +22,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "project-context",
   "tui",
   "mcp",
+  "agent",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];

@@ -102,6 +102,11 @@ export interface ToolDefinition<A = JsonObject> {
   /** Reached by the operator only (slash commands, actions); never declared to a model. */
   operatorOnly?: boolean;
   /**
+   * Invoke runs a child session through the kernel's RunSession, for the agent profile
+   * named by this string input field (ToolSchema.spawns).
+   */
+  spawns?: { profileField: string };
+  /**
    * How a result reads to the model (ToolSchema.model_text_field): `field`, a top-level
    * string of `output`, is read verbatim after the other properties as compact JSON;
    * `omit` names properties that only restate it (kept in the payload for frontends).
@@ -126,7 +131,7 @@ export interface ToolProviderOptions {
   onShutdown?(): void | Promise<void>;
   /** Slash commands this provider declares (read at every GetSchema). */
   slashCommands?(): SlashCommandSpecInit[];
-  /** The commands or operations depend on configuration: the kernel asks again after Configure. */
+  /** The operations (and slash commands) depend on the configuration: the kernel asks again after Configure. */
   operationsFromConfig?: boolean;
 }
 
@@ -247,6 +252,7 @@ export function toolService(options: ToolProviderOptions) {
           idempotent: t.idempotent,
           terminatesTurn: t.terminatesTurn === true,
           operatorOnly: t.operatorOnly === true,
+          ...(t.spawns ? { spawns: { profileField: t.spawns.profileField } } : {}),
           ...(t.modelText
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
             : {}),
@@ -268,7 +274,7 @@ export function toolService(options: ToolProviderOptions) {
                 template: c.template ?? "",
               },
         ),
-        operationsFromConfig: options.operationsFromConfig === true,
+        ...(options.operationsFromConfig ? { operationsFromConfig: true } : {}),
       };
     },
 

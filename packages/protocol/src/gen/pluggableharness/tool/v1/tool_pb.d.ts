@@ -135,12 +135,22 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
   modelOmittedFields: string[];
 
   /**
+   * Set when Invoke calls the kernel's RunSession (a sub-agent spawn tool). The kernel
+   * removes such a tool from every session whose remaining depth is 0, accepts
+   * RunSession only from a call of such a tool, and rates each call's risk by the
+   * profile it names (critical when that profile has unattended write access).
+   *
+   * @generated from field: optional pluggableharness.tool.v1.SpawnSpec spawns = 14;
+   */
+  spawns?: SpawnSpec | undefined;
+
+  /**
    * Reached by the operator only (a direct-invoke slash command, an action trigger):
    * the kernel never declares it to a model and refuses a model's call of it. For
    * session controls such as switching the model or leaving plan mode, which a model
    * must not decide for itself.
    *
-   * @generated from field: bool operator_only = 14;
+   * @generated from field: bool operator_only = 15;
    */
   operatorOnly: boolean;
 };
@@ -150,6 +160,26 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
  * Use `create(ToolSchemaSchema)` to create a new message.
  */
 export declare const ToolSchemaSchema: GenMessage<ToolSchema>;
+
+/**
+ * How a spawn-capable operation names the profile of the child it runs.
+ *
+ * @generated from message pluggableharness.tool.v1.SpawnSpec
+ */
+export declare type SpawnSpec = Message<"pluggableharness.tool.v1.SpawnSpec"> & {
+  /**
+   * Top-level string property of input_schema holding the agent profile's name.
+   *
+   * @generated from field: string profile_field = 1;
+   */
+  profileField: string;
+};
+
+/**
+ * Describes the message pluggableharness.tool.v1.SpawnSpec.
+ * Use `create(SpawnSpecSchema)` to create a new message.
+ */
+export declare const SpawnSpecSchema: GenMessage<SpawnSpec>;
 
 /**
  * @generated from message pluggableharness.tool.v1.GetSchemaRequest
