@@ -117,6 +117,7 @@ export {
   POLICY_STORE_FILE,
   PolicyStoreError,
   recordAlwaysDecision,
+  removeAlwaysRule,
   renderPolicyStore,
   type StoreReadResult,
 } from "./policy-store.ts";

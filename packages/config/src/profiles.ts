@@ -24,7 +24,8 @@ import type { AgentProfile, GenerationParamsConfig, ModelRef, ToolPattern } from
 
 const PROVIDER_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const TOOL_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-const COMMAND = /^[A-Za-z0-9][A-Za-z0-9_:-]*$/;
+// "*" allows every prompt-expansion command the loaded providers declare.
+const COMMAND = /^(\*|[A-Za-z0-9][A-Za-z0-9_:-]*)$/;
 
 /**
  * Parses "<provider>.<tool>" or "<provider>.*". Returns a reason when malformed.

@@ -167,6 +167,22 @@ export class SessionLog {
     for (const c of costs) {
       this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
+      const key = `${c.providerName}/${c.modelId}`;
+      const tally = this.#s.usageByModel.get(key) ?? {
+        provider: c.providerName,
+        modelId: c.modelId,
+        input: 0,
+        output: 0,
+        cacheRead: 0,
+        cacheWrite: 0,
+        costUsd: 0,
+      };
+      tally.input += Number(c.inputTokens);
+      tally.output += Number(c.outputTokens);
+      tally.cacheRead += Number(c.cacheReadTokens ?? 0);
+      tally.cacheWrite += Number(c.cacheWriteTokens ?? 0);
+      tally.costUsd += c.costUsd;
+      this.#s.usageByModel.set(key, tally);
       const remaining = this.#s.cost.remainingUsd();
       this.#s.channel.publish({
         event: {

@@ -107,9 +107,14 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     { sessionId: session.id, turnId },
   );
   if (!pre.chosen) {
+    // An image or document no model of the chain takes is a bad request, not a routing
+    // failure (routeCandidates says which): the operator must drop it or /model another.
     return {
       kind: "failed",
-      detail: `${pre.category ?? "routing_exhausted"}: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
+      detail:
+        pre.category === "invalid_request"
+          ? `invalid_request: the conversation carries content no model of the chain accepts: ${pre.skipped.join("; ")}`
+          : `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
     };
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
@@ -238,6 +243,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
             model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
             ...(lastUsage ? { usage: lastUsage } : {}),
             costUsd: completion.costUsd,
+            contextWindow: result.candidate.spec.contextWindow,
           },
         },
       }),
