@@ -487,6 +487,10 @@ export class HeadlessPrinter {
 
   event(ev: ServerEvent): void {
     const e = ev.event;
+    // Widgets' panels (the status line, the task list) are for a screen: a headless run
+    // already reports usage and tool results in its own records.
+    const region = e.case === "render" ? e.value.content?.region : undefined;
+    if (region === Region.INPUT_BAR || region === Region.SIDEBAR) return;
     // Renders outside the conversation (a status-line notice such as a rate-limit retry)
     // are not transcript: they go to stderr (text) or a notice record (stream-json).
     if (e.case === "render" && !isTranscript(e.value.content?.region)) {

@@ -39,6 +39,11 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     )
     .option("--plan", "plan mode: the model sees no tools that change anything")
     .option(
+      "--image <file>",
+      "headless: send this image with the prompt (repeatable; vision models only)",
+      collect,
+    )
+    .option(
       "--resume [session-id]",
       "continue a session (an id or unique prefix); without one, choose from this directory's",
     )

@@ -244,6 +244,23 @@ describe("validate = run", () => {
     expect(v.stdout).toContain(`${join(repo, "not-here")}`);
   });
 
+  it("rejects a tool_choice the model's supported_tool_choice_modes lack, at its file:line:col, as run does", async () => {
+    const repo = sb.repo("tool-choice");
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replace(
+      '      id       = "claude-sonnet-5"\n',
+      '      id       = "claude-sonnet-5"\n      tool_choice = "any"\n',
+    );
+    writeFileSync(join(repo, "agent.hcl"), hcl);
+    const line = hcl.split("\n").findIndex((l) => l.includes('tool_choice = "any"')) + 1;
+    const v = await agent(["validate"], { cwd: repo, env: envFor(repo) });
+    expect(v.code).toBe(1);
+    expect(v.stdout).toContain(`${join(repo, "agent.hcl")}:${line}:21: error[unsupported_parameter]`);
+    expect(v.stdout).toContain('which supports only "auto", "none"');
+    const r = await agent(["run", "-p", "hi"], { cwd: repo, env: envFor(repo) });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`${join(repo, "agent.hcl")}:${line}:21: error[unsupported_parameter]`);
+  });
+
   it("rejects an empty agent.hcl in validate, as run does", async () => {
     const dir = sb.dir("empty-hcl");
     writeFileSync(join(dir, "agent.hcl"), "");

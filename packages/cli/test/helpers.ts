@@ -130,3 +130,9 @@ export function processesIn(dir: string): string[] {
   }
   return found;
 }
+
+// A 1x1 PNG.
+export const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+  "base64",
+);

@@ -28,6 +28,7 @@ export const DEFAULT_TOOL_PROVIDERS: readonly FirstPartyName[] = [
   "web",
   "user",
   "task",
+  "commands",
 ];
 
 interface VendorChoice {
@@ -124,6 +125,7 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
     ...DEFAULT_TOOL_PROVIDERS,
     "project-context",
     "workspace-context",
+    "widgets",
     "compactor",
     "tui",
   ];
@@ -158,6 +160,8 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
   }
   lines.push("  }", "");
   lines.push(`  tools = [${DEFAULT_TOOL_PROVIDERS.map((p) => q(`${p}.*`)).join(", ")}]`);
+  // Every prompt-expansion command the providers declare (user commands in .agent/commands).
+  lines.push(`  slash_commands = ["*"]`);
   lines.push("  max_turns = 100", "}", "", "settings {", `  default_frontend = "tui"`, "}", "");
   return lines.join("\n");
 }

@@ -31,6 +31,7 @@ export {
   ConfigError,
   type DiagnosticCategory,
   type DiagnosticSeverity,
+  errorAt,
   errorsOf,
   formatDiagnostic,
   formatDiagnostics,
@@ -116,6 +117,7 @@ export {
   POLICY_STORE_FILE,
   PolicyStoreError,
   recordAlwaysDecision,
+  removeAlwaysRule,
   renderPolicyStore,
   type StoreReadResult,
 } from "./policy-store.ts";

@@ -98,7 +98,18 @@ export interface GenerationParamsConfig {
   /** Top-k sampling, a positive integer. */
   top_k?: number;
   stop_sequences?: string[];
+  /**
+   * GenerationParams.tool_choice: "auto", "any" (some tool call is required), "none", or a
+   * "<provider>.<tool>" the model must call. Sent only on requests offering tools (and,
+   * for one tool, offering that tool); checked against the model's
+   * supported_tool_choice_modes at load.
+   */
+  tool_choice?: ToolChoiceConfig;
 }
+
+export type ToolChoiceConfig =
+  | { mode: "auto" | "any" | "none" }
+  | { mode: "specific"; provider: string; tool: string };
 
 export interface ToolPattern {
   provider: string;

@@ -333,6 +333,23 @@ export class PolicyEngine {
     return this.session;
   }
 
+  /** The ALWAYS rules that apply to this engine's profile. */
+  alwaysRules(): readonly PolicyRule[] {
+    return this.always;
+  }
+
+  /**
+   * Drops a remembered SESSION verdict or an ALWAYS rule by name (the operator revoked
+   * it); answers the rule, or undefined when there is none by that name.
+   */
+  forget(name: string): PolicyRule | undefined {
+    for (const list of [this.session, this.always]) {
+      const i = list.findIndex((r) => r.name === name);
+      if (i >= 0) return list.splice(i, 1)[0];
+    }
+    return undefined;
+  }
+
   /** A new engine with the same operator and ALWAYS rules and no SESSION verdicts (e.g. a sub-agent). */
   forSession(profile?: string): PolicyEngine {
     return new PolicyEngine(this.operatorRules, {

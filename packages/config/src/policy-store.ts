@@ -129,3 +129,30 @@ export function recordAlwaysDecision(
   }
   return made;
 }
+
+/**
+ * Removes one ALWAYS rule from the store by name (the operator revoked it). Answers
+ * false when the store has no rule by that name. Throws PolicyStoreError when the store
+ * cannot be read or written.
+ */
+export function removeAlwaysRule(projectDir: string, name: string): boolean {
+  const current = loadAlwaysRules(projectDir);
+  if (!current.ok) {
+    throw new PolicyStoreError(
+      `The policy store ${POLICY_STORE_FILE} is invalid; fix or delete it before revoking rules.`,
+    );
+  }
+  const kept = current.rules.filter((r) => r.name !== name);
+  if (kept.length === current.rules.length) return false;
+  const file = join(projectDir, POLICY_STORE_FILE);
+  try {
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, renderPolicyStore(kept));
+    renameSync(tmp, file);
+  } catch (e) {
+    throw new PolicyStoreError(`Cannot write the policy store ${file}: ${(e as Error).message}`, {
+      cause: e,
+    });
+  }
+  return true;
+}

@@ -24,7 +24,8 @@ import type { AgentProfile, GenerationParamsConfig, ModelRef, ToolPattern } from
 
 const PROVIDER_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const TOOL_PART = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-const COMMAND = /^[A-Za-z0-9][A-Za-z0-9_:-]*$/;
+// "*" allows every prompt-expansion command the loaded providers declare.
+const COMMAND = /^(\*|[A-Za-z0-9][A-Za-z0-9_:-]*)$/;
 
 /**
  * Parses "<provider>.<tool>" or "<provider>.*". Returns a reason when malformed.
@@ -70,7 +71,10 @@ const PARAM_ATTRS = [
   "top_p",
   "top_k",
   "stop_sequences",
+  "tool_choice",
 ];
+
+const TOOL_CHOICE_MODES = ["auto", "any", "none"] as const;
 
 /**
  * `provider_options`: an object of plain values, sent with every request routed to the
@@ -164,6 +168,27 @@ function decodeModelRef(block: Block, what: string, diags: Diags): ModelRef | un
   if (stops) {
     const v = readStringList(stops, `${what}.stop_sequences`, diags);
     if (v !== undefined) params.stop_sequences = v.map((s) => s.value);
+  }
+  const choice = get("tool_choice");
+  if (choice) {
+    const v = readString(choice, `${what}.tool_choice`, diags);
+    if (v !== undefined) {
+      const mode = TOOL_CHOICE_MODES.find((m) => m === v);
+      const pattern = mode === undefined && v.includes(".") ? parseToolPattern(v) : undefined;
+      if (mode !== undefined) params.tool_choice = { mode };
+      else if (pattern && !("error" in pattern) && pattern.tool !== "*") {
+        params.tool_choice = { mode: "specific", provider: pattern.provider, tool: pattern.tool };
+      } else {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Invalid tool_choice",
+            `${what}.tool_choice is "${v}"; write "auto", "any" (a tool call is required), "none", or the "<provider>.<tool>" the model must call${pattern && "error" in pattern ? ` (${pattern.error})` : ""}.`,
+            choice.expr.range,
+          ),
+        );
+      }
+    }
   }
   const optionsAttr = get("provider_options");
   const providerOptions = optionsAttr && readProviderOptions(optionsAttr, `${what}.provider_options`, diags);
@@ -283,6 +308,22 @@ export function decodeProfileBlock(block: Block, diags: Diags): AgentProfile | u
   if (fork !== undefined) {
     const v = readBool(fork, `${owner} fork_parent_history`, diags);
     if (v !== undefined) profile.fork_parent_history = v;
+  }
+
+  // A tool the model is forced to call must be one the profile offers.
+  for (const m of profile.model ? [profile.model.primary, ...profile.model.fallbacks] : []) {
+    const c = m.params.tool_choice;
+    if (c?.mode !== "specific") continue;
+    if (profile.tools.some((t) => t.provider === c.provider && (t.tool === "*" || t.tool === c.tool)))
+      continue;
+    diags.push(
+      errorAt(
+        "unknown_tool",
+        "tool_choice names a tool the profile does not offer",
+        `${owner} forces "${c.provider}.${c.tool}" on "${m.provider}/${m.id}", but its tools do not include it; add it to tools or choose another tool_choice.`,
+        m.paramRanges?.tool_choice ?? m.range,
+      ),
+    );
   }
 
   const after = diags.filter((d) => d.severity === "error").length;

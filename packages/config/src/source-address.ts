@@ -17,6 +17,8 @@ export const FIRST_PARTY_PROVIDERS = [
   "web",
   "user",
   "task",
+  "commands",
+  "widgets",
   "project-context",
   "workspace-context",
   "memory",

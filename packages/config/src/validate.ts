@@ -3,13 +3,23 @@
 // subscriptions are checked against what the loaded providers actually offer.
 
 import type { HookPoint } from "@pluggableharness/protocol/common";
-import type { ModelSpec } from "@pluggableharness/protocol/model";
+import { type ModelSpec, ToolChoiceMode } from "@pluggableharness/protocol/model";
 import { type ConfigDiagnostic, errorAt, warningAt } from "./diagnostics.ts";
 import { hookPointName } from "./hooks.ts";
 import type { AgentConfig, AgentProfile, HookPointName, ModelRef } from "./model.ts";
 import { samplingParamsOf, samplingRefusal } from "./sampling.ts";
 import { decodeProviderConfig, type SchemaLike } from "./schema-bridge.ts";
 import type { Environment } from "./secrets.ts";
+
+const TOOL_CHOICE_WIRE = {
+  auto: ToolChoiceMode.AUTO,
+  any: ToolChoiceMode.ANY,
+  none: ToolChoiceMode.NONE,
+  specific: ToolChoiceMode.SPECIFIC,
+} as const;
+const TOOL_CHOICE_NAMES = new Map<ToolChoiceMode, string>(
+  Object.entries(TOOL_CHOICE_WIRE).map(([name, mode]) => [mode, `"${name}"`]),
+);
 
 /** What one loaded provider advertised. Absent lists mean "this provider offers none". */
 export interface ProviderFacts {
@@ -145,6 +155,25 @@ function unsupportedParams(
   strict: boolean,
 ): ConfigDiagnostic[] {
   const out: ConfigDiagnostic[] = [];
+  // A tool_choice the model cannot honour is always an error: the kernel would not send the
+  // request with it (routing skips the candidate), so the profile could never run as written.
+  const choice = m.params.tool_choice;
+  if (choice !== undefined) {
+    const mode = TOOL_CHOICE_WIRE[choice.mode];
+    if (!spec.supportedToolChoiceModes.includes(mode)) {
+      const supported = spec.supportedToolChoiceModes
+        .map((x) => TOOL_CHOICE_NAMES.get(x))
+        .filter((x) => x !== undefined);
+      out.push(
+        errorAt(
+          "unsupported_parameter",
+          "tool_choice not supported by the model",
+          `agent_profile "${profile.name}" sets tool_choice ${choice.mode === "specific" ? `"${choice.provider}.${choice.tool}" (a specific tool)` : `"${choice.mode}"`} for "${m.provider}/${m.id}", which supports ${supported.length === 0 ? "no tool_choice constraint at all" : `only ${supported.join(", ")}`} (supported_tool_choice_modes).`,
+          m.paramRanges?.tool_choice ?? m.range,
+        ),
+      );
+    }
+  }
   for (const param of samplingParamsOf(m.params)) {
     const refusal = samplingRefusal(spec, param, m.params.thinking_effort);
     if (refusal === undefined) continue;

@@ -317,8 +317,10 @@ describe("built-in default configuration", () => {
       "web",
       "user",
       "task",
+      "commands",
       "project-context",
       "workspace-context",
+      "widgets",
       "compactor",
       "tui",
     ]);
@@ -332,7 +334,9 @@ describe("built-in default configuration", () => {
       "web.*",
       "user.*",
       "task.*",
+      "commands.*",
     ]);
+    expect(profile.slash_commands).toEqual(["*"]);
     expect(c.policies).toEqual([]);
     expect(
       new PolicyEngine(c.policies).evaluate({ kind: "resource", provider: "exec", tool_name: "bash" })

@@ -93,6 +93,7 @@ import { routeCandidates } from "./loop/model-call.ts";
 import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
+import { implicitWidgetSubscriptions } from "./loop/widgets.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
@@ -355,7 +356,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     const trace = this.#options.trace ?? noTrace;
     const settings = this.config.settings;
     const hooks = new HookDispatcher({
-      subscriptions: this.config.hooks,
+      subscriptions: [...this.config.hooks, ...implicitWidgetSubscriptions(this.config, providers)],
       providers,
       defaultTimeoutMs: settings.default_hook_timeout_ms,
       tracker: this.#tracker,
@@ -430,6 +431,14 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        control: {
+          rootPolicy: () => this.#deps?.policy,
+          projectDir: this.config.projectDir,
+          listSessions: (workingDirectory) =>
+            this.listSessions({ rootsOnly: true }).filter(
+              (s) => workingDirectory === undefined || s.workingDirectory === workingDirectory,
+            ),
+        },
         runSession: (plugin, request, signal) =>
           runSubagent(
             {
@@ -438,6 +447,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
               createChild: (parent, profile, init) => this.#createChild(parent, profile, init),
               releaseChild: async (child) => {
                 if (this.#sessions.get(child.id) !== child) return;
+                child.widgetAbort.abort();
                 await child.channel.flush();
                 child.log.flushPersistSoon();
                 this.#sessions.delete(child.id);
@@ -814,7 +824,10 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   async shutdown(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const s of this.#sessions.values()) s.runs.stop();
+    for (const s of this.#sessions.values()) {
+      s.runs.stop();
+      s.widgetAbort.abort();
+    }
     await Promise.all([...this.#sessions.values()].map((s) => s.runs.waitRun().catch(() => {})));
     // A session created without a prompt never ran; it must not stay RUNNING in its file.
     for (const s of this.#sessions.values()) {
@@ -862,16 +875,20 @@ function handleFor(session: Session): SessionHandle {
     idle: () => session.runs.idle(),
     toolDefinitions: () => {
       const info = new Map(session.tools.describe({ planMode: session.planMode }).map((t) => [t.name, t]));
-      return session.tools.all().map((t) => ({
-        ...info.get(t.declaredName)!,
-        description: t.tool.schema.description,
-        inputSchema: t.tool.inputJsonSchema,
-        outputSchema: t.tool.outputJsonSchema,
-      }));
+      // Operator-only tools (session controls) are not a client's to call.
+      return session.tools
+        .all()
+        .filter((t) => !t.tool.schema.operatorOnly)
+        .map((t) => ({
+          ...info.get(t.declaredName)!,
+          description: t.tool.schema.description,
+          inputSchema: t.tool.inputJsonSchema,
+          outputSchema: t.tool.outputJsonSchema,
+        }));
     },
     invoke: (name, args, origin) =>
       new Promise((resolveCall, reject) => {
-        const tool = session.tools.all().find((t) => t.declaredName === name);
+        const tool = session.tools.all().find((t) => t.declaredName === name && !t.tool.schema.operatorOnly);
         if (!tool) {
           reject(
             new FrontendRequestError(FrontendErrorCategory.INVALID_CLIENT_EVENT, `no tool named ${name}`),

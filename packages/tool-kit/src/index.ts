@@ -48,6 +48,7 @@ export {
   type PreviewContext,
   type RenderInput,
   type RiskName,
+  type SlashCommandSpecInit,
   serveTools,
   type ToolContext,
   type ToolDefinition,

@@ -14,6 +14,7 @@ import {
   service,
 } from "@pluggableharness/plugin-sdk";
 import type { CallContext } from "@pluggableharness/protocol/common";
+import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import { RiskClass, ToolKind, ToolService } from "@pluggableharness/protocol/tool";
 import { type ConfigField, configSchema, type Diagnostic, readConfig } from "./config.ts";
 import { errorEvent, partialResult, resultEvent, type ToolEventInit, ToolFailure } from "./events.ts";
@@ -98,6 +99,8 @@ export interface ToolDefinition<A = JsonObject> {
   defaultTimeoutMs?: number;
   idempotent: boolean;
   terminatesTurn?: boolean;
+  /** Reached by the operator only (slash commands, actions); never declared to a model. */
+  operatorOnly?: boolean;
   /**
    * Invoke runs a child session through the kernel's RunSession, for the agent profile
    * named by this string input field (ToolSchema.spawns).
@@ -126,8 +129,18 @@ export interface ToolProviderOptions {
    */
   configure?(values: JsonObject): Diagnostic[] | Promise<Diagnostic[]>;
   onShutdown?(): void | Promise<void>;
-  /** The operations' schemas depend on the configuration: the kernel asks again after Configure. */
+  /** Slash commands this provider declares (read at every GetSchema). */
+  slashCommands?(): SlashCommandSpecInit[];
+  /** The operations (and slash commands) depend on the configuration: the kernel asks again after Configure. */
   operationsFromConfig?: boolean;
+}
+
+export interface SlashCommandSpecInit {
+  name: string;
+  description: string;
+  /** Direct invoke of one of this provider's tools, or a template expanded into a user message. */
+  toolName?: string;
+  template?: string;
 }
 
 /** How long a cancellation report may take to reach the kernel before it is dropped. */
@@ -238,6 +251,7 @@ export function toolService(options: ToolProviderOptions) {
           ...(t.defaultTimeoutMs ? { defaultTimeout: durationOf(t.defaultTimeoutMs) } : {}),
           idempotent: t.idempotent,
           terminatesTurn: t.terminatesTurn === true,
+          operatorOnly: t.operatorOnly === true,
           ...(t.spawns ? { spawns: { profileField: t.spawns.profileField } } : {}),
           ...(t.modelText
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
@@ -245,6 +259,21 @@ export function toolService(options: ToolProviderOptions) {
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),
+        slashCommands: (options.slashCommands?.() ?? []).map((c) =>
+          c.toolName !== undefined
+            ? {
+                name: c.name,
+                description: c.description,
+                dispatch: Dispatch.DIRECT_INVOKE,
+                toolName: c.toolName,
+              }
+            : {
+                name: c.name,
+                description: c.description,
+                dispatch: Dispatch.PROMPT_EXPANSION,
+                template: c.template ?? "",
+              },
+        ),
         ...(options.operationsFromConfig ? { operationsFromConfig: true } : {}),
       };
     },

@@ -93,7 +93,8 @@ export const taskCreateTool: ToolDefinition<{
   ),
   output: listOutput,
   streaming: false,
-  concurrency: { safe: true },
+  // Every call appends to the one task list: calls take turns (the seed's safe: false).
+  concurrency: { safe: false },
   defaultTimeoutMs: 5_000,
   idempotent: false,
   async invoke(args, ctx) {

@@ -14,12 +14,23 @@ import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/pla
 import { type PlacedContent, Region, TextStyle } from "@pluggableharness/protocol/render";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
+import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
+import {
+  allCommands,
+  type CommandEntry,
+  completeCommand,
+  isCommandEcho,
+  parseCommand,
+  registryEntries,
+} from "./commands.ts";
 import type { FrontendConnection } from "./connection.ts";
 import { formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
 import { permissionAction } from "./permission.ts";
+import { pick } from "./picker.ts";
 import { paintNode, paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
@@ -67,6 +78,10 @@ export interface TuiOptions {
   now?: () => number;
   /** Earlier entries for ↑ and Ctrl-R, and where a new entry is kept. */
   history?: { entries: string[]; append?: (entry: string) => void };
+  /** Where `@path` mentions are completed and read from (default: the process's directory). */
+  workingDirectory?: string;
+  /** The agent's own files, which `@path` never attaches (default: agent.hcl and .agent/ here). */
+  protectedPaths?: readonly string[];
 }
 
 export interface TuiResult {
@@ -89,6 +104,7 @@ interface OpenStream {
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DOUBLE_PRESS_MS = 2000;
 const TOOL_TAIL = 8;
+const PANEL_ROWS = 12;
 
 /** Runs the UI until the operator exits or the connection ends. */
 export function runTui(options: TuiOptions): Promise<TuiResult> {
@@ -99,8 +115,12 @@ export class Tui {
   private readonly conn: FrontendConnection;
   private readonly input: TuiInput;
   private readonly output: TuiOutput;
-  private readonly target: SessionTarget;
-  private readonly fresh: boolean;
+  private target: SessionTarget;
+  private fresh: boolean;
+  private readonly cwd: string;
+  private readonly protectedPaths: readonly string[];
+  /** Sessions this UI detached from (/clear, /resume): their late events are dropped. */
+  private readonly left = new Set<string>();
   private readonly plain: boolean;
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
@@ -136,13 +156,17 @@ export class Tui {
   private context: { tokens: number; ceiling: number } | undefined;
   private remainingUsd: number | undefined;
   private warning = "";
+  /** What a status widget (REGION_INPUT_BAR) shows; replaces the UI's own status bar. */
+  private widgetStatus = "";
+  /** What widgets put in REGION_SIDEBAR (the task list), drawn above the input. */
+  private panel: string[] = [];
   private hint = "";
   private hintUntil = 0;
   private ctrlCAt = -Infinity;
   private spinnerTimer: NodeJS.Timeout | undefined;
   private finished = false;
   private resolveRun!: (r: TuiResult) => void;
-  private slashCommands: string[] = [];
+  private registered: CommandEntry[] = [];
   /** A slash command was sent and nothing has answered it yet. */
   private awaitingCommand = false;
   /** The kernel sent the session's command registry (else the kernel is asked and answers). */
@@ -160,6 +184,8 @@ export class Tui {
     this.output = options.output;
     this.target = options.session;
     this.fresh = options.session.kind !== "create" && !!options.session.fresh;
+    this.cwd = options.workingDirectory ?? process.cwd();
+    this.protectedPaths = options.protectedPaths ?? defaultProtectedPaths(this.cwd);
     this.now = options.now ?? Date.now;
     const env = options.env ?? process.env;
     const tty = !options.plain && !!options.output.isTTY && !!options.input.isTTY && env["TERM"] !== "dumb";
@@ -231,6 +257,13 @@ export class Tui {
 
   private onEvent(ev: ServerEvent): void {
     const e = ev.event;
+    if (ev.sessionId && this.left.has(ev.sessionId)) return;
+    if (e.case === "sessionList" && ev.requestId?.startsWith("resume-list")) {
+      const prefix = ev.requestId.slice("resume-list:".length);
+      if (prefix) this.resumePrefix(prefix, e.value.sessions);
+      else void this.resumePicker(e.value.sessions);
+      return;
+    }
     if (e.case !== "error" && e.case !== "slashCommandRegistry") this.awaitingCommand = false;
     switch (e.case) {
       case "sessionCreated":
@@ -251,8 +284,7 @@ export class Tui {
         this.info = e.value.info;
         this.status = e.value.info?.status ?? SessionStatus.UNSPECIFIED;
         this.replayOnly = e.value.replayOnly;
-        if (e.value.slashCommandRegistry)
-          this.setSlash(e.value.slashCommandRegistry.commands.map((c) => c.spec?.name ?? ""));
+        if (e.value.slashCommandRegistry) this.setSlash(e.value.slashCommandRegistry);
         this.commit([
           this.p.paint(
             this.fresh
@@ -271,7 +303,7 @@ export class Tui {
         return;
       }
       case "slashCommandRegistry":
-        this.setSlash(e.value.commands.map((c) => c.spec?.name ?? ""));
+        this.setSlash(e.value);
         return;
       case "streamDelta": {
         const kind: StreamKind =
@@ -364,9 +396,9 @@ export class Tui {
     }
   }
 
-  private setSlash(names: string[]): void {
+  private setSlash(registry: SlashCommandRegistry): void {
     this.registryKnown = true;
-    this.slashCommands = names.filter((n) => n !== "");
+    this.registered = registryEntries(registry);
   }
 
   private statusLine(s: SessionStatus, detail: string): string {
@@ -392,12 +424,22 @@ export class Tui {
   }
 
   private onRender(content: PlacedContent): void {
+    if (isCommandEcho(content, this.registered)) return;
     const lines = paintTree(content.content, { painter: this.p });
     switch (content.region) {
       case Region.TOP_BAR:
       case Region.HOTKEY_HINTS:
-      case Region.INPUT_BAR:
         this.warning = sanitize(lines.join(" ").trim());
+        return;
+      case Region.INPUT_BAR:
+        // A status widget: its line takes the place of the UI's own status bar.
+        this.widgetStatus = sanitize(lines.join(" ").trim());
+        return;
+      case Region.SIDEBAR:
+        // A terminal has no sidebar: the panel is drawn above the input, bounded.
+        this.panel = content.replace
+          ? lines.slice(0, PANEL_ROWS)
+          : [...this.panel, ...lines].slice(-PANEL_ROWS);
         return;
       case Region.OVERLAY:
         if (this.permissions.length > 0 || this.questions.length > 0) {
@@ -714,6 +756,10 @@ export class Tui {
       this.exit();
       return;
     }
+    if (key.name === "tab" && !item && this.questions.length === 0) {
+      this.complete();
+      return;
+    }
     if (key.name === "enter") {
       if (this.editor.continueLine()) return;
       this.submit(this.editor.text);
@@ -741,6 +787,26 @@ export class Tui {
       this.editing = item;
       this.editor.set(JSON.stringify(item.input ?? {}));
     }
+  }
+
+  /** Tab: a command name after a leading `/`, else the `@path` the cursor ends. */
+  private complete(): void {
+    const { text, cursor } = this.editor;
+    const head = /^\/(\S*)$/.exec(text.slice(0, cursor));
+    if (head && !text.slice(0, cursor).includes("\n")) {
+      const names = completeCommand(head[1]!, allCommands(this.registered));
+      if (names.length === 1) {
+        this.editor.set(`/${names[0]} `);
+        if (text.length > cursor) this.editor.text += text.slice(cursor);
+      } else if (names.length > 1) this.flash(names.map((n) => `/${n}`).join("  "));
+      return;
+    }
+    const done = completeMention(text, cursor, this.cwd);
+    if (!done) return;
+    this.editor.text = done.text;
+    this.editor.cursor = done.cursor;
+    if (done.choices.length > 0) this.flash(done.choices.slice(0, 30).join("  "));
+    else if (done.text === text) this.flash("No matching file");
   }
 
   /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
@@ -773,11 +839,13 @@ export class Tui {
     if (text === "") return;
     this.editor.remember(text);
     this.editor.clear();
-    if (text === "/exit" || text === "/quit") {
+    const cmd = parseCommand(text);
+    if (cmd && (cmd.name === "exit" || cmd.name === "quit")) {
       this.exit();
       return;
     }
-    if (text === "/help") {
+    const registered = cmd ? this.registered.find((c) => c.name === cmd.name) : undefined;
+    if (cmd && !registered && cmd.name === "help") {
       this.commit(this.helpLines());
       return;
     }
@@ -785,42 +853,186 @@ export class Tui {
       this.flash("The session is not ready yet");
       return;
     }
-    if (text.startsWith("/") && !text.startsWith("//")) {
-      const [name = "", ...rest] = text.slice(1).split(" ");
-      if (name === "cost") {
+    if (cmd && !registered) {
+      if (cmd.name === "cost") {
         this.commit(this.costLines());
         return;
       }
-      if (this.registryKnown && !this.slashCommands.includes(name)) {
+      if (cmd.name === "clear") {
+        this.switchSession({
+          kind: "create",
+          ...(this.info?.profile ? { profile: this.info.profile } : {}),
+          ...(this.info?.workingDirectory ? { workingDirectory: this.info.workingDirectory } : {}),
+        });
+        return;
+      }
+      if (cmd.name === "resume") {
+        // A prefix is resolved against the kernel's list, like `agent run --resume`.
+        const requestId = cmd.args ? `resume-list:${cmd.args}` : "resume-list";
+        this.conn.send({ event: { case: "listSessions", value: { requestId, rootsOnly: true } } });
+        return;
+      }
+      if (this.registryKnown) {
         // Answered here: the kernel has no such command, and no turn starts.
-        const near = suggest(name, [...LOCAL_COMMANDS, ...this.slashCommands]);
+        const near = suggest(
+          cmd.name,
+          allCommands(this.registered).map((c) => c.name),
+        );
         this.commit([
           this.p.paint(
-            `Unknown command /${sanitize(name)}.${near.length > 0 ? ` Did you mean ${near.map((n) => `/${n}`).join(", ")}?` : ""} /help lists the commands.`,
+            `Unknown command /${sanitize(cmd.name)}.${near.length > 0 ? ` Did you mean ${near.map((n) => `/${n}`).join(", ")}?` : ""} /help lists the commands.`,
             "warning",
           ),
         ]);
         return;
       }
+    }
+    if (cmd) {
       this.awaitingCommand = true;
       this.conn.send({
         sessionId: this.sessionId,
-        event: { case: "slashCommand", value: { name, args: rest.join(" ") } },
+        event: { case: "slashCommand", value: { name: cmd.name, args: cmd.args } },
       });
-      this.setBusy("Thinking", true);
+      this.setBusy(registered?.expands ? "Thinking" : `Running /${cmd.name}`, true);
     } else {
-      this.sendMessage(text);
+      this.sendMessage(text.startsWith("//") ? text.slice(1) : text);
     }
   }
 
-  /** A new user message; the kernel's render of it shows it in the transcript. */
+  /**
+   * A new user message; the kernel's render of it shows it in the transcript. Files it
+   * mentions (`@path`) go with it; a mention that cannot be attached keeps the message
+   * in the editor and says why.
+   */
   private sendMessage(text: string): void {
     if (!this.sessionId) return;
+    const read = readMentions(text, this.cwd, this.protectedPaths);
+    if (!read.ok) {
+      this.editor.set(text);
+      this.commit([this.p.paint(`✗ ${read.error}. Nothing was sent.`, "error")]);
+      return;
+    }
+    const content: {
+      block:
+        | { case: "text"; value: { text: string } }
+        | { case: "image"; value: { mediaType: string; source: { case: "data"; value: Uint8Array } } };
+    }[] = [{ block: { case: "text", value: { text } } }];
+    for (const a of read.attachments) {
+      if (a.kind === "text") content.push({ block: { case: "text", value: { text: attachmentText(a) } } });
+      else
+        content.push({
+          block: {
+            case: "image",
+            value: { mediaType: a.mediaType, source: { case: "data", value: a.data } },
+          },
+        });
+    }
+    if (read.attachments.length > 0) {
+      this.commit([
+        this.p.paint(
+          `  ⎿ attached ${read.attachments.map((a) => `${a.path}${a.kind === "image" ? " (image)" : ""}`).join(", ")}`,
+          "dim",
+        ),
+      ]);
+    }
     this.conn.send({
       sessionId: this.sessionId,
-      event: { case: "userMessage", value: { content: [{ block: { case: "text", value: { text } } }] } },
+      event: { case: "userMessage", value: { content } },
     });
     this.setBusy("Thinking", true);
+  }
+
+  /** /clear and /resume: leave this session (it stays resumable) and open another on this connection. */
+  private switchSession(target: SessionTarget): void {
+    const old = this.sessionId;
+    if (old) {
+      this.left.add(old);
+      this.conn.send({ event: { case: "detachSession", value: { requestId: "detach", sessionId: old } } });
+    }
+    this.closeStreams(false);
+    this.clearPrompts();
+    this.sessionId = undefined;
+    this.info = undefined;
+    this.registered = [];
+    this.registryKnown = false;
+    this.inputTokens = 0;
+    this.outputTokens = 0;
+    this.costUsd = 0;
+    this.remainingUsd = undefined;
+    this.warning = "";
+    this.widgetStatus = "";
+    this.panel = [];
+    this.target = target;
+    this.fresh = false;
+    // Going back to a session left earlier: its events count again.
+    if (target.kind !== "create") this.left.delete(target.sessionId);
+    if (target.kind === "create" && !this.plain) {
+      // A fresh screen for a fresh session: scrollback too.
+      this.output.write("\x1b[2J\x1b[3J\x1b[H");
+      this.screen?.invalidate();
+    }
+    this.commit([
+      this.p.paint(
+        target.kind === "create" ? "── new session ──" : `── switching to ${sanitize(target.sessionId)} ──`,
+        "dim",
+      ),
+    ]);
+    this.start();
+  }
+
+  private resumePrefix(prefix: string, sessions: readonly SessionInfo[]): void {
+    const found = sessions.filter((x) => x.sessionId.startsWith(prefix));
+    if (found.length === 1) {
+      if (found[0]!.sessionId === this.sessionId) this.flash("That is this session");
+      else this.switchSession({ kind: "resume", sessionId: found[0]!.sessionId });
+      return;
+    }
+    this.commit([
+      this.p.paint(
+        found.length === 0
+          ? `No session starts with ${sanitize(prefix)}.`
+          : `${found.length} sessions start with ${sanitize(prefix)}: ${found.map((x) => x.sessionId.slice(0, 12)).join(", ")}; type more of the id.`,
+        "warning",
+      ),
+    ]);
+  }
+
+  /** /resume without an id: choose among the sessions the kernel lists. */
+  private async resumePicker(sessions: readonly SessionInfo[]): Promise<void> {
+    const others = [...sessions]
+      .filter((x) => x.sessionId !== this.sessionId)
+      .sort((a, b) => Number((b.startedAt?.seconds ?? 0n) - (a.startedAt?.seconds ?? 0n)));
+    if (others.length === 0) {
+      this.commit([this.p.paint("No other session to resume.", "dim")]);
+      return;
+    }
+    const items = others.map((x) => ({
+      value: x.sessionId,
+      label: `${x.sessionId.slice(0, 10)}  ${statusName(x.status).padEnd(9)}  ${x.title || "(untitled)"}`,
+    }));
+    if (this.plain) {
+      this.commit(["Sessions (/resume <id or prefix>):", ...items.map((i) => `  ${i.label}`)]);
+      return;
+    }
+    // The picker owns the keyboard until it ends; the live region is redrawn after.
+    this.input.removeListener("data", this.onData);
+    this.screen?.update({ lines: [] });
+    let chosen: string | undefined;
+    try {
+      chosen = await pick({
+        input: this.input,
+        output: this.output,
+        title: "Resume which session?",
+        items,
+        env: process.env,
+      });
+    } finally {
+      this.input.on("data", this.onData);
+      this.input.resume?.();
+      this.screen?.invalidate();
+    }
+    if (chosen) this.switchSession({ kind: "resume", sessionId: chosen });
+    this.render();
   }
 
   private costLines(): string[] {
@@ -838,11 +1050,16 @@ export class Tui {
       "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
       "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
-      "/cost spend so far · /exit leaves",
+      "@path attaches a file (Tab completes paths; images go to vision models) · Tab after / completes commands",
+      "Commands:",
     ];
-    if (this.slashCommands.length > 0)
-      lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
-    return lines.map((l) => this.p.paint(l, "dim"));
+    const all = allCommands(this.registered).filter((c) => c.name !== "quit");
+    const width = Math.max(...all.map((c) => c.name.length)) + 2;
+    for (const c of all) {
+      const origin = c.provider ? ` (${c.provider}${c.expands ? ", prompt" : ""})` : "";
+      lines.push(`  /${c.name.padEnd(width)}${c.description}${origin}`);
+    }
+    return lines.map((l) => this.p.paint(sanitize(l), "dim"));
   }
 
   private interrupt(): void {
@@ -1044,6 +1261,7 @@ export class Tui {
       const frame = SPINNER[Math.floor(this.now() / 120) % SPINNER.length];
       lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · Esc to interrupt`, "accent"));
     }
+    for (const l of this.panel) lines.push(`${p.paint("│", "dim")} ${l}`);
     lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
     if (!item && !q) {
       cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
@@ -1084,6 +1302,11 @@ export class Tui {
 
   private statusBar(width: number): string {
     const p = this.p;
+    if (this.widgetStatus) {
+      let line = p.paint(this.widgetStatus + (this.replayOnly ? " · replay only" : ""), "dim");
+      if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
+      return line;
+    }
     const parts = [
       this.model || "model pending",
       `${formatTokens(this.inputTokens)} in · ${formatTokens(this.outputTokens)} out`,
@@ -1160,14 +1383,11 @@ export class Tui {
   }
 }
 
-/** Commands the terminal UI answers itself. */
 /** The context indicator of the status line: "ctx 12k/200k 6%". */
 export function contextUsage(tokens: number, ceiling: number): string {
   const pct = Math.min(999, Math.round((tokens / ceiling) * 100));
   return `ctx ${formatTokens(tokens)}/${formatTokens(ceiling)} ${pct}%`;
 }
-
-const LOCAL_COMMANDS = ["help", "exit", "quit", "cost"];
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */
 export function suggest(name: string, known: readonly string[]): string[] {

@@ -68,6 +68,7 @@ const plugin = await serve({
             Region.TOP_BAR,
             Region.HOTKEY_HINTS,
             Region.INPUT_BAR,
+            Region.SIDEBAR,
           ],
         },
       }),

@@ -73,7 +73,7 @@ describe("slash commands", () => {
     input.type("/nosuch\r");
     await conn.next("slashCommand");
     await settle();
-    expect(output.visible().join("\n")).toContain("Thinking…");
+    expect(output.visible().join("\n")).toContain("Running /nosuch…");
     conn.push({
       sessionId: SID,
       event: {
@@ -83,7 +83,7 @@ describe("slash commands", () => {
     });
     await settle();
     expect(output.text()).toContain("no slash command /nosuch is registered");
-    expect(output.visible().join("\n")).not.toContain("Thinking…");
+    expect(output.visible().join("\n")).not.toContain("Running /nosuch…");
     input.type("\x04");
     await run;
   });

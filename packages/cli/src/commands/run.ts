@@ -13,6 +13,7 @@ import {
   ConfigError,
   firstPartyName,
   formatDiagnostics,
+  kernelProtectedPaths,
   loadGlobalConfig,
   loadProjectConfig,
   parseCompactAt,
@@ -29,6 +30,7 @@ import {
   type Tracer,
 } from "@pluggableharness/kernel";
 import { StoredInputs } from "@pluggableharness/kernel/render";
+import type { ContentBlock } from "@pluggableharness/protocol/content";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { pick, runTui } from "@pluggableharness/provider-tui";
@@ -42,6 +44,7 @@ import {
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
+import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
 import {
@@ -70,6 +73,8 @@ export interface RunOptions {
   outputFormat?: OutputFormat;
   headlessAsk?: "deny" | "allow";
   verbose?: boolean;
+  /** Image files sent with the headless prompt. */
+  image?: string[];
 }
 
 export interface RunInput {
@@ -285,6 +290,13 @@ export async function runRun(
   }
   const headless = prompt !== undefined;
   if (headless && prompt!.trim() === "") throw new CliError("agent run: the prompt is empty", EXIT.USAGE);
+  if (!headless && (opts.image?.length ?? 0) > 0) {
+    throw new CliError(
+      "--image applies to headless runs (-p); in the terminal UI, mention the image in the message: @screenshot.png",
+      EXIT.USAGE,
+    );
+  }
+  const images = readImages(opts.image ?? [], io.cwd);
   if (!headless && (opts.outputFormat ?? "text") !== "text") {
     throw new CliError("--output-format applies to headless runs (-p or a prompt on stdin)", EXIT.USAGE);
   }
@@ -379,14 +391,20 @@ export async function runRun(
     handle.setPlanMode(!!opts.plan);
     const model = modelOf(config, handle.profile);
     if (headless) {
-      return await runHeadless(io, kernel, handle, prompt!, {
-        format: opts.outputFormat ?? "text",
-        verbose: !!opts.verbose,
-        model,
-        tools: handle.tools().filter((t) => t.offered),
-        headlessAsk: opts.headlessAsk ?? "deny",
-        planMode: !!opts.plan,
-      });
+      return await runHeadless(
+        io,
+        kernel,
+        handle,
+        images.length > 0 ? [textBlock(prompt!), ...images] : prompt!,
+        {
+          format: opts.outputFormat ?? "text",
+          verbose: !!opts.verbose,
+          model,
+          tools: handle.tools().filter((t) => t.offered),
+          headlessAsk: opts.headlessAsk ?? "deny",
+          planMode: !!opts.plan,
+        },
+      );
     }
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
@@ -417,6 +435,13 @@ function traceSink(file: string | undefined): { tracer: Tracer; close(): void } 
   };
 }
 
+function textBlock(text: string): ContentBlock {
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
+  };
+}
+
 function modelOf(config: AgentConfig, profileName: string): string {
   const primary = config.profiles.find((p) => p.name === profileName)?.model?.primary;
   return primary ? `${primary.provider}/${primary.id}` : "";
@@ -443,7 +468,7 @@ async function runHeadless(
   io: Io,
   kernel: Kernel,
   handle: SessionHandle,
-  prompt: string,
+  prompt: string | ContentBlock[],
   o: {
     format: OutputFormat;
     verbose: boolean;
@@ -557,6 +582,8 @@ async function runInteractive(
       model,
       env: io.env,
       history: promptHistory(io.env, io.cwd),
+      workingDirectory: io.cwd,
+      protectedPaths: kernelProtectedPaths(io.cwd, io.env),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

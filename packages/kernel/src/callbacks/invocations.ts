@@ -10,6 +10,38 @@ interface Active {
 
 export class InvocationTracker {
   readonly #active = new Map<string, Map<string, Active[]>>();
+  /** plugin -> session -> how many operator-initiated calls (slash command, action) it serves. */
+  readonly #operator = new Map<string, Map<string, number>>();
+
+  /**
+   * Marks a call the operator made directly (not a model's) as served by `plugin` for
+   * `sessionId`, until the returned function runs. ControlSession is accepted only then.
+   */
+  beginOperator(plugin: string, sessionId: string): () => void {
+    let sessions = this.#operator.get(plugin);
+    if (!sessions) {
+      sessions = new Map();
+      this.#operator.set(plugin, sessions);
+    }
+    sessions.set(sessionId, (sessions.get(sessionId) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      const n = (sessions.get(sessionId) ?? 1) - 1;
+      if (n > 0) sessions.set(sessionId, n);
+      else sessions.delete(sessionId);
+      if (sessions.size === 0) this.#operator.delete(plugin);
+    };
+  }
+
+  /** Whether `plugin` is serving an operator's direct call for `sessionId` right now. */
+  servesOperator(plugin: string, sessionId: string): boolean {
+    return (
+      (this.#operator.get(plugin)?.get(sessionId) ?? 0) > 0 &&
+      this.categoryFor(plugin, sessionId) !== undefined
+    );
+  }
 
   /** Registers a call; returns the function that ends it. */
   begin(plugin: string, sessionId: string, category: string): () => void {

@@ -23,6 +23,7 @@ import type { KernelLogger, KernelLogLevel } from "../log.ts";
 import { SummarizeError, summarize } from "../loop/compaction.ts";
 import type { Session } from "../loop/session.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
+import { type ControlDeps, controlSession } from "./control.ts";
 import type { InvocationTracker } from "./invocations.ts";
 import { TokenCountCache } from "./token-counts.ts";
 
@@ -63,6 +64,8 @@ export interface CallbackDeps {
     withheld: string[];
     protectedPaths: string[];
   };
+  /** What ControlSession needs beyond the above; without it ControlSession is unavailable. */
+  readonly control?: Pick<ControlDeps, "rootPolicy" | "projectDir" | "listSessions">;
 }
 
 /** The producer to record for a plugin acting in `category`; never UNSPECIFIED. */
@@ -237,6 +240,15 @@ export function callbackImplementation(
 
     describe() {
       return { producer: deps.kernelProducer };
+    },
+
+    controlSession(req) {
+      if (!deps.control) throw new StatusError(UNIMPLEMENTED, "this kernel serves no session controls");
+      return controlSession(
+        { ...deps.control, session: deps.session, tracker: deps.tracker, providers: deps.providers },
+        peer,
+        req,
+      );
     },
   };
 }

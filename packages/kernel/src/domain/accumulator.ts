@@ -89,6 +89,12 @@ export interface AccumulatorOptions {
   readonly clock: Clock;
   /** Message ids (ULIDs); called once, when the message is finished. */
   readonly newMessageId: IdGenerator;
+  /**
+   * Tool-call ids (ToolCall.id is kernel-assigned): one per tool_call_start. The vendor's
+   * id is kept as the block's vendor_id, to be sent back in its place. Without it the
+   * vendor's id is used as is (tests of the accumulator alone).
+   */
+  readonly newToolCallId?: IdGenerator;
 }
 
 interface OpenBlock {
@@ -99,6 +105,8 @@ interface OpenBlock {
 
 interface ToolCallState {
   readonly name: string;
+  /** The kernel's id of the call (the block's id). */
+  readonly callId: string;
   readonly index: number;
   readonly fragments: string[];
   done: boolean;
@@ -228,9 +236,15 @@ export class StreamAccumulator {
         if (!this.#opts.model.supportsToolUse)
           this.#warnings.push(`tool call from ${this.#opts.model.id}, which declares no tool use`);
         this.#closeOpen();
-        this.#calls.set(id, { name, index: this.#blocks.length, fragments: [], done: false });
+        const callId = this.#opts.newToolCallId?.() ?? id;
+        this.#calls.set(id, { name, callId, index: this.#blocks.length, fragments: [], done: false });
         this.#blocks.push(
-          create(ContentBlockSchema, { block: { case: "toolUse", value: { id, name, input: {} } } }),
+          create(ContentBlockSchema, {
+            block: {
+              case: "toolUse",
+              value: { id: callId, name, input: {}, ...(callId !== id ? { vendorId: id } : {}) },
+            },
+          }),
         );
         return;
       }
@@ -310,11 +324,11 @@ export class StreamAccumulator {
       return;
     }
     this.#invalid.push({
-      id,
+      id: call.callId,
       name: call.name,
       error: create(ToolErrorSchema, {
         category: ToolErrorCategory.INVALID_ARGUMENTS,
-        message: `the arguments of ${call.name} (call ${id}) are ${problem}; the call was not run`,
+        message: `the arguments of ${call.name} (call ${call.callId}) are ${problem}; the call was not run`,
         retryable: false,
         details: { raw },
       }),

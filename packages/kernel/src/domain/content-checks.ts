@@ -35,13 +35,13 @@ export function contentProblems(
       if (b.case === "image" && !spec.supportsVision) {
         problems.push({
           location,
-          message: `${location}: an ${b.value.mediaType || "image"} image cannot be sent to ${spec.id}, which has no vision support`,
+          message: `${location}: ${b.value.mediaType ? `an ${b.value.mediaType} image` : "an image"} cannot be sent to ${spec.id}, which has no vision support`,
         });
       } else if (b.case === "document" && !spec.supportsDocuments) {
         const name = b.value.filename ? ` "${b.value.filename}"` : "";
         problems.push({
           location,
-          message: `${location}: the ${b.value.mediaType || "document"} document${name} cannot be sent to ${spec.id}, which has no document support`,
+          message: `${location}: the ${b.value.mediaType ? `${b.value.mediaType} ` : ""}document${name} cannot be sent to ${spec.id}, which has no document support`,
         });
       }
     }

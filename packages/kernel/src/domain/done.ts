@@ -2,8 +2,10 @@
 // loop. On top: a call to an operation declaring terminates_turn ends the loop right
 // after that call's post-tool-call hook, whatever other calls the message held.
 //
-// Decision: only a terminating call that actually ran and returned a result counts; one
-// that was denied, failed or was cancelled is not a completion report, so the loop goes on.
+// Whatever the terminating call's outcome (a result, an error, a denial), its hook having
+// fired ends the loop: the seed makes the DoneCheck depend on the hook alone, and the model
+// meant to stop; a failed or denied completion report reaches the user, who can answer it
+// (docs/decisions.md, "Conformance (issue 25)").
 import type { Message } from "@pluggableharness/protocol/content";
 import { ToolKind, type ToolSchema } from "@pluggableharness/protocol/tool";
 
@@ -46,7 +48,8 @@ export type CallOutcomeKind = "succeeded" | "failed" | "denied" | "cancelled";
 
 /**
  * Tracks post-tool-call hooks within one turn. `postToolCallFired` returns true (the
- * DoneCheck succeeded) the moment a terminating call's hook has fired with a success.
+ * DoneCheck succeeded) the moment a terminating call's hook has fired, whatever the
+ * call's outcome.
  */
 export class TurnDoneTracker {
   readonly #terminating: ReadonlySet<string>;
@@ -61,8 +64,8 @@ export class TurnDoneTracker {
     return this.#done;
   }
 
-  postToolCallFired(callId: string, outcome: CallOutcomeKind): boolean {
-    if (this.#terminating.has(callId) && outcome === "succeeded") this.#done = true;
+  postToolCallFired(callId: string): boolean {
+    if (this.#terminating.has(callId)) this.#done = true;
     return this.#done;
   }
 }

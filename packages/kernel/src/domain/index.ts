@@ -23,6 +23,7 @@ export * from "./routing.ts";
 export * from "./scheduler.ts";
 export * from "./time.ts";
 export * from "./tokens.ts";
+export * from "./tool-call-ids.ts";
 export * from "./tool-errors.ts";
 export * from "./tool-result-text.ts";
 export * from "./tool-schema.ts";

@@ -30,6 +30,7 @@ export const ToolSchemaRule = {
   jsonSchemaSubset: "json-schema-subset",
   keyFieldsInInputSchema: "key-fields-in-input-schema",
   keyFieldsNeedSafe: "key-fields-need-safe",
+  resourceSafeWithoutKeyFields: "resource-safe-without-key-fields",
   concurrencyOnInteractive: "concurrency-ignored-on-interactive",
   concurrencyMissing: "concurrency-missing-treated-as-unsafe",
   defaultTimeoutPositive: "default-timeout-positive",
@@ -247,6 +248,14 @@ export function validateToolSchemas(provider: string, response: GetSchemaRespons
         warn(
           ToolSchemaRule.keyFieldsNeedSafe,
           "key_fields is ignored because safe is false (provider-wide lock)",
+        );
+      }
+      // The seed lets a plugin claim this only where no two calls can ever conflict, which
+      // the kernel cannot check; for a mutating operation the claim is worth a warning.
+      if (spec.safe && spec.keyFields.length === 0 && raw.kind === ToolKind.RESOURCE) {
+        warn(
+          ToolSchemaRule.resourceSafeWithoutKeyFields,
+          "safe: true without key_fields lets any two calls of this resource run at once; declare the key_fields naming what a call changes, or safe: false, unless no two calls can ever touch the same thing",
         );
       }
     }

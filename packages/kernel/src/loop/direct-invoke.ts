@@ -217,7 +217,18 @@ export async function runDirectInvocation(
     serializeAll: false,
     trace: (step) => deps.trace({ name: "step", sessionId: session.id, turnId, step }),
   });
-  const outcome = await gate.run();
+  // Only an operator's own call may use the session controls (ControlSession); an MCP
+  // client's call is a client's, not the operator's.
+  const endOperator =
+    inv.origin.kind === "mcp_client"
+      ? () => {}
+      : deps.tracker.beginOperator(inv.tool.provider.name, session.id);
+  let outcome: Awaited<ReturnType<CallGate["run"]>>;
+  try {
+    outcome = await gate.run();
+  } finally {
+    endOperator();
+  }
   if (outcome === "cancelled") gate.cancelRemaining();
   if (inv.onDone) {
     const r = call.result;

@@ -26,6 +26,7 @@ import {
   SafetyKind,
   type StreamCompletionRequest,
   StreamCompletionRequestSchema,
+  ToolChoiceMode,
   type ToolDeclaration,
 } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
@@ -45,11 +46,13 @@ import {
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
+  withVendorToolCallIds,
 } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import type { Session } from "./session.ts";
+import { declaredToolName } from "./tool-registry.ts";
 
 export interface ModelCandidate {
   /** Local name of the model provider. */
@@ -123,7 +126,39 @@ export function paramsFromConfig(p: GenerationParamsConfig): GenerationParams | 
     ...(p.top_p !== undefined ? { topP: p.top_p } : {}),
     ...(p.top_k !== undefined ? { topK: BigInt(p.top_k) } : {}),
     ...(p.stop_sequences !== undefined ? { stopSequences: p.stop_sequences } : {}),
+    ...(p.tool_choice !== undefined ? { toolChoice: toolChoiceFromConfig(p.tool_choice) } : {}),
   });
+}
+
+const TOOL_CHOICE_MODES = {
+  auto: ToolChoiceMode.AUTO,
+  any: ToolChoiceMode.ANY,
+  none: ToolChoiceMode.NONE,
+} as const;
+
+/** A profile's tool_choice on the wire: a specific tool by the name the model sees. */
+function toolChoiceFromConfig(c: NonNullable<GenerationParamsConfig["tool_choice"]>) {
+  if (c.mode !== "specific") return { mode: TOOL_CHOICE_MODES[c.mode] };
+  return { mode: ToolChoiceMode.SPECIFIC, toolName: declaredToolName(c.provider, c.tool) };
+}
+
+/**
+ * The profile's parameters for one request: its tool_choice applies only to a request that
+ * offers tools, and a specific tool only while that tool is offered (a final turn offers
+ * none; plan mode withholds resources), so the constraint never makes a request invalid.
+ */
+function paramsForRequest(
+  params: GenerationParams | undefined,
+  toolNames: readonly string[],
+): GenerationParams | undefined {
+  const choice = params?.toolChoice;
+  if (!params || !choice) return params;
+  const offered =
+    toolNames.length > 0 &&
+    (choice.mode !== ToolChoiceMode.SPECIFIC || toolNames.includes(choice.toolName ?? ""));
+  if (offered) return params;
+  const { toolChoice: _dropped, ...rest } = params;
+  return create(GenerationParamsSchema, rest);
 }
 
 /** The fallback estimate of a request's input size (history, context sections, tools). */
@@ -153,6 +188,13 @@ export function estimateInputTokens(
 export interface RouteResult {
   readonly chosen?: ResolvedCandidate;
   readonly skipped: string[];
+  /**
+   * Without a chosen candidate: "invalid_request" when every model of the chain that could
+   * be asked was refused for content it cannot take (images without vision, documents
+   * without document support): the request itself is wrong for this chain, per the seed's
+   * content rules. Otherwise "routing_exhausted".
+   */
+  readonly category?: "invalid_request" | "routing_exhausted";
 }
 
 /**
@@ -171,6 +213,8 @@ export function routeCandidates(
   if (turn) deps.trace({ name: "model.route", ...turn, attrs: { start } });
   const skipped: string[] = [];
   const content = contentNeeds(needs.messages, needs.tools.length);
+  let asked = 0;
+  let refusedContent = 0;
   for (let i = start; i < candidates.length; i++) {
     const c = candidates[i]!;
     const provider = deps.providers.get(c.provider);
@@ -184,16 +228,21 @@ export function routeCandidates(
       skipped.push(`${c.provider}/${c.modelId}: the vendor does not serve this model (${gone})`);
       continue;
     }
+    const toolNames = needs.tools.map((t) => t.name);
+    const wanted = paramsForRequest(c.params, toolNames);
     const { reasons, params } = unmetNeeds(spec, {
       inputTokens: needs.inputTokens,
       toolUse: content.toolUse,
       vision: content.vision,
       documents: content.documents,
-      ...(c.params ? { params: c.params } : {}),
-      toolNames: needs.tools.map((t) => t.name),
+      ...(wanted ? { params: wanted } : {}),
+      toolNames,
     });
     if (reasons.length > 0) {
       skipped.push(`${c.provider}/${c.modelId}: ${reasons.join("; ")}`);
+      asked++;
+      if ((content.vision && !spec.supportsVision) || (content.documents && !spec.supportsDocuments))
+        refusedContent++;
       continue;
     }
     return {
@@ -207,7 +256,10 @@ export function routeCandidates(
       skipped,
     };
   }
-  return { skipped };
+  return {
+    skipped,
+    category: asked > 0 && refusedContent === asked ? "invalid_request" : "routing_exhausted",
+  };
 }
 
 /** vendor_code of an attempt the kernel cut because it delivered nothing for too long. */
@@ -241,6 +293,8 @@ export async function callModel(
   let start = 0;
   let attemptNo = 0;
   let lastError: ClassifiedModelError | undefined;
+  /** The vendor request id of the last failed attempt (stream_start), when it had one. */
+  let lastRequestId: string | undefined;
   // A retry skipped because its wait would end after the deadline.
   let cutWait: { delayMs: number; leftMs: number } | undefined;
   const leftMs = () =>
@@ -272,12 +326,12 @@ export async function callModel(
         return {
           kind: "failed",
           category: lastError.category,
-          message: `${lastError.message} (no further model in the chain can serve this turn${route.skipped.length ? `: ${route.skipped.join("; ")}` : ""})`,
+          message: `${lastError.message}${requestIdNote(lastRequestId)} (no further model in the chain can serve this turn${route.skipped.length ? `: ${route.skipped.join("; ")}` : ""})`,
         };
       }
       return {
         kind: "failed",
-        category: "routing_exhausted",
+        category: route.category ?? "routing_exhausted",
         message: `no model in the chain can serve this turn: ${route.skipped.join("; ") || "the chain is empty"}`,
       };
     }
@@ -323,6 +377,11 @@ export async function callModel(
       return { kind: "failed", category: e.category, message: e.message };
     }
 
+    // What the plugin receives: the vendor's own ids on its tool calls (ToolCall.id is the kernel's).
+    const wire = create(StreamCompletionRequestSchema, {
+      ...request,
+      messages: withVendorToolCallIds(request.messages),
+    });
     let retries = 0;
     for (;;) {
       if (leftMs() <= 0) return { kind: "bound", detail: "the time ran out before the model was called" };
@@ -333,7 +392,7 @@ export async function callModel(
         turnId: input.turnId,
         attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
       });
-      const outcome = await attempt(deps, session, candidate, request, input, attemptNo);
+      const outcome = await attempt(deps, session, candidate, wire, input, attemptNo);
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
         return { kind: "cancelled", completion: outcome.completion, candidate };
@@ -347,9 +406,13 @@ export async function callModel(
       }
       const error = outcome.error;
       lastError = error;
-      if (outcome.completion && outcome.completion.usage.length > 0) {
+      // The vendor's request id is what its support asks for: every failed attempt that got
+      // one keeps it in the session file and the log, billed (usage) or not.
+      const requestId = outcome.completion?.providerRequestId;
+      if (outcome.completion && (outcome.completion.usage.length > 0 || requestId)) {
         session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
+      lastRequestId = requestId;
       const reaction = modelErrorReaction(error);
       if (error.modelNotFound) {
         // Remembered for the session: later turns go straight to the next candidate.
@@ -363,6 +426,7 @@ export async function callModel(
           error: error.message,
           retries,
           retryable: error.retryable,
+          ...(requestId ? { vendorRequestId: requestId } : {}),
         },
         session.id,
       );
@@ -370,7 +434,7 @@ export async function callModel(
         return {
           kind: "failed",
           category: error.category,
-          message: error.message + authHint(deps, candidate, error),
+          message: error.message + authHint(deps, candidate, error) + requestIdNote(requestId),
         };
       }
       const perCall = reaction.maxRetries ?? deps.settings.retry.max_retries;
@@ -445,6 +509,7 @@ async function attempt(
     model: candidate.spec,
     clock: () => timestampFromMillis(deps.clock.now()),
     newMessageId: () => deps.newId(),
+    newToolCallId: () => deps.newId(),
   });
   const targetId = `${input.turnId}.${attemptNo}`;
   const end = deps.tracker.begin(candidate.provider.name, session.id, "model");
@@ -578,6 +643,11 @@ async function attempt(
     };
   }
   return { kind: "ok", completion };
+}
+
+/** The vendor's request id, for the failure a user reads (and quotes to the vendor's support). */
+function requestIdNote(requestId: string | undefined): string {
+  return requestId ? ` [vendor request id ${requestId}]` : "";
 }
 
 /** On an auth failure: which environment variable holds the key the vendor rejected. */

@@ -169,6 +169,22 @@ export class SessionLog {
     for (const c of costs) {
       this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
+      const key = `${c.providerName}/${c.modelId}`;
+      const tally = this.#s.usageByModel.get(key) ?? {
+        provider: c.providerName,
+        modelId: c.modelId,
+        input: 0,
+        output: 0,
+        cacheRead: 0,
+        cacheWrite: 0,
+        costUsd: 0,
+      };
+      tally.input += Number(c.inputTokens);
+      tally.output += Number(c.outputTokens);
+      tally.cacheRead += Number(c.cacheReadTokens ?? 0);
+      tally.cacheWrite += Number(c.cacheWriteTokens ?? 0);
+      tally.costUsd += c.costUsd;
+      this.#s.usageByModel.set(key, tally);
       const remaining = this.#s.cost.remainingUsd();
       this.#s.channel.publish({
         event: {
@@ -200,7 +216,10 @@ export class SessionLog {
     return message;
   }
 
-  /** An attempt that was billed and then failed: persisted for the ledger, kept out of the history. */
+  /**
+   * A failed attempt that was billed or got a vendor request id: persisted for the ledger and
+   * for support (the request id), kept out of the history.
+   */
   persistFailedAttempt(
     turnId: string,
     candidate: ResolvedCandidate,

@@ -38,6 +38,7 @@ import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
 import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
+import { attachWidgets } from "./widgets.ts";
 
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
 
@@ -115,7 +116,25 @@ export class Session implements HubSession, SessionControl {
   readonly deps: LoopDeps;
   history: Message[];
   planMode = false;
+  /** The operator's /model choice: the next turns use it ahead of the profile's chain. */
+  modelOverride: ModelCandidate | undefined;
   retriesUsed = 0;
+  /** The widgets' latest renders (widgets.ts), and what stops their streams. */
+  readonly widgetContent = new Map<string, ServerEventInit>();
+  readonly widgetAbort = new AbortController();
+  /** What each model served this kernel's runs of the session cost ("<provider>/<model>" keys). */
+  readonly usageByModel = new Map<
+    string,
+    {
+      provider: string;
+      modelId: string;
+      input: number;
+      output: number;
+      cacheRead: number;
+      cacheWrite: number;
+      costUsd: number;
+    }
+  >();
   /**
    * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
    * with its message: routing skips them for the rest of the session.
@@ -172,6 +191,7 @@ export class Session implements HubSession, SessionControl {
         : init.parent?.cost;
     this.cost = new CostNode(init.profile.max_cost_usd, parentCost, init.profile.max_turns);
     this.subagent = init.parent ? new SubagentLink(this, init.subagent?.title ?? "") : undefined;
+    void attachWidgets(deps, this);
     this.doom = new DoomLoopDetector(deps.settings.doom_loop_threshold, deps.settings.doom_loop_window);
     this.breaker = new CircuitBreaker(
       {
@@ -238,6 +258,7 @@ export class Session implements HubSession, SessionControl {
   /** Direct-invoke commands of the profile's tools, and the prompt expansions the profile allows. */
   slashCommands(): SlashCommandRegistry {
     const allowed = new Set(this.profile.slash_commands);
+    const allowAll = allowed.has("*");
     const tools = new Set(this.tools.all().map((t) => `${t.provider.name}\u0000${t.tool.schema.name}`));
     const registry = create(SlashCommandRegistrySchema, {});
     for (const p of this.deps.providers.all()) {
@@ -245,7 +266,7 @@ export class Session implements HubSession, SessionControl {
         const ok =
           spec.dispatch === Dispatch.DIRECT_INVOKE
             ? tools.has(`${p.name}\u0000${spec.toolName ?? ""}`)
-            : spec.dispatch === Dispatch.PROMPT_EXPANSION && allowed.has(spec.name);
+            : spec.dispatch === Dispatch.PROMPT_EXPANSION && (allowAll || allowed.has(spec.name));
         if (ok) registry.commands.push(create(RegisteredSlashCommandSchema, { provider: p.name, spec }));
       }
     }
@@ -271,7 +292,11 @@ export class Session implements HubSession, SessionControl {
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {
-    return profileCandidates(this.profile, this.deps);
+    const chain = profileCandidates(this.profile, this.deps);
+    const o = this.modelOverride;
+    if (!o) return chain;
+    // The chosen model first; the profile's fallbacks stay behind it.
+    return [o, ...chain.filter((c) => !(c.provider === o.provider && c.modelId === o.modelId))];
   }
 
   // ---- SessionControl ---------------------------------------------------------------
@@ -392,7 +417,8 @@ export class Session implements HubSession, SessionControl {
   }
 
   pendingRequests(): ServerEventInit[] {
-    return this.humans.pendingRequests();
+    // What the widgets show now comes first: a frontend attaching draws them at once.
+    return [...this.widgetContent.values(), ...this.humans.pendingRequests()];
   }
 }
 

@@ -35,7 +35,7 @@ export interface SessionToolInfo {
   readonly tool: string;
   readonly kind: ToolKindName;
   readonly risk: RiskName;
-  /** Whether the model is offered it now (plan mode withholds resources). */
+  /** Whether the model is offered it now (plan mode withholds resources; operator-only tools never are). */
   readonly offered: boolean;
 }
 
@@ -59,6 +59,11 @@ export function declaredToolName(provider: string, tool: string): string {
   if (raw.length <= MAX_NAME) return raw;
   const hash = createHash("sha256").update(`${provider}\u0000${tool}`).digest("hex").slice(0, 8);
   return `${raw.slice(0, MAX_NAME - 9)}_${hash}`;
+}
+
+function offered(t: SessionTool, planMode: boolean): boolean {
+  if (t.tool.schema.operatorOnly) return false;
+  return !(planMode && t.tool.schema.kind === ToolKind.RESOURCE);
 }
 
 export class ToolRegistry {
@@ -129,14 +134,17 @@ export class ToolRegistry {
       // GetSchema validation rejects unspecified kinds and risks, so both names exist.
       kind: KIND_NAMES[t.tool.schema.kind]!,
       risk: riskNameOf(t.tool.schema.risk)!,
-      offered: !(options.planMode && t.tool.schema.kind === ToolKind.RESOURCE),
+      offered: offered(t, options.planMode),
     }));
   }
 
-  /** Declarations for a request; plan mode withholds every resource tool. */
+  /**
+   * Declarations for a request; plan mode withholds every resource tool, and an
+   * operator-only tool (a session control behind a slash command) is never declared.
+   */
   declarations(options: { planMode: boolean }): ToolDeclaration[] {
     return this.all()
-      .filter((t) => !(options.planMode && t.tool.schema.kind === ToolKind.RESOURCE))
+      .filter((t) => offered(t, options.planMode))
       .map((t) => t.declaration);
   }
 }

@@ -114,9 +114,14 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     }
   }
   if (!pre.chosen) {
+    // An image or document no model of the chain takes is a bad request, not a routing
+    // failure (routeCandidates says which): the operator must drop it or /model another.
     return {
       kind: "failed",
-      detail: `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
+      detail:
+        pre.category === "invalid_request"
+          ? `invalid_request: the conversation carries content no model of the chain accepts: ${pre.skipped.join("; ")}`
+          : `routing_exhausted: no model in the chain can serve this turn: ${pre.skipped.join("; ") || "the chain is empty"}`,
     };
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
@@ -329,6 +334,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
             model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
             ...(lastUsage ? { usage: lastUsage } : {}),
             costUsd: completion.costUsd,
+            contextWindow: result.candidate.spec.contextWindow,
           },
         },
       }),
@@ -369,7 +375,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       signal,
       serializeAll: serializeAllFor(result.candidate.spec),
       trace,
-      onPostToolCall: (c) => done.postToolCallFired(c.block.id, c.result!.status),
+      onPostToolCall: (c) => done.postToolCallFired(c.block.id),
     });
     for (const c of calls) {
       if (!c.tool) {

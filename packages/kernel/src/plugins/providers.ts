@@ -14,6 +14,7 @@ import {
   type AgentConfig,
   ConfigError,
   decodeProviderConfig,
+  errorAt,
   errorsOf,
   formatDiagnostic,
   type LoadedProviders,
@@ -70,7 +71,8 @@ export interface LoadedProvider {
   readonly memory?: MemoryCapabilities;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];
-  readonly slashCommands: readonly SlashCommandSpec[];
+  /** Refreshed with the operations of an operations_from_config tool provider. */
+  slashCommands: readonly SlashCommandSpec[];
   readonly configSchema?: ConfigSchema;
   /** The decoded Configure payload. Holds resolved secrets: never log or persist it. */
   config: JsonObject;
@@ -301,6 +303,21 @@ export class ProviderRegistry {
       }),
     );
     if (failures.length > 0 && !options.tolerateFailures) throw new ProviderLoadError(failures);
+    // Tolerated or not, a hook block whose subscriber did not load is an error: skipping it
+    // would run the session without the hook (a veto or an audit) its author relies on.
+    const hookDiags = options.config.hooks.flatMap((h) => {
+      const failed = failures.find((f) => f.provider === h.provider);
+      if (!failed) return [];
+      return [
+        errorAt(
+          "unknown_provider",
+          "Hook subscriber not loaded",
+          `hook "${h.point}" names "${h.provider}", which failed to load (${failed.message}); the hook cannot run without it. Fix the provider or remove the hook block.`,
+          h.providerRange,
+        ),
+      ];
+    });
+    if (hookDiags.length > 0) throw new ConfigError(hookDiags);
 
     // The configuration's second pass, against what actually loaded.
     const facts: Record<string, LoadedProviders[string]> = {};
@@ -702,8 +719,12 @@ async function refreshTools(
   if (!p.categories.has("tool") || !p.operationsFromConfig) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
   const res = await p.ports.tool.getSchema({}, { timeoutMs });
+  const before = new Set(p.tools?.slashCommands ?? []);
   p.tools = validateToolSchemas(p.name, res);
   p.previewSupported = new Set(res.previewSupported);
+  // Its slash commands may come from configuration too (user commands from files); those
+  // of its other categories stay.
+  p.slashCommands = [...p.tools.slashCommands, ...p.slashCommands.filter((c) => !before.has(c))];
   for (const w of p.tools.warnings) options.log.warn(w.message, { provider: p.name, rule: w.rule });
 }
 
@@ -714,9 +735,15 @@ function checkToolReferences(
   options: Pick<LoadProvidersOptions, "log" | "env">,
 ): void {
   const facts: Record<string, LoadedProviders[string]> = {};
-  for (const p of providers) facts[p.name] = { tools: p.tools ? [...p.tools.tools.keys()] : [] };
-  const diags = validateAgainstProviders(config, facts, options.env).filter((d) =>
-    TOOL_REFERENCE_CATEGORIES.has(d.category),
+  for (const p of providers)
+    facts[p.name] = {
+      tools: p.tools ? [...p.tools.tools.keys()] : [],
+      slashCommands: p.slashCommands.map((c) => c.name),
+    };
+  // Slash commands are checked again here: a provider configured just now may have
+  // declared more (the collision check at load saw only the cached ones).
+  const diags = validateAgainstProviders(config, facts, options.env).filter(
+    (d) => TOOL_REFERENCE_CATEGORIES.has(d.category) || d.summary === "Slash command declared twice",
   );
   for (const d of diags) if (d.severity === "warning") options.log.warn(formatDiagnostic(d));
   if (errorsOf(diags).length > 0) throw new ConfigError(errorsOf(diags));

@@ -142,6 +142,34 @@ describe("stream accumulation into the canonical message", () => {
     ]);
   });
 
+  it("tool calls get kernel-assigned ids, the vendor's kept as vendor_id, invalid ones reported by the kernel id", () => {
+    const ids = ["k1", "k2"];
+    const acc = new StreamAccumulator({
+      provider: "anthropic",
+      model: model({ id: "claude-x" }),
+      clock: () => at("2026-01-01T00:00:00Z"),
+      newMessageId: () => "m",
+      newToolCallId: () => ids.shift()!,
+    });
+    for (const e of [
+      start("toolu_a", "read_file"),
+      start("toolu_b", "grep"),
+      delta("toolu_a", "{"),
+      done("toolu_a"),
+      done("toolu_b"),
+    ])
+      acc.push(e);
+    const r = acc.finish();
+    expect(
+      r.message.content.map((b) => b.block.case === "toolUse" && [b.block.value.id, b.block.value.vendorId]),
+    ).toEqual([
+      ["k1", "toolu_a"],
+      ["k2", "toolu_b"],
+    ]);
+    expect(r.invalidToolCalls.map((c) => c.id)).toEqual(["k1"]);
+    expect(r.invalidToolCalls[0]!.error.message).toContain("(call k1)");
+  });
+
   it("a tool call without arguments gets an empty object", () => {
     const r = accumulate([start("a", "list"), done("a")]);
     expect(r.message.content[0]!.block.value).toMatchObject({ input: {} });

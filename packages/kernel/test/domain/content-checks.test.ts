@@ -83,3 +83,66 @@ describe("content checks", () => {
     ).toEqual(["tools"]);
   });
 });
+
+describe("content problems, one by one", () => {
+  const bare = (c: "image" | "document") =>
+    create(MessageSchema, {
+      role: Role.USER,
+      content: [
+        c === "image"
+          ? { block: { case: "image", value: { source: { case: "data", value: new Uint8Array([1]) } } } }
+          : { block: { case: "document", value: { data: new Uint8Array([1]) } } },
+      ],
+    });
+
+  it("names each block where it is, and its media type when it has one", () => {
+    const spec = model({ id: "m", supportsVision: false, supportsDocuments: false });
+    expect(contentProblems(spec, { messages: [bare("image"), bare("document"), pdf] })).toEqual([
+      {
+        location: "messages[0].content[0]",
+        message: "messages[0].content[0]: an image cannot be sent to m, which has no vision support",
+      },
+      {
+        location: "messages[1].content[0]",
+        message: "messages[1].content[0]: the document cannot be sent to m, which has no document support",
+      },
+      {
+        location: "messages[2].content[0]",
+        message:
+          'messages[2].content[0]: the application/pdf document "spec.pdf" cannot be sent to m, which has no document support',
+      },
+    ]);
+  });
+
+  it("finds blocks inside tool results and assembled context, and tools for a model without tool use", () => {
+    const spec = model({ id: "m", supportsVision: false, supportsToolUse: false });
+    const nested = create(MessageSchema, {
+      role: Role.USER,
+      content: [{ block: { case: "toolResult", value: { toolUseId: "t", content: image.content } } }],
+    });
+    const tools = [create(ToolDeclarationSchema, { name: "read" })];
+    const problems = contentProblems(spec, {
+      messages: [nested],
+      assembledContext: [{ content: image.content } as never],
+      tools,
+    });
+    expect(problems.map((p) => p.location)).toEqual([
+      "messages[0].content[0].tool_result.content[1]",
+      "assembled_context[0].content[1]",
+      "tools",
+    ]);
+    expect(problems[2]!.message).toBe("tools are declared but m does not support tool use");
+    // a capable model takes all of it; no tools means nothing to refuse
+    expect(contentProblems(model(), { messages: [nested, pdf], tools })).toEqual([]);
+    expect(contentProblems(model({ supportsToolUse: false }), { messages: [], tools: [] })).toEqual([]);
+    expect(() => assertContentSupported(model(), { messages: [image, pdf] })).not.toThrow();
+  });
+
+  it("joins every problem into one invalid_request error", () => {
+    const spec = model({ id: "m", supportsVision: false, supportsDocuments: false });
+    const err = caught(() => assertContentSupported(spec, { messages: [image, pdf] }));
+    expect(err.message).toBe(
+      'messages[0].content[1]: an image/png image cannot be sent to m, which has no vision support; messages[1].content[0]: the application/pdf document "spec.pdf" cannot be sent to m, which has no document support',
+    );
+  });
+});

@@ -42,7 +42,7 @@ describe("done detection", () => {
     const check = checkDone(assistant({ use: "read_file", id: "1" }), resolve);
     expect(check).toMatchObject({ kind: "continue", terminatingCallIds: [] });
     const t = new TurnDoneTracker(check);
-    expect(t.postToolCallFired("1", "succeeded")).toBe(false);
+    expect(t.postToolCallFired("1")).toBe(false);
   });
 
   it("a terminates_turn call ends the loop right after its post-tool-call hook, even with other calls in the message", () => {
@@ -52,16 +52,26 @@ describe("done detection", () => {
     );
     expect(check).toMatchObject({ kind: "continue", terminatingCallIds: ["2"] });
     const t = new TurnDoneTracker(check);
-    expect(t.postToolCallFired("1", "succeeded")).toBe(false);
-    expect(t.postToolCallFired("2", "succeeded")).toBe(true);
+    expect(t.postToolCallFired("1")).toBe(false);
+    expect(t.postToolCallFired("2")).toBe(true);
     expect(t.done).toBe(true);
   });
 
-  it("a terminates_turn call that did not succeed does not end the loop", () => {
-    const check = checkDone(assistant({ use: "finish", id: "9" }), resolve);
+  it("a terminates_turn call ends the loop whatever its outcome, once its hook fired", () => {
+    const check = checkDone(assistant({ use: "finish", id: "9" }, { use: "read_file", id: "8" }), resolve);
     const t = new TurnDoneTracker(check);
-    expect(t.postToolCallFired("9", "denied")).toBe(false);
-    expect(t.postToolCallFired("9", "failed")).toBe(false);
+    expect(t.done).toBe(false);
+    expect(t.postToolCallFired("8")).toBe(false);
+    expect(t.postToolCallFired("9")).toBe(true);
+  });
+
+  it("a call to a tool no provider declares never terminates the turn", () => {
+    const check = checkDone(assistant({ use: "nosuch", id: "1" }), () => undefined);
+    expect(check).toEqual({
+      kind: "continue",
+      toolUses: [{ id: "1", name: "nosuch" }],
+      terminatingCallIds: [],
+    });
   });
 
   it("terminates_turn is honoured only on a resource", () => {

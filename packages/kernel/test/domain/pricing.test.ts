@@ -210,3 +210,98 @@ describe("pricing properties", () => {
     );
   });
 });
+
+describe("tier coverage, issue by issue", () => {
+  it("names each empty tier and why, and checks nothing else then", () => {
+    expect(
+      checkTierCoverage([
+        tier({ inputTokensFrom: -1n }),
+        tier({ inputTokensUntil: -5n }),
+        tier({ effectiveFrom: ts(10), effectiveUntil: ts(10) }),
+        tier({ inputTokensFrom: 5n, inputTokensUntil: 5n }),
+        tier({ effectiveFrom: ts(10), effectiveUntil: ts(11), inputTokensFrom: 5n, inputTokensUntil: 6n }),
+      ]),
+    ).toEqual([
+      { kind: "empty", tier: 0, message: "tier #0 has a negative input-token bound" },
+      { kind: "empty", tier: 1, message: "tier #1 has a negative input-token bound" },
+      { kind: "empty", tier: 2, message: "tier #2 ends before or when it starts" },
+      { kind: "empty", tier: 3, message: "tier #3 has input_tokens_until <= input_tokens_from" },
+    ]);
+    expect(checkTierCoverage([])).toEqual([{ kind: "gap", message: "no pricing tier is declared" }]);
+  });
+
+  it("a tier with only one time bound, or only an upper token bound, is not empty", () => {
+    expect(checkTierCoverage([tier({ effectiveFrom: ts(10) }), tier({ effectiveUntil: ts(10) })])).toEqual(
+      [],
+    );
+    expect(checkTierCoverage([tier({ inputTokensUntil: 1n }), tier({ inputTokensFrom: 1n })])).toEqual([]);
+  });
+
+  it("describes gaps and overlaps by token range and time window, each overlap once", () => {
+    expect(
+      checkTierCoverage([tier({ effectiveFrom: ts(0), effectiveUntil: ts(100), inputTokensUntil: 10n })]),
+    ).toEqual([
+      {
+        kind: "gap",
+        message: "no tier covers 0..9 input tokens from the beginning until 1970-01-01T00:00:00.000Z",
+      },
+      {
+        kind: "gap",
+        message: "no tier covers 10+ input tokens from the beginning until 1970-01-01T00:00:00.000Z",
+      },
+      {
+        kind: "gap",
+        message:
+          "no tier covers 10+ input tokens from 1970-01-01T00:00:00.000Z until 1970-01-01T00:01:40.000Z",
+      },
+      {
+        kind: "gap",
+        message: "no tier covers 0..9 input tokens from 1970-01-01T00:01:40.000Z until forever",
+      },
+      { kind: "gap", message: "no tier covers 10+ input tokens from 1970-01-01T00:01:40.000Z until forever" },
+    ]);
+    expect(checkTierCoverage([tier(), tier({ inputTokensFrom: 5n }), tier()])).toEqual([
+      {
+        kind: "overlap",
+        tiers: [0, 2],
+        message: "tiers #0 and #2 overlap on 0..4 input tokens from the beginning until forever",
+      },
+      {
+        kind: "overlap",
+        tiers: [0, 1, 2],
+        message: "tiers #0 and #1 and #2 overlap on 5+ input tokens from the beginning until forever",
+      },
+    ]);
+    // the same pair overlapping in several cells is reported once
+    expect(
+      checkTierCoverage([tier(), tier({ inputTokensUntil: 5n }), tier({ inputTokensFrom: 5n })]).map(
+        (i) => i.message,
+      ),
+    ).toEqual([
+      "tiers #0 and #1 overlap on 0..4 input tokens from the beginning until forever",
+      "tiers #0 and #2 overlap on 5+ input tokens from the beginning until forever",
+    ]);
+    expect(
+      checkTierCoverage([
+        tier({ effectiveUntil: ts(5) }),
+        tier({ effectiveFrom: ts(5) }),
+        tier({ effectiveFrom: ts(9) }),
+      ]).map((i) => i.message),
+    ).toEqual(["tiers #1 and #2 overlap on 0+ input tokens from 1970-01-01T00:00:09.000Z until forever"]);
+  });
+
+  it("resolution failures say when and for how many tokens", () => {
+    expect(() => resolvePricingTier(pricing([tier({ inputTokensFrom: 10n })]), ts(60), 3n)).toThrow(
+      new PricingError("no pricing tier matches 1970-01-01T00:01:00.000Z with 3 input tokens"),
+    );
+    expect(() =>
+      resolvePricingTier(pricing([tier(), tier({ effectiveFrom: ts(0) }), tier()]), ts(60), 3n),
+    ).toThrow(
+      new PricingError("pricing tiers #0, #1, #2 all match 1970-01-01T00:01:00.000Z with 3 input tokens"),
+    );
+    // exclusive upper token bound, inclusive lower
+    const split = pricing([tier({ inputTokensUntil: 10n }), tier({ inputTokensFrom: 10n })]);
+    expect(resolvePricingTier(split, ts(0), 9n).index).toBe(0);
+    expect(resolvePricingTier(split, ts(0), 10n).index).toBe(1);
+  });
+});

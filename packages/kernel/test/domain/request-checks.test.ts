@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { MessageSchema } from "@pluggableharness/protocol/content";
-import { StreamCompletionRequestSchema } from "@pluggableharness/protocol/model";
+import { ModelSpecSchema, StreamCompletionRequestSchema } from "@pluggableharness/protocol/model";
 import { ToolCallSchema, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
 import {
@@ -99,5 +99,93 @@ describe("StreamCompletionRequest checks before dispatch", () => {
       cacheBreakpoints: [{ position: { case: "afterMessageIndex", value: 1n } }],
     });
     expect(() => checkStreamCompletionRequest(req, spec)).toThrow(/outside/);
+  });
+
+  it("breakpoints inside the messages pass; any index outside, or a breakpoint without a position, is refused", () => {
+    const two = { ...base, messages: [create(MessageSchema, {}), create(MessageSchema, {})] };
+    const at = (...values: bigint[]) =>
+      create(StreamCompletionRequestSchema, {
+        ...two,
+        cacheBreakpoints: values.map((value) => ({
+          position: { case: "afterMessageIndex" as const, value },
+        })),
+      });
+    expect(() => checkStreamCompletionRequest(at(0n, 1n), spec)).not.toThrow();
+    expect(() => checkStreamCompletionRequest(at(2n), spec)).toThrow(
+      new KernelContractError("cache breakpoint after message 2 is outside the request's messages"),
+    );
+    expect(() => checkStreamCompletionRequest(at(-1n), spec)).toThrow(/after message -1 is outside/);
+    expect(() =>
+      checkStreamCompletionRequest(
+        create(StreamCompletionRequestSchema, { ...two, cacheBreakpoints: [{}] }),
+        spec,
+      ),
+    ).toThrow(new KernelContractError("a cache breakpoint has no position"));
+    const afterTools = create(StreamCompletionRequestSchema, {
+      ...two,
+      cacheBreakpoints: [{ position: { case: "afterTools", value: {} } }],
+    });
+    expect(() => checkStreamCompletionRequest(afterTools, spec)).not.toThrow();
+  });
+
+  it("a model without markers (or without a caching declaration) takes a request without breakpoints", () => {
+    const plain = create(StreamCompletionRequestSchema, { ...base, modelId: "plain" });
+    expect(() => checkStreamCompletionRequest(plain, plainModel())).not.toThrow();
+    const undeclared = create(ModelSpecSchema, { id: "plain" });
+    expect(() => checkStreamCompletionRequest(plain, undeclared)).not.toThrow();
+    const marked = create(StreamCompletionRequestSchema, {
+      ...base,
+      modelId: "plain",
+      cacheBreakpoints: [{ position: { case: "afterTools", value: {} } }],
+    });
+    expect(() => checkStreamCompletionRequest(marked, undeclared)).toThrow(
+      new KernelContractError("cache breakpoints sent to plain, which has no explicit cache markers"),
+    );
+  });
+
+  it("names the model a request was checked against when it names another", () => {
+    expect(() =>
+      checkStreamCompletionRequest(
+        create(StreamCompletionRequestSchema, { ...base, modelId: "other" }),
+        spec,
+      ),
+    ).toThrow(
+      new KernelContractError(
+        'StreamCompletionRequest names model "other" but was checked against "claude-x"',
+      ),
+    );
+    expect(() =>
+      checkStreamCompletionRequest(
+        create(StreamCompletionRequestSchema, { ...base, callContext: { turnId: "t" } }),
+        spec,
+      ),
+    ).toThrow(new KernelContractError("StreamCompletionRequest lacks call_context"));
+  });
+});
+
+describe("ToolCall check messages", () => {
+  it("say which call and which operation", () => {
+    expect(() =>
+      checkToolCall(create(ToolCallSchema, { toolName: "read_file", callContext: ctx }), readFile),
+    ).toThrow(new KernelContractError("ToolCall for fs.read_file has no kernel-assigned id"));
+    expect(() =>
+      checkToolCall(create(ToolCallSchema, { id: "c", toolName: "cat", callContext: ctx }), readFile),
+    ).toThrow(new KernelContractError('ToolCall names "cat" but is routed to fs.read_file'));
+    expect(() =>
+      checkToolCall(
+        create(ToolCallSchema, { id: "c9", toolName: "read_file", callContext: { workingDirectory: "/r" } }),
+        readFile,
+      ),
+    ).toThrow(
+      new KernelContractError(
+        "ToolCall c9 for fs.read_file lacks call_context (session_id and working_directory)",
+      ),
+    );
+    const e = checkToolCall(
+      create(ToolCallSchema, { id: "c1", toolName: "read_file", arguments: { path: 1 }, callContext: ctx }),
+      readFile,
+    );
+    expect(e?.retryable).toBe(false);
+    expect(e?.message).toMatch(/^arguments for read_file do not match its input schema: /);
   });
 });

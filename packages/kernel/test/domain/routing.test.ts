@@ -110,3 +110,77 @@ describe("capability-aware routing", () => {
     expect(contentNeeds([], 2)).toEqual({ vision: false, documents: false, toolUse: true });
   });
 });
+
+describe("routing edges", () => {
+  it("a request exactly the size of the context window fits; one token more does not", () => {
+    const spec = model({ id: "w", contextWindow: 1_000n });
+    const chain = [{ provider: "p", spec }];
+    expect(routeModel(chain, { ...base, inputTokens: 1_000n }).chosen.spec.id).toBe("w");
+    expect(() => routeModel(chain, { ...base, inputTokens: 1_001n })).toThrow(
+      "no model in the chain can serve this turn:\n  - p/w: needs 1001 input tokens but the context window is 1000",
+    );
+  });
+
+  it("an empty chain says so", () => {
+    const e = (() => {
+      try {
+        routeModel([], base);
+      } catch (err) {
+        return err as RoutingExhaustedError;
+      }
+      throw new Error("routed");
+    })();
+    expect(e).toBeInstanceOf(RoutingExhaustedError);
+    expect([e.category, e.message, e.skipped]).toEqual([
+      "routing_exhausted",
+      "no model can serve this turn: the model chain is empty",
+      [],
+    ]);
+  });
+
+  it("reports each unmet need of a skipped candidate", () => {
+    const spec = model({ id: "x", supportsToolUse: false, supportsVision: false, supportsDocuments: false });
+    try {
+      routeModel([{ provider: "p", spec }], { ...base, toolUse: true, vision: true, documents: true });
+      throw new Error("routed");
+    } catch (err) {
+      expect((err as RoutingExhaustedError).skipped).toEqual([
+        {
+          provider: "p",
+          modelId: "x",
+          reasons: [
+            "the turn uses tools but the model has no tool use",
+            "the turn carries images but the model has no vision",
+            "the turn carries documents but the model has no document support",
+          ],
+        },
+      ]);
+    }
+  });
+
+  it("a SPECIFIC tool_choice without the request's tool names is refused", () => {
+    const params = create(GenerationParamsSchema, {
+      toolChoice: { mode: ToolChoiceMode.SPECIFIC, toolName: "read" },
+    });
+    const chain = [{ provider: "p", spec: model({ id: "s" }) }];
+    expect(() => routeModel(chain, { ...base, params })).toThrow(
+      /tool_name "read" is not a tool of this request/,
+    );
+    expect(routeModel(chain, { ...base, params, toolNames: ["read"] }).chosen.spec.id).toBe("s");
+  });
+
+  it("finds documents, tool use and tools among a request's needs", () => {
+    const doc = create(MessageSchema, {
+      role: Role.USER,
+      content: [{ block: { case: "document", value: { data: new Uint8Array([1]) } } }],
+    });
+    const use = create(MessageSchema, {
+      role: Role.ASSISTANT,
+      content: [{ block: { case: "toolUse", value: { id: "1", name: "read" } } }],
+    });
+    expect(contentNeeds([doc], 0)).toEqual({ vision: false, documents: true, toolUse: false });
+    expect(contentNeeds([use], 0)).toEqual({ vision: false, documents: false, toolUse: true });
+    expect(contentNeeds([], 1)).toEqual({ vision: false, documents: false, toolUse: true });
+    expect(contentNeeds([], 0)).toEqual({ vision: false, documents: false, toolUse: false });
+  });
+});

@@ -34,7 +34,10 @@ describe("kernel callbacks", () => {
     const byCall = new Map(
       file
         .toolResults()
-        .map((r) => [r.toolCallId, r.outcome.case === "result" ? r.outcome.value.payload! : {}]),
+        .map((r) => [
+          file.vendorId(r.toolCallId),
+          r.outcome.case === "result" ? r.outcome.value.payload! : {},
+        ]),
     );
     const [ok, otherSession, unspecified] = ["e1", "e2", "e3"].map((id) => byCall.get(id));
 

@@ -396,7 +396,7 @@ describe("rendering and live output", () => {
     const id = await a.create("[chunks] go");
     await a.finished(id);
     const deltas = a.of("streamDelta").filter((e) => e.event.value.kind === StreamDeltaKind.TOOL_OUTPUT);
-    expect(deltas.map((e) => [e.event.value.targetId, e.event.value.text])).toEqual([
+    expect(deltas.map((e) => [k.vendorId(id, e.event.value.targetId), e.event.value.text])).toEqual([
       ["c", "line 1\n"],
       ["c", "line 2\n"],
       ["c", "line 3\n"],

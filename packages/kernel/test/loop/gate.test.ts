@@ -203,7 +203,7 @@ describe("arguments", () => {
     const c = k.client();
     const id = await c.create("[badargs] go");
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
-    expect(started(k).map((e) => e["callId"])).toEqual(["c"]);
+    expect(started(k).map((e) => k.vendorId(id, e["callId"]))).toEqual(["c"]);
     expect(k.file(id).planItems).toEqual([]);
     expect(c.of("permissionRequest")).toEqual([]);
     const results = k.file(id).toolResults();
@@ -575,7 +575,7 @@ describe("plans", () => {
     await k.close();
   });
 
-  it("ends the loop after a successful terminates_turn call, but not after a denied one", async () => {
+  it("ends the loop after a terminates_turn call's post-tool-call hook, whether it succeeded, was denied or failed", async () => {
     const k = await h.kernel({
       hcl: `
 policy "finish_ok" {
@@ -589,13 +589,21 @@ policy "finish_ok" {
             reply("never"),
           ],
         },
+        // invalid arguments: the call fails with invalid_arguments, and still ends the turn
+        terminate3: { turns: [calls(tool("f", "tools__finish", {})), reply("continued")] },
       },
     });
     const s = await k.kernel.startSession({ prompt: "[terminate] go" });
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     expect(k.requests("terminate")).toHaveLength(1);
+    const s3 = await k.kernel.startSession({ prompt: "[terminate3] go" });
+    expect(await s3.idle()).toBe(SessionStatus.COMPLETED);
+    expect(k.requests("terminate3")).toHaveLength(1);
+    const failed = k.file(s3.id).toolResults();
+    expect(failed.map((r) => [r.toolName, r.outcome.case, r.denied])).toEqual([["finish", "error", false]]);
     await k.close();
 
+    // no policy allows it: headless, the ask is denied, and the turn still ends there
     const k2 = await h.kernel({
       scripts: {
         terminate2: { turns: [calls(tool("f", "tools__finish", { summary: "done" })), reply("continued")] },
@@ -603,7 +611,13 @@ policy "finish_ok" {
     });
     const s2 = await k2.kernel.startSession({ prompt: "[terminate2] go" });
     expect(await s2.idle()).toBe(SessionStatus.COMPLETED);
-    expect(k2.requests("terminate2")).toHaveLength(2);
+    expect(k2.requests("terminate2")).toHaveLength(1);
+    expect(
+      k2
+        .file(s2.id)
+        .toolResults()
+        .map((r) => r.denied),
+    ).toEqual([true]);
     await k2.close();
   });
 
@@ -650,17 +664,18 @@ agent_profile "serial" {
     const started = (sessionId: string) =>
       log(sessionId)
         .filter((e) => e["phase"] === "start")
-        .map((e) => e["callId"] as string);
+        .map((e) => k.vendorId(sessionId, e["callId"] as string));
     const running = (sessionId: string) => {
       const ended = new Set(
         log(sessionId)
           .filter((e) => e["phase"] === "end")
-          .map((e) => e["callId"]),
+          .map((e) => k.vendorId(sessionId, e["callId"] as string)),
       );
       return started(sessionId).filter((id) => !ended.has(id));
     };
     const release = (sessionId: string, ...ids: string[]) => {
-      for (const id of ids) writeFileSync(join(k.logDir, `release-${sessionId}-${id}`), "");
+      for (const id of ids)
+        writeFileSync(join(k.logDir, `release-${sessionId}-${k.callId(sessionId, id)}`), "");
     };
     /** Waits for the invocation log to satisfy `ok` (woken by writes to the log directory). */
     const until = (what: string, ok: () => boolean) =>
@@ -692,7 +707,7 @@ agent_profile "serial" {
     expect(running(s.id)).toEqual(["w1", "w3"]);
     release(s.id, "w1");
     await until("w2 starting once w1 ended", () => started(s.id).includes("w2"));
-    const order = log(s.id).map((e) => `${e["phase"]} ${e["callId"]}`);
+    const order = log(s.id).map((e) => `${e["phase"]} ${k.vendorId(s.id, e["callId"])}`);
     expect(order.indexOf("end w1")).toBeLessThan(order.indexOf("start w2"));
     release(s.id, "w2", "w3");
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
@@ -731,13 +746,13 @@ describe("arguments", () => {
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     const checked = k.traces
       .filter((t) => t.name === "tool.arguments_checked")
-      .map((t) => t.attrs?.["callId"]);
+      .map((t) => k.vendorId(s.id, t.attrs?.["callId"] as string));
     expect(checked).toEqual(["a", "w", "bad"]);
-    expect(started(k).map((e) => e["callId"])).toEqual(["a", "w"]);
+    expect(started(k).map((e) => k.vendorId(s.id, e["callId"]))).toEqual(["a", "w"]);
     const bad = k
       .file(s.id)
       .toolResults()
-      .find((r) => r.toolCallId === "bad")!;
+      .find((r) => r.toolCallId === k.callId(s.id, "bad"))!;
     expect(bad.outcome.case === "error" && bad.outcome.value.category).toBe(
       ToolErrorCategory.INVALID_ARGUMENTS,
     );

@@ -105,6 +105,8 @@ export interface Provider {
   readonly isolation?: "process" | "worker";
   /** Provider block attributes (HCL source lines). */
   readonly attrs?: Record<string, string>;
+  /** Run these services in process instead of the fixture's (a plugin a test writes inline). */
+  readonly factory?: InProcessPluginFactory;
 }
 
 export interface KernelSpec {
@@ -137,6 +139,8 @@ export interface KernelSpec {
    * record what they do in log files outside the project (plugins/sandbox.test.ts tests it).
    */
   readonly sandbox?: boolean;
+  /** KernelOptions.tolerateProviderFailures. */
+  readonly tolerateProviderFailures?: boolean;
 }
 
 export class FakeClock implements KernelClock {
@@ -174,6 +178,10 @@ export interface TestKernel {
   client(options?: { interactive?: boolean }): TestClient;
   /** Persisted events of a session, decoded where the test needs it. */
   file(sessionId: string): SessionFile;
+  /** The vendor's (scripted) id of one of a session's kernel call ids (read from its file). */
+  vendorId(sessionId: string, callId: string): string;
+  /** The kernel's id of the call a session's script named `vendorId`. */
+  callId(sessionId: string, vendorId: string): string;
   close(): Promise<void>;
 }
 
@@ -246,7 +254,8 @@ export class Harness {
     const inProcessProviders: Record<string, InProcessPluginFactory> = {};
     if ((spec.transport ?? "in-process") === "in-process") {
       for (const p of providers) {
-        if (p.fixture !== "installed" && IN_PROCESS[p.fixture]) {
+        if (p.factory) inProcessProviders[p.name] = p.factory;
+        else if (p.fixture !== "installed" && IN_PROCESS[p.fixture]) {
           inProcessProviders[p.name] = this.#shared(p.name, p.fixture);
         }
       }
@@ -266,14 +275,16 @@ export class Harness {
     lines.push("}", "");
     for (const p of providers) {
       const attrs = { ...p.attrs };
-      if (p.fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
-      if (p.fixture === "tools" || p.fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
-      if (p.fixture === "hooks") {
+      // An inline plugin (factory) takes only the attributes the test gives it.
+      const fixture = p.factory ? undefined : p.fixture;
+      if (fixture === "model") attrs["script_dir"] ??= JSON.stringify(scriptDir);
+      if (fixture === "tools" || fixture === "tools-plain") attrs["log_dir"] ??= JSON.stringify(logDir);
+      if (fixture === "hooks") {
         attrs["name"] ??= JSON.stringify(p.name);
         attrs["log_file"] ??= JSON.stringify(join(logDir, "hooks.jsonl"));
       }
-      if (p.fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
-      if (p.fixture === "memory") attrs["log_file"] ??= JSON.stringify(join(logDir, "memory.jsonl"));
+      if (fixture === "context") attrs["log_file"] ??= JSON.stringify(join(logDir, "context.jsonl"));
+      if (fixture === "memory") attrs["log_file"] ??= JSON.stringify(join(logDir, "memory.jsonl"));
       lines.push(`provider "${p.name}" {`);
       for (const [k, v] of Object.entries(attrs)) lines.push(`  ${k} = ${v}`);
       lines.push("}", "");
@@ -314,8 +325,10 @@ export class Harness {
       durability: "normal",
       ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
       ...(spec.limits ? { limits: spec.limits } : {}),
+      ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),
     });
     const clients: TestClient[] = [];
+    const vendorIds = new Map<string, string>();
     const tk: TestKernel = {
       kernel,
       root,
@@ -339,6 +352,17 @@ export class Harness {
         return c;
       },
       file: (sessionId) => new SessionFile(sessionId, stateDir),
+      vendorId: (sessionId, callId) => {
+        const key = `${sessionId}\u0000${callId}`;
+        let v = vendorIds.get(key);
+        if (v === undefined) {
+          for (const [c, vendor] of vendorIdsOf(new SessionFile(sessionId, stateDir).messages()))
+            vendorIds.set(`${sessionId}\u0000${c}`, vendor);
+          v = vendorIds.get(key);
+        }
+        return v ?? callId;
+      },
+      callId: (sessionId, vendorId) => new SessionFile(sessionId, stateDir).callId(vendorId),
       close: async () => {
         for (const c of clients) c.close();
         await kernel.shutdown();
@@ -483,7 +507,10 @@ export class SessionFile {
   readonly producers;
   readonly meta;
 
+  readonly sessionId: string;
+
   constructor(sessionId: string, dir: string) {
+    this.sessionId = sessionId;
     const r = openSessionReader(sessionId, { dir });
     try {
       this.events = r.readEvents();
@@ -498,6 +525,17 @@ export class SessionFile {
 
   kinds(): string[] {
     return this.events.map((e) => e.kindText);
+  }
+
+  /** The kernel's id of the call the vendor (the script) named `vendorId`. */
+  callId(vendorId: string): string {
+    for (const [kernel, vendor] of vendorIdsOf(this.messages())) if (vendor === vendorId) return kernel;
+    throw new Error(`no tool call with vendor id ${vendorId} in session ${this.sessionId}`);
+  }
+
+  /** The vendor's (scripted) id of a kernel call id; the id itself when it has none. */
+  vendorId(callId: string): string {
+    return vendorIdsOf(this.messages()).get(callId) ?? callId;
   }
 
   messages() {
@@ -525,18 +563,36 @@ export class SessionFile {
   }
 }
 
-/** Every tool_use block in the history has exactly one tool_result, right after it. */
+/**
+ * The tool_use ids and tool_result references of the history, in order, as the vendor's
+ * ids (the scripted ones): the kernel's own ids are mapped back through each block's
+ * vendor_id.
+ */
 export function toolUsePairing(messages: ReturnType<SessionFile["messages"]>): {
   uses: string[];
   results: string[];
 } {
+  const vendor = vendorIdsOf(messages);
   const uses: string[] = [];
   const results: string[] = [];
   for (const m of messages) {
     for (const b of m.message?.content ?? []) {
-      if (b.block.case === "toolUse") uses.push(b.block.value.id);
-      if (b.block.case === "toolResult") results.push(b.block.value.toolUseId);
+      if (b.block.case === "toolUse") uses.push(vendor.get(b.block.value.id) ?? b.block.value.id);
+      if (b.block.case === "toolResult")
+        results.push(vendor.get(b.block.value.toolUseId) ?? b.block.value.toolUseId);
     }
   }
   return { uses, results };
+}
+
+/** Kernel call id -> the vendor's id of the call (ToolUseBlock.vendor_id). */
+export function vendorIdsOf(messages: ReturnType<SessionFile["messages"]>): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of messages) {
+    for (const b of m.message?.content ?? []) {
+      if (b.block.case === "toolUse" && b.block.value.vendorId)
+        out.set(b.block.value.id, b.block.value.vendorId);
+    }
+  }
+  return out;
 }

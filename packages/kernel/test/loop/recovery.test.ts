@@ -457,11 +457,11 @@ describe("cancellation", () => {
     expect(k.invocations()).toEqual([]);
     expect(f.kinds()).toEqual(["message", "message", "tool_result", "message"]);
     const r = f.toolResults()[0]!;
-    expect([r.toolCallId, r.toolName, r.outcome.case === "error" && r.outcome.value.category]).toEqual([
-      "t1",
-      "tools__read",
-      ToolErrorCategory.CANCELLED,
-    ]);
+    expect([
+      f.vendorId(r.toolCallId),
+      r.toolName,
+      r.outcome.case === "error" && r.outcome.value.category,
+    ]).toEqual(["t1", "tools__read", ToolErrorCategory.CANCELLED]);
     expect(toolUsePairing(f.messages())).toEqual({ uses: ["t1"], results: ["t1"] });
   });
 

@@ -184,10 +184,12 @@ describe("resuming a session whose kernel stopped mid-turn", () => {
   async function stopWhile(k: TestKernel, scenario: string, held: string, script: unknown) {
     k.script(scenario, script);
     const s = await k.kernel.startSession({ prompt: `[${scenario}] go` });
-    await until(k.logDir, () => k.invocations().some((e) => e["callId"] === held && e["phase"] === "start"));
+    await until(k.logDir, () =>
+      k.invocations().some((e) => e["phase"] === "start" && k.vendorId(s.id, e["callId"]) === held),
+    );
     const copy = join(k.root, `killed-${scenario}`);
     snapshot(k, s.id, copy);
-    writeFileSync(join(k.logDir, `release-${s.id}-${held}`), "");
+    writeFileSync(join(k.logDir, `release-${s.id}-${k.callId(s.id, held)}`), "");
     await s.idle();
     return { id: s.id, copy };
   }
@@ -224,9 +226,9 @@ describe("resuming a session whose kernel stopped mid-turn", () => {
     const file = k2.file(id);
     const apply = file.applies().at(-1)!;
     expect(apply.items).toEqual([
-      expect.objectContaining({ toolCallId: "w", outcome: ApplyOutcome.INTERRUPTED }),
+      expect.objectContaining({ toolCallId: file.callId("w"), outcome: ApplyOutcome.INTERRUPTED }),
     ]);
-    const interrupted = file.toolResults().filter((r) => r.toolCallId === "w");
+    const interrupted = file.toolResults().filter((r) => r.toolCallId === file.callId("w"));
     expect(interrupted).toHaveLength(1);
     expect(interrupted[0]!.outcome.value).toMatchObject({ category: ToolErrorCategory.CANCELLED });
     expect(toolUsePairing(file.messages())).toEqual({ uses: ["r", "w"], results: ["r", "w"] });

@@ -209,7 +209,8 @@ export declare const DocumentBlockSchema: GenMessage<DocumentBlock>;
  */
 export declare type ToolUseBlock = Message$1<"pluggableharness.content.v1.ToolUseBlock"> & {
   /**
-   * Correlates the call with its ToolResultBlock; vendor-assigned or kernel-assigned.
+   * Kernel-assigned (tool.v1 ToolCall.id): correlates the call with its ToolResultBlock,
+   * the ToolCall, its plan item and its events.
    *
    * @generated from field: string id = 1;
    */
@@ -228,6 +229,15 @@ export declare type ToolUseBlock = Message$1<"pluggableharness.content.v1.ToolUs
    * @generated from field: google.protobuf.Struct input = 3;
    */
   input?: JsonObject | undefined;
+
+  /**
+   * The id the vendor gave the call. A model provider sees it in place of `id` (in this
+   * block and in the matching ToolResultBlock.tool_use_id) in every request; empty where
+   * `id` is the vendor's own (sessions written before ids were kernel-assigned).
+   *
+   * @generated from field: string vendor_id = 4;
+   */
+  vendorId: string;
 };
 
 /**

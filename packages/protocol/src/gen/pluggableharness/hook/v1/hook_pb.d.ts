@@ -285,6 +285,14 @@ export declare type PostModelResponsePayload = Message<"pluggableharness.hook.v1
    * @generated from field: double cost_usd = 4;
    */
   costUsd: number;
+
+  /**
+   * The serving model's input budget (ModelSpec.context_window), so an observer can
+   * tell how full the context is from usage.
+   *
+   * @generated from field: int64 context_window = 5;
+   */
+  contextWindow: bigint;
 };
 
 /**

@@ -9,8 +9,8 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import type { Message } from "@bufbuild/protobuf";
 import type { ContentBlock, Message as Message$1 } from "../../content/v1/content_pb.js";
 import type { ModelRef } from "../../model/v1/model_pb.js";
+import type { SessionInfo, SessionStatus } from "../../session/v1/session_pb.js";
 import type { PluginCategory, ProducerRef } from "../../common/v1/common_pb.js";
-import type { SessionStatus } from "../../session/v1/session_pb.js";
 import type { LogEntry } from "../../log/v1/log_pb.js";
 
 /**
@@ -97,6 +97,536 @@ export declare type SummarizeResponse = Message<"pluggableharness.kernel.v1.Summ
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export declare const SummarizeResponseSchema: GenMessage<SummarizeResponse>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest
+ */
+export declare type ControlSessionRequest = Message<"pluggableharness.kernel.v1.ControlSessionRequest"> & {
+  /**
+   * The session of the operator's call being served.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from oneof pluggableharness.kernel.v1.ControlSessionRequest.operation
+   */
+  operation: {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.ListModels list_models = 2;
+     */
+    value: ControlSessionRequest_ListModels;
+    case: "listModels";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.SetModel set_model = 3;
+     */
+    value: ControlSessionRequest_SetModel;
+    case: "setModel";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode set_plan_mode = 4;
+     */
+    value: ControlSessionRequest_SetPlanMode;
+    case: "setPlanMode";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.Compact compact = 5;
+     */
+    value: ControlSessionRequest_Compact;
+    case: "compact";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules list_permission_rules = 6;
+     */
+    value: ControlSessionRequest_ListPermissionRules;
+    case: "listPermissionRules";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule revoke_permission_rule = 7;
+     */
+    value: ControlSessionRequest_RevokePermissionRule;
+    case: "revokePermissionRule";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.Usage usage = 8;
+     */
+    value: ControlSessionRequest_Usage;
+    case: "usage";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.ListSessions list_sessions = 9;
+     */
+    value: ControlSessionRequest_ListSessions;
+    case: "listSessions";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.
+ * Use `create(ControlSessionRequestSchema)` to create a new message.
+ */
+export declare const ControlSessionRequestSchema: GenMessage<ControlSessionRequest>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.ListModels
+ */
+export declare type ControlSessionRequest_ListModels = Message<"pluggableharness.kernel.v1.ControlSessionRequest.ListModels"> & {
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListModels.
+ * Use `create(ControlSessionRequest_ListModelsSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_ListModelsSchema: GenMessage<ControlSessionRequest_ListModels>;
+
+/**
+ * Switches the model of the session's next turn. Empty provider and model_id go back
+ * to the profile's own chain.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.SetModel
+ */
+export declare type ControlSessionRequest_SetModel = Message<"pluggableharness.kernel.v1.ControlSessionRequest.SetModel"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string model_id = 2;
+   */
+  modelId: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetModel.
+ * Use `create(ControlSessionRequest_SetModelSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_SetModelSchema: GenMessage<ControlSessionRequest_SetModel>;
+
+/**
+ * Absent: only report the current state.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode
+ */
+export declare type ControlSessionRequest_SetPlanMode = Message<"pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode"> & {
+  /**
+   * @generated from field: optional bool on = 1;
+   */
+  on?: boolean | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode.
+ * Use `create(ControlSessionRequest_SetPlanModeSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_SetPlanModeSchema: GenMessage<ControlSessionRequest_SetPlanMode>;
+
+/**
+ * Compacts the conversation now, through the session's compactor.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.Compact
+ */
+export declare type ControlSessionRequest_Compact = Message<"pluggableharness.kernel.v1.ControlSessionRequest.Compact"> & {
+  /**
+   * Extra guidance for the summary ("keep the API decisions").
+   *
+   * @generated from field: string instructions = 1;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Compact.
+ * Use `create(ControlSessionRequest_CompactSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_CompactSchema: GenMessage<ControlSessionRequest_Compact>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules
+ */
+export declare type ControlSessionRequest_ListPermissionRules = Message<"pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules"> & {
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules.
+ * Use `create(ControlSessionRequest_ListPermissionRulesSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_ListPermissionRulesSchema: GenMessage<ControlSessionRequest_ListPermissionRules>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule
+ */
+export declare type ControlSessionRequest_RevokePermissionRule = Message<"pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule"> & {
+  /**
+   * The rule's name, as ListPermissionRules reports it.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule.
+ * Use `create(ControlSessionRequest_RevokePermissionRuleSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_RevokePermissionRuleSchema: GenMessage<ControlSessionRequest_RevokePermissionRule>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.Usage
+ */
+export declare type ControlSessionRequest_Usage = Message<"pluggableharness.kernel.v1.ControlSessionRequest.Usage"> & {
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Usage.
+ * Use `create(ControlSessionRequest_UsageSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_UsageSchema: GenMessage<ControlSessionRequest_Usage>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.ListSessions
+ */
+export declare type ControlSessionRequest_ListSessions = Message<"pluggableharness.kernel.v1.ControlSessionRequest.ListSessions"> & {
+  /**
+   * Only sessions started in this directory; empty: every session.
+   *
+   * @generated from field: string working_directory = 1;
+   */
+  workingDirectory: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListSessions.
+ * Use `create(ControlSessionRequest_ListSessionsSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_ListSessionsSchema: GenMessage<ControlSessionRequest_ListSessions>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ControlSessionResponse
+ */
+export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1.ControlSessionResponse"> & {
+  /**
+   * @generated from oneof pluggableharness.kernel.v1.ControlSessionResponse.result
+   */
+  result: {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ModelList models = 1;
+     */
+    value: ModelList;
+    case: "models";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.PlanModeState plan_mode = 2;
+     */
+    value: PlanModeState;
+    case: "planMode";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.CompactResult compacted = 3;
+     */
+    value: CompactResult;
+    case: "compacted";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.PermissionRuleList permission_rules = 4;
+     */
+    value: PermissionRuleList;
+    case: "permissionRules";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.UsageSummary usage = 5;
+     */
+    value: UsageSummary;
+    case: "usage";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.SessionList sessions = 6;
+     */
+    value: SessionList;
+    case: "sessions";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionResponse.
+ * Use `create(ControlSessionResponseSchema)` to create a new message.
+ */
+export declare const ControlSessionResponseSchema: GenMessage<ControlSessionResponse>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ModelChoice
+ */
+export declare type ModelChoice = Message<"pluggableharness.kernel.v1.ModelChoice"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string model_id = 2;
+   */
+  modelId: string;
+
+  /**
+   * @generated from field: int64 context_window = 4;
+   */
+  contextWindow: bigint;
+
+  /**
+   * @generated from field: bool supports_vision = 5;
+   */
+  supportsVision: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelChoice.
+ * Use `create(ModelChoiceSchema)` to create a new message.
+ */
+export declare const ModelChoiceSchema: GenMessage<ModelChoice>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ModelList
+ */
+export declare type ModelList = Message<"pluggableharness.kernel.v1.ModelList"> & {
+  /**
+   * @generated from field: repeated pluggableharness.kernel.v1.ModelChoice models = 1;
+   */
+  models: ModelChoice[];
+
+  /**
+   * What the next turn uses.
+   *
+   * @generated from field: pluggableharness.kernel.v1.ModelChoice current = 2;
+   */
+  current?: ModelChoice | undefined;
+
+  /**
+   * True when /model chose it; false when it is the profile's primary.
+   *
+   * @generated from field: bool overridden = 3;
+   */
+  overridden: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelList.
+ * Use `create(ModelListSchema)` to create a new message.
+ */
+export declare const ModelListSchema: GenMessage<ModelList>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.PlanModeState
+ */
+export declare type PlanModeState = Message<"pluggableharness.kernel.v1.PlanModeState"> & {
+  /**
+   * @generated from field: bool on = 1;
+   */
+  on: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PlanModeState.
+ * Use `create(PlanModeStateSchema)` to create a new message.
+ */
+export declare const PlanModeStateSchema: GenMessage<PlanModeState>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.CompactResult
+ */
+export declare type CompactResult = Message<"pluggableharness.kernel.v1.CompactResult"> & {
+  /**
+   * The compaction pass was queued: it runs right after the operator's command, before
+   * the next message.
+   *
+   * @generated from field: bool queued = 1;
+   */
+  queued: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.CompactResult.
+ * Use `create(CompactResultSchema)` to create a new message.
+ */
+export declare const CompactResultSchema: GenMessage<CompactResult>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.PermissionRule
+ */
+export declare type PermissionRule = Message<"pluggableharness.kernel.v1.PermissionRule"> & {
+  /**
+   * Unique among the listed rules; what RevokePermissionRule takes.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "session" (remembered for this session) or "always" (the project's policy store).
+   *
+   * @generated from field: string scope = 2;
+   */
+  scope: string;
+
+  /**
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string tool_name = 4;
+   */
+  toolName: string;
+
+  /**
+   * "allow" or "deny".
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * The command or path pattern the rule is narrowed to, when it is.
+   *
+   * @generated from field: optional string command = 6;
+   */
+  command?: string | undefined;
+
+  /**
+   * @generated from field: optional string path = 7;
+   */
+  path?: string | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRule.
+ * Use `create(PermissionRuleSchema)` to create a new message.
+ */
+export declare const PermissionRuleSchema: GenMessage<PermissionRule>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.PermissionRuleList
+ */
+export declare type PermissionRuleList = Message<"pluggableharness.kernel.v1.PermissionRuleList"> & {
+  /**
+   * @generated from field: repeated pluggableharness.kernel.v1.PermissionRule rules = 1;
+   */
+  rules: PermissionRule[];
+
+  /**
+   * Set by a revoke: the rule just removed.
+   *
+   * @generated from field: optional pluggableharness.kernel.v1.PermissionRule revoked = 2;
+   */
+  revoked?: PermissionRule | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRuleList.
+ * Use `create(PermissionRuleListSchema)` to create a new message.
+ */
+export declare const PermissionRuleListSchema: GenMessage<PermissionRuleList>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ModelUsage
+ */
+export declare type ModelUsage = Message<"pluggableharness.kernel.v1.ModelUsage"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string model_id = 2;
+   */
+  modelId: string;
+
+  /**
+   * @generated from field: int64 input_tokens = 3;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: int64 output_tokens = 4;
+   */
+  outputTokens: bigint;
+
+  /**
+   * @generated from field: int64 cache_read_tokens = 5;
+   */
+  cacheReadTokens: bigint;
+
+  /**
+   * @generated from field: int64 cache_write_tokens = 6;
+   */
+  cacheWriteTokens: bigint;
+
+  /**
+   * @generated from field: double cost_usd = 7;
+   */
+  costUsd: number;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelUsage.
+ * Use `create(ModelUsageSchema)` to create a new message.
+ */
+export declare const ModelUsageSchema: GenMessage<ModelUsage>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.UsageSummary
+ */
+export declare type UsageSummary = Message<"pluggableharness.kernel.v1.UsageSummary"> & {
+  /**
+   * @generated from field: double session_cost_usd = 1;
+   */
+  sessionCostUsd: number;
+
+  /**
+   * @generated from field: repeated pluggableharness.kernel.v1.ModelUsage models = 2;
+   */
+  models: ModelUsage[];
+
+  /**
+   * @generated from field: optional double remaining_cost_budget_usd = 3;
+   */
+  remainingCostBudgetUsd?: number | undefined;
+
+  /**
+   * The latest request's input size against its model's context window.
+   *
+   * @generated from field: int64 context_tokens = 4;
+   */
+  contextTokens: bigint;
+
+  /**
+   * @generated from field: int64 context_window = 5;
+   */
+  contextWindow: bigint;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.UsageSummary.
+ * Use `create(UsageSummarySchema)` to create a new message.
+ */
+export declare const UsageSummarySchema: GenMessage<UsageSummary>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.SessionList
+ */
+export declare type SessionList = Message<"pluggableharness.kernel.v1.SessionList"> & {
+  /**
+   * @generated from field: repeated pluggableharness.session.v1.SessionInfo sessions = 1;
+   */
+  sessions: SessionInfo[];
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.SessionList.
+ * Use `create(SessionListSchema)` to create a new message.
+ */
+export declare const SessionListSchema: GenMessage<SessionList>;
 
 /**
  * @generated from message pluggableharness.kernel.v1.ExecEnvironmentRequest
@@ -650,6 +1180,19 @@ export declare const KernelCallbackService: GenService<{
     methodKind: "unary";
     input: typeof SummarizeRequestSchema;
     output: typeof SummarizeResponseSchema;
+  },
+  /**
+   * Session controls behind the operator's slash commands (/model, /plan, /compact,
+   * /permissions, /cost, /sessions). Accepted only while the calling plugin serves an
+   * operator's direct invocation (slash command or action trigger) for that session,
+   * never a model's call: a model cannot switch its own model or leave plan mode.
+   *
+   * @generated from rpc pluggableharness.kernel.v1.KernelCallbackService.ControlSession
+   */
+  controlSession: {
+    methodKind: "unary";
+    input: typeof ControlSessionRequestSchema;
+    output: typeof ControlSessionResponseSchema;
   },
 }>;
 

@@ -16,7 +16,7 @@ import { file_pluggableharness_session_v1_session } from "../../session/v1/sessi
  * Describes the file pluggableharness/kernel/v1/kernel.proto.
  */
 export const file_pluggableharness_kernel_v1_kernel = /*@__PURE__*/
-  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIo8BChBTdW1tYXJpemVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFAoMaW5zdHJ1Y3Rpb25zGAIgASgJEjYKCG1lc3NhZ2VzGAMgAygLMiQucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLk1lc3NhZ2USGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMilAEKEVN1bW1hcml6ZVJlc3BvbnNlEgwKBHRleHQYASABKAkSMgoFbW9kZWwYAiABKAsyIy5wbHVnZ2FibGVoYXJuZXNzLm1vZGVsLnYxLk1vZGVsUmVmEhAKCGNvc3RfdXNkGAMgASgBEhQKDGlucHV0X3Rva2VucxgEIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAUgASgDIjEKFkV4ZWNFbnZpcm9ubWVudFJlcXVlc3QSFwoPc2VjcmV0X3BhdHRlcm5zGAEgAygJIs0BChdFeGVjRW52aXJvbm1lbnRSZXNwb25zZRJVCgl2YXJpYWJsZXMYASADKAsyQi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXNwb25zZS5WYXJpYWJsZXNFbnRyeRIQCgh3aXRoaGVsZBgCIAMoCRIXCg9wcm90ZWN0ZWRfcGF0aHMYAyADKAkaMAoOVmFyaWFibGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJZCgtQcm92aWRlclJlZhIMCgRuYW1lGAEgASgJEjwKCGNhdGVnb3J5GAIgASgOMioucGx1Z2dhYmxlaGFybmVzcy5jb21tb24udjEuUGx1Z2luQ2F0ZWdvcnki5AEKEVJ1blNlc3Npb25SZXF1ZXN0Eg8KB3Byb2ZpbGUYASABKAkSDgoGcHJvbXB0GAIgASgJEhkKEXBhcmVudF9zZXNzaW9uX2lkGAMgASgJEhcKD3JlbWFpbmluZ19kZXB0aBgEIAEoAxIhChlyZW1haW5pbmdfY29zdF9idWRnZXRfdXNkGAUgASgBEkEKEHNjb3BlZF9wcm92aWRlcnMYBiADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Qcm92aWRlclJlZhIUCgx0b29sX2NhbGxfaWQYByABKAkivAIKElJ1blNlc3Npb25SZXNwb25zZRISCgpzZXNzaW9uX2lkGAEgASgJEjsKDWZpbmFsX21lc3NhZ2UYAiABKAsyJC5wbHVnZ2FibGVoYXJuZXNzLmNvbnRlbnQudjEuTWVzc2FnZRI6CgZzdGF0dXMYAyABKA4yKi5wbHVnZ2FibGVoYXJuZXNzLnNlc3Npb24udjEuU2Vzc2lvblN0YXR1cxIWCg50b3RhbF9jb3N0X3VzZBgEIAEoARIaChJ0b3RhbF9pbnB1dF90b2tlbnMYBSABKAMSGwoTdG90YWxfb3V0cHV0X3Rva2VucxgGIAEoAxI4CgdkZW5pYWxzGAcgAygLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ2hpbGREZW5pYWwSDgoGZGV0YWlsGAggASgJIlMKC0NoaWxkRGVuaWFsEhIKCnNlc3Npb25faWQYASABKAkSDAoEdG9vbBgCIAEoCRIOCgZyZWFzb24YAyABKAkSEgoKZGVjaWRlZF9ieRgEIAEoCSKbAQoSQ291bnRUb2tlbnNSZXF1ZXN0EjoKB2NvbnRlbnQYASADKAsyKS5wbHVnZ2FibGVoYXJuZXNzLmNvbnRlbnQudjEuQ29udGVudEJsb2NrEjsKCW1vZGVsX3JlZhgCIAEoCzIjLnBsdWdnYWJsZWhhcm5lc3MubW9kZWwudjEuTW9kZWxSZWZIAIgBAUIMCgpfbW9kZWxfcmVmIjMKE0NvdW50VG9rZW5zUmVzcG9uc2USDQoFY291bnQYASABKAMSDQoFZXhhY3QYAiABKAgifwoLRW1pdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIzCgRraW5kGAIgASgOMiUucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXZlbnRLaW5kEhYKDnNjaGVtYV92ZXJzaW9uGAMgASgJEg8KB3BheWxvYWQYBCABKAwiLAoMRW1pdFJlc3BvbnNlEgoKAmlkGAEgASgJEhAKCHNlcXVlbmNlGAIgASgDImYKCkxvZ1JlcXVlc3QSFwoKc2Vzc2lvbl9pZBgBIAEoCUgAiAEBEjAKBWVudHJ5GAIgASgLMiEucGx1Z2dhYmxlaGFybmVzcy5sb2cudjEuTG9nRW50cnlCDQoLX3Nlc3Npb25faWQiDQoLTG9nUmVzcG9uc2UiEQoPRGVzY3JpYmVSZXF1ZXN0Ik0KEERlc2NyaWJlUmVzcG9uc2USOQoIcHJvZHVjZXIYASABKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmNvbW1vbi52MS5Qcm9kdWNlclJlZirUAgoJRXZlbnRLaW5kEhoKFkVWRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIWChJFVkVOVF9LSU5EX01FU1NBR0UQARIYChRFVkVOVF9LSU5EX1RPT0xfQ0FMTBACEhoKFkVWRU5UX0tJTkRfVE9PTF9SRVNVTFQQAxITCg9FVkVOVF9LSU5EX1BMQU4QBBIUChBFVkVOVF9LSU5EX0FQUExZEAUSIwofRVZFTlRfS0lORF9DT05URVhUX0NPTlRSSUJVVElPThAGEhsKF0VWRU5UX0tJTkRfTUVNT1JZX1dSSVRFEAcSHAoYRVZFTlRfS0lORF9NRU1PUllfVVBEQVRFEAgSHAoYRVZFTlRfS0lORF9NRU1PUllfREVMRVRFEAkSGQoVRVZFTlRfS0lORF9IT09LX0VSUk9SEAoSGQoVRVZFTlRfS0lORF9DT01QQUNUSU9OEAsy9AUKFUtlcm5lbENhbGxiYWNrU2VydmljZRJrCgpSdW5TZXNzaW9uEi0ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUnVuU2Vzc2lvblJlcXVlc3QaLi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5SdW5TZXNzaW9uUmVzcG9uc2USbgoLQ291bnRUb2tlbnMSLi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db3VudFRva2Vuc1JlcXVlc3QaLy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db3VudFRva2Vuc1Jlc3BvbnNlElkKBEVtaXQSJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FbWl0UmVxdWVzdBooLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkVtaXRSZXNwb25zZRJWCgNMb2cSJi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Mb2dSZXF1ZXN0GicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTG9nUmVzcG9uc2USZQoIRGVzY3JpYmUSKy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5EZXNjcmliZVJlcXVlc3QaLC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5EZXNjcmliZVJlc3BvbnNlEnoKD0V4ZWNFbnZpcm9ubWVudBIyLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkV4ZWNFbnZpcm9ubWVudFJlcXVlc3QaMy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXNwb25zZRJoCglTdW1tYXJpemUSLC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5TdW1tYXJpemVSZXF1ZXN0Gi0ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuU3VtbWFyaXplUmVzcG9uc2ViBnByb3RvMw", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_model_v1_model, file_pluggableharness_session_v1_session]);
+  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIo8BChBTdW1tYXJpemVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFAoMaW5zdHJ1Y3Rpb25zGAIgASgJEjYKCG1lc3NhZ2VzGAMgAygLMiQucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLk1lc3NhZ2USGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMilAEKEVN1bW1hcml6ZVJlc3BvbnNlEgwKBHRleHQYASABKAkSMgoFbW9kZWwYAiABKAsyIy5wbHVnZ2FibGVoYXJuZXNzLm1vZGVsLnYxLk1vZGVsUmVmEhAKCGNvc3RfdXNkGAMgASgBEhQKDGlucHV0X3Rva2VucxgEIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAUgASgDIvAHChVDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJTCgtsaXN0X21vZGVscxgCIAEoCzI8LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0TW9kZWxzSAASTwoJc2V0X21vZGVsGAMgASgLMjoucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlNldE1vZGVsSAASVgoNc2V0X3BsYW5fbW9kZRgEIAEoCzI9LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5TZXRQbGFuTW9kZUgAEkwKB2NvbXBhY3QYBSABKAsyOS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuQ29tcGFjdEgAEmYKFWxpc3RfcGVybWlzc2lvbl9ydWxlcxgGIAEoCzJFLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0UGVybWlzc2lvblJ1bGVzSAASaAoWcmV2b2tlX3Blcm1pc3Npb25fcnVsZRgHIAEoCzJGLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5SZXZva2VQZXJtaXNzaW9uUnVsZUgAEkgKBXVzYWdlGAggASgLMjcucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlVzYWdlSAASVwoNbGlzdF9zZXNzaW9ucxgJIAEoCzI+LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0U2Vzc2lvbnNIABoMCgpMaXN0TW9kZWxzGi4KCFNldE1vZGVsEhAKCHByb3ZpZGVyGAEgASgJEhAKCG1vZGVsX2lkGAIgASgJGiUKC1NldFBsYW5Nb2RlEg8KAm9uGAEgASgISACIAQFCBQoDX29uGh8KB0NvbXBhY3QSFAoMaW5zdHJ1Y3Rpb25zGAEgASgJGhUKE0xpc3RQZXJtaXNzaW9uUnVsZXMaJAoUUmV2b2tlUGVybWlzc2lvblJ1bGUSDAoEbmFtZRgBIAEoCRoHCgVVc2FnZRopCgxMaXN0U2Vzc2lvbnMSGQoRd29ya2luZ19kaXJlY3RvcnkYASABKAlCCwoJb3BlcmF0aW9uIp8DChZDb250cm9sU2Vzc2lvblJlc3BvbnNlEjcKBm1vZGVscxgBIAEoCzIlLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLk1vZGVsTGlzdEgAEj4KCXBsYW5fbW9kZRgCIAEoCzIpLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBsYW5Nb2RlU3RhdGVIABI+Cgljb21wYWN0ZWQYAyABKAsyKS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db21wYWN0UmVzdWx0SAASSgoQcGVybWlzc2lvbl9ydWxlcxgEIAEoCzIuLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlTGlzdEgAEjkKBXVzYWdlGAUgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuVXNhZ2VTdW1tYXJ5SAASOwoIc2Vzc2lvbnMYBiABKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5TZXNzaW9uTGlzdEgAQggKBnJlc3VsdCJoCgtNb2RlbENob2ljZRIQCghwcm92aWRlchgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIXCg9zdXBwb3J0c192aXNpb24YBSABKAhKBAgDEAQikgEKCU1vZGVsTGlzdBI3CgZtb2RlbHMYASADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbENob2ljZRI4CgdjdXJyZW50GAIgASgLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxDaG9pY2USEgoKb3ZlcnJpZGRlbhgDIAEoCCIbCg1QbGFuTW9kZVN0YXRlEgoKAm9uGAEgASgIIh8KDUNvbXBhY3RSZXN1bHQSDgoGcXVldWVkGAEgASgIIqABCg5QZXJtaXNzaW9uUnVsZRIMCgRuYW1lGAEgASgJEg0KBXNjb3BlGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIOCgZhY3Rpb24YBSABKAkSFAoHY29tbWFuZBgGIAEoCUgAiAEBEhEKBHBhdGgYByABKAlIAYgBAUIKCghfY29tbWFuZEIHCgVfcGF0aCKdAQoSUGVybWlzc2lvblJ1bGVMaXN0EjkKBXJ1bGVzGAEgAygLMioucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUGVybWlzc2lvblJ1bGUSQAoHcmV2b2tlZBgCIAEoCzIqLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlSACIAQFCCgoIX3Jldm9rZWQipgEKCk1vZGVsVXNhZ2USEAoIcHJvdmlkZXIYASABKAkSEAoIbW9kZWxfaWQYAiABKAkSFAoMaW5wdXRfdG9rZW5zGAMgASgDEhUKDW91dHB1dF90b2tlbnMYBCABKAMSGQoRY2FjaGVfcmVhZF90b2tlbnMYBSABKAMSGgoSY2FjaGVfd3JpdGVfdG9rZW5zGAYgASgDEhAKCGNvc3RfdXNkGAcgASgBItYBCgxVc2FnZVN1bW1hcnkSGAoQc2Vzc2lvbl9jb3N0X3VzZBgBIAEoARI2CgZtb2RlbHMYAiADKAsyJi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbFVzYWdlEiYKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYAyABKAFIAIgBARIWCg5jb250ZXh0X3Rva2VucxgEIAEoAxIWCg5jb250ZXh0X3dpbmRvdxgFIAEoA0IcChpfcmVtYWluaW5nX2Nvc3RfYnVkZ2V0X3VzZCJJCgtTZXNzaW9uTGlzdBI6CghzZXNzaW9ucxgBIAMoCzIoLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uSW5mbyIxChZFeGVjRW52aXJvbm1lbnRSZXF1ZXN0EhcKD3NlY3JldF9wYXR0ZXJucxgBIAMoCSLNAQoXRXhlY0Vudmlyb25tZW50UmVzcG9uc2USVQoJdmFyaWFibGVzGAEgAygLMkIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2UuVmFyaWFibGVzRW50cnkSEAoId2l0aGhlbGQYAiADKAkSFwoPcHJvdGVjdGVkX3BhdGhzGAMgAygJGjAKDlZhcmlhYmxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiWQoLUHJvdmlkZXJSZWYSDAoEbmFtZRgBIAEoCRI8CghjYXRlZ29yeRgCIAEoDjIqLnBsdWdnYWJsZWhhcm5lc3MuY29tbW9uLnYxLlBsdWdpbkNhdGVnb3J5IuQBChFSdW5TZXNzaW9uUmVxdWVzdBIPCgdwcm9maWxlGAEgASgJEg4KBnByb21wdBgCIAEoCRIZChFwYXJlbnRfc2Vzc2lvbl9pZBgDIAEoCRIXCg9yZW1haW5pbmdfZGVwdGgYBCABKAMSIQoZcmVtYWluaW5nX2Nvc3RfYnVkZ2V0X3VzZBgFIAEoARJBChBzY29wZWRfcHJvdmlkZXJzGAYgAygLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUHJvdmlkZXJSZWYSFAoMdG9vbF9jYWxsX2lkGAcgASgJIrwCChJSdW5TZXNzaW9uUmVzcG9uc2USEgoKc2Vzc2lvbl9pZBgBIAEoCRI7Cg1maW5hbF9tZXNzYWdlGAIgASgLMiQucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLk1lc3NhZ2USOgoGc3RhdHVzGAMgASgOMioucGx1Z2dhYmxlaGFybmVzcy5zZXNzaW9uLnYxLlNlc3Npb25TdGF0dXMSFgoOdG90YWxfY29zdF91c2QYBCABKAESGgoSdG90YWxfaW5wdXRfdG9rZW5zGAUgASgDEhsKE3RvdGFsX291dHB1dF90b2tlbnMYBiABKAMSOAoHZGVuaWFscxgHIAMoCzInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNoaWxkRGVuaWFsEg4KBmRldGFpbBgIIAEoCSJTCgtDaGlsZERlbmlhbBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBHRvb2wYAiABKAkSDgoGcmVhc29uGAMgASgJEhIKCmRlY2lkZWRfYnkYBCABKAkimwEKEkNvdW50VG9rZW5zUmVxdWVzdBI6Cgdjb250ZW50GAEgAygLMikucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLkNvbnRlbnRCbG9jaxI7Cgltb2RlbF9yZWYYAiABKAsyIy5wbHVnZ2FibGVoYXJuZXNzLm1vZGVsLnYxLk1vZGVsUmVmSACIAQFCDAoKX21vZGVsX3JlZiIzChNDb3VudFRva2Vuc1Jlc3BvbnNlEg0KBWNvdW50GAEgASgDEg0KBWV4YWN0GAIgASgIIn8KC0VtaXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSMwoEa2luZBgCIAEoDjIlLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkV2ZW50S2luZBIWCg5zY2hlbWFfdmVyc2lvbhgDIAEoCRIPCgdwYXlsb2FkGAQgASgMIiwKDEVtaXRSZXNwb25zZRIKCgJpZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAyJmCgpMb2dSZXF1ZXN0EhcKCnNlc3Npb25faWQYASABKAlIAIgBARIwCgVlbnRyeRgCIAEoCzIhLnBsdWdnYWJsZWhhcm5lc3MubG9nLnYxLkxvZ0VudHJ5Qg0KC19zZXNzaW9uX2lkIg0KC0xvZ1Jlc3BvbnNlIhEKD0Rlc2NyaWJlUmVxdWVzdCJNChBEZXNjcmliZVJlc3BvbnNlEjkKCHByb2R1Y2VyGAEgASgLMicucGx1Z2dhYmxlaGFybmVzcy5jb21tb24udjEuUHJvZHVjZXJSZWYq1AIKCUV2ZW50S2luZBIaChZFVkVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSRVZFTlRfS0lORF9NRVNTQUdFEAESGAoURVZFTlRfS0lORF9UT09MX0NBTEwQAhIaChZFVkVOVF9LSU5EX1RPT0xfUkVTVUxUEAMSEwoPRVZFTlRfS0lORF9QTEFOEAQSFAoQRVZFTlRfS0lORF9BUFBMWRAFEiMKH0VWRU5UX0tJTkRfQ09OVEVYVF9DT05UUklCVVRJT04QBhIbChdFVkVOVF9LSU5EX01FTU9SWV9XUklURRAHEhwKGEVWRU5UX0tJTkRfTUVNT1JZX1VQREFURRAIEhwKGEVWRU5UX0tJTkRfTUVNT1JZX0RFTEVURRAJEhkKFUVWRU5UX0tJTkRfSE9PS19FUlJPUhAKEhkKFUVWRU5UX0tJTkRfQ09NUEFDVElPThALMu0GChVLZXJuZWxDYWxsYmFja1NlcnZpY2USawoKUnVuU2Vzc2lvbhItLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJ1blNlc3Npb25SZXF1ZXN0Gi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUnVuU2Vzc2lvblJlc3BvbnNlEm4KC0NvdW50VG9rZW5zEi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXF1ZXN0Gi8ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXNwb25zZRJZCgRFbWl0EicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRW1pdFJlcXVlc3QaKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FbWl0UmVzcG9uc2USVgoDTG9nEiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTG9nUmVxdWVzdBonLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkxvZ1Jlc3BvbnNlEmUKCERlc2NyaWJlEisucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXF1ZXN0GiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXNwb25zZRJ6Cg9FeGVjRW52aXJvbm1lbnQSMi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXF1ZXN0GjMucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2USaAoJU3VtbWFyaXplEiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuU3VtbWFyaXplUmVxdWVzdBotLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlN1bW1hcml6ZVJlc3BvbnNlEncKDkNvbnRyb2xTZXNzaW9uEjEucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0GjIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_model_v1_model, file_pluggableharness_session_v1_session]);
 
 /**
  * Describes the message pluggableharness.kernel.v1.SummarizeRequest.
@@ -33,102 +33,235 @@ export const SummarizeResponseSchema = /*@__PURE__*/
   messageDesc(file_pluggableharness_kernel_v1_kernel, 1);
 
 /**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.
+ * Use `create(ControlSessionRequestSchema)` to create a new message.
+ */
+export const ControlSessionRequestSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListModels.
+ * Use `create(ControlSessionRequest_ListModelsSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListModelsSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 0);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetModel.
+ * Use `create(ControlSessionRequest_SetModelSchema)` to create a new message.
+ */
+export const ControlSessionRequest_SetModelSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 1);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode.
+ * Use `create(ControlSessionRequest_SetPlanModeSchema)` to create a new message.
+ */
+export const ControlSessionRequest_SetPlanModeSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 2);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Compact.
+ * Use `create(ControlSessionRequest_CompactSchema)` to create a new message.
+ */
+export const ControlSessionRequest_CompactSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 3);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules.
+ * Use `create(ControlSessionRequest_ListPermissionRulesSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListPermissionRulesSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 4);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule.
+ * Use `create(ControlSessionRequest_RevokePermissionRuleSchema)` to create a new message.
+ */
+export const ControlSessionRequest_RevokePermissionRuleSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 5);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Usage.
+ * Use `create(ControlSessionRequest_UsageSchema)` to create a new message.
+ */
+export const ControlSessionRequest_UsageSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 6);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListSessions.
+ * Use `create(ControlSessionRequest_ListSessionsSchema)` to create a new message.
+ */
+export const ControlSessionRequest_ListSessionsSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 7);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionResponse.
+ * Use `create(ControlSessionResponseSchema)` to create a new message.
+ */
+export const ControlSessionResponseSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelChoice.
+ * Use `create(ModelChoiceSchema)` to create a new message.
+ */
+export const ModelChoiceSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelList.
+ * Use `create(ModelListSchema)` to create a new message.
+ */
+export const ModelListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PlanModeState.
+ * Use `create(PlanModeStateSchema)` to create a new message.
+ */
+export const PlanModeStateSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.CompactResult.
+ * Use `create(CompactResultSchema)` to create a new message.
+ */
+export const CompactResultSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRule.
+ * Use `create(PermissionRuleSchema)` to create a new message.
+ */
+export const PermissionRuleSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.PermissionRuleList.
+ * Use `create(PermissionRuleListSchema)` to create a new message.
+ */
+export const PermissionRuleListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ModelUsage.
+ * Use `create(ModelUsageSchema)` to create a new message.
+ */
+export const ModelUsageSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.UsageSummary.
+ * Use `create(UsageSummarySchema)` to create a new message.
+ */
+export const UsageSummarySchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.SessionList.
+ * Use `create(SessionListSchema)` to create a new message.
+ */
+export const SessionListSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
+
+/**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentRequest.
  * Use `create(ExecEnvironmentRequestSchema)` to create a new message.
  */
 export const ExecEnvironmentRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 13);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentResponse.
  * Use `create(ExecEnvironmentResponseSchema)` to create a new message.
  */
 export const ExecEnvironmentResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 14);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ProviderRef.
  * Use `create(ProviderRefSchema)` to create a new message.
  */
 export const ProviderRefSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 15);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionRequest.
  * Use `create(RunSessionRequestSchema)` to create a new message.
  */
 export const RunSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 16);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionResponse.
  * Use `create(RunSessionResponseSchema)` to create a new message.
  */
 export const RunSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 17);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ChildDenial.
  * Use `create(ChildDenialSchema)` to create a new message.
  */
 export const ChildDenialSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 18);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensRequest.
  * Use `create(CountTokensRequestSchema)` to create a new message.
  */
 export const CountTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 19);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensResponse.
  * Use `create(CountTokensResponseSchema)` to create a new message.
  */
 export const CountTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 20);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitRequest.
  * Use `create(EmitRequestSchema)` to create a new message.
  */
 export const EmitRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 21);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitResponse.
  * Use `create(EmitResponseSchema)` to create a new message.
  */
 export const EmitResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 22);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogRequest.
  * Use `create(LogRequestSchema)` to create a new message.
  */
 export const LogRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 23);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogResponse.
  * Use `create(LogResponseSchema)` to create a new message.
  */
 export const LogResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 13);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 24);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeRequest.
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 14);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 25);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeResponse.
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 15);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 26);
 
 /**
  * Describes the enum pluggableharness.kernel.v1.EventKind.

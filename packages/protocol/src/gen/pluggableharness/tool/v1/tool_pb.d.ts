@@ -143,6 +143,16 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: optional pluggableharness.tool.v1.SpawnSpec spawns = 14;
    */
   spawns?: SpawnSpec | undefined;
+
+  /**
+   * Reached by the operator only (a direct-invoke slash command, an action trigger):
+   * the kernel never declares it to a model and refuses a model's call of it. For
+   * session controls such as switching the model or leaving plan mode, which a model
+   * must not decide for itself.
+   *
+   * @generated from field: bool operator_only = 15;
+   */
+  operatorOnly: boolean;
 };
 
 /**

@@ -1,0 +1,88 @@
+// Widget providers on a session: the kernel opens each loaded widget's Attach stream
+// for the session and forwards every WidgetUpdate to the session's subscribers as a
+// render in the region it names. The latest content per widget and region is kept, so
+// a frontend attaching later (the terminal UI attaches after the session started) sees
+// the widget at once rather than after its next update. A widget whose stream fails is
+// logged and left off; it never takes the session down.
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type AgentConfig, type HookSubscription, hookPointName } from "@pluggableharness/config";
+import type { ServerEventSchema } from "@pluggableharness/protocol/frontend";
+import { Region } from "@pluggableharness/protocol/render";
+import type { ProviderRegistry } from "../plugins/providers.ts";
+import type { LoopDeps } from "./deps.ts";
+
+type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
+
+export interface WidgetHost {
+  readonly id: string;
+  readonly channel: { publish(event: ServerEventInit): void };
+  /** provider + region -> the render last sent (replayed to a frontend that attaches). */
+  readonly widgetContent: Map<string, ServerEventInit>;
+  readonly widgetAbort: AbortController;
+}
+
+/** Starts every widget's stream for `session`; resolves once they all ended. */
+export function attachWidgets(deps: Pick<LoopDeps, "providers" | "log">, session: WidgetHost): Promise<void> {
+  const widgets = deps.providers.all().filter((p) => p.categories.has("widget"));
+  return Promise.all(
+    widgets.map(async (p) => {
+      const signal = session.widgetAbort.signal;
+      try {
+        await deps.providers.activate(p.name);
+        for await (const u of p.ports.widget.attach({ sessionId: session.id }, { signal })) {
+          const region = u.region === Region.UNSPECIFIED ? Region.SIDEBAR : u.region;
+          const event: ServerEventInit = {
+            event: {
+              case: "render",
+              value: {
+                content: {
+                  region,
+                  replace: u.replace,
+                  ...(u.content ? { content: u.content } : {}),
+                  ...(u.priority !== undefined ? { priority: u.priority } : {}),
+                },
+              },
+            },
+          };
+          session.widgetContent.set(`${p.name}\u0000${region}`, event);
+          session.channel.publish(event);
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        deps.log.warn(`widget "${p.name}" stopped: ${(err as Error).message}`, undefined, session.id);
+      }
+    }),
+  ).then(() => {});
+}
+
+/**
+ * A widget is implicitly subscribed, in observe mode, to every hook point it says it
+ * can serve (the widget protocol: it derives what it shows from observe-mode hooks);
+ * an explicit hook{} block for the same point and provider takes its place. Ordered by
+ * the provider's position in agent.hcl, like any implicit subscription.
+ */
+export function implicitWidgetSubscriptions(
+  config: Pick<AgentConfig, "hooks" | "requiredProviders">,
+  providers: ProviderRegistry,
+): HookSubscription[] {
+  const out: HookSubscription[] = [];
+  for (const p of providers.all()) {
+    if (!p.categories.has("widget") || !p.categories.has("hook")) continue;
+    const declared = config.requiredProviders.find((r) => r.localName === p.name);
+    if (!declared) continue;
+    for (const hp of p.hookPoints) {
+      const point = hookPointName(hp);
+      if (!point) continue;
+      if (config.hooks.some((h) => h.provider === p.name && h.point === point)) continue;
+      out.push({
+        point,
+        provider: p.name,
+        mode: "observe",
+        range: declared.range,
+        providerRange: declared.range,
+        order: p.order,
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,54 @@
+// The commands provider's executable.
+import { join } from "node:path";
+import { configWarning, serveTools } from "@pluggableharness/tool-kit";
+import { TOOLS } from "./tools.ts";
+import { loadUserCommands, type UserCommand } from "./user-commands.ts";
+
+const BUILTIN: { name: string; description: string }[] = [
+  { name: "model", description: "Show the models, or switch the next turn's: /model provider/model" },
+  { name: "plan", description: "Toggle plan mode (only tools that change nothing): /plan [on|off]" },
+  { name: "compact", description: "Compact the conversation now: /compact [what to keep]" },
+  { name: "permissions", description: "List remembered approvals; /permissions revoke <#> drops one" },
+  { name: "cost", description: "What the session cost so far, per model, and context use" },
+  { name: "sessions", description: "Sessions started in this directory (/sessions all=true: every one)" },
+];
+
+let user: UserCommand[] = [];
+
+await serveTools(new URL("../package.json", import.meta.url), {
+  tools: TOOLS,
+  config: [
+    {
+      name: "directories",
+      type: "list_string",
+      path: true,
+      description:
+        "Directories of user commands (one markdown file per command). Default: .agent/commands in the project.",
+    },
+  ],
+  operationsFromConfig: true,
+  configure(values) {
+    const given = values["directories"];
+    const dirs =
+      Array.isArray(given) && given.length > 0
+        ? (given as string[])
+        : [join(process.cwd(), ".agent", "commands")];
+    const loaded = loadUserCommands(dirs);
+    const taken = new Set(BUILTIN.map((b) => b.name));
+    const warnings = loaded.problems.map((p) =>
+      configWarning(["directories"], `${p.file} is not a command`, p.message),
+    );
+    user = loaded.commands.filter((c) => {
+      if (!taken.has(c.name)) return true;
+      warnings.push(
+        configWarning(["directories"], `${c.file} is not a command`, `/${c.name} is a built-in command`),
+      );
+      return false;
+    });
+    return warnings;
+  },
+  slashCommands: () => [
+    ...BUILTIN.map((b) => ({ name: b.name, description: b.description, toolName: b.name })),
+    ...user.map((c) => ({ name: c.name, description: c.description, template: c.template })),
+  ],
+});
