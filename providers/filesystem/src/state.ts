@@ -7,6 +7,7 @@ import {
   Jail,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { recoverJournals } from "./transaction.ts";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -66,6 +67,8 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   if (problems.length > 0) return problems;
   try {
     current = { jail: await Jail.create(roots), maxReadBytes, maxFileBytes };
+    // A multi-file change a crash cut short is rolled back before any call runs.
+    await recoverJournals(current.jail.roots);
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }
