@@ -521,3 +521,97 @@ describe("declarations and conformance", () => {
     },
   );
 });
+
+describe("read_file images", () => {
+  const PNG = Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]),
+    Buffer.from("IHDR"),
+    Buffer.from([0, 0, 0, 64, 0, 0, 0, 48, 8, 2, 0, 0, 0]),
+  ]);
+  const GIF = Buffer.concat([Buffer.from("GIF89a"), Buffer.from([10, 0, 20, 0, 0, 0, 0])]);
+  // SOI, APP0 (16 bytes), SOF0 with height 30 and width 40.
+  const JPEG = Buffer.from([
+    0xff,
+    0xd8,
+    0xff,
+    0xe0,
+    0,
+    16,
+    ...Buffer.from("JFIF\0"),
+    1,
+    1,
+    0,
+    0,
+    1,
+    0,
+    1,
+    0,
+    0,
+    0xff,
+    0xc0,
+    0,
+    17,
+    8,
+    0,
+    30,
+    0,
+    40,
+    3,
+    1,
+    0x22,
+    0,
+    2,
+    0x11,
+    1,
+    3,
+    0x11,
+    1,
+  ]);
+  const WEBP = Buffer.concat([
+    Buffer.from("RIFF"),
+    Buffer.from([30, 0, 0, 0]),
+    Buffer.from("WEBPVP8X"),
+    Buffer.from([10, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 49, 0, 0]),
+  ]);
+
+  it.each([
+    ["a.png", PNG, "image/png", 64, 48],
+    ["a.gif", GIF, "image/gif", 10, 20],
+    ["photo.dat", JPEG, "image/jpeg", 40, 30],
+    ["a.webp", WEBP, "image/webp", 100, 50],
+  ] as const)("%s is returned as a %s image with its size", async (name, bytes, type, w, hgt) => {
+    writeFileSync(join(root, name), bytes);
+    const res = await h.invoke("read_file", { path: name }, { cwd: root });
+    expect(res.error).toBeUndefined();
+    expect(res.result).toMatchObject({
+      image: { media_type: type, width: w, height: hgt },
+      images: [{ media_type: type, data: bytes.toString("base64") }],
+      binary: true,
+      content: expect.stringContaining(`image ${name} (${w}x${hgt} pixels, ${bytes.length} bytes)`),
+    });
+  });
+
+  it("declares the images to the kernel (model_image_field), kept out of the model's text", async () => {
+    const schema = await h.client.getSchema({});
+    const read = schema.tools.find((t) => t.name === "read_file")!;
+    expect(read.modelImageField).toBe("images");
+    expect(validateToolSchemas("filesystem", schema).tools.has("read_file")).toBe(true);
+  });
+
+  it("describes an image over max_image_bytes instead of sending it, and keeps other binaries unshown", async () => {
+    const small = new ToolHarness({ executable: MAIN, name: "filesystem" });
+    try {
+      await small.configure({ roots: [root], max_image_bytes: 1024 });
+      writeFileSync(join(root, "big.png"), Buffer.concat([PNG, Buffer.alloc(2000)]));
+      const res = await small.invoke("read_file", { path: "big.png" }, { cwd: root });
+      expect(res.result!["images"]).toBeUndefined();
+      expect(String(res.result!["content"])).toMatch(/over the 1024-byte max_image_bytes limit; not shown/);
+      writeFileSync(join(root, "blob.bin"), Buffer.from([0, 1, 2, 3, 0, 0, 9]));
+      const bin = await small.invoke("read_file", { path: "blob.bin" }, { cwd: root });
+      expect(bin.result).toMatchObject({ binary: true, content: "" });
+      expect(bin.result!["images"]).toBeUndefined();
+    } finally {
+      await small.close();
+    }
+  });
+});

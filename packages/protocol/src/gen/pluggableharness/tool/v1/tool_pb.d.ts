@@ -133,6 +133,17 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: repeated string model_omitted_fields = 13;
    */
   modelOmittedFields: string[];
+
+  /**
+   * Images a result shows the model: a top-level array property of output_schema whose
+   * items are objects {media_type: string, data: string (base64)}. The kernel turns each
+   * into an image block of the tool result when the model in use takes images, and into a
+   * one-line text note otherwise; the property is never part of what the model reads as
+   * text. Empty: the result has no images.
+   *
+   * @generated from field: string model_image_field = 14;
+   */
+  modelImageField: string;
 };
 
 /**
