@@ -600,7 +600,10 @@ describe("content rules and parameters", () => {
       case: "image" as const,
       value: {
         mediaType: "image/png",
-        source: { case: "data" as const, value: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+        source: {
+          case: "data" as const,
+          value: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        },
       },
     },
   };
