@@ -102,7 +102,7 @@ async function planStage(args: StageArgs, ctx: PreviewContext) {
 export const stageTool: ToolDefinition<StageArgs> = {
   ...resource,
   name: "git_stage",
-  risk: "low",
+  risk: "moderate",
   description:
     "Stage changes for the next commit (git add: paths, or all = true for every change including new files), or " +
     "with unstage = true take them out of the index again (git restore --staged). Files in the worktree are not changed.",
@@ -238,7 +238,7 @@ async function branchExists(repo: Repo, name: string, ctx: PreviewContext): Prom
 export const branchCreateTool: ToolDefinition<{ repo?: string; name: string; start_point?: string }> = {
   ...resource,
   name: "git_branch_create",
-  risk: "low",
+  risk: "moderate",
   description:
     "Create a branch at start_point (default HEAD) without switching to it (git_switch does that).",
   input: s.object(
