@@ -14,6 +14,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "filesystem",
   "search",
   "exec",
+  "git",
   "web",
   "user",
   "task",
