@@ -19,6 +19,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "task",
   "project-context",
   "tui",
+  "web-ui",
   "mcp",
 ] as const;
 

@@ -66,6 +66,11 @@ export interface TuiOptions {
   now?: () => number;
   /** Earlier entries for ↑ and Ctrl-R, and where a new entry is kept. */
   history?: { entries: string[]; append?: (entry: string) => void };
+  /**
+   * Leaving detaches only (`agent attach` to a served session): the session keeps
+   * running, so exiting sends no interrupt.
+   */
+  detachOnExit?: boolean;
 }
 
 export interface TuiResult {
@@ -100,6 +105,7 @@ export class Tui {
   private readonly output: TuiOutput;
   private readonly target: SessionTarget;
   private readonly fresh: boolean;
+  private readonly detachOnExit: boolean;
   private readonly plain: boolean;
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
@@ -154,6 +160,7 @@ export class Tui {
     this.output = options.output;
     this.target = options.session;
     this.fresh = options.session.kind !== "create" && !!options.session.fresh;
+    this.detachOnExit = !!options.detachOnExit;
     this.now = options.now ?? Date.now;
     const env = options.env ?? process.env;
     const tty = !options.plain && !!options.output.isTTY && !!options.input.isTTY && env["TERM"] !== "dumb";
@@ -294,6 +301,9 @@ export class Tui {
           this.permissions.push(e.value.planItem);
           if (!this.plain) this.output.write("\x07");
         }
+        return;
+      case "requestResolved":
+        this.withdraw(e.value);
         return;
       case "interactiveRequest":
         this.closeStreams(false, ["text", "thinking"]);
@@ -514,6 +524,42 @@ export class Tui {
   }
 
   // ---- prompts -------------------------------------------------------------
+
+  /** A request settled elsewhere (another frontend answered first, or an interrupt): withdraw it. */
+  private withdraw(r: {
+    planItemId: string;
+    callId: string;
+    resolvedBy: string;
+    decision: ClientDecision;
+  }): void {
+    const pi = r.planItemId ? this.permissions.findIndex((p) => p.id === r.planItemId) : -1;
+    const qi = r.callId ? this.questions.findIndex((q) => q.callId === r.callId) : -1;
+    if (pi < 0 && qi < 0) return; // answered here: already gone
+    const what =
+      pi >= 0
+        ? `${this.permissions[pi]!.provider}.${this.permissions[pi]!.toolName}`
+        : this.questions[qi]!.toolName;
+    if (pi >= 0) {
+      if (pi === 0) {
+        this.overlay.length = 0;
+        this.editing = undefined;
+        this.denying = undefined;
+      }
+      this.permissions.splice(pi, 1);
+    } else {
+      if (qi === 0) this.overlay.length = 0;
+      this.questions.splice(qi, 1);
+    }
+    const verdict =
+      r.decision === ClientDecision.ALLOW
+        ? "allowed"
+        : r.decision === ClientDecision.DENY
+          ? "denied"
+          : "settled";
+    this.commit([this.p.paint(`${what} was ${verdict} elsewhere (${sanitize(r.resolvedBy)})`, "dim")]);
+    this.prompted = "";
+    this.takeLine();
+  }
 
   private clearPrompts(): void {
     this.permissions.length = 0;
@@ -824,7 +870,7 @@ export class Tui {
 
   private helpLines(): string[] {
     const lines = [
-      "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
+      `Enter sends · Esc interrupts the turn · Ctrl-C twice ${this.detachOnExit ? "detaches (the session keeps running)" : "exits"} · Ctrl-O shows the last thinking`,
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
       "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
       "/cost spend so far · /exit leaves",
@@ -1120,7 +1166,7 @@ export class Tui {
   // ---- exit ----------------------------------------------------------------
 
   private exit(): void {
-    if (this.busy && this.sessionId)
+    if (this.busy && this.sessionId && !this.detachOnExit)
       this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
     this.finish();
   }

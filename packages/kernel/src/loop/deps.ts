@@ -64,7 +64,7 @@ export interface LoopDeps {
   /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
   readonly secretValues: readonly string[];
   /** How an `ask` resolves when no interactive frontend is attached. */
-  readonly headlessAsk: "deny" | "allow";
+  readonly headlessAsk: "deny" | "allow" | "wait";
   readonly limits: LoopLimits;
   /** ULIDs for turn, plan-item and message ids. */
   newId(): string;
