@@ -424,11 +424,15 @@ function onEvent(ev) {
       known.status = u.status;
       paintTree();
     }
+    // Titles, costs and new sessions show up in the list as they change.
+    listSessions();
   } else if (ev.usageUpdate) {
     const u = ev.usageUpdate;
     $("cost").textContent = `$${Number(u.sessionCostUsd ?? 0).toFixed(4)}`;
   } else if (ev.sessionList) {
     for (const info of ev.sessionList.sessions ?? []) rememberSession(info);
+    const current = state.sessions.get(state.sessionId)?.info;
+    if (current?.title) setTitle(current);
     paintTree();
   } else if (ev.sessionTreeUpdate) {
     onTreeUpdate(ev.sessionTreeUpdate);
