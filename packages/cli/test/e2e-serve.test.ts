@@ -390,11 +390,20 @@ describe("agent serve", () => {
     await p.waitFor(statusIs(SessionStatus.COMPLETED), ask2, "completed");
     expect(readFileSync(join(repo, "notes.txt"), "utf8")).toBe("from the terminal");
 
-    // Ctrl-C twice leaves the terminal UI; the session stays live under the server.
+    // Ctrl-C twice mid-turn leaves the terminal UI; the turn runs on to the end.
+    // Paragraphs, so the terminal shows each as it settles, mid-turn.
+    const story = Array.from({ length: 30 }, (_, i) => `tale${i}`).join("\n\n");
+    fake.push({ kind: "text", text: story, chunks: 30, chunkDelayMs: 40 });
+    const storyFrom = p.events.length;
+    p.send({ sessionId, event: { case: "userMessage", value: { content: text("A story, please") } } });
+    await waitForPane(/tale2\b/);
     tmux("send-keys", "-t", "attach", "C-c");
     tmux("send-keys", "-t", "attach", "C-c");
     const pane = await waitForPane("ATTACH_EXIT=0");
     expect(pane).toContain(`Detached from ${sessionId}`);
+    await p.waitFor(statusIs(SessionStatus.COMPLETED), storyFrom, "the story's end");
+    expect(p.events.slice(storyFrom).some(statusIs(SessionStatus.CANCELLED))).toBe(false);
+    expect(p.events.slice(storyFrom).map(json).join("")).toContain("tale29");
     const list = await agent(["sessions", "list", "--json"], { cwd: repo, env });
     const row = (JSON.parse(list.stdout) as { session_id: string; live: string | null }[]).find(
       (s) => s.session_id === sessionId,

@@ -705,9 +705,14 @@ export class Tui {
         return;
       }
       this.ctrlCAt = now;
-      if (this.busy) this.interrupt();
+      // Attached to a served session, Ctrl-C only ever leaves; Esc is what interrupts.
+      if (this.busy && !this.detachOnExit) this.interrupt();
       this.editor.clear();
-      this.flash("Press Ctrl-C again to exit");
+      this.flash(
+        this.detachOnExit
+          ? "Press Ctrl-C again to detach (the session keeps running; Esc interrupts it)"
+          : "Press Ctrl-C again to exit",
+      );
       return;
     }
     if (this.editor.search) {
