@@ -18,8 +18,8 @@ import {
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClientEventInit } from "@pluggableharness/provider-tui";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Dialled, dial, type Target } from "../src/serve/client.ts";
 import { AGENT_BIN, agent, type Sandbox, sandbox } from "./helpers.ts";
 
@@ -100,7 +100,8 @@ const statusIs = (s: SessionStatus) => (e: ServerEvent) =>
   e.event.case === "sessionStatusUpdate" && e.event.value.status === s;
 const json = (e: ServerEvent) => toJsonString(ServerEventSchema, e);
 /** The session's own stream: what every subscriber must see alike (not replies to one of them). */
-const shared = (events: ServerEvent[]) => events.filter((e) => e.requestId === undefined && e.event.case !== "error");
+const shared = (events: ServerEvent[]) =>
+  events.filter((e) => e.requestId === undefined && e.event.case !== "error");
 const text = (t: string) => [{ block: { case: "text" as const, value: { text: t } } }];
 
 function tmux(...args: string[]): string {
@@ -218,7 +219,10 @@ describe("agent serve", () => {
         kind: "tool_calls",
         text: "Fixing add().",
         calls: [
-          { name: "filesystem__edit_file", args: { path: "calc.js", old_str: "return a - b;", new_str: "return a + b;" } },
+          {
+            name: "filesystem__edit_file",
+            args: { path: "calc.js", old_str: "return a - b;", new_str: "return a + b;" },
+          },
         ],
       },
       { kind: "text", text: "Fixed add() in calc.js.", chunks: 4 },
@@ -241,7 +245,11 @@ describe("agent serve", () => {
     });
     for (const c of [a, b]) {
       const r = c.events[await c.waitFor(is("requestResolved"), 0, "request_resolved")]!;
-      expect(r.event.value).toMatchObject({ planItemId: item!.id, decision: ClientDecision.ALLOW, resolvedBy: "human:once" });
+      expect(r.event.value).toMatchObject({
+        planItemId: item!.id,
+        decision: ClientDecision.ALLOW,
+        resolvedBy: "human:once",
+      });
     }
     const lateFrom = a.events.length;
     a.send({
@@ -284,7 +292,10 @@ describe("agent serve", () => {
     b.send({ event: { case: "resumeSession", value: { requestId: "r2", sessionId } } });
     const opened = await b.waitFor(is("sessionAttached"), detachedAt);
     const closed = await b.waitFor(is("backfillComplete"), opened);
-    const backfill = b.events.slice(opened + 1, closed).filter(is("render")).map(json);
+    const backfill = b.events
+      .slice(opened + 1, closed)
+      .filter(is("render"))
+      .map(json);
     // A created the session and saw every persisted event rendered live.
     const live = a.events.filter(is("render")).map(json);
     expect(backfill.length).toBeGreaterThan(3);
@@ -348,7 +359,10 @@ describe("agent serve", () => {
       {
         kind: "tool_calls",
         calls: [
-          { name: "filesystem__edit_file", args: { path: "calc.js", old_str: "// Adds two numbers.", new_str: "// Adds." } },
+          {
+            name: "filesystem__edit_file",
+            args: { path: "calc.js", old_str: "// Adds two numbers.", new_str: "// Adds." },
+          },
         ],
       },
       {
@@ -375,16 +389,21 @@ describe("agent serve", () => {
 
     // Answered in the terminal: the protocol client is told.
     const ask2 = await p.waitFor(
-      (e) => is("permissionRequest")(e) && (e.event.value as { planItem: { id: string } }).planItem.id !== id1,
+      (e) =>
+        is("permissionRequest")(e) && (e.event.value as { planItem: { id: string } }).planItem.id !== id1,
       pFrom,
       "the second request",
     );
     const id2 = (p.events[ask2]!.event.value as { planItem: { id: string } }).planItem.id;
     await waitForPane("Allow filesystem.write_file");
     tmux("send-keys", "-t", "attach", "y");
-    const r2 = p.events[
-      await p.waitFor((e) => is("requestResolved")(e) && (e.event.value as { planItemId: string }).planItemId === id2, ask2)
-    ]!;
+    const r2 =
+      p.events[
+        await p.waitFor(
+          (e) => is("requestResolved")(e) && (e.event.value as { planItemId: string }).planItemId === id2,
+          ask2,
+        )
+      ]!;
     expect(r2.event.value).toMatchObject({ decision: ClientDecision.ALLOW, resolvedBy: "human:once" });
     await waitForPane("Streaming to both frontends now.");
     await p.waitFor(statusIs(SessionStatus.COMPLETED), ask2, "completed");

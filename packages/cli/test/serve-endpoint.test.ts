@@ -4,7 +4,13 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { ensurePrivateDir, liveServers, type ServerRecord, socketPath, writeRecord } from "../src/serve/endpoint.ts";
+import {
+  ensurePrivateDir,
+  liveServers,
+  type ServerRecord,
+  socketPath,
+  writeRecord,
+} from "../src/serve/endpoint.ts";
 import { loopbackHost } from "../src/serve/server.ts";
 
 const made: string[] = [];

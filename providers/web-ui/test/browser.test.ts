@@ -19,7 +19,7 @@ import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, type Sandbox, sandbox } from "../../../packages/cli/test/helpers.ts";
 import type { ClientEventInit, FrontendConnection } from "../src/connection.ts";
-import { startWebUi, type WebUi } from "../src/server.ts";
+import { startWebUi } from "../src/server.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const DOCS = fileURLToPath(new URL("../../../docs/", import.meta.url));
@@ -40,19 +40,16 @@ function get(
 ): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      { host: "127.0.0.1", port: Number(u.port), path, method, headers },
-      (res) => {
-        let data = "";
-        res.setEncoding("utf8");
-        res.on("data", (d: string) => {
-          data += d;
-          // An event stream never ends: its first bytes are enough.
-          if (res.headers["content-type"]?.startsWith("text/event-stream")) res.destroy();
-        });
-        res.on("close", () => resolve({ status: res.statusCode ?? 0, body: data }));
-      },
-    );
+    const req = httpRequest({ host: "127.0.0.1", port: Number(u.port), path, method, headers }, (res) => {
+      let data = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        data += d;
+        // An event stream never ends: its first bytes are enough.
+        if (res.headers["content-type"]?.startsWith("text/event-stream")) res.destroy();
+      });
+      res.on("close", () => resolve({ status: res.statusCode ?? 0, body: data }));
+    });
     req.on("error", reject);
     req.end(body);
   });
@@ -94,7 +91,10 @@ beforeAll(async () => {
     server.once("exit", (code) => reject(new Error(`agent serve exited ${code}:\n${out}\n${err}`)));
   });
   // One browser for the whole file.
-  [browser] = await Promise.all([chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }), started]);
+  [browser] = await Promise.all([
+    chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
+    started,
+  ]);
 }, 60_000);
 
 afterAll(async () => {
@@ -166,7 +166,9 @@ describe("the web UI in Chromium", () => {
     await secondCard.waitFor({ state: "detached" });
     await second.getByText(/edit_file\? — allowed elsewhere \(human:once\)/).waitFor();
     // Streamed: the text grows in a streaming entry before the turn's render replaces it.
-    await page.locator(".entry.streaming.text", { hasText: "step3", hasNotText: "the test passes" }).waitFor();
+    await page
+      .locator(".entry.streaming.text", { hasText: "step3", hasNotText: "the test passes" })
+      .waitFor();
     // The answer, rendered as markdown.
     const answer = page.locator(".entry.assistant", { hasText: "the test passes" });
     await answer.waitFor();
@@ -175,7 +177,10 @@ describe("the web UI in Chromium", () => {
     await page.locator("body[data-status=completed]").waitFor();
     expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a + b;");
     // The sessions list names it.
-    await page.getByRole("navigation", { name: "Sessions" }).getByRole("button", { name: /Fix add/ }).waitFor();
+    await page
+      .getByRole("navigation", { name: "Sessions" })
+      .getByRole("button", { name: /Fix add/ })
+      .waitFor();
     await page.screenshot({ path: join(DOCS, "web-ui-transcript.png"), fullPage: true });
 
     // An interrupt from the page stops a long answer part-way.
@@ -200,7 +205,9 @@ describe("the web UI in Chromium", () => {
     const bearer = { authorization: `Bearer ${token}` };
     for (const path of ["/", "/app.js", "/events"]) {
       expect((await get(path, { host })).status).toBe(401);
-      expect((await get(path, { host, authorization: "Bearer not-the-token-at-all-000000" })).status).toBe(401);
+      expect((await get(path, { host, authorization: "Bearer not-the-token-at-all-000000" })).status).toBe(
+        401,
+      );
     }
     expect((await get("/?token=wrong", { host })).status).toBe(401);
     // DNS rebinding: the right address under a foreign name.
@@ -261,7 +268,9 @@ describe("the web UI in Chromium", () => {
         status: SessionStatus.RUNNING,
         profile: "default",
       });
-      feed.push({ event: { case: "sessionList", value: { sessions: [info("01ROOT0000000000000000000A", "Refactor")] } } });
+      feed.push({
+        event: { case: "sessionList", value: { sessions: [info("01ROOT0000000000000000000A", "Refactor")] } },
+      });
       feed.push({
         sessionId: "01ROOT0000000000000000000A",
         event: { case: "sessionAttached", value: { info: info("01ROOT0000000000000000000A", "Refactor") } },
@@ -290,7 +299,10 @@ describe("the web UI in Chromium", () => {
       });
       const nav = page.getByRole("navigation", { name: "Sessions" });
       const children = nav.getByRole("list", { name: "sub-agents" });
-      await children.first().getByRole("button", { name: /01CHILD000.*running/ }).waitFor();
+      await children
+        .first()
+        .getByRole("button", { name: /01CHILD000.*running/ })
+        .waitFor();
       await nav.getByRole("button", { name: /01GRANDCHI.*completed/ }).waitFor();
       // Nested: the grandchild's list sits inside the child's.
       await expect(children.count()).resolves.toBe(2);
@@ -344,7 +356,9 @@ describe("the web UI in Chromium", () => {
       await expect(entry.locator("img, script").count()).resolves.toBe(0);
       await expect(entry.locator("a[href^='javascript']").count()).resolves.toBe(0);
       await expect(entry.textContent()).resolves.toContain("<img src=x");
-      await expect(page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned)).resolves.toBeUndefined();
+      await expect(
+        page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned),
+      ).resolves.toBeUndefined();
       await page.screenshot({ path: join(DOCS, "web-ui-tree.png") });
     } finally {
       await context.close();

@@ -15,7 +15,9 @@ describe("the web UI guard", () => {
     expect(guard(ok)).toBeUndefined();
     expect(guard({ host: "localhost:4000", cookie: `a=b; ${cookieName(4000)}=${TOKEN}` })).toBeUndefined();
     expect(guard({ host: "[::1]:4000" }, false, TOKEN)).toBeUndefined();
-    expect(guard({ ...ok, origin: "http://127.0.0.1:4000", "sec-fetch-site": "same-origin" }, true)).toBeUndefined();
+    expect(
+      guard({ ...ok, origin: "http://127.0.0.1:4000", "sec-fetch-site": "same-origin" }, true),
+    ).toBeUndefined();
   });
 
   it("refuses a missing or wrong token, and another server's cookie", () => {

@@ -17,9 +17,13 @@ let port = 0;
 let logFile = "";
 
 function http(path: string, headers: Record<string, string>, method = "GET", body?: string) {
-  return request({ host: "127.0.0.1", port, path, method, headers: { host: `127.0.0.1:${port}`, ...headers } }).end(
-    body,
-  );
+  return request({
+    host: "127.0.0.1",
+    port,
+    path,
+    method,
+    headers: { host: `127.0.0.1:${port}`, ...headers },
+  }).end(body);
 }
 
 beforeAll(async () => {
@@ -123,6 +127,9 @@ describe("the web-ui plugin", () => {
         .on("error", reject);
     });
     const answer = events.find((f) => f.includes("via-plugin"))!;
-    expect(JSON.parse(answer.replace(/^data: /, ""))).toMatchObject({ requestId: "via-plugin", sessionList: {} });
+    expect(JSON.parse(answer.replace(/^data: /, ""))).toMatchObject({
+      requestId: "via-plugin",
+      sessionList: {},
+    });
   });
 });
