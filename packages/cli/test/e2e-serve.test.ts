@@ -453,6 +453,41 @@ describe("agent serve", () => {
     c.close();
   });
 
+  it("serve --background outlives its command, run --detach uses it, serve --stop ends it", async () => {
+    const other = sb.repo("background");
+    writeFileSync(join(other, "agent.hcl"), readFileSync(join(repo, "agent.hcl"), "utf8"));
+    const otherEnv = { ...env, FIXTURE_ROOT: other };
+    fake.push({ kind: "text", text: "From the background." });
+    // Started with everything it can print (socket, TCP, web): it must outlive this command.
+    const started = await agent(["serve", "--background", "--tcp", "--web"], { cwd: other, env: otherEnv });
+    expect(started.code).toBe(0);
+    expect(started.stdout).toContain("web UI: http://127.0.0.1:");
+    const r = await agent(["run", "--detach", "Hello from elsewhere"], { cwd: other, env: otherEnv });
+    expect(r.code).toBe(0);
+    const id = r.stdout.trim();
+    const status = await agent(["serve", "--status"], { cwd: other, env: otherEnv });
+    expect(status.code).toBe(0);
+    const pid = Number(/pid (\d+)\)/.exec(status.stdout)![1]);
+    expect(pid).not.toBe(server.pid);
+    const c = new Client({ kind: "unix", socket: /on unix:(\S+)/.exec(status.stdout)![1]! });
+    c.send({ event: { case: "resumeSession", value: { requestId: "bg", sessionId: id } } });
+    await c.waitFor((e) => json(e).includes("From the background."), 0, "the answer");
+    c.close();
+    expect((await agent(["serve", "--stop"], { cwd: other, env: otherEnv })).code).toBe(0);
+    const gone = Date.now() + 20_000;
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < gone) await new Promise((res) => setTimeout(res, 50));
+    expect(alive()).toBe(false);
+    expect((await agent(["serve", "--status"], { cwd: other, env: otherEnv })).code).toBe(1);
+  });
+
   it("no secret crosses the endpoint", () => {
     const all = clients.flatMap((c) => c.events.map(json)).join("\n");
     expect(all.length).toBeGreaterThan(1000);

@@ -4,7 +4,7 @@
 // the web UI (`--web`) are its frontends; `agent sessions list` shows what it hosts.
 // With `--background` the command starts the server detached and returns once it listens.
 import { spawn } from "node:child_process";
-import { appendFileSync, mkdirSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError, loadGlobalConfig, loadProjectConfig } from "@pluggableharness/config";
 import { createKernel, KernelLogger, type KernelLogRecord, LOG_LEVEL_ORDER } from "@pluggableharness/kernel";
@@ -37,7 +37,7 @@ export interface ServeOptions {
   status?: boolean;
 }
 
-/** The line a server prints once it listens; `--background` and `run --detach` wait for it. */
+/** The first line a server prints once it listens. */
 const READY = "agent serve: listening";
 
 function port(value: string | boolean | undefined, flag: string): number | undefined {
@@ -99,7 +99,11 @@ export async function runServe(io: Io, opts: ServeOptions): Promise<number> {
   return serveForeground(io, opts);
 }
 
-/** Starts `agent serve` detached (its output to serve.log) and waits until it listens. */
+/**
+ * Starts `agent serve` detached and waits until it has published its record. The server
+ * writes nothing to this process (its output goes to serve.log): a pipe we stopped reading
+ * would fail its next write.
+ */
 export async function startInBackground(io: Io, opts: ServeOptions = {}): Promise<ServerRecord> {
   const projectDir = projectDirOf(io);
   const existing = serverOf(io.env, projectDir);
@@ -115,41 +119,44 @@ export async function startInBackground(io: Io, opts: ServeOptions = {}): Promis
       : []),
     ...(opts.ask ? ["--ask", opts.ask] : []),
   ];
-  const child = spawn(process.execPath, args, {
-    cwd: io.cwd,
-    env: { ...io.env, AGENT_SERVE_BACKGROUND: "1" },
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const ready = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), 60_000);
-    const onData = (d: Buffer) => {
-      output += d.toString("utf8");
-      if (output.includes(READY)) {
-        clearTimeout(timer);
-        resolve(true);
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", (d: Buffer) => {
-      output += d.toString("utf8");
+  const log = logFile(io.env);
+  mkdirSync(dirname(log), { recursive: true, mode: 0o700 });
+  const fd = openSync(log, "a", 0o600);
+  const from = fstatSync(fd).size;
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(process.execPath, args, {
+      cwd: io.cwd,
+      env: { ...io.env, AGENT_SERVE_BACKGROUND: "1" },
+      detached: true,
+      stdio: ["ignore", fd, fd],
     });
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve(false);
-    });
-  });
-  child.stdout!.destroy();
-  child.stderr!.destroy();
-  child.unref();
-  if (!ready) {
-    if (child.exitCode === null) child.kill("SIGTERM");
-    throw new CliError(`agent: the background server did not start:\n${output.trim()}`, EXIT.ERROR);
+  } finally {
+    closeSync(fd);
   }
-  const record = serverOf(io.env, projectDir);
-  if (!record) throw new CliError("agent: the background server started but published no record", EXIT.ERROR);
-  return record;
+  let exited = false;
+  child.once("exit", () => {
+    exited = true;
+  });
+  child.once("error", () => {
+    exited = true;
+  });
+  child.unref();
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const record = serverOf(io.env, projectDir);
+    if (record && record.pid === child.pid) return record;
+    if (exited || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (!exited) child.kill("SIGTERM");
+  let said = "";
+  try {
+    said = readFileSync(log, "utf8").slice(from).trim().split("\n").slice(-20).join("\n");
+  } catch {
+    // nothing to show
+  }
+  throw new CliError(`agent: the background server did not start${said ? `:\n${said}` : ""}`, EXIT.ERROR);
 }
 
 async function serveForeground(io: Io, opts: ServeOptions): Promise<number> {
@@ -234,12 +241,8 @@ async function serveForeground(io: Io, opts: ServeOptions): Promise<number> {
       startedAt: new Date().toISOString(),
     };
     writeRecord(dir, record);
-    for (const l of describe(record)) line(io.out, l);
-    if (background) {
-      // Whoever started us stops reading now; nothing more goes to these pipes.
-      process.stdout.on("error", () => {});
-      process.stderr.on("error", () => {});
-    }
+    // In the background our output is serve.log: the record is what the starter waits for.
+    if (!background) for (const l of describe(record)) line(io.out, l);
     log.info("serving", { socket: endpoint.socket, tcp: endpoint.tcp?.port ?? null, web: web !== undefined });
     await done;
     return EXIT.OK;
