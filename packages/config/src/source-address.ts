@@ -21,6 +21,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "tui",
   "web-ui",
   "mcp",
+  "agent",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];
