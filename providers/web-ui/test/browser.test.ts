@@ -5,7 +5,7 @@
 // second tab on the same session withdraws it, the file changes on disk, markdown is
 // rendered, and an interrupt stops a turn. Requests without the token, with a foreign
 // Origin or a foreign Host are refused. The sub-agent tree is driven by synthetic
-// SessionTreeUpdate events (no kernel emits them yet). Screenshots go to docs/.
+// SessionTreeUpdate events (written before the kernel emitted them). Screenshots go to docs/.
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
