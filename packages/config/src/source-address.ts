@@ -24,6 +24,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "workspace-context",
   "memory",
   "tui",
+  "web-ui",
   "mcp",
   "agent",
 ] as const;
