@@ -62,6 +62,10 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
         .default("deny"),
     )
     .option("--verbose", "text output: print the whole transcript, not only the final answer")
+    .option(
+      "--detach",
+      "start the session under agent serve (started in the background if needed), print its id and return",
+    )
     .addHelpText(
       "after",
       `
@@ -78,6 +82,47 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .action(async (message: string | undefined, opts) => {
       const { runRun } = await import("./commands/run.ts");
       finish(await runRun(io, { ...opts, ...(message !== undefined ? { message } : {}) }));
+    });
+
+  program
+    .command("serve")
+    .description(
+      "run this project's sessions in a background kernel that frontends attach to (unix socket; --tcp, --web)",
+    )
+    .option(
+      "--tcp [port]",
+      "also listen on loopback TCP (any free port without one); calls need the printed token",
+    )
+    .option(
+      "--web [port]",
+      "also serve the web UI on loopback (any free port without one); the printed address carries its token",
+    )
+    .addOption(
+      new Option("--ask <answer>", "what a permission request becomes while no frontend is attached")
+        .choices(["wait", "deny", "allow"])
+        .default("wait"),
+    )
+    .option("--background", "start the server detached and return once it listens")
+    .option("--status", "show this project's server, if one runs")
+    .option("--stop", "stop this project's server")
+    .action(async (opts) => {
+      const { runServe } = await import("./commands/serve.ts");
+      finish(await runServe(io, opts));
+    });
+
+  program
+    .command("attach [session-id]")
+    .description(
+      "a terminal UI on a session agent serve hosts (backfill, live stream, approvals); leaving only detaches",
+    )
+    .option("--web", "print the web UI's address for the session instead")
+    .option(
+      "--tcp <host:port>",
+      "attach over the server's loopback TCP endpoint (token in AGENT_SERVE_TOKEN)",
+    )
+    .action(async (session: string | undefined, opts) => {
+      const { runAttach } = await import("./commands/attach.ts");
+      finish(await runAttach(io, session, opts));
     });
 
   program

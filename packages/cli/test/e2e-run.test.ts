@@ -198,11 +198,11 @@ describe("agent run -p (headless)", () => {
     expect(r.stdout).toContain("+  return a + b;");
     expect(fake.requests).toHaveLength(4);
 
-    // The listing: id, start time, directory, model, status, cost, title.
+    // The listing: id, start time, directory, model, status, live (nobody runs it now), cost, title.
     expect(list.code).toBe(0);
     const row = list.stdout.split("\n").find((l) => l.startsWith(sessionId))!;
     expect(row).toMatch(
-      /^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+~\/repo\s+anthropic\/\S+\s+completed\s+\$\S+\s+Fix add\(\) in calc\.js/,
+      /^\S+\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+~\/repo\s+anthropic\/\S+\s+completed\s+-\s+\$\S+\s+Fix add\(\) in calc\.js/,
     );
     // show: the kernel's generic rendering of the file, no plugin started.
     expect(show.code).toBe(0);

@@ -9,6 +9,8 @@
 // The defects it reproduces: the model wrote an always-allow rule for bash into the
 // project's policy and ran commands unasked next session; an approved bash call read the
 // kernel's API key from /proc/<kernel pid>/environ.
+
+import { execFileSync } from "node:child_process";
 import {
   existsSync,
   lstatSync,
@@ -65,6 +67,14 @@ beforeAll(async () => {
   };
   // The kernel's own files exist before the run, as after any first session.
   writeFileSync(join(repo, ".agent-marker"), "x");
+  // The git provider too (issue 26): its writes must not reach kernel-owned files either.
+  const hcl = readFileSync(join(repo, "agent.hcl"), "utf8")
+    .replace(
+      "required_providers {\n",
+      'required_providers {\n  git = {\n    source  = "pluggableharness/git"\n    version = ">= 0.1.0"\n  }\n',
+    )
+    .replace('tools     = ["filesystem.*", "exec.*"]', 'tools     = ["filesystem.*", "exec.*", "git.*"]');
+  writeFileSync(join(repo, "agent.hcl"), `${hcl}\nprovider "git" {\n  roots = [env("FIXTURE_ROOT")]\n}\n`);
 });
 
 afterAll(async () => {
@@ -88,6 +98,10 @@ describe("escalation corpus", () => {
     symlinkSync(".agent", join(repo, "innocent"));
 
     const write = (path: string) => ({ name: "filesystem__write_file", args: { path, content: EVIL_RULE } });
+    const patch = (body: string) => ({
+      name: "filesystem__apply_patch",
+      args: { patch: `*** Begin Patch\n${body}\n*** End Patch` },
+    });
     const bashCall = (command: string) => ({ name: "exec__bash", args: { command } });
     type Call = { name: string; args: Record<string, unknown> };
     const recs: Array<Record<string, unknown>> = [];
@@ -135,12 +149,75 @@ describe("escalation corpus", () => {
         bashCall("tee -a ~/.config/agent/config.hcl < /dev/null"),
       ],
       [bashCall("sed -i s/allow/deny/ agent.hcl"), bashCall("ln -sf /dev/null .agent/policy.auto.hcl")],
+      // apply_patch names its files inside the patch text; edit_files and notebook_edit in fields.
+      [
+        patch(
+          `*** Update File: agent.hcl\n@@\n-agent_profile "default" {\n+${EVIL_RULE}agent_profile "default" {`,
+        ),
+        patch(`*** Add File: .agent/policy.auto.hcl\n+${EVIL_RULE.trimEnd().split("\n").join("\n+")}`),
+        patch("*** Update File: calc.js\n*** Move to: innocent/policy.auto.hcl"),
+        patch(`*** Add File: ok.txt\n+fine\n*** Delete File: ${join(repo, "agent.hcl")}`),
+      ],
+      [
+        {
+          name: "filesystem__edit_files",
+          args: {
+            changes: [
+              { path: "ok.txt", action: "create", content: "x" },
+              { path: "agent.hcl", action: "delete" },
+            ],
+          },
+        },
+        {
+          name: "filesystem__edit_files",
+          args: { changes: [{ path: "calc.js", action: "move", to: ".agent/agent.lock.hcl" }] },
+        },
+        {
+          name: "filesystem__notebook_edit",
+          args: { path: ".agent/n.ipynb", mode: "insert", source: "x" },
+        },
+        { name: "git__git_stage", args: { paths: ["agent.hcl"] } },
+      ],
     ];
     for (const calls of refusedByKernel) {
       const r = await attempt(calls);
       // 4: the run completed and tool calls were denied.
       expect(r.code, r.stderr).toBe(4);
     }
+    // git: a branch whose agent.hcl grants everything. Switching to it (or stashing an edit of
+    // agent.hcl) would rewrite the file; the provider refuses before git runs.
+    const g = (...a: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...a], {
+        cwd: repo,
+        stdio: "pipe",
+      });
+    g("init", "-q", "-b", "main");
+    g("add", "-A");
+    g("commit", "-q", "-m", "project");
+    g("switch", "-q", "-c", "evil");
+    writeFileSync(join(repo, "agent.hcl"), `${before.hcl}${EVIL_RULE}`);
+    g("commit", "-q", "-am", "grant everything");
+    g("switch", "-q", "main");
+    // A stash holding an edit of agent.hcl (made by hand, not by a tool).
+    writeFileSync(join(repo, "agent.hcl"), `${before.hcl}${EVIL_RULE}`);
+    g("stash", "push", "-q");
+    expect(readFileSync(join(repo, "agent.hcl"), "utf8")).toBe(before.hcl);
+    const gitRun = await attempt([
+      { name: "git__git_switch", args: { branch: "evil" } },
+      { name: "git__git_stash", args: { action: "apply" } },
+    ]);
+    expect(gitRun.code, gitRun.stderr).toBe(0);
+    const gitResults = recs.filter(
+      (x) =>
+        x["type"] === "tool_result" && String(x["tool_name"]).startsWith("git_") && x["denied"] === false,
+    );
+    expect(gitResults.map((x) => x["error"] && (x["error"] as Record<string, unknown>)["category"])).toEqual([
+      "permission_denied",
+      "permission_denied",
+    ]);
+    expect(readFileSync(join(repo, "agent.hcl"), "utf8")).toBe(before.hcl);
+    expect(g("branch", "--show-current").toString()).toBe("main\n");
+
     // Computed names the kernel cannot read: only the sandbox stops these. Secrets through
     // /proc and the environment; the network; writes outside the roots.
     const r = await attempt([

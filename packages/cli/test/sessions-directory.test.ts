@@ -68,7 +68,7 @@ describe("sessions of a directory", () => {
     });
     const table = await agent(["sessions", "list"], { cwd: sb.home, env });
     expect(table.stdout.split("\n")[0]).toMatch(
-      /ID\s+STARTED \(UTC\)\s+DIRECTORY\s+MODEL\s+STATUS\s+COST\s+TITLE/,
+      /ID\s+STARTED \(UTC\)\s+DIRECTORY\s+MODEL\s+STATUS\s+LIVE\s+COST\s+TITLE/,
     );
     expect(table.stdout).toMatch(new RegExp(`${a["session_id"]}.*~/alpha.*completed.*Explain the alpha`));
   });

@@ -111,6 +111,7 @@ export function protectedHitOf(
     if (depth > 8) return undefined;
     if (typeof v === "string") {
       if (key === "command") return commandHit(v, cwd, paths);
+      if (key === "patch") return patchHit(v, cwd, paths);
       if (!PATH_KEY.test(key)) return undefined;
       const p = protectedPathOf(v, cwd, paths);
       return p ? { path: p, argument: key } : undefined;
@@ -131,6 +132,30 @@ export function protectedHitOf(
     return undefined;
   };
   return visit(args, "", 0);
+}
+
+/**
+ * The files a `patch` argument names: the file headers of the apply_patch format
+ * (`*** Add File:`, `*** Update File:`, `*** Delete File:`, `*** Move to:`) and of unified
+ * diffs (`--- a/x`, `+++ b/x`).
+ */
+export function patchPaths(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const m =
+      /^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+)$/.exec(line.trim()) ??
+      /^(?:---|\+\+\+) (?:[ab]\/)?([^\t]+)/.exec(line);
+    if (m && m[1]!.trim() !== "/dev/null") out.push(m[1]!.trim());
+  }
+  return out;
+}
+
+function patchHit(text: string, cwd: string, paths: readonly string[]): ProtectedHit | undefined {
+  for (const f of patchPaths(text)) {
+    const p = protectedPathOf(f, cwd, paths);
+    if (p) return { path: p, argument: "patch" };
+  }
+  return undefined;
 }
 
 function commandHit(text: string, cwd: string, paths: readonly string[]): ProtectedHit | undefined {

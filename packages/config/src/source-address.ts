@@ -14,6 +14,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "filesystem",
   "search",
   "exec",
+  "git",
   "web",
   "user",
   "task",
@@ -24,6 +25,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "memory",
   "compactor",
   "tui",
+  "web-ui",
   "mcp",
   "agent",
 ] as const;

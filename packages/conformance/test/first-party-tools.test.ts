@@ -2,6 +2,7 @@
 // over the real plugin boundary, on each transport (a process, a worker thread): the RPC surface, static schemas, honest concurrency
 // declarations, exit_status only from the process-backed operation, and relative paths
 // resolved against the call's working directory.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,7 +21,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ToolHarness, TRANSPORTS } from "../src/index.ts";
 
-const PROVIDERS = ["filesystem", "search", "exec", "web", "user", "task", "memory"] as const;
+const PROVIDERS = ["filesystem", "search", "exec", "git", "web", "user", "task", "memory"] as const;
 type Provider = (typeof PROVIDERS)[number];
 const main = (p: Provider) => fileURLToPath(new URL(`../../../providers/${p}/src/main.ts`, import.meta.url));
 
@@ -47,6 +48,7 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
       filesystem: { roots: [root] },
       search: { roots: [root] },
       exec: { roots: [root], kill_grace_ms: 300 },
+      git: { roots: [base] },
       web: { allow_private_network: true, search_api_key: SEARCH_KEY, search_base_url: serverUrl },
       user: {},
       task: {},
@@ -59,6 +61,20 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
     mkdirSync(join(root, "sub"), { recursive: true });
     writeFileSync(join(root, "a.txt"), "top level\n");
     writeFileSync(join(root, "sub", "a.txt"), "inside sub\n");
+    writeFileSync(
+      join(root, "sub", "n.ipynb"),
+      `${JSON.stringify({ cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 }, null, 1)}\n`,
+    );
+    // The git provider's repository: the root, with a bare remote beside it.
+    const git = (cwd: string, ...a: string[]) => execFileSync("git", a, { cwd, stdio: "pipe" });
+    git(root, "init", "-q", "-b", "main");
+    git(root, "config", "user.name", "T");
+    git(root, "config", "user.email", "t@example.com");
+    git(root, "add", "-A");
+    git(root, "commit", "-q", "-m", "initial");
+    mkdirSync(join(base, "remote.git"));
+    git(join(base, "remote.git"), "init", "-q", "--bare");
+    git(root, "remote", "add", "origin", join(base, "remote.git"));
     server = createServer((req, res) => {
       networkHits++;
       if ((req.url ?? "").startsWith("/res/v1/web/search")) {
@@ -157,7 +173,25 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
         ["filesystem", "read_file", { path: "w.txt" }],
         ["filesystem", "edit_file", { path: "w.txt", old_str: "one", new_str: "two" }],
         ["filesystem", "multi_edit", { path: "w.txt", edits: [{ old_str: "two", new_str: "three" }] }],
+        [
+          "filesystem",
+          "apply_patch",
+          { patch: "*** Begin Patch\n*** Update File: w.txt\n@@\n-three\n+four\n*** End Patch" },
+        ],
+        ["filesystem", "edit_files", { changes: [{ path: "e.txt", action: "create", content: "e\n" }] }],
+        ["filesystem", "notebook_edit", { path: "n.ipynb", mode: "insert", source: "x = 1" }],
         ["filesystem", "list_directory", {}],
+        ["git", "git_status", {}],
+        ["git", "git_diff", {}],
+        ["git", "git_log", {}],
+        ["git", "git_show", {}],
+        ["git", "git_blame", { path: "a.txt" }],
+        ["git", "git_stage", { paths: ["w.txt", "e.txt", "n.ipynb"] }],
+        ["git", "git_commit", { message: "more" }],
+        ["git", "git_branch_create", { name: "b1" }],
+        ["git", "git_switch", { branch: "b1" }],
+        ["git", "git_stash", { action: "list" }],
+        ["git", "git_push", { set_upstream: true }],
         ["search", "glob", { pattern: "*.txt" }],
         ["search", "grep", { pattern: "sub" }],
         ["web", "web_fetch", { url: `${serverUrl}/page.txt` }],

@@ -115,8 +115,11 @@ export interface KernelOptions {
   readonly logSink?: KernelLogSink;
   /** Minimum level passed to the sink (default: settings.log_level). */
   readonly logLevel?: KernelLogLevel;
-  /** How an `ask` resolves when no interactive frontend is attached: deny (default) or allow. */
-  readonly headlessAsk?: "deny" | "allow";
+  /**
+   * How an `ask` resolves when no interactive frontend is attached: deny (default), allow,
+   * or wait (`agent serve`: it stays pending until a frontend attaches, or an interrupt).
+   */
+  readonly headlessAsk?: "deny" | "allow" | "wait";
   /** Local name -> executable, on top of the global config's dev_overrides. */
   readonly devOverrides?: Readonly<Record<string, string>>;
   /** Read $XDG_CONFIG_HOME/agent/config.hcl (default true). */
@@ -237,6 +240,8 @@ export interface Kernel {
   /** Loads a session to continue it (COMPLETED, CANCELLED or FAILED ones re-open on the next send). */
   resumeSession(sessionId: string): Promise<SessionHandle>;
   listProviders(): readonly ProviderStatus[];
+  /** The sessions this kernel holds open (their writer), with how many frontends each has attached. */
+  liveSessions(): { readonly sessionId: string; readonly frontends: number }[];
   /** Cancels running sessions, closes every connection and stops the plugins this kernel owns. */
   shutdown(): Promise<void>;
 }
@@ -819,6 +824,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
 
   listProviders(): readonly ProviderStatus[] {
     return this.#providers?.statuses() ?? [];
+  }
+
+  liveSessions(): { sessionId: string; frontends: number }[] {
+    return [...this.#sessions.values()].map((s) => ({
+      sessionId: s.id,
+      frontends: s.channel.subscriberCount,
+    }));
   }
 
   async shutdown(): Promise<void> {

@@ -112,6 +112,11 @@ export interface ToolDefinition<A = JsonObject> {
    * `omit` names properties that only restate it (kept in the payload for frontends).
    */
   modelText?: { field: string; omit?: readonly string[] };
+  /**
+   * ToolSchema.model_image_field: a top-level array of `{media_type, data}` (base64) in
+   * `output` that the kernel shows a vision model as images, and any other as a note.
+   */
+  modelImages?: string;
   /** Return the result payload; yield intermediate events; throw ToolFailure to fail. */
   invoke(args: A, ctx: ToolContext): InvokeOutput;
   /** Side-effect-free description of what invoke would do. */
@@ -256,6 +261,7 @@ export function toolService(options: ToolProviderOptions) {
           ...(t.modelText
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
             : {}),
+          ...(t.modelImages ? { modelImageField: t.modelImages } : {}),
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),

@@ -28,7 +28,7 @@ interface Planned {
   replacements: number;
 }
 
-interface Edit {
+export interface Edit {
   old_str: string;
   new_str: string;
   replace_all?: boolean;
@@ -41,7 +41,12 @@ function countOccurrences(text: string, needle: string): number {
 }
 
 /** Applies one exact-match replacement; `label` names the edit in messages. */
-function applyEdit(text: string, edit: Edit, path: string, label: string): { text: string; count: number } {
+export function applyEdit(
+  text: string,
+  edit: Edit,
+  path: string,
+  label: string,
+): { text: string; count: number } {
   if (edit.old_str === "") throw new ToolFailure("invalid_arguments", `${label}old_str must not be empty`);
   if (edit.old_str === edit.new_str) {
     throw new ToolFailure(

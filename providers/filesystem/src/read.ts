@@ -1,7 +1,8 @@
 // read_file: a line range of a text file, line-numbered, within a byte budget.
-import { open, stat } from "node:fs/promises";
+import { open, readFile, stat } from "node:fs/promises";
 import { looksBinary, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, resolvePath } from "./files.ts";
+import { type ImageInfo, imageInfo } from "./image.ts";
 import { settings } from "./state.ts";
 
 const DEFAULT_LIMIT = 2000;
@@ -20,7 +21,9 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
   description:
     "Read a text file. Returns the lines prefixed with their 1-based line numbers and a tab. " +
     `Reads up to ${DEFAULT_LIMIT} lines from offset (default: line 1); use offset and limit to page through long files. ` +
-    "Lines longer than 2000 characters are shortened. Binary files are detected and not shown. " +
+    "Lines longer than 2000 characters are shortened. PNG, JPEG, GIF and WebP images are returned as images " +
+    "(shown to models that take images; others get a note saying what the image is). Other binary files are " +
+    "detected and not shown. " +
     "Relative paths resolve against the working directory; only paths inside the configured roots are allowed.",
   input: s.object(
     {
@@ -41,6 +44,21 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
       binary: s.boolean("The file is binary; content is empty."),
       truncated: s.boolean("Not every line from offset to the end of the file is shown."),
       notice: s.string("Why the content is incomplete and how to read the rest; empty when complete."),
+      image: s.object(
+        {
+          media_type: s.string("image/png, image/jpeg, image/gif or image/webp."),
+          width: s.integer("Width in pixels (0 when the header does not say)."),
+          height: s.integer("Height in pixels (0 when the header does not say)."),
+        },
+        ["media_type", "width", "height"],
+      ),
+      images: s.array(
+        s.object(
+          { media_type: s.string("The image's media type."), data: s.string("The file's bytes, base64.") },
+          ["media_type", "data"],
+        ),
+        "The image itself, for the model (absent for text files and images over max_image_bytes).",
+      ),
     },
     [
       "path",
@@ -60,6 +78,7 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
   idempotent: true,
   // The model reads the lines themselves, not JSON with escaped newlines.
   modelText: { field: "content" },
+  modelImages: "images",
 
   async invoke(args, ctx) {
     const offset = args.offset ?? 1;
@@ -68,7 +87,7 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
     if (limit < 1) throw new ToolFailure("invalid_arguments", "limit must be at least 1");
     const file = await resolvePath(args.path, ctx.workingDirectory);
     if (!file.exists) throw new ToolFailure("not_found", `${args.path} does not exist`);
-    const { maxReadBytes, maxFileBytes } = settings();
+    const { maxReadBytes, maxFileBytes, maxImageBytes } = settings();
     return guard(args.path, async () => {
       const st = await stat(file.real);
       if (st.isDirectory()) {
@@ -85,6 +104,8 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
       } finally {
         await handle.close();
       }
+      const info = imageInfo(data);
+      if (info) return readImage(file.real, args.path, st.size, info, maxImageBytes);
       if (looksBinary(data)) {
         return {
           ...base,
@@ -167,6 +188,7 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
   render(input) {
     if (input.kind !== "tool_result" || !input.payload) return undefined;
     const p = input.payload;
+    if (p["image"]) return r.text(String(p["content"] ?? ""), "bold");
     const summary = p["binary"]
       ? `Read ${p["path"]} (binary, not shown)`
       : `Read ${p["path"]}, lines ${p["start_line"]}-${p["end_line"]} of ${p["total_lines"]}`;
@@ -175,3 +197,34 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
     return r.collapsible(summary, children, true);
   },
 };
+
+async function readImage(real: string, path: string, size: number, info: ImageInfo, max: number) {
+  const dims = info.width && info.height ? `${info.width}x${info.height} pixels, ` : "";
+  const image = { media_type: info.mediaType, width: info.width ?? 0, height: info.height ?? 0 };
+  const base = {
+    path,
+    start_line: 0,
+    end_line: 0,
+    total_lines: 0,
+    size_bytes: size,
+    binary: true,
+    image,
+  };
+  if (size > max) {
+    const notice = `the image is ${size} bytes, over the ${max}-byte max_image_bytes limit; not shown`;
+    return {
+      ...base,
+      content: `${info.format} image ${path} (${dims}${size} bytes): ${notice}`,
+      truncated: true,
+      notice,
+    };
+  }
+  const bytes = await readFile(real);
+  return {
+    ...base,
+    content: `${info.format} image ${path} (${dims}${bytes.length} bytes)`,
+    truncated: false,
+    notice: "",
+    images: [{ media_type: info.mediaType, data: bytes.toString("base64") }],
+  };
+}

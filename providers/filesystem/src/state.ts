@@ -7,6 +7,7 @@ import {
   Jail,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { recoverJournals } from "./transaction.ts";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -25,6 +26,13 @@ export const CONFIG: readonly ConfigField[] = [
       "Most bytes of file content read_file returns in one call; longer output is cut with a notice.",
   },
   {
+    name: "max_image_bytes",
+    type: "number",
+    default: 3_932_160,
+    description:
+      "Largest image read_file returns as an image (3.75 MiB: 5 MiB once base64-encoded, the smallest vendor limit); larger ones are described, not shown.",
+  },
+  {
     name: "max_file_bytes",
     type: "number",
     default: 10 * 1024 * 1024,
@@ -36,6 +44,7 @@ export interface Settings {
   jail: Jail;
   maxReadBytes: number;
   maxFileBytes: number;
+  maxImageBytes: number;
 }
 
 let current: Settings | undefined;
@@ -54,18 +63,22 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   const roots = values["roots"] as string[];
   const maxReadBytes = values["max_read_bytes"] as number;
   const maxFileBytes = values["max_file_bytes"] as number;
+  const maxImageBytes = values["max_image_bytes"] as number;
   const problems: Diagnostic[] = [];
   if (roots.length === 0) problems.push(configError(["roots"], "At least one root is required"));
   for (const [name, v] of [
     ["max_read_bytes", maxReadBytes],
     ["max_file_bytes", maxFileBytes],
+    ["max_image_bytes", maxImageBytes],
   ] as const) {
     if (!Number.isInteger(v) || v < 1024)
       problems.push(configError([name], `${name} must be an integer of at least 1024`));
   }
   if (problems.length > 0) return problems;
   try {
-    current = { jail: await Jail.create(roots), maxReadBytes, maxFileBytes };
+    current = { jail: await Jail.create(roots), maxReadBytes, maxFileBytes, maxImageBytes };
+    // A multi-file change a crash cut short is rolled back before any call runs.
+    await recoverJournals(current.jail.roots);
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }

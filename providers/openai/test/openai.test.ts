@@ -273,7 +273,8 @@ describe("streaming", () => {
 
   it("marks a failed tool result and carries its image as an input part", async () => {
     fake.push(scenarios.text("Noted."));
-    const png = utf8("not-really-a-png");
+    // The validating fake checks that image/png bytes are a PNG (the signature).
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
     const { events } = await complete({
       messages: [
         { role: Role.USER, id: "m0", content: [text("Go")] },
@@ -597,7 +598,13 @@ describe("content rules and parameters", () => {
   const png = {
     block: {
       case: "image" as const,
-      value: { mediaType: "image/png", source: { case: "data" as const, value: utf8("x") } },
+      value: {
+        mediaType: "image/png",
+        source: {
+          case: "data" as const,
+          value: new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        },
+      },
     },
   };
   const pdf = {

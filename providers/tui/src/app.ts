@@ -82,6 +82,11 @@ export interface TuiOptions {
   workingDirectory?: string;
   /** The agent's own files, which `@path` never attaches (default: agent.hcl and .agent/ here). */
   protectedPaths?: readonly string[];
+  /**
+   * Leaving detaches only (`agent attach` to a served session): the session keeps
+   * running, so exiting sends no interrupt.
+   */
+  detachOnExit?: boolean;
 }
 
 export interface TuiResult {
@@ -121,6 +126,7 @@ export class Tui {
   private readonly protectedPaths: readonly string[];
   /** Sessions this UI detached from (/clear, /resume): their late events are dropped. */
   private readonly left = new Set<string>();
+  private readonly detachOnExit: boolean;
   private readonly plain: boolean;
   private readonly p: Painter;
   private readonly screen: Screen | undefined;
@@ -186,6 +192,7 @@ export class Tui {
     this.fresh = options.session.kind !== "create" && !!options.session.fresh;
     this.cwd = options.workingDirectory ?? process.cwd();
     this.protectedPaths = options.protectedPaths ?? defaultProtectedPaths(this.cwd);
+    this.detachOnExit = !!options.detachOnExit;
     this.now = options.now ?? Date.now;
     const env = options.env ?? process.env;
     const tty = !options.plain && !!options.output.isTTY && !!options.input.isTTY && env["TERM"] !== "dumb";
@@ -334,6 +341,9 @@ export class Tui {
           if (who) this.askedBy.set(e.value.planItem.id, who);
           if (!this.plain) this.output.write("\x07");
         }
+        return;
+      case "requestResolved":
+        this.withdraw(e.value);
         return;
       case "interactiveRequest":
         this.closeStreams(false, ["text", "thinking"]);
@@ -568,6 +578,42 @@ export class Tui {
 
   // ---- prompts -------------------------------------------------------------
 
+  /** A request settled elsewhere (another frontend answered first, or an interrupt): withdraw it. */
+  private withdraw(r: {
+    planItemId: string;
+    callId: string;
+    resolvedBy: string;
+    decision: ClientDecision;
+  }): void {
+    const pi = r.planItemId ? this.permissions.findIndex((p) => p.id === r.planItemId) : -1;
+    const qi = r.callId ? this.questions.findIndex((q) => q.callId === r.callId) : -1;
+    if (pi < 0 && qi < 0) return; // answered here: already gone
+    const what =
+      pi >= 0
+        ? `${this.permissions[pi]!.provider}.${this.permissions[pi]!.toolName}`
+        : this.questions[qi]!.toolName;
+    if (pi >= 0) {
+      if (pi === 0) {
+        this.overlay.length = 0;
+        this.editing = undefined;
+        this.denying = undefined;
+      }
+      this.permissions.splice(pi, 1);
+    } else {
+      if (qi === 0) this.overlay.length = 0;
+      this.questions.splice(qi, 1);
+    }
+    const verdict =
+      r.decision === ClientDecision.ALLOW
+        ? "allowed"
+        : r.decision === ClientDecision.DENY
+          ? "denied"
+          : "settled";
+    this.commit([this.p.paint(`${what} was ${verdict} elsewhere (${sanitize(r.resolvedBy)})`, "dim")]);
+    this.prompted = "";
+    this.takeLine();
+  }
+
   private clearPrompts(): void {
     this.permissions.length = 0;
     this.questions.length = 0;
@@ -712,9 +758,14 @@ export class Tui {
         return;
       }
       this.ctrlCAt = now;
-      if (this.busy) this.interrupt();
+      // Attached to a served session, Ctrl-C only ever leaves; Esc is what interrupts.
+      if (this.busy && !this.detachOnExit) this.interrupt();
       this.editor.clear();
-      this.flash("Press Ctrl-C again to exit");
+      this.flash(
+        this.detachOnExit
+          ? "Press Ctrl-C again to detach (the session keeps running; Esc interrupts it)"
+          : "Press Ctrl-C again to exit",
+      );
       return;
     }
     if (this.editor.search) {
@@ -1047,7 +1098,7 @@ export class Tui {
 
   private helpLines(): string[] {
     const lines = [
-      "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
+      `Enter sends · Esc interrupts the turn · Ctrl-C twice ${this.detachOnExit ? "detaches (the session keeps running)" : "exits"} · Ctrl-O shows the last thinking`,
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
       "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
       "@path attaches a file (Tab completes paths; images go to vision models) · Tab after / completes commands",
@@ -1360,7 +1411,7 @@ export class Tui {
   // ---- exit ----------------------------------------------------------------
 
   private exit(): void {
-    if (this.busy && this.sessionId)
+    if (this.busy && this.sessionId && !this.detachOnExit)
       this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
     this.finish();
   }

@@ -302,11 +302,13 @@ describe("streaming", () => {
   });
 
   it("sends images inline and rejects documents, which xAI chat cannot take", async () => {
+    // The validating fake checks that image/png bytes are a PNG (the signature).
+    const PNG_BYTES = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
     fake.push(scenarios.text("A cat."));
     const png = {
       block: {
         case: "image" as const,
-        value: { mediaType: "image/png", source: { case: "data" as const, value: utf8("png") } },
+        value: { mediaType: "image/png", source: { case: "data" as const, value: PNG_BYTES } },
       },
     };
     await complete({ messages: [{ role: Role.USER, id: "m0", content: [text("What is this?"), png] }] });
@@ -316,7 +318,7 @@ describe("streaming", () => {
         { type: "text", text: "What is this?" },
         {
           type: "image_url",
-          image_url: { url: `data:image/png;base64,${Buffer.from("png").toString("base64")}` },
+          image_url: { url: `data:image/png;base64,${Buffer.from(PNG_BYTES).toString("base64")}` },
         },
       ],
     });

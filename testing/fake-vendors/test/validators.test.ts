@@ -253,3 +253,84 @@ describe("tool-call pairing, as each vendor refuses a conversation left with an 
     ).toMatch(/function call turns come immediately after a user turn/);
   });
 });
+
+describe("images, as every vendor checks them", () => {
+  const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]).toString("base64");
+  const NOT_PNG = Buffer.from("GIF89a-but-said-png").toString("base64");
+  const url = (data: string, type = "image/png") => `data:${type};base64,${data}`;
+
+  it("Anthropic: image blocks, top level and inside a tool_result, must be what their media type says", () => {
+    const img = (data: string, media_type = "image/png") => ({
+      type: "image",
+      source: { type: "base64", media_type, data },
+    });
+    const inResult = (block: unknown) => [
+      ...toolTurn.slice(0, 2),
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: "x" }, block] },
+        ],
+      },
+    ];
+    expect(validateAnthropic(req({ ...base, messages: inResult(img(PNG)) }))).toBeUndefined();
+    expect(validateAnthropic(req({ ...base, messages: inResult(img(NOT_PNG)) }))?.message).toMatch(
+      /does not match the provided media type image\/png/,
+    );
+    expect(validateAnthropic(req({ ...base, messages: inResult(img(PNG, "image/bmp")) }))?.message).toMatch(
+      /unsupported image media type/,
+    );
+    expect(validateAnthropic(req({ ...base, messages: inResult({ type: "tool_use" }) }))?.message).toMatch(
+      /tool_result\.content\.1: Input tag 'tool_use'/,
+    );
+    expect(
+      validateAnthropic(req({ ...base, messages: [{ role: "user", content: [img("not base64!")] }] }))
+        ?.message,
+    ).toMatch(/not valid base64/);
+  });
+
+  it("Chat Completions: image_url parts are checked, and a tool message carries text only", () => {
+    const body = (content: unknown) => ({ model: "gpt-4o", messages: [{ role: "user", content }] });
+    expect(validateChat(req(body([{ type: "image_url", image_url: { url: url(PNG) } }])))).toBeUndefined();
+    expect(
+      validateChat(req(body([{ type: "image_url", image_url: { url: url(NOT_PNG) } }])))?.message,
+    ).toMatch(/does not match/);
+    const tool = {
+      model: "gpt-4o",
+      messages: [
+        { role: "user", content: "hi" },
+        {
+          role: "assistant",
+          tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+        },
+        { role: "tool", tool_call_id: "c1", content: [{ type: "image_url", image_url: { url: url(PNG) } }] },
+      ],
+    };
+    expect(validateChat(req(tool))?.message).toMatch(/Supported values are: 'text'/);
+  });
+
+  it("Responses: input_image parts, in messages and in function_call_output, are checked", () => {
+    const out = (output: unknown) => ({
+      model: "gpt-5",
+      input: [
+        { type: "function_call", call_id: "c1", name: "f", arguments: "{}" },
+        { type: "function_call_output", call_id: "c1", output },
+      ],
+    });
+    expect(validateResponses(req(out([{ type: "input_image", image_url: url(PNG) }])))).toBeUndefined();
+    expect(validateResponses(req(out([{ type: "input_image", image_url: url(NOT_PNG) }])))?.message).toMatch(
+      /does not match/,
+    );
+    expect(validateResponses(req(out([{ type: "image", image_url: url(PNG) }])))).toBeDefined();
+  });
+
+  it("Gemini: inlineData images are checked", () => {
+    const body = (data: string) => ({
+      contents: [
+        { role: "user", parts: [{ text: "look" }, { inlineData: { mimeType: "image/png", data } }] },
+      ],
+    });
+    expect(validateGemini(req(body(PNG)))).toBeUndefined();
+    expect(validateGemini(req(body(NOT_PNG)))?.message).toMatch(/does not match/);
+  });
+});

@@ -75,6 +75,8 @@ export interface RunOptions {
   verbose?: boolean;
   /** Image files sent with the headless prompt. */
   image?: string[];
+  /** Start the session under `agent serve` (started in the background if none runs) and return. */
+  detach?: boolean;
 }
 
 export interface RunInput {
@@ -288,6 +290,7 @@ export async function runRun(
       );
     }
   }
+  if (opts.detach) return runDetached(io, opts, prompt ?? opts.message);
   const headless = prompt !== undefined;
   if (headless && prompt!.trim() === "") throw new CliError("agent run: the prompt is empty", EXIT.USAGE);
   if (!headless && (opts.image?.length ?? 0) > 0) {
@@ -412,6 +415,68 @@ export async function runRun(
     // Every connection to the file is closed now: leave it as one self-contained .sqlite.
     if (sessionId) tidySessionFile(sessionId);
     trace?.close();
+  }
+}
+
+/**
+ * `agent run --detach`: the session is created in this project's served kernel (a
+ * background `agent serve` is started when none runs) with the prompt as its first
+ * message, and the command returns at once with its id; `agent attach` watches it.
+ */
+async function runDetached(io: Io, opts: RunOptions, prompt: string | undefined): Promise<number> {
+  const unsupported = (
+    [
+      ["--model", opts.model],
+      ["--max-turns", opts.maxTurns],
+      ["--max-budget-usd", opts.maxBudgetUsd],
+      ["--max-wall-clock", opts.maxWallClock],
+      ["--plan", opts.plan],
+      ["--resume", opts.resume],
+      ["--continue", opts.continue],
+    ] as const
+  ).filter(([, v]) => v !== undefined && v !== false);
+  if (unsupported.length > 0) {
+    throw new CliError(
+      `agent run --detach: ${unsupported.map(([f]) => f).join(", ")} cannot be combined with --detach (the served kernel runs the profile as agent.hcl declares it; attach to resume a session)`,
+      EXIT.USAGE,
+    );
+  }
+  if (prompt === undefined || prompt.trim() === "") {
+    throw new CliError('agent run --detach needs a prompt: agent run --detach "<prompt>"', EXIT.USAGE);
+  }
+  const { startInBackground } = await import("./serve.ts");
+  const { dial, request, targetOf } = await import("../serve/client.ts");
+  const record = await startInBackground(io);
+  const dialled = dial(targetOf(record));
+  try {
+    const events = dialled.connection.events[Symbol.asyncIterator]();
+    dialled.connection.send({
+      event: {
+        case: "createSession",
+        value: {
+          requestId: "detach",
+          profile: opts.profile ?? "",
+          workingDirectory: io.cwd,
+          initialPrompt: [{ block: { case: "text", value: { text: prompt } } }],
+        },
+      },
+    });
+    let id = "";
+    try {
+      const seen = await request(events, (e) => e.event.case === "sessionCreated");
+      const created = seen.at(-1)!.event;
+      id = created.case === "sessionCreated" ? (created.value.info?.sessionId ?? "") : "";
+    } catch (err) {
+      throw new CliError(`agent run --detach: ${(err as Error).message}`, EXIT.ERROR);
+    }
+    line(io.out, id);
+    line(
+      io.err,
+      `Session ${id} runs under agent serve (pid ${record.pid}); watch it with: agent attach ${id.slice(0, 10)}`,
+    );
+    return EXIT.OK;
+  } finally {
+    dialled.close();
   }
 }
 

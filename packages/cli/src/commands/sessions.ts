@@ -9,6 +9,8 @@ import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharne
 import { parseDuration } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { liveServers } from "../serve/endpoint.ts";
+import { liveness } from "../serve/liveness.ts";
 import { resolveSessionId, shortDirectory, shownStatus, startedText as when } from "../session-ids.ts";
 
 export const STATUS_NAMES = [
@@ -51,6 +53,9 @@ export function runList(io: Io, opts: ListOptions): number {
   });
   let sessions = treeOrder(listing.sessions);
   if (opts.limit) sessions = sessions.slice(0, Math.max(0, Number(opts.limit) || 0));
+  // Which are live: hosted by `agent serve` (attachable) or open in an `agent run`.
+  const servers = liveServers(io.env);
+  const live = new Map(sessions.map((s) => [s.sessionId, liveness(s.sessionId, servers)?.kind]));
   if (opts.json) {
     line(
       io.out,
@@ -66,6 +71,7 @@ export function runList(io: Io, opts: ListOptions): number {
           working_directory: s.workingDirectory || null,
           title: s.title || null,
           model: s.model || null,
+          live: live.get(s.sessionId) ?? null,
         })),
       ),
     );
@@ -82,12 +88,13 @@ export function runList(io: Io, opts: ListOptions): number {
     shortDirectory(s.workingDirectory, io.env["HOME"] ?? ""),
     s.model || s.profile || "-",
     shownStatus(s),
+    live.get(s.sessionId) ?? "-",
     formatUsd(s.costUsd),
     oneLine(s.title) || "-",
   ]);
-  const header = ["ID", "STARTED (UTC)", "DIRECTORY", "MODEL", "STATUS", "COST", "TITLE"];
+  const header = ["ID", "STARTED (UTC)", "DIRECTORY", "MODEL", "STATUS", "LIVE", "COST", "TITLE"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => [...r[i]!].length)));
-  const costColumn = 5;
+  const costColumn = 6;
   const titleAt = widths.slice(0, -1).reduce((a, w) => a + w + 2, 0);
   const titleRoom = Math.max(20, (io.out.columns ?? 0) > 0 ? io.out.columns! - titleAt - 1 : 60);
   const fmt = (r: string[]) =>

@@ -14,8 +14,15 @@ export const EMPTY_RESULT_TEXT = "(no output)";
 
 export function modelTextOf(
   payload: JsonObject,
-  schema: Pick<ToolSchema, "modelTextField" | "modelOmittedFields"> | undefined,
+  schema:
+    | (Pick<ToolSchema, "modelTextField" | "modelOmittedFields"> & { modelImageField?: string })
+    | undefined,
 ): string {
+  const images = schema?.modelImageField ?? "";
+  if (images !== "" && images in payload) {
+    const { [images]: _, ...rest } = payload;
+    payload = rest;
+  }
   const field = schema?.modelTextField ?? "";
   const value = field !== "" ? payload[field] : undefined;
   const text = typeof value === "string" ? value : undefined;
@@ -29,4 +36,48 @@ export function modelTextOf(
   const head = Object.keys(rest).length > 0 ? JSON.stringify(rest) : "";
   const out = head && text ? `${head}\n${text}` : head || text;
   return out.trim() === "" ? EMPTY_RESULT_TEXT : out;
+}
+
+/** One image a result shows the model (the items of model_image_field). */
+export interface ResultImage {
+  readonly mediaType: string;
+  readonly data: Uint8Array;
+}
+
+/** Media types every vision-capable vendor adapter takes inline. */
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/**
+ * The images of a result payload, from its model_image_field: well-formed items only
+ * (a known media type and base64 data); anything else is left out and counted.
+ */
+export function resultImages(
+  payload: JsonObject,
+  schema: { modelImageField?: string } | undefined,
+): { images: ResultImage[]; malformed: number } {
+  const field = schema?.modelImageField ?? "";
+  const list = field !== "" ? payload[field] : undefined;
+  if (!Array.isArray(list)) return { images: [], malformed: 0 };
+  const images: ResultImage[] = [];
+  let malformed = 0;
+  for (const item of list) {
+    const o = item && typeof item === "object" && !Array.isArray(item) ? (item as JsonObject) : undefined;
+    const mediaType = typeof o?.["media_type"] === "string" ? o["media_type"] : "";
+    const data = typeof o?.["data"] === "string" ? o["data"] : "";
+    if (!IMAGE_TYPES.has(mediaType) || data === "" || !/^[A-Za-z0-9+/]+={0,2}$/.test(data)) {
+      malformed++;
+      continue;
+    }
+    images.push({ mediaType, data: new Uint8Array(Buffer.from(data, "base64")) });
+  }
+  return { images, malformed };
+}
+
+/**
+ * The note a model without vision reads in place of a result's images: what they were,
+ * and why they are not shown, so it neither guesses at them nor asks again.
+ */
+export function imageFallbackText(images: readonly ResultImage[], modelId: string): string {
+  const what = images.map((i) => `${i.mediaType}, ${i.data.length} bytes`).join("; ");
+  return `[${images.length === 1 ? "an image" : `${images.length} images`} (${what}) not shown: ${modelId || "the model in use"} does not take images]`;
 }

@@ -39,6 +39,7 @@ export const ToolSchemaRule = {
   spawnResourceOnly: "spawns-resource-only",
   spawnProfileFieldIsString: "spawns-profile-field-is-a-required-string-input-property",
   spawnNotProviderLocked: "spawns-not-provider-locked",
+  modelImageFieldIsArray: "model-image-field-is-an-array-output-property",
   slashCommandToolExists: "slash-command-tool-exists",
   slashCommandDirectInvokeNeedsTool: "slash-command-direct-invoke-needs-tool",
 } as const;
@@ -213,6 +214,15 @@ export function validateToolSchemas(provider: string, response: GetSchemaRespons
               `model_omitted_fields names "${f}", which is not another property of output_schema`,
             );
         }
+        if (
+          raw.modelImageField !== "" &&
+          (props.get(raw.modelImageField)?.type !== SchemaType.ARRAY ||
+            raw.modelImageField === raw.modelTextField)
+        )
+          fail(
+            ToolSchemaRule.modelImageFieldIsArray,
+            `model_image_field names "${raw.modelImageField}", which is not an array property of output_schema other than model_text_field`,
+          );
         if (raw.modelOmittedFields.length > 0 && raw.modelTextField === "")
           fail(
             ToolSchemaRule.modelOmittedFieldsInOutput,

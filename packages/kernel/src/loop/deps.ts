@@ -65,7 +65,7 @@ export interface LoopDeps {
   /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
   readonly secretValues: readonly string[];
   /** How an `ask` resolves when no interactive frontend is attached. */
-  readonly headlessAsk: "deny" | "allow";
+  readonly headlessAsk: "deny" | "allow" | "wait";
   readonly limits: LoopLimits;
   /** The kernel-wide tool locks (ConcurrencySpec across every session of the kernel). */
   readonly locks: ToolLocks;

@@ -1,8 +1,11 @@
 // What waits for a human in a session: plan items whose policy said ask (permission
 // requests) and interactive calls' questions. Interactive frontends get them and answer
 // with decide() / respond(); with none attached an ask resolves by the headless rule and
-// a question goes unanswered, and when the last one detaches nothing keeps waiting. A
-// remembered answer (SESSION, ALWAYS) covers exactly what was asked.
+// a question goes unanswered, and when the last one detaches nothing keeps waiting —
+// unless the rule is "wait" (a served session): then requests stay pending for the next
+// frontend to attach. Every settled request is announced to all subscribers
+// (request_resolved), so frontends that did not answer withdraw it. A remembered answer
+// (SESSION, ALWAYS) covers exactly what was asked.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { narrowestScope, PolicyStoreError, recordAlwaysDecision } from "@pluggableharness/config";
 import {
@@ -135,6 +138,7 @@ export class HumanRequests {
       }
     }
     this.#settle(d.planItemId);
+    this.#announce({ planItemId: d.planItemId, decision: d.decision, resolvedBy: `human:${scope}` });
     pending.resolve({
       decision: allow ? "allow" : "deny",
       decidedBy: `human:${scope}`,
@@ -169,6 +173,7 @@ export class HumanRequests {
       };
     }
     this.#settle(r.callId);
+    this.#announce({ callId: r.callId, resolvedBy: "human" });
     pending.resolve({ kind: "answered", payload });
     return undefined;
   }
@@ -197,11 +202,13 @@ export class HumanRequests {
 
   #ask(origin: Session, item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
     if (signal.aborted) return Promise.resolve({ decision: "cancelled", decidedBy: "interrupt" });
-    if (!this.#s.channel.hasInteractiveSubscriber()) return Promise.resolve(this.#headlessAsk());
+    if (!this.#waits() && !this.#s.channel.hasInteractiveSubscriber())
+      return Promise.resolve(this.#headlessAsk());
     return new Promise((resolve) => {
       const onAbort = () => {
         this.#asks.delete(item.id);
         this.#settle(item.id);
+        this.#announce({ planItemId: item.id, resolvedBy: "interrupt" });
         resolve({ decision: "cancelled", decidedBy: "interrupt" });
       };
       signal.addEventListener("abort", onAbort, { once: true });
@@ -250,7 +257,7 @@ export class HumanRequests {
     signal: AbortSignal,
   ): Promise<InteractiveResolution> {
     if (signal.aborted) return Promise.resolve({ kind: "cancelled" });
-    if (!this.#s.channel.hasInteractiveSubscriber()) {
+    if (!this.#waits() && !this.#s.channel.hasInteractiveSubscriber()) {
       return Promise.resolve({
         kind: "unanswered",
         reason: "no human is attached to answer (headless session)",
@@ -260,6 +267,7 @@ export class HumanRequests {
       const onAbort = () => {
         this.#interactives.delete(callId);
         this.#settle(callId);
+        this.#announce({ callId, resolvedBy: "interrupt" });
         resolve({ kind: "cancelled" });
       };
       signal.addEventListener("abort", onAbort, { once: true });
@@ -281,6 +289,21 @@ export class HumanRequests {
     this.#settled.add(id);
   }
 
+  /** Tells every subscriber a request is no longer waiting (the ones that did not answer withdraw it). */
+  #announce(r: {
+    planItemId?: string;
+    callId?: string;
+    decision?: ClientDecision;
+    resolvedBy: string;
+  }): void {
+    this.#s.channel.publish({ event: { case: "requestResolved", value: r } });
+  }
+
+  /** A served session's asks wait for a frontend to attach instead of resolving headless. */
+  #waits(): boolean {
+    return this.#s.deps.headlessAsk === "wait";
+  }
+
   #headlessAsk(): AskResolution {
     if (this.#s.deps.headlessAsk === "allow") return { decision: "allow", decidedBy: "headless:allow" };
     return {
@@ -292,13 +315,20 @@ export class HumanRequests {
 
   /** The last interactive frontend left: nobody can answer what is pending, so it never waits. */
   subscribersChanged(): void {
-    if (this.#s.channel.hasInteractiveSubscriber()) return;
+    if (this.#waits() || this.#s.channel.hasInteractiveSubscriber()) return;
     for (const [id, a] of [...this.#asks]) {
       this.#settle(id);
-      a.resolve(this.#headlessAsk());
+      const r = this.#headlessAsk();
+      this.#announce({
+        planItemId: id,
+        decision: r.decision === "allow" ? ClientDecision.ALLOW : ClientDecision.DENY,
+        resolvedBy: r.decidedBy,
+      });
+      a.resolve(r);
     }
     for (const [id, q] of [...this.#interactives]) {
       this.#settle(id);
+      this.#announce({ callId: id, resolvedBy: "detached" });
       q.resolve({ kind: "unanswered", reason: "the interactive frontend detached before answering" });
     }
   }

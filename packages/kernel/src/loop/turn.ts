@@ -417,7 +417,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     session.history.push(message);
     session.log.appendUserMessage(
       turnId,
-      calls.map((c) => resultBlock(c, false)),
+      calls.map((c) => resultBlock(c, false, result.candidate?.spec)),
     );
     closed = true;
 

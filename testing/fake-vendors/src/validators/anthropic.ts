@@ -1,6 +1,7 @@
 // Checks a Messages request the way the real API would reject it (400 invalid_request_error).
 // Only rules we are confident the vendor enforces are here; each is listed in the README.
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { imageProblem } from "./images.ts";
 import { claudeRefusesSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
@@ -120,6 +121,28 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
         return reject(`messages.${i}.content.${j}.tool_use.id: Field required`);
       if (type === "tool_result" && typeof block.tool_use_id !== "string")
         return reject(`messages.${i}.content.${j}.tool_result.tool_use_id: Field required`);
+      const images =
+        type === "image"
+          ? [block]
+          : type === "tool_result" && Array.isArray(block.content)
+            ? (block.content as unknown[]).filter((c): c is Json => isObject(c) && c.type === "image")
+            : [];
+      if (type === "tool_result" && Array.isArray(block.content)) {
+        for (const [k, c] of (block.content as unknown[]).entries()) {
+          const t = isObject(c) ? c.type : undefined;
+          if (!["text", "image", "search_result", "document"].includes(String(t)))
+            return reject(
+              `messages.${i}.content.${j}.tool_result.content.${k}: Input tag '${String(t)}' found using 'type' does not match any of the expected tags: 'text', 'image', 'search_result', 'document'`,
+            );
+        }
+      }
+      for (const im of images) {
+        const src = isObject(im.source) ? im.source : undefined;
+        if (src?.type === "url" && typeof src.url === "string") continue;
+        if (src?.type !== "base64") return reject(`messages.${i}.content.${j}.image.source: Field required`);
+        const problem = imageProblem(src.media_type, src.data);
+        if (problem) return reject(`messages.${i}.content.${j}.image.source.base64: ${problem}`);
+      }
       const texts =
         type === "text"
           ? [block]

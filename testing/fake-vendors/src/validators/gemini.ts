@@ -1,5 +1,6 @@
 // Checks a generateContent request the way the Gemini API would reject it (400 INVALID_ARGUMENT).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { imageProblem } from "./images.ts";
 import { geminiRequiresSignatures } from "./models.ts";
 
 type Json = Record<string, unknown>;
@@ -49,6 +50,14 @@ export function validateGemini(request: RecordedRequest): Rejection | undefined 
         return bad(
           `* GenerateContentRequest.contents[${i}].parts[${j}].data: required oneof field 'data' must have one initialized field\n`,
         );
+      if (p.inlineData !== undefined) {
+        const d = isObject(p.inlineData) ? p.inlineData : {};
+        if (String(d.mimeType ?? "").startsWith("image/")) {
+          const problem = imageProblem(d.mimeType, d.data);
+          if (problem)
+            return bad(`* GenerateContentRequest.contents[${i}].parts[${j}].inline_data: ${problem}\n`);
+        }
+      }
       if (isObject(p.functionResponse) && typeof p.functionResponse.name !== "string")
         return bad(
           `* GenerateContentRequest.contents[${i}].parts[${j}].function_response.name: Name cannot be empty.\n`,

@@ -1,5 +1,6 @@
 // Checks a Chat Completions request by OpenAI's rules (compatible servers are often laxer).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { imageUrlProblem } from "./images.ts";
 import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
@@ -63,6 +64,15 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
           `messages.[${i}].role`,
         );
       openCalls.delete(id);
+      // A tool message carries text only: images go in a user message.
+      if (Array.isArray(m.content))
+        for (const [j, part] of m.content.entries())
+          if (!isObject(part) || part.type !== "text")
+            return bad(
+              `Invalid value: '${String(isObject(part) ? part.type : part)}'. Supported values are: 'text'.`,
+              `messages[${i}].content[${j}].type`,
+              "invalid_value",
+            );
       continue;
     }
     if (openCalls && openCalls.size > 0)
@@ -81,6 +91,16 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
             `messages[${i}].content[${j}].type`,
             "invalid_value",
           );
+        if (t === "image_url") {
+          const url = isObject(part) && isObject(part.image_url) ? part.image_url.url : undefined;
+          const problem = imageUrlProblem(url);
+          if (problem)
+            return bad(
+              `Invalid image: ${problem}.`,
+              `messages[${i}].content[${j}].image_url.url`,
+              "invalid_value",
+            );
+        }
       }
     }
     if (

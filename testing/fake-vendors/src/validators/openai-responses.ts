@@ -1,5 +1,6 @@
 // Checks a Responses request the way the real API would reject it (400 invalid_request_error).
 import type { RecordedRequest, Rejection } from "../types.ts";
+import { imageUrlProblem } from "./images.ts";
 import { openaiAcceptsSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
@@ -117,6 +118,10 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
               r.message = `Invalid value: '${String(partType)}'. Supported values are: 'output_text' and 'refusal'.`;
             return r;
           }
+          if (partType === "input_image") {
+            const problem = imageUrlProblem((part as Record<string, unknown>).image_url);
+            if (problem) return invalidValue("image_url", [problem], `input[${i}].content[${j}].image_url`);
+          }
         }
         break;
       }
@@ -129,6 +134,22 @@ export function validateResponses(request: RecordedRequest): Rejection | undefin
       case "function_call_output":
         if (typeof item.call_id !== "string") return missing(`input[${i}].call_id`);
         if (item.output === undefined) return missing(`input[${i}].output`);
+        if (Array.isArray(item.output)) {
+          for (const [j, part] of item.output.entries()) {
+            const t = isObject(part) ? part.type : undefined;
+            if (!["input_text", "input_image", "input_file"].includes(String(t)))
+              return invalidValue(
+                t,
+                ["input_text", "input_image", "input_file"],
+                `input[${i}].output[${j}].type`,
+              );
+            if (t === "input_image") {
+              const problem = imageUrlProblem((part as Record<string, unknown>).image_url);
+              if (problem) return invalidValue("image_url", [problem], `input[${i}].output[${j}].image_url`);
+            }
+          }
+        } else if (typeof item.output !== "string")
+          return invalidValue(typeof item.output, ["string", "array"], `input[${i}].output`);
         answered.add(item.call_id);
         if (body.previous_response_id === undefined && !callIds.has(item.call_id))
           return {

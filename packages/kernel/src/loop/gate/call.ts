@@ -7,7 +7,14 @@ import { ToolResultEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { PlanItem } from "@pluggableharness/protocol/plan";
 import { type RiskClass, type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
-import { type CallOutcomeKind, modelTextOf, toolErrorReaction } from "../../domain/index.ts";
+import {
+  type CallOutcomeKind,
+  imageFallbackText,
+  modelTextOf,
+  type ResultImage,
+  resultImages,
+  toolErrorReaction,
+} from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { Session } from "../session.ts";
 import { type ToolExecution, type ToolOutcome, toolError } from "../tool-exec.ts";
@@ -153,9 +160,40 @@ export function resultText(call: CallRecord, turnAborted: boolean): { content: s
   return { content, isError: presentation === "error_result" };
 }
 
-/** The tool_result block the model sees for a call. */
-export function resultBlock(call: CallRecord, turnAborted: boolean): ContentBlock {
+function image(i: ResultImage): ContentBlock {
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: {
+      case: "image",
+      value: {
+        $typeName: "pluggableharness.content.v1.ImageBlock",
+        mediaType: i.mediaType,
+        source: { case: "data", value: i.data },
+      },
+    },
+  };
+}
+
+/**
+ * The tool_result block the model sees for a call. Images the result carries
+ * (model_image_field) follow its text as image blocks when `model` takes images, and as
+ * a one-line note otherwise (a model without vision must never be sent one).
+ */
+export function resultBlock(
+  call: CallRecord,
+  turnAborted: boolean,
+  model?: { readonly id: string; readonly supportsVision: boolean },
+): ContentBlock {
   const { content, isError } = resultText(call, turnAborted);
+  const blocks: ContentBlock[] = [text(content)];
+  const r = call.result;
+  if (r?.outcome.kind === "result") {
+    const { images } = resultImages(r.outcome.payload, call.tool?.tool.schema);
+    if (images.length > 0) {
+      if (model?.supportsVision) blocks.push(...images.map(image));
+      else blocks.push(text(imageFallbackText(images, model?.id ?? "")));
+    }
+  }
   return {
     $typeName: "pluggableharness.content.v1.ContentBlock",
     block: {
@@ -163,7 +201,7 @@ export function resultBlock(call: CallRecord, turnAborted: boolean): ContentBloc
       value: {
         $typeName: "pluggableharness.content.v1.ToolResultBlock",
         toolUseId: call.block.id,
-        content: [text(content)],
+        content: blocks,
         isError,
       },
     },

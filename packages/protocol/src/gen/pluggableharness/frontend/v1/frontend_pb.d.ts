@@ -263,6 +263,12 @@ export declare type ServerEvent = Message<"pluggableharness.frontend.v1.ServerEv
      */
     value: ServerEvent_SessionStatusUpdate;
     case: "sessionStatusUpdate";
+  } | {
+    /**
+     * @generated from field: pluggableharness.frontend.v1.ServerEvent.RequestResolved request_resolved = 17;
+     */
+    value: ServerEvent_RequestResolved;
+    case: "requestResolved";
   } | { case: undefined; value?: undefined };
 };
 
@@ -729,6 +735,50 @@ export declare type ServerEvent_UsageUpdate = Message<"pluggableharness.frontend
  * Use `create(ServerEvent_UsageUpdateSchema)` to create a new message.
  */
 export declare const ServerEvent_UsageUpdateSchema: GenMessage<ServerEvent_UsageUpdate>;
+
+/**
+ * A permission request or interactive request is no longer waiting: answered (by
+ * any subscribed frontend: the first answer wins), cancelled by an interrupt, or
+ * settled by the session's rule for asks nobody can answer. Sent to every subscriber,
+ * so frontends that still show the request withdraw it and can say who settled it.
+ *
+ * @generated from message pluggableharness.frontend.v1.ServerEvent.RequestResolved
+ */
+export declare type ServerEvent_RequestResolved = Message<"pluggableharness.frontend.v1.ServerEvent.RequestResolved"> & {
+  /**
+   * The plan item of a PermissionRequest; empty for an interactive request.
+   *
+   * @generated from field: string plan_item_id = 1;
+   */
+  planItemId: string;
+
+  /**
+   * The call_id of an InteractiveRequest; empty for a permission request.
+   *
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * ALLOW or DENY for a decided permission; UNSPECIFIED otherwise.
+   *
+   * @generated from field: pluggableharness.frontend.v1.ClientDecision decision = 3;
+   */
+  decision: ClientDecision;
+
+  /**
+   * Who settled it, e.g. "human:once", "human:session", "interrupt", "headless:deny".
+   *
+   * @generated from field: string resolved_by = 4;
+   */
+  resolvedBy: string;
+};
+
+/**
+ * Describes the message pluggableharness.frontend.v1.ServerEvent.RequestResolved.
+ * Use `create(ServerEvent_RequestResolvedSchema)` to create a new message.
+ */
+export declare const ServerEvent_RequestResolvedSchema: GenMessage<ServerEvent_RequestResolved>;
 
 /**
  * The subscribed session's own status changed (including a re-open to RUNNING).

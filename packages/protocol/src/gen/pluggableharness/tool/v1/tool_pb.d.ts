@@ -153,6 +153,17 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: bool operator_only = 15;
    */
   operatorOnly: boolean;
+
+  /**
+   * Images a result shows the model: a top-level array property of output_schema whose
+   * items are objects {media_type: string, data: string (base64)}. The kernel turns each
+   * into an image block of the tool result when the model in use takes images, and into a
+   * one-line text note otherwise; the property is never part of what the model reads as
+   * text. Empty: the result has no images.
+   *
+   * @generated from field: string model_image_field = 16;
+   */
+  modelImageField: string;
 };
 
 /**

@@ -1,0 +1,414 @@
+// The web UI in headless Chromium (Debian's `chromium`, driven by playwright-core; no
+// browser download), against `agent serve --web` running the real kernel, the
+// first-party plugins and a scripted fake Anthropic: the page opens with its token,
+// a prompt streams an answer, an edit is approved from its diff in one tab while a
+// second tab on the same session withdraws it, the file changes on disk, markdown is
+// rendered, and an interrupt stops a turn. Requests without the token, with a foreign
+// Origin or a foreign Host are refused. The sub-agent tree is driven by synthetic
+// SessionTreeUpdate events (written before the kernel emitted them). Screenshots go to docs/.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { create } from "@bufbuild/protobuf";
+import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/frontend";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_BIN, type Sandbox, sandbox } from "../../../packages/cli/test/helpers.ts";
+import type { ClientEventInit, FrontendConnection } from "../src/connection.ts";
+import { startWebUi } from "../src/server.ts";
+
+const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
+const DOCS = fileURLToPath(new URL("../../../docs/", import.meta.url));
+const CANARY = "sk-ant-canary-web-5d1e9a7c3b2f4a6e8c0d";
+
+let sb: Sandbox;
+let fake: FakeVendor;
+let repo: string;
+let server: ChildProcess;
+let url = "";
+let browser: Browser;
+
+function get(
+  path: string,
+  headers: Record<string, string>,
+  method = "GET",
+  body?: string,
+): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port: Number(u.port), path, method, headers }, (res) => {
+      let data = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        data += d;
+        // An event stream never ends: its first bytes are enough.
+        if (res.headers["content-type"]?.startsWith("text/event-stream")) res.destroy();
+      });
+      res.on("close", () => resolve({ status: res.statusCode ?? 0, body: data }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+beforeAll(async () => {
+  sb = sandbox();
+  repo = sb.repo("web");
+  const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replace(
+    'policy "allow_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "allow"',
+    'policy "ask_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "ask"',
+  );
+  writeFileSync(join(repo, "agent.hcl"), hcl);
+  fake = await startFakeVendor({ vendor: "anthropic", script: [] });
+  const env = {
+    ...sb.env,
+    XDG_RUNTIME_DIR: sb.dir("run"),
+    ANTHROPIC_API_KEY: CANARY,
+    FAKE_ANTHROPIC_URL: fake.url,
+    FIXTURE_ROOT: repo,
+  };
+  server = spawn(AGENT_BIN, ["serve", "--web"], { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  server.stderr!.on("data", (d: Buffer) => {
+    err += d.toString();
+  });
+  const started = new Promise<void>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`agent serve --web did not start:\n${out}\n${err}`)), 45_000);
+    server.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /web UI: (\S+)/.exec(out);
+      if (m) {
+        url = m[1]!;
+        clearTimeout(t);
+        resolve();
+      }
+    });
+    server.once("exit", (code) => reject(new Error(`agent serve exited ${code}:\n${out}\n${err}`)));
+  });
+  // One browser for the whole file.
+  [browser] = await Promise.all([
+    chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] }),
+    started,
+  ]);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (server && server.exitCode === null) {
+    const exited = new Promise((r) => server.once("exit", r));
+    server.kill("SIGTERM");
+    await exited;
+  }
+  await fake?.close();
+  sb?.cleanup();
+});
+
+async function open(page: Page, address: string): Promise<void> {
+  await page.goto(address);
+  await page.getByRole("status").filter({ hasNotText: "connecting" }).waitFor();
+}
+
+describe("the web UI in Chromium", () => {
+  it("streams an answer, approves an edit from its diff, and the other tab withdraws it", async () => {
+    const context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    await open(page, url);
+    // The token left the address bar at once (a cookie carries it now).
+    expect(page.url()).not.toContain("token=");
+    expect(new URL(page.url()).pathname).toBe("/");
+
+    const words = Array.from({ length: 16 }, (_, i) => `step${i}`).join(" ");
+    fake.push(
+      {
+        kind: "tool_calls",
+        text: "Looking at calc.js.",
+        calls: [
+          {
+            name: "filesystem__edit_file",
+            args: { path: "calc.js", old_str: "return a - b;", new_str: "return a + b;" },
+          },
+        ],
+      },
+      {
+        kind: "text",
+        text: `Fixed **add()** in \`calc.js\` (${words}):\n\n- it adds now\n- the test passes`,
+        chunks: 16,
+        chunkDelayMs: 60,
+      },
+    );
+    await page.getByRole("textbox", { name: "Message" }).fill("Fix add() in calc.js");
+    await page.getByRole("textbox", { name: "Message" }).press("Enter");
+    // The permission, with its diff.
+    const card = page.getByRole("region", { name: "Permission: filesystem.edit_file" });
+    await card.waitFor();
+    await expect(card.locator(".dl.del").first().textContent()).resolves.toContain("return a - b;");
+    await expect(card.locator(".dl.add").first().textContent()).resolves.toContain("return a + b;");
+    expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a - b;");
+
+    // A second tab on the same session sees the same request.
+    const sessionUrl = page.url();
+    const second = await context.newPage();
+    await open(second, sessionUrl);
+    const secondCard = second.getByRole("region", { name: "Permission: filesystem.edit_file" });
+    await secondCard.waitFor();
+    await page.screenshot({ path: join(DOCS, "web-ui-permission.png") });
+
+    await page.bringToFront();
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await card.waitFor({ state: "detached" });
+    // The other tab withdrew it and says it was decided elsewhere.
+    await secondCard.waitFor({ state: "detached" });
+    await second.getByText(/edit_file\? — allowed elsewhere \(human:once\)/).waitFor();
+    // Streamed: the text grows in a streaming entry before the turn's render replaces it.
+    await page
+      .locator(".entry.streaming.text", { hasText: "step3", hasNotText: "the test passes" })
+      .waitFor();
+    // The answer, rendered as markdown.
+    const answer = page.locator(".entry.assistant", { hasText: "the test passes" });
+    await answer.waitFor();
+    await expect(answer.locator("strong", { hasText: "add()" }).count()).resolves.toBe(1);
+    await expect(answer.locator("li").count()).resolves.toBe(2);
+    await page.locator("body[data-status=completed]").waitFor();
+    expect(readFileSync(join(repo, "calc.js"), "utf8")).toContain("return a + b;");
+    // The sessions list names it.
+    await page
+      .getByRole("navigation", { name: "Sessions" })
+      .getByRole("button", { name: /Fix add/ })
+      .waitFor();
+    await page.screenshot({ path: join(DOCS, "web-ui-transcript.png"), fullPage: true });
+
+    // An interrupt from the page stops a long answer part-way.
+    const story = Array.from({ length: 60 }, (_, i) => `word${i}`).join(" ");
+    fake.push({ kind: "text", text: story, chunks: 60, chunkDelayMs: 100 });
+    await page.getByRole("textbox", { name: "Message" }).fill("Tell me a story");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.locator(".entry.streaming.text", { hasText: "word2" }).waitFor();
+    await page.getByRole("button", { name: "Interrupt" }).click();
+    await page.locator("body[data-status=cancelled]").waitFor();
+    await expect(page.locator("#transcript").textContent()).resolves.not.toContain("word59");
+
+    const html = `${await page.content()}${await second.content()}`;
+    expect(html).not.toContain(CANARY);
+    await context.close();
+  });
+
+  it("refuses requests without the token, from a foreign Origin, or under a foreign Host", async () => {
+    const u = new URL(url);
+    const host = `127.0.0.1:${u.port}`;
+    const token = u.searchParams.get("token")!;
+    const bearer = { authorization: `Bearer ${token}` };
+    for (const path of ["/", "/app.js", "/events"]) {
+      expect((await get(path, { host })).status).toBe(401);
+      expect((await get(path, { host, authorization: "Bearer not-the-token-at-all-000000" })).status).toBe(
+        401,
+      );
+    }
+    expect((await get("/?token=wrong", { host })).status).toBe(401);
+    // DNS rebinding: the right address under a foreign name.
+    expect((await get("/", { host: `evil.example:${u.port}`, ...bearer })).status).toBe(421);
+    expect((await get(`/?token=${token}`, { host: `evil.example:${u.port}` })).status).toBe(421);
+    // A foreign page's request, even with the token.
+    expect((await get("/events", { host, origin: "http://evil.example", ...bearer })).status).toBe(403);
+    const post = (headers: Record<string, string>) =>
+      get("/send", { host, "content-type": "application/json", ...headers }, "POST", JSON.stringify({}));
+    expect((await post({ origin: "http://evil.example", ...bearer })).status).toBe(403);
+    expect((await post({ origin: `http://127.0.0.1:${Number(u.port) + 1}`, ...bearer })).status).toBe(403);
+    // A change without an Origin at all is refused too; with its own Origin it reaches the handler.
+    expect((await post(bearer)).status).toBe(403);
+    expect((await post({ origin: `http://${host}`, ...bearer })).status).toBe(404);
+    // With the token: the page, and an event stream that greets its connection.
+    expect((await get("/", { host, ...bearer })).status).toBe(200);
+    const events = await get("/events", { host, ...bearer });
+    expect(events.body).toContain("event: hello");
+
+    // In the browser: a foreign origin's fetch gets nothing (no cookie, refused Origin).
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await open(page, url);
+    const foreign = await startWebUi({ connect: () => idleConnection() });
+    const other = await context.newPage();
+    await other.goto(foreign.url());
+    const status = await other.evaluate(async (target) => {
+      try {
+        const r = await fetch(`${target}/send`, {
+          method: "POST",
+          credentials: "include",
+          headers: { "content-type": "application/json" },
+          body: "{}",
+        });
+        return r.status;
+      } catch {
+        return -1; // blocked by CORS: the response is not readable, and the server refused it
+      }
+    }, `http://127.0.0.1:${u.port}`);
+    expect(status).not.toBe(204);
+    await foreign.close();
+    await context.close();
+  });
+
+  it("shows the sub-agent tree from SessionTreeUpdate events, and never turns model text into markup", async () => {
+    const feed = scriptedConnection();
+    const ui = await startWebUi({ connect: () => feed.connection });
+    const context = await browser.newContext({ viewport: { width: 1000, height: 600 } });
+    const page = await context.newPage();
+    try {
+      await page.goto(ui.url("01ROOT0000000000000000000A"));
+      // The page asked for the session named in its address.
+      await feed.resumed;
+      const info = (id: string, title: string, parent = "") => ({
+        sessionId: id,
+        parentSessionId: parent,
+        title,
+        status: SessionStatus.RUNNING,
+        profile: "default",
+      });
+      feed.push({
+        event: { case: "sessionList", value: { sessions: [info("01ROOT0000000000000000000A", "Refactor")] } },
+      });
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: { case: "sessionAttached", value: { info: info("01ROOT0000000000000000000A", "Refactor") } },
+      });
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "sessionTreeUpdate",
+          value: {
+            parentSessionId: "01ROOT0000000000000000000A",
+            childSessionId: "01CHILD000000000000000000B",
+            status: SessionStatus.RUNNING,
+          },
+        },
+      });
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "sessionTreeUpdate",
+          value: {
+            parentSessionId: "01CHILD000000000000000000B",
+            childSessionId: "01GRANDCHILD00000000000000",
+            status: SessionStatus.COMPLETED,
+          },
+        },
+      });
+      const nav = page.getByRole("navigation", { name: "Sessions" });
+      const children = nav.getByRole("list", { name: "sub-agents" });
+      await children
+        .first()
+        .getByRole("button", { name: /01CHILD000.*running/ })
+        .waitFor();
+      await nav.getByRole("button", { name: /01GRANDCHI.*completed/ }).waitFor();
+      // Nested: the grandchild's list sits inside the child's.
+      await expect(children.count()).resolves.toBe(2);
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "sessionTreeUpdate",
+          value: {
+            parentSessionId: "01ROOT0000000000000000000A",
+            childSessionId: "01CHILD000000000000000000B",
+            status: SessionStatus.COMPLETED,
+          },
+        },
+      });
+      await nav.getByRole("button", { name: /01CHILD000.*completed/ }).waitFor();
+
+      // Hostile markdown: raw HTML, a script URL, an image that would call home.
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "render",
+          value: {
+            content: {
+              content: {
+                root: {
+                  node: {
+                    case: "group",
+                    value: {
+                      children: [
+                        { node: { case: "text", value: { content: "Assistant", style: 2 } } },
+                        {
+                          node: {
+                            case: "text",
+                            value: {
+                              content:
+                                'Done. <img src=x onerror="window.pwned=1"> <script>window.pwned=2</script> [click](javascript:window.pwned=3) ![t](http://evil.example/t.png)',
+                            },
+                          },
+                        },
+                      ],
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      });
+      const entry = page.locator(".entry.assistant", { hasText: "Done." });
+      await entry.waitFor();
+      await expect(entry.locator("img, script").count()).resolves.toBe(0);
+      await expect(entry.locator("a[href^='javascript']").count()).resolves.toBe(0);
+      await expect(entry.textContent()).resolves.toContain("<img src=x");
+      await expect(
+        page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned),
+      ).resolves.toBeUndefined();
+      await page.screenshot({ path: join(DOCS, "web-ui-tree.png") });
+    } finally {
+      await context.close();
+      await ui.close();
+    }
+  });
+});
+
+/** A connection that answers nothing (for a second, foreign-origin server). */
+function idleConnection(): FrontendConnection {
+  return {
+    events: { [Symbol.asyncIterator]: () => ({ next: () => new Promise(() => {}) }) },
+    send() {},
+    close() {},
+  };
+}
+
+/** A frontend connection whose ServerEvents the test writes (synthetic kernel side). */
+function scriptedConnection() {
+  const queue: ServerEvent[] = [];
+  let wake: (() => void) | undefined;
+  let markResumed: () => void = () => {};
+  const resumed = new Promise<void>((r) => {
+    markResumed = r;
+  });
+  const sent: ClientEventInit[] = [];
+  const connection: FrontendConnection = {
+    events: {
+      async *[Symbol.asyncIterator]() {
+        for (;;) {
+          while (queue.length > 0) yield queue.shift()!;
+          await new Promise<void>((r) => {
+            wake = r;
+          });
+        }
+      },
+    },
+    send(e) {
+      sent.push(e);
+      if (e.event?.case === "resumeSession") markResumed();
+    },
+    close() {},
+  };
+  return {
+    connection,
+    resumed,
+    sent,
+    push(init: Parameters<typeof create<typeof ServerEventSchema>>[1]) {
+      queue.push(create(ServerEventSchema, init));
+      wake?.();
+    },
+  };
+}
