@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell source, where ${ is parameter expansion.
 // The stateful shell over the real plugin boundary: a session's working directory and
 // exported variables carry over between bash calls (through exit and timeouts), stdin
 // from an argument, a pseudo-terminal on request, and background processes started,
