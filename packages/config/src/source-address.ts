@@ -20,6 +20,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "project-context",
   "tui",
   "mcp",
+  "lsp",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];
