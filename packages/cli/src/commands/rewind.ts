@@ -1,0 +1,197 @@
+// `agent sessions rewind <id> --to <message-id>`: fork a session at one of its prompts and
+// put the files its later turns changed back the way they were when that prompt was sent.
+// The fork holds every event before the prompt (the original is left as it is); the files
+// come from the session's checkpoints (packages/state/src/checkpoints.ts). What will change
+// is shown first and confirmed on a terminal (`--yes` for headless use).
+import { createInterface } from "node:readline/promises";
+import { fromBinary } from "@bufbuild/protobuf";
+import { Role } from "@pluggableharness/protocol/content";
+import { MessageEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { SessionStatus } from "@pluggableharness/protocol/session";
+import {
+  applyRewind,
+  CheckpointStore,
+  checkpointsDir,
+  createSession,
+  forkCheckpoints,
+  KERNEL_PRODUCER_NAME,
+  planRewind,
+  type RewindStep,
+  type StoredEvent,
+} from "@pluggableharness/state";
+import { EXIT } from "../exit-codes.ts";
+import { CliError, type Io, line } from "../io.ts";
+import { openReader } from "./show.ts";
+
+export interface Prompt {
+  readonly messageId: string;
+  readonly sequence: number;
+  readonly timestamp: string;
+  readonly text: string;
+}
+
+/** The user's prompts in a session: the points it can be rewound to. */
+export function promptsOf(events: readonly StoredEvent[]): Prompt[] {
+  const out: Prompt[] = [];
+  for (const e of events) {
+    if (e.kind !== EventKind.MESSAGE || e.producer.name !== KERNEL_PRODUCER_NAME) continue;
+    let ev: ReturnType<typeof fromBinary<typeof MessageEventSchema>>;
+    try {
+      ev = fromBinary(MessageEventSchema, e.payload);
+    } catch {
+      continue;
+    }
+    const m = ev.message;
+    if (!m || m.role !== Role.USER || ev.syntheticReason) continue;
+    if (m.content.some((b) => b.block.case === "toolResult")) continue;
+    const text = m.content
+      .map((b) => (b.block.case === "text" ? b.block.value.text : b.block.case === "image" ? "[image]" : ""))
+      .join(" ")
+      .trim();
+    out.push({ messageId: m.id || e.id, sequence: e.sequence, timestamp: e.timestamp, text });
+  }
+  return out;
+}
+
+const SYMBOL: Record<RewindStep["action"], string> = {
+  restore: "~",
+  create: "+",
+  delete: "-",
+  unchanged: "=",
+  unrestorable: "!",
+};
+
+function describe(step: RewindStep): string {
+  const what = {
+    restore: "restore",
+    create: "recreate",
+    delete: "delete",
+    unchanged: "already as it was",
+    unrestorable: "cannot restore (it was over the checkpoint size limit)",
+  }[step.action];
+  const since =
+    step.changedSince && step.action !== "unchanged" ? "  (changed since the agent last touched it)" : "";
+  return `  ${SYMBOL[step.action]} ${step.path}: ${what}${since}`;
+}
+
+function firstLine(text: string): string {
+  const l = text.split("\n")[0] ?? "";
+  return l.length > 70 ? `${l.slice(0, 69)}…` : l;
+}
+
+async function confirm(
+  question: string,
+  stdin: NodeJS.ReadableStream,
+  out: NodeJS.WritableStream,
+): Promise<boolean> {
+  const rl = createInterface({ input: stdin, output: out });
+  try {
+    const answer = await rl.question(question);
+    return /^y(es)?$/i.test(answer.trim());
+  } finally {
+    rl.close();
+  }
+}
+
+export interface RewindOptions {
+  to?: string;
+  yes?: boolean;
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
+}
+
+export async function runRewind(io: Io, typed: string, opts: RewindOptions): Promise<number> {
+  const reader = openReader(typed);
+  let events: StoredEvent[];
+  let meta: ReturnType<typeof reader.meta>;
+  const path = reader.path;
+  try {
+    meta = reader.meta();
+    events = reader.readEvents();
+  } finally {
+    reader.close();
+  }
+  const prompts = promptsOf(events);
+  if (!opts.to) {
+    if (prompts.length === 0) {
+      line(io.out, `Session ${meta.sessionId} has no prompts to rewind to.`);
+      return EXIT.OK;
+    }
+    line(io.out, `Prompts of session ${meta.sessionId} (rewind with --to <message-id>):`);
+    for (const p of prompts) line(io.out, `  ${p.messageId}  ${p.timestamp}  ${firstLine(p.text)}`);
+    return EXIT.OK;
+  }
+  const anchor = prompts.find(
+    (p) => p.messageId === opts.to!.trim().toUpperCase() || p.messageId === opts.to,
+  );
+  if (!anchor) {
+    throw new CliError(
+      `agent: ${opts.to} is not a prompt of session ${meta.sessionId}; its prompts:\n${prompts.map((p) => `  ${p.messageId}  ${firstLine(p.text)}`).join("\n") || "  (none)"}`,
+      EXIT.USAGE,
+    );
+  }
+  const root = meta.workingDirectory;
+  if (!root)
+    throw new CliError(`agent: session ${meta.sessionId} has no recorded working directory`, EXIT.ERROR);
+  const store = new CheckpointStore(checkpointsDir(path), root);
+  const steps = planRewind(store, anchor.sequence - 1);
+  const kept = events.filter((e) => e.sequence < anchor.sequence);
+
+  line(io.out, `Rewind session ${meta.sessionId} to before the prompt ${anchor.messageId}:`);
+  line(io.out, `  "${firstLine(anchor.text)}" (${anchor.timestamp})`);
+  line(io.out, `A new session gets the ${kept.length} event(s) before it; ${meta.sessionId} itself is kept.`);
+  const changing = steps.filter((s) => s.action !== "unchanged");
+  if (changing.length === 0) line(io.out, `No file in ${root} changes.`);
+  else {
+    line(io.out, `Files in ${root}:`);
+    for (const s of steps) line(io.out, describe(s));
+  }
+  if (!opts.yes) {
+    const stdin = opts.stdin;
+    if (!stdin?.isTTY)
+      throw new CliError(
+        "agent: sessions rewind needs --yes to proceed without a terminal to confirm on",
+        EXIT.USAGE,
+      );
+    if (!(await confirm("Proceed? [y/N] ", stdin, io.out))) {
+      line(io.out, "Nothing changed.");
+      return EXIT.OK;
+    }
+  }
+
+  const writer = createSession({ profile: meta.profile, depth: 0, workingDirectory: root });
+  let forkId: string;
+  try {
+    forkId = writer.sessionId;
+    const appended =
+      kept.length > 0
+        ? writer.appendBatch(
+            kept.map((e) => ({
+              kind: e.kind,
+              producer: e.producer,
+              schemaVersion: e.schemaVersion,
+              payload: e.payload,
+              timestamp: new Date(e.timestamp),
+            })),
+          )
+        : [];
+    const seqMap = new Map(kept.map((e, i) => [e.sequence, appended[i]!.sequence]));
+    forkCheckpoints(
+      checkpointsDir(path),
+      checkpointsDir(writer.path),
+      anchor.sequence - 1,
+      (s) => seqMap.get(s) ?? 0,
+    );
+    if (meta.title) writer.setTitleIfUnset(`${meta.title} (rewound)`);
+    writer.setStatus(SessionStatus.COMPLETED);
+  } finally {
+    writer.close();
+  }
+  const changed = applyRewind(store, steps);
+  const unrestorable = steps.filter((s) => s.action === "unrestorable").length;
+  line(
+    io.out,
+    `Forked as ${forkId}; ${changed.length} file(s) restored${unrestorable ? `, ${unrestorable} could not be` : ""}. Continue with: agent run --resume ${forkId}`,
+  );
+  return unrestorable > 0 ? EXIT.ERROR : EXIT.OK;
+}
