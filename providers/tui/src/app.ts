@@ -2,6 +2,7 @@
 // scrollback and a small live region, and keys into ClientEvents. On a TTY it uses
 // the differential Screen; anywhere else it degrades to plain, line-oriented text
 // (streamed text written as it arrives, prompts answered one line at a time).
+
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   ClientDecision,
@@ -21,6 +22,7 @@ import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { permissionAction } from "./permission.ts";
 import { paintNode, paintTree } from "./render-tree.ts";
+import { RewindFlow, type RewindHost } from "./rewind.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 
@@ -66,6 +68,8 @@ export interface TuiOptions {
   now?: () => number;
   /** Earlier entries for ↑ and Ctrl-R, and where a new entry is kept. */
   history?: { entries: string[]; append?: (entry: string) => void };
+  /** What /rewind forks and restores through (rewind.ts); without it /rewind is unavailable. */
+  rewind?: RewindHost;
 }
 
 export interface TuiResult {
@@ -98,7 +102,7 @@ export class Tui {
   private readonly conn: FrontendConnection;
   private readonly input: TuiInput;
   private readonly output: TuiOutput;
-  private readonly target: SessionTarget;
+  private target: SessionTarget;
   private readonly fresh: boolean;
   private readonly plain: boolean;
   private readonly p: Painter;
@@ -113,6 +117,7 @@ export class Tui {
   private status = SessionStatus.UNSPECIFIED;
   private replayOnly = false;
   private busy = false;
+  private readonly rewind: RewindFlow;
   private busySince = 0;
   private busyLabel = "Working";
   private readonly streams = new Map<string, OpenStream>();
@@ -162,6 +167,29 @@ export class Tui {
     this.screen = tty ? new Screen(options.output) : undefined;
     this.model = options.model ?? "";
     this.editor = new LineEditor(options.history?.entries ?? [], options.history?.append);
+    this.rewind = new RewindFlow(options.rewind, {
+      sessionId: () => this.sessionId,
+      busy: () => this.busy,
+      say: (lines, style) => {
+        this.commit(lines.map((l) => (style ? this.p.paint(l, style) : l)));
+        this.render();
+      },
+      switchTo: (forkId, text) => {
+        const from = this.sessionId;
+        if (from)
+          this.conn.send({
+            event: { case: "detachSession", value: { requestId: "rewind", sessionId: from } },
+          });
+        this.sessionId = undefined;
+        // The fork's backfill must not send the run's first prompt again.
+        this.target = { kind: "resume", sessionId: forkId };
+        this.conn.send({
+          event: { case: "resumeSession", value: { requestId: "rewind", sessionId: forkId } },
+        });
+        this.editor.set(text);
+        this.render();
+      },
+    });
   }
 
   run(): Promise<TuiResult> {
@@ -758,6 +786,11 @@ export class Tui {
       this.answer(q, line);
       return;
     }
+    if (this.rewind.awaitingAnswer) {
+      this.editor.clear();
+      void this.rewind.answer(line);
+      return;
+    }
     const text = line.trim();
     if (text === "") return;
     this.editor.remember(text);
@@ -778,6 +811,10 @@ export class Tui {
       const [name = "", ...rest] = text.slice(1).split(" ");
       if (name === "cost") {
         this.commit(this.costLines());
+        return;
+      }
+      if (name === "rewind") {
+        void this.rewind.start(rest.join(" "));
         return;
       }
       if (this.registryKnown && !this.slashCommands.includes(name)) {
@@ -827,7 +864,7 @@ export class Tui {
       "Enter sends · Esc interrupts the turn · Ctrl-C twice exits · Ctrl-O shows the last thinking",
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
       "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
-      "/cost spend so far · /exit leaves",
+      "/cost spend so far · /rewind goes back to before a prompt (files too) · /exit leaves",
     ];
     if (this.slashCommands.length > 0)
       lines.push(`Commands: ${this.slashCommands.map((c) => `/${c}`).join(" ")}`);
@@ -1144,7 +1181,7 @@ export class Tui {
 }
 
 /** Commands the terminal UI answers itself. */
-const LOCAL_COMMANDS = ["help", "exit", "quit", "cost"];
+const LOCAL_COMMANDS = ["help", "exit", "quit", "cost", "rewind"];
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */
 export function suggest(name: string, known: readonly string[]): string[] {

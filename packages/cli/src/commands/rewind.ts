@@ -9,6 +9,7 @@ import { Role } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { SessionStatus } from "@pluggableharness/protocol/session";
+import type { RewindHost } from "@pluggableharness/provider-tui";
 import {
   applyRewind,
   CheckpointStore,
@@ -94,39 +95,58 @@ async function confirm(
   }
 }
 
-export interface RewindOptions {
-  to?: string;
-  yes?: boolean;
-  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
+/** A rewind worked out and not yet done: what `performRewind` will do. */
+export interface PlannedRewind {
+  readonly sessionId: string;
+  readonly anchor: Prompt;
+  readonly root: string;
+  readonly steps: readonly RewindStep[];
+  /** The plan as lines for a person: what forks, what each file does. */
+  readonly lines: readonly string[];
+  readonly events: readonly StoredEvent[];
+  readonly path: string;
+  readonly meta: { profile: string; title: string | undefined };
 }
 
-export async function runRewind(io: Io, typed: string, opts: RewindOptions): Promise<number> {
+function loadSession(typed: string): { meta: SessionMetaLike; events: StoredEvent[]; path: string } {
   const reader = openReader(typed);
-  let events: StoredEvent[];
-  let meta: ReturnType<typeof reader.meta>;
-  const path = reader.path;
   try {
-    meta = reader.meta();
-    events = reader.readEvents();
+    const meta = reader.meta();
+    return {
+      meta: {
+        sessionId: meta.sessionId,
+        profile: meta.profile,
+        title: meta.title,
+        workingDirectory: meta.workingDirectory,
+      },
+      events: reader.readEvents(),
+      path: reader.path,
+    };
   } finally {
     reader.close();
   }
+}
+
+interface SessionMetaLike {
+  sessionId: string;
+  profile: string;
+  title: string | undefined;
+  workingDirectory: string | undefined;
+}
+
+/** The prompts of a session, oldest first. */
+export function sessionPrompts(typed: string): Prompt[] {
+  return promptsOf(loadSession(typed).events);
+}
+
+/** Works out a rewind of session `typed` to before prompt `to` (throws CliError when `to` is no prompt). */
+export function planSessionRewind(typed: string, to: string): PlannedRewind {
+  const { meta, events, path } = loadSession(typed);
   const prompts = promptsOf(events);
-  if (!opts.to) {
-    if (prompts.length === 0) {
-      line(io.out, `Session ${meta.sessionId} has no prompts to rewind to.`);
-      return EXIT.OK;
-    }
-    line(io.out, `Prompts of session ${meta.sessionId} (rewind with --to <message-id>):`);
-    for (const p of prompts) line(io.out, `  ${p.messageId}  ${p.timestamp}  ${firstLine(p.text)}`);
-    return EXIT.OK;
-  }
-  const anchor = prompts.find(
-    (p) => p.messageId === opts.to!.trim().toUpperCase() || p.messageId === opts.to,
-  );
+  const anchor = prompts.find((p) => p.messageId === to.trim().toUpperCase() || p.messageId === to);
   if (!anchor) {
     throw new CliError(
-      `agent: ${opts.to} is not a prompt of session ${meta.sessionId}; its prompts:\n${prompts.map((p) => `  ${p.messageId}  ${firstLine(p.text)}`).join("\n") || "  (none)"}`,
+      `agent: ${to} is not a prompt of session ${meta.sessionId}; its prompts:\n${prompts.map((p) => `  ${p.messageId}  ${firstLine(p.text)}`).join("\n") || "  (none)"}`,
       EXIT.USAGE,
     );
   }
@@ -136,33 +156,38 @@ export async function runRewind(io: Io, typed: string, opts: RewindOptions): Pro
   const store = new CheckpointStore(checkpointsDir(path), root);
   const steps = planRewind(store, anchor.sequence - 1);
   const kept = events.filter((e) => e.sequence < anchor.sequence);
+  const lines = [
+    `Rewind session ${meta.sessionId} to before the prompt ${anchor.messageId}:`,
+    `  "${firstLine(anchor.text)}" (${anchor.timestamp})`,
+    `A new session gets the ${kept.length} event(s) before it; ${meta.sessionId} itself is kept.`,
+  ];
+  if (steps.every((s) => s.action === "unchanged")) lines.push(`No file in ${root} changes.`);
+  else lines.push(`Files in ${root}:`, ...steps.map(describe));
+  return {
+    sessionId: meta.sessionId,
+    anchor,
+    root,
+    steps,
+    lines,
+    events: kept,
+    path,
+    meta: { profile: meta.profile, title: meta.title },
+  };
+}
 
-  line(io.out, `Rewind session ${meta.sessionId} to before the prompt ${anchor.messageId}:`);
-  line(io.out, `  "${firstLine(anchor.text)}" (${anchor.timestamp})`);
-  line(io.out, `A new session gets the ${kept.length} event(s) before it; ${meta.sessionId} itself is kept.`);
-  const changing = steps.filter((s) => s.action !== "unchanged");
-  if (changing.length === 0) line(io.out, `No file in ${root} changes.`);
-  else {
-    line(io.out, `Files in ${root}:`);
-    for (const s of steps) line(io.out, describe(s));
-  }
-  if (!opts.yes) {
-    const stdin = opts.stdin;
-    if (!stdin?.isTTY)
-      throw new CliError(
-        "agent: sessions rewind needs --yes to proceed without a terminal to confirm on",
-        EXIT.USAGE,
-      );
-    if (!(await confirm("Proceed? [y/N] ", stdin, io.out))) {
-      line(io.out, "Nothing changed.");
-      return EXIT.OK;
-    }
-  }
+export interface RewindDone {
+  readonly forkId: string;
+  readonly changed: readonly string[];
+  readonly unrestorable: number;
+  readonly summary: string;
+}
 
-  const writer = createSession({ profile: meta.profile, depth: 0, workingDirectory: root });
-  let forkId: string;
+/** Forks the session before the prompt and restores the files. */
+export function performRewind(plan: PlannedRewind): RewindDone {
+  const kept = plan.events;
+  const writer = createSession({ profile: plan.meta.profile, depth: 0, workingDirectory: plan.root });
+  const forkId = writer.sessionId;
   try {
-    forkId = writer.sessionId;
     const appended =
       kept.length > 0
         ? writer.appendBatch(
@@ -177,21 +202,73 @@ export async function runRewind(io: Io, typed: string, opts: RewindOptions): Pro
         : [];
     const seqMap = new Map(kept.map((e, i) => [e.sequence, appended[i]!.sequence]));
     forkCheckpoints(
-      checkpointsDir(path),
+      checkpointsDir(plan.path),
       checkpointsDir(writer.path),
-      anchor.sequence - 1,
+      plan.anchor.sequence - 1,
       (s) => seqMap.get(s) ?? 0,
     );
-    if (meta.title) writer.setTitleIfUnset(`${meta.title} (rewound)`);
+    if (plan.meta.title) writer.setTitleIfUnset(`${plan.meta.title} (rewound)`);
     writer.setStatus(SessionStatus.COMPLETED);
   } finally {
     writer.close();
   }
-  const changed = applyRewind(store, steps);
-  const unrestorable = steps.filter((s) => s.action === "unrestorable").length;
-  line(
-    io.out,
-    `Forked as ${forkId}; ${changed.length} file(s) restored${unrestorable ? `, ${unrestorable} could not be` : ""}. Continue with: agent run --resume ${forkId}`,
-  );
-  return unrestorable > 0 ? EXIT.ERROR : EXIT.OK;
+  const changed = applyRewind(new CheckpointStore(checkpointsDir(plan.path), plan.root), plan.steps);
+  const unrestorable = plan.steps.filter((s) => s.action === "unrestorable").length;
+  return {
+    forkId,
+    changed,
+    unrestorable,
+    summary: `Forked as ${forkId}; ${changed.length} file(s) restored${unrestorable ? `, ${unrestorable} could not be` : ""}.`,
+  };
 }
+
+export interface RewindOptions {
+  to?: string;
+  yes?: boolean;
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean };
+}
+
+export async function runRewind(io: Io, typed: string, opts: RewindOptions): Promise<number> {
+  if (!opts.to) {
+    const { meta, events } = loadSession(typed);
+    const prompts = promptsOf(events);
+    if (prompts.length === 0) {
+      line(io.out, `Session ${meta.sessionId} has no prompts to rewind to.`);
+      return EXIT.OK;
+    }
+    line(io.out, `Prompts of session ${meta.sessionId} (rewind with --to <message-id>):`);
+    for (const p of prompts) line(io.out, `  ${p.messageId}  ${p.timestamp}  ${firstLine(p.text)}`);
+    return EXIT.OK;
+  }
+  const plan = planSessionRewind(typed, opts.to);
+  for (const l of plan.lines) line(io.out, l);
+  if (!opts.yes) {
+    const stdin = opts.stdin;
+    if (!stdin?.isTTY)
+      throw new CliError(
+        "agent: sessions rewind needs --yes to proceed without a terminal to confirm on",
+        EXIT.USAGE,
+      );
+    if (!(await confirm("Proceed? [y/N] ", stdin, io.out))) {
+      line(io.out, "Nothing changed.");
+      return EXIT.OK;
+    }
+  }
+  const done = performRewind(plan);
+  line(io.out, `${done.summary} Continue with: agent run --resume ${done.forkId}`);
+  return done.unrestorable > 0 ? EXIT.ERROR : EXIT.OK;
+}
+
+/** /rewind in the CLI's in-process terminal UI (providers/tui/src/rewind.ts) works through these. */
+export const cliRewindHost: RewindHost = {
+  async prompts(sessionId) {
+    return sessionPrompts(sessionId);
+  },
+  async plan(sessionId, messageId) {
+    return planSessionRewind(sessionId, messageId).lines;
+  },
+  async apply(sessionId, messageId) {
+    const done = performRewind(planSessionRewind(sessionId, messageId));
+    return { forkId: done.forkId, summary: done.summary };
+  },
+};

@@ -545,6 +545,7 @@ async function runInteractive(
       model,
       env: io.env,
       history: promptHistory(io.env, io.cwd),
+      rewind: (await import("./rewind.ts")).cliRewindHost,
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (
