@@ -534,6 +534,25 @@ export class HeadlessPrinter {
           ...(e.value.detail ? { detail: e.value.detail } : {}),
         });
         return;
+      case "sessionTreeUpdate": {
+        // A sub-agent (or a deeper descendant) started, progressed or ended.
+        const u = e.value;
+        this.json({
+          type: "subagent",
+          session_id: sid,
+          child_session_id: u.childSessionId,
+          parent_session_id: u.parentSessionId,
+          profile: u.profile,
+          depth: u.depth,
+          status: statusName(u.status),
+          ...(u.title ? { title: u.title } : {}),
+          ...(u.activity ? { activity: u.activity } : {}),
+          turns: u.turns,
+          cost_usd: u.costUsd,
+          ...(u.detail ? { detail: u.detail } : {}),
+        });
+        return;
+      }
       case "render":
         if (this.verbose)
           this.json({ type: "render", session_id: sid, text: treeText(e.value.content?.content) });

@@ -86,7 +86,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
   const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
   sessions
     .command("list")
-    .description("sessions, newest first: id, start time, directory, model, status, cost, title")
+    .description(
+      "sessions, newest first, each sub-agent under the session that spawned it: id, start time, directory, model, status, cost, title",
+    )
     .option("--status <status>", "only sessions in this status (repeatable)", collect)
     .option("--roots", "only root sessions (no sub-agents)")
     .option("--limit <n>", "at most this many")
@@ -97,8 +99,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     });
   sessions
     .command("show <session-id>")
-    .description("print a session's transcript from its file (no plugin is started)")
+    .description("print a session's transcript from its file, then its sub-agents' (no plugin is started)")
     .option("--expand", "show collapsed parts (thinking, tool output) in full")
+    .option("--no-children", "leave out the sub-agents' transcripts")
     .action(async (id: string, opts) => {
       const { runShow } = await import("./commands/show.ts");
       finish(await runShow(io, id, opts));
@@ -116,8 +119,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     });
   sessions
     .command("replay <session-id>")
-    .description("re-render a session through the plugins that produced it")
+    .description("re-render a session, then its sub-agents, through the plugins that produced them")
     .option("--expand", "show collapsed parts in full")
+    .option("--no-children", "leave out the sub-agents")
     .action(async (id: string, opts) => {
       const { runReplay } = await import("./commands/replay.ts");
       finish(await runReplay(io, id, opts));

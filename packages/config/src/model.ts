@@ -121,6 +121,11 @@ export interface AgentProfile {
   max_turns?: number;
   max_cost_usd?: number;
   max_wall_clock_s?: number;
+  /**
+   * A sub-agent of this profile starts from a copy of its parent's conversation instead
+   * of only its prompt (opt-in; the default is a fresh context).
+   */
+  fork_parent_history?: boolean;
   /** False for the kernel's built-in stand-in for a missing "default" profile. */
   declared: boolean;
   range?: Range;

@@ -13,6 +13,7 @@ import {
   type Diags,
   decodeBody,
   label,
+  readBool,
   readNumber,
   readString,
   readStringList,
@@ -58,6 +59,7 @@ const PROFILE_ATTRS = [
   "max_turns",
   "max_cost_usd",
   "max_wall_clock_s",
+  "fork_parent_history",
 ];
 
 const PARAM_ATTRS = [
@@ -277,6 +279,11 @@ export function decodeProfileBlock(block: Block, diags: Diags): AgentProfile | u
   set("max_turns", num("max_turns", { integer: true, min: 1 }));
   set("max_cost_usd", num("max_cost_usd", { min: 0, exclusiveMin: true }));
   set("max_wall_clock_s", num("max_wall_clock_s", { integer: true, min: 1 }));
+  const fork = body.attrs.get("fork_parent_history");
+  if (fork !== undefined) {
+    const v = readBool(fork, `${owner} fork_parent_history`, diags);
+    if (v !== undefined) profile.fork_parent_history = v;
+  }
 
   const after = diags.filter((d) => d.severity === "error").length;
   return after > before ? undefined : profile;

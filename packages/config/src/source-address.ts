@@ -20,6 +20,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "project-context",
   "tui",
   "mcp",
+  "agent",
   "lsp",
 ] as const;
 

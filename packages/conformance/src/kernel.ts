@@ -1,9 +1,14 @@
 // A stand-in KernelCallbackService for plugins launched outside a real kernel: it counts
 // tokens with the kernel's fallback formula, records Log and Emit calls, and lets a
-// caller wait for a log entry (how plugins report what a cancelled call had done).
-import { create, type JsonObject } from "@bufbuild/protobuf";
+// caller wait for a log entry (how plugins report what a cancelled call had done); RunSession
+// answers as a test says (a spawn tool's tests), else UNIMPLEMENTED.
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { ProducerRefSchema } from "@pluggableharness/protocol/common";
-import { KernelCallbackService } from "@pluggableharness/protocol/kernel";
+import {
+  KernelCallbackService,
+  type RunSessionRequest,
+  type RunSessionResponseSchema,
+} from "@pluggableharness/protocol/kernel";
 import type { CallbackRegistration } from "@pluggableharness/runtime";
 
 export interface RecordedLog {
@@ -38,6 +43,9 @@ export class RecordingKernel {
   execEnvironment:
     | { variables: Record<string, string>; withheld?: string[]; protectedPaths: string[] }
     | undefined;
+  /** RunSession requests received, and how they are answered (unset: UNIMPLEMENTED). */
+  readonly runSessions: RunSessionRequest[] = [];
+  runSession: ((req: RunSessionRequest) => MessageInitShape<typeof RunSessionResponseSchema>) | undefined;
   #waiters: Array<{ match: (l: RecordedLog) => boolean; resolve: (l: RecordedLog) => void }> = [];
   #sequence = 0n;
 
@@ -80,6 +88,11 @@ export class RecordingKernel {
         describe: () => ({
           producer: create(ProducerRefSchema, { name: "conformance-kernel", version: "0.1.0" }),
         }),
+        runSession: (req) => {
+          this.runSessions.push(req);
+          if (!this.runSession) throw Object.assign(new Error("RunSession is not served"), { code: 12 });
+          return this.runSession(req);
+        },
         execEnvironment: () => {
           const e = this.execEnvironment;
           if (!e) throw Object.assign(new Error("ExecEnvironment is not served"), { code: 12 });

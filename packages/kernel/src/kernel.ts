@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from "node:path";
 import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
+  type AgentProfile,
   ConfigError,
   devOverridePaths,
   envNamesReadByConfig,
@@ -69,7 +70,7 @@ import { InvocationTracker } from "./callbacks/invocations.ts";
 import { callbackImplementation } from "./callbacks/service.ts";
 import { defaultTokenCountFile, TokenCountCache } from "./callbacks/token-counts.ts";
 import { type KernelClock, systemClock } from "./clock.ts";
-import { ulidGenerator } from "./domain/index.ts";
+import { ToolLocks, ulidGenerator } from "./domain/index.ts";
 import { attachHandler } from "./frontends/attach.ts";
 import { SessionChannel } from "./frontends/channel.ts";
 import {
@@ -90,12 +91,13 @@ import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
 import { repairInterrupted } from "./loop/resume.ts";
-import { profileCandidates, Session } from "./loop/session.ts";
+import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
 import type { InProcessPluginFactory } from "./providers/in-process.ts";
+import { runSubagent } from "./subagents/run-session.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -381,6 +383,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         maxSessionRetries: settings.retry.max_retries * 4,
         ...this.#options.limits,
       },
+      locks: new ToolLocks(),
       newId: newUlid,
     };
   }
@@ -422,6 +425,24 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         log: this.#log.child("callbacks"),
         kernelProducer: this.#kernelProducer,
         tokenCounts: this.#tokenCounts,
+        runSession: (plugin, request, signal) =>
+          runSubagent(
+            {
+              deps: this.#d,
+              session: (id) => this.#sessions.get(id),
+              createChild: (parent, profile, init) => this.#createChild(parent, profile, init),
+              releaseChild: async (child) => {
+                if (this.#sessions.get(child.id) !== child) return;
+                await child.channel.flush();
+                child.log.flushPersistSoon();
+                this.#sessions.delete(child.id);
+                child.writer.close();
+              },
+            },
+            plugin,
+            request,
+            signal,
+          ),
         execEnvironment: (patterns) => {
           const source = this.#options.env ?? process.env;
           const projectDir = this.config.projectDir;
@@ -513,9 +534,12 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     try {
       const meta = reader.meta();
       const profile = getProfile(this.config, meta.profile);
+      // A sub-agent runs only inside its parent's call (its scope, budget and depth came from
+      // there): on its own it can be replayed, not continued.
       const runnable =
         intent === "resume" &&
         profile !== undefined &&
+        meta.parentSessionId === undefined &&
         (REOPENABLE_STATUSES.has(meta.status) || meta.status === SessionStatus.RUNNING);
       if (!runnable)
         return new ArchivedSession(sessionId, dir, this.#renderer, this.#log.child("frontends"), reader);
@@ -656,6 +680,44 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     return session;
   }
 
+  /** A sub-agent's session: its own file (parent_session_id, depth), registered here. */
+  async #createChild(parent: Session, profile: AgentProfile, init: SubagentInit): Promise<Session> {
+    if (this.#closed) throw new Error("the kernel is shutting down");
+    const deps = this.#d;
+    await this.#activateFor(profile);
+    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
+      inputTokens: 0n,
+      messages: [],
+      tools: [],
+    });
+    if (!route.chosen) {
+      throw new Error(
+        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
+      );
+    }
+    const dir = this.#options.stateDir;
+    const writer = createSession(
+      {
+        profile: profile.name,
+        depth: parent.depth + 1,
+        workingDirectory: parent.workingDirectory,
+        parentSessionId: parent.id,
+      },
+      {
+        ...(dir ? { dir } : {}),
+        ...(this.#options.durability ? { durability: this.#options.durability } : {}),
+      },
+    );
+    const session = new Session(
+      deps,
+      { writer, profile, workingDirectory: parent.workingDirectory, parent, subagent: init },
+      (s, input, signal) => runSessionRun(deps, s, input, signal),
+    );
+    session.planMode = parent.planMode;
+    this.#sessions.set(session.id, session);
+    return session;
+  }
+
   /**
    * Providers described from the cache start when first used. A session's model providers
    * are started (and configured) now, since routing needs their configured models; its
@@ -725,6 +787,12 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
 
   async resumeSession(sessionId: string): Promise<SessionHandle> {
     const session = await this.openSession(sessionId, "resume");
+    if (!(session instanceof Session) && session.info().parentSessionId) {
+      throw new FrontendRequestError(
+        FrontendErrorCategory.SESSION_REPLAY_ONLY,
+        `session ${sessionId} is a sub-agent of ${session.info().parentSessionId}; it can only be replayed (resume its parent instead)`,
+      );
+    }
     if (!(session instanceof Session) || REPLAY_ONLY_STATUSES.has(session.status())) {
       throw new FrontendRequestError(
         FrontendErrorCategory.SESSION_REPLAY_ONLY,

@@ -60,6 +60,10 @@ export const r = {
   group(children: readonly RenderNodeInit[]): RenderNodeInit {
     return { node: { case: "group", value: { children: [...children] } } };
   },
+  /** A pointer to another session's transcript (a sub-agent), shown as a reference. */
+  subSession(sessionId: string, summary: string): RenderNodeInit {
+    return { node: { case: "subSession", value: { sessionId, summary } } };
+  },
   collapsible(
     summary: string,
     children: readonly RenderNodeInit[],

@@ -99,6 +99,11 @@ export interface ToolDefinition<A = JsonObject> {
   idempotent: boolean;
   terminatesTurn?: boolean;
   /**
+   * Invoke runs a child session through the kernel's RunSession, for the agent profile
+   * named by this string input field (ToolSchema.spawns).
+   */
+  spawns?: { profileField: string };
+  /**
    * How a result reads to the model (ToolSchema.model_text_field): `field`, a top-level
    * string of `output`, is read verbatim after the other properties as compact JSON;
    * `omit` names properties that only restate it (kept in the payload for frontends).
@@ -121,6 +126,8 @@ export interface ToolProviderOptions {
    */
   configure?(values: JsonObject): Diagnostic[] | Promise<Diagnostic[]>;
   onShutdown?(): void | Promise<void>;
+  /** The operations' schemas depend on the configuration: the kernel asks again after Configure. */
+  operationsFromConfig?: boolean;
 }
 
 /** How long a cancellation report may take to reach the kernel before it is dropped. */
@@ -231,12 +238,14 @@ export function toolService(options: ToolProviderOptions) {
           ...(t.defaultTimeoutMs ? { defaultTimeout: durationOf(t.defaultTimeoutMs) } : {}),
           idempotent: t.idempotent,
           terminatesTurn: t.terminatesTurn === true,
+          ...(t.spawns ? { spawns: { profileField: t.spawns.profileField } } : {}),
           ...(t.modelText
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
             : {}),
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),
+        ...(options.operationsFromConfig ? { operationsFromConfig: true } : {}),
       };
     },
 

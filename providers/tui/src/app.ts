@@ -25,6 +25,7 @@ import { paintNode, paintTree } from "./render-tree.ts";
 import { RewindFlow, type RewindHost } from "./rewind.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
+import { originLabel, SubagentTree } from "./subagents.ts";
 
 export interface TuiInput {
   on(event: "data", listener: (chunk: Buffer | string) => void): unknown;
@@ -124,6 +125,9 @@ export class Tui {
   private lastThinking = "";
   private readonly toolLabels = new Map<string, string>();
   private readonly permissions: PlanItem[] = [];
+  /** Sub-agents of the attached session (subagents.ts), and who asked each permission. */
+  private readonly subagents = new SubagentTree();
+  private readonly askedBy = new Map<string, string>();
   private readonly questions: ServerEvent_InteractiveRequest[] = [];
   private readonly overlay: string[] = [];
   private editing: PlanItem | undefined;
@@ -320,6 +324,8 @@ export class Tui {
         if (e.value.planItem) {
           this.closeStreams(false, ["text", "thinking"]);
           this.permissions.push(e.value.planItem);
+          const who = originLabel(e.value.origin);
+          if (who) this.askedBy.set(e.value.planItem.id, who);
           if (!this.plain) this.output.write("\x07");
         }
         return;
@@ -355,11 +361,12 @@ export class Tui {
         }
         return;
       }
-      case "sessionTreeUpdate":
-        this.commit([
-          this.p.paint(`↳ session ${e.value.childSessionId}: ${statusName(e.value.status)}`, "dim"),
-        ]);
+      case "sessionTreeUpdate": {
+        const line = this.subagents.changeLine(this.subagents.update(e.value), this.p);
+        if (line) this.commit([line]);
+        else this.render();
         return;
+      }
       case "error": {
         const err = e.value.error;
         const name = err ? (FrontendErrorCategory[err.category]?.toLowerCase() ?? "unknown") : "unknown";
@@ -1022,6 +1029,8 @@ export class Tui {
     if (item) {
       // One line of what will happen, then the diff or preview, then what each answer allows.
       const count = this.permissions.length > 1 ? p.paint(` (1 of ${this.permissions.length})`, "dim") : "";
+      const who = this.askedBy.get(item.id);
+      if (who) barred(p.paint(`${who} asks:`, "bold", "accent"));
       barred(
         `${p.paint("Allow", "bold", "warning")} ${p.paint(`${item.provider}.${item.toolName}`, "bold")} to ${p.paint(sanitize(permissionAction(item)), "code")} · risk ${p.paint(riskName(item.risk), riskTone(item))}${count}`,
       );
@@ -1062,6 +1071,7 @@ export class Tui {
       for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
       cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
+    if (!item && !q) lines.push(...this.subagents.liveLines(p, width));
     if (this.busy && !item && !q) {
       const secs = Math.floor((this.now() - this.busySince) / 1000);
       const frame = SPINNER[Math.floor(this.now() / 120) % SPINNER.length];
@@ -1129,7 +1139,7 @@ export class Tui {
       const preview = item.preview ? paintTree(item.preview, { painter: this.p }) : [];
       text =
         [
-          `Allow ${item.provider}.${item.toolName} to ${sanitize(permissionAction(item))} · risk ${riskName(item.risk)}`,
+          `${this.askedBy.has(item.id) ? `${this.askedBy.get(item.id)} asks: ` : ""}Allow ${item.provider}.${item.toolName} to ${sanitize(permissionAction(item))} · risk ${riskName(item.risk)}`,
           ...preview,
           ...this.overlay,
           ...(item.reason ? [sanitize(item.reason)] : []),

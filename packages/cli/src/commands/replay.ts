@@ -23,7 +23,7 @@ import { resolveProject } from "../install.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
 import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
-import { damageOf, eventProblems, openReader, reportDamage } from "./show.ts";
+import { damageOf, descendantsOf, eventProblems, openReader, reportDamage, subagentHeading } from "./show.ts";
 
 const CATEGORIES = [
   PluginCategory.MODEL,
@@ -102,7 +102,11 @@ function describeMissing(missing: readonly ProducerRecord[]): string {
     .join("\n");
 }
 
-export async function runReplay(io: Io, typed: string, opts: { expand?: boolean }): Promise<number> {
+export async function runReplay(
+  io: Io,
+  typed: string,
+  opts: { expand?: boolean; children?: boolean },
+): Promise<number> {
   const id = resolveSessionId(typed);
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
@@ -111,26 +115,35 @@ export async function runReplay(io: Io, typed: string, opts: { expand?: boolean 
   const { resolved, diagnostics } = await resolveProject(io, io.cwd, loaded.config, { mode: "use" });
   if (diagnostics.some((d) => d.severity === "error")) throw configFailure(diagnostics);
 
-  // 1. The check, before anything is rendered or launched for the replay.
-  const reader = openReader(id);
-  let exclude: string[];
-  let damage: string[] = [];
-  try {
-    // What is damaged is reported after the replay shows everything else.
-    const problems = eventProblems(reader);
-    const installed = await installedProducers(resolved, io.cwd);
-    const missing = reader.missingProducers([...installed.values()].flat());
-    exclude = providersNotNeeded(reader.producers(), installed);
-    if (missing.length > 0) {
-      throw new CliError(
-        `agent: cannot replay session ${id}: it was written by plugins this project does not install:\n${describeMissing(missing)}\n` +
-          "Install those versions (required_providers in agent.hcl), or use `agent sessions show` for the kernel's generic rendering.",
-        EXIT.ERROR,
-      );
+  // 1. The check, before anything is rendered or launched for the replay: the session
+  // and each of its sub-agents (replayed after it, in spawn order).
+  const first = openReader(id);
+  const rootId = first.sessionId;
+  first.close();
+  const tree = opts.children === false ? [] : descendantsOf(rootId);
+  const installed = await installedProducers(resolved, io.cwd);
+  let exclude: string[] | undefined;
+  const damage = new Map<string, string[]>();
+  for (const sid of [rootId, ...tree.map((t) => t.info.sessionId)]) {
+    const reader = openReader(sid);
+    try {
+      // What is damaged is reported after the replay shows everything else.
+      const problems = eventProblems(reader);
+      const missing = reader.missingProducers([...installed.values()].flat());
+      // A provider stays out only when no session of the tree needs it.
+      const notNeeded = providersNotNeeded(reader.producers(), installed);
+      exclude = exclude === undefined ? notNeeded : exclude.filter((n) => notNeeded.includes(n));
+      if (missing.length > 0) {
+        throw new CliError(
+          `agent: cannot replay session ${sid}: it was written by plugins this project does not install:\n${describeMissing(missing)}\n` +
+            "Install those versions (required_providers in agent.hcl), or use `agent sessions show` for the kernel's generic rendering.",
+          EXIT.ERROR,
+        );
+      }
+      damage.set(sid, damageOf(reader, problems));
+    } finally {
+      reader.close();
     }
-    damage = damageOf(reader, problems);
-  } finally {
-    reader.close();
   }
 
   // 2. Re-render through the kernel's attach path.
@@ -141,7 +154,7 @@ export async function runReplay(io: Io, typed: string, opts: { expand?: boolean 
       installationRoot: installationRoot(),
       env: io.env,
       config: loaded.config,
-      exclude,
+      exclude: exclude ?? [],
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
@@ -149,7 +162,28 @@ export async function runReplay(io: Io, typed: string, opts: { expand?: boolean 
   }
   const out = new CoalescingWriter(io.out);
   try {
-    const conn = kernel.frontends.connect({ name: "replay", interactive: false });
+    let code: number = EXIT.OK;
+    for (const [i, sid] of [rootId, ...tree.map((t) => t.info.sessionId)].entries()) {
+      if (i > 0) out.write(`\n${subagentHeading(tree[i - 1]!.info, tree[i - 1]!.level)}\n\n`);
+      await replayOne(kernel, sid, out, opts);
+      code = Math.max(code, reportDamage(io, sid, damage.get(sid) ?? []));
+    }
+    out.close();
+    return code;
+  } finally {
+    out.close();
+    await kernel.shutdown().catch(() => {});
+  }
+}
+
+async function replayOne(
+  kernel: Awaited<ReturnType<typeof createKernel>>,
+  id: string,
+  out: CoalescingWriter,
+  opts: { expand?: boolean },
+): Promise<void> {
+  const conn = kernel.frontends.connect({ name: "replay", interactive: false });
+  try {
     conn.send({ event: { case: "attachSession", value: { requestId: "replay", sessionId: id } } });
     let n = 0;
     for await (const ev of conn.events) {
@@ -161,11 +195,8 @@ export async function runReplay(io: Io, typed: string, opts: { expand?: boolean 
       }
       if (e.case === "backfillComplete") break;
     }
-    conn.close();
-    out.close();
-    return reportDamage(io, id, damage);
+    out.flushNow();
   } finally {
-    out.close();
-    await kernel.shutdown().catch(() => {});
+    conn.close();
   }
 }

@@ -3,7 +3,7 @@
 // transcript with the kernel's generic renderer; replay re-renders through the
 // recorded producers (see replay.ts).
 
-import type { SessionStatus } from "@pluggableharness/protocol/session";
+import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import { formatUsd } from "@pluggableharness/provider-tui/describe";
 import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharness/state";
 import { parseDuration } from "../duration.ts";
@@ -49,7 +49,7 @@ export function runList(io: Io, opts: ListOptions): number {
     ...(opts.roots ? { rootsOnly: true } : {}),
     log: () => {},
   });
-  let sessions = listing.sessions;
+  let sessions = treeOrder(listing.sessions);
   if (opts.limit) sessions = sessions.slice(0, Math.max(0, Number(opts.limit) || 0));
   if (opts.json) {
     line(
@@ -58,6 +58,7 @@ export function runList(io: Io, opts: ListOptions): number {
         sessions.map((s) => ({
           session_id: s.sessionId,
           parent_session_id: s.parentSessionId || null,
+          depth: s.depth,
           profile: s.profile,
           status: shownStatus(s),
           started_at: when(s),
@@ -76,7 +77,7 @@ export function runList(io: Io, opts: ListOptions): number {
   }
   // The title comes last and is cut to what is left of the terminal's width (60 off one).
   const rows = sessions.map((s) => [
-    `${s.depth > 0 ? `${"  ".repeat(s.depth)}↳ ` : ""}${s.sessionId}`,
+    `${s.level > 0 ? `${"  ".repeat(s.level - 1)}└─ ` : ""}${s.sessionId}`,
     when(s),
     shortDirectory(s.workingDirectory, io.env["HOME"] ?? ""),
     s.model || s.profile || "-",
@@ -105,6 +106,32 @@ export function runList(io: Io, opts: ListOptions): number {
   for (const u of listing.unreadable)
     line(io.err, `warning: ${u.sessionId} cannot be read (${u.reason}): ${u.message}`);
   return EXIT.OK;
+}
+
+/**
+ * The listing as a tree: sessions newest first, each followed by the sub-agents it
+ * spawned (oldest first, recursively); a sub-agent whose parent is not listed (filtered
+ * out) stands on its own. `level` is the indentation under the listed ancestor.
+ */
+export function treeOrder(sessions: readonly SessionInfo[]): Array<SessionInfo & { level: number }> {
+  const ids = new Set(sessions.map((s) => s.sessionId));
+  const kids = new Map<string, SessionInfo[]>();
+  for (const s of [...sessions].reverse()) {
+    if (!s.parentSessionId || !ids.has(s.parentSessionId)) continue;
+    const list = kids.get(s.parentSessionId) ?? [];
+    list.push(s);
+    kids.set(s.parentSessionId, list);
+  }
+  const out: Array<SessionInfo & { level: number }> = [];
+  const seen = new Set<string>();
+  const visit = (s: SessionInfo, level: number) => {
+    if (seen.has(s.sessionId)) return;
+    seen.add(s.sessionId);
+    out.push({ ...s, level });
+    for (const c of kids.get(s.sessionId) ?? []) visit(c, level + 1);
+  };
+  for (const s of sessions) if (!s.parentSessionId || !ids.has(s.parentSessionId)) visit(s, 0);
+  return out;
 }
 
 function oneLine(text: string): string {

@@ -3,16 +3,19 @@
 // reader, the generic renderer (`@pluggableharness/kernel/render`) and the plain-text
 // painter, never the kernel, so it starts fast.
 import { eventProblem, genericRenderTree, StoredInputs } from "@pluggableharness/kernel/render";
+import type { SessionInfo } from "@pluggableharness/protocol/session";
 import { treeText } from "@pluggableharness/provider-tui/render-tree";
 import {
   isSessionId,
   openSessionReader,
   SessionNotFoundError,
   type SessionReader,
+  type SessionTreeNode,
+  sessionTree,
 } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
-import { resolveSessionId } from "../session-ids.ts";
+import { resolveSessionId, shownStatus } from "../session-ids.ts";
 
 export function openReader(typed: string): SessionReader {
   const id = resolveSessionId(typed);
@@ -52,27 +55,79 @@ export function eventProblems(reader: SessionReader): string[] {
   return problems;
 }
 
-/** Prints the transcript of a session file with the kernel's generic renderer. */
-export async function runShow(io: Io, id: string, opts: { expand?: boolean }): Promise<number> {
-  const reader = openReader(id);
-  const out = new CoalescingWriter(io.out);
-  const problems: string[] = [];
-  try {
-    let n = 0;
-    // Large tool inputs are stored once, in the assistant message: put them back.
-    for (const e of new StoredInputs().all(reader.events())) {
-      const problem = eventProblem(e);
-      if (problem) problems.push(`event ${e.sequence} cannot be read: ${problem}`);
-      // Like a live or replayed session: an event with nothing to show (a message of tool
-      // results only) prints nothing, so each call appears once, by its own events.
-      const tree = genericRenderTree(e);
-      if (!tree.root) continue;
-      out.write(`${n++ > 0 ? "\n" : ""}${treeText(tree, { expand: !!opts.expand })}\n`);
+/**
+ * A session's descendants (sub-agents, their own sub-agents, ...) in spawn order, depth
+ * first, with their nesting level below it.
+ */
+export function descendantsOf(sessionId: string): Array<{ info: SessionInfo; level: number }> {
+  const out: Array<{ info: SessionInfo; level: number }> = [];
+  const walk = (n: SessionTreeNode, level: number) => {
+    for (const c of n.children) {
+      out.push({ info: c.info, level });
+      walk(c, level + 1);
     }
-    out.flushNow();
-    return reportDamage(io, id, damageOf(reader, problems));
+  };
+  const tree = sessionTree(sessionId, { log: () => {} });
+  if (tree) walk(tree, 1);
+  return out;
+}
+
+/** The heading a sub-agent's transcript is printed under. */
+export function subagentHeading(info: SessionInfo, level: number): string {
+  const indent = "  ".repeat(level - 1);
+  return `${indent}── sub-agent ${info.sessionId} · ${info.profile} · ${shownStatus(info)} · spawned by ${info.parentSessionId} ──`;
+}
+
+/**
+ * Prints the transcript of a session file with the kernel's generic renderer, then each
+ * of its sub-agents' (unless `children` is false), under a heading naming it.
+ */
+export async function runShow(
+  io: Io,
+  id: string,
+  opts: { expand?: boolean; children?: boolean },
+): Promise<number> {
+  const reader = openReader(id);
+  const rootId = reader.sessionId;
+  const out = new CoalescingWriter(io.out);
+  let code: number = EXIT.OK;
+  try {
+    code = showOne(io, out, reader, opts);
   } finally {
-    out.close();
     reader.close();
   }
+  try {
+    if (opts.children !== false) {
+      for (const { info, level } of descendantsOf(rootId)) {
+        out.write(`\n${subagentHeading(info, level)}\n\n`);
+        const r = openReader(info.sessionId);
+        try {
+          code = Math.max(code, showOne(io, out, r, opts));
+        } finally {
+          r.close();
+        }
+      }
+    }
+    out.flushNow();
+    return code;
+  } finally {
+    out.close();
+  }
+}
+
+function showOne(io: Io, out: CoalescingWriter, reader: SessionReader, opts: { expand?: boolean }): number {
+  const problems: string[] = [];
+  let n = 0;
+  // Large tool inputs are stored once, in the assistant message: put them back.
+  for (const e of new StoredInputs().all(reader.events())) {
+    const problem = eventProblem(e);
+    if (problem) problems.push(`event ${e.sequence} cannot be read: ${problem}`);
+    // Like a live or replayed session: an event with nothing to show (a message of tool
+    // results only) prints nothing, so each call appears once, by its own events.
+    const tree = genericRenderTree(e);
+    if (!tree.root) continue;
+    out.write(`${n++ > 0 ? "\n" : ""}${treeText(tree, { expand: !!opts.expand })}\n`);
+  }
+  out.flushNow();
+  return reportDamage(io, reader.sessionId, damageOf(reader, problems));
 }

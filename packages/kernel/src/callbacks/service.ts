@@ -4,11 +4,16 @@
 // kernel-assigned id and sequence; Log lands in the kernel's log, attributed; CountTokens
 // is exact through a model provider's own tokenizer when it has one (an exact count of a
 // text already counted is answered from token-counts.ts), otherwise the one documented
-// fallback; RunSession (sub-agents) is not available yet.
+// fallback; RunSession runs a sub-agent for a spawn call the plugin is serving
+// (subagents/run-session.ts).
 
 import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
 import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
-import type { KernelCallbackService } from "@pluggableharness/protocol/kernel";
+import type {
+  KernelCallbackService,
+  RunSessionRequest,
+  RunSessionResponse,
+} from "@pluggableharness/protocol/kernel";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { LogLevel } from "@pluggableharness/protocol/log";
 import type { CallbackContext, CallbackPeer } from "@pluggableharness/runtime";
@@ -42,6 +47,12 @@ export interface CallbackDeps {
   readonly kernelProducer: ProducerRef;
   /** Exact counts already known; without one every count asks the model provider. */
   readonly tokenCounts?: TokenCountCache;
+  /** Runs a child session for `plugin` (subagents/run-session.ts); absent: UNIMPLEMENTED. */
+  readonly runSession?: (
+    plugin: string,
+    request: RunSessionRequest,
+    signal: AbortSignal,
+  ) => Promise<RunSessionResponse>;
   /** ExecEnvironment's answer for extra secret patterns (the env policy applied by the kernel). */
   readonly execEnvironment?: (patterns: readonly string[]) => {
     variables: Record<string, string>;
@@ -171,11 +182,9 @@ export function callbackImplementation(
       return { variables: e.variables, withheld: e.withheld, protectedPaths: e.protectedPaths };
     },
 
-    runSession() {
-      throw new StatusError(
-        UNIMPLEMENTED,
-        "RunSession (sub-agent sessions) is not implemented by this kernel build yet; a tool cannot spawn a child session",
-      );
+    runSession(req, ctx) {
+      if (!deps.runSession) throw new StatusError(UNIMPLEMENTED, "this kernel runs no sub-agent sessions");
+      return deps.runSession(peer.plugin, req, ctx.signal);
     },
 
     describe() {

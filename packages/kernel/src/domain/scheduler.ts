@@ -143,3 +143,114 @@ export async function schedule<T>(
       : { call: calls[i]!, status: "rejected", reason: s.reason },
   );
 }
+
+/** Who holds or wants a lock: a session and its ancestors (nearest first). */
+export interface LockOwner {
+  readonly session: string;
+  readonly ancestors: readonly string[];
+}
+
+interface Held {
+  readonly claim: LockClaim;
+  readonly owner: LockOwner;
+}
+
+interface Waiter extends Held {
+  readonly grant: () => void;
+}
+
+/**
+ * The kernel-wide tool locks: one instance serves every session of a kernel, so a
+ * `safe: false` provider never sees two Invokes at once, whichever sessions they come
+ * from, and equal keys of a keyed operation never run together anywhere. Locks are taken
+ * right before Invoke and released when it ends (never held while a human decides).
+ *
+ * Two rules keep the session tree free of deadlocks:
+ * - a claim held by an ancestor session does not block its descendants: that call is
+ *   waiting for them (a spawn tool whose Invoke runs a child session);
+ * - earlier waiters of other sessions go first (FIFO), except for a sub-agent's
+ *   request, which may be what an earlier waiter's blocker is itself waiting for.
+ * Within one session, conflicting calls keep their submission order.
+ */
+export class ToolLocks {
+  readonly #held = new Set<Held>();
+  #waiting: Waiter[] = [];
+
+  /** Held claims (for diagnostics and tests). */
+  get heldCount(): number {
+    return this.#held.size;
+  }
+
+  get waitingCount(): number {
+    return this.#waiting.length;
+  }
+
+  /**
+   * Resolves with the release function once the claim is granted; `onWait` is told when
+   * it must wait. An abort while waiting rejects with the signal's reason.
+   */
+  acquire(
+    claim: LockClaim,
+    owner: LockOwner,
+    options: { readonly signal?: AbortSignal; readonly onWait?: () => void } = {},
+  ): Promise<() => void> {
+    const signal = options.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const held: Held = { claim, owner };
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        this.#held.delete(held);
+        this.#pump();
+      };
+      const onAbort = () => {
+        this.#waiting = this.#waiting.filter((w) => w !== waiter);
+        this.#pump();
+        reject(signal!.reason);
+      };
+      const waiter: Waiter = {
+        claim,
+        owner,
+        grant: () => {
+          signal?.removeEventListener("abort", onAbort);
+          this.#held.add(held);
+          resolve(release);
+        },
+      };
+      if (this.#grantable(waiter, this.#waiting)) {
+        waiter.grant();
+        return;
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(waiter);
+      options.onWait?.();
+    });
+  }
+
+  #blocks(holder: LockOwner, requester: LockOwner): boolean {
+    return !requester.ancestors.includes(holder.session);
+  }
+
+  #grantable(w: Held, earlier: readonly Held[]): boolean {
+    for (const h of this.#held) {
+      if (claimsConflict(h.claim, w.claim) && this.#blocks(h.owner, w.owner)) return false;
+    }
+    for (const e of earlier) {
+      if (!claimsConflict(e.claim, w.claim) || !this.#blocks(e.owner, w.owner)) continue;
+      if (e.owner.session === w.owner.session || w.owner.ancestors.length === 0) return false;
+    }
+    return true;
+  }
+
+  /** Grants, in arrival order, every waiter that may run now. */
+  #pump(): void {
+    const still: Waiter[] = [];
+    for (const w of this.#waiting) {
+      if (this.#grantable(w, still)) w.grant();
+      else still.push(w);
+    }
+    this.#waiting = still;
+  }
+}

@@ -35,6 +35,9 @@ export const ToolSchemaRule = {
   defaultTimeoutPositive: "default-timeout-positive",
   modelTextFieldIsString: "model-text-field-is-a-string-output-property",
   modelOmittedFieldsInOutput: "model-omitted-fields-are-other-output-properties",
+  spawnResourceOnly: "spawns-resource-only",
+  spawnProfileFieldIsString: "spawns-profile-field-is-a-required-string-input-property",
+  spawnNotProviderLocked: "spawns-not-provider-locked",
   slashCommandToolExists: "slash-command-tool-exists",
   slashCommandDirectInvokeNeedsTool: "slash-command-direct-invoke-needs-tool",
 } as const;
@@ -148,6 +151,29 @@ export function validateToolSchemas(provider: string, response: GetSchemaRespons
 
     const schema = clone(ToolSchemaSchema, raw);
     const inputProps = new Set<string>();
+    if (raw.spawns) {
+      // A spawn is gated (its risk depends on the child's profile) and names that profile
+      // in one required string argument, which RunSession must then match.
+      if (raw.kind !== ToolKind.RESOURCE)
+        fail(
+          ToolSchemaRule.spawnResourceOnly,
+          `spawns is only allowed on a resource, not on a ${toolKindName(raw.kind)}`,
+        );
+      const field = raw.spawns.profileField;
+      const prop = raw.inputSchema?.properties.find((p) => p.name === field);
+      if (!field || prop?.schema?.type !== SchemaType.STRING || !raw.inputSchema?.required.includes(field))
+        fail(
+          ToolSchemaRule.spawnProfileFieldIsString,
+          `spawns.profile_field "${field}" is not a required string property of input_schema`,
+        );
+      // A spawn holding a provider-wide lock would serialize sibling sub-agents and could
+      // deadlock against a child calling the same provider.
+      if (!raw.concurrency?.safe)
+        fail(
+          ToolSchemaRule.spawnNotProviderLocked,
+          "a spawn-capable operation must declare concurrency safe: true (sub-agents run in parallel)",
+        );
+    }
     for (const which of ["input", "output"] as const) {
       const declared = which === "input" ? raw.inputSchema : raw.outputSchema;
       const rule =

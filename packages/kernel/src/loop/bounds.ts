@@ -31,18 +31,24 @@ export function statusForStop(reason: StopReason): SessionStatus {
 }
 
 /**
- * Spend tracking along the session tree. Every cost is charged to the session that
- * spent it and to each ancestor; a session's remaining budget is the smallest
- * remainder on its path to the root (an ancestor's tighter bound always wins).
+ * Spend tracking along the session tree. Every cost, token and model turn is charged to
+ * the session that spent it and to each ancestor; a session's remaining budget is the
+ * smallest remainder on its path to the root (an ancestor's tighter bound always wins),
+ * for dollars (max_cost_usd) and turns (max_turns) alike.
  */
 export class CostNode {
   readonly limitUsd: number | undefined;
   readonly parent: CostNode | undefined;
+  readonly limitTurns: number | undefined;
   #spentUsd = 0;
+  #turns = 0;
+  #inputTokens = 0;
+  #outputTokens = 0;
 
-  constructor(limitUsd?: number, parent?: CostNode) {
+  constructor(limitUsd?: number, parent?: CostNode, limitTurns?: number) {
     this.limitUsd = limitUsd;
     this.parent = parent;
+    this.limitTurns = limitTurns;
   }
 
   /** Own spend plus every descendant's. */
@@ -50,8 +56,32 @@ export class CostNode {
     return this.#spentUsd;
   }
 
-  charge(usd: number): void {
-    for (let n: CostNode | undefined = this; n; n = n.parent) n.#spentUsd += usd;
+  /** Model turns run here and in every descendant. */
+  get turns(): number {
+    return this.#turns;
+  }
+
+  get inputTokens(): number {
+    return this.#inputTokens;
+  }
+
+  get outputTokens(): number {
+    return this.#outputTokens;
+  }
+
+  charge(usd: number, tokens?: { readonly input: number; readonly output: number }): void {
+    for (let n: CostNode | undefined = this; n; n = n.parent) {
+      n.#spentUsd += usd;
+      if (tokens) {
+        n.#inputTokens += tokens.input;
+        n.#outputTokens += tokens.output;
+      }
+    }
+  }
+
+  /** One model turn ran in this session. */
+  chargeTurn(): void {
+    for (let n: CostNode | undefined = this; n; n = n.parent) n.#turns++;
   }
 
   /** +Infinity when no session on the path has a cost bound. */
@@ -63,9 +93,21 @@ export class CostNode {
     return remaining;
   }
 
+  /** +Infinity when no session on the path has a turn bound. */
+  remainingTurns(): number {
+    let remaining = Number.POSITIVE_INFINITY;
+    for (let n: CostNode | undefined = this; n; n = n.parent) {
+      if (n.limitTurns !== undefined) remaining = Math.min(remaining, n.limitTurns - n.#turns);
+    }
+    return remaining;
+  }
+
   /** Starts a fresh count (a re-opened session's bounds reset). */
   reset(): void {
     this.#spentUsd = 0;
+    this.#turns = 0;
+    this.#inputTokens = 0;
+    this.#outputTokens = 0;
   }
 }
 
@@ -80,6 +122,8 @@ export interface BoundsInput {
 /** The first bound that has fired, checked independently in a fixed order. */
 export function checkBounds(input: BoundsInput): StopReason | undefined {
   if (input.maxTurns !== undefined && input.turns >= input.maxTurns) return "max_turns";
+  // An ancestor's max_turns counts its sub-agents' turns too.
+  if (input.cost.remainingTurns() <= 0) return "max_turns";
   if (input.cost.remainingUsd() <= 0) return "max_cost_usd";
   if (input.maxWallClockS !== undefined && input.elapsedMs >= input.maxWallClockS * 1000) {
     return "max_wall_clock_s";

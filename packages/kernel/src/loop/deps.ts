@@ -3,6 +3,7 @@ import type { AgentConfig, PolicyEngine, Settings } from "@pluggableharness/conf
 import type { ProducerRef } from "@pluggableharness/protocol/common";
 import type { InvocationTracker } from "../callbacks/invocations.ts";
 import type { KernelClock } from "../clock.ts";
+import type { ToolLocks } from "../domain/index.ts";
 import type { EventRenderer } from "../frontends/renderer.ts";
 import type { HookDispatcher } from "../hooks/dispatcher.ts";
 import type { KernelLogger } from "../log.ts";
@@ -66,6 +67,8 @@ export interface LoopDeps {
   /** How an `ask` resolves when no interactive frontend is attached. */
   readonly headlessAsk: "deny" | "allow";
   readonly limits: LoopLimits;
+  /** The kernel-wide tool locks (ConcurrencySpec across every session of the kernel). */
+  readonly locks: ToolLocks;
   /** ULIDs for turn, plan-item and message ids. */
   newId(): string;
 }

@@ -93,10 +93,15 @@ export async function runSessionRun(
     if (text.length > 0) session.writer.setTitleIfUnset(text.join("\n"));
     let turns = 0;
     let final: StopReason | undefined;
-    const wallClock =
+    const own =
       session.profile.max_wall_clock_s !== undefined
         ? runStartedAt + session.profile.max_wall_clock_s * 1000
         : undefined;
+    // A sub-agent's time runs out with its parent's run at the latest.
+    const inherited = session.parent?.runDeadline;
+    const wallClock =
+      own === undefined ? inherited : inherited === undefined ? own : Math.min(own, inherited);
+    session.runDeadline = wallClock;
     for (;;) {
       // The final-answer turn after the time limit gets a short grace of its own.
       const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;

@@ -3,13 +3,14 @@
 // with decide() / respond(); with none attached an ask resolves by the headless rule and
 // a question goes unanswered, and when the last one detaches nothing keeps waiting. A
 // remembered answer (SESSION, ALWAYS) covers exactly what was asked.
-import type { JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { narrowestScope, PolicyStoreError, recordAlwaysDecision } from "@pluggableharness/config";
 import {
   ClientDecision,
   type ClientEvent_InteractiveResponse,
   type ClientEvent_PlanDecision,
   FrontendErrorCategory,
+  ServerEvent_RequestOriginSchema,
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
 import { checkArguments } from "../domain/index.ts";
@@ -33,12 +34,15 @@ export type InteractiveResolution =
   | { readonly kind: "cancelled" };
 
 interface PendingAsk {
+  /** The session whose call it is: the root itself, or one of its sub-agents. */
+  readonly origin: Session;
   readonly item: PlanItem;
   readonly tool: SessionTool;
   readonly resolve: (r: AskResolution) => void;
 }
 
 interface PendingInteractive {
+  readonly origin: Session;
   readonly request: ServerEventInit;
   readonly tool: SessionTool;
   readonly resolve: (r: InteractiveResolution) => void;
@@ -80,6 +84,8 @@ export class HumanRequests {
     }
     const provider = pending.item.provider;
     const toolName = pending.item.toolName;
+    // A remembered answer belongs to the session that asked (a sub-agent's own policy).
+    const origin = pending.origin;
     let scope = "once";
     // A remembered answer covers exactly what was asked: the narrowest rule for the call.
     const remember =
@@ -90,9 +96,9 @@ export class HumanRequests {
               provider,
               tool_name: toolName,
               args: (pending.item.input ?? {}) as JsonObject,
-              cwd: this.#s.workingDirectory,
+              cwd: origin.workingDirectory,
             },
-            { secretValues: this.#s.deps.secretValues },
+            { secretValues: origin.deps.secretValues },
           )
         : undefined;
     if (remember && !remember.ok) {
@@ -108,12 +114,12 @@ export class HumanRequests {
           provider,
           tool_name: toolName,
           decision: allow ? "allow" : "deny",
-          profile: this.#s.profile.name,
+          profile: origin.profile.name,
           scopes: remember!.ok ? remember!.scopes : [{}],
         });
         for (const rule of rules) {
           this.#s.deps.policy.addAlwaysRule(rule);
-          this.#s.policy.addAlwaysRule(rule);
+          origin.policy.addAlwaysRule(rule);
         }
       } catch (err) {
         if (!(err instanceof PolicyStoreError)) throw err;
@@ -125,7 +131,7 @@ export class HumanRequests {
     } else if (d.scope === PlanDecisionScope.SESSION) {
       scope = "session";
       for (const sc of remember!.ok ? remember!.scopes : [{}]) {
-        this.#s.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny", sc);
+        origin.policy.rememberForSession(provider, toolName, allow ? "allow" : "deny", sc);
       }
     }
     this.#settle(d.planItemId);
@@ -170,14 +176,26 @@ export class HumanRequests {
   pendingRequests(): ServerEventInit[] {
     return [
       ...[...this.#asks.values()].map(
-        (a): ServerEventInit => ({ event: { case: "permissionRequest", value: { planItem: a.item } } }),
+        (a): ServerEventInit => ({
+          event: { case: "permissionRequest", value: { planItem: a.item, ...originOf(this.#s, a.origin) } },
+        }),
       ),
       ...[...this.#interactives.values()].map((i) => i.request),
     ];
   }
 
-  /** Settles an `ask`: a permission request to interactive frontends, else the headless rule. */
+  /**
+   * Settles an `ask`: a permission request to interactive frontends, else the headless
+   * rule. A sub-agent's ask goes to its root session's frontends, labelled with it.
+   */
   ask(item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
+    const root = this.#s.root;
+    return root === this.#s
+      ? this.#ask(this.#s, item, tool, signal)
+      : root.humans.#ask(this.#s, item, tool, signal);
+  }
+
+  #ask(origin: Session, item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
     if (signal.aborted) return Promise.resolve({ decision: "cancelled", decidedBy: "interrupt" });
     if (!this.#s.channel.hasInteractiveSubscriber()) return Promise.resolve(this.#headlessAsk());
     return new Promise((resolve) => {
@@ -188,6 +206,7 @@ export class HumanRequests {
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.#asks.set(item.id, {
+        origin,
         item,
         tool,
         resolve: (r) => {
@@ -196,12 +215,35 @@ export class HumanRequests {
           resolve(r);
         },
       });
-      this.#s.channel.publish({ event: { case: "permissionRequest", value: { planItem: item } } });
+      this.#s.channel.publish({
+        event: { case: "permissionRequest", value: { planItem: item, ...originOf(this.#s, origin) } },
+      });
     });
   }
 
-  /** Puts an interactive call's question to the attached human. */
+  /** Puts an interactive call's question to the attached human (a sub-agent's: its root's). */
   question(
+    callId: string,
+    request: ServerEventInit,
+    tool: SessionTool,
+    signal: AbortSignal,
+  ): Promise<InteractiveResolution> {
+    const root = this.#s.root;
+    if (root === this.#s) return this.#question(this.#s, callId, request, tool, signal);
+    const labelled =
+      request.event?.case === "interactiveRequest"
+        ? {
+            event: {
+              case: "interactiveRequest" as const,
+              value: { ...request.event.value, ...originOf(root, this.#s) },
+            },
+          }
+        : request;
+    return root.humans.#question(this.#s, callId, labelled, tool, signal);
+  }
+
+  #question(
+    origin: Session,
     callId: string,
     request: ServerEventInit,
     tool: SessionTool,
@@ -222,6 +264,7 @@ export class HumanRequests {
       };
       signal.addEventListener("abort", onAbort, { once: true });
       this.#interactives.set(callId, {
+        origin,
         request,
         tool,
         resolve: (r) => {
@@ -259,4 +302,17 @@ export class HumanRequests {
       q.resolve({ kind: "unanswered", reason: "the interactive frontend detached before answering" });
     }
   }
+}
+
+/** The label of a request a sub-agent makes through its root (none for the root's own). */
+function originOf(root: Session, origin: Session) {
+  if (origin === root) return {};
+  return {
+    origin: create(ServerEvent_RequestOriginSchema, {
+      sessionId: origin.id,
+      profile: origin.profile.name,
+      depth: origin.depth,
+      parentSessionId: origin.parentId ?? "",
+    }),
+  };
 }

@@ -114,5 +114,7 @@ export class RunQueue {
   /** Cancels the current run, if any. */
   interrupt(): void {
     this.#run?.controller.abort(new Error("interrupted"));
+    // Live sub-agents go with it, recursively (kernel memory, not the state backend).
+    for (const child of this.#s.children) child.interrupt();
   }
 }

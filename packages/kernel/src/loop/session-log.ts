@@ -165,7 +165,7 @@ export class SessionLog {
       },
     );
     for (const c of costs) {
-      this.#s.cost.charge(c.costUsd);
+      this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
       const remaining = this.#s.cost.remainingUsd();
       this.#s.channel.publish({

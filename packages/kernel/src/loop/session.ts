@@ -13,6 +13,7 @@ import {
   type ClientEvent_PlanDecision,
   FrontendErrorCategory,
 } from "@pluggableharness/protocol/frontend";
+import type { ChildDenial } from "@pluggableharness/protocol/kernel";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import {
   Dispatch,
@@ -22,10 +23,11 @@ import {
 } from "@pluggableharness/protocol/slashcommand";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import { REOPENABLE_STATUSES, type SessionWriter } from "@pluggableharness/state";
-import { checkArguments, type PreviousRequestPrefix } from "../domain/index.ts";
+import { checkArguments, type LockOwner, type PreviousRequestPrefix } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { StoredInputs } from "../frontends/stored-inputs.ts";
+import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
 import type { LoopDeps } from "./deps.ts";
@@ -35,7 +37,7 @@ import { type ModelCandidate, paramsFromConfig } from "./model-call.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
-import { ToolRegistry } from "./tool-registry.ts";
+import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
 
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
 
@@ -51,13 +53,55 @@ export interface SessionInit {
   readonly profile: AgentProfile;
   readonly workingDirectory: string;
   readonly history?: Message[];
-  readonly parent?: { readonly id: string; readonly cost: CostNode };
+  /** Set for a sub-agent: its parent, and what RunSession resolved for it (subagents/). */
+  readonly parent?: Session;
+  readonly subagent?: SubagentInit;
+  /** The depth budget of a root session (profile max_depth, else the kernel default). */
+  readonly remainingDepth?: number;
+}
+
+export interface InflightCall {
+  readonly tool: SessionTool;
+  readonly args: JsonObject;
+  readonly ended: AbortController;
+}
+
+/** What a sub-agent session is given at spawn (subagents/run-session.ts). */
+export interface SubagentInit {
+  readonly remainingDepth: number;
+  /** Its tools: the profile's, narrowed per call, without spawn tools at depth 0. */
+  readonly tools: ToolRegistry;
+  /** An extra, narrower cost bound from RunSessionRequest.remaining_cost_budget_usd. */
+  readonly costLimitUsd?: number;
+  /** What it was asked (the title of its tree entry). */
+  readonly title: string;
 }
 
 export class Session implements HubSession, SessionControl {
   readonly id: string;
   readonly profile: AgentProfile;
   readonly parentId: string | undefined;
+  /** The spawning session, for a sub-agent. */
+  readonly parent: Session | undefined;
+  /** Parent, grandparent, ... up to the root (nearest first). */
+  readonly ancestors: readonly string[];
+  /** 0 for a root session. */
+  readonly depth: number;
+  /** How many more levels of sub-agents this session may spawn below it. */
+  readonly remainingDepth: number;
+  /** Sub-agents of this session that are running now (cancelled with it). */
+  readonly children = new Set<Session>();
+  /** Calls refused to this session and its descendants (reported to the parent). */
+  readonly denials: ChildDenial[] = [];
+  /** Tree bookkeeping of a sub-agent (progress reports to its ancestors). */
+  readonly subagent: SubagentLink | undefined;
+  /**
+   * Tool calls whose Invoke is running now, by call id: RunSession accepts a spawn only
+   * from one of them, and `ended` aborts when that Invoke ends (its children with it).
+   */
+  readonly inflight = new Map<string, InflightCall>();
+  /** The current run's wall-clock deadline (ms), which bounds its sub-agents too. */
+  runDeadline: number | undefined;
   readonly workingDirectory: string;
   readonly writer: SessionWriter;
   readonly channel: SessionChannel;
@@ -95,6 +139,14 @@ export class Session implements HubSession, SessionControl {
     this.id = init.writer.sessionId;
     this.profile = init.profile;
     this.parentId = init.parent?.id;
+    this.parent = init.parent;
+    this.ancestors = init.parent ? [init.parent.id, ...init.parent.ancestors] : [];
+    this.depth = init.parent ? init.parent.depth + 1 : 0;
+    this.remainingDepth =
+      init.subagent?.remainingDepth ??
+      init.remainingDepth ??
+      init.profile.max_depth ??
+      deps.settings.default_max_depth;
     this.workingDirectory = init.workingDirectory;
     this.history = init.history ?? [];
     this.#status = init.writer.meta().status;
@@ -106,8 +158,15 @@ export class Session implements HubSession, SessionControl {
     this.channel.resumeAfter(init.writer.lastSequence());
     this.channel.onSubscribersChanged = () => this.humans.subscribersChanged();
     this.policy = deps.policy.forSession(init.profile.name);
-    this.tools = ToolRegistry.forProfile(init.profile, deps.providers);
-    this.cost = new CostNode(init.profile.max_cost_usd, init.parent?.cost);
+    this.tools =
+      init.subagent?.tools ??
+      ToolRegistry.forProfile(init.profile, deps.providers, { spawn: this.remainingDepth > 0 });
+    const parentCost =
+      init.parent && init.subagent?.costLimitUsd !== undefined
+        ? new CostNode(init.subagent.costLimitUsd, init.parent.cost)
+        : init.parent?.cost;
+    this.cost = new CostNode(init.profile.max_cost_usd, parentCost, init.profile.max_turns);
+    this.subagent = init.parent ? new SubagentLink(this, init.subagent?.title ?? "") : undefined;
     this.doom = new DoomLoopDetector(deps.settings.doom_loop_threshold, deps.settings.doom_loop_window);
     this.breaker = new CircuitBreaker(
       {
@@ -135,6 +194,18 @@ export class Session implements HubSession, SessionControl {
 
   static historyFromFile(writer: SessionWriter): Message[] {
     return Session.conversationFromFile(writer).history;
+  }
+
+  /** Who this session's tool calls hold locks as (the kernel-wide ToolLocks). */
+  get lockOwner(): LockOwner {
+    return { session: this.id, ancestors: this.ancestors };
+  }
+
+  /** The root of this session's tree (itself for a root session). */
+  get root(): Session {
+    let s: Session = this;
+    while (s.parent) s = s.parent;
+    return s;
   }
 
   // ---- HubSession -----------------------------------------------------------------
@@ -186,7 +257,12 @@ export class Session implements HubSession, SessionControl {
     this.channel.publish({
       event: { case: "sessionStatusUpdate", value: { status, previousStatus: previous, detail } },
     });
+    this.lastStatusDetail = detail;
+    this.subagent?.progress();
   }
+
+  /** The detail of the last status change (why the session ended). */
+  lastStatusDetail = "";
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {

@@ -153,6 +153,9 @@ async function invokeOnce(
   }, timeout.ms);
   const validator = new InvokeStreamValidator(tool.tool);
   const end = deps.tracker.begin(tool.provider.name, session.id, "tool");
+  const inflight = { tool, args: call.arguments ?? {}, ended: new AbortController() };
+  session.inflight.set(call.id, inflight);
+  session.subagent?.progress(`calling ${tool.provider.name}.${schema.name}`);
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
   deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
@@ -224,6 +227,10 @@ async function invokeOnce(
     clearTimeout(timer);
     input.signal.removeEventListener("abort", onAbort);
     end();
+    // Whatever ended the Invoke (result, crash, deadline, interrupt), its sub-agents end too.
+    if (session.inflight.get(call.id) === inflight) session.inflight.delete(call.id);
+    inflight.ended.abort(new Error("the spawning call ended"));
+    session.subagent?.progress("");
     deps.trace({ name: "tool.invoked", sessionId: session.id, turnId: input.turnId, attrs: traced });
   }
   for (const v of validator.violations) {

@@ -78,14 +78,25 @@ export class ToolRegistry {
     }
   }
 
-  /** The profile's tools among what loaded, in the profile's order. */
-  static forProfile(profile: AgentProfile, providers: ProviderRegistry): ToolRegistry {
+  /**
+   * The profile's tools among what loaded, in the profile's order. `spawn: false` leaves
+   * out every spawn-capable tool (ToolSchema.spawns: a session at depth 0 cannot see
+   * one); `providers` narrows the set to those tool providers (RunSession's
+   * scoped_providers), never widening it.
+   */
+  static forProfile(
+    profile: AgentProfile,
+    providers: ProviderRegistry,
+    options: { readonly spawn?: boolean; readonly providers?: ReadonlySet<string> } = {},
+  ): ToolRegistry {
     const facts: Record<string, { tools: string[] }> = {};
     for (const p of providers.all()) if (p.tools) facts[p.name] = { tools: [...p.tools.tools.keys()] };
     const tools: SessionTool[] = [];
     for (const { provider, tool } of resolveProfileTools(profile, facts)) {
       const p = providers.get(provider)!;
       const t = p.tools!.tools.get(tool)!;
+      if (options.spawn === false && t.schema.spawns) continue;
+      if (options.providers && !options.providers.has(provider)) continue;
       const declaredName = declaredToolName(provider, tool);
       tools.push({
         declaredName,

@@ -86,6 +86,10 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     ...(input.final ? { attrs: { final: input.final } } : {}),
   });
 
+  // Counted up the session tree: an ancestor's max_turns covers its sub-agents' turns.
+  session.cost.chargeTurn();
+  session.subagent?.progress();
+
   // ---- 1. context-assemble -------------------------------------------------------------
   trace("1");
   const tools = input.final ? [] : session.tools.declarations({ planMode: session.planMode });
@@ -338,15 +342,20 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
     // ---- 17. bounds --------------------------------------------------------------------------------------
     trace("17");
-    const bound = checkBounds({
-      ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
-      ...(session.profile.max_wall_clock_s !== undefined
-        ? { maxWallClockS: session.profile.max_wall_clock_s }
-        : {}),
-      turns: input.turnsBefore + 1,
-      elapsedMs: deps.clock.now() - input.runStartedAt,
-      cost: session.cost,
-    });
+    const bound =
+      checkBounds({
+        ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
+        ...(session.profile.max_wall_clock_s !== undefined
+          ? { maxWallClockS: session.profile.max_wall_clock_s }
+          : {}),
+        turns: input.turnsBefore + 1,
+        elapsedMs: deps.clock.now() - input.runStartedAt,
+        cost: session.cost,
+      }) ??
+      // A sub-agent's inherited deadline (its parent's run ends then).
+      (session.parent && session.runDeadline !== undefined && deps.clock.now() >= session.runDeadline
+        ? "max_wall_clock_s"
+        : undefined);
 
     // ---- 18. loop or stop ------------------------------------------------------------------------------
     trace("18");

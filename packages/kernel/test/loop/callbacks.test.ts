@@ -58,9 +58,9 @@ describe("kernel callbacks", () => {
     expect([ok!["count"], ok!["exact"]]).toEqual([4, true]);
     expect([ok!["fallbackCount"], ok!["fallbackExact"]]).toEqual([3, false]);
 
-    // RunSession is not available yet.
-    expect(String(ok!["runSessionError"])).toContain("UNIMPLEMENTED");
-    expect(String(ok!["runSessionError"])).toContain("not implemented");
+    // The emitter is a data source, not a spawn-capable tool: RunSession is refused.
+    expect(String(ok!["runSessionError"])).toContain("PERMISSION_DENIED");
+    expect(String(ok!["runSessionError"])).toContain("no call of a spawn-capable tool");
 
     // Log: in the kernel's log, attributed to the plugin and the session.
     const line = k.logs.find((l) => l.message === "emitter says hello")!;

@@ -6,7 +6,7 @@ import type { ContentBlock, ToolUseBlock } from "@pluggableharness/protocol/cont
 import { ToolResultEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { PlanItem } from "@pluggableharness/protocol/plan";
-import { type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { type RiskClass, type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { type CallOutcomeKind, modelTextOf, toolErrorReaction } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { Session } from "../session.ts";
@@ -28,6 +28,8 @@ export interface CallRecord {
   readonly block: ToolUseBlock;
   readonly tool?: SessionTool;
   args: JsonObject;
+  /** The risk policy and the plan see: the declared one, raised for a writer spawn (subagents/risk.ts). */
+  risk?: RiskClass;
   /** Why the arguments cannot run (the model's malformed JSON, or the input schema). */
   invalid?: ToolError;
   /**

@@ -16,12 +16,13 @@ import { create, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { protectedHitOf } from "@pluggableharness/config";
 import { ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
-import { EventKind } from "@pluggableharness/protocol/kernel";
+import { ChildDenialSchema, EventKind } from "@pluggableharness/protocol/kernel";
 import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
 import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
-import { ConcurrencyScheduler, checkToolCall } from "../../domain/index.ts";
+import { ConcurrencyScheduler, canonicalJson, checkToolCall, lockClaim } from "../../domain/index.ts";
 import { storedToolCallEvent } from "../../frontends/stored-inputs.ts";
 import type { HookContext } from "../../hooks/dispatcher.ts";
+import { callRisk } from "../../subagents/risk.ts";
 import { callHash, type StopReason } from "../bounds.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, Session } from "../session.ts";
@@ -138,6 +139,15 @@ export class CallGate {
   setResult(call: CallRecord, r: CallResult): void {
     if (call.result) return;
     call.result = r;
+    if (r.denied && call.tool && r.outcome.kind === "error") {
+      this.#session.denials.push(
+        create(ChildDenialSchema, {
+          sessionId: this.#session.id,
+          tool: `${call.tool.provider.name}.${call.tool.tool.schema.name}`,
+          reason: r.outcome.error.message,
+        }),
+      );
+    }
     if (
       r.execution &&
       call.tool &&
@@ -169,7 +179,10 @@ export class CallGate {
   async #preToolCall(calls: readonly CallRecord[]): Promise<Step> {
     const deps = this.#deps;
     const routed = calls.filter((c) => c.tool !== undefined);
-    for (const c of routed) this.#toolCalls.set(c, this.#toolCall(c, c.args));
+    for (const c of routed) {
+      this.#toolCalls.set(c, this.#toolCall(c, c.args));
+      c.risk = callRisk(deps, this.#session, c.tool!, c.args);
+    }
     const eachRecordedAlone = deps.hooks.subscribers("pre-tool-call").length > 0;
     if (!eachRecordedAlone) this.#session.log.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
     for (const c of routed) {
@@ -187,7 +200,7 @@ export class CallGate {
               provider: c.tool!.provider.name,
               call: this.#toolCalls.get(c)!,
               kind: schema.kind,
-              risk: schema.risk,
+              risk: c.risk ?? schema.risk,
             },
           },
         }),
@@ -412,7 +425,7 @@ export class CallGate {
       provider: tool.provider.name,
       call: this.#toolCalls.get(c)!,
       kind: tool.tool.schema.kind,
-      risk: tool.tool.schema.risk,
+      risk: c.risk ?? tool.tool.schema.risk,
     });
     const stored = storedToolCallEvent(event);
     const live = toBinary(ToolCallEventSchema, event);
@@ -427,8 +440,40 @@ export class CallGate {
   async #execute(c: CallRecord, args: JsonObject): Promise<void> {
     const { turnId, signal } = this.#input;
     const call = args === c.args ? this.#toolCalls.get(c)! : this.#toolCall(c, args);
-    const exec = await executeTool(this.#deps, this.#session, { call, turnId, tool: c.tool!, signal });
-    this.setResult(c, executedResult(exec, args));
+    // The kernel-wide lock (every session's calls of the provider), taken only now: the
+    // turn's own order was kept by its scheduler, and nobody waits on a human under it.
+    const release = await this.#lock(c, args);
+    if (!release) return this.setResult(c, cancelledResult());
+    try {
+      const exec = await executeTool(this.#deps, this.#session, { call, turnId, tool: c.tool!, signal });
+      this.setResult(c, executedResult(exec, args));
+    } finally {
+      release();
+    }
+  }
+
+  /** The call's ConcurrencySpec claim on the kernel-wide locks; undefined when interrupted first. */
+  async #lock(c: CallRecord, args: JsonObject): Promise<(() => void) | undefined> {
+    const session = this.#session;
+    const tool = c.tool!.tool;
+    let claim = lockClaim({ id: c.block.id, tool, arguments: args });
+    // A per-call key is unique to its call; call ids are only unique within a session.
+    if (tool.concurrency.kind === "per_call")
+      claim = { ...claim, key: canonicalJson([claim.key ?? "", session.id]) };
+    try {
+      return await this.#deps.locks.acquire(claim, session.lockOwner, {
+        signal: this.#input.signal,
+        onWait: () =>
+          this.#deps.trace({
+            name: "tool.lock_wait",
+            sessionId: session.id,
+            turnId: this.#input.turnId,
+            attrs: { callId: c.block.id, tool: `${c.tool!.provider.name}.${tool.schema.name}` },
+          }),
+      });
+    } catch {
+      return undefined;
+    }
   }
 
   /** Every allow/deny counts toward the denial breaker (a denial of the same call more). */

@@ -50,7 +50,7 @@ export async function buildPlanItem(
     decision: PlanDecision.PENDING,
     decidedBy: "",
     kind: schema.kind,
-    risk: schema.risk,
+    risk: c.risk ?? schema.risk,
     description: schema.description,
   });
   // A call the kernel refuses outright is never previewed: nothing of it runs.

@@ -30,7 +30,7 @@ export function denyReason(v: PolicyEvaluation): string {
 /** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
 export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
   const schema = c.tool!.tool.schema;
-  const risk = riskNameOf(schema.risk);
+  const risk = riskNameOf(c.risk ?? schema.risk);
   return {
     kind,
     provider: c.tool!.provider.name,

@@ -333,6 +333,14 @@ export declare type ServerEvent_PermissionRequest = Message<"pluggableharness.fr
    * @generated from field: pluggableharness.plan.v1.PlanItem plan_item = 1;
    */
   planItem?: PlanItem | undefined;
+
+  /**
+   * Set when a sub-agent asks: the request is sent to its root session's frontends
+   * (ServerEvent.session_id is the root's) and answered there.
+   *
+   * @generated from field: optional pluggableharness.frontend.v1.ServerEvent.RequestOrigin origin = 2;
+   */
+  origin?: ServerEvent_RequestOrigin | undefined;
 };
 
 /**
@@ -340,6 +348,41 @@ export declare type ServerEvent_PermissionRequest = Message<"pluggableharness.fr
  * Use `create(ServerEvent_PermissionRequestSchema)` to create a new message.
  */
 export declare const ServerEvent_PermissionRequestSchema: GenMessage<ServerEvent_PermissionRequest>;
+
+/**
+ * The sub-agent session a permission or interactive request comes from.
+ *
+ * @generated from message pluggableharness.frontend.v1.ServerEvent.RequestOrigin
+ */
+export declare type ServerEvent_RequestOrigin = Message<"pluggableharness.frontend.v1.ServerEvent.RequestOrigin"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string profile = 2;
+   */
+  profile: string;
+
+  /**
+   * @generated from field: uint32 depth = 3;
+   */
+  depth: number;
+
+  /**
+   * Its parent's session id.
+   *
+   * @generated from field: string parent_session_id = 4;
+   */
+  parentSessionId: string;
+};
+
+/**
+ * Describes the message pluggableharness.frontend.v1.ServerEvent.RequestOrigin.
+ * Use `create(ServerEvent_RequestOriginSchema)` to create a new message.
+ */
+export declare const ServerEvent_RequestOriginSchema: GenMessage<ServerEvent_RequestOrigin>;
 
 /**
  * The turn's complete plan, before any item is applied.
@@ -394,6 +437,13 @@ export declare type ServerEvent_InteractiveRequest = Message<"pluggableharness.f
    * @generated from field: pluggableharness.schema.v1.Schema response_schema = 5;
    */
   responseSchema?: Schema | undefined;
+
+  /**
+   * Set when a sub-agent asks (see PermissionRequest.origin).
+   *
+   * @generated from field: optional pluggableharness.frontend.v1.ServerEvent.RequestOrigin origin = 6;
+   */
+  origin?: ServerEvent_RequestOrigin | undefined;
 };
 
 /**
@@ -404,6 +454,8 @@ export declare const ServerEvent_InteractiveRequestSchema: GenMessage<ServerEven
 
 /**
  * A child session (spawned by RunSession) of a subscribed session changed status.
+ * Sent to the channel of every ancestor, so a frontend on the root sees the whole
+ * tree: when a child starts, on each of its turns and tool calls, and when it ends.
  *
  * @generated from message pluggableharness.frontend.v1.ServerEvent.SessionTreeUpdate
  */
@@ -422,6 +474,51 @@ export declare type ServerEvent_SessionTreeUpdate = Message<"pluggableharness.fr
    * @generated from field: pluggableharness.session.v1.SessionStatus status = 3;
    */
   status: SessionStatus;
+
+  /**
+   * The child's agent profile and nesting level (1 for a root's child).
+   *
+   * @generated from field: string profile = 4;
+   */
+  profile: string;
+
+  /**
+   * @generated from field: uint32 depth = 5;
+   */
+  depth: number;
+
+  /**
+   * What the child was asked (its prompt, cut to one line).
+   *
+   * @generated from field: string title = 6;
+   */
+  title: string;
+
+  /**
+   * What it is doing now, e.g. "calling filesystem.read_file"; empty once it ended.
+   *
+   * @generated from field: string activity = 7;
+   */
+  activity: string;
+
+  /**
+   * Model turns it has run, and its spend so far including its own descendants.
+   *
+   * @generated from field: uint32 turns = 8;
+   */
+  turns: number;
+
+  /**
+   * @generated from field: double cost_usd = 9;
+   */
+  costUsd: number;
+
+  /**
+   * The detail of its last status change (why it ended).
+   *
+   * @generated from field: string detail = 10;
+   */
+  detail: string;
 };
 
 /**

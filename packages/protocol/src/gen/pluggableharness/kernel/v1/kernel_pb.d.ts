@@ -132,6 +132,15 @@ export declare type RunSessionRequest = Message<"pluggableharness.kernel.v1.RunS
    * @generated from field: repeated pluggableharness.kernel.v1.ProviderRef scoped_providers = 6;
    */
   scopedProviders: ProviderRef[];
+
+  /**
+   * The tool call (ToolCall.id) the calling plugin is serving; required. It must be a
+   * call of a spawn-capable operation (ToolSchema.spawns) in flight for
+   * parent_session_id, whose profile argument names `profile`.
+   *
+   * @generated from field: string tool_call_id = 7;
+   */
+  toolCallId: string;
 };
 
 /**
@@ -179,6 +188,22 @@ export declare type RunSessionResponse = Message<"pluggableharness.kernel.v1.Run
    * @generated from field: int64 total_output_tokens = 6;
    */
   totalOutputTokens: bigint;
+
+  /**
+   * Calls the child (or one of its descendants) was refused, by policy or a human, so
+   * the parent model learns what its sub-agent could not do.
+   *
+   * @generated from field: repeated pluggableharness.kernel.v1.ChildDenial denials = 7;
+   */
+  denials: ChildDenial[];
+
+  /**
+   * Why the child ended as it did (the detail of its last status change), e.g. the
+   * failure that ended a FAILED child.
+   *
+   * @generated from field: string detail = 8;
+   */
+  detail: string;
 };
 
 /**
@@ -186,6 +211,39 @@ export declare type RunSessionResponse = Message<"pluggableharness.kernel.v1.Run
  * Use `create(RunSessionResponseSchema)` to create a new message.
  */
 export declare const RunSessionResponseSchema: GenMessage<RunSessionResponse>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.ChildDenial
+ */
+export declare type ChildDenial = Message<"pluggableharness.kernel.v1.ChildDenial"> & {
+  /**
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * "<provider>.<tool>"
+   *
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string decided_by = 4;
+   */
+  decidedBy: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ChildDenial.
+ * Use `create(ChildDenialSchema)` to create a new message.
+ */
+export declare const ChildDenialSchema: GenMessage<ChildDenial>;
 
 /**
  * The spec's CountTokensRequest (kernel primitive).

@@ -133,6 +133,16 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: repeated string model_omitted_fields = 13;
    */
   modelOmittedFields: string[];
+
+  /**
+   * Set when Invoke calls the kernel's RunSession (a sub-agent spawn tool). The kernel
+   * removes such a tool from every session whose remaining depth is 0, accepts
+   * RunSession only from a call of such a tool, and rates each call's risk by the
+   * profile it names (critical when that profile has unattended write access).
+   *
+   * @generated from field: optional pluggableharness.tool.v1.SpawnSpec spawns = 14;
+   */
+  spawns?: SpawnSpec | undefined;
 };
 
 /**
@@ -140,6 +150,26 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
  * Use `create(ToolSchemaSchema)` to create a new message.
  */
 export declare const ToolSchemaSchema: GenMessage<ToolSchema>;
+
+/**
+ * How a spawn-capable operation names the profile of the child it runs.
+ *
+ * @generated from message pluggableharness.tool.v1.SpawnSpec
+ */
+export declare type SpawnSpec = Message<"pluggableharness.tool.v1.SpawnSpec"> & {
+  /**
+   * Top-level string property of input_schema holding the agent profile's name.
+   *
+   * @generated from field: string profile_field = 1;
+   */
+  profileField: string;
+};
+
+/**
+ * Describes the message pluggableharness.tool.v1.SpawnSpec.
+ * Use `create(SpawnSpecSchema)` to create a new message.
+ */
+export declare const SpawnSpecSchema: GenMessage<SpawnSpec>;
 
 /**
  * @generated from message pluggableharness.tool.v1.GetSchemaRequest
