@@ -50,6 +50,8 @@ interface Pkg {
   license?: string;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
+  /** Dependencies a provider runs as programs of their own, which its bundle cannot hold. */
+  pluggableharness?: { spawns?: string[] };
 }
 
 const readPkg = (dir: string): Pkg => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Pkg;
@@ -72,6 +74,17 @@ function dependencies(root: string): Record<string, string> {
     }
   };
   for (const name of SDK) visit(name);
+  // Programs a first-party provider starts as separate processes (the lsp provider's
+  // language server and its TypeScript) are installed as files beside the bundles.
+  for (const name of readdirSync(join(root, "providers")).sort()) {
+    let pkg: Pkg;
+    try {
+      pkg = readPkg(join(root, "providers", name));
+    } catch {
+      continue;
+    }
+    for (const dep of pkg.pluggableharness?.spawns ?? []) deps[dep] = pkg.dependencies![dep]!;
+  }
   return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));
 }
 

@@ -161,6 +161,17 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(await runShow(io, id, opts));
     });
   sessions
+    .command("rewind <session-id>")
+    .description(
+      "fork a session before one of its prompts and restore the files its later turns changed (lists the prompts without --to)",
+    )
+    .option("--to <message-id>", "the prompt to rewind to: the fork ends just before it")
+    .option("--yes", "proceed without asking (needed without a terminal)")
+    .action(async (id: string, opts) => {
+      const { runRewind } = await import("./commands/rewind.ts");
+      finish(await runRewind(io, id, { ...opts, stdin: process.stdin }));
+    });
+  sessions
     .command("replay <session-id>")
     .description("re-render a session, then its sub-agents, through the plugins that produced them")
     .option("--expand", "show collapsed parts in full")

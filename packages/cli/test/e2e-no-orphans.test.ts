@@ -101,4 +101,37 @@ describe("no orphans", () => {
     await until("every process the agent started to end", () => processesIn(repo).length === 0, 10_000);
     expect(processesIn(repo)).toEqual([]);
   });
+  it("leaves no background process alive after the agent is SIGKILLed", async () => {
+    const repo = sb.repo("agent-killed-background");
+    fake.push(
+      {
+        kind: "tool_calls",
+        calls: [
+          {
+            name: "exec__background_start",
+            args: { command: `sleep 321 & sleep 322 & touch ${join(repo, "bg.ready")}; wait` },
+          },
+        ],
+      },
+      {
+        kind: "tool_calls",
+        calls: [{ name: "exec__bash", args: { command: `touch ${join(repo, "fg.ready")}; sleep 60` } }],
+      },
+    );
+    const env = {
+      ...sb.env,
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      FAKE_ANTHROPIC_URL: fake.url,
+      FIXTURE_ROOT: repo,
+    };
+    const run = start(repo, env);
+    await until(
+      "the background process and the next call",
+      () => existsSync(join(repo, "bg.ready")) && existsSync(join(repo, "fg.ready")),
+    );
+    run.child.kill("SIGKILL");
+    await run.exited;
+    await until("every process the agent started to end", () => processesIn(repo).length === 0, 10_000);
+    expect(processesIn(repo)).toEqual([]);
+  });
 });

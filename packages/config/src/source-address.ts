@@ -28,6 +28,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "web-ui",
   "mcp",
   "agent",
+  "lsp",
 ] as const;
 
 export type FirstPartyName = (typeof FIRST_PARTY_PROVIDERS)[number];

@@ -160,8 +160,14 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
         all[p]!.tools.filter((t) => t.kind === ToolKind.DATA_SOURCE).map((t) => ({ p, t })),
       );
       expect(sources.length).toBeGreaterThanOrEqual(6);
+      // background_read advances its process's read cursor: reads of one process serialize
+      // on its id (docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints").
+      const keyed: Record<string, string[]> = { "exec.background_read": ["id"] };
       for (const { p, t } of sources) {
-        expect(t.concurrency, `${p}.${t.name}`).toMatchObject({ safe: true, keyFields: [] });
+        expect(t.concurrency, `${p}.${t.name}`).toMatchObject({
+          safe: true,
+          keyFields: keyed[`${p}.${t.name}`] ?? [],
+        });
       }
     });
 
@@ -169,6 +175,11 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
       const cwd = join(root, "sub");
       const calls: [Provider, string, JsonObject][] = [
         ["exec", "bash", { command: "echo hi" }],
+        ["exec", "background_start", { command: "cat", keep_stdin_open: true }],
+        ["exec", "background_list", {}],
+        ["exec", "background_write", { id: "bg1", input: "x\n", close: true }],
+        ["exec", "background_read", { id: "bg1", wait_ms: 2000 }],
+        ["exec", "background_stop", { id: "bg1" }],
         ["filesystem", "write_file", { path: "w.txt", content: "one\n" }],
         ["filesystem", "read_file", { path: "w.txt" }],
         ["filesystem", "edit_file", { path: "w.txt", old_str: "one", new_str: "two" }],

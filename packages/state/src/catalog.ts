@@ -5,6 +5,7 @@ import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import { decodeTime } from "ulid";
+import { CHECKPOINTS_SUFFIX } from "./checkpoints.ts";
 import { STATUS_RUNNING, sessionStatusText } from "./codes.ts";
 import { InvalidArgumentError, SessionLockedError, StateError } from "./errors.ts";
 import { acquireSessionLock, LOCK_SUFFIX, OWNER_SUFFIX, type SessionLock } from "./lock.ts";
@@ -232,6 +233,7 @@ function filesOf(dir: string, sessionId: string, includeCorrupt: boolean): strin
       name === base + LOCK_SUFFIX ||
       name === base + OWNER_SUFFIX ||
       name === `${base}.salvage` ||
+      name === sessionId + CHECKPOINTS_SUFFIX ||
       SIDECARS.some((s) => name === `${base}.salvage${s}`);
     const corrupt = name.startsWith(base + CORRUPT_SUFFIX);
     if (own || (includeCorrupt && corrupt)) files.push(join(dir, name));
@@ -303,7 +305,8 @@ export function pruneSessions(selector: PruneSelector, options: StateOptions = {
     const lockFile = path + LOCK_SUFFIX;
     const hadLockFile = files.includes(lockFile);
     try {
-      if (!dryRun) for (const file of files) if (file !== lockFile) rmSync(file, { force: true });
+      if (!dryRun)
+        for (const file of files) if (file !== lockFile) rmSync(file, { force: true, recursive: true });
     } finally {
       // The lock file goes last, by its holder; a dry run leaves it as it found it.
       lock.release({ removeLockFile: !dryRun || !hadLockFile });

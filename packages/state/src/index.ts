@@ -16,6 +16,18 @@ export {
   type UnreadableSession,
 } from "./catalog.ts";
 export {
+  applyRewind,
+  CHECKPOINTS_SUFFIX,
+  type Checkpoint,
+  CheckpointStore,
+  checkpointsDir,
+  type FileChange,
+  forkCheckpoints,
+  planRewind,
+  type RewindAction,
+  type RewindStep,
+} from "./checkpoints.ts";
+export {
   eventKindText,
   parseEventKind,
   parsePlanDecision,

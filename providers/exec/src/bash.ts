@@ -1,7 +1,5 @@
 // bash: runs one command in call_context.working_directory and streams its output.
 
-import { accessSync, constants as constants_fs } from "node:fs";
-import { stat } from "node:fs/promises";
 import { constants } from "node:os";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
@@ -10,103 +8,20 @@ import {
   partialResult,
   r,
   s,
-  type ToolContext,
   type ToolDefinition,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { settings } from "./config.ts";
-import { FORWARDER, startEgress } from "./egress.ts";
-import { RunningCommand } from "./process.ts";
-import { probeSandbox, removePlaceholders, type Wrapped, wrap } from "./sandbox.ts";
+import { launch, plannedCwd } from "./launch.ts";
 
-/** Where the egress forwarder listens inside the sandbox (its own network namespace). */
-const EGRESS_PORT = 3128;
+export { forgetEnvironment } from "./launch.ts";
 
 interface BashArgs {
   command: string;
   timeout_ms?: number;
   description?: string;
-}
-
-/** Variables the plugin runtime sets for the plugin itself; commands do not inherit them. */
-function ownEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (k.startsWith("PLUGIN_") || k === "PLUGGABLEHARNESS_PLUGIN" || k.startsWith("NODE_")) continue;
-    env[k] = v;
-  }
-  return env;
-}
-
-interface ExecEnv {
-  variables: NodeJS.ProcessEnv;
-  protectedPaths: string[];
-}
-
-let execEnv: Promise<ExecEnv> | undefined;
-
-/**
- * The user's environment with secrets withheld and the kernel-owned paths, from the
- * kernel (ExecEnvironment). A kernel that does not serve it leaves the plugin's own,
- * allowlisted environment and no protected paths.
- */
-function commandEnvironment(ctx: ToolContext): Promise<ExecEnv> {
-  execEnv ??= (async () => {
-    try {
-      const k = await ctx.kernel.service();
-      const r = await k.execEnvironment({ secretPatterns: settings.secretPatterns }, { timeoutMs: 5_000 });
-      return { variables: { ...r.variables }, protectedPaths: [...r.protectedPaths] };
-    } catch {
-      return { variables: ownEnvironment(), protectedPaths: [] };
-    }
-  })();
-  return execEnv;
-}
-
-/** For tests: ask the kernel again. */
-export function forgetEnvironment(): void {
-  execEnv = undefined;
-}
-
-let warnedUnconfined = false;
-
-/** How the command will run: in the sandbox, or unconfined (with the notice to give once). */
-function sandboxFor(
-  cwd: string,
-  env: ExecEnv,
-  argv: readonly string[],
-  egressDir?: string,
-): { wrapped?: Wrapped; notice?: string } {
-  if (settings.sandbox === "off") return {};
-  const probe = probeSandbox();
-  if (!probe.ok) {
-    if (settings.sandbox === "required") {
-      throw new ToolFailure(
-        "execution_failed",
-        `the exec provider requires its sandbox (sandbox = "required"), and it cannot run here: ${probe.reason}`,
-      );
-    }
-    if (warnedUnconfined) return {};
-    warnedUnconfined = true;
-    return {
-      notice: `[sandbox unavailable: ${probe.reason}. Commands run unconfined; set sandbox = "required" in the exec provider block to refuse them, or "off" to silence this]\n`,
-    };
-  }
-  return {
-    wrapped: wrap(
-      {
-        bwrap: probe.bwrap,
-        writable: [...(settings.jail ? settings.jail.roots : [cwd]), ...(egressDir ? [egressDir] : [])],
-        protectedPaths: env.protectedPaths,
-        network: settings.network,
-        cwd,
-        // The command's leader is spawned detached (a new session, no terminal): staying in
-        // its group lets every group signal reach the sandbox's init (see SandboxSpec).
-        newSession: false,
-      },
-      argv,
-    ),
-  };
+  stdin?: string;
+  pty?: boolean;
 }
 
 /** Shell convention: a process killed by signal N reports 128 + N. */
@@ -114,17 +29,6 @@ function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number 
   if (code !== null) return code;
   const n = signal ? (constants.signals as Record<string, number>)[signal] : undefined;
   return n === undefined ? -1 : 128 + n;
-}
-
-async function workingDirectory(cwd: string | undefined): Promise<string> {
-  if (!cwd) throw new ToolFailure("invalid_arguments", "bash needs call_context.working_directory");
-  const jail = settings.jail;
-  const dir = jail ? (await jail.resolve(cwd, undefined)).real : cwd;
-  const st = await stat(dir).catch(() => undefined);
-  if (!st) throw new ToolFailure("not_found", `working directory ${cwd} does not exist`);
-  if (!st.isDirectory())
-    throw new ToolFailure("invalid_arguments", `working directory ${cwd} is not a directory`);
-  return dir;
 }
 
 function timeoutOf(args: BashArgs): number {
@@ -140,8 +44,11 @@ export const bashTool: ToolDefinition<BashArgs> = {
   kind: "resource",
   risk: "high",
   description:
-    "Run a shell command with bash -c in the working directory and return its combined output and exit code. " +
-    "Output streams live. stdin is closed, so interactive programs get end-of-file. The command is stopped " +
+    "Run a shell command with bash -c and return its combined output and exit code. " +
+    "The shell keeps its state between calls of a session: the working directory a command leaves (cd) and the " +
+    "variables it exports carry over to the next call; a directory outside the project is reset. " +
+    "Output streams live. stdin is the `stdin` argument, else closed (interactive programs get end-of-file); " +
+    "`pty: true` runs the command on a terminal. For servers and watchers use background_start. The command is stopped " +
     "(SIGTERM, then SIGKILL) at its timeout (default 2 minutes, at most 10); background processes it leaves " +
     "running are stopped when it exits. Output beyond the provider's limit is dropped with a notice. " +
     "Where the sandbox runs (Linux with bubblewrap), only the project's roots and a private /tmp are writable, " +
@@ -151,6 +58,10 @@ export const bashTool: ToolDefinition<BashArgs> = {
       command: s.string("The command line to run."),
       timeout_ms: s.integer("Deadline in milliseconds (default 120000, at most 600000)."),
       description: s.string("A few words on what the command does, shown to the person approving it."),
+      stdin: s.string("Text given to the command on its standard input (then end-of-file)."),
+      pty: s.boolean(
+        "Run on a pseudo-terminal, for programs that need a terminal (stdout and stderr then arrive merged).",
+      ),
     },
     ["command"],
   ),
@@ -178,62 +89,23 @@ export const bashTool: ToolDefinition<BashArgs> = {
   async *invoke(args, ctx) {
     if (args.command.trim() === "") throw new ToolFailure("invalid_arguments", "command is empty");
     const timeoutMs = timeoutOf(args);
-    const cwd = await workingDirectory(ctx.workingDirectory);
-    const env = await commandEnvironment(ctx);
-    // Hosts on the allowlist are reached through a proxy the sandbox can talk to.
-    const egress =
-      !settings.network && settings.allowedHosts.length > 0 && settings.sandbox !== "off" && probeSandbox().ok
-        ? await startEgress(settings.allowedHosts)
-        : undefined;
-    const shellArgv = [settings.shell, "-c", args.command];
-    const argv = egress
-      ? [
-          process.execPath,
-          "--input-type=module",
-          "-e",
-          FORWARDER,
-          egress.socket,
-          String(EGRESS_PORT),
-          ...shellArgv,
-        ]
-      : shellArgv;
-    let box: ReturnType<typeof sandboxFor>;
-    try {
-      box = sandboxFor(cwd, env, argv, egress?.dir);
-    } catch (err) {
-      egress?.close();
-      throw err;
-    }
-    if (box.wrapped) {
-      // Inside the sandbox a missing shell would be bwrap's error; say it the same way as outside.
-      try {
-        accessSync(settings.shell, constants_fs.X_OK);
-      } catch (err) {
-        throw new ToolFailure(
-          "execution_failed",
-          `cannot start ${settings.shell}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-        );
-      }
-    }
-    if (box.notice) {
-      yield outputChunk("stderr", box.notice);
-      void ctx.kernel.log("warn", box.notice.trim()).catch(() => {});
+    const launched = await launch(
+      {
+        command: args.command,
+        ...(args.pty ? { pty: true } : {}),
+        ...(args.stdin !== undefined ? { stdin: { text: args.stdin } } : {}),
+        keepState: true,
+        maxOutputBytes: settings.maxOutputBytes,
+      },
+      ctx,
+    );
+    let text = "";
+    for (const notice of launched.notices) {
+      text += notice;
+      yield outputChunk("stderr", notice);
     }
     const started = Date.now();
-    const cmd = new RunningCommand({
-      shell: settings.shell,
-      command: args.command,
-      cwd,
-      env: box.wrapped ? { ...env.variables, TMPDIR: "/tmp" } : env.variables,
-      maxOutputBytes: settings.maxOutputBytes,
-      killGraceMs: settings.killGraceMs,
-      ...(box.wrapped ? { wrapper: box.wrapped } : {}),
-    });
-    if (box.wrapped && box.wrapped.placeholders.length > 0) {
-      const placeholders = box.wrapped.placeholders;
-      void cmd.done.then(() => removePlaceholders(placeholders));
-    }
-    if (egress) void cmd.done.then(() => egress.close());
+    const cmd = launched.cmd;
     const state = (): JsonObject => ({
       pid: cmd.pid ?? -1,
       output_bytes_streamed: cmd.outputBytes,
@@ -245,7 +117,6 @@ export const bashTool: ToolDefinition<BashArgs> = {
     ctx.signal.addEventListener("abort", onAbort, { once: true });
     const timer = setTimeout(() => void cmd.stop("timeout"), timeoutMs);
     const decoder = new TextDecoder();
-    let text = "";
     let exited = false;
     try {
       for await (const ev of cmd.events.drain()) {
@@ -268,6 +139,11 @@ export const bashTool: ToolDefinition<BashArgs> = {
       text += decoder.decode();
       const exit = await cmd.done;
       exited = true;
+      const reset = launched.finish();
+      if (reset) {
+        text += reset;
+        yield outputChunk("stderr", reset);
+      }
       const code = exitCodeOf(exit.code, exit.signal);
       const what = {
         ...state(),
@@ -304,13 +180,15 @@ export const bashTool: ToolDefinition<BashArgs> = {
         await cmd.stop("cancelled");
         ctx.report({ ...state(), exited: true });
       }
+      launched.finish();
     }
   },
 
-  preview(args, ctx) {
+  async preview(args, ctx) {
     const timeout = args.timeout_ms ?? settings.defaultTimeoutMs;
+    const where = await plannedCwd(ctx);
     return r.group([
-      r.text(`Run in ${ctx.workingDirectory ?? "(no working directory)"}, timeout ${timeout} ms`, "dim"),
+      r.text(`Run in ${where}, timeout ${timeout} ms${args.pty ? ", on a terminal" : ""}`, "dim"),
       ...(args.description ? [r.text(args.description)] : []),
       r.code(args.command, "bash"),
     ]);

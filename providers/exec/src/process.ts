@@ -30,6 +30,10 @@ export interface CommandOptions {
   killGraceMs: number;
   /** Runs this program instead of `<shell> -c <command>` (the sandbox wrapping the same command line). */
   wrapper?: { file: string; args: readonly string[] };
+  /** Runs this argv instead of `<shell> -c <command>` when there is no wrapper (e.g. under `script` for a PTY). */
+  argv?: readonly string[];
+  /** "pipe": the caller writes stdin through `writeStdin`/`endStdin`; default: closed (end-of-file). */
+  stdin?: "ignore" | "pipe";
 }
 
 /**
@@ -134,7 +138,9 @@ export class RunningCommand {
     // What the leader becomes: the shell, or the sandbox that runs the same command line.
     const program = opts.wrapper
       ? [opts.wrapper.file, ...opts.wrapper.args]
-      : [opts.shell, "-c", opts.command];
+      : opts.argv
+        ? [...opts.argv]
+        : [opts.shell, "-c", opts.command];
     // Its own process group, so the whole tree can be signalled without the plugin.
     this.child = spawn(
       missing ? opts.shell : "/bin/sh",
@@ -143,7 +149,7 @@ export class RunningCommand {
         cwd: opts.cwd,
         env: opts.env,
         detached: true,
-        stdio: ["ignore", "pipe", "pipe", "pipe"],
+        stdio: [opts.stdin ?? "ignore", "pipe", "pipe", "pipe"],
       },
     );
     this.pid = missing ? undefined : this.child.pid;
@@ -231,6 +237,23 @@ export class RunningCommand {
         finish();
       });
     });
+  }
+
+  /** Writes to the command's stdin (only with `stdin: "pipe"`); false once stdin is closed. */
+  writeStdin(data: string | Buffer): boolean {
+    const w = this.child.stdin;
+    if (!w || w.destroyed || w.writableEnded) return false;
+    w.on("error", () => {}); // the command closing its stdin early is not our failure
+    w.write(data);
+    return true;
+  }
+
+  /** Closes the command's stdin: it reads end-of-file. */
+  endStdin(): void {
+    const w = this.child.stdin;
+    if (!w || w.destroyed || w.writableEnded) return;
+    w.on("error", () => {});
+    w.end();
   }
 
   /** The watchdog's pid, once the leader has announced it (undefined if it never does). */

@@ -2,6 +2,7 @@
 // scrollback and a small live region, and keys into ClientEvents. On a TTY it uses
 // the differential Screen; anywhere else it degrades to plain, line-oriented text
 // (streamed text written as it arrives, prompts answered one line at a time).
+
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   ClientDecision,
@@ -32,6 +33,7 @@ import { attachmentText, completeMention, defaultProtectedPaths, readMentions } 
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
 import { paintNode, paintTree } from "./render-tree.ts";
+import { RewindFlow, type RewindHost } from "./rewind.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 import { originLabel, SubagentTree } from "./subagents.ts";
@@ -87,6 +89,8 @@ export interface TuiOptions {
    * running, so exiting sends no interrupt.
    */
   detachOnExit?: boolean;
+  /** What /rewind forks and restores through (rewind.ts); without it /rewind is unavailable. */
+  rewind?: RewindHost;
 }
 
 export interface TuiResult {
@@ -140,6 +144,7 @@ export class Tui {
   private status = SessionStatus.UNSPECIFIED;
   private replayOnly = false;
   private busy = false;
+  private readonly rewind: RewindFlow;
   private busySince = 0;
   private busyLabel = "Working";
   private readonly streams = new Map<string, OpenStream>();
@@ -201,6 +206,29 @@ export class Tui {
     this.screen = tty ? new Screen(options.output) : undefined;
     this.model = options.model ?? "";
     this.editor = new LineEditor(options.history?.entries ?? [], options.history?.append);
+    this.rewind = new RewindFlow(options.rewind, {
+      sessionId: () => this.sessionId,
+      busy: () => this.busy,
+      say: (lines, style) => {
+        this.commit(lines.map((l) => (style ? this.p.paint(l, style) : l)));
+        this.render();
+      },
+      switchTo: (forkId, text) => {
+        const from = this.sessionId;
+        if (from)
+          this.conn.send({
+            event: { case: "detachSession", value: { requestId: "rewind", sessionId: from } },
+          });
+        this.sessionId = undefined;
+        // The fork's backfill must not send the run's first prompt again.
+        this.target = { kind: "resume", sessionId: forkId };
+        this.conn.send({
+          event: { case: "resumeSession", value: { requestId: "rewind", sessionId: forkId } },
+        });
+        this.editor.set(text);
+        this.render();
+      },
+    });
   }
 
   run(): Promise<TuiResult> {
@@ -886,6 +914,11 @@ export class Tui {
       this.answer(q, line);
       return;
     }
+    if (this.rewind.awaitingAnswer) {
+      this.editor.clear();
+      void this.rewind.answer(line);
+      return;
+    }
     const text = line.trim();
     if (text === "") return;
     this.editor.remember(text);
@@ -907,6 +940,10 @@ export class Tui {
     if (cmd && !registered) {
       if (cmd.name === "cost") {
         this.commit(this.costLines());
+        return;
+      }
+      if (cmd.name === "rewind") {
+        void this.rewind.start(cmd.args);
         return;
       }
       if (cmd.name === "clear") {

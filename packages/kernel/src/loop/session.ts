@@ -4,6 +4,7 @@
 // log (session-log.ts, the kernel is the file's only writer), what waits for a human
 // (human-requests.ts) and its runs (run-queue.ts, one at a time, input queued). It is
 // the frontend hub's HubSession and SessionControl, which delegate to those services.
+
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import type { AgentProfile, PolicyEngine } from "@pluggableharness/config";
 import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
@@ -28,6 +29,7 @@ import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl
 import { StoredInputs } from "../frontends/stored-inputs.ts";
 import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
+import { SessionCheckpoints } from "./checkpoints.ts";
 import { CompactionState } from "./compaction.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
@@ -157,6 +159,8 @@ export class Session implements HubSession, SessionControl {
   readonly humans: HumanRequests;
   /** Its runs, one at a time, and the input queued for the next (run-queue.ts). */
   readonly runs: RunQueue;
+  /** File checkpoints around resource calls, for rewind (checkpoints.ts). */
+  readonly checkpoints: SessionCheckpoints;
 
   constructor(deps: LoopDeps, init: SessionInit, startRun: RunStarter) {
     this.deps = deps;
@@ -178,6 +182,7 @@ export class Session implements HubSession, SessionControl {
     this.log = new SessionLog(this);
     this.humans = new HumanRequests(this);
     this.runs = new RunQueue(this, startRun);
+    this.checkpoints = new SessionCheckpoints(this);
     this.channel = new SessionChannel(this.id, (e) => deps.renderer.render(e), deps.log.child("frontends"));
     this.channel.resumeAfter(init.writer.lastSequence());
     this.channel.onSubscribersChanged = () => this.humans.subscribersChanged();

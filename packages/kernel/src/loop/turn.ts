@@ -409,7 +409,15 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     };
 
     // ---- 7-14. the tool gate ---------------------------------------------------------------------
-    const gated = await gate.run();
+    // Resource calls may change files: the turn's checkpoint is what differs around them.
+    const changesFiles = calls.some((c) => c.tool?.tool.schema.kind === ToolKind.RESOURCE);
+    if (changesFiles) session.checkpoints.before();
+    let gated: Awaited<ReturnType<CallGate["run"]>>;
+    try {
+      gated = await gate.run();
+    } finally {
+      if (changesFiles) session.checkpoints.after(turnId);
+    }
     if (gated === "cancelled") return cancel();
 
     // ---- 15. history ------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import type { FaultScenario } from "../scenario.ts";
-import { agentKilledWithTree, pluginKilledWithTree } from "./orphans.ts";
+import { agentKilledWithBackground, agentKilledWithTree, pluginKilledWithTree } from "./orphans.ts";
 import { sessionScenarios } from "./sessions.ts";
 import { startupErrorAfterPrelaunch } from "./startup.ts";
 import { vendorFaults } from "./vendors.ts";
@@ -12,4 +12,5 @@ export const scenarios: FaultScenario[] = [
   ...vendorFaults,
   pluginKilledWithTree,
   agentKilledWithTree,
+  agentKilledWithBackground,
 ];

@@ -124,3 +124,68 @@ export const agentKilledWithTree: FaultScenario = {
   runs: 20,
   run: (i) => treeRun(i, "agent"),
 };
+
+/** A background process (with children) running while a foreground call runs; the agent is SIGKILLed. */
+async function backgroundRun(index: number): Promise<FaultOutcome> {
+  const random = rng(index * 104729 + 3);
+  const s = scratch();
+  const fake = await startFakeVendor({ vendor: "anthropic", script: [] });
+  const repo = s.repo();
+  if (index % 2 === 1) {
+    const file = join(repo, "agent.hcl");
+    writeFileSync(
+      file,
+      readFileSync(file, "utf8").replace(
+        'provider "exec" {\n  roots = [env("FIXTURE_ROOT")]',
+        'provider "exec" {\n  roots   = [env("FIXTURE_ROOT")]\n  sandbox = "off"',
+      ),
+    );
+  }
+  try {
+    fake.push(
+      {
+        kind: "tool_calls",
+        calls: [
+          {
+            name: "exec__background_start",
+            args: {
+              command: `(sleep 411 & sleep 412 & wait) & sleep 413 & touch ${join(repo, "bg.ready")}; wait`,
+            },
+          },
+        ],
+      },
+      { kind: "tool_calls", calls: [{ name: "exec__bash", args: { command: "sleep 60" } }] },
+    );
+    const env = {
+      ...s.env,
+      ANTHROPIC_API_KEY: "sk-ant-faults",
+      FAKE_ANTHROPIC_URL: fake.url,
+      FIXTURE_ROOT: repo,
+    };
+    const run = start(["run", "-p", "start the server", "--headless-ask", "allow"], repo, env);
+    if (!(await until(() => existsSync(join(repo, "bg.ready")), 30_000))) {
+      run.child.kill("SIGKILL");
+      return { survived: false, lost: 0, note: "the background process never started" };
+    }
+    // A varied point: while the next model request or the foreground call runs.
+    await new Promise((r) => setTimeout(r, Math.floor(random() * 600)));
+    run.child.kill("SIGKILL");
+    await run.done;
+    const clean = await until(() => processesIn(repo).length === 0, 5_000);
+    const left = processesIn(repo);
+    return clean
+      ? { survived: true, lost: 0 }
+      : { survived: false, lost: 0, note: `${left.length} process(es) left: ${left[0]}` };
+  } finally {
+    killLeftovers(repo);
+    await fake.close();
+    s.cleanup();
+  }
+}
+
+export const agentKilledWithBackground: FaultScenario = {
+  name: "agent SIGKILL, background process running",
+  proves: "issue 26, 5: a background process started through exec dies with the agent",
+  runs: 20,
+  run: (i) => backgroundRun(i),
+};

@@ -1,0 +1,288 @@
+// File checkpoints beside a session file (`<id>.checkpoints/`), independent of git.
+//
+// The kernel scans the session's working directory before a turn's resource calls run
+// (taking in whatever changed since, the user's own edits included, without recording
+// them) and again after them; what differs is that turn's checkpoint: each created,
+// modified or deleted file with its content before and after, stored content-addressed
+// under objects/. A rewind to a point undoes every checkpoint recorded after it.
+//
+// Bounded: directories .git and node_modules are not scanned, at most MAX_FILES files, and
+// a file over MAX_FILE_BYTES is followed by size and mtime only (a change to it is
+// recorded, and a rewind says it cannot restore it).
+// docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
+import { createHash } from "node:crypto";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
+
+export const CHECKPOINTS_SUFFIX = ".checkpoints";
+export const MAX_FILES = 20_000;
+export const MAX_FILE_BYTES = 4 * 1024 * 1024;
+const SKIPPED_DIRS = new Set([".git", "node_modules"]);
+
+interface Entry {
+  size: number;
+  mtimeMs: number;
+  /** sha256 of the content, or undefined for a file too large to keep. */
+  hash: string | undefined;
+}
+
+export interface FileChange {
+  /** Relative to the working directory, with `/`. */
+  readonly path: string;
+  /** Content hash before the turn; null: the file did not exist; undefined: too large to keep. */
+  readonly before: string | null | undefined;
+  readonly after: string | null | undefined;
+}
+
+export interface Checkpoint {
+  /** The session's last event sequence when it was recorded: it undoes to anything before. */
+  readonly seq: number;
+  readonly turnId: string;
+  readonly at: string;
+  readonly changes: readonly FileChange[];
+}
+
+export function checkpointsDir(sessionFile: string): string {
+  return sessionFile.replace(/\.sqlite$/, "") + CHECKPOINTS_SUFFIX;
+}
+
+function walk(root: string): Map<string, { size: number; mtimeMs: number }> {
+  const out = new Map<string, { size: number; mtimeMs: number }>();
+  const stack = [root];
+  while (stack.length > 0 && out.size < MAX_FILES) {
+    const dir = stack.pop()!;
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      continue;
+    }
+    for (const name of names.sort()) {
+      const abs = join(dir, name);
+      let st: ReturnType<typeof lstatSync>;
+      try {
+        st = lstatSync(abs);
+      } catch {
+        continue;
+      }
+      if (st.isDirectory()) {
+        if (!SKIPPED_DIRS.has(name)) stack.push(abs);
+      } else if (st.isFile()) {
+        out.set(relative(root, abs).split(sep).join("/"), { size: st.size, mtimeMs: st.mtimeMs });
+        if (out.size >= MAX_FILES) break;
+      }
+    }
+  }
+  return out;
+}
+
+/** One session's checkpoint store and the working tree it follows. */
+export class CheckpointStore {
+  readonly dir: string;
+  readonly root: string;
+  private index: Map<string, Entry> | undefined;
+
+  constructor(dir: string, root: string) {
+    this.dir = dir;
+    this.root = root;
+  }
+
+  private object(hash: string): string {
+    return join(this.dir, "objects", hash.slice(0, 2), hash);
+  }
+
+  private keep(content: Buffer): string {
+    const hash = createHash("sha256").update(content).digest("hex");
+    const file = this.object(hash);
+    if (!existsSync(file)) {
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, content, { mode: 0o600 });
+      renameSync(tmp, file);
+    }
+    return hash;
+  }
+
+  /** Content of a kept object. */
+  content(hash: string): Buffer {
+    return readFileSync(this.object(hash));
+  }
+
+  private loadIndex(): Map<string, Entry> {
+    if (this.index) return this.index;
+    const file = join(this.dir, "index.json");
+    this.index = new Map();
+    if (existsSync(file)) {
+      try {
+        for (const [k, v] of Object.entries(JSON.parse(readFileSync(file, "utf8")) as Record<string, Entry>))
+          this.index.set(k, v);
+      } catch {
+        // a damaged index is rebuilt by the next scan
+      }
+    }
+    return this.index;
+  }
+
+  private saveIndex(): void {
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const file = join(this.dir, "index.json");
+    writeFileSync(`${file}.tmp`, JSON.stringify(Object.fromEntries(this.index ?? [])), { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+  }
+
+  /** Brings the index up to the tree as it is now; returns what changed since the last scan. */
+  scan(): FileChange[] {
+    const index = this.loadIndex();
+    const now = walk(this.root);
+    const changes: FileChange[] = [];
+    for (const [path, st] of now) {
+      const was = index.get(path);
+      if (was && was.size === st.size && was.mtimeMs === st.mtimeMs) continue;
+      let hash: string | undefined;
+      if (st.size <= MAX_FILE_BYTES) {
+        try {
+          hash = this.keep(readFileSync(join(this.root, path)));
+        } catch {
+          continue; // gone meanwhile: the next scan sees it
+        }
+      }
+      index.set(path, { size: st.size, mtimeMs: st.mtimeMs, hash });
+      if (!was) changes.push({ path, before: null, after: hash });
+      else if (was.hash !== hash || hash === undefined) changes.push({ path, before: was.hash, after: hash });
+    }
+    for (const [path, was] of index) {
+      if (now.has(path)) continue;
+      index.delete(path);
+      changes.push({ path, before: was.hash, after: null });
+    }
+    this.saveIndex();
+    return changes;
+  }
+
+  /** Appends a checkpoint (only when something changed). */
+  record(seq: number, turnId: string, changes: readonly FileChange[]): Checkpoint | undefined {
+    if (changes.length === 0) return undefined;
+    const cp: Checkpoint = { seq, turnId, at: new Date().toISOString(), changes };
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    appendFileSync(join(this.dir, "checkpoints.jsonl"), `${JSON.stringify(cp)}\n`, { mode: 0o600 });
+    return cp;
+  }
+
+  checkpoints(): Checkpoint[] {
+    const file = join(this.dir, "checkpoints.jsonl");
+    if (!existsSync(file)) return [];
+    const out: Checkpoint[] = [];
+    for (const line of readFileSync(file, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        out.push(JSON.parse(line) as Checkpoint);
+      } catch {
+        // a line cut short by a crash: the checkpoints before it stand
+      }
+    }
+    return out;
+  }
+}
+
+export type RewindAction = "restore" | "delete" | "create" | "unchanged" | "unrestorable";
+
+export interface RewindStep {
+  readonly path: string;
+  readonly action: RewindAction;
+  /** Content to write (restore/create). */
+  readonly target: string | null | undefined;
+  /** The file was changed after the agent's last change to it (by someone else): rewinding overwrites that too. */
+  readonly changedSince: boolean;
+}
+
+function currentHash(abs: string): string | null | undefined {
+  try {
+    const st = lstatSync(abs);
+    if (!st.isFile()) return undefined;
+    if (st.size > MAX_FILE_BYTES) return undefined;
+    return createHash("sha256").update(readFileSync(abs)).digest("hex");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What undoing every checkpoint recorded after event `seq` does to the working tree: each
+ * touched file goes back to its content before the first of those checkpoints.
+ */
+export function planRewind(store: CheckpointStore, seq: number): RewindStep[] {
+  const later = store.checkpoints().filter((c) => c.seq > seq);
+  const first = new Map<string, FileChange>();
+  const last = new Map<string, FileChange>();
+  for (const c of later)
+    for (const ch of c.changes) {
+      if (!first.has(ch.path)) first.set(ch.path, ch);
+      last.set(ch.path, ch);
+    }
+  const steps: RewindStep[] = [];
+  for (const [path, ch] of [...first].sort(([a], [b]) => a.localeCompare(b))) {
+    const now = currentHash(join(store.root, path));
+    const changedSince = now !== last.get(path)!.after;
+    const target = ch.before;
+    let action: RewindAction;
+    if (target === undefined) action = "unrestorable";
+    else if (now === target) action = "unchanged";
+    else if (target === null) action = "delete";
+    else if (now === null) action = "create";
+    else action = "restore";
+    steps.push({ path, action, target, changedSince });
+  }
+  return steps;
+}
+
+/** Carries the plan out; returns the paths changed. */
+export function applyRewind(store: CheckpointStore, steps: readonly RewindStep[]): string[] {
+  const done: string[] = [];
+  for (const s of steps) {
+    const abs = join(store.root, s.path);
+    if (s.action === "delete") {
+      rmSync(abs, { force: true });
+      done.push(s.path);
+    } else if (s.action === "restore" || s.action === "create") {
+      mkdirSync(dirname(abs), { recursive: true });
+      const tmp = `${abs}.rewind-${process.pid}.tmp`;
+      writeFileSync(tmp, store.content(s.target!));
+      renameSync(tmp, abs);
+      done.push(s.path);
+    }
+  }
+  return done;
+}
+
+/**
+ * The checkpoint store of a session forked at `seq`: the objects, and the checkpoints
+ * recorded up to it; the index is left to the fork's first scan (the tree is rewound).
+ */
+export function forkCheckpoints(
+  from: string,
+  to: string,
+  seq: number,
+  seqMap: (old: number) => number,
+): void {
+  if (!existsSync(from)) return;
+  mkdirSync(to, { recursive: true, mode: 0o700 });
+  if (existsSync(join(from, "objects")))
+    cpSync(join(from, "objects"), join(to, "objects"), { recursive: true });
+  const kept = new CheckpointStore(from, "").checkpoints().filter((c) => c.seq <= seq);
+  writeFileSync(
+    join(to, "checkpoints.jsonl"),
+    kept.map((c) => `${JSON.stringify({ ...c, seq: seqMap(c.seq) })}\n`).join(""),
+    { mode: 0o600 },
+  );
+}

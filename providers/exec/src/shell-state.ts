@@ -1,0 +1,111 @@
+// The session's shell state: the working directory and exported variables one `bash` call
+// leaves for the next. Each command still runs in a fresh shell (its own process group and
+// sandbox, so a command that exits the shell or hangs takes nothing else with it); the
+// shell writes its state on exit through an EXIT trap, and the next call starts there.
+// docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, isAbsolute, join, relative, sep } from "node:path";
+
+export interface ShellState {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Variables the shell sets for itself, or the prelude uses: never carried over. */
+const TRANSIENT = new Set(["PWD", "SHLVL", "_", "BASH_ENV", "PH_SHELL_CMD"]);
+const END = "PH_SHELL_STATE_END";
+
+/** State per (session, working directory of the call). */
+const states = new Map<string, ShellState>();
+
+export function stateKey(sessionId: string | undefined, workingDirectory: string): string | undefined {
+  return sessionId ? `${sessionId}\0${workingDirectory}` : undefined;
+}
+
+export function getState(key: string | undefined): ShellState | undefined {
+  return key ? states.get(key) : undefined;
+}
+
+export function setState(key: string | undefined, state: ShellState): void {
+  if (key) states.set(key, state);
+}
+
+/** For tests and plugin shutdown. */
+export function forgetStates(): void {
+  states.clear();
+}
+
+function inside(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+/** Whether `cwd` lies inside one of `allowed` and is still a directory. */
+export function usableCwd(cwd: string, allowed: readonly string[]): boolean {
+  if (!allowed.some((d) => inside(cwd, d))) return false;
+  try {
+    return statSync(cwd).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The script the shell runs before the command (bash: through BASH_ENV, so the command
+ * line itself is run unchanged): an EXIT trap that writes the physical working directory
+ * and the exported environment, NUL-separated, with an end marker so a half-written file
+ * (the shell killed while writing) is recognised and ignored.
+ */
+export function prelude(stateFile: string): string {
+  const q = `'${stateFile.replaceAll("'", "'\\''")}'`;
+  return [
+    "unset BASH_ENV PH_SHELL_CMD",
+    `__ph_save_state() { { builtin printf '%s\\0' "$(builtin pwd -P)"; /usr/bin/env -0 2>/dev/null || env -0; builtin printf '${END}\\0'; } > ${q} 2>/dev/null; }`,
+    "trap __ph_save_state EXIT",
+    "",
+  ].join("\n");
+}
+
+/** A scratch directory for one call's state file (bound writable into the sandbox). */
+export function stateDir(): { dir: string; file: string; prelude: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), "ph-shell-"));
+  const file = join(dir, "state");
+  const preludeFile = join(dir, "prelude.sh");
+  writeFileSync(preludeFile, prelude(file));
+  return {
+    dir,
+    file,
+    prelude: preludeFile,
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The state the shell wrote, or undefined if it wrote none (killed, `exec`ed) or only part of it. */
+export function readState(file: string): ShellState | undefined {
+  let raw: string;
+  try {
+    raw = readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  const parts = raw.split("\0");
+  // cwd, K=V..., END, "" (after the last NUL)
+  if (parts.length < 3 || parts.at(-1) !== "" || parts.at(-2) !== END) return undefined;
+  const cwd = parts[0]!;
+  if (!isAbsolute(cwd)) return undefined;
+  const env: NodeJS.ProcessEnv = {};
+  for (const kv of parts.slice(1, -2)) {
+    const eq = kv.indexOf("=");
+    if (eq <= 0) continue;
+    const k = kv.slice(0, eq);
+    if (TRANSIENT.has(k)) continue;
+    env[k] = kv.slice(eq + 1);
+  }
+  return { cwd, env };
+}
+
+/** Whether the shell is bash (BASH_ENV works); other shells get the prelude prepended. */
+export function isBash(shell: string): boolean {
+  return basename(shell).startsWith("bash");
+}
