@@ -4,7 +4,8 @@
 // that change things; /permissions lists a session approval and revoking it makes the
 // next such call ask again; a user command from .agent/commands expands with its
 // arguments; Tab completes an @path, whose contents go with the message; the agent's
-// own files are refused; an @image reaches the vendor as an image block.
+// own files are refused; an @image reaches the vendor as an image block; /compact has the
+// compactor summarise the conversation, and the next turn is sent the shorter history.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -71,6 +72,7 @@ required_providers {
   filesystem = { source = "pluggableharness/filesystem", version = ">= 0.1.0" }
   exec = { source = "pluggableharness/exec", version = ">= 0.1.0" }
   commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }
+  compactor = { source = "pluggableharness/compactor", version = ">= 0.1.0" }
 }
 
 provider "anthropic" {
@@ -139,6 +141,10 @@ describe("agent run in a terminal: slash commands and attachments", () => {
         const last = b.messages.at(-1)!;
         const text = typeof last.content === "string" ? last.content : JSON.stringify(last.content);
         // A fresh "run date" asks for the shell; its result gets a plain answer.
+        // The compactor's summary request quotes the conversation, "run date" included.
+        if (JSON.stringify(b).includes("the earlier part of the conversation as a transcript")) {
+          return { kind: "text", text: "Summary: the user ran date and asked about calc.js." };
+        }
         if (last.role === "user" && text.includes("run date") && !text.includes("tool_result")) {
           return { kind: "tool_calls", calls: [{ name: "exec__bash", args: { command: "date" } }] };
         }
@@ -269,7 +275,22 @@ describe("agent run in a terminal: slash commands and attachments", () => {
     await step(() => keys(`/resume ${first.slice(0, 12)}`, "Enter"), "── end of history ──");
     expect(pane()).toContain("answer 1.");
     await step(() => keys("back", "Enter"), /answer \d+\./);
-    expect(body(modelRequests().at(-1)).messages.length).toBeGreaterThan(10);
+    const long = body(modelRequests().at(-1)).messages.length;
+    expect(long).toBeGreaterThan(10);
+
+    // /compact: the compactor's summary call carries the operator's guidance, and the next
+    // turn is sent the compacted history instead of the long one.
+    const beforeCompact = modelRequests().length;
+    await step(() => keys("/compact keep the calc.js notes", "Enter"), /Compacted the conversation \(/);
+    const summaryCalls = modelRequests().slice(beforeCompact);
+    expect(summaryCalls.length).toBeGreaterThan(0);
+    expect(JSON.stringify(summaryCalls.map((r) => r.json))).toContain("keep the calc.js notes");
+    await step(() => keys("after compacting", "Enter"), /answer \d+\./);
+    const compacted = body(modelRequests().at(-1)).messages.length;
+    expect(compacted).toBeLessThan(long);
+    const latest = JSON.stringify(body(modelRequests().at(-1)).messages);
+    expect(latest).toContain("Summary: the user ran date and asked about calc.js.");
+    expect(userText(body(modelRequests().at(-1)))).toMatch(/after compacting$/);
 
     keys("C-c");
     keys("C-c");
