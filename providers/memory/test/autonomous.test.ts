@@ -193,7 +193,7 @@ describe.each(["markdown", "sqlite"] as const)("autonomous writes, %s store", (s
       RecordStatus.CANONICAL,
     );
     expect((await recalled("01SESSIONZ")).map((r) => r.id)).toContain(a.id);
-    await mem().rejectRecord({ id: d.id, callContext: cc("x") });
+    await mem().rejectRecord({ id: d.id });
     expect(await pending()).toEqual([]);
   });
 });
