@@ -2,8 +2,9 @@
 // subscribed (no hook block) in observe mode to post-model-response, every turn, and
 // session-end, once per run however it ends (done, kernel shutdown mid-run), when its
 // MemoryCapabilities advertise them; one that does not advertise them gets nothing. A
-// failing subscriber is a hook_error, never a failed turn. run_prompt carries the
-// operator's message on the run's first turn only, and never a secret environment value.
+// failing or hanging subscriber is a hook_error (bounded by the hook timeout), never a
+// failed turn. run_prompt carries the operator's message on the run's first turn only, and
+// never a secret environment value.
 import { fromBinary } from "@bufbuild/protobuf";
 import { HookPoint } from "@pluggableharness/protocol/common";
 import { HookErrorEventSchema } from "@pluggableharness/protocol/event";
@@ -26,7 +27,10 @@ interface Seen {
 }
 
 /** An inline memory provider that records every DispatchHook it gets. */
-function memoryPlugin(opts: { advertise: boolean; fail?: boolean }, seen: Seen[]): InProcessPluginFactory {
+function memoryPlugin(
+  opts: { advertise: boolean; fail?: boolean; hang?: boolean },
+  seen: Seen[],
+): InProcessPluginFactory {
   const none = () => {
     throw new Error("not in this fixture");
   };
@@ -79,6 +83,7 @@ function memoryPlugin(opts: { advertise: boolean; fail?: boolean }, seen: Seen[]
                 ...(p?.case === "sessionEnd" ? { status: p.value?.status } : {}),
               });
               if (opts.fail) throw new Error("memory store unavailable");
+              if (opts.hang) return new Promise(() => {});
               return { outcome: { case: "observe", value: {} } };
             },
           },
@@ -99,7 +104,7 @@ async function kernel(
   auto: Seen[],
   quiet: Seen[],
   scripts: Record<string, unknown>,
-  extra: { fail?: boolean; env?: Record<string, string> } = {},
+  extra: { fail?: boolean; hang?: boolean; env?: Record<string, string>; hcl?: string } = {},
 ): Promise<TestKernel> {
   return h.kernel({
     headlessAsk: "allow",
@@ -107,12 +112,16 @@ async function kernel(
       {
         name: "mauto",
         fixture: "memory",
-        factory: memoryPlugin({ advertise: true, ...(extra.fail ? { fail: true } : {}) }, auto),
+        factory: memoryPlugin(
+          { advertise: true, ...(extra.fail ? { fail: true } : {}), ...(extra.hang ? { hang: true } : {}) },
+          auto,
+        ),
       },
       { name: "mquiet", fixture: "memory", factory: memoryPlugin({ advertise: false }, quiet) },
     ],
     scripts,
     ...(extra.env ? { env: extra.env } : {}),
+    ...(extra.hcl ? { hcl: extra.hcl } : {}),
   });
 }
 
@@ -167,6 +176,25 @@ it("a failing memory subscriber is a hook_error, never a failed turn", async () 
     [HookPoint.POST_MODEL_RESPONSE, HookErrorCategory.OBSERVE_FAILED],
     [HookPoint.SESSION_END, HookErrorCategory.OBSERVE_FAILED],
   ]);
+  await k.close();
+});
+
+it("a hanging memory subscriber is cut off at the hook timeout and the session completes", async () => {
+  const auto: Seen[] = [];
+  const k = await kernel(
+    auto,
+    [],
+    { slow: { turns: [reply("fine")] } },
+    { hang: true, hcl: 'settings {\n  sandbox = "off"\n  default_hook_timeout_ms = 150\n}\n' },
+  );
+  const s = await k.kernel.startSession({ prompt: "[slow] hi" });
+  expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+  expect(auto.map((x) => x.point)).toEqual(["postModelResponse", "sessionEnd"]);
+  const timedOut = k
+    .file(s.id)
+    .events.filter((e) => e.kind === EventKind.HOOK_ERROR)
+    .map((e) => fromBinary(HookErrorEventSchema, e.payload).error!.timedOut);
+  expect(timedOut).toEqual([true, true]);
   await k.close();
 });
 
