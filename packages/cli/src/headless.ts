@@ -30,6 +30,8 @@ export type OutputFormat = "text" | "json" | "stream-json";
 const ATTEMPT_FAILED = "attempt_failed:";
 /** The kernel's record of why a turn failed (a message event kept out of the conversation). */
 const TURN_FAILED = "turn_failed";
+/** A compactor's summary call (the kernel's loop/records.ts): not the model's answer. */
+const COMPACTION_SUMMARY = "compaction_summary";
 
 /** A tool as the init record lists it: the model's name for it, where it comes from, kind and risk. */
 export interface InitTool {
@@ -177,6 +179,21 @@ export class RecordDecoder {
         if (e.producer.category !== PluginCategory.KERNEL) return [];
         const m = fromBinary(MessageEventSchema, e.payload);
         if (!m.message || m.syntheticReason.startsWith(ATTEMPT_FAILED)) return [];
+        if (m.syntheticReason === COMPACTION_SUMMARY) {
+          const text = m.message.content
+            .map((b) => (b.block.case === "text" ? b.block.value.text : ""))
+            .join("");
+          return [
+            {
+              type: "compaction_summary",
+              session_id: sessionId,
+              turn_id: m.turnId,
+              ...(m.model ? { model: `${m.model.provider}/${m.model.id}` } : {}),
+              cost_usd: m.costUsd,
+              summary: text,
+            },
+          ];
+        }
         if (m.syntheticReason === TURN_FAILED) {
           const text = m.message.content
             .map((b) => (b.block.case === "text" ? b.block.value.text : ""))
@@ -306,7 +323,8 @@ export function summarize(
       !m.message ||
       m.message.role !== Role.ASSISTANT ||
       m.syntheticReason.startsWith(ATTEMPT_FAILED) ||
-      m.syntheticReason === TURN_FAILED
+      m.syntheticReason === TURN_FAILED ||
+      m.syntheticReason === COMPACTION_SUMMARY
     )
       continue;
     turns.add(m.turnId);

@@ -33,6 +33,10 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .option("--max-turns <n>", "end the session after this many turns")
     .option("--max-budget-usd <usd>", "end the session once it has cost this much")
     .option("--max-wall-clock <duration>", "end the session after this long (90, 90s, 15m, 2h)")
+    .option(
+      "--compact-at <tokens|percent>",
+      "compact the conversation once a request reaches this size (60%, or 120000 tokens)",
+    )
     .option("--plan", "plan mode: the model sees no tools that change anything")
     .option(
       "--image <file>",

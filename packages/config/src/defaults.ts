@@ -126,6 +126,7 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
     "project-context",
     "workspace-context",
     "widgets",
+    "compactor",
     "tui",
   ];
   const q = (s: string) => writeValue(s);

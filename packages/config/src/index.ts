@@ -151,10 +151,12 @@ export {
 } from "./schema-bridge.ts";
 export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
+  DEFAULT_COMPACTION,
   DEFAULT_OBSERVABILITY,
   DEFAULT_RETRY,
   DEFAULT_STREAM_IDLE_TIMEOUT_MS,
   defaultSettings,
+  parseCompactAt,
 } from "./settings.ts";
 export {
   basename as shellBasename,

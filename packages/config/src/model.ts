@@ -217,6 +217,25 @@ export interface Settings {
   strict_params: boolean;
   retry: RetrySettings;
   observability: ObservabilitySettings;
+  compaction: CompactionSettings;
+}
+
+/** Where compaction starts: a share of the model's effective ceiling, or a token count. */
+export type CompactAt =
+  | { readonly kind: "percent"; readonly value: number }
+  | { readonly kind: "tokens"; readonly value: number };
+
+/** `settings { compaction { ... } }`: when the kernel asks the compactor to shrink the history. */
+export interface CompactionSettings {
+  /**
+   * Compaction at the threshold. Off, the kernel still compacts when the model refuses a
+   * request as too long or no window holds the history (never a dead end), and /compact works.
+   */
+  enabled: boolean;
+  /** Compact before a request whose estimated size reaches this (default 80%). */
+  threshold: CompactAt;
+  /** Treat every model's context window as at most this many tokens (0: the model's own). */
+  context_window: number;
 }
 
 export interface AgentConfig {

@@ -6,6 +6,8 @@ import type { Block } from "@pluggableharness/hcl";
 import {
   type Diags,
   decodeBody,
+  describe,
+  evalStatic,
   readBool,
   readEnum,
   readNumber,
@@ -13,7 +15,14 @@ import {
   readStringMap,
 } from "./decode.ts";
 import { errorAt } from "./diagnostics.ts";
-import type { LogLevel, ObservabilitySettings, RetrySettings, Settings } from "./model.ts";
+import type {
+  CompactAt,
+  CompactionSettings,
+  LogLevel,
+  ObservabilitySettings,
+  RetrySettings,
+  Settings,
+} from "./model.ts";
 
 export const DEFAULT_RETRY: Readonly<RetrySettings> = {
   base_delay_ms: 500,
@@ -32,6 +41,35 @@ export const DEFAULT_OBSERVABILITY: Readonly<ObservabilitySettings> = {
   service_name: "pluggableharness-agent",
   resource_attrs: {},
 };
+
+/** Compaction defaults (docs/decisions.md, "Compaction (issue 19, point 1)"). */
+export const DEFAULT_COMPACTION: Readonly<CompactionSettings> = {
+  enabled: true,
+  threshold: { kind: "percent", value: 80 },
+  context_window: 0,
+};
+
+/**
+ * A compaction threshold as written in `settings.compaction.threshold` or `agent run
+ * --compact-at`: "80%" (1-100, of the model's effective ceiling) or a token count (at
+ * least 1,000). Returns the reason when the text is neither.
+ */
+export function parseCompactAt(value: string | number): CompactAt | string {
+  const text = String(value).trim();
+  const percent = /^(\d+(?:\.\d+)?)\s*%$/.exec(text);
+  if (percent) {
+    const v = Number(percent[1]);
+    if (v <= 0 || v > 100) return `a percentage must be greater than 0 and at most 100; got ${text}`;
+    return { kind: "percent", value: v };
+  }
+  if (/^\d+$/.test(text)) {
+    const v = Number(text);
+    if (!Number.isSafeInteger(v) || v < 1_000)
+      return `a token count must be a whole number of at least 1000; got ${text}`;
+    return { kind: "tokens", value: v };
+  }
+  return `expected a percentage of the context window ("80%") or a token count (120000); got ${JSON.stringify(text)}`;
+}
 
 /**
  * The default stream idle timeout: five minutes of silence, as Codex and pi use. Reasoning
@@ -55,6 +93,7 @@ export function defaultSettings(): Settings {
     sandbox: "best_effort",
     retry: { ...DEFAULT_RETRY },
     observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
+    compaction: { ...DEFAULT_COMPACTION },
   };
 }
 
@@ -80,7 +119,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "strict_params",
         "sandbox",
       ],
-      blocks: { retry: { single: true }, observability: { single: true } },
+      blocks: { retry: { single: true }, observability: { single: true }, compaction: { single: true } },
     },
     block.typeRange,
     owner,
@@ -190,6 +229,56 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
     if (service !== undefined) s.observability.service_name = service;
     const attrs = o("resource_attrs") && readStringMap(o("resource_attrs")!, what("resource_attrs"), diags);
     if (attrs !== undefined) s.observability.resource_attrs = attrs;
+  }
+
+  const compaction = body.blocks.find((b) => b.type === "compaction");
+  if (compaction) {
+    const cb = decodeBody(
+      compaction.body,
+      { attributes: ["enabled", "threshold", "context_window"] },
+      compaction.typeRange,
+      "settings.compaction",
+      diags,
+    );
+    const enabled = cb.attrs.get("enabled");
+    const on = enabled && readBool(enabled, "settings.compaction.enabled", diags);
+    if (on !== undefined) s.compaction.enabled = on;
+    const threshold = cb.attrs.get("threshold");
+    if (threshold) {
+      const v = evalStatic(threshold.expr, diags);
+      if (v !== undefined) {
+        const parsed =
+          typeof v === "string" || typeof v === "number"
+            ? parseCompactAt(v)
+            : `expected a percentage ("80%") or a token count; got ${describe(v)}`;
+        if (typeof parsed === "string") {
+          diags.push(
+            errorAt(
+              "invalid_value",
+              "Invalid compaction threshold",
+              `settings.compaction.threshold: ${parsed}.`,
+              threshold.expr.range,
+            ),
+          );
+        } else s.compaction.threshold = parsed;
+      }
+    }
+    const windowAttr = cb.attrs.get("context_window");
+    const cap =
+      windowAttr &&
+      readNumber(windowAttr, "settings.compaction.context_window", { integer: true, min: 0 }, diags);
+    if (cap !== undefined) {
+      if (cap > 0 && cap < 2_000) {
+        diags.push(
+          errorAt(
+            "invalid_value",
+            "Context window too small",
+            `settings.compaction.context_window must be 0 (the model's own) or at least 2000 tokens; got ${cap}.`,
+            windowAttr!.expr.range,
+          ),
+        );
+      } else s.compaction.context_window = cap;
+    }
   }
 
   const strict = a("strict_params") && readBool(a("strict_params")!, "settings.strict_params", diags);

@@ -23,6 +23,7 @@ export const FIRST_PARTY_PROVIDERS = [
   "project-context",
   "workspace-context",
   "memory",
+  "compactor",
   "tui",
   "web-ui",
   "mcp",

@@ -321,6 +321,7 @@ describe("built-in default configuration", () => {
       "project-context",
       "workspace-context",
       "widgets",
+      "compactor",
       "tui",
     ]);
     const profile = getProfile(c)!;

@@ -199,6 +199,11 @@ export interface SessionHandle {
   send(prompt: string | readonly ContentBlock[]): void;
   /** Cancels the current run (model stream and running tools); the session records `cancelled`. */
   interrupt(): void;
+  /**
+   * "Compact now" (what /compact does): queued like a message, one compaction pass over the
+   * history with reason OPERATOR and no model turn. Returns why it cannot run, if it cannot.
+   */
+  compact(instructions?: string): string | undefined;
   setPlanMode(on: boolean): void;
   /**
    * The session's tools as resolved from its profile, in profile order, under the names the
@@ -878,6 +883,7 @@ function handleFor(session: Session): SessionHandle {
       if (err) throw new FrontendRequestError(err.category, err.message);
     },
     interrupt: () => session.interrupt(),
+    compact: (instructions = "") => session.compact(instructions, { mayReopen: true })?.message,
     setPlanMode: (on) => {
       session.planMode = on;
     },

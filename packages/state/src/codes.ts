@@ -30,6 +30,7 @@ const EVENT_KINDS: readonly [number, string][] = [
   [8, "memory_update"],
   [9, "memory_delete"],
   [10, "hook_error"],
+  [11, "compaction"],
 ];
 
 // Wire numbers of session.v1.SessionStatus.

@@ -30,6 +30,7 @@ const KINDS: [EventKind, string][] = [
   [EventKind.MEMORY_UPDATE, "memory_update"],
   [EventKind.MEMORY_DELETE, "memory_delete"],
   [EventKind.HOOK_ERROR, "hook_error"],
+  [EventKind.COMPACTION, "compaction"],
 ];
 const STATUSES: [SessionStatus, string][] = [
   [SessionStatus.RUNNING, "running"],

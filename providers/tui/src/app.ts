@@ -163,6 +163,8 @@ export class Tui {
   private inputTokens = 0;
   private outputTokens = 0;
   private costUsd = 0;
+  /** The last request's size against its model's window (usage updates carry both). */
+  private context: { tokens: number; ceiling: number } | undefined;
   private remainingUsd: number | undefined;
   private warning = "";
   /** What a status widget (REGION_INPUT_BAR) shows; replaces the UI's own status bar. */
@@ -382,6 +384,8 @@ export class Tui {
         this.outputTokens += Number(u.outputTokens);
         this.costUsd = u.sessionCostUsd;
         this.remainingUsd = u.remainingCostBudgetUsd;
+        if (u.contextTokens !== undefined && u.contextCeiling !== undefined && u.contextCeiling > 0n)
+          this.context = { tokens: Number(u.contextTokens), ceiling: Number(u.contextCeiling) };
         if (u.modelId) this.model = u.providerName ? `${u.providerName}/${u.modelId}` : u.modelId;
         // A call went through: a rate-limit or overload notice is over.
         this.warning = "";
@@ -1350,7 +1354,7 @@ export class Tui {
     if (!item && !q) {
       cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);
     }
-    lines.push(this.statusBar());
+    lines.push(this.statusBar(width));
     const now = this.now();
     if (this.hint && now < this.hintUntil) lines.push(p.paint(this.hint, "dim"));
     this.screen!.update(cursor ? { lines, cursor } : { lines });
@@ -1384,7 +1388,7 @@ export class Tui {
     return [start + layout.cursorRow, prefixWidth + layout.cursorCol];
   }
 
-  private statusBar(): string {
+  private statusBar(width: number): string {
     const p = this.p;
     if (this.widgetStatus) {
       let line = p.paint(this.widgetStatus + (this.replayOnly ? " · replay only" : ""), "dim");
@@ -1397,6 +1401,9 @@ export class Tui {
       formatUsd(this.costUsd) +
         (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
     ];
+    // The context indicator only where it fits: the status line never wraps.
+    const ctx = this.context ? contextUsage(this.context.tokens, this.context.ceiling) : "";
+    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.push(ctx);
     if (this.replayOnly) parts.push("replay only");
     let line = p.paint(parts.join(" · "), "dim");
     if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
@@ -1462,6 +1469,12 @@ export class Tui {
     this.conn.close();
     this.resolveRun({ sessionId: this.sessionId, status: this.status });
   }
+}
+
+/** The context indicator of the status line: "ctx 12k/200k 6%". */
+export function contextUsage(tokens: number, ceiling: number): string {
+  const pct = Math.min(999, Math.round((tokens / ceiling) * 100));
+  return `ctx ${formatTokens(tokens)}/${formatTokens(ceiling)} ${pct}%`;
 }
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */

@@ -5,10 +5,11 @@
 // second tab on the same session withdraws it, the file changes on disk, markdown is
 // rendered, and an interrupt stops a turn. Requests without the token, with a foreign
 // Origin or a foreign Host are refused. The sub-agent tree is driven by synthetic
-// SessionTreeUpdate events (written before the kernel emitted them). Screenshots go to docs/.
+// SessionTreeUpdate events (written before the kernel emitted them). Screenshots go to docs/ with UPDATE_SCREENSHOTS=1.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
@@ -22,7 +23,12 @@ import type { ClientEventInit, FrontendConnection } from "../src/connection.ts";
 import { startWebUi } from "../src/server.ts";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
-const DOCS = fileURLToPath(new URL("../../../docs/", import.meta.url));
+// Screenshots refresh docs/ only when asked (UPDATE_SCREENSHOTS=1), so a test run leaves the
+// checkout as it found it; otherwise they go to a temporary directory.
+const DOCS =
+  process.env["UPDATE_SCREENSHOTS"] === "1"
+    ? fileURLToPath(new URL("../../../docs/", import.meta.url))
+    : mkdtempSync(join(tmpdir(), "web-ui-shots-"));
 const CANARY = "sk-ant-canary-web-5d1e9a7c3b2f4a6e8c0d";
 
 let sb: Sandbox;

@@ -89,6 +89,7 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     "project-context",
     "workspace-context",
     "memory",
+    "compactor",
     "tui",
   ];
   const out: string[] = [
@@ -204,6 +205,13 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     "",
     "settings {",
     `  default_frontend = "tui"`,
+    "",
+    "  # When the conversation nears the model's context window, the compactor provider",
+    "  # summarises the older part (also /compact, or `agent run --compact-at 60%`).",
+    "  # compaction {",
+    `  #   threshold      = "80%"  # of the usable window, or a token count: 120000`,
+    "  #   context_window = 0      # treat every model's window as at most this many tokens",
+    "  # }",
     "}",
     "",
   );

@@ -16,6 +16,7 @@ import {
   kernelProtectedPaths,
   loadGlobalConfig,
   loadProjectConfig,
+  parseCompactAt,
   type UserDefaults,
 } from "@pluggableharness/config";
 import {
@@ -63,6 +64,8 @@ export interface RunOptions {
   maxTurns?: string;
   maxBudgetUsd?: string;
   maxWallClock?: string;
+  /** Compaction threshold for this run: "60%" of the usable window, or a token count. */
+  compactAt?: string;
   plan?: boolean;
   /** An id or unique prefix; true (the flag alone): choose from a picker. */
   resume?: string | boolean;
@@ -142,6 +145,15 @@ export function applyOverrides(config: AgentConfig, profileName: string, opts: R
     bounds["max_wall_clock_s"] = parseDuration(opts.maxWallClock, "--max-wall-clock");
   const profiles = [...config.profiles];
   profiles[idx] = profile;
+  if (opts.compactAt !== undefined) {
+    const at = parseCompactAt(opts.compactAt);
+    if (typeof at === "string") throw new CliError(`--compact-at: ${at}`, EXIT.USAGE);
+    const settings = {
+      ...config.settings,
+      compaction: { ...config.settings.compaction, enabled: true, threshold: at },
+    };
+    return { ...config, profiles, settings };
+  }
   return { ...config, profiles };
 }
 

@@ -4,7 +4,8 @@
 // kernel-assigned id and sequence; Log lands in the kernel's log, attributed; CountTokens
 // is exact through a model provider's own tokenizer when it has one (an exact count of a
 // text already counted is answered from token-counts.ts), otherwise the one documented
-// fallback; RunSession runs a sub-agent for a spawn call the plugin is serving
+// fallback; Summarize runs a compactor's summary call through the session's model chain
+// (loop/compaction.ts); RunSession runs a sub-agent for a spawn call the plugin is serving
 // (subagents/run-session.ts).
 
 import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
@@ -19,6 +20,7 @@ import { LogLevel } from "@pluggableharness/protocol/log";
 import type { CallbackContext, CallbackPeer } from "@pluggableharness/runtime";
 import { fallbackTokenCountOfBlocks } from "../domain/index.ts";
 import type { KernelLogger, KernelLogLevel } from "../log.ts";
+import { SummarizeError, summarize } from "../loop/compaction.ts";
 import type { Session } from "../loop/session.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import { type ControlDeps, controlSession } from "./control.ts";
@@ -29,6 +31,8 @@ const INVALID_ARGUMENT = 3;
 const FAILED_PRECONDITION = 9;
 const PERMISSION_DENIED = 7;
 const UNIMPLEMENTED = 12;
+const CANCELLED = 1;
+const UNAVAILABLE = 14;
 const COUNT_TOKENS_TIMEOUT_MS = 10_000;
 
 const LEVELS: Record<number, KernelLogLevel> = {
@@ -183,6 +187,50 @@ export function callbackImplementation(
         withheld: e.withheld.join(","),
       });
       return { variables: e.variables, withheld: e.withheld, protectedPaths: e.protectedPaths };
+    },
+
+    async summarize(req, ctx) {
+      if (!req.sessionId) throw new StatusError(INVALID_ARGUMENT, "SummarizeRequest.session_id is required");
+      const session = deps.session(req.sessionId);
+      const category = deps.tracker.categoryFor(peer.plugin, req.sessionId);
+      const provider = deps.providers()?.get(peer.plugin);
+      if (!session || category !== "context" || provider?.context?.compactor !== true) {
+        throw new StatusError(
+          PERMISSION_DENIED,
+          `plugin "${peer.plugin}" may not summarise for session ${req.sessionId}: only a compactor context provider serving Contribute for that session may`,
+        );
+      }
+      try {
+        const r = await summarize(
+          session,
+          {
+            instructions: req.instructions,
+            messages: req.messages,
+            maxOutputTokens: Number(req.maxOutputTokens),
+          },
+          ctx.signal,
+        );
+        return {
+          text: r.text,
+          model: { provider: r.provider, id: r.modelId },
+          costUsd: r.costUsd,
+          inputTokens: BigInt(r.inputTokens),
+          outputTokens: BigInt(r.outputTokens),
+        };
+      } catch (err) {
+        deps.log.debug("Summarize failed", { error: (err as Error).stack ?? String(err) });
+        if (err instanceof SummarizeError) {
+          throw new StatusError(
+            err.category === "cancelled"
+              ? CANCELLED
+              : err.category === "invalid_request"
+                ? INVALID_ARGUMENT
+                : UNAVAILABLE,
+            `${err.category}: ${err.message}`,
+          );
+        }
+        throw err;
+      }
     },
 
     runSession(req, ctx) {

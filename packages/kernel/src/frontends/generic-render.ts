@@ -10,6 +10,7 @@ import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
 import { Role } from "@pluggableharness/protocol/content";
 import {
   ApplyEventSchema,
+  CompactionEventSchema,
   ContextContributionEventSchema,
   HookErrorEventSchema,
   MemoryMutationEventSchema,
@@ -115,6 +116,9 @@ function renderMessage(m: Message | undefined, syntheticReason: string): RenderN
   // The kernel's record of a failed turn is not the model speaking.
   if (syntheticReason === "turn_failed")
     return group([text("Turn failed", TextStyle.ERROR), ...blockNodes(shown)]);
+  // A compactor's summary call: shown folded, it is not the model answering the user.
+  if (syntheticReason === "compaction_summary")
+    return collapsible("Summary of the earlier conversation (compaction)", blockNodes(shown));
   const who = m.role === Role.ASSISTANT ? "Assistant" : "User";
   const header = syntheticReason ? `${who} (kernel: ${syntheticReason})` : who;
   return group([text(header, TextStyle.BOLD), ...blockNodes(shown)]);
@@ -145,6 +149,9 @@ const OUTCOMES: Record<number, string> = {
   [ApplyOutcome.INTERRUPTED]: "interrupted",
 };
 
+/** context.v1.CompactionReason's text forms (the values are the wire numbers). */
+const COMPACTION_REASONS: Record<number, string> = { 1: "threshold", 2: "overflow", 3: "operator" };
+
 const V1_SCHEMAS: Partial<Record<EventKind, DescMessage>> = {
   [EventKind.MESSAGE]: MessageEventSchema,
   [EventKind.TOOL_CALL]: ToolCallEventSchema,
@@ -156,6 +163,7 @@ const V1_SCHEMAS: Partial<Record<EventKind, DescMessage>> = {
   [EventKind.MEMORY_UPDATE]: MemoryMutationEventSchema,
   [EventKind.MEMORY_DELETE]: MemoryMutationEventSchema,
   [EventKind.HOOK_ERROR]: HookErrorEventSchema,
+  [EventKind.COMPACTION]: CompactionEventSchema,
 };
 
 /**
@@ -244,6 +252,14 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
               },
             },
           });
+        }
+        case EventKind.COMPACTION: {
+          const e = fromBinary(CompactionEventSchema, event.payload);
+          const reason = COMPACTION_REASONS[e.reason] ?? "unspecified";
+          return text(
+            `Compacted the conversation (${reason}${e.compactor ? `, by ${e.compactor}` : ""}): ${e.messagesBefore} messages, ~${e.tokensBefore} tokens → ${e.messagesAfter} messages, ~${e.tokensAfter} tokens`,
+            TextStyle.DIM,
+          );
         }
         case EventKind.CONTEXT_CONTRIBUTION: {
           const e = fromBinary(ContextContributionEventSchema, event.payload);

@@ -64,6 +64,8 @@ export interface SessionControl {
   /** A tool call with no model turn, queued like a message. */
   invoke(request: DirectInvokeRequest, options: { mayReopen: boolean }): FrontendErrorInit | undefined;
   interrupt(): void;
+  /** "Compact now" (/compact): one compaction pass, queued like a message (loop/compaction.ts). */
+  compact(instructions: string, options: { mayReopen: boolean }): FrontendErrorInit | undefined;
   decide(decision: ClientEvent_PlanDecision): FrontendErrorInit | undefined;
   respond(response: ClientEvent_InteractiveResponse): FrontendErrorInit | undefined;
   /** Permission and interactive requests still waiting for an answer. */

@@ -12,6 +12,7 @@ import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { type StopReason, statusForStop } from "./bounds.ts";
+import { compactNow } from "./compaction.ts";
 import type { LoopDeps } from "./deps.ts";
 import { runDirectInvocation } from "./direct-invoke.ts";
 import type { Session, SessionInput } from "./session.ts";
@@ -94,6 +95,12 @@ export async function runSessionRun(
       const outcome = await runDirectInvocation(deps, session, input.invocation, signal);
       status = outcome === "cancelled" ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
       if (outcome === "cancelled") detail = "interrupted";
+    } else if (input.kind === "compact") {
+      // The operator's "compact now": no model turn; a compactor that could not shrink the
+      // history leaves it as it was, and the session goes on either way.
+      const outcome = await compactNow(deps, session, input.instructions, signal);
+      status = signal.aborted ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
+      if (outcome.kind === "unchanged") detail = `not compacted: ${outcome.why}`;
     } else {
       let turnId = deps.newId();
       session.log.appendUserMessage(turnId, input.content);

@@ -88,6 +88,8 @@ export interface ModelCallInput {
   readonly signal: AbortSignal;
   /** When waiting for the model must end (the run's wall-clock bound), in clock ms. */
   readonly deadline?: number;
+  /** Stream nothing to frontends (a compaction summary is not the assistant speaking). */
+  readonly quiet?: boolean;
 }
 
 export type ModelCallResult =
@@ -582,10 +584,11 @@ async function attempt(
         const text = pendingBreak ? `\n\n${e.value.text}` : e.value.text;
         pendingBreak = false;
         streamedText = true;
+        if (input.quiet) continue;
         session.channel.publish({
           event: { case: "streamDelta", value: { targetId, text, kind: StreamDeltaKind.TEXT } },
         });
-      } else if (e.case === "thinkingDelta" && e.value.text) {
+      } else if (e.case === "thinkingDelta" && e.value.text && !input.quiet) {
         session.channel.publish({
           event: {
             case: "streamDelta",

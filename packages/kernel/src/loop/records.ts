@@ -9,7 +9,17 @@ export const ATTEMPT_FAILED_PREFIX = "attempt_failed:";
  */
 export const TURN_FAILED_REASON = "turn_failed";
 
+/**
+ * A compactor's summary call (compaction.ts): persisted for the cost ledger and the
+ * transcript; the conversation gets the summary through the compaction event instead.
+ */
+export const COMPACTION_SUMMARY_REASON = "compaction_summary";
+
 /** Kernel-written messages that are records, not conversation. */
 export function outsideConversation(syntheticReason: string): boolean {
-  return syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) || syntheticReason === TURN_FAILED_REASON;
+  return (
+    syntheticReason.startsWith(ATTEMPT_FAILED_PREFIX) ||
+    syntheticReason === TURN_FAILED_REASON ||
+    syntheticReason === COMPACTION_SUMMARY_REASON
+  );
 }

@@ -21,6 +21,7 @@ import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ContentBlock, type Message, Role, type ToolUseBlock } from "@pluggableharness/protocol/content";
 import {
   ApplyEventSchema,
+  CompactionEventSchema,
   MessageEventSchema,
   PlanEventSchema,
   type ToolCallEvent,
@@ -219,6 +220,18 @@ export function rebuildConversation(
       case EventKind.APPLY: {
         for (const a of fromBinary(ApplyEventSchema, e.payload).apply?.items ?? []) applied.add(a.toolCallId);
         return false;
+      }
+      case EventKind.COMPACTION: {
+        // A compactor's rewrite: the conversation from here on is the one it holds.
+        if (e.producer.category !== PluginCategory.KERNEL) return false;
+        const c = fromBinary(CompactionEventSchema, e.payload);
+        history.length = 0;
+        history.push(...c.history);
+        open = undefined;
+        const last = c.history.at(-1);
+        const uses = last?.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : [])) ?? [];
+        if (last?.role === Role.ASSISTANT && uses.length > 0) open = { turnId: c.turnId, uses };
+        return true;
       }
       case EventKind.MESSAGE:
         break;

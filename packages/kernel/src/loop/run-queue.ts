@@ -106,7 +106,7 @@ export class RunQueue {
   }
 
   /** Queues an operator's direct call and starts a run if none is active. */
-  enqueueInvocation(input: Extract<SessionInput, { kind: "invoke" }>): void {
+  enqueueInvocation(input: Extract<SessionInput, { kind: "invoke" | "compact" }>): void {
     this.#inputs.push(input);
     this.#kick();
   }

@@ -15,7 +15,7 @@ import {
 } from "@pluggableharness/state";
 import type { AccumulatedCompletion } from "../domain/index.ts";
 import type { ResolvedCandidate } from "./model-call.ts";
-import { ATTEMPT_FAILED_PREFIX, TURN_FAILED_REASON } from "./records.ts";
+import { ATTEMPT_FAILED_PREFIX, COMPACTION_SUMMARY_REASON, TURN_FAILED_REASON } from "./records.ts";
 import type { Session } from "./session.ts";
 
 /** An event written in a batch (schema version "1"). */
@@ -164,6 +164,8 @@ export class SessionLog {
         ...(costs.length > 0 ? { costs } : {}),
       },
     );
+    // Context usage (the TUI's used/ceiling indicator) for the turn's own model calls.
+    const ctx = event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.contextUsage;
     for (const c of costs) {
       this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
@@ -198,6 +200,7 @@ export class SessionLog {
             costUsd: c.costUsd,
             sessionCostUsd: running,
             ...(Number.isFinite(remaining) ? { remainingCostBudgetUsd: remaining } : {}),
+            ...(ctx ? { contextTokens: BigInt(ctx.tokens), contextCeiling: BigInt(ctx.ceiling) } : {}),
           },
         },
       });

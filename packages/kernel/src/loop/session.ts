@@ -30,6 +30,7 @@ import { StoredInputs } from "../frontends/stored-inputs.ts";
 import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
+import { CompactionState } from "./compaction.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
@@ -46,7 +47,9 @@ export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
 /** What a run starts from: a user message, or a tool call the operator made directly. */
 export type SessionInput =
   | { readonly kind: "message"; readonly content: ContentBlock[] }
-  | { readonly kind: "invoke"; readonly invocation: DirectInvocation };
+  | { readonly kind: "invoke"; readonly invocation: DirectInvocation }
+  /** "Compact now" (/compact): one compaction pass, no model turn. */
+  | { readonly kind: "compact"; readonly instructions: string };
 
 export type RunStarter = (session: Session, input: SessionInput, signal: AbortSignal) => Promise<void>;
 
@@ -142,6 +145,10 @@ export class Session implements HubSession, SessionControl {
   assembledTokensLastTurn = 0;
   /** The files its tool calls named, for context-assemble (files-touched.ts). */
   readonly filesTouched = new FilesTouched();
+  /** When to compact, what the operator asked, the estimate's calibration (compaction.ts). */
+  readonly compaction = new CompactionState();
+  /** The size of the request about to be sent and its model's ceiling (usage updates carry it). */
+  contextUsage: { tokens: number; ceiling: number } | undefined;
   previousToolsFingerprint: string | undefined;
   /** The previous model request's prefix, for conversation cache breakpoints. */
   previousRequest: PreviousRequestPrefix | undefined;
@@ -385,6 +392,25 @@ export class Session implements HubSession, SessionControl {
 
   interrupt(): void {
     this.runs.interrupt();
+  }
+
+  /**
+   * The kernel's "compact now" operation (what /compact calls): queued like a message, it
+   * runs one compaction pass with reason OPERATOR and no model turn. `instructions` guide
+   * the summary ("keep the API decisions"); empty for none.
+   */
+  compact(instructions: string, options: { mayReopen: boolean }): FrontendErrorInit | undefined {
+    const refused = this.#notRunnable(options);
+    if (refused) return refused;
+    if (!this.deps.providers.contextProviders().some((p) => p.context?.compactor === true)) {
+      return {
+        category: FrontendErrorCategory.INVALID_CLIENT_EVENT,
+        message:
+          'no compactor context provider is configured for this session (add the first-party "compactor" provider to agent.hcl)',
+      };
+    }
+    this.runs.enqueueInvocation({ kind: "compact", instructions });
+    return undefined;
   }
 
   decide(d: ClientEvent_PlanDecision): FrontendErrorInit | undefined {

@@ -16,7 +16,6 @@ import { create } from "@bufbuild/protobuf";
 import type { ToolUseBlock } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
-import type { ModelTarget } from "@pluggableharness/protocol/model";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import {
   type AccumulatedCompletion,
@@ -27,6 +26,16 @@ import {
   toolListFingerprint,
 } from "../domain/index.ts";
 import { callHash, checkBounds, type StopReason } from "./bounds.ts";
+import {
+  applyRewrittenHistory,
+  CompactionReason,
+  calibrate,
+  historyTokens as calibratedHistoryTokens,
+  compactHistory,
+  compactionDue,
+  compactors,
+  modelTarget,
+} from "./compaction.ts";
 import { assembleContext } from "./context-assembly.ts";
 import type { LoopDeps } from "./deps.ts";
 import { type CallRecord, resultBlock } from "./gate/call.ts";
@@ -59,23 +68,6 @@ export interface TurnInput {
   readonly deadline?: number;
 }
 
-/** The model target context providers assemble for. */
-function modelTarget(deps: LoopDeps, c: ResolvedCandidate, toolTokens: number): ModelTarget {
-  const window = Number(c.spec.contextWindow);
-  const reserved = Math.max(
-    deps.limits.reservedOutputTokens,
-    Number(c.params?.maxOutputTokens ?? 0n) ||
-      Math.min(Number(c.spec.maxOutputTokens), deps.limits.reservedOutputTokens),
-  );
-  return {
-    $typeName: "pluggableharness.model.v1.ModelTarget",
-    provider: c.provider.name,
-    id: c.spec.id,
-    contextWindow: c.spec.contextWindow,
-    effectiveCeiling: BigInt(Math.max(0, window - reserved - toolTokens)),
-  };
-}
-
 export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput): Promise<TurnOutcome> {
   const turnId = input.turnId ?? deps.newId();
   const signal = input.signal;
@@ -97,10 +89,9 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const tools = input.final ? [] : session.tools.declarations({ planMode: session.planMode });
   const declared = new Set(tools.map((t) => t.name));
   const candidates = session.candidates();
-  const historyTokens = Number(estimateInputTokens(session.history, [], []));
   // The turn is routed once, here: context is assembled for the chosen model's window, and
   // the model call goes to it (routing again only to fall back after a failure).
-  const pre = routeCandidates(
+  let pre = routeCandidates(
     deps,
     candidates,
     0,
@@ -108,6 +99,22 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     session.unavailableModels,
     { sessionId: session.id, turnId },
   );
+  let overflow = false;
+  if (!pre.chosen && compactors(deps).length > 0) {
+    // No window holds the history: compaction, not a dead end. The first candidate able to
+    // serve the turn apart from its size is the one compacted for.
+    const unsized = routeCandidates(
+      deps,
+      candidates,
+      0,
+      { inputTokens: 0n, messages: session.history, tools },
+      session.unavailableModels,
+    );
+    if (unsized.chosen) {
+      pre = { chosen: unsized.chosen, skipped: pre.skipped };
+      overflow = true;
+    }
+  }
   if (!pre.chosen) {
     // An image or document no model of the chain takes is a bad request, not a routing
     // failure (routeCandidates says which): the operator must drop it or /model another.
@@ -120,63 +127,147 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     };
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
+  const target = modelTarget(deps, pre.chosen, toolTokens);
+  let compacted = false;
+  const compact = async (reason: CompactionReason): Promise<boolean> => {
+    const instructions = session.compaction.pending?.instructions ?? "";
+    const outcome = await compactHistory(deps, session, {
+      turnId,
+      target,
+      reason,
+      signal,
+      ...(instructions ? { instructions } : {}),
+    });
+    compacted = compacted || outcome.kind === "compacted";
+    return outcome.kind === "compacted";
+  };
+  const due = overflow
+    ? CompactionReason.OVERFLOW
+    : compactionDue(deps, session, target, session.assembledTokensLastTurn);
+  deps.log.debug(
+    "context usage",
+    {
+      history: calibratedHistoryTokens(session),
+      sections: session.assembledTokensLastTurn,
+      ceiling: Number(target.effectiveCeiling),
+      compaction: due === undefined ? "" : String(due),
+    },
+    session.id,
+  );
+  if (due !== undefined) await compact(due);
+  if (signal.aborted) return { kind: "cancelled" };
   const assembled = await assembleContext(deps, session, {
     turnId,
-    target: modelTarget(deps, pre.chosen, toolTokens),
+    target,
     history: session.history,
-    historyTokens,
+    historyTokens: calibratedHistoryTokens(session),
     signal,
   });
-  if (assembled.rewrittenHistory) session.history = assembled.rewrittenHistory;
+  if (assembled.rewrittenHistory) {
+    // A compactor that rewrote the history on its own initiative: persisted like any other.
+    const p = compactors(deps)[0];
+    applyRewrittenHistory(session, {
+      turnId,
+      compactor: p?.name ?? "",
+      history: assembled.rewrittenHistory,
+      reason: CompactionReason.UNSPECIFIED,
+    });
+  }
   session.assembledTokensLastTurn = assembled.totalTokens;
   if (signal.aborted) return { kind: "cancelled" };
-
-  // ---- 2. pre-model-call ------------------------------------------------------------------
-  trace("2");
-  const preModel = await deps.hooks.dispatch(
-    "pre-model-call",
-    create(HookPayloadSchema, {
-      point: {
-        case: "preModelCall",
-        value: {
-          model: { provider: pre.chosen.provider.name, id: pre.chosen.spec.id },
-          messages: session.history,
-          tools,
-          ...(pre.chosen.params ? { params: pre.chosen.params } : {}),
-        },
-      },
-    }),
-    hookCtx,
-  );
-  if (signal.aborted) return { kind: "cancelled" };
-  if (preModel.transformFailure) {
-    return {
-      kind: "failed",
-      detail: `hook_error: transform subscriber "${preModel.transformFailure.subscriber?.name}" failed at pre-model-call (${preModel.transformFailure.message}); the turn cannot go on with an unintended request`,
-    };
+  // This turn's sections are known now: a request that would still cross the ceiling is
+  // compacted before it is sent, not refused by the vendor.
+  const requestTokens = () => calibratedHistoryTokens(session) + assembled.totalTokens + toolTokens;
+  if (!compacted && compactors(deps).length > 0 && requestTokens() > Number(target.effectiveCeiling)) {
+    await compact(CompactionReason.OVERFLOW);
+    if (signal.aborted) return { kind: "cancelled" };
   }
-  const messages =
-    preModel.payload.point.case === "preModelCall" ? preModel.payload.point.value.messages : session.history;
 
-  // ---- 3-4. model call and accumulation -----------------------------------------------------
-  trace("3");
-  const chosen = pre.chosen;
-  const result = await callModel(deps, session, {
-    turnId,
-    candidates,
-    route: { ...pre, chosen },
-    messages,
-    tools,
-    sections: assembled.sections,
-    ...(session.previousToolsFingerprint !== undefined
-      ? { previousToolsFingerprint: session.previousToolsFingerprint }
-      : {}),
-    ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
-    signal,
-    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
-  });
-  session.previousToolsFingerprint = toolListFingerprint(tools);
-  session.previousRequest = requestPrefix(tools, assembled.sections, messages);
+  let result: Awaited<ReturnType<typeof callModel>>;
+  let messages: typeof session.history;
+  let overflowRetried = false;
+  for (;;) {
+    // ---- 2. pre-model-call ------------------------------------------------------------------
+    trace("2");
+    const preModel = await deps.hooks.dispatch(
+      "pre-model-call",
+      create(HookPayloadSchema, {
+        point: {
+          case: "preModelCall",
+          value: {
+            model: { provider: pre.chosen.provider.name, id: pre.chosen.spec.id },
+            messages: session.history,
+            tools,
+            ...(pre.chosen.params ? { params: pre.chosen.params } : {}),
+          },
+        },
+      }),
+      hookCtx,
+    );
+    if (signal.aborted) return { kind: "cancelled" };
+    if (preModel.transformFailure) {
+      return {
+        kind: "failed",
+        detail: `hook_error: transform subscriber "${preModel.transformFailure.subscriber?.name}" failed at pre-model-call (${preModel.transformFailure.message}); the turn cannot go on with an unintended request`,
+      };
+    }
+    messages =
+      preModel.payload.point.case === "preModelCall"
+        ? preModel.payload.point.value.messages
+        : session.history;
+
+    // ---- 3-4. model call and accumulation -----------------------------------------------------
+    trace("3");
+    const chosen = pre.chosen;
+    const estimated = Number(estimateInputTokens(messages, assembled.sections, tools));
+    session.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
+    result = await callModel(deps, session, {
+      turnId,
+      candidates,
+      route: { ...pre, chosen },
+      messages,
+      tools,
+      sections: assembled.sections,
+      ...(session.previousToolsFingerprint !== undefined
+        ? { previousToolsFingerprint: session.previousToolsFingerprint }
+        : {}),
+      ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
+      signal,
+      ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
+    });
+    session.previousToolsFingerprint = toolListFingerprint(tools);
+    session.previousRequest = requestPrefix(tools, assembled.sections, messages);
+    if (result.kind === "ok") {
+      const u = result.completion.usage.at(-1)?.usage;
+      if (u)
+        calibrate(
+          session,
+          estimated,
+          Number(u.inputTokens + (u.cacheReadTokens ?? 0n) + (u.cacheWriteTokens ?? 0n)),
+        );
+    }
+    // The model refused the request as too long: compact and send it once more.
+    if (
+      result.kind === "failed" &&
+      result.category === "context_length_exceeded" &&
+      !overflowRetried &&
+      compactors(deps).length > 0
+    ) {
+      overflowRetried = true;
+      deps.log.info(
+        "the model refused the request as too long; compacting and retrying once",
+        undefined,
+        session.id,
+      );
+      if (await compact(CompactionReason.OVERFLOW)) continue;
+      if (signal.aborted) return { kind: "cancelled" };
+      return {
+        kind: "failed",
+        detail: `model_error context_length_exceeded: ${result.message} (compaction could not shrink the conversation further)`,
+      };
+    }
+    break;
+  }
   if (result.kind === "failed")
     return { kind: "failed", detail: `model_error ${result.category}: ${result.message}` };
   if (result.kind === "cancelled" || result.kind === "bound") {

@@ -212,6 +212,14 @@ export declare type ContextRequest = Message<"pluggableharness.context.v1.Contex
    * @generated from field: int64 assembled_tokens_last_turn = 11;
    */
   assembledTokensLastTurn: bigint;
+
+  /**
+   * Set when the kernel needs the conversation history reduced on this firing (sent to
+   * compactor providers only): a compactor answers with rewritten_history.
+   *
+   * @generated from field: optional pluggableharness.context.v1.CompactionRequest compaction = 12;
+   */
+  compaction?: CompactionRequest | undefined;
 };
 
 /**
@@ -219,6 +227,38 @@ export declare type ContextRequest = Message<"pluggableharness.context.v1.Contex
  * Use `create(ContextRequestSchema)` to create a new message.
  */
 export declare const ContextRequestSchema: GenMessage<ContextRequest>;
+
+/**
+ * The kernel's ask to a compactor provider: reduce the history so that it fits.
+ *
+ * @generated from message pluggableharness.context.v1.CompactionRequest
+ */
+export declare type CompactionRequest = Message<"pluggableharness.context.v1.CompactionRequest"> & {
+  /**
+   * @generated from field: pluggableharness.context.v1.CompactionReason reason = 1;
+   */
+  reason: CompactionReason;
+
+  /**
+   * Kernel-counted history size the rewritten history should stay under.
+   *
+   * @generated from field: int64 target_history_tokens = 2;
+   */
+  targetHistoryTokens: bigint;
+
+  /**
+   * Operator guidance for the summary ("/compact keep the API decisions"); may be empty.
+   *
+   * @generated from field: string instructions = 3;
+   */
+  instructions: string;
+};
+
+/**
+ * Describes the message pluggableharness.context.v1.CompactionRequest.
+ * Use `create(CompactionRequestSchema)` to create a new message.
+ */
+export declare const CompactionRequestSchema: GenMessage<CompactionRequest>;
 
 /**
  * A replacement conversation history. Wrapped so that "no rewrite" (field absent)
@@ -370,6 +410,45 @@ export declare type ContextError = Message<"pluggableharness.context.v1.ContextE
  * Use `create(ContextErrorSchema)` to create a new message.
  */
 export declare const ContextErrorSchema: GenMessage<ContextError>;
+
+/**
+ * Why the kernel asks for compaction on this firing.
+ *
+ * @generated from enum pluggableharness.context.v1.CompactionReason
+ */
+export enum CompactionReason {
+  /**
+   * @generated from enum value: COMPACTION_REASON_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The request would cross the configured share of the model's effective ceiling.
+   *
+   * @generated from enum value: COMPACTION_REASON_THRESHOLD = 1;
+   */
+  THRESHOLD = 1,
+
+  /**
+   * The model refused the request as too long (context_length_exceeded), or no
+   * candidate's window holds the history.
+   *
+   * @generated from enum value: COMPACTION_REASON_OVERFLOW = 2;
+   */
+  OVERFLOW = 2,
+
+  /**
+   * The operator asked (/compact, or a frontend's "compact now").
+   *
+   * @generated from enum value: COMPACTION_REASON_OPERATOR = 3;
+   */
+  OPERATOR = 3,
+}
+
+/**
+ * Describes the enum pluggableharness.context.v1.CompactionReason.
+ */
+export declare const CompactionReasonSchema: GenEnum<CompactionReason>;
 
 /**
  * Failure classes a context provider reports, carried in the gRPC status details.

@@ -14,6 +14,7 @@ import type { RiskClass, ToolCall, ToolError, ToolEvent_ExitStatus, ToolEvent_Ou
 import type { ApplyResult, Plan } from "../../plan/v1/plan_pb.js";
 import type { MemoryRecord } from "../../memory/v1/memory_pb.js";
 import type { HookError } from "../../hook/v1/hook_pb.js";
+import type { CompactionReason } from "../../context/v1/context_pb.js";
 
 /**
  * Describes the file pluggableharness/event/v1/event.proto.
@@ -394,4 +395,66 @@ export declare type HookErrorEvent = Message<"pluggableharness.event.v1.HookErro
  * Use `create(HookErrorEventSchema)` to create a new message.
  */
 export declare const HookErrorEventSchema: GenMessage<HookErrorEvent>;
+
+/**
+ * kind = compaction: written by the kernel when a compactor's rewritten history replaced
+ * the conversation. `history` is the whole conversation from here on, so a resume (or a
+ * replay) rebuilds exactly what the model was sent next; the summary call itself is a
+ * message event (synthetic_reason "compaction_summary") carrying its cost ledger rows.
+ *
+ * @generated from message pluggableharness.event.v1.CompactionEvent
+ */
+export declare type CompactionEvent = Message<"pluggableharness.event.v1.CompactionEvent"> & {
+  /**
+   * @generated from field: string turn_id = 1;
+   */
+  turnId: string;
+
+  /**
+   * @generated from field: pluggableharness.context.v1.CompactionReason reason = 2;
+   */
+  reason: CompactionReason;
+
+  /**
+   * Declared name of the compactor provider.
+   *
+   * @generated from field: string compactor = 3;
+   */
+  compactor: string;
+
+  /**
+   * @generated from field: repeated pluggableharness.content.v1.Message history = 4;
+   */
+  history: Message$1[];
+
+  /**
+   * Kernel-counted history size before and after.
+   *
+   * @generated from field: int64 tokens_before = 5;
+   */
+  tokensBefore: bigint;
+
+  /**
+   * @generated from field: int64 tokens_after = 6;
+   */
+  tokensAfter: bigint;
+
+  /**
+   * Messages before and after.
+   *
+   * @generated from field: int32 messages_before = 7;
+   */
+  messagesBefore: number;
+
+  /**
+   * @generated from field: int32 messages_after = 8;
+   */
+  messagesAfter: number;
+};
+
+/**
+ * Describes the message pluggableharness.event.v1.CompactionEvent.
+ * Use `create(CompactionEventSchema)` to create a new message.
+ */
+export declare const CompactionEventSchema: GenMessage<CompactionEvent>;
 

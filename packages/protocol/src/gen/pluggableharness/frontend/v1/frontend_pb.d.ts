@@ -715,6 +715,19 @@ export declare type ServerEvent_UsageUpdate = Message<"pluggableharness.frontend
    * @generated from field: optional double remaining_cost_budget_usd = 10;
    */
   remainingCostBudgetUsd?: number | undefined;
+
+  /**
+   * Kernel-estimated size of the request this call carried, and the model's effective
+   * ceiling it was measured against (context usage: context_tokens / context_ceiling).
+   *
+   * @generated from field: optional int64 context_tokens = 11;
+   */
+  contextTokens?: bigint | undefined;
+
+  /**
+   * @generated from field: optional int64 context_ceiling = 12;
+   */
+  contextCeiling?: bigint | undefined;
 };
 
 /**

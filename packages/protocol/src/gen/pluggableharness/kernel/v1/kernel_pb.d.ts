@@ -7,16 +7,96 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { SessionInfo, SessionStatus } from "../../session/v1/session_pb.js";
-import type { PluginCategory, ProducerRef } from "../../common/v1/common_pb.js";
 import type { ContentBlock, Message as Message$1 } from "../../content/v1/content_pb.js";
 import type { ModelRef } from "../../model/v1/model_pb.js";
+import type { SessionInfo, SessionStatus } from "../../session/v1/session_pb.js";
+import type { PluginCategory, ProducerRef } from "../../common/v1/common_pb.js";
 import type { LogEntry } from "../../log/v1/log_pb.js";
 
 /**
  * Describes the file pluggableharness/kernel/v1/kernel.proto.
  */
 export declare const file_pluggableharness_kernel_v1_kernel: GenFile;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.SummarizeRequest
+ */
+export declare type SummarizeRequest = Message<"pluggableharness.kernel.v1.SummarizeRequest"> & {
+  /**
+   * Must be the session the compactor is serving a Contribute call for.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * System-level instructions for the summarising model.
+   *
+   * @generated from field: string instructions = 2;
+   */
+  instructions: string;
+
+  /**
+   * What to summarise, as ordinary conversation messages (text only is the safe choice:
+   * no vendor requires tool pairing or signatures in them then).
+   *
+   * @generated from field: repeated pluggableharness.content.v1.Message messages = 3;
+   */
+  messages: Message$1[];
+
+  /**
+   * Cap on the summary's length; 0 lets the kernel choose.
+   *
+   * @generated from field: int64 max_output_tokens = 4;
+   */
+  maxOutputTokens: bigint;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.SummarizeRequest.
+ * Use `create(SummarizeRequestSchema)` to create a new message.
+ */
+export declare const SummarizeRequestSchema: GenMessage<SummarizeRequest>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.SummarizeResponse
+ */
+export declare type SummarizeResponse = Message<"pluggableharness.kernel.v1.SummarizeResponse"> & {
+  /**
+   * The summary text (the model's text blocks joined).
+   *
+   * @generated from field: string text = 1;
+   */
+  text: string;
+
+  /**
+   * The model that wrote it.
+   *
+   * @generated from field: pluggableharness.model.v1.ModelRef model = 2;
+   */
+  model?: ModelRef | undefined;
+
+  /**
+   * @generated from field: double cost_usd = 3;
+   */
+  costUsd: number;
+
+  /**
+   * @generated from field: int64 input_tokens = 4;
+   */
+  inputTokens: bigint;
+
+  /**
+   * @generated from field: int64 output_tokens = 5;
+   */
+  outputTokens: bigint;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.SummarizeResponse.
+ * Use `create(SummarizeResponseSchema)` to create a new message.
+ */
+export declare const SummarizeResponseSchema: GenMessage<SummarizeResponse>;
 
 /**
  * @generated from message pluggableharness.kernel.v1.ControlSessionRequest
@@ -1010,6 +1090,11 @@ export enum EventKind {
    * @generated from enum value: EVENT_KIND_HOOK_ERROR = 10;
    */
   HOOK_ERROR = 10,
+
+  /**
+   * @generated from enum value: EVENT_KIND_COMPACTION = 11;
+   */
+  COMPACTION = 11,
 }
 
 /**
@@ -1082,6 +1167,19 @@ export declare const KernelCallbackService: GenService<{
     methodKind: "unary";
     input: typeof ExecEnvironmentRequestSchema;
     output: typeof ExecEnvironmentResponseSchema;
+  },
+  /**
+   * A compactor's summary: one model completion without tools, routed through the
+   * calling session's model chain and recorded in its cost ledger as compaction. Only a
+   * context provider declaring compactor, while serving Contribute for that session,
+   * may call it.
+   *
+   * @generated from rpc pluggableharness.kernel.v1.KernelCallbackService.Summarize
+   */
+  summarize: {
+    methodKind: "unary";
+    input: typeof SummarizeRequestSchema;
+    output: typeof SummarizeResponseSchema;
   },
   /**
    * Session controls behind the operator's slash commands (/model, /plan, /compact,

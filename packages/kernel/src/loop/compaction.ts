@@ -1,0 +1,514 @@
+// Compaction: the kernel decides when the conversation must shrink, a compactor context
+// provider decides how (specifications/context: `compactor`, `rewritten_history`).
+//
+// - When: before each model call the kernel estimates the request (history, the context
+//   sections of the previous turn, tool declarations) against the chosen model's effective
+//   ceiling; at settings.compaction.threshold (default 80%) it asks for compaction; when no
+//   candidate's window holds the history, or the model answers context_length_exceeded,
+//   it asks with reason OVERFLOW (turn.ts retries the call once); the operator asks with
+//   compactNow() (/compact) or `agent run --compact-at`.
+// - How: every compactor provider's Contribute is called with ContextRequest.compaction
+//   set; the first rewritten_history that keeps every tool_use/tool_result pair intact
+//   replaces the history. Its summary call comes back to the kernel (Summarize), which
+//   routes it through the session's model chain like any turn and books its cost as a
+//   message event with synthetic_reason "compaction_summary".
+// - Record: a compaction event holds the whole new history, so a resume and a replay
+//   rebuild exactly what the model is sent next (resume.ts).
+// docs/decisions.md, "Compaction (issue 19, point 1)".
+import { clone, create, toBinary } from "@bufbuild/protobuf";
+import type { CompactAt } from "@pluggableharness/config";
+import {
+  type ContentBlock,
+  ContextSectionSchema,
+  type Message,
+  MessageSchema,
+  Role,
+  Stability,
+} from "@pluggableharness/protocol/content";
+import { CompactionReason } from "@pluggableharness/protocol/context";
+import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@pluggableharness/protocol/model";
+import { Region, TextStyle } from "@pluggableharness/protocol/render";
+import { fallbackTokenCount } from "../domain/index.ts";
+import type { LoadedProvider } from "../plugins/providers.ts";
+import { tokenBudget } from "./context-assembly.ts";
+import type { LoopDeps } from "./deps.ts";
+import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
+import { COMPACTION_SUMMARY_REASON } from "./records.ts";
+import type { Session } from "./session.ts";
+
+export { CompactionReason };
+
+/** What the session knows about compaction between turns. */
+export class CompactionState {
+  /** The operator asked for compaction (compactNow() queued, or --compact-at): the next turn compacts first. */
+  pending: { readonly instructions: string } | undefined;
+  /** The turn a compaction pass is running for (Summarize books its cost there). */
+  turnId: string | undefined;
+  /**
+   * Reported input tokens / kernel estimate of the previous request, never below 1: the
+   * fallback estimate (UTF-8 bytes / 4) undercounts code and non-Latin text, so the
+   * vendor's own count corrects it upward (never downward: an estimate too low is what
+   * overflows a window).
+   */
+  calibration = 1;
+  /** Compactions applied in this kernel's life of the session. */
+  count = 0;
+}
+
+/** The chosen model's window, capped by settings.compaction.context_window when set. */
+export function effectiveWindow(deps: Pick<LoopDeps, "settings">, spec: ModelSpec): number {
+  const window = Number(spec.contextWindow);
+  const cap = deps.settings.compaction.context_window;
+  return cap > 0 ? Math.min(window, cap) : window;
+}
+
+/** The model target context providers assemble for: window minus reserved output and tools. */
+export function modelTarget(deps: LoopDeps, c: ResolvedCandidate, toolTokens: number): ModelTarget {
+  const window = effectiveWindow(deps, c.spec);
+  const reserved = Math.min(
+    Math.max(
+      deps.limits.reservedOutputTokens,
+      Number(c.params?.maxOutputTokens ?? 0n) ||
+        Math.min(Number(c.spec.maxOutputTokens), deps.limits.reservedOutputTokens),
+    ),
+    // A small (capped) window still leaves room for the conversation.
+    Math.floor(window / 4),
+  );
+  return {
+    $typeName: "pluggableharness.model.v1.ModelTarget",
+    provider: c.provider.name,
+    id: c.spec.id,
+    contextWindow: BigInt(window),
+    effectiveCeiling: BigInt(Math.max(0, window - reserved - toolTokens)),
+  };
+}
+
+/** The token count at which a request of this ceiling is compacted. */
+export function thresholdTokens(at: CompactAt, ceiling: number): number {
+  return at.kind === "tokens" ? Math.min(at.value, ceiling) : Math.floor((ceiling * at.value) / 100);
+}
+
+/** The calibrated estimate of a history's size. */
+export function historyTokens(session: Session, history: readonly Message[] = session.history): number {
+  return Math.ceil(Number(estimateInputTokens(history, [], [])) * session.compaction.calibration);
+}
+
+/** After a call: how far the estimate was below the vendor's own count of the same request. */
+export function calibrate(session: Session, estimated: number, reportedInput: number): void {
+  if (estimated <= 0 || reportedInput <= 0) return;
+  const ratio = reportedInput / estimated;
+  session.compaction.calibration = Math.min(3, Math.max(1, ratio));
+}
+
+export function compactors(deps: Pick<LoopDeps, "providers">): LoadedProvider[] {
+  return deps.providers.contextProviders().filter((p) => p.context?.compactor === true);
+}
+
+/**
+ * Why this turn must compact before its request, if it must: the operator asked, or the
+ * request (history + last turn's sections + tools) reaches the threshold of the ceiling.
+ */
+export function compactionDue(
+  deps: LoopDeps,
+  session: Session,
+  target: ModelTarget,
+  sectionTokens: number,
+): CompactionReason | undefined {
+  if (session.compaction.pending) return CompactionReason.OPERATOR;
+  if (!deps.settings.compaction.enabled) return undefined;
+  const ceiling = Number(target.effectiveCeiling);
+  if (ceiling <= 0) return undefined;
+  const at = deps.settings.compaction.threshold;
+  return historyTokens(session) + sectionTokens >= thresholdTokens(at, ceiling)
+    ? CompactionReason.THRESHOLD
+    : undefined;
+}
+
+/** Why a rewritten history would break a vendor's rules, or undefined when it is sound. */
+export function historyProblem(messages: readonly Message[]): string | undefined {
+  let open: Set<string> | undefined;
+  for (const [i, m] of messages.entries()) {
+    const results = m.content.flatMap((b) =>
+      b.block.case === "toolResult" ? [b.block.value.toolUseId] : [],
+    );
+    if (open) {
+      if (m.role !== Role.USER) return `message ${i}: the tool calls before it have no results`;
+      for (const id of open) if (!results.includes(id)) return `message ${i}: no result for tool call ${id}`;
+      for (const id of results)
+        if (!open.has(id)) return `message ${i}: a result for unknown tool call ${id}`;
+      open = undefined;
+    } else if (results.length > 0) {
+      return `message ${i}: tool results without the tool calls they answer`;
+    }
+    const uses = m.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value.id] : []));
+    if (m.role === Role.ASSISTANT && uses.length > 0) open = new Set(uses);
+  }
+  return undefined;
+}
+
+function topBar(session: Session, content: string, style = TextStyle.DIM): void {
+  session.channel.publish({
+    event: {
+      case: "render",
+      value: {
+        content: {
+          region: Region.TOP_BAR,
+          replace: true,
+          content: { root: { node: { case: "text", value: { content, style } } } },
+        },
+      },
+    },
+  });
+}
+
+export interface CompactInput {
+  readonly turnId: string;
+  readonly target: ModelTarget;
+  readonly reason: CompactionReason;
+  readonly signal: AbortSignal;
+  /** Operator guidance for the summary. */
+  readonly instructions?: string;
+  /** The history size to get under; default: half the threshold. */
+  readonly targetTokens?: number;
+}
+
+export type CompactOutcome =
+  | { readonly kind: "compacted"; readonly before: number; readonly after: number }
+  | { readonly kind: "unchanged"; readonly why: string };
+
+const REASON_TEXT: Record<number, string> = {
+  [CompactionReason.THRESHOLD]: "threshold",
+  [CompactionReason.OVERFLOW]: "overflow",
+  [CompactionReason.OPERATOR]: "operator",
+};
+
+/** Asks every compactor in turn until one rewrites the history soundly; persists the rewrite. */
+export async function compactHistory(
+  deps: LoopDeps,
+  session: Session,
+  input: CompactInput,
+): Promise<CompactOutcome> {
+  const log = deps.log.child("compaction");
+  const all = compactors(deps);
+  if (all.length === 0) {
+    log.info("compaction is due, but no compactor context provider is loaded", undefined, session.id);
+    return { kind: "unchanged", why: "no compactor context provider is loaded" };
+  }
+  const before = historyTokens(session);
+  const ceiling = Number(input.target.effectiveCeiling);
+  const at = deps.settings.compaction.threshold;
+  // Half the threshold leaves room for many turns before the next compaction; a request
+  // the model refused as too long must shrink to well below what it was.
+  let goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
+  if (input.reason === CompactionReason.OVERFLOW) goal = Math.min(goal, Math.max(1, Math.floor(before / 2)));
+  const why: string[] = [];
+  topBar(session, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
+  session.compaction.turnId = input.turnId;
+  try {
+    for (const p of all) {
+      if (input.signal.aborted) break;
+      let rewritten: Message[] | undefined;
+      try {
+        const response = await deps.tracker.run(p.name, session.id, "context", () =>
+          p.ports.context.contribute(
+            {
+              sessionId: session.id,
+              parentSessionId: session.parentId ?? "",
+              turnId: input.turnId,
+              tokenBudget: BigInt(tokenBudget(p, input.target)),
+              modelTarget: input.target,
+              filesTouched: [],
+              workingDirectory: session.workingDirectory,
+              priorSections: [],
+              conversationHistory: [...session.history],
+              historyTokens: BigInt(before),
+              assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
+              compaction: {
+                reason: input.reason,
+                targetHistoryTokens: BigInt(goal),
+                instructions: input.instructions ?? "",
+              },
+            },
+            // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
+            {
+              timeoutMs: Math.max(deps.limits.contributeTimeoutMs, deps.settings.stream_idle_timeout_ms),
+              signal: input.signal,
+            },
+          ),
+        );
+        rewritten = response.rewrittenHistory ? [...response.rewrittenHistory.messages] : undefined;
+      } catch (err) {
+        if (input.signal.aborted) break;
+        why.push(`${p.name} failed: ${(err as Error).message}`);
+        log.warn(`compactor "${p.name}" failed`, { error: (err as Error).message }, session.id);
+        continue;
+      }
+      if (!rewritten) {
+        why.push(`${p.name} left the history as it was`);
+        continue;
+      }
+      const outcome = applyRewrittenHistory(session, {
+        turnId: input.turnId,
+        compactor: p.name,
+        history: rewritten,
+        reason: input.reason,
+      });
+      if (outcome.kind === "compacted") {
+        topBar(session, `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`);
+        return outcome;
+      }
+      why.push(`${p.name}: ${outcome.why}`);
+    }
+  } finally {
+    session.compaction.turnId = undefined;
+  }
+  const text = why.join("; ") || "interrupted";
+  log.info(`the conversation was not compacted: ${text}`, undefined, session.id);
+  topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+  return { kind: "unchanged", why: text };
+}
+
+/**
+ * Replaces the history with a compactor's rewrite and persists it as a compaction event.
+ * A rewrite that leaves a tool call without its result (or the reverse) is refused: no
+ * vendor accepts such a conversation.
+ */
+export function applyRewrittenHistory(
+  session: Session,
+  rewrite: {
+    readonly turnId: string;
+    readonly compactor: string;
+    readonly history: Message[];
+    readonly reason: CompactionReason;
+  },
+): CompactOutcome {
+  const deps = session.deps;
+  const problem = historyProblem(rewrite.history);
+  if (problem) {
+    deps.log.warn(
+      `compactor "${rewrite.compactor}" returned a history that breaks tool pairing (${problem}); it is discarded`,
+      undefined,
+      session.id,
+    );
+    return { kind: "unchanged", why: `its rewrite breaks tool pairing (${problem})` };
+  }
+  // The rewrite repeats the kept tail: secret values the kernel withholds from commands are
+  // replaced in it, so compaction never writes a secret again (text only: thinking and its
+  // signature stay byte for byte).
+  const history = redact(rewrite.history, deps.secretValues);
+  const before = historyTokens(session);
+  const after = historyTokens(session, history);
+  const messagesBefore = session.history.length;
+  session.log.persist(
+    EventKind.COMPACTION,
+    deps.kernelProducer,
+    toBinary(
+      CompactionEventSchema,
+      create(CompactionEventSchema, {
+        turnId: rewrite.turnId,
+        reason: rewrite.reason,
+        compactor: rewrite.compactor,
+        history,
+        tokensBefore: BigInt(before),
+        tokensAfter: BigInt(after),
+        messagesBefore,
+        messagesAfter: history.length,
+      }),
+    ),
+  );
+  session.history = history;
+  // The conversation prefix changed: cache breakpoints start over.
+  session.previousRequest = undefined;
+  session.compaction.count++;
+  session.compaction.pending = undefined;
+  deps.log.info(
+    "conversation compacted",
+    {
+      compactor: rewrite.compactor,
+      reason: REASON_TEXT[rewrite.reason] ?? "unspecified",
+      tokens_before: before,
+      tokens_after: after,
+      messages_before: messagesBefore,
+      messages_after: history.length,
+    },
+    session.id,
+  );
+  return { kind: "compacted", before, after };
+}
+
+/** Every value in `secrets` replaced, in text and in tool-call arguments. */
+function redact(messages: readonly Message[], secrets: readonly string[]): Message[] {
+  const live = secrets.filter((s) => s.length >= 6);
+  if (live.length === 0) return [...messages];
+  const clean = (t: string) => live.reduce((acc, s) => acc.split(s).join("[redacted]"), t);
+  const blocks = (content: readonly ContentBlock[]): ContentBlock[] =>
+    content.map((b) => {
+      const v = b.block;
+      if (v.case === "text")
+        return { ...b, block: { ...v, value: { ...v.value, text: clean(v.value.text) } } };
+      if (v.case === "toolResult")
+        return { ...b, block: { ...v, value: { ...v.value, content: blocks(v.value.content) } } };
+      return b;
+    });
+  return messages.map((m) => ({ ...m, content: blocks(m.content) }));
+}
+
+export class SummarizeError extends Error {
+  readonly category: string;
+  constructor(category: string, message: string) {
+    super(message);
+    this.name = "SummarizeError";
+    this.category = category;
+  }
+}
+
+export interface SummaryResult {
+  readonly text: string;
+  readonly provider: string;
+  readonly modelId: string;
+  readonly costUsd: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/**
+ * A compactor's summary call (KernelCallbackService.Summarize): routed through the session's
+ * model chain with no tools, never streamed to frontends, booked as a compaction_summary
+ * message event (its cost in the ledger and against the session's budget). Secret values
+ * the kernel withholds from commands are replaced before anything is sent.
+ */
+export async function summarize(
+  session: Session,
+  request: { instructions: string; messages: readonly Message[]; maxOutputTokens: number },
+  signal: AbortSignal,
+): Promise<SummaryResult> {
+  const deps = session.deps;
+  const turnId = session.compaction.turnId ?? deps.newId();
+  const messages = redact(request.messages, deps.secretValues);
+  const [instructions] = redact(
+    [
+      create(MessageSchema, {
+        content: [{ block: { case: "text", value: { text: request.instructions } } }],
+      }),
+    ],
+    deps.secretValues,
+  );
+  const instructionText =
+    instructions!.content[0]?.block.case === "text" ? instructions!.content[0].block.value.text : "";
+  if (messages.length === 0)
+    throw new SummarizeError("invalid_request", "SummarizeRequest.messages is empty");
+  const sections = instructionText
+    ? [
+        create(ContextSectionSchema, {
+          provider: "kernel",
+          label: "Compaction instructions",
+          content: [{ block: { case: "text", value: { text: instructionText } } }],
+          tokens: BigInt(fallbackTokenCount(instructionText).count),
+          stability: Stability.STATIC,
+        }),
+      ]
+    : [];
+  const candidates = session.candidates().map((c) => {
+    if (request.maxOutputTokens <= 0) return c;
+    const params = c.params ? clone(GenerationParamsSchema, c.params) : create(GenerationParamsSchema, {});
+    params.maxOutputTokens = BigInt(request.maxOutputTokens);
+    return { ...c, params };
+  });
+  const route = routeCandidates(
+    deps,
+    candidates,
+    0,
+    { inputTokens: estimateInputTokens(messages, sections, []), messages, tools: [] },
+    session.unavailableModels,
+    { sessionId: session.id, turnId },
+  );
+  if (!route.chosen) {
+    throw new SummarizeError(
+      "routing_exhausted",
+      `no model in the chain can take the summary request: ${route.skipped.join("; ") || "the chain is empty"}`,
+    );
+  }
+  const result = await callModel(deps, session, {
+    turnId,
+    candidates,
+    route: { ...route, chosen: route.chosen },
+    messages,
+    tools: [],
+    sections,
+    signal,
+    quiet: true,
+  });
+  if (result.kind === "cancelled" || result.kind === "bound") {
+    throw new SummarizeError("cancelled", "the summary call was interrupted");
+  }
+  if (result.kind === "failed") throw new SummarizeError(result.category, result.message);
+  const c = result.completion;
+  session.log.persistMessage(
+    create(MessageEventSchema, {
+      message: c.message,
+      turnId,
+      model: { provider: result.candidate.provider.name, id: result.candidate.spec.id },
+      usage: [...c.usage],
+      costUsd: c.costUsd,
+      ...(c.providerRequestId ? { providerRequestId: c.providerRequestId } : {}),
+      ...(c.stop ? { stop: c.stop } : {}),
+      syntheticReason: COMPACTION_SUMMARY_REASON,
+    }),
+    { providerName: result.candidate.provider.name, modelId: result.candidate.spec.id },
+  );
+  const text = c.message.content
+    .flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []))
+    .join("\n")
+    .trim();
+  if (!text) throw new SummarizeError("unknown", "the model's summary was empty");
+  const usage = c.usage.at(-1)?.usage;
+  return {
+    text,
+    provider: result.candidate.provider.name,
+    modelId: result.candidate.spec.id,
+    costUsd: c.costUsd,
+    inputTokens: Number(
+      (usage?.inputTokens ?? 0n) + (usage?.cacheReadTokens ?? 0n) + (usage?.cacheWriteTokens ?? 0n),
+    ),
+    outputTokens: Number(usage?.outputTokens ?? 0n),
+  };
+}
+
+/**
+ * "Compact now" outside a turn (/compact): routes for the session's primary model and runs
+ * one compaction pass with reason OPERATOR. The driver runs it as a run of its own.
+ */
+export async function compactNow(
+  deps: LoopDeps,
+  session: Session,
+  instructions: string,
+  signal: AbortSignal,
+): Promise<CompactOutcome> {
+  const tools = session.tools.declarations({ planMode: session.planMode });
+  const route = routeCandidates(
+    deps,
+    session.candidates(),
+    0,
+    { inputTokens: 0n, messages: session.history, tools },
+    session.unavailableModels,
+  );
+  if (!route.chosen) {
+    return { kind: "unchanged", why: `no model can serve this session: ${route.skipped.join("; ")}` };
+  }
+  if (session.history.length < 2)
+    return { kind: "unchanged", why: "the conversation is too short to compact" };
+  const target = modelTarget(deps, route.chosen, Number(estimateInputTokens([], [], tools)));
+  const outcome = await compactHistory(deps, session, {
+    turnId: deps.newId(),
+    target,
+    reason: CompactionReason.OPERATOR,
+    signal,
+    instructions,
+    // The operator asked: shrink as far as the compactor's tail allows.
+    targetTokens: Math.max(1, Math.floor(historyTokens(session) / 4)),
+  });
+  session.compaction.pending = undefined;
+  return outcome;
+}
