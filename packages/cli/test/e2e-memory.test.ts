@@ -137,6 +137,32 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       const recalled = sent(fake.requests.length - 1);
       expect(recalled).toContain(`Releases ship on Thursdays (${store}).`);
       expect(recalled).toContain('[Recalled memory \\"release-day\\" (project, project scope): Release day]');
+      // The autonomous path drafted "Remember: …" too; session-end dropped that draft since
+      // the model recorded the fact itself.
+      expect(dump(join(repo, ".agent", "memory"))).not.toContain("recorded_by: memory:auto");
+    },
+    E2E_TIMEOUT_MS,
+  );
+
+  it(
+    "drafts an explicit standing instruction the model did not record, as pending, and recalls it only once confirmed",
+    async () => {
+      fake.push({ kind: "text", text: "Understood." });
+      expect((await run("From now on, write commit messages in English.")).code).toBe(0);
+      const dir = join(repo, ".agent", "memory");
+      const draft = readdirSync(dir).find((f) => readFileSync(join(dir, f), "utf8").includes("memory:auto"));
+      expect(draft).toBeDefined();
+      const file = readFileSync(join(dir, draft!), "utf8");
+      expect(file).toContain("status: pending");
+      expect(file).toContain("From now on, write commit messages in English");
+      fake.push({ kind: "text", text: "ok" });
+      expect((await run("What are the commit rules?")).code).toBe(0);
+      expect(sent(fake.requests.length - 1)).not.toContain("write commit messages in English");
+      // The operator confirms it by editing the file: the next session recalls it.
+      writeFileSync(join(dir, draft!), file.replace("status: pending", "status: canonical"));
+      fake.push({ kind: "text", text: "English." });
+      expect((await run("What are the commit rules?")).code).toBe(0);
+      expect(sent(fake.requests.length - 1)).toContain("write commit messages in English");
     },
     E2E_TIMEOUT_MS,
   );

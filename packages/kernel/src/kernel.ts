@@ -93,7 +93,7 @@ import { routeCandidates } from "./loop/model-call.ts";
 import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
-import { implicitWidgetSubscriptions } from "./loop/widgets.ts";
+import { implicitMemorySubscriptions, implicitWidgetSubscriptions } from "./loop/widgets.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
@@ -361,7 +361,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     const trace = this.#options.trace ?? noTrace;
     const settings = this.config.settings;
     const hooks = new HookDispatcher({
-      subscriptions: [...this.config.hooks, ...implicitWidgetSubscriptions(this.config, providers)],
+      subscriptions: [
+        ...this.config.hooks,
+        ...implicitWidgetSubscriptions(this.config, providers),
+        ...implicitMemorySubscriptions(this.config, providers),
+      ],
       providers,
       defaultTimeoutMs: settings.default_hook_timeout_ms,
       tracker: this.#tracker,

@@ -1,12 +1,14 @@
 // The memory provider's executable: a MemoryService and, in the same process, a
-// ToolService for memory.remember / memory.forget / memory.search.
+// ToolService for memory.remember / memory.forget / memory.search and the
+// HookSubscriberService of its autonomous write path (src/autonomous.ts).
 
 import { isAbsolute, join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type PluginContext, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
-import { CallContextSchema } from "@pluggableharness/protocol/common";
+import { CallContextSchema, HookPoint } from "@pluggableharness/protocol/common";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
+import { HookSubscriberService } from "@pluggableharness/protocol/hook";
 import {
   type MemoryRecord,
   MemoryRecordSchema,
@@ -26,6 +28,7 @@ import {
   tokenCounter,
   toolService,
 } from "@pluggableharness/tool-kit";
+import { draftTurn, reconcileSession } from "./autonomous.ts";
 import { MarkdownStore } from "./markdown-store.ts";
 import { Memory, MemoryFailure } from "./memory.ts";
 import { SCOPES, type ScopeName, type StoredRecord, TYPES, type TypeName } from "./record.ts";
@@ -173,8 +176,9 @@ await serve({
           defaultTokenBudget: BigInt(DEFAULT_TOKEN_BUDGET),
           supportedTypes: TYPES.map((t) => TYPE_OF[t]),
           supportedScopes: SCOPES.map((s) => SCOPE_OF[s]),
-          ratificationSupported: false,
+          ratificationSupported: true,
           configSchema: configSchema(CONFIG),
+          supportedHookPoints: [HookPoint.POST_MODEL_RESPONSE, HookPoint.SESSION_END],
         },
       }),
       configure: (req) => ({ result: { diagnostics: configure(req.config) } }),
@@ -290,19 +294,59 @@ await serve({
           asStatus(err);
         }
       },
-      approveRecord: () => {
-        throw new StatusError(
-          9,
-          "ratification_unsupported: this memory provider writes every record as canonical",
-        );
+      approveRecord(req, ctx) {
+        try {
+          const rec = memory.approve(
+            roots(ctx.callContext?.workingDirectory),
+            req.id,
+            new Date().toISOString(),
+          );
+          return { result: { id: rec.id, status: RecordStatus.CANONICAL } };
+        } catch (err) {
+          asStatus(err);
+        }
       },
-      rejectRecord: () => {
-        throw new StatusError(
-          9,
-          "ratification_unsupported: this memory provider writes every record as canonical",
-        );
+      rejectRecord(req, ctx) {
+        try {
+          const where = roots(ctx.callContext?.workingDirectory);
+          const rec = memory.get(where, req.id);
+          if (rec.status !== "pending")
+            throw new StatusError(9, `"${req.id}" is canonical, not a pending draft: use DeleteRecord`);
+          memory.delete(where, req.id);
+          return { result: { deleted: true } };
+        } catch (err) {
+          if (err instanceof StatusError) throw err;
+          asStatus(err);
+        }
       },
       render: () => ({}),
+    }),
+    service(HookSubscriberService, {
+      // Observe mode: the answer is always an empty observe; a failure is the kernel's
+      // hook_error and never touches the turn.
+      dispatchHook(req) {
+        const cc = req.callContext;
+        const p = req.payload?.point;
+        if (cc?.sessionId && cc.workingDirectory) {
+          try {
+            if (p?.case === "postModelResponse" && p.value.runPrompt) {
+              draftTurn(
+                memory,
+                roots(cc.workingDirectory),
+                p.value.runPrompt,
+                cc.sessionId,
+                cc.turnId,
+                new Date().toISOString(),
+              );
+            } else if (p?.case === "sessionEnd") {
+              reconcileSession(memory, roots(cc.workingDirectory), p.value.sessionId || cc.sessionId);
+            }
+          } catch (err) {
+            asStatus(err);
+          }
+        }
+        return { outcome: { case: "observe", value: {} } };
+      },
     }),
     toolService({
       tools: [rememberTool(host), forgetTool(host), searchTool(host)],

@@ -63,6 +63,8 @@ export interface WriteInput {
   readonly title: string;
   readonly content: string;
   readonly provenance: StoredRecord["provenance"];
+  /** "pending": a draft recall skips until it is confirmed (the autonomous path). */
+  readonly status?: StoredRecord["status"];
 }
 
 /**
@@ -161,7 +163,7 @@ export class Memory {
       scope: w.scope,
       title: w.title.trim() || id,
       content: w.content.trim(),
-      status: "canonical",
+      status: w.status ?? "canonical",
       links: parseLinks(w.content),
       createdAt: now,
       updatedAt: now,
@@ -171,7 +173,10 @@ export class Memory {
     return record;
   }
 
-  /** Replaces content (and title, when given) wholesale; type, scope and provenance stay. */
+  /**
+   * Replaces content (and title, when given) wholesale; type, scope and provenance stay.
+   * Writing a pending draft confirms it: the record becomes canonical.
+   */
   update(roots: Roots, id: string, content: string, title: string | undefined, now: string): StoredRecord {
     const old = this.store.get(roots, id);
     if (!old) throw new MemoryFailure("not_found", `no memory record "${id}"`);
@@ -181,9 +186,20 @@ export class Memory {
       ...old,
       title: title?.trim() || old.title,
       content: content.trim(),
+      status: "canonical",
       links: parseLinks(content),
       updatedAt: now,
     };
+    this.store.put(roots, record);
+    return record;
+  }
+
+  /** ApproveRecord: a pending draft becomes canonical (a canonical one stays as it is). */
+  approve(roots: Roots, id: string, now: string): StoredRecord {
+    const old = this.get(roots, id);
+    if (old.status === "canonical") return old;
+    refuseSecrets(old.title, old.content);
+    const record: StoredRecord = { ...old, status: "canonical", updatedAt: now };
     this.store.put(roots, record);
     return record;
   }

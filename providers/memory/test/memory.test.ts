@@ -1,6 +1,6 @@
 // The memory provider over the real go-plugin process boundary, for both stores: the
 // MemoryService write/read side (slugs made unique, [[links]], not_found, immutable type and
-// scope, ratification refused), Recall within the budget by the kernel's token counts and
+// scope, approve/reject), Recall within the budget by the kernel's token counts and
 // per the taxonomy (pending never, session scope only for its session, project records decay
 // fastest), the memory.* tools in the same process (near-match check, search with FTS5 for
 // SQLite), secrets refused, and markdown files edited by hand picked up on the next recall.
@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LaunchedPlugin, launchPlugin, runConformance } from "@pluggableharness/conformance";
-import { PluginCategory } from "@pluggableharness/protocol/common";
+import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import {
   type MemoryRecord,
   MemoryScope,
@@ -90,7 +90,7 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it("declares the whole taxonomy, no ratification, and the three tools with their classes", async () => {
+  it("declares the whole taxonomy, ratification, the write-trigger hook points and the three tools with their classes", async () => {
     const caps = (await mem().getCapabilities({})).capabilities!;
     expect(caps.supportedTypes).toEqual([
       MemoryType.USER,
@@ -99,7 +99,8 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
       MemoryType.REFERENCE,
     ]);
     expect(caps.supportedScopes).toEqual([MemoryScope.SESSION, MemoryScope.PROJECT, MemoryScope.GLOBAL]);
-    expect(caps.ratificationSupported).toBe(false);
+    expect(caps.ratificationSupported).toBe(true);
+    expect(caps.supportedHookPoints).toEqual([HookPoint.POST_MODEL_RESPONSE, HookPoint.SESSION_END]);
     expect(caps.defaultTokenBudget).toBe(1500n);
     const schema = Object.fromEntries((await tools().getSchema({})).tools.map((t) => [t.name, t]));
     expect(schema["remember"]).toMatchObject({
@@ -168,7 +169,9 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
     ]) {
       await expect(call()).rejects.toMatchObject({ code: 5 });
     }
-    await expect(mem().approveRecord({ id: "user-role" })).rejects.toMatchObject({ code: 9 });
+    // Approving a canonical record is a no-op; rejecting one is refused (only drafts are rejected).
+    expect((await mem().approveRecord({ id: "user-role" })).result?.status).toBe(RecordStatus.CANONICAL);
+    await expect(mem().rejectRecord({ id: "user-role" })).rejects.toMatchObject({ code: 9 });
     await mem().deleteRecord({ id: "user-role-2", ...ctx() });
     const list = await mem().listRecords({ pageSize: 1, ...ctx() });
     expect(list.records.map((r) => r.id)).toEqual(["user-role"]);

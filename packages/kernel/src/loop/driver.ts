@@ -76,103 +76,118 @@ export async function runSessionRun(
     { ...ctx, signal },
   );
 
-  let status: SessionStatus;
+  let status: SessionStatus = SessionStatus.FAILED;
   let detail = "";
-  if (signal.aborted) {
-    status = SessionStatus.CANCELLED;
-  } else if (input.kind === "invoke") {
-    // The operator's own call: no model turn, no bounds (nothing was spent), and the run
-    // completes whatever the call's outcome; the model reads the report next turn.
-    const outcome = await runDirectInvocation(deps, session, input.invocation, signal);
-    status = outcome === "cancelled" ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
-    if (outcome === "cancelled") detail = "interrupted";
-  } else if (input.kind === "compact") {
-    // The operator's "compact now": no model turn; a compactor that could not shrink the
-    // history leaves it as it was, and the session goes on either way.
-    const outcome = await compactNow(deps, session, input.instructions, signal);
-    status = signal.aborted ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
-    if (outcome.kind === "unchanged") detail = `not compacted: ${outcome.why}`;
-  } else {
-    let turnId = deps.newId();
-    session.log.appendUserMessage(turnId, input.content);
-    // The first prompt names the session in `sessions list` and the resume picker.
-    const text = input.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
-    if (text.length > 0) session.writer.setTitleIfUnset(text.join("\n"));
-    let turns = 0;
-    let final: StopReason | undefined;
-    const own =
-      session.profile.max_wall_clock_s !== undefined
-        ? runStartedAt + session.profile.max_wall_clock_s * 1000
-        : undefined;
-    // A sub-agent's time runs out with its parent's run at the latest.
-    const inherited = session.parent?.runDeadline;
-    const wallClock =
-      own === undefined ? inherited : inherited === undefined ? own : Math.min(own, inherited);
-    session.runDeadline = wallClock;
-    for (;;) {
-      // The final-answer turn after the time limit gets a short grace of its own.
-      const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;
-      const outcome = await runTurn(deps, session, {
-        turnId,
-        signal,
-        ...(final ? { final } : {}),
-        turnsBefore: turns,
-        runStartedAt,
-        ...(deadline !== undefined ? { deadline } : {}),
-      });
-      turns++;
-      if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
-      turnId = deps.newId();
-      if (outcome.kind === "cancelled") {
-        status = SessionStatus.CANCELLED;
-        detail = "interrupted";
-        break;
-      }
-      if (outcome.kind === "bound") {
-        // The time ran out while the model was awaited: no further model call could finish
-        // in time, so the run ends here rather than with a final-answer turn.
-        status = final ? statusForStop(final) : SessionStatus.ERROR_MAX_WALL_CLOCK;
-        detail = final
-          ? `${final}: ${STOP_TEXT[final]}; the final-answer turn ran out of time (${outcome.detail})`
-          : `max_wall_clock_s: ${STOP_TEXT.max_wall_clock_s} (${outcome.detail})`;
-        deps.log.info(`stopping: ${detail}`, { reason: "max_wall_clock_s" }, session.id);
-        break;
-      }
-      if (final) {
-        status = statusForStop(final);
-        detail = `${final}: ${STOP_TEXT[final]}${outcome.kind === "failed" ? `; the final-answer turn failed (${outcome.detail})` : ""}`;
-        break;
-      }
-      if (outcome.kind === "failed") {
-        status = SessionStatus.FAILED;
-        detail = outcome.detail;
-        break;
-      }
-      if (outcome.kind === "done") {
-        status = SessionStatus.COMPLETED;
-        break;
-      }
-      if (outcome.stop) {
-        final = outcome.stop;
-        deps.log.info(
-          `stopping: ${STOP_TEXT[final]}; one final-answer turn follows`,
-          { reason: final },
-          session.id,
-        );
-        session.log.appendUserMessage(
+  const endRun = (final: SessionStatus) =>
+    deps.hooks.dispatch(
+      "session-end",
+      create(HookPayloadSchema, {
+        point: { case: "sessionEnd", value: { sessionId: session.id, status: final } },
+      }),
+      ctx,
+    );
+  try {
+    if (signal.aborted) {
+      status = SessionStatus.CANCELLED;
+    } else if (input.kind === "invoke") {
+      // The operator's own call: no model turn, no bounds (nothing was spent), and the run
+      // completes whatever the call's outcome; the model reads the report next turn.
+      const outcome = await runDirectInvocation(deps, session, input.invocation, signal);
+      status = outcome === "cancelled" ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
+      if (outcome === "cancelled") detail = "interrupted";
+    } else if (input.kind === "compact") {
+      // The operator's "compact now": no model turn; a compactor that could not shrink the
+      // history leaves it as it was, and the session goes on either way.
+      const outcome = await compactNow(deps, session, input.instructions, signal);
+      status = signal.aborted ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
+      if (outcome.kind === "unchanged") detail = `not compacted: ${outcome.why}`;
+    } else {
+      let turnId = deps.newId();
+      session.log.appendUserMessage(turnId, input.content);
+      // The first prompt names the session in `sessions list` and the resume picker.
+      const text = input.content.flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
+      if (text.length > 0) session.writer.setTitleIfUnset(text.join("\n"));
+      // post-model-response's run_prompt feeds memory providers' autonomous writes: a prompt
+      // holding a secret environment value is withheld (kernel:memory_secrets).
+      const joined = text.join("\n");
+      const prompt = deps.secretValues.some((s) => joined.includes(s)) ? "" : joined;
+      let turns = 0;
+      let final: StopReason | undefined;
+      const own =
+        session.profile.max_wall_clock_s !== undefined
+          ? runStartedAt + session.profile.max_wall_clock_s * 1000
+          : undefined;
+      // A sub-agent's time runs out with its parent's run at the latest.
+      const inherited = session.parent?.runDeadline;
+      const wallClock =
+        own === undefined ? inherited : inherited === undefined ? own : Math.min(own, inherited);
+      session.runDeadline = wallClock;
+      for (;;) {
+        // The final-answer turn after the time limit gets a short grace of its own.
+        const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;
+        const outcome = await runTurn(deps, session, {
           turnId,
-          [textBlock(finalAnswerInstruction(final))],
-          `limit_reached:${final}`,
-        );
+          signal,
+          ...(final ? { final } : {}),
+          turnsBefore: turns,
+          ...(turns === 0 && prompt ? { runPrompt: prompt } : {}),
+          runStartedAt,
+          ...(deadline !== undefined ? { deadline } : {}),
+        });
+        turns++;
+        if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
+        turnId = deps.newId();
+        if (outcome.kind === "cancelled") {
+          status = SessionStatus.CANCELLED;
+          detail = "interrupted";
+          break;
+        }
+        if (outcome.kind === "bound") {
+          // The time ran out while the model was awaited: no further model call could finish
+          // in time, so the run ends here rather than with a final-answer turn.
+          status = final ? statusForStop(final) : SessionStatus.ERROR_MAX_WALL_CLOCK;
+          detail = final
+            ? `${final}: ${STOP_TEXT[final]}; the final-answer turn ran out of time (${outcome.detail})`
+            : `max_wall_clock_s: ${STOP_TEXT.max_wall_clock_s} (${outcome.detail})`;
+          deps.log.info(`stopping: ${detail}`, { reason: "max_wall_clock_s" }, session.id);
+          break;
+        }
+        if (final) {
+          status = statusForStop(final);
+          detail = `${final}: ${STOP_TEXT[final]}${outcome.kind === "failed" ? `; the final-answer turn failed (${outcome.detail})` : ""}`;
+          break;
+        }
+        if (outcome.kind === "failed") {
+          status = SessionStatus.FAILED;
+          detail = outcome.detail;
+          break;
+        }
+        if (outcome.kind === "done") {
+          status = SessionStatus.COMPLETED;
+          break;
+        }
+        if (outcome.stop) {
+          final = outcome.stop;
+          deps.log.info(
+            `stopping: ${STOP_TEXT[final]}; one final-answer turn follows`,
+            { reason: final },
+            session.id,
+          );
+          session.log.appendUserMessage(
+            turnId,
+            [textBlock(finalAnswerInstruction(final))],
+            `limit_reached:${final}`,
+          );
+        }
       }
     }
+  } catch (err) {
+    // A kernel error ends the run too: session-end still fires (memory providers rely on
+    // it as their last chance to persist), then the error goes on to the caller.
+    await endRun(SessionStatus.FAILED).catch(() => {});
+    throw err;
   }
-
-  await deps.hooks.dispatch(
-    "session-end",
-    create(HookPayloadSchema, { point: { case: "sessionEnd", value: { sessionId: session.id, status } } }),
-    ctx,
-  );
+  await endRun(status);
   deps.trace({
     name: "session.end",
     sessionId: session.id,

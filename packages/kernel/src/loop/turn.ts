@@ -60,6 +60,8 @@ export interface TurnInput {
   readonly final?: StopReason;
   /** Turns completed in this run before this one (for the bounds check). */
   readonly turnsBefore: number;
+  /** The operator's message text, on the run's first turn only (post-model-response's run_prompt). */
+  readonly runPrompt?: string;
   /** When this run started (ms), for max_wall_clock_s. */
   readonly runStartedAt: number;
   /** When waiting for the model must end (clock ms): the wall-clock bound, or the final turn's grace. */
@@ -335,6 +337,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
             ...(lastUsage ? { usage: lastUsage } : {}),
             costUsd: completion.costUsd,
             contextWindow: result.candidate.spec.contextWindow,
+            runPrompt: input.runPrompt ?? "",
           },
         },
       }),

@@ -86,3 +86,39 @@ export function implicitWidgetSubscriptions(
   }
   return out;
 }
+
+/** The points a memory provider is implicitly subscribed to (memory protocol, write triggers). */
+export const MEMORY_HOOK_POINTS = ["post-model-response", "session-end"] as const;
+
+/**
+ * A memory provider that serves HookSubscriberService is implicitly subscribed, in
+ * observe mode, to post-model-response (every turn) and session-end (once per run) when
+ * its MemoryCapabilities.supported_hook_points list them: its autonomous write path. An
+ * explicit hook{} block for the same point and provider takes its place. Observe mode:
+ * it can never change or stop a turn, and a failure or timeout is a hook_error only.
+ */
+export function implicitMemorySubscriptions(
+  config: Pick<AgentConfig, "hooks" | "requiredProviders">,
+  providers: ProviderRegistry,
+): HookSubscription[] {
+  const out: HookSubscription[] = [];
+  for (const p of providers.all()) {
+    if (!p.categories.has("memory") || !p.categories.has("hook") || !p.memory) continue;
+    const declared = config.requiredProviders.find((r) => r.localName === p.name);
+    if (!declared) continue;
+    const advertised = new Set(p.memory.supportedHookPoints.map(hookPointName));
+    for (const point of MEMORY_HOOK_POINTS) {
+      if (!advertised.has(point)) continue;
+      if (config.hooks.some((h) => h.provider === p.name && h.point === point)) continue;
+      out.push({
+        point,
+        provider: p.name,
+        mode: "observe",
+        range: declared.range,
+        providerRange: declared.range,
+        order: p.order,
+      });
+    }
+  }
+  return out;
+}

@@ -293,6 +293,15 @@ export declare type PostModelResponsePayload = Message<"pluggableharness.hook.v1
    * @generated from field: int64 context_window = 5;
    */
   contextWindow: bigint;
+
+  /**
+   * The text of the operator's message that started this run, on the run's first turn
+   * only (empty on later turns, whose user message is tool results or a kernel note).
+   * A memory provider reads it to notice an explicit "remember ..." request.
+   *
+   * @generated from field: string run_prompt = 6;
+   */
+  runPrompt: string;
 };
 
 /**

@@ -64,8 +64,9 @@ export declare type MemoryCapabilities = Message<"pluggableharness.memory.v1.Mem
   configSchema?: ConfigSchema | undefined;
 
   /**
-   * Hook points (beyond the implicit post-model-response and session-end
-   * subscriptions) this provider serves through HookSubscriberService.
+   * Hook points this provider serves through HookSubscriberService. The kernel
+   * subscribes a memory provider that serves one implicitly, in observe mode, to
+   * post-model-response and session-end when listed here (no hook block needed).
    *
    * @generated from field: repeated pluggableharness.common.v1.HookPoint supported_hook_points = 7;
    */
