@@ -238,13 +238,15 @@ describe("background processes", () => {
       };
       total += r.output.length;
       dropped += r.dropped_bytes;
-      if (r.output) tail = r.output;
+      // The end may arrive in pieces ("…x" in one read, "\nEND\n" in the next): keep the tail
+      // of everything read.
+      tail = (tail + r.output).slice(-64);
       if (!r.running) {
         const last = (await run(s, "background_read", { id: nid, max_bytes: 2_000_000 })).result as {
           output: string;
         };
         total += last.output.length;
-        if (last.output) tail = last.output;
+        tail = (tail + last.output).slice(-64);
         break;
       }
     }
