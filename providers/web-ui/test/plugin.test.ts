@@ -4,7 +4,7 @@
 // event stream greets, a list_sessions round trip comes back through the kernel, and the
 // token is required; the log names the port but not the token.
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -60,9 +60,18 @@ beforeAll(async () => {
     });
     server.once("exit", (code) => reject(new Error(`agent serve exited ${code}:\n${out}`)));
   });
-  // The plugin was configured before the server said it listens; its log line names the port.
-  const m = /web UI listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(readFileSync(logFile, "utf8"));
-  port = Number(m?.[1]);
+  // The plugin's log line names the port. It travels through the kernel's log callback, so
+  // it may reach serve.log a little after the server says it listens: wait for it.
+  const deadline = Date.now() + 20_000;
+  let m: RegExpExecArray | null = null;
+  while (!m) {
+    const text = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
+    m = /web UI listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(text);
+    if (m) break;
+    if (Date.now() > deadline) throw new Error(`the web UI never logged its port:\n${text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  port = Number(m[1]);
 }, 60_000);
 
 afterAll(async () => {
