@@ -12,6 +12,7 @@ import {
   Stability,
 } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
+import { type TokenCounter, tokenCounter } from "@pluggableharness/tool-kit";
 import { BASE_INSTRUCTIONS } from "./instructions.ts";
 import { conventionFiles, readSource, touchedConventionFiles } from "./sources.ts";
 
@@ -37,42 +38,11 @@ interface Candidate {
   order: number;
 }
 
-type Counter = (text: string) => Promise<number>;
-
-/**
- * Exact counts already answered, per model and text. The same files are contributed every
- * turn; asking the kernel again costs a callback round trip per section per turn for the
- * same answer. Estimates are never kept (the kernel may have an exact count next time).
- */
-const exactCounts = new Map<string, number>();
-const MAX_CACHED_COUNTS = 256;
-
-function counterFor(kernel: KernelClient, req: ContextRequest): Counter {
-  const target = req.modelTarget;
-  const model = target?.id ? `${target.provider}/${target.id}` : "";
-  return async (text) => {
-    const key = `${model}\u0000${text}`;
-    const known = model ? exactCounts.get(key) : undefined;
-    if (known !== undefined) return known;
-    const res = await kernel.countTokens({
-      content: [{ block: { case: "text", value: { text } } }],
-      ...(target?.id ? { modelRef: { provider: target.provider, id: target.id } } : {}),
-    });
-    const count = Number(res.count);
-    // Without a named model the kernel picks one per session: such a count is not reusable.
-    if (res.exact && model) {
-      if (exactCounts.size >= MAX_CACHED_COUNTS) exactCounts.delete(exactCounts.keys().next().value!);
-      exactCounts.set(key, count);
-    }
-    return count;
-  };
-}
-
 /** The longest prefix (whole lines, plus the note) whose count fits `room`. */
 async function fit(
   text: string,
   room: number,
-  count: Counter,
+  count: TokenCounter,
 ): Promise<{ text: string; tokens: number } | undefined> {
   const lines = text.split("\n");
   let lo = 0;
@@ -130,7 +100,8 @@ export async function contribute(
     if (text) candidates.push({ label: path, text, priority: 1000 + i, order: 1000 + i });
   }
 
-  const count = counterFor(kernel, req);
+  // Exact counts are cached per model in tool-kit: the same files come back every turn.
+  const count = tokenCounter(kernel, req.modelTarget);
   const chosen: { c: Candidate; text: string; tokens: number; truncated: boolean }[] = [];
   let used = 0;
   for (const c of [...candidates].sort((a, b) => a.priority - b.priority)) {
