@@ -5,7 +5,7 @@
 // the widget at once rather than after its next update. A widget whose stream fails is
 // logged and left off; it never takes the session down.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type AgentConfig, type HookSubscription, hookPointName } from "@pluggableharness/config";
+import { type AgentConfig, type HookPointName, type HookSubscription, hookPointName } from "@pluggableharness/config";
 import type { ServerEventSchema } from "@pluggableharness/protocol/frontend";
 import { Region } from "@pluggableharness/protocol/render";
 import type { ProviderRegistry } from "../plugins/providers.ts";
@@ -65,13 +65,28 @@ export function implicitWidgetSubscriptions(
   config: Pick<AgentConfig, "hooks" | "requiredProviders">,
   providers: ProviderRegistry,
 ): HookSubscription[] {
+  return implicitObserveSubscriptions(config, providers, (p) =>
+    p.categories.has("widget") && p.categories.has("hook") ? p.hookPoints.map(hookPointName) : [],
+  );
+}
+
+type LoadedProvider = ReturnType<ProviderRegistry["all"]>[number];
+
+/**
+ * Observe-mode subscriptions of each provider declared in agent.hcl to the points
+ * `pointsOf` names for it, except where an explicit hook{} block for the same point and
+ * provider takes the place; ordered by the provider's position in agent.hcl.
+ */
+function implicitObserveSubscriptions(
+  config: Pick<AgentConfig, "hooks" | "requiredProviders">,
+  providers: ProviderRegistry,
+  pointsOf: (p: LoadedProvider) => Iterable<HookPointName | undefined>,
+): HookSubscription[] {
   const out: HookSubscription[] = [];
   for (const p of providers.all()) {
-    if (!p.categories.has("widget") || !p.categories.has("hook")) continue;
     const declared = config.requiredProviders.find((r) => r.localName === p.name);
     if (!declared) continue;
-    for (const hp of p.hookPoints) {
-      const point = hookPointName(hp);
+    for (const point of pointsOf(p)) {
       if (!point) continue;
       if (config.hooks.some((h) => h.provider === p.name && h.point === point)) continue;
       out.push({
@@ -101,24 +116,9 @@ export function implicitMemorySubscriptions(
   config: Pick<AgentConfig, "hooks" | "requiredProviders">,
   providers: ProviderRegistry,
 ): HookSubscription[] {
-  const out: HookSubscription[] = [];
-  for (const p of providers.all()) {
-    if (!p.categories.has("memory") || !p.categories.has("hook") || !p.memory) continue;
-    const declared = config.requiredProviders.find((r) => r.localName === p.name);
-    if (!declared) continue;
+  return implicitObserveSubscriptions(config, providers, (p) => {
+    if (!p.categories.has("memory") || !p.categories.has("hook") || !p.memory) return [];
     const advertised = new Set(p.memory.supportedHookPoints.map(hookPointName));
-    for (const point of MEMORY_HOOK_POINTS) {
-      if (!advertised.has(point)) continue;
-      if (config.hooks.some((h) => h.provider === p.name && h.point === point)) continue;
-      out.push({
-        point,
-        provider: p.name,
-        mode: "observe",
-        range: declared.range,
-        providerRange: declared.range,
-        order: p.order,
-      });
-    }
-  }
-  return out;
+    return MEMORY_HOOK_POINTS.filter((point) => advertised.has(point));
+  });
 }
