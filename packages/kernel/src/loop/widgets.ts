@@ -5,7 +5,12 @@
 // the widget at once rather than after its next update. A widget whose stream fails is
 // logged and left off; it never takes the session down.
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { type AgentConfig, type HookPointName, type HookSubscription, hookPointName } from "@pluggableharness/config";
+import {
+  type AgentConfig,
+  type HookPointName,
+  type HookSubscription,
+  hookPointName,
+} from "@pluggableharness/config";
 import type { ServerEventSchema } from "@pluggableharness/protocol/frontend";
 import { Region } from "@pluggableharness/protocol/render";
 import type { ProviderRegistry } from "../plugins/providers.ts";
