@@ -43,10 +43,6 @@ beforeAll(async () => {
     FAKE_ANTHROPIC_URL: "http://127.0.0.1:9",
     FIXTURE_ROOT: repo,
     AGENT_WEB_TOKEN: TOKEN,
-    // The port line is the plugin's info log; run from its bundle (a worker thread), the
-    // plugin's info records reach serve.log only at debug level (a known gap, see the
-    // closing note of 2026-12-01), so the test asks for debug to learn the port.
-    AGENT_LOG_LEVEL: "debug",
   };
   logFile = join(sb.env["XDG_STATE_HOME"]!, "agent", "serve.log");
   server = spawn(AGENT_BIN, ["serve"], { cwd: repo, env, stdio: ["ignore", "pipe", "pipe"] });

@@ -348,10 +348,12 @@ export class ProviderRegistry {
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
     // A bridge's operations exist only once it runs configured: it is never left dormant
-    // (one described in a worker that belongs in the sandbox launches now).
+    // (one described in a worker that belongs in the sandbox launches now). Nor is a
+    // frontend plugin: it serves its users (the web UI's HTTP server) from its Configure
+    // on, and no session call would ever wake it.
     await Promise.all(
       [...registry.#loaded.values()]
-        .filter((p) => p.dormant && p.operationsFromConfig)
+        .filter((p) => p.dormant && (p.operationsFromConfig || p.categories.has("frontend")))
         .map(async (p) => {
           await p.host.start();
           // The launch hook reaches this registry only once load() has returned: configure

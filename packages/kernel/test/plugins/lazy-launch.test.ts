@@ -265,6 +265,64 @@ describe("the describe cache and lazy launch", () => {
     expect(unknown(warm)).toHaveLength(1);
   });
 
+  it("a frontend plugin is launched and configured at start even from a warm cache", async () => {
+    // The real web-ui plugin: it serves its UI from Configure on, and no session call would
+    // ever wake it. Left dormant, a warm cache meant `agent serve` never served the web UI.
+    const dir = join(root, "providers", "web-ui", "src");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(root, "providers", "web-ui", "package.json"),
+      JSON.stringify({ name: "test-web-ui", version: "1.0.0", type: "module" }),
+    );
+    const real = pathToFileURL(
+      join(import.meta.dirname, "..", "..", "..", "..", "providers", "web-ui", "src", "main.ts"),
+    ).href;
+    writeFileSync(
+      join(dir, "main.ts"),
+      `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "web-ui\\n");\nawait import(${JSON.stringify(real)});\n`,
+    );
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8")
+        .replace(
+          "required_providers {",
+          'required_providers {\n  web = { source = "pluggableharness/web-ui", version = ">= 0.0.0" }',
+        )
+        .concat('provider "web" {\n  token = env("WEB_TOKEN")\n}\n'),
+    );
+    const listening = (records: KernelLogRecord[]) =>
+      records.filter((r) => r.message.includes("web UI listening on http://127.0.0.1:"));
+    const start = async (records: KernelLogRecord[]) => {
+      const k = await createKernel({
+        projectDir: project,
+        installationRoot: root,
+        env: { HOME: root, WEB_TOKEN: "frontend-token-0123456789" },
+        stateDir: join(root, "state"),
+        globalConfig: false,
+        describeCache: cacheDir,
+        tokenCountCache: false,
+        bundles: false,
+        logSink: (r) => records.push(r),
+      });
+      kernels.push(k);
+      // The plugin's log line travels over its stderr: give it a moment after the start.
+      for (let i = 0; i < 200 && listening(records).length === 0; i++)
+        await new Promise((r) => setTimeout(r, 25));
+      return k;
+    };
+    const cold: KernelLogRecord[] = [];
+    await (await start(cold)).shutdown();
+    expect(listening(cold)).toHaveLength(1);
+    rmSync(join(root, "starts.log"));
+
+    const warm: KernelLogRecord[] = [];
+    await start(warm);
+    expect(starts()).toEqual(["web-ui"]);
+    expect(listening(warm)).toHaveLength(1);
+    expect(JSON.stringify(warm)).not.toContain("frontend-token-0123456789");
+  });
+
   it("a provider that describes itself differently once started drops its cache entry", async () => {
     await (await kernel()).shutdown();
     // Same package checksum, another identity: only a launch can tell.
