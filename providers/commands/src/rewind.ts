@@ -19,7 +19,7 @@ function firstLine(text: string): string {
 }
 
 function anchorLine(a: RewindAnchor | undefined): string {
-  return a ? `${String(a.number).padStart(2)}. ${firstLine(a.text)}  (${a.messageId})` : "";
+  return a ? `${a.number}. ${firstLine(a.text)}  (${a.messageId})` : "";
 }
 
 function planned(sessionId: string, plan: RewindPlan, note?: string): JsonObject {
@@ -101,7 +101,7 @@ export const rewindTool: ToolDefinition<{ to?: string }> = {
     shown.delete(sessionId);
     const fork = res.value.forkSessionId;
     return {
-      text: `${res.value.summary} The conversation continues in ${fork}, from just before prompt ${last.number} (resume it elsewhere with: agent run --resume ${fork}).`,
+      text: `${res.value.summary} The conversation continues in ${fork}, from just before prompt ${last.number} (elsewhere: agent run --resume ${fork}, or agent attach ${fork} under agent serve).`,
       state: "rewound",
       number: last.number,
       fork_session_id: fork,

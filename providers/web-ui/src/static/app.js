@@ -27,8 +27,8 @@ const state = {
   sessions: new Map(),
   requestCounter: 0,
   pendingOpen: "",
-  /** Names of the slash commands the open session's providers register. */
-  commands: new Set(),
+  /** Names of the slash commands the open session's providers register; null: not told yet. */
+  commands: null,
 };
 
 const STATUS_TEXT = {
@@ -367,6 +367,7 @@ function openSession(id) {
   clearView();
   state.sessionId = id;
   state.replayOnly = false;
+  state.commands = null;
   history.replaceState(null, "", `#session=${id}`);
   const requestId = nextId("open");
   state.pendingOpen = requestId;
@@ -398,6 +399,7 @@ function onEvent(ev) {
     return;
   if (ev.sessionCreated) {
     const info = ev.sessionCreated.info;
+    state.commands = null;
     state.sessionId = info.sessionId;
     history.replaceState(null, "", `#session=${info.sessionId}`);
     rememberSession(info);
@@ -496,7 +498,8 @@ $("composer").addEventListener("submit", (e) => {
   const command = /^\/([^\s/]\S*)\s*([\s\S]*)$/.exec(text);
   if (command && state.sessionId) {
     const [, name, args] = command;
-    if (!state.commands.has(name)) {
+    // Without the registry (a session created here) the kernel answers an unknown one.
+    if (state.commands && !state.commands.has(name)) {
       showError(
         `Unknown command /${name}; this session has ${[...state.commands].map((c) => `/${c}`).join(" ") || "none"}.`,
       );
