@@ -115,15 +115,23 @@ const twoTurns = () =>
     { kind: "text", text: "Changed a.txt." },
   );
 
-/** /rewind, /rewind 2 (nothing changes), /rewind 2 confirm, in terminal `name`; the fork's id. */
+/**
+ * In terminal `name`: /rewind, a confirm before any plan was shown (it shows the plan),
+ * /rewind 2 (nothing changes), /rewind 2 confirm; the fork's id.
+ */
 async function rewindInTerminal(name: string, repo: string): Promise<string> {
   const before = sessionIds();
   tmux("send-keys", "-t", name, "/rewind", "Enter");
   await until(name, /2\. second: change a/);
-  tmux("send-keys", "-t", name, "/rewind 2", "Enter");
+  // A confirm of a plan never shown shows it instead.
+  tmux("send-keys", "-t", name, "/rewind 2 confirm", "Enter");
+  await until(name, "This is what the rewind does; it has not been shown before.");
   await until(name, "~ a.txt: restore");
-  await until(name, "To go ahead: /rewind 2 confirm");
-  // The plan is all that happened.
+  expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("two\n");
+  expect(sessionIds().sort()).toEqual(before.sort());
+  tmux("send-keys", "-t", name, "/rewind 2", "Enter");
+  await until(name, /To go ahead: \/rewind 2 confirm[\s\S]*To go ahead: \/rewind 2 confirm/);
+  // The plans are all that happened.
   expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("two\n");
   expect(sessionIds().sort()).toEqual(before.sort());
   tmux("send-keys", "-t", name, "/rewind 2 confirm", "Enter");
