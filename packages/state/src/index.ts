@@ -95,6 +95,7 @@ export {
   type RewindResult,
   type RewindSource,
   rewindAnchors,
+  rewindSource,
 } from "./rewind.ts";
 export { CURRENT_SCHEMA_VERSION, type MigrationStepResult } from "./schema.ts";
 export { DEFAULT_BUSY_TIMEOUT_MS, type Durability } from "./sqlite.ts";

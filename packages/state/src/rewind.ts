@@ -21,6 +21,7 @@ import {
   type RewindStep,
 } from "./checkpoints.ts";
 import { KERNEL_PRODUCER_NAME } from "./producer.ts";
+import type { SessionReader } from "./reader.ts";
 import type { Durability } from "./sqlite.ts";
 import type { StoredEvent } from "./types.ts";
 import { createSession } from "./writer.ts";
@@ -42,6 +43,19 @@ export interface RewindSource {
   readonly events: readonly StoredEvent[];
   /** The session file (its checkpoints are beside it; the fork goes in the same directory). */
   readonly path: string;
+}
+
+/** A session file as a rewind reads it: its meta and every event so far. */
+export function rewindSource(reader: SessionReader, fallbackDirectory?: string): RewindSource {
+  const meta = reader.meta();
+  return {
+    sessionId: meta.sessionId,
+    profile: meta.profile,
+    title: meta.title,
+    workingDirectory: meta.workingDirectory ?? fallbackDirectory,
+    events: reader.readEvents(),
+    path: reader.path,
+  };
 }
 
 export type RewindErrorCode = "not_an_anchor" | "no_working_directory";

@@ -13,6 +13,7 @@ import {
   type RewindPlan,
   type RewindSource,
   rewindAnchors,
+  rewindSource,
 } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
@@ -35,15 +36,7 @@ async function confirm(
 function loadSession(typed: string): RewindSource {
   const reader = openReader(typed);
   try {
-    const meta = reader.meta();
-    return {
-      sessionId: meta.sessionId,
-      profile: meta.profile,
-      title: meta.title,
-      workingDirectory: meta.workingDirectory,
-      events: reader.readEvents(),
-      path: reader.path,
-    };
+    return rewindSource(reader);
   } finally {
     reader.close();
   }

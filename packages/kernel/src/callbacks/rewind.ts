@@ -22,6 +22,7 @@ import {
   type RewindPlan,
   type RewindSource,
   rewindAnchors,
+  rewindSource,
 } from "@pluggableharness/state";
 import type { Session } from "../loop/session.ts";
 
@@ -46,15 +47,7 @@ function sourceOf(session: Session): RewindSource {
   session.log.flushPersistSoon();
   const reader = openSessionReader(session.id, { dir: dirname(session.writer.path), log: () => {} });
   try {
-    const meta = reader.meta();
-    return {
-      sessionId: session.id,
-      profile: meta.profile,
-      title: meta.title,
-      workingDirectory: meta.workingDirectory ?? session.workingDirectory,
-      events: reader.readEvents(),
-      path: session.writer.path,
-    };
+    return rewindSource(reader, session.workingDirectory);
   } finally {
     reader.close();
   }
