@@ -137,6 +137,10 @@ export async function restoreSettings(
   const stored = storedSettings(session);
   if (stored.planMode !== undefined) session.planMode = stored.planMode;
   const m = stored.model;
+  // The events are the record; the listing column follows them (a file copied or forked
+  // without its session_meta column, e.g. by a rewind, is put right here).
+  const column = m ? label(m) : undefined;
+  if (session.writer.meta().modelOverride !== column) session.writer.setModelOverride(column);
   if (!m || options.model === false) return [];
   const why = await unavailable(session, m.provider, m.modelId);
   if (why === undefined) {

@@ -112,6 +112,30 @@ describe("/model and /plan across a resume", () => {
     await k3.close();
   });
 
+  it("a resume that names its own model (--model) leaves the recorded choice out of that run only", async () => {
+    const k = await kernelWith();
+    k.script("o", { turns: [reply("one"), reply("two"), reply("three")] });
+    const c = k.client();
+    const id = await c.create("[o] start");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    await slash(c, id, "model", "model/beta");
+    await k.close();
+    const k2 = await kernelWith({ reuse: k });
+    const handle = await k2.kernel.resumeSession(id, { restoreModel: false });
+    handle.send("[o] again");
+    expect(await handle.idle()).toBe(SessionStatus.COMPLETED);
+    expect(lastRequest(k2, "o").model).toBe("alpha");
+    await k2.close();
+    // Still recorded: the next plain resume uses it.
+    expect(listSessions({ dir: k.stateDir }).sessions[0]).toMatchObject({ model: "model/beta" });
+    const k3 = await kernelWith({ reuse: k });
+    const plain = await k3.kernel.resumeSession(id);
+    plain.send("[o] third");
+    expect(await plain.idle()).toBe(SessionStatus.COMPLETED);
+    expect(lastRequest(k3, "o").model).toBe("beta");
+    await k3.close();
+  });
+
   it("plan mode set with /plan is still on after a resume through the frontend protocol", async () => {
     const k = await kernelWith();
     k.script("p", { turns: [reply("one"), reply("two")] });
