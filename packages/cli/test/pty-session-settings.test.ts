@@ -126,8 +126,11 @@ describe("a session's /model and /plan across agent run --resume", () => {
     await waitFor("/help for keys");
     keys(`/model backup/${HAIKU}`, "Enter");
     await waitFor(`Switched: the next turn uses backup/${HAIKU}.`);
+    // The switch is on the record, and the terminal shows it as it happens.
+    await waitFor(`Model switched to backup/${HAIKU} (/model); was anthropic/claude-sonnet-5`);
     keys("/plan", "Enter");
     await waitFor("Plan mode is on");
+    await waitFor("Plan mode on (/plan)");
     keys("hello", "Enter");
     await waitFor("answer 1.");
     expect(last().model).toBe(HAIKU);

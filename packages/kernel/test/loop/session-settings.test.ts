@@ -136,7 +136,7 @@ describe("/model and /plan across a resume", () => {
     await k3.close();
   });
 
-  it("plan mode set with /plan is still on after a resume through the frontend protocol", async () => {
+  it("plan mode and the model set with /plan and /model hold after a resume through the frontend protocol", async () => {
     const k = await kernelWith();
     k.script("p", { turns: [reply("one"), reply("two")] });
     const c = k.client();
@@ -144,6 +144,7 @@ describe("/model and /plan across a resume", () => {
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
     expect(lastRequest(k, "p").tools).toContain("tools__remove");
     await slash(c, id, "plan", "on");
+    await slash(c, id, "model", "model/beta");
     await k.close();
 
     const k2 = await kernelWith({ reuse: k });
@@ -163,6 +164,8 @@ describe("/model and /plan across a resume", () => {
     // Resource tools are withheld from the request; the data sources stay.
     expect(sent).not.toContain("tools__remove");
     expect(sent.length).toBeGreaterThan(0);
+    // The way `agent serve` and a frontend's /resume continue a session: the model too.
+    expect(lastRequest(k2, "p").model).toBe("beta");
     await k2.close();
   });
 
