@@ -184,17 +184,15 @@ describe("a session's /model and /plan across agent run --resume", () => {
       env,
     });
     expect(gone.code).toBe(0);
-    expect(gone.stderr).toMatch(
-      new RegExp(
-        `^agent: warning: the model this session was switched to, backup/${HAIKU}, is not available: no provider "backup" is configured in agent.hcl any more; it continues with its profile's model \\(anthropic/claude-sonnet-5\\)\\n$`,
-      ),
+    expect(gone.stderr).toBe(
+      `agent: warning: the model this session was switched to, backup/${HAIKU}, is no longer available (provider "backup" is not in agent.hcl); it continues with its profile's model (anthropic/claude-sonnet-5)\n`,
     );
     expect(JSON.parse(gone.stdout)).toMatchObject({ session_id: id });
     expect(last().model).toBe("claude-sonnet-5");
     expect(toolNames(last())).not.toContain("exec__bash");
     const after = await agent(["sessions", "show", id], { cwd: repo, env });
-    expect(after.stdout).toMatch(
-      /Model backup\/\S+ is not available any more \(no provider "backup" is configured in agent\.hcl any more\): back to the profile's model/,
+    expect(after.stdout).toContain(
+      `Model backup/${HAIKU} is no longer available (provider "backup" is not in agent.hcl): back to the profile's model`,
     );
     expect(after.stdout.split("\n")[0]).toBe(
       `Session ${id} · default · model anthropic/claude-sonnet-5 · completed`,

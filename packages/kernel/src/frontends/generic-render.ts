@@ -171,14 +171,15 @@ const V1_SCHEMAS: Partial<Record<EventKind, DescMessage>> = {
 
 /** A /model or /plan change, one line where it happened (a dropped choice as a warning). */
 function renderSetting(e: SessionSettingEvent): RenderNode {
-  const by = e.origin && e.origin !== "api" && e.origin !== "resume" ? ` (${e.origin})` : "";
+  // The operator's own commands and flags are named; the API's and the kernel's are not.
+  const by = /^[/-]/.test(e.origin) ? ` (${e.origin})` : "";
   const was = (previous: string) => (previous ? `; was ${previous}` : "");
   switch (e.change.case) {
     case "model": {
       const { provider, modelId, previous } = e.change.value;
       if (e.origin === "resume") {
         return text(
-          `Model ${previous || "choice"} is not available any more${e.detail ? ` (${e.detail})` : ""}: back to the profile's model`,
+          `Model ${previous || "choice"} is no longer available${e.detail ? ` (${e.detail})` : ""}: back to the profile's model`,
           TextStyle.WARNING,
         );
       }

@@ -110,7 +110,7 @@ export function storedSettings(session: Session): StoredSettings {
 async function unavailable(session: Session, provider: string, modelId: string): Promise<string | undefined> {
   const providers = session.deps.providers;
   const p = providers.get(provider);
-  if (!p) return `no provider "${provider}" is configured in agent.hcl any more`;
+  if (!p) return `provider "${provider}" is not in agent.hcl`;
   if (!p.models) return `provider "${provider}" serves no models`;
   try {
     await providers.activate(provider);
@@ -119,7 +119,7 @@ async function unavailable(session: Session, provider: string, modelId: string):
   }
   if (!p.models.models.has(modelId)) {
     const known = [...p.models.models.keys()].join(", ");
-    return `${provider} no longer serves "${modelId}" (it serves ${known || "none"})`;
+    return `provider "${provider}" does not serve "${modelId}" (it serves ${known || "none"})`;
   }
   return undefined;
 }
@@ -150,7 +150,7 @@ export async function restoreSettings(
   // Recorded as a change from the stored choice, so the history says what was dropped.
   session.modelOverride = { provider: m.provider, modelId: m.modelId };
   const fallback = label(profileCandidates(session.profile, session.deps)[0]) || "the profile's chain";
-  const warning = `the model this session was switched to, ${m.provider}/${m.modelId}, is not available: ${why}; it continues with its profile's model (${fallback})`;
+  const warning = `the model this session was switched to, ${m.provider}/${m.modelId}, is no longer available (${why}); it continues with its profile's model (${fallback})`;
   chooseModel(session, undefined, "resume", why);
   session.deps.log.warn(warning, undefined, session.id);
   return [warning];
