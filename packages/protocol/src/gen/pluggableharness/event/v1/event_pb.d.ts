@@ -485,8 +485,9 @@ export declare type SessionSettingEvent = Message<"pluggableharness.event.v1.Ses
   } | { case: undefined; value?: undefined };
 
   /**
-   * Who changed it: "/model", "/plan", "--plan", or "resume" when a resume had to drop a
-   * choice it could not honour.
+   * Who changed it: "/model", "/plan", "--plan", "start" (StartSessionOptions.plan_mode),
+   * "api" (SessionHandle.setPlanMode), or "resume" when a resume had to drop a choice it
+   * could not honour.
    *
    * @generated from field: string origin = 3;
    */
