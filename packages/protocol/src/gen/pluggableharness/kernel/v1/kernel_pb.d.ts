@@ -1473,7 +1473,7 @@ export declare const KernelCallbackService: GenService<{
   },
   /**
    * Session controls behind the operator's slash commands (/model, /plan, /compact,
-   * /permissions, /cost, /sessions). Accepted only while the calling plugin serves an
+   * /permissions, /cost, /sessions, /rewind). Accepted only while the calling plugin serves an
    * operator's direct invocation (slash command or action trigger) for that session,
    * never a model's call: a model cannot switch its own model or leave plan mode.
    *
