@@ -52,12 +52,23 @@ export interface PricingTierDef {
   inputUntil?: number;
 }
 
+/** How large an image a vision model takes (ModelSpec.image_limits); 0: no limit of that kind. */
+export interface ImageLimitsDef {
+  maxBytes: number;
+  maxLongEdge: number;
+  maxPixels?: number;
+  /** A request with more than `over` images has each image's long edge at most `longEdge`. */
+  manyImages?: { over: number; longEdge: number };
+}
+
 export interface CatalogModel {
   id: string;
   contextWindow: number;
   maxOutputTokens: number;
   toolUse: boolean;
   vision: boolean;
+  /** Vision models only. Absent: the kernel's conservative default applies. */
+  images?: ImageLimitsDef;
   documents: boolean;
   streaming: boolean;
   parallelToolCalls: boolean;
@@ -159,6 +170,17 @@ export function toModelSpec(m: CatalogModel): ModelSpec {
       })),
     },
     supportedToolChoiceModes: m.toolChoiceModes.map((c) => CHOICE[c]),
+    ...(m.vision && m.images
+      ? {
+          imageLimits: {
+            maxBytes: BigInt(m.images.maxBytes),
+            maxLongEdge: m.images.maxLongEdge,
+            maxPixels: BigInt(m.images.maxPixels ?? 0),
+            manyImagesThreshold: m.images.manyImages?.over ?? 0,
+            manyImagesLongEdge: m.images.manyImages?.longEdge ?? 0,
+          },
+        }
+      : {}),
     ...(m.sampling
       ? {
           sampling: {
