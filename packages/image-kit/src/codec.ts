@@ -5,7 +5,7 @@ import jpeg from "jpeg-js";
 import omggif from "omggif";
 import pngjs from "pngjs";
 import type { ImageMediaType } from "./header.ts";
-import { type Orientation, jpegOrientation, orient } from "./orientation.ts";
+import { jpegOrientation, type Orientation, orient } from "./orientation.ts";
 
 export interface Rgba {
   width: number;

@@ -80,7 +80,8 @@ function encodeWithin(
     }
     for (const q of JPEG_QUALITIES) {
       const jpg = encodeJpeg(current, q);
-      if (maxBytes <= 0 || jpg.length <= maxBytes) return { data: jpg, mediaType: "image/jpeg", img: current };
+      if (maxBytes <= 0 || jpg.length <= maxBytes)
+        return { data: jpg, mediaType: "image/jpeg", img: current };
     }
     const w = Math.floor(current.width * 0.75);
     const h = Math.floor(current.height * 0.75);
@@ -122,7 +123,10 @@ export function fitImage(data: Uint8Array, declaredType: string, limits: ImageLi
         try {
           decode(data, header.mediaType);
         } catch (err) {
-          return { kind: "unfit", reason: `the ${describe(header, data.length)} is corrupt: ${(err as Error).message}` };
+          return {
+            kind: "unfit",
+            reason: `the ${describe(header, data.length)} is corrupt: ${(err as Error).message}`,
+          };
         }
       }
       const image = facts(header.width, header.height);

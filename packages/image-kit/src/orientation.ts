@@ -55,13 +55,27 @@ export function orient(img: Rgba, o: Orientation): Rgba {
       let dx: number;
       let dy: number;
       switch (o) {
-        case 2: [dx, dy] = [w - 1 - x, y]; break;
-        case 3: [dx, dy] = [w - 1 - x, h - 1 - y]; break;
-        case 4: [dx, dy] = [x, h - 1 - y]; break;
-        case 5: [dx, dy] = [y, x]; break;
-        case 6: [dx, dy] = [h - 1 - y, x]; break;
-        case 7: [dx, dy] = [h - 1 - y, w - 1 - x]; break;
-        default: [dx, dy] = [y, w - 1 - x]; break; // 8
+        case 2:
+          [dx, dy] = [w - 1 - x, y];
+          break;
+        case 3:
+          [dx, dy] = [w - 1 - x, h - 1 - y];
+          break;
+        case 4:
+          [dx, dy] = [x, h - 1 - y];
+          break;
+        case 5:
+          [dx, dy] = [y, x];
+          break;
+        case 6:
+          [dx, dy] = [h - 1 - y, x];
+          break;
+        case 7:
+          [dx, dy] = [h - 1 - y, w - 1 - x];
+          break;
+        default:
+          [dx, dy] = [y, w - 1 - x];
+          break; // 8
       }
       dst[dy * ow + dx] = src[y * w + x]!;
     }

@@ -8,8 +8,8 @@ import {
   encodeJpeg,
   encodePng,
   fitImage,
-  imageHeader,
   type ImageLimits,
+  imageHeader,
   type Rgba,
   resize,
   targetSize,
@@ -67,7 +67,12 @@ describe("fitImage", () => {
     if (r.kind !== "fitted") return;
     expect(r.image).toMatchObject({ mediaType: "image/png", width: 2048, height: 1365 });
     expect(imageHeader(r.data)).toMatchObject({ mediaType: "image/png", width: 2048, height: 1365 });
-    expect(r.original).toMatchObject({ mediaType: "image/png", width: 3000, height: 2000, bytes: bigPng.length });
+    expect(r.original).toMatchObject({
+      mediaType: "image/png",
+      width: 3000,
+      height: 2000,
+      bytes: bigPng.length,
+    });
   });
 
   it("downscales a large JPEG and keeps it JPEG, within every limit", () => {
@@ -135,7 +140,10 @@ describe("fitImage", () => {
     const bad = Buffer.concat([Buffer.from(encodePng(gradient(20, 20))).subarray(0, 40), Buffer.alloc(30)]);
     expect(fitImage(bad, "image/png", ANTHROPIC).kind).toBe("unfit");
     const text = fitImage(Buffer.from("hello, not an image"), "image/png", ANTHROPIC);
-    expect(text).toMatchObject({ kind: "unfit", reason: expect.stringMatching(/is not a PNG, JPEG, GIF or WebP image/) });
+    expect(text).toMatchObject({
+      kind: "unfit",
+      reason: expect.stringMatching(/is not a PNG, JPEG, GIF or WebP image/),
+    });
   });
 
   it("sends an image under its real media type when it was declared as another", () => {
@@ -150,8 +158,20 @@ describe("fitImage", () => {
     const h = 40;
     const buf = new Uint8Array(w * h + 4096);
     const gif = new omggif.GifWriter(buf, w, h, { palette: [0x000000, 0xff0000, 0x00ff00, 0x0000ff] });
-    gif.addFrame(0, 0, w, h, Array.from({ length: w * h }, () => 1));
-    gif.addFrame(0, 0, w, h, Array.from({ length: w * h }, () => 2));
+    gif.addFrame(
+      0,
+      0,
+      w,
+      h,
+      Array.from({ length: w * h }, () => 1),
+    );
+    gif.addFrame(
+      0,
+      0,
+      w,
+      h,
+      Array.from({ length: w * h }, () => 2),
+    );
     const bytes = buf.slice(0, gif.end());
     const r = fitImage(bytes, "image/gif", OPENAI);
     expect(r.kind).toBe("fitted");
@@ -175,7 +195,10 @@ describe("fitImage", () => {
     };
     expect(fitImage(webp(100, 50), "image/webp", ANTHROPIC).kind).toBe("unchanged");
     const r = fitImage(webp(4000, 3000), "image/webp", ANTHROPIC);
-    expect(r).toMatchObject({ kind: "unfit", reason: expect.stringMatching(/WebP images cannot be downscaled here/) });
+    expect(r).toMatchObject({
+      kind: "unfit",
+      reason: expect.stringMatching(/WebP images cannot be downscaled here/),
+    });
   });
 
   it("applies a JPEG's EXIF orientation before downscaling (EXIF is not kept)", () => {

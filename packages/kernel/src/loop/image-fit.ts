@@ -120,7 +120,10 @@ const reported = new WeakMap<object, Set<string>>();
 /** The notes not yet reported for `session`, marked reported. */
 export function newNotes(session: object, notes: readonly ImageFitNote[]): ImageFitNote[] {
   let seen = reported.get(session);
-  if (!seen) reported.set(session, (seen = new Set()));
+  if (!seen) {
+    seen = new Set();
+    reported.set(session, seen);
+  }
   const fresh: ImageFitNote[] = [];
   for (const n of notes) {
     const k = `${n.kind}:${n.key}`;

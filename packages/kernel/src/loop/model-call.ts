@@ -674,7 +674,9 @@ function reportImageFits(
             // A notice, like a retry's: a headless run prints it on stderr.
             region: Region.TOP_BAR,
             replace: true,
-            content: { root: { node: { case: "text", value: { content: n.text, style: TextStyle.WARNING } } } },
+            content: {
+              root: { node: { case: "text", value: { content: n.text, style: TextStyle.WARNING } } },
+            },
           },
         },
       },
