@@ -37,7 +37,7 @@ const text = (t: string): ContentBlock =>
   create(ContentBlockSchema, { block: { case: "text", value: { text: t } } });
 const user = (...content: ContentBlock[]): Message => create(MessageSchema, { role: Role.USER, content });
 const toolResult = (...content: ContentBlock[]): ContentBlock =>
-  create(ContentBlockSchema, { block: { case: "toolResult", value: { toolCallId: "c1", content } } });
+  create(ContentBlockSchema, { block: { case: "toolResult", value: { toolUseId: "c1", content } } });
 
 const claude = create(ModelSpecSchema, {
   id: "claude-x",
