@@ -2,7 +2,7 @@
 // (byte for byte); a larger one is downscaled, aspect ratio kept, to the longest edge and
 // pixel count allowed, and re-encoded: a JPEG stays JPEG (quality 85), a PNG or GIF becomes
 // PNG, and either drops to JPEG (85, then 70, then 55) only when that is what it takes to
-// get under the byte limit; past that the image shrinks by a quarter at a time. Everything
+// get under the byte limit; past that the image shrinks (a quarter or more) and tries again. Everything
 // is deterministic: the same bytes and limits always give the same output bytes.
 import { DecodeError, decode, encodeJpeg, encodePng, MAX_DECODE_PIXELS, type Rgba } from "./codec.ts";
 import { type ImageHeader, type ImageMediaType, imageHeader } from "./header.ts";
@@ -78,13 +78,17 @@ function encodeWithin(
       const png = encodePng(current);
       if (maxBytes <= 0 || png.length <= maxBytes) return { data: png, mediaType: "image/png", img: current };
     }
+    let smallest = Number.POSITIVE_INFINITY;
     for (const q of JPEG_QUALITIES) {
       const jpg = encodeJpeg(current, q);
       if (maxBytes <= 0 || jpg.length <= maxBytes)
         return { data: jpg, mediaType: "image/jpeg", img: current };
+      smallest = jpg.length;
     }
-    const w = Math.floor(current.width * 0.75);
-    const h = Math.floor(current.height * 0.75);
+    // Bytes go roughly with pixels: shrink by what the overshoot says, a quarter at least.
+    const scale = Math.max(0.5, Math.min(0.75, Math.sqrt(maxBytes / smallest) * 0.95));
+    const w = Math.floor(current.width * scale);
+    const h = Math.floor(current.height * scale);
     if (w < MIN_EDGE || h < MIN_EDGE) return undefined;
     current = resize(current, w, h);
   }

@@ -58,8 +58,8 @@ describe("targetSize", () => {
 });
 
 describe("fitImage", () => {
-  const bigPng = encodePng(gradient(3000, 2000));
-  const bigJpeg = encodeJpeg(gradient(3000, 2000), 92);
+  const bigPng = encodePng(gradient(2400, 1600));
+  const bigJpeg = encodeJpeg(gradient(2400, 1600), 92);
 
   it("downscales a large PNG and keeps it PNG", () => {
     const r = fitImage(bigPng, "image/png", OPENAI);
@@ -69,8 +69,8 @@ describe("fitImage", () => {
     expect(imageHeader(r.data)).toMatchObject({ mediaType: "image/png", width: 2048, height: 1365 });
     expect(r.original).toMatchObject({
       mediaType: "image/png",
-      width: 3000,
-      height: 2000,
+      width: 2400,
+      height: 1600,
       bytes: bigPng.length,
     });
   });
@@ -99,8 +99,8 @@ describe("fitImage", () => {
   });
 
   it("re-encodes as JPEG only when PNG cannot meet the byte limit", () => {
-    const png = encodePng(noise(1000, 800));
-    const limits = { maxBytes: 400_000, maxLongEdge: 2048, maxPixels: 0 };
+    const png = encodePng(noise(600, 400));
+    const limits = { maxBytes: 200_000, maxLongEdge: 2048, maxPixels: 0 };
     expect(png.length).toBeGreaterThan(limits.maxBytes);
     const r = fitImage(png, "image/png", limits);
     expect(r.kind).toBe("fitted");
@@ -111,7 +111,7 @@ describe("fitImage", () => {
   });
 
   it("shrinks further when even JPEG is over the byte limit", () => {
-    const r = fitImage(encodeJpeg(noise(1200, 900), 95), "image/jpeg", {
+    const r = fitImage(encodeJpeg(noise(800, 600), 95), "image/jpeg", {
       maxBytes: 60_000,
       maxLongEdge: 0,
       maxPixels: 0,
@@ -119,7 +119,7 @@ describe("fitImage", () => {
     expect(r.kind).toBe("fitted");
     if (r.kind !== "fitted") return;
     expect(r.data.length).toBeLessThanOrEqual(60_000);
-    expect(r.image.width).toBeLessThan(1200);
+    expect(r.image.width).toBeLessThan(800);
     expect(r.image.width / r.image.height).toBeCloseTo(4 / 3, 1);
   });
 
@@ -135,7 +135,7 @@ describe("fitImage", () => {
     const truncated = bigPng.slice(0, 4000);
     const r = fitImage(truncated, "image/png", ANTHROPIC);
     expect(r.kind).toBe("unfit");
-    if (r.kind === "unfit") expect(r.reason).toMatch(/PNG image of 3000x2000 pixels, 4000 bytes is corrupt/);
+    if (r.kind === "unfit") expect(r.reason).toMatch(/PNG image of 2400x1600 pixels, 4000 bytes is corrupt/);
     // A small corrupt image is caught too (it would otherwise be refused by the vendor).
     const bad = Buffer.concat([Buffer.from(encodePng(gradient(20, 20))).subarray(0, 40), Buffer.alloc(30)]);
     expect(fitImage(bad, "image/png", ANTHROPIC).kind).toBe("unfit");
@@ -202,7 +202,7 @@ describe("fitImage", () => {
   });
 
   it("applies a JPEG's EXIF orientation before downscaling (EXIF is not kept)", () => {
-    const jpeg = Buffer.from(encodeJpeg(gradient(3000, 1000), 85));
+    const jpeg = Buffer.from(encodeJpeg(gradient(2400, 800), 85));
     // APP1 Exif, big-endian TIFF, one IFD entry: Orientation (0x0112) SHORT 6 (rotate 90° CW).
     const tiff = Buffer.from([
       0x4d, 0x4d, 0x00, 0x2a, 0x00, 0x00, 0x00, 0x08, 0x00, 0x01, 0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00,
@@ -214,14 +214,14 @@ describe("fitImage", () => {
     const r = fitImage(rotated, "image/jpeg", OPENAI);
     expect(r.kind).toBe("fitted");
     if (r.kind !== "fitted") return;
-    expect(r.original).toMatchObject({ width: 1000, height: 3000 });
+    expect(r.original).toMatchObject({ width: 800, height: 2400 });
     expect(r.image).toMatchObject({ width: 683, height: 2048 });
   });
 
   it("flattens transparency onto white when it must go to JPEG", () => {
-    const clear = gradient(900, 900, 0);
-    const png = encodePng({ ...clear, data: noise(900, 900).data.map((v, i) => (i % 4 === 3 ? 0 : v)) });
-    const r = fitImage(png, "image/png", { maxBytes: 50_000, maxLongEdge: 0, maxPixels: 0 });
+    const clear = gradient(400, 400, 0);
+    const png = encodePng({ ...clear, data: noise(400, 400).data.map((v, i) => (i % 4 === 3 ? 0 : v)) });
+    const r = fitImage(png, "image/png", { maxBytes: 20_000, maxLongEdge: 0, maxPixels: 0 });
     expect(r.kind).toBe("fitted");
     if (r.kind !== "fitted") return;
     expect(r.image.mediaType).toBe("image/jpeg");
