@@ -10,6 +10,7 @@ import {
   ApplyEventSchema,
   MessageEventSchema,
   PlanEventSchema,
+  SessionSettingEventSchema,
   ToolCallEventSchema,
   ToolResultEventSchema,
 } from "@pluggableharness/protocol/event";
@@ -294,6 +295,25 @@ export class RecordDecoder {
               : {}),
           };
         });
+      }
+      case EventKind.SESSION_SETTING: {
+        if (e.producer.category !== PluginCategory.KERNEL) return [];
+        const s = fromBinary(SessionSettingEventSchema, e.payload);
+        const common = { type: "session_setting", session_id: sessionId, origin: s.origin };
+        if (s.change.case === "model") {
+          const { provider, modelId, previous } = s.change.value;
+          return [
+            {
+              ...common,
+              // null: back to the profile's model chain.
+              model: provider ? `${provider}/${modelId}` : null,
+              previous_model: previous || null,
+              ...(s.detail ? { detail: s.detail } : {}),
+            },
+          ];
+        }
+        if (s.change.case === "planMode") return [{ ...common, plan_mode: s.change.value.on }];
+        return [];
       }
       default:
         return [];

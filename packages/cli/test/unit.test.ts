@@ -5,18 +5,33 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { loadConfigSource } from "@pluggableharness/config";
+import { PluginCategory } from "@pluggableharness/protocol/common";
+import {
+  ModelChoiceChangeSchema,
+  PlanModeChangeSchema,
+  type SessionSettingEvent,
+  SessionSettingEventSchema,
+} from "@pluggableharness/protocol/event";
 import { ServerEventSchema, StreamDeltaKind } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
 import { Region } from "@pluggableharness/protocol/render";
 import { SessionStatus } from "@pluggableharness/protocol/session";
+import type { StoredEvent } from "@pluggableharness/state";
 import { describe, expect, it } from "vitest";
 import { initConfigText, vendorsFound } from "../src/commands/init.ts";
 import { applyOverrides, configFailure } from "../src/commands/run.ts";
 import { runPrune } from "../src/commands/sessions.ts";
 import { parseDuration } from "../src/duration.ts";
 import { EXIT, exitCodeFor } from "../src/exit-codes.ts";
-import { HeadlessPrinter, type RunSummary, resultRecord, runExitCode } from "../src/headless.ts";
+import {
+  HeadlessPrinter,
+  RecordDecoder,
+  type RunSummary,
+  resultRecord,
+  runExitCode,
+} from "../src/headless.ts";
 import { CliError, type Io } from "../src/io.ts";
 import { REPO_ROOT } from "./helpers.ts";
 
@@ -373,6 +388,47 @@ describe("headless printers", () => {
     expect(pt.result(summary({ status: SessionStatus.CANCELLED, detail: "interrupted" }))).toBe(4);
     expect(text.text()).toBe("All done.\n");
     expect(text.errText()).toContain("ended: interrupted");
+  });
+});
+
+describe("stream-json records of session settings", () => {
+  it("say what /model and /plan changed, a cleared model as null", () => {
+    const decoder = new RecordDecoder("S");
+    const event = (sequence: number, change: SessionSettingEvent["change"], origin: string): StoredEvent => ({
+      sequence,
+      id: `e${sequence}`,
+      timestamp: "2026-01-01T00:00:00.000Z",
+      kind: EventKind.SESSION_SETTING,
+      kindText: "session_setting",
+      producer: { category: PluginCategory.KERNEL, name: "kernel", version: "1" },
+      schemaVersion: "1",
+      payload: toBinary(SessionSettingEventSchema, create(SessionSettingEventSchema, { change, origin })),
+    });
+    const model = (provider: string, modelId: string, previous: string) =>
+      ({ case: "model", value: create(ModelChoiceChangeSchema, { provider, modelId, previous }) }) as const;
+    expect([
+      ...decoder.records(event(1, model("openai", "gpt-5", "anthropic/claude"), "/model")),
+      ...decoder.records(
+        event(2, { case: "planMode", value: create(PlanModeChangeSchema, { on: true }) }, "/plan"),
+      ),
+      ...decoder.records(event(3, model("", "", "openai/gpt-5"), "/model")),
+    ]).toEqual([
+      {
+        type: "session_setting",
+        session_id: "S",
+        origin: "/model",
+        model: "openai/gpt-5",
+        previous_model: "anthropic/claude",
+      },
+      { type: "session_setting", session_id: "S", origin: "/plan", plan_mode: true },
+      {
+        type: "session_setting",
+        session_id: "S",
+        origin: "/model",
+        model: null,
+        previous_model: "openai/gpt-5",
+      },
+    ]);
   });
 });
 

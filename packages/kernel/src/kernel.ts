@@ -92,6 +92,7 @@ import type { FrontendPort } from "./loop/frontend-port.ts";
 import { routeCandidates } from "./loop/model-call.ts";
 import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
+import { restoreSettings, setPlanMode } from "./loop/session-settings.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { implicitMemorySubscriptions, implicitWidgetSubscriptions } from "./loop/widgets.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
@@ -189,6 +190,14 @@ export interface StartSessionOptions {
   readonly planMode?: boolean;
 }
 
+export interface ResumeSessionOptions {
+  /**
+   * false: leave the session's recorded /model choice out of this run (it stays recorded),
+   * for a run that names its own model (`agent run --resume --model`). Default true.
+   */
+  readonly restoreModel?: boolean;
+}
+
 /** A session driven through the API rather than a frontend connection. */
 export interface SessionHandle {
   readonly id: string;
@@ -204,7 +213,17 @@ export interface SessionHandle {
    * history with reason OPERATOR and no model turn. Returns why it cannot run, if it cannot.
    */
   compact(instructions?: string): string | undefined;
-  setPlanMode(on: boolean): void;
+  /**
+   * Plan mode on or off; a change is recorded in the session file (with `origin`, e.g.
+   * "--plan"), so a resume keeps it.
+   */
+  setPlanMode(on: boolean, origin?: string): void;
+  planMode(): boolean;
+  /**
+   * What resuming had to change in what the session recorded (its /model choice can no
+   * longer be served, so it runs on its profile's chain): one line each, for the operator.
+   */
+  readonly resumeWarnings: readonly string[];
   /**
    * The session's tools as resolved from its profile, in profile order, under the names the
    * model sees, with kind and risk; `offered` is false for what plan mode withholds now.
@@ -237,8 +256,11 @@ export interface Kernel {
   readonly frontends: FrontendPort;
   readonly config: AgentConfig;
   startSession(options?: StartSessionOptions): Promise<SessionHandle>;
-  /** Loads a session to continue it (COMPLETED, CANCELLED or FAILED ones re-open on the next send). */
-  resumeSession(sessionId: string): Promise<SessionHandle>;
+  /**
+   * Loads a session to continue it (COMPLETED, CANCELLED or FAILED ones re-open on the next
+   * send), with the model choice and plan mode it recorded.
+   */
+  resumeSession(sessionId: string, options?: ResumeSessionOptions): Promise<SessionHandle>;
   listProviders(): readonly ProviderStatus[];
   /** The sessions this kernel holds open (their writer), with how many frontends each has attached. */
   liveSessions(): { readonly sessionId: string; readonly frontends: number }[];
@@ -533,7 +555,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     (session as Session).runs.enqueue(prompt);
   }
 
-  async openSession(sessionId: string, intent: "attach" | "resume"): Promise<HubSession> {
+  async openSession(
+    sessionId: string,
+    intent: "attach" | "resume",
+    options: ResumeSessionOptions = {},
+  ): Promise<HubSession> {
     const live = this.#sessions.get(sessionId);
     if (live) return live;
     const dir = this.#options.stateDir;
@@ -594,6 +620,10 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
       session.history = conversation.history;
+      // The operator's /model choice and plan mode, as the file last recorded them.
+      session.resumeWarnings = await restoreSettings(session, {
+        model: options.restoreModel !== false,
+      });
       if (session.status() === SessionStatus.RUNNING) {
         // This kernel holds the session's writer, so the one that ran it has stopped
         // (killed, crashed, shut down mid-run): answer what it left open, and end its run.
@@ -804,13 +834,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       profile: options.profile ?? "default",
       ...(options.workingDirectory ? { workingDirectory: options.workingDirectory } : {}),
     });
-    session.planMode = options.planMode ?? false;
+    if (options.planMode) setPlanMode(session, true, "start");
     if (options.prompt !== undefined) session.runs.enqueue(textPrompt(options.prompt));
     return handleFor(session);
   }
 
-  async resumeSession(sessionId: string): Promise<SessionHandle> {
-    const session = await this.openSession(sessionId, "resume");
+  async resumeSession(sessionId: string, options: ResumeSessionOptions = {}): Promise<SessionHandle> {
+    const session = await this.openSession(sessionId, "resume", options);
     if (!(session instanceof Session) && session.info().parentSessionId) {
       throw new FrontendRequestError(
         FrontendErrorCategory.SESSION_REPLAY_ONLY,
@@ -884,9 +914,9 @@ function handleFor(session: Session): SessionHandle {
     },
     interrupt: () => session.interrupt(),
     compact: (instructions = "") => session.compact(instructions, { mayReopen: true })?.message,
-    setPlanMode: (on) => {
-      session.planMode = on;
-    },
+    setPlanMode: (on, origin = "api") => setPlanMode(session, on, origin),
+    planMode: () => session.planMode,
+    resumeWarnings: session.resumeWarnings,
     tools: () => session.tools.describe({ planMode: session.planMode }),
     idle: () => session.runs.idle(),
     toolDefinitions: () => {

@@ -31,6 +31,7 @@ const EVENT_KINDS: readonly [number, string][] = [
   [9, "memory_delete"],
   [10, "hook_error"],
   [11, "compaction"],
+  [12, "session_setting"],
 ];
 
 // Wire numbers of session.v1.SessionStatus.

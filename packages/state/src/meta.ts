@@ -27,6 +27,7 @@ interface MetaRow {
   ended_at: string | null;
   working_directory?: string | null;
   title?: string | null;
+  model_override?: string | null;
 }
 
 export function readMeta(db: DatabaseSync, path: string): SessionMeta {
@@ -43,6 +44,7 @@ export function readMeta(db: DatabaseSync, path: string): SessionMeta {
     ...(row.ended_at === null ? {} : { endedAt: row.ended_at }),
     ...(typeof row.working_directory === "string" ? { workingDirectory: row.working_directory } : {}),
     ...(typeof row.title === "string" ? { title: row.title } : {}),
+    ...(typeof row.model_override === "string" ? { modelOverride: row.model_override } : {}),
   };
 }
 
@@ -98,7 +100,7 @@ function timestamp(iso: string): Timestamp {
  * The row as session.v1.SessionInfo. protobuf-es messages are plain objects, so it is
  * built as a typed literal: the write and list paths then load no protobuf runtime.
  */
-export function toSessionInfo(meta: SessionMeta, costUsd: number, model = ""): SessionInfo {
+export function toSessionInfo(meta: SessionMeta, costUsd: number, lastModel = ""): SessionInfo {
   const info: SessionInfo = {
     $typeName: "pluggableharness.session.v1.SessionInfo",
     sessionId: meta.sessionId,
@@ -110,7 +112,9 @@ export function toSessionInfo(meta: SessionMeta, costUsd: number, model = ""): S
     costUsd,
     workingDirectory: meta.workingDirectory ?? "",
     title: meta.title ?? "",
-    model,
+    // The operator's choice is what the session uses (and a resume restores).
+    model: meta.modelOverride ?? lastModel,
+    modelOverridden: meta.modelOverride !== undefined,
   };
   if (meta.endedAt !== undefined) info.endedAt = timestamp(meta.endedAt);
   return info;

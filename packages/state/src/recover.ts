@@ -59,6 +59,7 @@ const COLUMN_TYPES: Record<SessionTable, Record<string, "int" | "text" | "text?"
     depth: "int",
     started_at: "text",
     ended_at: "text?",
+    model_override: "text?",
   },
   events: {
     sequence: "int",

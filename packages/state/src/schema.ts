@@ -7,9 +7,12 @@
 //   2  the five-table layout of the state-backend spec: cost_ledger gains
 //      cache_write_tokens/cache_read_tokens, the producers manifest exists (backfilled
 //      from events on upgrade), events gains idx_events_producer.
-//   3  (current) session_meta gains working_directory and title (both nullable: a file
+//   3  session_meta gains working_directory and title (both nullable: a file
 //      written before them has neither, and lists with "-"), so `--continue` can pick the
 //      latest session of a directory and `sessions list` can say what a session was about.
+//   4  (current) session_meta gains model_override: the operator's /model choice as
+//      "provider/model" (NULL: none), kept with the session_setting event that set it so
+//      `sessions list` reads it from the one row.
 //
 // A fresh file is created at the current version directly from CURRENT_SCHEMA; older
 // files are brought forward one step at a time, each step in its own transaction that
@@ -17,7 +20,7 @@
 
 import type { DatabaseSync } from "node:sqlite";
 
-export const CURRENT_SCHEMA_VERSION = 3;
+export const CURRENT_SCHEMA_VERSION = 4;
 /** Oldest version a migration path exists from. */
 export const OLDEST_SUPPORTED_VERSION = 1;
 
@@ -42,7 +45,8 @@ const SESSION_META = `CREATE TABLE session_meta (
   started_at         TEXT NOT NULL,
   ended_at           TEXT,
   working_directory  TEXT,
-  title              TEXT
+  title              TEXT,
+  model_override     TEXT
 )`;
 
 const COST_LEDGER = (name: string) => `CREATE TABLE ${name} (
@@ -138,6 +142,13 @@ export const MIGRATIONS: readonly Migration[] = [
       // Appended columns land last, where a fresh file has them; NULL means "not recorded".
       db.exec("ALTER TABLE session_meta ADD COLUMN working_directory TEXT");
       db.exec("ALTER TABLE session_meta ADD COLUMN title TEXT");
+    },
+  },
+  {
+    from: 3,
+    description: "add session_meta.model_override",
+    up(db) {
+      db.exec("ALTER TABLE session_meta ADD COLUMN model_override TEXT");
     },
   },
 ];

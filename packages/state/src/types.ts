@@ -94,6 +94,8 @@ export interface SessionMeta {
   readonly workingDirectory?: string;
   /** What the session is about: its first prompt, trimmed to one line (absent until then). */
   readonly title?: string;
+  /** The operator's model choice (/model) as "provider/model"; absent when none is set. */
+  readonly modelOverride?: string;
 }
 
 export interface ProducerRecord extends ProducerIdentity {

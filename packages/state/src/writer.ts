@@ -328,6 +328,16 @@ export class SessionWriter implements Disposable {
     return Number(r.changes) > 0;
   }
 
+  /**
+   * Records the operator's model choice ("provider/model"; undefined clears it). Call it in
+   * one transaction() with the session_setting event that says so.
+   */
+  setModelOverride(model: string | undefined): void {
+    this.#open()
+      .prepare("UPDATE session_meta SET model_override = ? WHERE session_id = ?")
+      .run(model ?? null, this.sessionId);
+  }
+
   lastSequence(): number {
     const row = this.#open().prepare("SELECT coalesce(max(sequence), 0) AS s FROM events").get() as {
       s: number;

@@ -31,6 +31,7 @@ const KINDS: [EventKind, string][] = [
   [EventKind.MEMORY_DELETE, "memory_delete"],
   [EventKind.HOOK_ERROR, "hook_error"],
   [EventKind.COMPACTION, "compaction"],
+  [EventKind.SESSION_SETTING, "session_setting"],
 ];
 const STATUSES: [SessionStatus, string][] = [
   [SessionStatus.RUNNING, "running"],

@@ -60,11 +60,17 @@ describe("schema migration", () => {
       expect(w.migrations).toEqual([
         { from: 1, to: 2, description: expect.any(String) },
         { from: 2, to: 3, description: expect.any(String) },
+        { from: 3, to: 4, description: expect.any(String) },
       ]);
       expect(entries.map((e) => e.code)).toEqual(["session_migrated"]);
       // An old file records neither directory nor title: both read as absent.
       expect(w.meta().workingDirectory).toBeUndefined();
-      expect(w.info()).toMatchObject({ workingDirectory: "", title: "", model: "openai/gpt-4.1" });
+      expect(w.info()).toMatchObject({
+        workingDirectory: "",
+        title: "",
+        model: "openai/gpt-4.1",
+        modelOverridden: false,
+      });
       // Same shape as a file created fresh at the current version.
       const fresh = createSession({ profile: "p", depth: 0 }, { dir });
       fresh.close();

@@ -68,9 +68,9 @@ export function shapeOf(path: string): Shape {
 }
 
 /**
- * The state-backend spec's five tables, as shapeOf renders them, plus the two nullable
+ * The state-backend spec's five tables, as shapeOf renders them, plus the nullable
  * session_meta columns of schema 3 (working_directory, title; docs/decisions.md,
- * "Terminal experience").
+ * "Terminal experience") and 4 (model_override; "Session settings across resume").
  */
 export const SPEC_SHAPE: Shape["tables"] = {
   events: {
@@ -103,6 +103,7 @@ export const SPEC_SHAPE: Shape["tables"] = {
       "ended_at TEXT",
       "working_directory TEXT",
       "title TEXT",
+      "model_override TEXT",
     ],
     indexes: ["pk UNIQUE (session_id)"],
     foreignKeys: [],

@@ -19,6 +19,7 @@ import {
   InvalidEventKindError,
   InvalidStatusTransitionError,
   kernelProducer,
+  listSessions,
   type NewEvent,
   openSessionReader,
   openSessionWriter,
@@ -107,6 +108,21 @@ describe("creating a session file", () => {
     expect([...long.meta().title!]).toHaveLength(80);
     expect(long.meta().title!.endsWith("…")).toBe(true);
     expect(long.setTitleIfUnset("  \n ")).toBe(false);
+  });
+
+  it("reports the operator's model choice as the model in use until it is cleared", () => {
+    const w = newWriter();
+    expect(w.info()).toMatchObject({ model: "", modelOverridden: false });
+    w.setModelOverride("openai/gpt-4.1");
+    expect(w.meta().modelOverride).toBe("openai/gpt-4.1");
+    expect(w.info()).toMatchObject({ model: "openai/gpt-4.1", modelOverridden: true });
+    expect(listSessions({ dir }).sessions.find((s) => s.sessionId === w.sessionId)).toMatchObject({
+      model: "openai/gpt-4.1",
+      modelOverridden: true,
+    });
+    w.setModelOverride(undefined);
+    expect(w.meta().modelOverride).toBeUndefined();
+    expect(w.info()).toMatchObject({ model: "", modelOverridden: false });
   });
 
   it("builds SessionInfo messages identical to protobuf-es create()", () => {

@@ -384,15 +384,23 @@ export async function runRun(
   try {
     let handle: SessionHandle;
     try {
+      // A resumed session keeps its /model choice, unless this run names its model (--model;
+      // the user's defaults.model does not count: the session's own choice is newer).
       handle = resumeId
-        ? await kernel.resumeSession(resumeId)
+        ? await kernel.resumeSession(resumeId, { restoreModel: opts.model === undefined })
         : await kernel.startSession({ profile: profileName, workingDirectory: io.cwd });
     } catch (err) {
       throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
     }
     sessionId = handle.id;
-    handle.setPlanMode(!!opts.plan);
-    const model = modelOf(config, handle.profile);
+    // --plan turns plan mode on; without it a resumed session keeps what it recorded.
+    if (opts.plan) handle.setPlanMode(true, "--plan");
+    for (const w of handle.resumeWarnings) line(io.err, `agent: warning: ${w}`);
+    const info = handle.info();
+    const model =
+      info.modelOverridden && resumeId && opts.model === undefined
+        ? info.model
+        : modelOf(config, handle.profile);
     if (headless) {
       return await runHeadless(
         io,
@@ -405,7 +413,7 @@ export async function runRun(
           model,
           tools: handle.tools().filter((t) => t.offered),
           headlessAsk: opts.headlessAsk ?? "deny",
-          planMode: !!opts.plan,
+          planMode: handle.planMode(),
         },
       );
     }

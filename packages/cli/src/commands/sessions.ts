@@ -71,6 +71,8 @@ export function runList(io: Io, opts: ListOptions): number {
           working_directory: s.workingDirectory || null,
           title: s.title || null,
           model: s.model || null,
+          // true: `model` is the operator's /model choice, which a resume applies.
+          model_overridden: s.modelOverridden,
           live: live.get(s.sessionId) ?? null,
         })),
       ),

@@ -72,6 +72,17 @@ export function descendantsOf(sessionId: string): Array<{ info: SessionInfo; lev
   return out;
 }
 
+/**
+ * The line above a session's transcript: its profile, the model in use (the operator's
+ * /model choice, which a resume applies, when one is set) and its status.
+ */
+export function sessionHeading(info: SessionInfo): string {
+  const model = info.model
+    ? ` · model ${info.model}${info.modelOverridden ? " (chosen with /model)" : ""}`
+    : "";
+  return `Session ${info.sessionId} · ${info.profile}${model} · ${shownStatus(info)}`;
+}
+
 /** The heading a sub-agent's transcript is printed under. */
 export function subagentHeading(info: SessionInfo, level: number): string {
   const indent = "  ".repeat(level - 1);
@@ -92,6 +103,7 @@ export async function runShow(
   const out = new CoalescingWriter(io.out);
   let code: number = EXIT.OK;
   try {
+    out.write(`${sessionHeading(reader.info())}\n\n`);
     code = showOne(io, out, reader, opts);
   } finally {
     reader.close();

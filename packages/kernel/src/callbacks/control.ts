@@ -21,7 +21,8 @@ import type {
 import type { SessionInfo } from "@pluggableharness/protocol/session";
 import type { CallbackPeer } from "@pluggableharness/runtime";
 import type { ModelCandidate } from "../loop/model-call.ts";
-import { profileCandidates, type Session } from "../loop/session.ts";
+import type { Session } from "../loop/session.ts";
+import { chooseModel, overrideCandidate, setPlanMode } from "../loop/session-settings.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { InvocationTracker } from "./invocations.ts";
 
@@ -110,7 +111,7 @@ export async function controlSession(
     case "setModel": {
       const { provider, modelId } = op.value;
       if (provider === "" && modelId === "") {
-        session.modelOverride = undefined;
+        chooseModel(session, undefined, "/model");
       } else {
         const p = providers?.get(provider);
         if (!p?.models) {
@@ -123,11 +124,9 @@ export async function controlSession(
             `${provider} serves no model "${modelId}" (it serves ${known || "none"})`,
           );
         }
-        // A model of the profile's own chain keeps its configured parameters.
-        const own = profileCandidates(session.profile, { providers: providers! }).find(
-          (c) => c.provider === provider && c.modelId === modelId,
-        );
-        session.modelOverride = own ?? { provider, modelId };
+        // A model of the profile's own chain keeps its configured parameters. Recorded in
+        // the session file, so a resume uses it again (loop/session-settings.ts).
+        chooseModel(session, overrideCandidate(session, provider, modelId), "/model");
         session.unavailableModels.delete(`${provider}/${modelId}`);
       }
       return {
@@ -141,7 +140,7 @@ export async function controlSession(
       };
     }
     case "setPlanMode": {
-      if (op.value.on !== undefined) session.planMode = op.value.on;
+      if (op.value.on !== undefined) setPlanMode(session, op.value.on, "/plan");
       return { result: { case: "planMode", value: { on: session.planMode } } };
     }
     case "compact": {

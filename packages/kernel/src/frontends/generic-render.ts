@@ -16,6 +16,8 @@ import {
   MemoryMutationEventSchema,
   MessageEventSchema,
   PlanEventSchema,
+  type SessionSettingEvent,
+  SessionSettingEventSchema,
   ToolCallEventSchema,
   ToolResultEventSchema,
 } from "@pluggableharness/protocol/event";
@@ -164,7 +166,41 @@ const V1_SCHEMAS: Partial<Record<EventKind, DescMessage>> = {
   [EventKind.MEMORY_DELETE]: MemoryMutationEventSchema,
   [EventKind.HOOK_ERROR]: HookErrorEventSchema,
   [EventKind.COMPACTION]: CompactionEventSchema,
+  [EventKind.SESSION_SETTING]: SessionSettingEventSchema,
 };
+
+/** A /model or /plan change, one line where it happened (a dropped choice as a warning). */
+function renderSetting(e: SessionSettingEvent): RenderNode {
+  // The operator's own commands and flags are named; the API's and the kernel's are not.
+  const by = /^[/-]/.test(e.origin) ? ` (${e.origin})` : "";
+  const was = (previous: string) => (previous ? `; was ${previous}` : "");
+  switch (e.change.case) {
+    case "model": {
+      const { provider, modelId, previous } = e.change.value;
+      if (e.origin === "resume") {
+        return text(
+          `Model ${previous || "choice"} is no longer available${e.detail ? ` (${e.detail})` : ""}: back to the profile's model`,
+          TextStyle.WARNING,
+        );
+      }
+      return text(
+        provider
+          ? `Model switched to ${provider}/${modelId}${by}${was(previous)}`
+          : `Model back to the profile's${by}${was(previous)}`,
+        TextStyle.DIM,
+      );
+    }
+    case "planMode":
+      return text(
+        e.change.value.on
+          ? `Plan mode on${by}: tools that change things are withheld from the model`
+          : `Plan mode off${by}`,
+        TextStyle.DIM,
+      );
+    default:
+      return text("(session setting changed)", TextStyle.DIM);
+  }
+}
 
 /**
  * Why a persisted event cannot be read as what its row says it is (an unknown kind, a
@@ -261,6 +297,8 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
             TextStyle.DIM,
           );
         }
+        case EventKind.SESSION_SETTING:
+          return renderSetting(fromBinary(SessionSettingEventSchema, event.payload));
         case EventKind.CONTEXT_CONTRIBUTION: {
           const e = fromBinary(ContextContributionEventSchema, event.payload);
           const children = e.sections.map((s) =>

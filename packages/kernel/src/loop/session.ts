@@ -118,8 +118,13 @@ export class Session implements HubSession, SessionControl {
   readonly deps: LoopDeps;
   history: Message[];
   planMode = false;
-  /** The operator's /model choice: the next turns use it ahead of the profile's chain. */
+  /**
+   * The operator's /model choice: the next turns use it ahead of the profile's chain. Set it
+   * and planMode through session-settings.ts, which records them for a resume.
+   */
   modelOverride: ModelCandidate | undefined;
+  /** What resuming had to change in the settings the file recorded (session-settings.ts). */
+  resumeWarnings: readonly string[] = [];
   retriesUsed = 0;
   /** The widgets' latest renders (widgets.ts), and what stops their streams. */
   readonly widgetContent = new Map<string, ServerEventInit>();

@@ -2,9 +2,10 @@
 // operator's own direct call for that session (a slash command or an action), never a
 // model's tool call, another plugin's call or another session; /model switches the
 // next turn's candidate, a revoked rule stops applying.
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { PolicyEngine } from "@pluggableharness/config";
-import { ControlSessionRequestSchema } from "@pluggableharness/protocol/kernel";
+import { type SessionSettingEvent, SessionSettingEventSchema } from "@pluggableharness/protocol/event";
+import { ControlSessionRequestSchema, EventKind } from "@pluggableharness/protocol/kernel";
 import { describe, expect, it } from "vitest";
 import { type ControlDeps, controlSession } from "../../src/callbacks/control.ts";
 import { InvocationTracker } from "../../src/callbacks/invocations.ts";
@@ -42,8 +43,24 @@ function fixture() {
     ],
     all: () => [],
   } as unknown as ProviderRegistry;
+  // What the session file is told: session_setting events and the model_override column.
+  const recorded: { events: SessionSettingEvent[]; overrides: (string | undefined)[] } = {
+    events: [],
+    overrides: [],
+  };
   const session = {
     id: "S1",
+    deps: { providers, kernelProducer: {} },
+    writer: {
+      transaction: (fn: () => void) => fn(),
+      setModelOverride: (m: string | undefined) => recorded.overrides.push(m),
+    },
+    log: {
+      persist: (kind: EventKind, _producer: unknown, payload: Uint8Array) => {
+        expect(kind).toBe(EventKind.SESSION_SETTING);
+        recorded.events.push(fromBinary(SessionSettingEventSchema, payload));
+      },
+    },
     profile: {
       name: "default",
       model: { primary: { provider: "vendor", id: "big", params: {} }, fallbacks: [] },
@@ -69,7 +86,7 @@ function fixture() {
     operation: MessageInitShape<typeof ControlSessionRequestSchema>["operation"],
     sessionId = "S1",
   ) => controlSession(deps, PEER, create(ControlSessionRequestSchema, { sessionId, operation }));
-  return { tracker, session, policy, call };
+  return { tracker, session, policy, call, recorded };
 }
 
 /** What the gate does around an operator's direct call into the provider. */
@@ -84,7 +101,7 @@ function operatorCall(tracker: InvocationTracker, plugin = "commands", session =
 
 describe("ControlSession", () => {
   it("refuses a plugin that serves no operator call: a model's tool call, nothing at all, another session", async () => {
-    const { tracker, call, session } = fixture();
+    const { tracker, call, session, recorded } = fixture();
     const plan = { case: "setPlanMode" as const, value: { on: false } };
     session.planMode = true;
     await expect(call(plan)).rejects.toMatchObject({ code: 7 });
@@ -106,12 +123,16 @@ describe("ControlSession", () => {
     await expect(call(plan)).resolves.toMatchObject({ result: { case: "planMode", value: { on: false } } });
     mine();
     expect(session.planMode).toBe(false);
+    // Recorded once, for the one change the operator made.
+    expect(recorded.events.map((e) => [e.change.case, e.change.value, e.origin])).toEqual([
+      ["planMode", expect.objectContaining({ on: false }), "/plan"],
+    ]);
     // Once the call ended, the door is shut again.
     await expect(call({ case: "setPlanMode", value: { on: true } })).rejects.toMatchObject({ code: 7 });
   });
 
   it("switches the next turn's model, refuses an unknown one, and goes back to the profile's", async () => {
-    const { tracker, call, session } = fixture();
+    const { tracker, call, session, recorded } = fixture();
     const end = operatorCall(tracker);
     await call({ case: "setModel", value: { provider: "vendor", modelId: "small" } });
     expect(session.candidates()[0]).toMatchObject({ provider: "vendor", modelId: "small" });
@@ -132,6 +153,12 @@ describe("ControlSession", () => {
     });
     await call({ case: "setModel", value: { provider: "", modelId: "" } });
     expect(session.candidates()[0]).toMatchObject({ modelId: "big" });
+    // Each switch is in the session file (the refused ones are not), with what it replaced.
+    expect(recorded.events.map((e) => e.change.value)).toEqual([
+      expect.objectContaining({ provider: "vendor", modelId: "small", previous: "vendor/big" }),
+      expect.objectContaining({ provider: "", modelId: "", previous: "vendor/small" }),
+    ]);
+    expect(recorded.overrides).toEqual(["vendor/small", undefined]);
     end();
   });
 

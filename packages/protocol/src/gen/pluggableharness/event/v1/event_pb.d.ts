@@ -458,3 +458,101 @@ export declare type CompactionEvent = Message<"pluggableharness.event.v1.Compact
  */
 export declare const CompactionEventSchema: GenMessage<CompactionEvent>;
 
+/**
+ * kind = session_setting: written by the kernel when a setting the session keeps across
+ * resumes changed: the operator's model choice (/model, `default` clears it) or plan mode
+ * (/plan, `agent run --plan`). A resume applies the latest of each; a replay shows each
+ * one where it happened.
+ *
+ * @generated from message pluggableharness.event.v1.SessionSettingEvent
+ */
+export declare type SessionSettingEvent = Message<"pluggableharness.event.v1.SessionSettingEvent"> & {
+  /**
+   * @generated from oneof pluggableharness.event.v1.SessionSettingEvent.change
+   */
+  change: {
+    /**
+     * @generated from field: pluggableharness.event.v1.ModelChoiceChange model = 1;
+     */
+    value: ModelChoiceChange;
+    case: "model";
+  } | {
+    /**
+     * @generated from field: pluggableharness.event.v1.PlanModeChange plan_mode = 2;
+     */
+    value: PlanModeChange;
+    case: "planMode";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Who changed it: "/model", "/plan", "--plan", "start" (StartSessionOptions.plan_mode),
+   * "api" (SessionHandle.setPlanMode), or "resume" when a resume had to drop a choice it
+   * could not honour.
+   *
+   * @generated from field: string origin = 3;
+   */
+  origin: string;
+
+  /**
+   * Why, when the kernel made the change itself (the chosen model is no longer available).
+   *
+   * @generated from field: string detail = 4;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message pluggableharness.event.v1.SessionSettingEvent.
+ * Use `create(SessionSettingEventSchema)` to create a new message.
+ */
+export declare const SessionSettingEventSchema: GenMessage<SessionSettingEvent>;
+
+/**
+ * The model override ahead of the profile's chain. Empty provider and model_id: cleared,
+ * the profile's chain applies again.
+ *
+ * @generated from message pluggableharness.event.v1.ModelChoiceChange
+ */
+export declare type ModelChoiceChange = Message<"pluggableharness.event.v1.ModelChoiceChange"> & {
+  /**
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: string model_id = 2;
+   */
+  modelId: string;
+
+  /**
+   * What the session used before the change, as "provider/model" (empty if unknown).
+   *
+   * @generated from field: string previous = 3;
+   */
+  previous: string;
+};
+
+/**
+ * Describes the message pluggableharness.event.v1.ModelChoiceChange.
+ * Use `create(ModelChoiceChangeSchema)` to create a new message.
+ */
+export declare const ModelChoiceChangeSchema: GenMessage<ModelChoiceChange>;
+
+/**
+ * @generated from message pluggableharness.event.v1.PlanModeChange
+ */
+export declare type PlanModeChange = Message<"pluggableharness.event.v1.PlanModeChange"> & {
+  /**
+   * Resource tools are withheld from the model while on.
+   *
+   * @generated from field: bool on = 1;
+   */
+  on: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.event.v1.PlanModeChange.
+ * Use `create(PlanModeChangeSchema)` to create a new message.
+ */
+export declare const PlanModeChangeSchema: GenMessage<PlanModeChange>;
+

@@ -1095,6 +1095,13 @@ export enum EventKind {
    * @generated from enum value: EVENT_KIND_COMPACTION = 11;
    */
   COMPACTION = 11,
+
+  /**
+   * The operator changed a setting of the session (/model, /plan): event.v1.SessionSettingEvent.
+   *
+   * @generated from enum value: EVENT_KIND_SESSION_SETTING = 12;
+   */
+  SESSION_SETTING = 12,
 }
 
 /**

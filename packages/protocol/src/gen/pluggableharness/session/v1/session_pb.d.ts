@@ -91,11 +91,19 @@ export declare type SessionInfo = Message<"pluggableharness.session.v1.SessionIn
   title: string;
 
   /**
-   * The model that served the latest billed call, as "provider/model"; empty before it.
+   * The model in use, as "provider/model": the operator's choice (/model) when one is set,
+   * else the model that served the latest billed call; empty before either.
    *
    * @generated from field: string model = 11;
    */
   model: string;
+
+  /**
+   * True when `model` is the operator's choice (/model), which a resume puts first.
+   *
+   * @generated from field: bool model_overridden = 12;
+   */
+  modelOverridden: boolean;
 };
 
 /**
