@@ -129,7 +129,7 @@ export function fitImage(data: Uint8Array, declaredType: string, limits: ImageLi
         } catch (err) {
           return {
             kind: "unfit",
-            reason: `the ${describe(header, data.length)} is corrupt: ${(err as Error).message}`,
+            reason: `the ${describe(header, data.length)} is corrupt or truncated (decoder: ${(err as Error).message})`,
           };
         }
       }
@@ -148,7 +148,10 @@ export function fitImage(data: Uint8Array, declaredType: string, limits: ImageLi
     img = decode(data, header.mediaType);
   } catch (err) {
     const why = err instanceof DecodeError ? err.message : String(err);
-    return { kind: "unfit", reason: `the ${describe(header, data.length)} is corrupt: ${why}` };
+    return {
+      kind: "unfit",
+      reason: `the ${describe(header, data.length)} is corrupt or truncated (decoder: ${why})`,
+    };
   }
   const original = facts(img.width, img.height);
   const [tw, th] = targetSize(img.width, img.height, limits);
