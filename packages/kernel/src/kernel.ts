@@ -469,6 +469,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
             this.listSessions({ rootsOnly: true }).filter(
               (s) => workingDirectory === undefined || s.workingDirectory === workingDirectory,
             ),
+          ...(this.#options.durability ? { durability: this.#options.durability } : {}),
         },
         runSession: (plugin, request, signal) =>
           runSubagent(

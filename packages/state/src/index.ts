@@ -83,6 +83,20 @@ export {
   SessionReader,
 } from "./reader.ts";
 export type { RecoveryReport, TableSalvage, UnreadableFlag } from "./recover.ts";
+export {
+  applySessionRewind,
+  findAnchor,
+  firstLine,
+  planSessionRewind,
+  type RewindAnchor,
+  RewindError,
+  type RewindErrorCode,
+  type RewindPlan,
+  type RewindResult,
+  type RewindSource,
+  rewindAnchors,
+  rewindSource,
+} from "./rewind.ts";
 export { CURRENT_SCHEMA_VERSION, type MigrationStepResult } from "./schema.ts";
 export { DEFAULT_BUSY_TIMEOUT_MS, type Durability } from "./sqlite.ts";
 export type {

@@ -32,7 +32,7 @@ const NOT_FOUND = 5;
 const INVALID_ARGUMENT = 3;
 
 /** One ControlSession call for the session being served; kernel refusals become tool failures. */
-async function control(
+export async function control(
   ctx: ToolContext,
   operation: OperationInit,
 ): Promise<ControlSessionResponse["result"]> {
@@ -55,7 +55,7 @@ async function control(
 }
 
 const textOnly = s.object({ text: s.string("What the command did, as a sentence.") }, ["text"]);
-const common = {
+export const common = {
   kind: "data_source" as const,
   risk: "read_only" as const,
   streaming: false,

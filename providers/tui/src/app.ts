@@ -33,7 +33,6 @@ import { attachmentText, completeMention, defaultProtectedPaths, readMentions } 
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
 import { paintNode, paintTree } from "./render-tree.ts";
-import { RewindFlow, type RewindHost } from "./rewind.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 import { originLabel, SubagentTree } from "./subagents.ts";
@@ -89,8 +88,6 @@ export interface TuiOptions {
    * running, so exiting sends no interrupt.
    */
   detachOnExit?: boolean;
-  /** What /rewind forks and restores through (rewind.ts); without it /rewind is unavailable. */
-  rewind?: RewindHost;
 }
 
 export interface TuiResult {
@@ -144,7 +141,6 @@ export class Tui {
   private status = SessionStatus.UNSPECIFIED;
   private replayOnly = false;
   private busy = false;
-  private readonly rewind: RewindFlow;
   private busySince = 0;
   private busyLabel = "Working";
   private readonly streams = new Map<string, OpenStream>();
@@ -206,29 +202,6 @@ export class Tui {
     this.screen = tty ? new Screen(options.output) : undefined;
     this.model = options.model ?? "";
     this.editor = new LineEditor(options.history?.entries ?? [], options.history?.append);
-    this.rewind = new RewindFlow(options.rewind, {
-      sessionId: () => this.sessionId,
-      busy: () => this.busy,
-      say: (lines, style) => {
-        this.commit(lines.map((l) => (style ? this.p.paint(l, style) : l)));
-        this.render();
-      },
-      switchTo: (forkId, text) => {
-        const from = this.sessionId;
-        if (from)
-          this.conn.send({
-            event: { case: "detachSession", value: { requestId: "rewind", sessionId: from } },
-          });
-        this.sessionId = undefined;
-        // The fork's backfill must not send the run's first prompt again.
-        this.target = { kind: "resume", sessionId: forkId };
-        this.conn.send({
-          event: { case: "resumeSession", value: { requestId: "rewind", sessionId: forkId } },
-        });
-        this.editor.set(text);
-        this.render();
-      },
-    });
   }
 
   run(): Promise<TuiResult> {
@@ -340,6 +313,16 @@ export class Tui {
       case "slashCommandRegistry":
         this.setSlash(e.value);
         return;
+      case "sessionRewound": {
+        // The operator rewound this session (/rewind, here or in another frontend): go on
+        // in the fork, with the prompt it ends before back in the editor to send or change.
+        const fork = e.value.forkSessionId;
+        if (!fork || fork === this.sessionId) return;
+        this.commit([this.p.paint(`Rewound: continuing in ${sanitize(fork)}.`, "dim")]);
+        this.switchSession({ kind: "resume", sessionId: fork });
+        if (e.value.promptText) this.editor.set(e.value.promptText);
+        return;
+      }
       case "streamDelta": {
         const kind: StreamKind =
           e.value.kind === StreamDeltaKind.THINKING
@@ -914,11 +897,6 @@ export class Tui {
       this.answer(q, line);
       return;
     }
-    if (this.rewind.awaitingAnswer) {
-      this.editor.clear();
-      void this.rewind.answer(line);
-      return;
-    }
     const text = line.trim();
     if (text === "") return;
     this.editor.remember(text);
@@ -940,10 +918,6 @@ export class Tui {
     if (cmd && !registered) {
       if (cmd.name === "cost") {
         this.commit(this.costLines());
-        return;
-      }
-      if (cmd.name === "rewind") {
-        void this.rewind.start(cmd.args);
         return;
       }
       if (cmd.name === "clear") {

@@ -29,12 +29,6 @@ export const LOCAL_COMMANDS: readonly CommandEntry[] = [
     provider: "",
     expands: false,
   },
-  {
-    name: "rewind",
-    description: "Go back to before a prompt, files too: /rewind [n]",
-    provider: "",
-    expands: false,
-  },
   { name: "exit", description: "Leave (the session stays resumable)", provider: "", expands: false },
   { name: "quit", description: "Same as /exit", provider: "", expands: false },
 ];

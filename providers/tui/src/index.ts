@@ -25,7 +25,6 @@ export {
 export { type Key, KeyDecoder } from "./keys.ts";
 export { filterItems, type PickerItem, type PickerOptions, pick } from "./picker.ts";
 export { type PaintOptions, paintNode, paintTree, treeText } from "./render-tree.ts";
-export type { RewindHost, RewindPrompt } from "./rewind.ts";
 export { type Frame, Screen, type TerminalOutput } from "./screen.ts";
 export {
   ansiPainter,

@@ -411,6 +411,75 @@ describe("terminal UI on a TTY", () => {
   });
 });
 
+describe("terminal UI after a rewind", () => {
+  it("follows session_rewound to the fork: detach, resume, the prompt back in the editor", async () => {
+    const FORK = "01JTESTFORK00000000000000000";
+    const conn = new FakeConnection();
+    const { input, output } = tty(100, 30);
+    const run = runTui({
+      connection: conn,
+      input,
+      output,
+      session: { kind: "resume", sessionId: SID },
+      env: {},
+    });
+    await conn.next("resumeSession");
+    const attached = (id: string) => ({
+      sessionId: id,
+      requestId: "resume",
+      event: {
+        case: "sessionAttached" as const,
+        value: { info: { sessionId: id, status: SessionStatus.COMPLETED } },
+      },
+    });
+    const backfilled = (id: string) => ({
+      sessionId: id,
+      requestId: "resume",
+      event: { case: "backfillComplete" as const, value: { lastSequence: 1n } },
+    });
+    conn.push(attached(SID), backfilled(SID), {
+      sessionId: SID,
+      event: {
+        case: "sessionRewound",
+        value: { forkSessionId: FORK, promptText: "second: change a", anchorMessageId: "M2" },
+      },
+    });
+    const detach = await conn.next("detachSession");
+    expect(detach.event?.value).toMatchObject({ sessionId: SID });
+    const resume = await conn.next("resumeSession");
+    expect(resume.event?.value).toMatchObject({ sessionId: FORK });
+    conn.push(
+      attached(FORK),
+      // A late event of the session it left is not shown.
+      {
+        sessionId: SID,
+        event: {
+          case: "render",
+          value: {
+            content: { content: { root: { node: { case: "text", value: { content: "late old" } } } } },
+          },
+        },
+      },
+      backfilled(FORK),
+    );
+    await settle();
+    const shown = output.text();
+    expect(shown).toContain(`Rewound: continuing in ${FORK}.`);
+    expect(shown).toContain(`Session ${FORK}`);
+    expect(shown).not.toContain("late old");
+    expect(shown).toContain("› second: change a");
+    // Enter sends the prompt to the fork.
+    input.type("\r");
+    const msg = await conn.next("userMessage");
+    expect(msg).toMatchObject({
+      sessionId: FORK,
+      event: { value: { content: [{ block: { value: { text: "second: change a" } } }] } },
+    });
+    conn.close();
+    expect((await run).sessionId).toBe(FORK);
+  });
+});
+
 describe("terminal UI without a TTY", () => {
   it("prints plain text and answers prompts from input lines", async () => {
     const conn = new FakeConnection();

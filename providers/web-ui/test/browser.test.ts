@@ -68,7 +68,18 @@ beforeAll(async () => {
     'policy "allow_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "allow"',
     'policy "ask_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "ask"',
   );
-  writeFileSync(join(repo, "agent.hcl"), hcl);
+  // The commands provider too: /rewind from the page.
+  const withCommands = hcl
+    .replace(
+      "required_providers {",
+      'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }',
+    )
+    .replace(
+      'tools     = ["filesystem.*", "exec.*"]',
+      'tools     = ["filesystem.*", "exec.*", "commands.*"]',
+    );
+  expect(withCommands).toContain('"commands.*"');
+  writeFileSync(join(repo, "agent.hcl"), withCommands);
   fake = await startFakeVendor({ vendor: "anthropic", script: [] });
   const env = {
     ...sb.env,
@@ -201,6 +212,58 @@ describe("the web UI in Chromium", () => {
 
     const html = `${await page.content()}${await second.content()}`;
     expect(html).not.toContain(CANARY);
+    await context.close();
+  });
+
+  it("runs /rewind: the plan first, then confirmed, the page goes on in the fork", async () => {
+    const context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    await open(page, url);
+    const box = page.getByRole("textbox", { name: "Message" });
+    const turn = async (text: string, content: string, answer: string) => {
+      fake.push(
+        { kind: "tool_calls", calls: [{ name: "filesystem__write_file", args: { path: "a.txt", content } }] },
+        { kind: "text", text: answer },
+      );
+      await box.fill(text);
+      await box.press("Enter");
+      const card = page.getByRole("region", { name: "Permission: filesystem.write_file" });
+      await card.getByRole("button", { name: "Allow once" }).click();
+      await page.locator(".entry.assistant", { hasText: answer }).waitFor();
+      await page.locator("body[data-status=completed]").waitFor();
+    };
+    await turn("first: write a", "one\n", "Wrote a.txt.");
+    const original = new URLSearchParams(new URL(page.url()).hash.slice(1)).get("session")!;
+    await turn("second: change a", "two\n", "Changed a.txt.");
+    expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("two\n");
+
+    // An unknown command is refused (by the page once it knows the session's commands, else
+    // by the kernel); nothing is sent as a message.
+    const requests = fake.requests.length;
+    await box.fill("/nosuch");
+    await box.press("Enter");
+    await page.getByText(/no slash command \/nosuch is registered/).waitFor();
+    await box.fill("/rewind 2");
+    await box.press("Enter");
+    await page.getByText("~ a.txt: restore", { exact: true }).waitFor();
+    await page.getByText(/^Nothing has changed yet\. To go ahead: \/rewind 2 confirm/).waitFor();
+    expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("two\n");
+    await box.fill("/rewind 2 confirm");
+    await box.press("Enter");
+    const notice = page.getByText(/Rewound: continuing in [0-9A-Z]{26}\./);
+    await notice.waitFor();
+    const fork = /[0-9A-Z]{26}/.exec((await notice.textContent()) ?? "")![0];
+    expect(fork).not.toBe(original);
+    expect(readFileSync(join(repo, "a.txt"), "utf8")).toBe("one\n");
+    // The page is on the fork: its address, its transcript (the first turn only), and the
+    // prompt it ends before back in the composer.
+    await page.waitForURL(new RegExp(`#session=${fork}$`));
+    await page.locator(`body[data-backfilled="${fork}"]`).waitFor();
+    await page.locator(".entry.assistant", { hasText: "Wrote a.txt." }).waitFor();
+    await expect(page.locator("#transcript").textContent()).resolves.not.toContain("Changed a.txt.");
+    await expect(box.inputValue()).resolves.toBe("second: change a");
+    expect(fake.requests.length).toBe(requests);
     await context.close();
   });
 

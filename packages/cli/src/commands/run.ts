@@ -657,7 +657,6 @@ async function runInteractive(
       history: promptHistory(io.env, io.cwd),
       workingDirectory: io.cwd,
       protectedPaths: kernelProtectedPaths(io.cwd, io.env),
-      rewind: (await import("./rewind.ts")).cliRewindHost,
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

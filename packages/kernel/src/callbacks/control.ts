@@ -1,5 +1,5 @@
 // KernelCallbackService.ControlSession: the session controls behind the operator's
-// slash commands (/model, /plan, /compact, /permissions, /cost, /sessions), served to a
+// slash commands (/model, /plan, /compact, /permissions, /cost, /sessions, /rewind), served to a
 // command provider's tool while it handles an operator's direct call for that session.
 // Anything else (a model's call of the same tool, a call for another session, a plugin
 // serving no call) is refused with PERMISSION_DENIED, so a model can never switch its
@@ -25,6 +25,7 @@ import type { Session } from "../loop/session.ts";
 import { chooseModel, overrideCandidate, setPlanMode } from "../loop/session-settings.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { InvocationTracker } from "./invocations.ts";
+import { applyRewindOf, listRewindAnchors, planRewindOf } from "./rewind.ts";
 
 const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;
@@ -40,6 +41,8 @@ export interface ControlDeps {
   readonly rootPolicy: () => PolicyEngine | undefined;
   readonly projectDir: string;
   readonly listSessions: (workingDirectory: string | undefined) => SessionInfo[];
+  /** How the fork a rewind writes is synced (the kernel's session durability). */
+  readonly durability?: "full" | "normal";
 }
 
 type Response = MessageInitShape<typeof ControlSessionResponseSchema>;
@@ -215,6 +218,12 @@ export async function controlSession(
       const wd = op.value.workingDirectory || undefined;
       return { result: { case: "sessions", value: { sessions: deps.listSessions(wd) } } };
     }
+    case "listRewindAnchors":
+      return { result: { case: "rewindAnchors", value: listRewindAnchors(session) } };
+    case "planRewind":
+      return { result: { case: "rewindPlan", value: planRewindOf(session, op.value.to) } };
+    case "applyRewind":
+      return { result: { case: "rewound", value: applyRewindOf(session, op.value, deps.durability) } };
     default:
       throw new StatusError(INVALID_ARGUMENT, "ControlSessionRequest names no operation");
   }

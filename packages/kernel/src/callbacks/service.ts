@@ -65,7 +65,7 @@ export interface CallbackDeps {
     protectedPaths: string[];
   };
   /** What ControlSession needs beyond the above; without it ControlSession is unavailable. */
-  readonly control?: Pick<ControlDeps, "rootPolicy" | "projectDir" | "listSessions">;
+  readonly control?: Pick<ControlDeps, "rootPolicy" | "projectDir" | "listSessions" | "durability">;
 }
 
 /** The producer to record for a plugin acting in `category`; never UNSPECIFIED. */

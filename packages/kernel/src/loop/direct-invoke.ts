@@ -254,5 +254,20 @@ export async function runDirectInvocation(
     ],
     DIRECT_INVOKE_REASON,
   );
+  const rewound = session.rewoundTo;
+  if (rewound) {
+    // After the command's result, so every frontend shows what was done before it moves on.
+    session.rewoundTo = undefined;
+    session.channel.publish({
+      event: {
+        case: "sessionRewound",
+        value: {
+          forkSessionId: rewound.forkId,
+          promptText: rewound.promptText,
+          anchorMessageId: rewound.anchorMessageId,
+        },
+      },
+    });
+  }
   return outcome;
 }

@@ -166,6 +166,11 @@ export class Session implements HubSession, SessionControl {
   readonly runs: RunQueue;
   /** File checkpoints around resource calls, for rewind (checkpoints.ts). */
   readonly checkpoints: SessionCheckpoints;
+  /**
+   * Set when the operator's command rewound this session (callbacks/rewind.ts): once the
+   * command's call is over, every subscriber is told to go on in the fork (direct-invoke.ts).
+   */
+  rewoundTo: { forkId: string; promptText: string; anchorMessageId: string } | undefined;
 
   constructor(deps: LoopDeps, init: SessionInit, startRun: RunStarter) {
     this.deps = deps;

@@ -27,6 +27,8 @@ const state = {
   sessions: new Map(),
   requestCounter: 0,
   pendingOpen: "",
+  /** Names of the slash commands the open session's providers register; null: not told yet. */
+  commands: null,
 };
 
 const STATUS_TEXT = {
@@ -65,6 +67,16 @@ function showError(message) {
   setTimeout(() => {
     if (p.isConnected) p.remove();
   }, 10_000);
+}
+
+function showNotice(message) {
+  const p = el("p", "notice", message);
+  p.setAttribute("role", "status");
+  errors.replaceChildren(p);
+}
+
+function setCommands(registry) {
+  state.commands = new Set((registry?.commands ?? []).map((c) => c.spec?.name).filter(Boolean));
 }
 
 function scrollDown() {
@@ -355,6 +367,7 @@ function openSession(id) {
   clearView();
   state.sessionId = id;
   state.replayOnly = false;
+  state.commands = null;
   history.replaceState(null, "", `#session=${id}`);
   const requestId = nextId("open");
   state.pendingOpen = requestId;
@@ -386,6 +399,7 @@ function onEvent(ev) {
     return;
   if (ev.sessionCreated) {
     const info = ev.sessionCreated.info;
+    state.commands = null;
     state.sessionId = info.sessionId;
     history.replaceState(null, "", `#session=${info.sessionId}`);
     rememberSession(info);
@@ -395,10 +409,22 @@ function onEvent(ev) {
   } else if (ev.sessionAttached) {
     const info = ev.sessionAttached.info;
     state.replayOnly = !!ev.sessionAttached.replayOnly;
+    setCommands(ev.sessionAttached.slashCommandRegistry);
     rememberSession(info);
     setTitle(info);
     setStatus(info.status);
     paintTree();
+  } else if (ev.slashCommandRegistry) {
+    setCommands(ev.slashCommandRegistry);
+  } else if (ev.sessionRewound) {
+    // The session was rewound (/rewind, here or in another frontend): go on in the fork,
+    // with the prompt it ends before back in the composer.
+    const r = ev.sessionRewound;
+    if (r.forkSessionId) {
+      openSession(r.forkSessionId);
+      prompt.value = r.promptText ?? "";
+      showNotice(`Rewound: continuing in ${r.forkSessionId}.`);
+    }
   } else if (ev.backfillComplete) {
     document.body.dataset.backfilled = state.sessionId;
   } else if (ev.render) {
@@ -468,7 +494,22 @@ $("composer").addEventListener("submit", (e) => {
   e.preventDefault();
   const text = prompt.value.trim();
   if (!text) return;
-  const content = [{ text: { text } }];
+  // "/name args" runs a registered slash command; "//x" sends "/x" as text.
+  const command = /^\/([^\s/]\S*)\s*([\s\S]*)$/.exec(text);
+  if (command && state.sessionId) {
+    const [, name, args] = command;
+    // Without the registry (a session created here) the kernel answers an unknown one.
+    if (state.commands && !state.commands.has(name)) {
+      showError(
+        `Unknown command /${name}; this session has ${[...state.commands].map((c) => `/${c}`).join(" ") || "none"}.`,
+      );
+      return;
+    }
+    post({ sessionId: state.sessionId, slashCommand: { name, args: args.trim() } });
+    prompt.value = "";
+    return;
+  }
+  const content = [{ text: { text: text.startsWith("//") ? text.slice(1) : text } }];
   if (state.sessionId) post({ sessionId: state.sessionId, userMessage: { content } });
   else post({ createSession: { requestId: nextId("create"), initialPrompt: content } });
   prompt.value = "";

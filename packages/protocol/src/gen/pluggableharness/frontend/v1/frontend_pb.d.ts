@@ -269,6 +269,12 @@ export declare type ServerEvent = Message<"pluggableharness.frontend.v1.ServerEv
      */
     value: ServerEvent_RequestResolved;
     case: "requestResolved";
+  } | {
+    /**
+     * @generated from field: pluggableharness.frontend.v1.ServerEvent.SessionRewound session_rewound = 18;
+     */
+    value: ServerEvent_SessionRewound;
+    case: "sessionRewound";
   } | { case: undefined; value?: undefined };
 };
 
@@ -779,6 +785,39 @@ export declare type ServerEvent_RequestResolved = Message<"pluggableharness.fron
  * Use `create(ServerEvent_RequestResolvedSchema)` to create a new message.
  */
 export declare const ServerEvent_RequestResolvedSchema: GenMessage<ServerEvent_RequestResolved>;
+
+/**
+ * The operator rewound the subscribed session (/rewind): the conversation goes on in a
+ * new session, forked just before one of its prompts, and the files are back as they
+ * were then. Sent to every subscriber after the command's own result; a frontend
+ * detaches from this session and resumes the fork (the session itself stays as it was).
+ *
+ * @generated from message pluggableharness.frontend.v1.ServerEvent.SessionRewound
+ */
+export declare type ServerEvent_SessionRewound = Message<"pluggableharness.frontend.v1.ServerEvent.SessionRewound"> & {
+  /**
+   * @generated from field: string fork_session_id = 1;
+   */
+  forkSessionId: string;
+
+  /**
+   * The prompt the fork ends before, to offer for sending again or changing.
+   *
+   * @generated from field: string prompt_text = 2;
+   */
+  promptText: string;
+
+  /**
+   * @generated from field: string anchor_message_id = 3;
+   */
+  anchorMessageId: string;
+};
+
+/**
+ * Describes the message pluggableharness.frontend.v1.ServerEvent.SessionRewound.
+ * Use `create(ServerEvent_SessionRewoundSchema)` to create a new message.
+ */
+export declare const ServerEvent_SessionRewoundSchema: GenMessage<ServerEvent_SessionRewound>;
 
 /**
  * The subscribed session's own status changed (including a re-open to RUNNING).

@@ -160,6 +160,24 @@ export declare type ControlSessionRequest = Message<"pluggableharness.kernel.v1.
      */
     value: ControlSessionRequest_ListSessions;
     case: "listSessions";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.ListRewindAnchors list_rewind_anchors = 10;
+     */
+    value: ControlSessionRequest_ListRewindAnchors;
+    case: "listRewindAnchors";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.PlanRewind plan_rewind = 11;
+     */
+    value: ControlSessionRequest_PlanRewind;
+    case: "planRewind";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.ApplyRewind apply_rewind = 12;
+     */
+    value: ControlSessionRequest_ApplyRewind;
+    case: "applyRewind";
   } | { case: undefined; value?: undefined };
 };
 
@@ -304,6 +322,65 @@ export declare type ControlSessionRequest_ListSessions = Message<"pluggableharne
 export declare const ControlSessionRequest_ListSessionsSchema: GenMessage<ControlSessionRequest_ListSessions>;
 
 /**
+ * The session's user prompts, the points /rewind can go back to.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.ListRewindAnchors
+ */
+export declare type ControlSessionRequest_ListRewindAnchors = Message<"pluggableharness.kernel.v1.ControlSessionRequest.ListRewindAnchors"> & {
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListRewindAnchors.
+ * Use `create(ControlSessionRequest_ListRewindAnchorsSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_ListRewindAnchorsSchema: GenMessage<ControlSessionRequest_ListRewindAnchors>;
+
+/**
+ * What rewinding to just before one prompt would do; changes nothing.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.PlanRewind
+ */
+export declare type ControlSessionRequest_PlanRewind = Message<"pluggableharness.kernel.v1.ControlSessionRequest.PlanRewind"> & {
+  /**
+   * A prompt's message id, or its 1-based number in ListRewindAnchors' order.
+   *
+   * @generated from field: string to = 1;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.PlanRewind.
+ * Use `create(ControlSessionRequest_PlanRewindSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_PlanRewindSchema: GenMessage<ControlSessionRequest_PlanRewind>;
+
+/**
+ * Forks the session just before the prompt and restores the files, if the plan computed
+ * now still has `digest` (the one PlanRewind returned, which the operator was shown);
+ * otherwise nothing changes and the result carries the new plan in `stale`.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.ApplyRewind
+ */
+export declare type ControlSessionRequest_ApplyRewind = Message<"pluggableharness.kernel.v1.ControlSessionRequest.ApplyRewind"> & {
+  /**
+   * @generated from field: string to = 1;
+   */
+  to: string;
+
+  /**
+   * @generated from field: string digest = 2;
+   */
+  digest: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ApplyRewind.
+ * Use `create(ControlSessionRequest_ApplyRewindSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_ApplyRewindSchema: GenMessage<ControlSessionRequest_ApplyRewind>;
+
+/**
  * @generated from message pluggableharness.kernel.v1.ControlSessionResponse
  */
 export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1.ControlSessionResponse"> & {
@@ -346,6 +423,24 @@ export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1
      */
     value: SessionList;
     case: "sessions";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.RewindAnchorList rewind_anchors = 7;
+     */
+    value: RewindAnchorList;
+    case: "rewindAnchors";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.RewindPlan rewind_plan = 8;
+     */
+    value: RewindPlan;
+    case: "rewindPlan";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.RewindResult rewound = 9;
+     */
+    value: RewindResult;
+    case: "rewound";
   } | { case: undefined; value?: undefined };
 };
 
@@ -354,6 +449,194 @@ export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1
  * Use `create(ControlSessionResponseSchema)` to create a new message.
  */
 export declare const ControlSessionResponseSchema: GenMessage<ControlSessionResponse>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.RewindAnchor
+ */
+export declare type RewindAnchor = Message<"pluggableharness.kernel.v1.RewindAnchor"> & {
+  /**
+   * 1-based, oldest first: what `/rewind <n>` takes.
+   *
+   * @generated from field: uint32 number = 1;
+   */
+  number: number;
+
+  /**
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * RFC 3339, when the prompt was sent.
+   *
+   * @generated from field: string timestamp = 3;
+   */
+  timestamp: string;
+
+  /**
+   * The prompt's text (images as "[image]").
+   *
+   * @generated from field: string text = 4;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.RewindAnchor.
+ * Use `create(RewindAnchorSchema)` to create a new message.
+ */
+export declare const RewindAnchorSchema: GenMessage<RewindAnchor>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.RewindAnchorList
+ */
+export declare type RewindAnchorList = Message<"pluggableharness.kernel.v1.RewindAnchorList"> & {
+  /**
+   * @generated from field: repeated pluggableharness.kernel.v1.RewindAnchor anchors = 1;
+   */
+  anchors: RewindAnchor[];
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.RewindAnchorList.
+ * Use `create(RewindAnchorListSchema)` to create a new message.
+ */
+export declare const RewindAnchorListSchema: GenMessage<RewindAnchorList>;
+
+/**
+ * What one file does in a rewind.
+ *
+ * @generated from message pluggableharness.kernel.v1.RewindFileStep
+ */
+export declare type RewindFileStep = Message<"pluggableharness.kernel.v1.RewindFileStep"> & {
+  /**
+   * Relative to the session's working directory, with "/".
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * "restore", "create", "delete", "unchanged" or "unrestorable" (over the checkpoint
+   * size limit: the rewind cannot put it back).
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * The current content is not the agent's last: rewinding overwrites someone else's edit.
+   *
+   * @generated from field: bool changed_since = 3;
+   */
+  changedSince: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.RewindFileStep.
+ * Use `create(RewindFileStepSchema)` to create a new message.
+ */
+export declare const RewindFileStepSchema: GenMessage<RewindFileStep>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.RewindPlan
+ */
+export declare type RewindPlan = Message<"pluggableharness.kernel.v1.RewindPlan"> & {
+  /**
+   * @generated from field: pluggableharness.kernel.v1.RewindAnchor anchor = 1;
+   */
+  anchor?: RewindAnchor | undefined;
+
+  /**
+   * The session's working directory, where the files are.
+   *
+   * @generated from field: string working_directory = 2;
+   */
+  workingDirectory: string;
+
+  /**
+   * @generated from field: repeated pluggableharness.kernel.v1.RewindFileStep files = 3;
+   */
+  files: RewindFileStep[];
+
+  /**
+   * How many events the fork gets (every one before the prompt).
+   *
+   * @generated from field: uint32 kept_events = 4;
+   */
+  keptEvents: number;
+
+  /**
+   * The plan as lines for the operator.
+   *
+   * @generated from field: repeated string lines = 5;
+   */
+  lines: string[];
+
+  /**
+   * Identifies this plan; ApplyRewind takes it back.
+   *
+   * @generated from field: string digest = 6;
+   */
+  digest: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.RewindPlan.
+ * Use `create(RewindPlanSchema)` to create a new message.
+ */
+export declare const RewindPlanSchema: GenMessage<RewindPlan>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.RewindResult
+ */
+export declare type RewindResult = Message<"pluggableharness.kernel.v1.RewindResult"> & {
+  /**
+   * The new session: the conversation up to just before the prompt.
+   *
+   * @generated from field: string fork_session_id = 1;
+   */
+  forkSessionId: string;
+
+  /**
+   * Paths written or deleted.
+   *
+   * @generated from field: repeated string changed = 2;
+   */
+  changed: string[];
+
+  /**
+   * Files that could not be restored.
+   *
+   * @generated from field: uint32 unrestorable = 3;
+   */
+  unrestorable: number;
+
+  /**
+   * @generated from field: string summary = 4;
+   */
+  summary: string;
+
+  /**
+   * @generated from field: pluggableharness.kernel.v1.RewindAnchor anchor = 5;
+   */
+  anchor?: RewindAnchor | undefined;
+
+  /**
+   * Set instead of everything above when what the rewind would do changed since the plan
+   * with the given digest was worked out (a file changed, the session moved on): nothing
+   * was done, and this is the plan as it is now.
+   *
+   * @generated from field: pluggableharness.kernel.v1.RewindPlan stale = 6;
+   */
+  stale?: RewindPlan | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.RewindResult.
+ * Use `create(RewindResultSchema)` to create a new message.
+ */
+export declare const RewindResultSchema: GenMessage<RewindResult>;
 
 /**
  * @generated from message pluggableharness.kernel.v1.ModelChoice
@@ -1190,7 +1473,7 @@ export declare const KernelCallbackService: GenService<{
   },
   /**
    * Session controls behind the operator's slash commands (/model, /plan, /compact,
-   * /permissions, /cost, /sessions). Accepted only while the calling plugin serves an
+   * /permissions, /cost, /sessions, /rewind). Accepted only while the calling plugin serves an
    * operator's direct invocation (slash command or action trigger) for that session,
    * never a model's call: a model cannot switch its own model or leave plan mode.
    *
