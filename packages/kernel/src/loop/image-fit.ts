@@ -94,7 +94,7 @@ export const imageFitCache = new ImageFitCache();
 export interface ImageFitNote {
   readonly kind: "fitted" | "unfit";
   readonly text: string;
-  /** Content digest key: a note is shown once per image and session. */
+  /** Model and content digest: a note is shown once per image, model and session. */
   readonly key: string;
 }
 
@@ -110,10 +110,6 @@ function countImages(blocks: readonly ContentBlock[]): number {
   return n;
 }
 
-/**
- * `messages` with every inline image fitted to `spec` (the same objects where nothing
- * changed), and a note for each image that was changed or could not be sent.
- */
 /** Images already reported to each session, so a note appears once, not every turn. */
 const reported = new WeakMap<object, Set<string>>();
 
@@ -134,6 +130,10 @@ export function newNotes(session: object, notes: readonly ImageFitNote[]): Image
   return fresh;
 }
 
+/**
+ * `messages` with every inline image fitted to `spec` (the same objects where nothing
+ * changed), and a note for each image that was changed or could not be sent.
+ */
 export function fitRequestImages(
   messages: readonly Message[],
   spec: ModelSpec,
@@ -153,7 +153,7 @@ export function fitRequestImages(
         const { mediaType } = b.block.value;
         const data = b.block.value.source.value;
         const r = cache.fit(data, mediaType, limits);
-        const key = cache.digest(data);
+        const key = `${spec.id}:${cache.digest(data)}`;
         if (r.kind === "fitted") {
           const o = r.original;
           const resized = o.width !== r.image.width || o.height !== r.image.height;
