@@ -1,15 +1,17 @@
 // `agent run --image <file>` (repeatable): images sent with the headless prompt as
 // image blocks. A file that is not a PNG, JPEG, GIF or WebP image (by its first bytes,
-// whatever its name), or is over the inline limit, is a usage error before anything
-// starts. Whether the model can take images is the kernel's call: a model without
-// vision support answers invalid_request.
+// whatever its name), or is over MAX_IMAGE_BYTES, is a usage error before anything
+// starts. The blocks carry the file's bytes as they are (the session file keeps them);
+// the kernel fits each image to the model it is sent to (loop/image-fit.ts). Whether the
+// model can take images is the kernel's call too: one without vision answers invalid_request.
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { EXIT } from "./exit-codes.ts";
 import { CliError } from "./io.ts";
 
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+/** What the session file keeps of one image; far above any vendor's limit, since images are fitted. */
+export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 
 /** The media type a file's first bytes say it is, if it is an image the vendors take. */
 export function sniffImage(bytes: Uint8Array): string | undefined {
@@ -39,7 +41,7 @@ export function readImages(files: readonly string[], cwd: string): ContentBlock[
     }
     if (size > MAX_IMAGE_BYTES)
       throw new CliError(
-        `--image: ${f} is ${size} bytes; images are sent up to ${MAX_IMAGE_BYTES} bytes`,
+        `--image: ${f} is ${size} bytes; images are attached up to ${MAX_IMAGE_BYTES} bytes`,
         EXIT.USAGE,
       );
     const data = readFileSync(path);

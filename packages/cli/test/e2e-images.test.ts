@@ -7,6 +7,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
 import { type FakeVendor, startFakeVendor, type VendorId } from "@pluggableharness/fake-vendors";
+import { encodePng, imageHeader } from "@pluggableharness/image-kit";
+import { openSessionReader } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agent, type Sandbox, sandbox } from "./helpers.ts";
 
@@ -156,10 +158,10 @@ afterAll(async () => {
   sb?.cleanup();
 });
 
-async function runWith(c: Case, extra = "") {
-  const repo = sb.repo(`repo-${c.name}${extra ? "-novision" : ""}`);
+async function runWith(c: Case, extra = "", image: Buffer = PNG, tag = "") {
+  const repo = sb.repo(`repo-${c.name}${extra ? "-novision" : ""}${tag}`);
   writeFileSync(join(repo, "agent.hcl"), hcl(c, extra));
-  writeFileSync(join(repo, "shot.png"), PNG);
+  writeFileSync(join(repo, "shot.png"), image);
   const fake = await startFakeVendor({ vendor: c.vendor, validate: true, models: [c.model] });
   fakes.push(fake);
   fake.push(
@@ -230,5 +232,44 @@ describe("read_file images reach vision models in every vendor's wire format", (
     const sent = JSON.stringify(body);
     expect(sent).not.toContain(B64);
     expect(sent).toMatch(/an image \(image\/png, \d+ bytes\) not shown: llava does not take images/);
+  });
+
+  it("a large image read_file returns is fitted to the model; the tool result in the session keeps it whole", async () => {
+    const c = CASES.find((x) => x.name === "anthropic")!;
+    const w = 3000;
+    const h = 2000;
+    const px = new Uint8Array(w * h * 4);
+    for (let i = 0; i < px.length; i += 4) px.set([(i / 4) % 251, ((i / 4 / w) | 0) % 241, 40, 255], i);
+    const big = Buffer.from(encodePng({ width: w, height: h, data: px }));
+    const { r, fake } = await runWith(c, "", big, "-large");
+    expect(r.code, r.stderr).toBe(0);
+    expect(fake.requests.every((q) => q.rejected === undefined)).toBe(true);
+    const images = imagesIn(fake.requests[1]!.json);
+    expect(images).toHaveLength(1);
+    const [mediaType, data] = images[0]!;
+    expect(mediaType).toBe("image/png");
+    const head = imageHeader(Buffer.from(data, "base64"))!;
+    expect(Math.max(head.width, head.height)).toBeLessThanOrEqual(1568);
+    expect(head.width * head.height).toBeLessThanOrEqual(1_150_000);
+    const sent = JSON.stringify(fake.requests[1]!.json);
+    expect(sent).toContain("PNG image shot.png (3000x2000 pixels, ");
+    expect(sent).toContain(
+      `image downscaled from 3000x2000 to ${head.width}x${head.height} pixels to fit claude-sonnet-5`,
+    );
+    expect(sent).not.toContain(big.toString("base64"));
+    // The session file holds the tool result as read_file returned it: the original bytes.
+    const reader = openSessionReader(String(JSON.parse(r.stdout).session_id), {
+      dir: join(sb.env["XDG_STATE_HOME"]!, "agent", "sessions"),
+    });
+    try {
+      const whole = Buffer.from(big.toString("base64"));
+      expect(
+        reader
+          .readEvents()
+          .some((e) => e.kindText === "tool_result" && Buffer.from(e.payload).includes(whole)),
+      ).toBe(true);
+    } finally {
+      reader.close();
+    }
   });
 });

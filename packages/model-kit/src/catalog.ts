@@ -52,12 +52,23 @@ export interface PricingTierDef {
   inputUntil?: number;
 }
 
+/** How large an image a vision model takes (ModelSpec.image_limits); 0: no limit of that kind. */
+export interface ImageLimitsDef {
+  maxBytes: number;
+  maxLongEdge: number;
+  maxPixels?: number;
+  /** A request with more than `over` images has each image's long edge at most `longEdge`. */
+  manyImages?: { over: number; longEdge: number };
+}
+
 export interface CatalogModel {
   id: string;
   contextWindow: number;
   maxOutputTokens: number;
   toolUse: boolean;
   vision: boolean;
+  /** Vision models only. Absent: the kernel's conservative default applies. */
+  images?: ImageLimitsDef;
   documents: boolean;
   streaming: boolean;
   parallelToolCalls: boolean;
@@ -159,6 +170,17 @@ export function toModelSpec(m: CatalogModel): ModelSpec {
       })),
     },
     supportedToolChoiceModes: m.toolChoiceModes.map((c) => CHOICE[c]),
+    ...(m.vision && m.images
+      ? {
+          imageLimits: {
+            maxBytes: BigInt(m.images.maxBytes),
+            maxLongEdge: m.images.maxLongEdge,
+            maxPixels: BigInt(m.images.maxPixels ?? 0),
+            manyImagesThreshold: m.images.manyImages?.over ?? 0,
+            manyImagesLongEdge: m.images.manyImages?.longEdge ?? 0,
+          },
+        }
+      : {}),
     ...(m.sampling
       ? {
           sampling: {
@@ -197,6 +219,7 @@ const KEYS = new Set([
   "caching",
   "tool_choice_modes",
   "sampling",
+  "images",
   "pricing",
   "wire",
 ]);
@@ -296,6 +319,7 @@ function customModel(
     else modes = v as ToolChoiceName[];
   }
   const sampling = entry.sampling === undefined ? base?.sampling : parseSampling(entry.sampling, errs);
+  const images = entry.images === undefined ? base?.images : parseImages(entry.images, errs);
   if (entry.wire !== undefined && !isObj(entry.wire)) errs.push(`"wire" must be an object`);
   const model: CatalogModel = {
     id,
@@ -303,6 +327,7 @@ function customModel(
     maxOutputTokens: num("max_output_tokens", base?.maxOutputTokens),
     toolUse: bool("tool_use", base?.toolUse ?? true),
     vision: bool("vision", base?.vision ?? false),
+    ...(images ? { images } : {}),
     documents: bool("documents", base?.documents ?? false),
     streaming: bool("streaming", base?.streaming ?? true),
     parallelToolCalls: bool("parallel_tool_calls", base?.parallelToolCalls ?? false),
@@ -377,6 +402,27 @@ function parseThinking(v: JsonValue, errs: string[]): ThinkingDef | undefined {
  * `"sampling"`: the list of accepted parameters, or `{"accepted": [...], "only_at_effort": [...]}`;
  * `null` removes an inherited declaration (the kernel then forwards what a profile sets).
  */
+/** `"images"`: `{"max_bytes": n, "max_long_edge": n, "max_pixels": n}`, each optional (0: no limit). */
+function parseImages(v: JsonValue, errs: string[]): ImageLimitsDef | undefined {
+  if (v === null) return undefined;
+  const keys = ["max_bytes", "max_long_edge", "max_pixels"];
+  if (!isObj(v)) {
+    errs.push(`"images" must be an object with ${keys.map((k) => `"${k}"`).join(", ")}`);
+    return undefined;
+  }
+  for (const k of Object.keys(v)) if (!keys.includes(k)) errs.push(`unknown key "images.${k}"`);
+  const n = (k: string): number => {
+    const x = v[k];
+    if (x === undefined) return 0;
+    if (typeof x !== "number" || !Number.isInteger(x) || x < 0) {
+      errs.push(`"images.${k}" must be a whole number, 0 or more`);
+      return 0;
+    }
+    return x;
+  };
+  return { maxBytes: n("max_bytes"), maxLongEdge: n("max_long_edge"), maxPixels: n("max_pixels") };
+}
+
 function parseSampling(v: JsonValue, errs: string[]): SamplingDef | undefined {
   if (v === null) return undefined;
   const names = (x: JsonValue | undefined): SamplingName[] | undefined =>

@@ -5,6 +5,7 @@ export {
   type CustomModelDefaults,
   type CustomModelsResult,
   type DisableName,
+  type ImageLimitsDef,
   type PricingTierDef,
   parseCustomModels,
   SAMPLING_NAMES,

@@ -270,6 +270,53 @@ describe("catalogs", () => {
     expect(summaries).toContain('Model "y": "pricing" is required');
     expect(parseCustomModels("models_json", "{", [base]).diagnostics[0]!.summary).toContain("not valid JSON");
   });
+
+  it("carry a vision model's image limits into ModelSpec.image_limits, declared or inherited with like", () => {
+    const seeing: CatalogModel = {
+      ...base,
+      id: "eye-1",
+      vision: true,
+      images: {
+        maxBytes: 3_932_160,
+        maxLongEdge: 1568,
+        maxPixels: 1_150_000,
+        manyImages: { over: 20, longEdge: 2000 },
+      },
+    };
+    expect(toModelSpec(seeing).imageLimits).toMatchObject({
+      maxBytes: 3_932_160n,
+      maxLongEdge: 1568,
+      maxPixels: 1_150_000n,
+      manyImagesThreshold: 20,
+      manyImagesLongEdge: 2000,
+    });
+    // A model without vision has none, whatever it declares.
+    expect(toModelSpec({ ...seeing, vision: false }).imageLimits).toBeUndefined();
+    const { models, diagnostics } = parseCustomModels(
+      "models_json",
+      JSON.stringify({
+        "eye-1-fast": { like: "eye-1" },
+        llava: {
+          context_window: 4096,
+          max_output_tokens: 1024,
+          vision: true,
+          pricing: { free: true },
+          images: { max_bytes: 1_000_000, max_long_edge: 672 },
+        },
+      }),
+      [seeing],
+    );
+    expect(diagnostics).toEqual([]);
+    expect(models.map((m) => toModelSpec(m).imageLimits?.maxLongEdge)).toEqual([1568, 672]);
+    const bad = parseCustomModels(
+      "models_json",
+      JSON.stringify({ z: { like: "eye-1", images: { max_long_edge: -1, colour: 1 } } }),
+      [seeing],
+    );
+    const summaries = bad.diagnostics.map((d) => d.summary).join("\n");
+    expect(summaries).toContain('"images.max_long_edge" must be a whole number, 0 or more');
+    expect(summaries).toContain('unknown key "images.colour"');
+  });
 });
 
 describe("tool schemas and names", () => {

@@ -21,9 +21,27 @@ export interface AnthropicWire {
   adaptive: boolean;
 }
 
+const VISION =
+  "platform.claude.com/docs/en/build-with-claude/vision (8000x8000 px maximum, 2000x2000 px when a request carries " +
+  "more than 20 images; images over a 1568 px long edge or ~1.15 MP are downscaled by the API, so larger ones cost " +
+  "latency for nothing); 5 MB per image measured on the base64 text (the API's 400 'image exceeds 5 MB maximum: N " +
+  "bytes > 5242880 bytes', anthropics/claude-code#14887), i.e. 3.75 MiB of image bytes";
+const VISION_HIGH_RES =
+  "Claude Opus 4.7 introduced high-resolution vision (3.75 MP, up to a 2576 px long edge; release notes as reported " +
+  "by vercel.com/ai-gateway and apidog.com); Opus 4.8 is taken to keep it";
+
+/** Standard Claude vision: what the API keeps without downscaling. */
+const IMAGES = {
+  maxBytes: 3_932_160,
+  maxLongEdge: 1568,
+  maxPixels: 1_150_000,
+  manyImages: { over: 20, longEdge: 2000 },
+} as const;
+
 const common = {
   toolUse: true,
   vision: true,
+  images: IMAGES,
   documents: true,
   streaming: true,
   parallelToolCalls: true,
@@ -34,6 +52,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
   {
     id: "claude-opus-4-8",
     ...common,
+    images: { ...IMAGES, maxLongEdge: 2576, maxPixels: 3_750_000 },
     contextWindow: 1_000_000,
     maxOutputTokens: 128_000,
     // Adaptive only: budget_tokens is rejected with a 400; effort rides on output_config.
@@ -51,6 +70,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
     sources: {
       sampling: NO_SAMPLING,
       limits: ROSTER,
+      images: `${VISION}; ${VISION_HIGH_RES}`,
       thinking: `${ROSTER}; ${SEED}; disable not documented for this model, declared "never" (conservative)`,
       pricing: PRICING,
     },
@@ -72,6 +92,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       tiers: [{ input: 2, output: 10, cacheWrite: 2.5, cacheRead: 0.2, batchInput: 1, batchOutput: 5 }],
     },
     sources: {
+      images: VISION,
       sampling: NO_SAMPLING,
       limits: ROSTER,
       thinking: `${ROSTER}; ${SEED}; effort ladder per the adaptive-thinking docs (xhigh only on Opus), disable declared "never" (conservative)`,
@@ -96,6 +117,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
     },
     sources: {
+      images: VISION,
       sampling: SAMPLING,
       limits: "Anthropic models overview (1M context, 128K output)",
       thinking: `${SEED}: effort and a deprecated but working budget; budget must stay below max_tokens and at least 1024`,
@@ -120,6 +142,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       tiers: [{ input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3, batchInput: 1.5, batchOutput: 7.5 }],
     },
     sources: {
+      images: VISION,
       sampling: SAMPLING,
       limits: `${ROSTER} (confirmed 1M / 128K)`,
       thinking: `${ROSTER}; ${SEED}`,
@@ -140,6 +163,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
       tiers: [{ input: 1, output: 5, cacheWrite: 1.25, cacheRead: 0.1, batchInput: 0.5, batchOutput: 2.5 }],
     },
     sources: {
+      images: VISION,
       sampling: SAMPLING,
       limits: `${ROSTER} (confirmed 200K / 64K)`,
       thinking: `${ROSTER}; ${SEED}`,

@@ -28,9 +28,9 @@ export const CONFIG: readonly ConfigField[] = [
   {
     name: "max_image_bytes",
     type: "number",
-    default: 3_932_160,
+    default: 20 * 1024 * 1024,
     description:
-      "Largest image read_file returns as an image (3.75 MiB: 5 MiB once base64-encoded, the smallest vendor limit); larger ones are described, not shown.",
+      "Largest image read_file returns as an image (20 MiB); larger ones are described, not shown. The kernel fits every image to the model it is sent to (downscaled, re-encoded), so this bounds only what the session file keeps.",
   },
   {
     name: "max_file_bytes",

@@ -30,6 +30,10 @@ export interface GeminiWire {
 const common = {
   toolUse: true,
   vision: true,
+  // Inline data: the whole request under 20 MB (ai.google.dev/gemini-api/docs/vision); 7 MB
+  // per inline file on Vertex AI. No pixel maximum is documented: the long edge is our cap
+  // (Gemini bills 258 tokens per 768x768 tile, so 3072 px is at most 16 tiles).
+  images: { maxBytes: 7_000_000, maxLongEdge: 3072 },
   documents: true,
   streaming: true,
   parallelToolCalls: true,

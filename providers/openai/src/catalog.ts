@@ -115,6 +115,9 @@ function model(e: Entry): CatalogModel {
     maxOutputTokens: e.maxOutputTokens,
     toolUse: true,
     vision: true,
+    // 20 MB per image (50 MB of images per request); "high" detail first scales an image
+    // to fit 2048x2048, so a longer edge is only bandwidth.
+    images: { maxBytes: 20_000_000, maxLongEdge: 2048 },
     documents: true,
     streaming: true,
     parallelToolCalls: true,
@@ -130,6 +133,10 @@ function model(e: Entry): CatalogModel {
       caching: S.caching,
       tool_choice: "Responses API tool_choice: auto, required, none, {type: function, name}",
       batch: S.batch,
+      images:
+        "developers.openai.com/docs/guides/images-vision (image input requirements: PNG, JPEG, WEBP, non-animated " +
+        "GIF; 20 MB per image, 500 images and 50 MB of image bytes per request; detail high fits 2048x2048, then " +
+        "768 px on the short side)",
       ...e.sources,
     },
     wire: { reasoning: true },

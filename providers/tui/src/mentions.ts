@@ -13,7 +13,8 @@ export const MAX_TEXT_BYTES = 256 * 1024;
 /** All attachments of one message together. */
 export const MAX_TOTAL_BYTES = 1024 * 1024;
 /** Images are sent inline; vendors cap them around 5 MB. */
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+/** Images are fitted to each model by the kernel, so this bounds only what the session keeps. */
+export const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 const MAX_CANDIDATES = 200;
 
 export const IMAGE_TYPES: Readonly<Record<string, string>> = {

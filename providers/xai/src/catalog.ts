@@ -43,6 +43,9 @@ function grok(
     maxOutputTokens: e.maxOutputTokens,
     toolUse: true,
     vision: true,
+    // docs.x.ai image understanding: 10 MiB per image, jpg/png. No pixel maximum is
+    // documented: 2048 px is our cap, as for OpenAI's high detail.
+    images: { maxBytes: 10 * 1024 * 1024, maxLongEdge: 2048 },
     documents: false,
     streaming: true,
     parallelToolCalls: true,

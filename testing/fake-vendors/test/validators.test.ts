@@ -289,6 +289,35 @@ describe("images, as every vendor checks them", () => {
     ).toMatch(/not valid base64/);
   });
 
+  it("Anthropic: 5 MB of base64 per image, 8000 px a side, 2000 px past 20 images", () => {
+    const header = (w: number, h: number) => {
+      const b = Buffer.alloc(33);
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]).copy(b);
+      b.write("IHDR", 12, "latin1");
+      b.writeUInt32BE(w, 16);
+      b.writeUInt32BE(h, 20);
+      return b;
+    };
+    const img = (b: Buffer) => ({
+      type: "image",
+      source: { type: "base64", media_type: "image/png", data: b.toString("base64") },
+    });
+    const one = (...blocks: unknown[]) => req({ ...base, messages: [{ role: "user", content: blocks }] });
+    expect(validateAnthropic(one(img(header(8000, 10))))).toBeUndefined();
+    expect(validateAnthropic(one(img(header(8001, 10))))?.message).toMatch(
+      /image dimensions exceed max allowed size: 8000 pixels/,
+    );
+    const wide = img(header(2100, 10));
+    expect(validateAnthropic(one(...Array.from({ length: 20 }, () => wide)))).toBeUndefined();
+    expect(validateAnthropic(one(...Array.from({ length: 21 }, () => wide)))?.message).toMatch(
+      /max allowed size for many-image requests: 2000 pixels/,
+    );
+    const big = Buffer.concat([header(100, 100), Buffer.alloc(4 * 1024 * 1024)]);
+    expect(validateAnthropic(one(img(big)))?.message).toMatch(
+      /image exceeds 5 MB maximum: \d+ bytes > 5242880 bytes/,
+    );
+  });
+
   it("Chat Completions: image_url parts are checked, and a tool message carries text only", () => {
     const body = (content: unknown) => ({ model: "gpt-4o", messages: [{ role: "user", content }] });
     expect(validateChat(req(body([{ type: "image_url", image_url: { url: url(PNG) } }])))).toBeUndefined();

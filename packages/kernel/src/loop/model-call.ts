@@ -51,6 +51,7 @@ import {
 import type { LoadedProvider } from "../plugins/providers.ts";
 import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
+import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import type { Session } from "./session.ts";
 import { declaredToolName } from "./tool-registry.ts";
 
@@ -377,10 +378,13 @@ export async function callModel(
       return { kind: "failed", category: e.category, message: e.message };
     }
 
-    // What the plugin receives: the vendor's own ids on its tool calls (ToolCall.id is the kernel's).
+    // What the plugin receives: images fitted to this model (the session keeps the
+    // originals), and the vendor's own ids on its tool calls (ToolCall.id is the kernel's).
+    const fitted = fitRequestImages(request.messages, candidate.spec);
+    reportImageFits(session, candidate, fitted.notes, log);
     const wire = create(StreamCompletionRequestSchema, {
       ...request,
-      messages: withVendorToolCallIds(request.messages),
+      messages: withVendorToolCallIds(fitted.messages),
     });
     let retries = 0;
     for (;;) {
@@ -643,6 +647,41 @@ async function attempt(
     };
   }
   return { kind: "ok", completion };
+}
+
+/**
+ * Logs what fitting did to a request's images, once per image and session; an image that
+ * could not be sent is also shown to the operator (a warning notice).
+ */
+function reportImageFits(
+  session: Session,
+  candidate: ResolvedCandidate,
+  notes: readonly ImageFitNote[],
+  log: LoopDeps["log"],
+): void {
+  for (const n of newNotes(session, notes)) {
+    const fields = { provider: candidate.provider.name, model: candidate.spec.id };
+    if (n.kind === "fitted") {
+      log.info(n.text, fields, session.id);
+      continue;
+    }
+    log.warn(n.text, fields, session.id);
+    session.channel.publish({
+      event: {
+        case: "render",
+        value: {
+          content: {
+            // A notice, like a retry's: a headless run prints it on stderr.
+            region: Region.TOP_BAR,
+            replace: true,
+            content: {
+              root: { node: { case: "text", value: { content: n.text, style: TextStyle.WARNING } } },
+            },
+          },
+        },
+      },
+    });
+  }
 }
 
 /** The vendor's request id, for the failure a user reads (and quotes to the vendor's support). */

@@ -1,7 +1,7 @@
 // Checks a Messages request the way the real API would reject it (400 invalid_request_error).
 // Only rules we are confident the vendor enforces are here; each is listed in the README.
 import type { RecordedRequest, Rejection } from "../types.ts";
-import { imageProblem } from "./images.ts";
+import { anthropicImageLimitProblem, imageProblem } from "./images.ts";
 import { claudeRefusesSampling } from "./models.ts";
 
 type Json = Record<string, unknown>;
@@ -101,6 +101,12 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
   }
 
   const messages = body.messages as unknown[];
+  // Images anywhere in the request (top level and inside tool results): the many-images rule.
+  const imageCount = (messages.filter(isObject) as Json[]).flatMap(blocksOf).reduce((n, b) => {
+    if (b.type === "image") return n + 1;
+    if (b.type !== "tool_result" || !Array.isArray(b.content)) return n;
+    return n + (b.content as unknown[]).filter((c) => isObject(c) && c.type === "image").length;
+  }, 0);
   for (const [i, m] of messages.entries()) {
     if (!isObject(m)) return reject(`messages.${i}: Input should be a valid dictionary`);
     if (m.role !== "user" && m.role !== "assistant")
@@ -140,7 +146,8 @@ export function validateAnthropic(request: RecordedRequest): Rejection | undefin
         const src = isObject(im.source) ? im.source : undefined;
         if (src?.type === "url" && typeof src.url === "string") continue;
         if (src?.type !== "base64") return reject(`messages.${i}.content.${j}.image.source: Field required`);
-        const problem = imageProblem(src.media_type, src.data);
+        const problem =
+          imageProblem(src.media_type, src.data) ?? anthropicImageLimitProblem(String(src.data), imageCount);
         if (problem) return reject(`messages.${i}.content.${j}.image.source.base64: ${problem}`);
       }
       const texts =

@@ -1,7 +1,8 @@
 // Image payloads as the vendors check them: a supported media type, well-formed base64,
 // and bytes that really are that kind of image (every vendor refuses an image whose
 // bytes do not match its declared type, e.g. Anthropic's "Image does not match the
-// provided media type").
+// provided media type"), and Anthropic's size limits.
+import { imageHeader } from "@pluggableharness/image-kit";
 
 const TYPES: Record<string, (b: Buffer) => boolean> = {
   "image/png": (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
@@ -36,4 +37,20 @@ export function imageUrlProblem(url: unknown): string | undefined {
   const m = /^data:([^;,]+);base64,(.*)$/s.exec(url);
   if (!m) return "image_url must be an http(s) URL or a base64 data URL";
   return imageProblem(m[1], m[2]);
+}
+
+/**
+ * Anthropic's per-image limits (platform.claude.com/docs/en/build-with-claude/vision): 5 MB
+ * of base64 text, 8000 px a side, 2000 px a side once a request carries more than 20
+ * images. The messages are the API's own.
+ */
+export function anthropicImageLimitProblem(data: string, imagesInRequest: number): string | undefined {
+  if (data.length > 5 * 1024 * 1024)
+    return `image exceeds 5 MB maximum: ${data.length} bytes > 5242880 bytes`;
+  const h = imageHeader(Buffer.from(data, "base64"));
+  const edge = h ? Math.max(h.width, h.height) : 0;
+  if (edge > 8000) return "At least one of the image dimensions exceed max allowed size: 8000 pixels";
+  if (imagesInRequest > 20 && edge > 2000)
+    return "At least one of the image dimensions exceed max allowed size for many-image requests: 2000 pixels";
+  return undefined;
 }

@@ -166,6 +166,16 @@ export declare type ModelSpec = Message<"pluggableharness.model.v1.ModelSpec"> &
    * @generated from field: optional pluggableharness.model.v1.SamplingSpec sampling = 13;
    */
   sampling?: SamplingSpec | undefined;
+
+  /**
+   * The largest image the model takes (meaningful only with supports_vision). The kernel
+   * fits every image of a request to it (downscale, re-encode) before sending; absent: the
+   * kernel's conservative default. Not in the seed: promoted to a typed field because the
+   * kernel acts on it (the seed's provider_options rule).
+   *
+   * @generated from field: optional pluggableharness.model.v1.ImageLimits image_limits = 14;
+   */
+  imageLimits?: ImageLimits | undefined;
 };
 
 /**
@@ -173,6 +183,55 @@ export declare type ModelSpec = Message<"pluggableharness.model.v1.ModelSpec"> &
  * Use `create(ModelSpecSchema)` to create a new message.
  */
 export declare const ModelSpecSchema: GenMessage<ModelSpec>;
+
+/**
+ * How large an image one model takes. 0 in a field: no limit of that kind.
+ *
+ * @generated from message pluggableharness.model.v1.ImageLimits
+ */
+export declare type ImageLimits = Message<"pluggableharness.model.v1.ImageLimits"> & {
+  /**
+   * Largest encoded image in bytes, counted before base64.
+   *
+   * @generated from field: int64 max_bytes = 1;
+   */
+  maxBytes: bigint;
+
+  /**
+   * Longest edge in pixels: the vendor's hard maximum, or the edge past which the vendor
+   * only downscales (sending more costs bandwidth and latency for nothing).
+   *
+   * @generated from field: int32 max_long_edge = 2;
+   */
+  maxLongEdge: number;
+
+  /**
+   * Most pixels (width x height), by the same reading.
+   *
+   * @generated from field: int64 max_pixels = 3;
+   */
+  maxPixels: bigint;
+
+  /**
+   * A request carrying more than this many images (0: no such rule)...
+   *
+   * @generated from field: int32 many_images_threshold = 4;
+   */
+  manyImagesThreshold: number;
+
+  /**
+   * ...has every image's longest edge at most this (e.g. Anthropic: over 20, 2000 px).
+   *
+   * @generated from field: int32 many_images_long_edge = 5;
+   */
+  manyImagesLongEdge: number;
+};
+
+/**
+ * Describes the message pluggableharness.model.v1.ImageLimits.
+ * Use `create(ImageLimitsSchema)` to create a new message.
+ */
+export declare const ImageLimitsSchema: GenMessage<ImageLimits>;
 
 /**
  * Which sampling parameters a model accepts, and when.
