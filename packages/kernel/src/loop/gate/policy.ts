@@ -56,7 +56,7 @@ export function admitUnplanned(
   );
   if (verdict.downgraded) {
     deps.log.warn(
-      `policy rule "${verdict.rule}" resolved to ask for a ${interactive ? "interactive" : "data_source"} call; no apply step exists for it, so it is denied`,
+      `policy rule "${verdict.rule}" resolved to ask for ${interactive ? "an interactive" : "a data_source"} call; no apply step exists for it, so it is denied`,
       { tool: `${c.tool!.provider.name}.${schema.name}` },
       session.id,
     );
@@ -66,7 +66,7 @@ export function admitUnplanned(
     allowed: false,
     by: verdict.rule,
     reason: verdict.downgraded
-      ? `policy rule "${verdict.rule}" asks, which a ${interactive ? "interactive" : "data-source"} call cannot, so it is denied`
+      ? `policy rule "${verdict.rule}" asks, which ${interactive ? "an interactive" : "a data-source"} call cannot, so it is denied`
       : denyReason(verdict),
   };
 }
