@@ -173,8 +173,8 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: "kernel-ids-sent-to-vendor",
     file: "packages/kernel/src/loop/model-call.ts",
-    from: "      messages: withVendorToolCallIds(request.messages),",
-    to: "      messages: [...request.messages],",
+    from: "      messages: withVendorToolCallIds(fitted.messages),",
+    to: "      messages: [...fitted.messages],",
     test: "packages/kernel/test/loop/wiring.test.ts",
     only: "tool call ids",
   },
