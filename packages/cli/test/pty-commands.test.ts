@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { type FakeVendor, type RecordedRequest, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, PNG, type Sandbox, sandbox } from "./helpers.ts";
+import { waitForText } from "./tmux.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -22,16 +23,7 @@ const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "cmd");
 const keys = (...k: string[]) => tmux("send-keys", "-t", "cmd", ...k);
 const type = (text: string) => tmux("send-keys", "-t", "cmd", "-l", text);
 
-async function waitFor(pattern: string | RegExp, timeoutMs = 20_000): Promise<string> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const text = pane();
-    if (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) return text;
-    if (Date.now() > end)
-      throw new Error(`timed out waiting for ${pattern}:\n${text.split("\n").slice(-60).join("\n")}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (pattern: string | RegExp, timeoutMs?: number) => waitForText(pane, pattern, timeoutMs);
 
 const occurrences = (text: string, pattern: string | RegExp) =>
   typeof pattern === "string"

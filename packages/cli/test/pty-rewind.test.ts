@@ -15,6 +15,7 @@ import { listSessions } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dial } from "../src/serve/client.ts";
 import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { waitForText } from "./tmux.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -51,15 +52,8 @@ agent_profile "default" {
 const tmux = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
 const pane = (name: string) => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", name);
 
-async function until(name: string, pattern: string | RegExp, ms = 20_000): Promise<string> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const text = pane(name);
-    if (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) return text;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${pattern}:\n${text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = (name: string, pattern: string | RegExp, ms?: number) =>
+  waitForText(() => pane(name), pattern, ms);
 
 let hasTmux = true;
 try {

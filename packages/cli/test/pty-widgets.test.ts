@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, type Sandbox, sandbox } from "./helpers.ts";
+import { waitForText } from "./tmux.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -17,15 +18,7 @@ let socket: string;
 const tmux = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
 const pane = () => tmux("capture-pane", "-p", "-J", "-t", "w");
 
-async function waitFor(pattern: string | RegExp, timeoutMs = 20_000): Promise<string> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const text = pane();
-    if (typeof pattern === "string" ? text.includes(pattern) : pattern.test(text)) return text;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${pattern}:\n${text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (pattern: string | RegExp, timeoutMs?: number) => waitForText(pane, pattern, timeoutMs);
 
 const HCL = `
 required_providers {
