@@ -410,6 +410,15 @@ function startError(message: string, code: string): SafeGitResult {
   return { stdout: Buffer.alloc(0), stderr: Buffer.from(message), code: null, error, confined: false };
 }
 
+/** The global configuration files git reads for this environment (those that exist). */
+function globalConfigFiles(env: NodeJS.ProcessEnv): string[] {
+  const home = env["HOME"];
+  const xdg = env["XDG_CONFIG_HOME"] || (home ? join(home, ".config") : undefined);
+  return [home ? join(home, ".gitconfig") : "", xdg ? join(xdg, "git", "config") : ""].filter(
+    (f) => f !== "" && isAbsolute(f) && existsSync(f),
+  );
+}
+
 interface Prepared {
   readonly file: string;
   readonly env: NodeJS.ProcessEnv;
@@ -528,7 +537,9 @@ export async function runSafeGit(args: readonly string[], o: SafeGitOptions): Pr
         {
           bwrap: probe.bwrap,
           writable: o.write ? [...o.write.writable] : [],
-          protectedPaths: o.write ? [...o.write.protectedPaths] : [],
+          // The user's global configuration (identity, credential helpers) stays readable
+          // under the private /tmp a write gets, and read-only.
+          protectedPaths: o.write ? [...o.write.protectedPaths, ...globalConfigFiles(p.env)] : [],
           network: o.network === true,
           cwd: o.cwd,
           // A read writes nothing, and must still see a repository under /tmp.
