@@ -75,8 +75,13 @@ afterAll(async () => {
   sb?.cleanup();
 });
 
-const run = async (calls: Array<{ name: string; args: Record<string, unknown> }>) => {
-  fake.push({ kind: "tool_calls", calls }, { kind: "text", text: "done" });
+type Call = { name: string; args: Record<string, unknown> };
+/** One session; each list of calls is one model turn, then the model says it is done. */
+const run = async (...turns: Call[][]) => {
+  fake.push(...turns.map((calls) => ({ kind: "tool_calls" as const, calls })), {
+    kind: "text",
+    text: "done",
+  });
   const r = await agent(
     ["run", "-p", "work on the project", "--output-format", "stream-json", "--headless-ask", "allow"],
     { cwd: repo, env, timeoutMs: 90_000 },
@@ -169,13 +174,17 @@ describe("git runs nothing the model planted, in the kernel or for the user", ()
     writeFileSync(join(repo, "calc.js"), `${readFileSync(join(repo, "calc.js"), "utf8")}// more\n`);
 
     const before = fake.requests.length;
-    const s2 = await run([
-      { name: "git__git_status", args: {} },
-      { name: "git__git_diff", args: {} },
-      { name: "git__git_log", args: { max_count: 3 } },
-      { name: "git__git_stage", args: { all: true } },
-      { name: "git__git_commit", args: { message: "the agent's commit" } },
-    ]);
+    // The commit is its own turn: a turn's changes are planned together, before any applies,
+    // so a commit planned beside the stage would find nothing staged yet.
+    const s2 = await run(
+      [
+        { name: "git__git_status", args: {} },
+        { name: "git__git_diff", args: {} },
+        { name: "git__git_log", args: { max_count: 3 } },
+        { name: "git__git_stage", args: { all: true } },
+      ],
+      [{ name: "git__git_commit", args: { message: "the agent's commit" } }],
+    );
     expect(s2.code, s2.stderr).toBe(0);
     const results = s2.recs.filter((x) => x["type"] === "tool_result");
     // Data sources run side by side: results arrive in any order.
