@@ -185,6 +185,8 @@ describe("git runs nothing the model planted, in the kernel or for the user", ()
       ],
       [{ name: "git__git_commit", args: { message: "the agent's commit" } }],
     );
+    // Nothing planted ran: not before the model calls, not in the git provider's calls.
+    expect(marked()).toEqual([]);
     expect(s2.code, s2.stderr).toBe(0);
     const results = s2.recs.filter((x) => x["type"] === "tool_result");
     // Data sources run side by side: results arrive in any order.
@@ -197,7 +199,6 @@ describe("git runs nothing the model planted, in the kernel or for the user", ()
     ]);
     // workspace-context ran git before each model call: its state reached the model.
     expect(JSON.stringify(fake.requests[before]!.json)).toContain("Branch: main");
-    expect(marked()).toEqual([]);
     expect(execFileSync("git", ["log", "-1", "--format=%s"], { cwd: repo }).toString()).toBe(
       "the agent's commit\n",
     );
