@@ -194,6 +194,8 @@ export function neutralValue(key: string): string | undefined {
       case "sendemail.cccmd":
       case "sendemail.headercmd":
       case "sendemail.smtpserver":
+      // add -p pipes its diffs through this one.
+      case "interactive.difffilter":
         return "";
     }
     // pager.<command> has no subsection: pager.log, pager.status...
@@ -215,6 +217,9 @@ export function neutralValue(key: string): string | undefined {
     case "browser.path":
     case "man.cmd":
     case "man.path":
+    case "guitool.cmd":
+    // git archive --format=<x> pipes the tar stream through it; empty: archive fails, nothing runs.
+    case "tar.command":
       return "";
     case "submodule.update":
       return "checkout";
@@ -237,6 +242,8 @@ export function fixedOverrides(hooks: boolean): Array<[string, string]> {
     ["diff.external", ""],
     ["core.alternateRefsCommand", ""],
     ["log.showSignature", "false"],
+    // A mistyped subcommand is never run as its nearest match (an alias may be a shell command).
+    ["help.autoCorrect", "0"],
     // No recursion into submodules (their own configuration) and no background jobs.
     ["submodule.recurse", "false"],
     ["fetch.recurseSubmodules", "false"],

@@ -73,6 +73,9 @@ describe("safe git rules", () => {
       ["submodule.sub.update", "checkout"],
       ["init.templateDir", ""],
       ["sendemail.sendmailCmd", ""],
+      ["interactive.diffFilter", ""],
+      ["guitool.x.cmd", ""],
+      ["tar.tgz.command", ""],
     ];
     const o = rules(planted.map(([k]) => local(k, "/tmp/evil.sh")));
     for (const [k, neutral] of planted) expect(valuesOf(o, k), k).toEqual([neutral]);
@@ -91,6 +94,7 @@ describe("safe git rules", () => {
       ["core.askPass", ""],
       ["diff.external", ""],
       ["log.showSignature", "false"],
+      ["help.autoCorrect", "0"],
       ["submodule.recurse", "false"],
       ["gc.auto", "0"],
     ])
@@ -274,6 +278,7 @@ describe("safe git against planted repositories (real git)", () => {
     c("credential.helper", `!${script("credential")}`);
     c("core.askPass", script("askpass"));
     c("core.editor", script("editor"));
+    c("tar.tgz.command", script("tar"));
     c("protocol.ext.allow", "always");
     c("remote.ext.url", `ext::${script("ext")} %S`);
     c("remote.ssh.url", "ssh://git.example.invalid/x.git");
@@ -376,6 +381,7 @@ describe("safe git against planted repositories (real git)", () => {
     await run("fetch", "-q", "ssh");
     await run("fetch", "-q", "ext");
     await run("remote", "show", "local");
+    await run("archive", "--format=tgz", "-o", "/dev/null", "HEAD");
     return results;
   };
 
@@ -384,7 +390,10 @@ describe("safe git against planted repositories (real git)", () => {
     plain(repo, "diff");
     plain(redirected, "status");
     plain(repo, "log", "-p", "-1");
-    expect(marked()).toEqual(expect.arrayContaining(["clean", "diff-command", "fsmonitor", "include"]));
+    plain(repo, "archive", "--format=tgz", "-o", "/dev/null", "HEAD");
+    expect(marked()).toEqual(
+      expect.arrayContaining(["clean", "diff-command", "fsmonitor", "include", "tar"]),
+    );
     clearMarks();
   });
 
