@@ -2,7 +2,8 @@
 // completion (forwarding text and reasoning deltas to frontends as they arrive),
 // accumulate it, and recover per ModelError category:
 // - rate_limited / overloaded: retried with exponential backoff and jitter (settings.retry),
-//   never sooner than retry_after; then the next eligible candidate of the chain;
+//   never sooner than retry_after and never later than settings.max_retry_delay_ms (a
+//   longer retry_after is cut to it and reported); then the next eligible candidate;
 // - process_crashed: retried once (the runtime relaunches the plugin), then the chain;
 // - invalid_request flagged model_not_found (the vendor does not serve that id): never
 //   retried, the next candidate of the chain, and the candidate is skipped for the rest
@@ -266,17 +267,48 @@ export function routeCandidates(
 /** vendor_code of an attempt the kernel cut because it delivered nothing for too long. */
 export const STALL_CODE = "stream_idle_timeout";
 
-/** Backoff before retry `n` (0-based): base * factor^n, equal jitter, never below retry_after. */
+export interface RetryWait {
+  /** What the kernel waits: the backoff or the vendor's retry-after, at most max_retry_delay_ms. */
+  readonly delayMs: number;
+  /** What the vendor's retry-after asked for, when it gave one. */
+  readonly askedMs?: number;
+  /** The wait was cut to settings.max_retry_delay_ms. */
+  readonly capped: boolean;
+}
+
+/**
+ * The wait before retry `n` (0-based): base * factor^n with equal jitter, never below the
+ * vendor's retry_after, and never above settings.max_retry_delay_ms. A retry_after that is
+ * not a number is ignored; one that is infinite or huge is cut like any other.
+ */
+export function retryWait(
+  deps: Pick<LoopDeps, "settings" | "clock">,
+  n: number,
+  retryAfterSeconds: number | undefined,
+): RetryWait {
+  const r = deps.settings.retry;
+  const cap = deps.settings.max_retry_delay_ms;
+  const exp = r.base_delay_ms * r.backoff_factor ** n;
+  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
+  const asked =
+    retryAfterSeconds === undefined || Number.isNaN(retryAfterSeconds)
+      ? undefined
+      : Math.max(0, retryAfterSeconds) * 1000;
+  const wanted = Math.max(Number.isNaN(jittered) ? 0 : jittered, asked ?? 0);
+  return {
+    delayMs: Math.min(wanted, cap),
+    ...(asked !== undefined ? { askedMs: asked } : {}),
+    capped: wanted > cap,
+  };
+}
+
+/** The wait before retry `n` in ms (retryWait's delay). */
 export function retryDelayMs(
   deps: Pick<LoopDeps, "settings" | "clock">,
   n: number,
   retryAfterSeconds: number | undefined,
 ): number {
-  const r = deps.settings.retry;
-  const exp = r.base_delay_ms * r.backoff_factor ** n;
-  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
-  const floor = retryAfterSeconds !== undefined && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : 0;
-  return Math.max(jittered, floor);
+  return retryWait(deps, n, retryAfterSeconds).delayMs;
 }
 
 type AttemptOutcome =
@@ -319,7 +351,7 @@ export async function callModel(
     if (!route.chosen && cutWait) {
       return {
         kind: "bound",
-        detail: `${lastError ? `${lastError.category}: ${lastError.message}; ` : ""}the vendor asked to wait ${Math.ceil(cutWait.delayMs / 1000)} s before a retry, and only ${Math.max(0, Math.floor(cutWait.leftMs / 1000))} s were left`,
+        detail: `${lastError ? `${lastError.category}: ${lastError.message}; ` : ""}the vendor asked to wait ${seconds(cutWait.delayMs)} s before a retry, and only ${Math.max(0, Math.floor(cutWait.leftMs / 1000))} s were left`,
       };
     }
     if (!route.chosen) {
@@ -449,16 +481,36 @@ export async function callModel(
         retries < perCall &&
         session.retriesUsed < deps.limits.maxSessionRetries
       ) {
-        const delay =
-          error.category === "process_crashed" ? 0 : retryDelayMs(deps, retries, error.retryAfterSeconds);
+        const wait: RetryWait =
+          error.category === "process_crashed"
+            ? { delayMs: 0, capped: false }
+            : retryWait(deps, retries, error.retryAfterSeconds);
+        const delay = wait.delayMs;
         const left = leftMs();
         if (delay >= left) {
           // Waiting would outlast the deadline: another candidate may still serve in time.
-          cutWait = { delayMs: delay, leftMs: left };
+          cutWait = { delayMs: wait.askedMs ?? delay, leftMs: left };
           break;
         }
         retries++;
         session.retriesUsed++;
+        // A vendor asking for longer than the kernel waits is told no, and so is the operator.
+        const cappedNote =
+          wait.capped && wait.askedMs !== undefined && wait.askedMs > delay
+            ? `the vendor asked to wait ${seconds(wait.askedMs)} s, waiting at most ${seconds(delay)} s (settings.max_retry_delay_ms); `
+            : "";
+        if (cappedNote) {
+          log.warn(
+            "retry-after cut to settings.max_retry_delay_ms",
+            {
+              provider: candidate.provider.name,
+              model: candidate.spec.id,
+              askedMs: wait.askedMs ?? 0,
+              waitMs: delay,
+            },
+            session.id,
+          );
+        }
         if (error.category === "rate_limited" || error.category === "overloaded") {
           // Frontends show it in their status line (top bar) while the kernel waits.
           const what =
@@ -479,7 +531,7 @@ export async function callModel(
                       node: {
                         case: "text",
                         value: {
-                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
+                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; ${cappedNote}retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
                           style: TextStyle.WARNING,
                         },
                       },
@@ -682,6 +734,11 @@ function reportImageFits(
       },
     });
   }
+}
+
+/** Whole seconds of a wait, for messages ("unbounded" for an infinite retry-after). */
+function seconds(ms: number): string {
+  return Number.isFinite(ms) ? String(Math.ceil(ms / 1000)) : "an unbounded number of";
 }
 
 /** The vendor's request id, for the failure a user reads (and quotes to the vendor's support). */
