@@ -8,11 +8,12 @@
 //   JSON line, and the run exits 0 only then;
 // - a stdout that fails (the reader closes it, EPIPE; a full disk, ENOSPC) exits non-zero;
 // - an attempt the kernel cut (a stall) is in the cost ledger, marked as estimated.
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -56,5 +57,125 @@ describe("a doom loop of denied calls", () => {
     expect(result["permission_denials"]).toHaveLength(3);
     expect(result["exit_code"]).toBe(4);
     expect(r.code, r.stderr).toBe(4);
+  });
+});
+
+/** A 10 MB answer in one text delta. */
+const HUGE = "x".repeat(10 * 1024 * 1024);
+
+/** Resolves once a session's writer lock was taken and released again (the kernel closed it). */
+async function kernelClosed(): Promise<void> {
+  const dir = join(String(env["XDG_STATE_HOME"]), "agent", "sessions");
+  const owners = () => {
+    try {
+      return readdirSync(dir).filter((f) => f.endsWith(".owner")).length;
+    } catch {
+      return 0;
+    }
+  };
+  let seen = false;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const n = owners();
+    if (n > 0) seen = true;
+    else if (seen) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * Runs `agent run -p <prompt> --output-format stream-json` with stdout going where `stdout`
+ * says: a pipe read only once the run is over, a pipe closed after the first line, or a file
+ * descriptor.
+ */
+function runStreamJson(
+  dir: string,
+  stdout: { pauseUntilDone: true } | { closeAfterFirstLine: true } | { fd: number },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(AGENT_BIN, ["run", "-p", "answer", "--output-format", "stream-json"], {
+      cwd: dir,
+      env: { ...env, FIXTURE_ROOT: dir },
+      stdio: ["ignore", "fd" in stdout ? stdout.fd : "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+    });
+    if (child.stdout) {
+      const s = child.stdout.setEncoding("utf8");
+      if ("pauseUntilDone" in stdout) {
+        // Nothing is read until the agent's kernel has closed the session (its writer lock's
+        // owner file is gone) and the 3 s exit grace after the command has passed.
+        s.pause();
+        void kernelClosed().then(() =>
+          setTimeout(() => {
+            s.on("data", (d: string) => {
+              out += d;
+            });
+            s.resume();
+          }, 3_500),
+        );
+      } else if ("closeAfterFirstLine" in stdout) {
+        s.on("data", (d: string) => {
+          out += d;
+          if (out.includes("\n")) s.destroy();
+        });
+      }
+    }
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`agent timed out\nstderr:\n${err}`));
+    }, 60_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: out, stderr: err });
+    });
+  });
+}
+
+describe("stream-json with a 10 MB single-delta answer", () => {
+  it("reaches a slow reader whole, one JSON line per record, and exits 0", async () => {
+    const dir = project("huge-answer");
+    fake.push({ kind: "text", text: HUGE, chunks: 1 });
+    // The reader starts reading after the agent is done and past its 3 s exit grace.
+    const r = await runStreamJson(dir, { pauseUntilDone: true });
+    expect(r.stdout.endsWith("\n"), `stdout cut after ${r.stdout.length} bytes`).toBe(true);
+    const lines = r.stdout.split("\n").filter(Boolean);
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const text = parsed
+      .filter((x) => x["type"] === "delta")
+      .map((x) => String(x["text"]))
+      .join("");
+    expect(text).toHaveLength(HUGE.length);
+    expect(parsed.at(-1)).toMatchObject({ type: "result", exit_code: 0 });
+    expect(r.stderr).not.toContain("internal error");
+    expect(r.code).toBe(0);
+  });
+
+  it("exits 1 when the reader closes the pipe (EPIPE), and the session is interrupted", async () => {
+    const dir = project("closed-reader");
+    fake.push({ kind: "text", text: HUGE, chunks: 1 });
+    const r = await runStreamJson(dir, { closeAfterFirstLine: true });
+    expect(r.stderr).toMatch(
+      /the output could not be written \(EPIPE: the reader closed it\); session \w+ was interrupted/,
+    );
+    expect(r.code).toBe(1);
+  });
+
+  it("exits 1 when the output cannot be written (ENOSPC on /dev/full), with no stack trace", async () => {
+    const dir = project("full-disk");
+    fake.push({ kind: "text", text: "short", chunks: 1 });
+    const fd = openSync("/dev/full", "w");
+    try {
+      const r = await runStreamJson(dir, { fd });
+      expect(r.stderr).toContain("the output could not be written (ENOSPC: no space left on the device)");
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(1);
+    } finally {
+      closeSync(fd);
+    }
   });
 });
