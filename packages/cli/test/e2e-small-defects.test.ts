@@ -9,9 +9,9 @@
 // - a stdout that fails (the reader closes it, EPIPE; a full disk, ENOSPC) exits non-zero;
 // - an attempt the kernel cut (a stall) is in the cost ledger, marked as estimated.
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
@@ -178,4 +178,134 @@ describe("stream-json with a 10 MB single-delta answer", () => {
       closeSync(fd);
     }
   });
+});
+
+describe("a vendor's retry-after of an hour", () => {
+  it("is cut to settings.max_retry_delay_ms, retried, and the cut is reported", async () => {
+    // A vendor of its own: a run that waits the hour must not leave its answer to the next test.
+    const own = await startFakeVendor({ vendor: "anthropic", script: [] });
+    try {
+      const dir = project("retry-after", "  max_retry_delay_ms = 1000");
+      own.push(scenarios.rateLimited(3600), { kind: "text", text: "after the cut" });
+      const started = Date.now();
+      const r = await agent(["run", "-p", "go", "--output-format", "stream-json"], {
+        cwd: dir,
+        env: { ...env, FIXTURE_ROOT: dir, FAKE_ANTHROPIC_URL: own.url },
+        timeoutMs: 20_000,
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      const recs = records(r.stdout);
+      expect(recs.find((x) => x["type"] === "result")).toMatchObject({ result: "after the cut" });
+      const notices = recs.filter((x) => x["type"] === "notice").map((x) => String(x["text"]));
+      expect(notices.join("\n")).toContain("the vendor asked to wait 3600 s, waiting at most 1 s");
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+interface Vendor {
+  readonly provider: string;
+  readonly fake: "anthropic" | "openai-responses" | "gemini" | "xai" | "ollama";
+  readonly model: string;
+  readonly block: (url: string) => string;
+}
+
+const KEYED = (base: string) => `  api_key  = env("VENDOR_KEY")\n  base_url = "${base}"\n`;
+const VENDORS: Vendor[] = [
+  { provider: "anthropic", fake: "anthropic", model: "claude-haiku-4-5-20251001", block: (u) => KEYED(u) },
+  { provider: "openai", fake: "openai-responses", model: "gpt-5.4-mini", block: (u) => KEYED(`${u}/v1`) },
+  { provider: "google", fake: "gemini", model: "gemini-2.5-flash-lite", block: (u) => KEYED(u) },
+  { provider: "xai", fake: "xai", model: "grok-4.3", block: (u) => KEYED(`${u}/v1`) },
+  {
+    provider: "openai-compatible",
+    fake: "ollama",
+    model: "local-model",
+    block: (u) => `  base_url = "${u}/v1"\n  dialect  = "ollama"\n  models   = ["local-model"]\n`,
+  },
+];
+
+/** A project on `v` whose model may write files. */
+function vendorProject(v: Vendor, url: string): string {
+  const dir = sb.dir(`huge-input-${v.provider}`);
+  writeFileSync(
+    join(dir, "agent.hcl"),
+    `required_providers {
+  ${v.provider} = { source = "pluggableharness/${v.provider}", version = ">= 0.1.0" }
+  filesystem = { source = "pluggableharness/filesystem", version = ">= 0.1.0" }
+}
+
+provider "${v.provider}" {
+${v.block(url)}}
+
+provider "filesystem" {
+  roots = ["${dir}"]
+}
+
+policy "allow_file_edits" {
+  match  = { provider = "filesystem" }
+  action = "allow"
+}
+
+agent_profile "default" {
+  model {
+    primary {
+      provider = "${v.provider}"
+      id       = "${v.model}"
+    }
+  }
+  tools = ["filesystem.*"]
+}
+`,
+  );
+  return dir;
+}
+
+describe("a huge write_file input", () => {
+  // The defect: a 10 MB write_file ended the session with routing_exhausted, the next
+  // request carrying all of it. Every vendor's request is built from the conversation, so
+  // each gets the shortened input; Anthropic's run writes 10 MB and then goes on in a
+  // resumed session, the others 300 KB (over the 64 KiB budget, and quicker).
+  for (const v of VENDORS) {
+    it(`${v.provider}: the file gets every byte, later requests carry a shortened input, the session goes on`, async () => {
+      const size = v.provider === "anthropic" ? 10 * 1024 * 1024 : 300 * 1024;
+      const own = v.provider === "anthropic" ? fake : await startFakeVendor({ vendor: v.fake, script: [] });
+      try {
+        const dir = vendorProject(v, own.url);
+        const runEnv = { ...env, VENDOR_KEY: "sk-huge-input", AGENT_NO_PRELAUNCH: "1" };
+        const before = own.requests.length;
+        own.push(
+          {
+            kind: "tool_calls",
+            calls: [{ name: "filesystem__write_file", args: { path: "big.txt", content: "b".repeat(size) } }],
+          },
+          { kind: "text", text: "written" },
+        );
+        const r = await agent(["run", "-p", "write it", "--output-format", "json"], {
+          cwd: dir,
+          env: runEnv,
+        });
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+        expect(statSync(join(dir, "big.txt")).size).toBe(size);
+        const after = own.requests.slice(before);
+        expect(after).toHaveLength(2);
+        expect(after[1]!.bodyText.length).toBeLessThan(64 * 1024);
+        expect(after[1]!.bodyText).toContain(`the tool received all ${size} bytes`);
+        if (v.provider !== "anthropic") return;
+        // A resumed session rebuilds the same shortened input from the file.
+        own.push({ kind: "text", text: "still here" });
+        const again = await agent(["run", "-c", "-p", "and now?", "--output-format", "json"], {
+          cwd: dir,
+          env: runEnv,
+        });
+        expect(again.code, again.stderr).toBe(0);
+        const third = own.requests.at(-1)!;
+        expect(third.bodyText.length).toBeLessThan(64 * 1024);
+        expect(third.bodyText).toContain(`the tool received all ${size} bytes`);
+      } finally {
+        if (own !== fake) await own.close();
+      }
+    }, 60_000);
+  }
 });
