@@ -11,7 +11,11 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { MessageEventSchema } from "@pluggableharness/protocol/event";
+import { EventKind } from "@pluggableharness/protocol/kernel";
+import { openSessionReader } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
@@ -308,4 +312,37 @@ describe("a huge write_file input", () => {
       }
     }, 60_000);
   }
+});
+
+describe("a model attempt the kernel cut", () => {
+  it("is in the cost ledger, its usage estimated, beside the retry that answered", async () => {
+    const dir = project(
+      "stalled-attempt",
+      "  stream_idle_timeout_ms = 1000\n  retry {\n    base_delay_ms  = 50\n    backoff_factor = 2\n    max_retries    = 2\n  }",
+    );
+    // Anthropic reports usage only at the end: the stalled attempt reported none.
+    fake.push(scenarios.stall({ afterFrames: 2 }), { kind: "text", text: "recovered" });
+    const r = await agent(["run", "-p", "go", "--output-format", "json"], {
+      cwd: dir,
+      env: { ...env, FIXTURE_ROOT: dir },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const id = String((JSON.parse(r.stdout) as Record<string, unknown>)["session_id"]);
+    const reader = openSessionReader(id, { dir: join(String(env["XDG_STATE_HOME"]), "agent", "sessions") });
+    try {
+      const ledger = reader.costLedger();
+      expect(ledger).toHaveLength(2);
+      expect(ledger[0]!.costUsd).toBeGreaterThan(0);
+      const attempts = reader
+        .readEvents()
+        .filter((e) => e.kind === EventKind.MESSAGE)
+        .map((e) => fromBinary(MessageEventSchema, e.payload))
+        .filter((m) => m.syntheticReason.startsWith("attempt_failed:"));
+      expect(attempts.map((m) => [m.syntheticReason, m.usage.map((u) => u.estimated)])).toEqual([
+        ["attempt_failed:overloaded", [true]],
+      ]);
+    } finally {
+      reader.close();
+    }
+  });
 });

@@ -19,16 +19,19 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";
 import type { ContextSection, Message } from "@pluggableharness/protocol/content";
+import { type UsageRecord, UsageRecordSchema } from "@pluggableharness/protocol/event";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import {
   type GenerationParams,
   GenerationParamsSchema,
   type ModelSpec,
+  PricingSchema,
   SafetyKind,
   type StreamCompletionRequest,
   StreamCompletionRequestSchema,
   ToolChoiceMode,
   type ToolDeclaration,
+  UsageSchema,
 } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import {
@@ -44,6 +47,7 @@ import {
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
+  recordUsage,
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
@@ -315,7 +319,13 @@ type AttemptOutcome =
   | { kind: "ok"; completion: AccumulatedCompletion }
   | { kind: "cancelled"; completion: AccumulatedCompletion }
   | { kind: "bound"; completion: AccumulatedCompletion }
-  | { kind: "error"; error: ClassifiedModelError; completion?: AccumulatedCompletion };
+  | {
+      kind: "error";
+      error: ClassifiedModelError;
+      completion?: AccumulatedCompletion;
+      /** The plugin reported the error (an error event, a gRPC status), not the kernel's cut. */
+      reported?: boolean;
+    };
 
 export async function callModel(
   deps: LoopDeps,
@@ -428,7 +438,14 @@ export async function callModel(
         turnId: input.turnId,
         attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
       });
-      const outcome = await attempt(deps, session, candidate, wire, input, attemptNo);
+      // Every attempt is in the cost ledger: one the vendor reported no usage for (cut, failed,
+      // or a vendor that never reports it) carries the kernel's estimate, marked as such.
+      const outcome = withAttemptUsage(
+        deps,
+        candidate,
+        wire,
+        await attempt(deps, session, candidate, wire, input, attemptNo),
+      );
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
         return { kind: "cancelled", completion: outcome.completion, candidate };
@@ -442,10 +459,10 @@ export async function callModel(
       }
       const error = outcome.error;
       lastError = error;
-      // The vendor's request id is what its support asks for: every failed attempt that got
-      // one keeps it in the session file and the log, billed (usage) or not.
+      // Every failed attempt is recorded: its usage (reported or estimated) in the ledger, and
+      // the vendor's request id, which is what its support asks for, in the file and the log.
       const requestId = outcome.completion?.providerRequestId;
-      if (outcome.completion && (outcome.completion.usage.length > 0 || requestId)) {
+      if (outcome.completion) {
         session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       lastRequestId = requestId;
@@ -664,7 +681,8 @@ async function attempt(
     }
     if (err instanceof ProviderCallError) {
       const c = classifyGrpcStatus({ code: err.code, message: err.details });
-      if (c instanceof ClassifiedModelError) return { kind: "error", error: c, completion: acc.finish() };
+      if (c instanceof ClassifiedModelError)
+        return { kind: "error", error: c, completion: acc.finish(), reported: true };
       return { kind: "cancelled", completion: acc.finish() };
     }
     return {
@@ -684,7 +702,7 @@ async function attempt(
   if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
   const completion = acc.finish();
   if (violation) return { kind: "error", error: violation, completion };
-  if (completion.error) return { kind: "error", error: completion.error, completion };
+  if (completion.error) return { kind: "error", error: completion.error, completion, reported: true };
   if (!completion.complete) {
     return {
       kind: "error",
@@ -699,6 +717,56 @@ async function attempt(
     };
   }
   return { kind: "ok", completion };
+}
+
+/** UTF-8 bytes of what an attempt streamed back: text, reasoning and tool-call arguments. */
+function streamedBytes(message: Message): number {
+  let bytes = 0;
+  for (const b of message.content) {
+    const v = b.block;
+    if (v.case === "text" || v.case === "thinking") bytes += Buffer.byteLength(v.value.text, "utf8");
+    else if (v.case === "toolUse") bytes += Buffer.byteLength(JSON.stringify(v.value.input ?? {}), "utf8");
+    else if (v.case === "redactedThinking") bytes += v.value.data.length;
+  }
+  return bytes;
+}
+
+/**
+ * The attempt's outcome with a usage record the ledger can carry. A completion with usage
+ * the vendor reported is kept as it is. Without one, the kernel records its estimate,
+ * marked `estimated` and priced like reported usage: zero for a request the vendor refused
+ * with an error before answering (vendors do not bill those); otherwise (the kernel cut it
+ * on a stall, an interrupt or the deadline, the plugin crashed, the vendor failed
+ * mid-answer, or never reports usage) the request's estimated size as input and what
+ * streamed as output. The estimate errs on the side of counting: a budget must not be
+ * outrun by attempts nobody reported.
+ */
+function withAttemptUsage(
+  deps: LoopDeps,
+  candidate: ResolvedCandidate,
+  request: StreamCompletionRequest,
+  outcome: AttemptOutcome,
+): AttemptOutcome {
+  const completion = outcome.completion;
+  if (!completion || completion.usage.length > 0) return outcome;
+  const refused =
+    outcome.kind === "error" && outcome.reported === true && completion.message.content.length === 0;
+  const usage = create(UsageSchema, {
+    inputTokens: refused
+      ? 0n
+      : estimateInputTokens(request.messages, request.assembledContext, request.tools),
+    outputTokens: refused ? 0n : BigInt(Math.ceil(streamedBytes(completion.message) / 4)),
+  });
+  const receivedAt = timestampFromMillis(deps.clock.now());
+  let record: UsageRecord;
+  try {
+    record = recordUsage(usage, candidate.spec.pricing ?? create(PricingSchema), receivedAt);
+  } catch {
+    // A model whose pricing cannot price it (no tier): the attempt is still on record.
+    record = create(UsageRecordSchema, { usage, costUsd: 0, receivedAt, pricingTierIndex: -1 });
+  }
+  record.estimated = true;
+  return { ...outcome, completion: { ...completion, usage: [record], costUsd: record.costUsd } };
 }
 
 /**

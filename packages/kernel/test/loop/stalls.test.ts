@@ -90,13 +90,18 @@ describe("stream idle timeout", () => {
     expect(r.status).toBe(SessionStatus.COMPLETED);
     expect(r.models).toEqual(["alpha", "alpha"]);
     expect(String(r.failures[0]?.fields?.["error"])).toMatch(/mid-answer/);
-    const texts = k
-      .file(r.id)
+    const f = k.file(r.id);
+    const texts = f
       .messages()
+      .filter((m) => !m.syntheticReason.startsWith("attempt_failed:"))
       .flatMap((m) => m.message?.content ?? [])
       .flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
     expect(texts).toContain("whole answer");
     expect(texts.join("|")).not.toContain("half an ans");
+    // The cut attempt is on record all the same, outside the conversation, its usage estimated.
+    const cut = f.messages().find((m) => m.syntheticReason === "attempt_failed:overloaded");
+    expect(cut?.usage.map((u) => u.estimated)).toEqual([true]);
+    expect(f.ledger).toHaveLength(2);
   });
 
   it("does not count a silence the vendor announced (buffering) as a stall", async () => {
