@@ -95,11 +95,12 @@ async function kernelClosed(): Promise<void> {
 function runStreamJson(
   dir: string,
   stdout: { pauseUntilDone: true } | { closeAfterFirstLine: true } | { fd: number },
+  extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(AGENT_BIN, ["run", "-p", "answer", "--output-format", "stream-json"], {
       cwd: dir,
-      env: { ...env, FIXTURE_ROOT: dir },
+      env: { ...env, FIXTURE_ROOT: dir, ...extraEnv },
       stdio: ["ignore", "fd" in stdout ? stdout.fd : "pipe", "pipe"],
     });
     let out = "";
@@ -171,15 +172,19 @@ describe("stream-json with a 10 MB single-delta answer", () => {
 
   it("exits 1 when the output cannot be written (ENOSPC on /dev/full), with no stack trace", async () => {
     const dir = project("full-disk");
-    fake.push({ kind: "text", text: "short", chunks: 1 });
+    // A vendor of its own: the first record's write fails, so the run may end before it asks
+    // the model, and the unused answer must not be left to the next test.
+    const own = await startFakeVendor({ vendor: "anthropic", script: [] });
+    own.push({ kind: "text", text: "short", chunks: 1 });
     const fd = openSync("/dev/full", "w");
     try {
-      const r = await runStreamJson(dir, { fd });
+      const r = await runStreamJson(dir, { fd }, { FAKE_ANTHROPIC_URL: own.url });
       expect(r.stderr).toContain("the output could not be written (ENOSPC: no space left on the device)");
       expect(r.stderr).not.toMatch(/\n\s+at /);
       expect(r.code).toBe(1);
     } finally {
       closeSync(fd);
+      await own.close();
     }
   });
 });
