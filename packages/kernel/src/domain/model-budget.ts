@@ -25,6 +25,9 @@ export const MAX_RESULT_BUDGET_BYTES = 400 * 1024;
 /** ...nor less than this, however small the window. */
 export const MIN_RESULT_BUDGET_BYTES = 8 * 1024;
 
+/** The least a result is sent when the results of one message share the budget. */
+export const SHARED_RESULT_FLOOR_BYTES = 2 * 1024;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -133,12 +136,17 @@ export function budgetToolInputs(message: Message): Message {
  * How many bytes of a tool result's text a model with this context window is sent: a
  * quarter of the window (at 4 bytes a token, as many bytes as the window has tokens),
  * between MIN_RESULT_BUDGET_BYTES and MAX_RESULT_BUDGET_BYTES; DEFAULT_RESULT_BUDGET_BYTES
- * when the model is not known.
+ * when the model is not known. The results of one message (`shares` parallel calls) split
+ * that quarter, each at least SHARED_RESULT_FLOOR_BYTES: four huge results together must
+ * not fill the window that one of them may take a quarter of.
  */
-export function resultBudgetBytes(contextWindow: bigint | number | undefined): number {
+export function resultBudgetBytes(contextWindow: bigint | number | undefined, shares = 1): number {
   const window = contextWindow === undefined ? 0 : Number(contextWindow);
-  if (!(window > 0)) return DEFAULT_RESULT_BUDGET_BYTES;
-  return Math.min(MAX_RESULT_BUDGET_BYTES, Math.max(MIN_RESULT_BUDGET_BYTES, Math.floor(window)));
+  const total = !(window > 0)
+    ? DEFAULT_RESULT_BUDGET_BYTES
+    : Math.min(MAX_RESULT_BUDGET_BYTES, Math.max(MIN_RESULT_BUDGET_BYTES, Math.floor(window)));
+  const n = Number.isFinite(shares) && shares > 1 ? Math.floor(shares) : 1;
+  return n === 1 ? total : Math.max(SHARED_RESULT_FLOOR_BYTES, Math.floor(total / n));
 }
 
 /**

@@ -300,7 +300,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         }).cancelRemaining();
         session.log.appendUserMessage(
           turnId,
-          unrun.map((c) => resultBlock(c, true)),
+          unrun.map((c) => resultBlock(c, true, undefined, unrun.length)),
         );
       }
     }
@@ -409,7 +409,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       session.history.push(forModels);
       session.log.appendUserMessage(
         turnId,
-        calls.map((c) => resultBlock(c, true)),
+        calls.map((c) => resultBlock(c, true, undefined, calls.length)),
       );
       closed = true;
       return { kind: "cancelled" };
@@ -432,7 +432,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     session.history.push(forModels);
     session.log.appendUserMessage(
       turnId,
-      calls.map((c) => resultBlock(c, false, result.candidate?.spec)),
+      calls.map((c) => resultBlock(c, false, result.candidate?.spec, calls.length)),
     );
     closed = true;
 
@@ -484,7 +484,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           uses.map((use, index) => {
             const c = calls.find((x) => x.block.id === use.id);
             return c?.result
-              ? resultBlock(c, true)
+              ? resultBlock(c, true, undefined, uses.length)
               : resultBlock(
                   {
                     index,
@@ -502,6 +502,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
                     },
                   },
                   true,
+                  undefined,
+                  uses.length,
                 );
           }),
         );

@@ -11,6 +11,7 @@ import {
   MAX_RESULT_BUDGET_BYTES,
   MIN_RESULT_BUDGET_BYTES,
   resultBudgetBytes,
+  SHARED_RESULT_FLOOR_BYTES,
   TOOL_INPUT_BUDGET_BYTES,
 } from "../../src/domain/index.ts";
 
@@ -89,6 +90,16 @@ describe("tool results in requests", () => {
     expect(resultBudgetBytes(200_000n)).toBe(200_000);
     expect(resultBudgetBytes(1_000_000n)).toBe(MAX_RESULT_BUDGET_BYTES);
     expect(resultBudgetBytes(4_000n)).toBe(MIN_RESULT_BUDGET_BYTES);
+  });
+
+  it("are shared by the results of one message, each keeping a floor", () => {
+    expect(resultBudgetBytes(200_000n, 1)).toBe(200_000);
+    expect(resultBudgetBytes(200_000n, 4)).toBe(50_000);
+    expect(resultBudgetBytes(undefined, 2)).toBe(DEFAULT_RESULT_BUDGET_BYTES / 2);
+    expect(resultBudgetBytes(200_000n, 1_000)).toBe(SHARED_RESULT_FLOOR_BYTES);
+    // Nonsense counts are one share.
+    expect(resultBudgetBytes(200_000n, 0)).toBe(200_000);
+    expect(resultBudgetBytes(200_000n, Number.NaN)).toBe(200_000);
   });
 
   it("keep a result that fits, and cut one that does not to its head and tail around a note", () => {

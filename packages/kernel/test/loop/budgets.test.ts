@@ -98,3 +98,22 @@ describe("a result larger than the model's window", () => {
     await k.close();
   });
 });
+
+describe("several huge results of one message", () => {
+  it("share the quarter of the window, so together they still fit and the session goes on", async () => {
+    const k = await h.kernel({ headlessAsk: "allow" });
+    // Five parallel 300 KB results on alpha's 200,000-token window: each cut to a quarter of
+    // the window alone would be 1 MB together, more than the whole window.
+    const reads = [1, 2, 3, 4, 5].map((i) =>
+      tool(`r${i}`, "tools__read", { path: `big${i}.log`, bytes: 300_000 }),
+    );
+    k.script("many-results", { turns: [calls(...reads), reply("read them")] });
+    const s = await k.kernel.startSession({ prompt: "[many-results] read them" });
+    expect(await s.idle(), failure(k, s.id)).toBe(SessionStatus.COMPLETED);
+    const { results } = toolTraffic(k.requests("many-results")[1]!.request);
+    expect(results).toHaveLength(5);
+    for (const r of results) expect(Buffer.byteLength(r)).toBeLessThanOrEqual(40_000);
+    expect(results.reduce((n, r) => n + Buffer.byteLength(r), 0)).toBeLessThanOrEqual(200_000);
+    await k.close();
+  });
+});

@@ -190,7 +190,8 @@ function image(i: ResultImage): ContentBlock {
 }
 
 /**
- * The tool_result block the model sees for a call. Images the result carries
+ * The tool_result block the model sees for a call, one of `shares` results of its message
+ * (they split the result budget). Images the result carries
  * (model_image_field) follow its text as image blocks when `model` takes images, and as
  * a one-line note otherwise (a model without vision must never be sent one).
  */
@@ -198,8 +199,9 @@ export function resultBlock(
   call: CallRecord,
   turnAborted: boolean,
   model?: { readonly id: string; readonly supportsVision: boolean; readonly contextWindow?: bigint },
+  shares = 1,
 ): ContentBlock {
-  const { content, isError } = resultText(call, turnAborted, resultBudgetBytes(model?.contextWindow));
+  const { content, isError } = resultText(call, turnAborted, resultBudgetBytes(model?.contextWindow, shares));
   const blocks: ContentBlock[] = [text(content)];
   const r = call.result;
   if (r?.outcome.kind === "result") {
