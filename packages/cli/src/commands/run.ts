@@ -204,6 +204,28 @@ export function pluginFrontendOf(config: AgentConfig): string | undefined {
   return inProcessFrontends(config).includes(name) ? undefined : name;
 }
 
+/**
+ * Why the first-party frontend `name` would serve nobody as configured, if it would: the
+ * web UI stays passive without a token, the tui plugin without a terminal. Handing the
+ * run to it would leave the operator with no UI at all.
+ */
+export function idleFrontendReason(config: AgentConfig, name: string): string | undefined {
+  const entry = config.requiredProviders.find((r) => r.localName === name);
+  const block = config.providers.find((p) => p.name === name);
+  const sets = (attr: string) =>
+    block?.body.items.some((i) => i.kind === "Attribute" && i.name === attr) ?? false;
+  switch (entry && firstPartyName(entry.source)) {
+    case "web-ui":
+      return sets("token")
+        ? undefined
+        : `the web UI serves nothing without a token (provider "${name}" { token = env("NAME") })`;
+    case "tui":
+      return sets("tty") ? undefined : `the tui plugin paints on no terminal without tty = "/dev/pts/N"`;
+    default:
+      return undefined;
+  }
+}
+
 export function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
   const v = env["AGENT_LOG_LEVEL"]?.toLowerCase();
   return v && v in LOG_LEVEL_ORDER ? (v as KernelLogLevel) : fallback;
@@ -323,6 +345,13 @@ export async function runRun(
   const profileName = chosen.profile;
   const config = applyOverrides(loaded.config, profileName, chosen.opts);
   const frontendPlugin = headless ? undefined : pluginFrontendOf(config);
+  const idle = frontendPlugin && idleFrontendReason(config, frontendPlugin);
+  if (idle) {
+    throw new CliError(
+      `agent: settings.default_frontend names "${frontendPlugin}", but ${idle}. Configure it, or remove the setting for the terminal UI.`,
+      EXIT.ERROR,
+    );
+  }
   if (frontendPlugin !== undefined && opts.message !== undefined) {
     throw new CliError(
       `agent run: the "${frontendPlugin}" frontend serves interactive runs here (settings.default_frontend); type the message there, or use -p for a headless run`,
