@@ -11,7 +11,7 @@
 // filesystem, and a model plugin keeps the network it calls its vendor over.
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type AgentConfig, kernelProtectedPaths, type ResolvedProvider } from "@pluggableharness/config";
 import { type GetSchemaResponse, RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
@@ -63,6 +63,7 @@ export class PluginSandboxState {
       this.categories !== undefined &&
       !this.categories.includes("frontend");
     if (mode === "off" || (this.isTool !== true && !thirdPartyOther)) return undefined;
+    if (this.#nestsAsRoot()) return undefined;
     const probe = probeSandbox();
     if (!probe.ok) {
       if (mode === "required") {
@@ -91,6 +92,22 @@ export class PluginSandboxState {
         required?.network ??
         (this.#resolved.origin === "first_party" || (thirdPartyOther && this.categories!.includes("model"))),
     };
+  }
+
+  /**
+   * A first-party plugin that runs its commands in a command sandbox of its own (exec's
+   * bash, git, MCP servers), when the kernel runs as root: it runs outside the plugin
+   * sandbox, so that its commands get the full one. A capability-free sandbox cannot
+   * host another sandbox for root — the kernel lets a process map uid 0 into a new user
+   * namespace only with CAP_SETFCAP, and bwrap's read-only covers over /proc/irq and
+   * /proc/bus (made whenever host root is mapped) forbid a nested /proc — and keeping
+   * the capabilities that would allow it would let the plugin remount its own sandbox
+   * writable. See docs/security/sandbox-privileges.md.
+   */
+  #nestsAsRoot(): boolean {
+    if (this.#resolved.origin !== "first_party" || process.getuid?.() !== 0) return false;
+    const dir = this.#resolved.packageDir;
+    return dir !== undefined && NESTING_PROVIDERS.has(basename(dir));
   }
 
   /**
@@ -127,6 +144,9 @@ export class PluginSandboxState {
     return JSON.stringify(d) !== JSON.stringify(this.launched);
   }
 }
+
+/** First-party providers that nest a command sandbox (runtime/sandbox.ts `wrap`). */
+const NESTING_PROVIDERS = new Set(["exec", "git", "mcp"]);
 
 let warned = false;
 
