@@ -1,9 +1,11 @@
 // The roots jail: a path argument is resolved against the call's working directory,
 // normalised, then every symlink on it is followed by hand (dangling ones included, so
 // that creating a file through a link cannot land outside). Only a fully resolved path
-// inside a configured root is ever handed to the operating system.
+// inside a configured root is ever handed to the operating system. A path in a
+// credential store (credentials.ts) is refused too, as written and as resolved.
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve, sep } from "node:path";
+import { hiddenBy, hiddenMessage, type ReadRules } from "./credentials.ts";
 import { ToolFailure } from "./events.ts";
 
 /** Longest path argument accepted (Linux PATH_MAX). */
@@ -34,16 +36,19 @@ function errno(err: unknown): string | undefined {
 
 export class Jail {
   readonly roots: readonly string[];
+  /** Paths refused even inside a root (credential stores); none when undefined. */
+  readonly readRules: ReadRules | undefined;
 
-  private constructor(roots: readonly string[]) {
+  private constructor(roots: readonly string[], readRules: ReadRules | undefined) {
     this.roots = roots;
+    this.readRules = readRules;
   }
 
   /**
    * Canonicalises configured roots (absolute, existing directories). Throws an Error
    * naming the first bad root.
    */
-  static async create(roots: readonly string[]): Promise<Jail> {
+  static async create(roots: readonly string[], opts: { readRules?: ReadRules } = {}): Promise<Jail> {
     if (roots.length === 0) throw new Error("at least one root is required");
     const real: string[] = [];
     for (const root of roots) {
@@ -57,7 +62,12 @@ export class Jail {
       if (!(await lstat(r)).isDirectory()) throw new Error(`root ${JSON.stringify(root)} is not a directory`);
       real.push(r);
     }
-    return new Jail(real);
+    return new Jail(real, opts.readRules);
+  }
+
+  /** The deny entry hiding `abs` (absolute, as written or resolved), if any. */
+  hidden(abs: string): string | undefined {
+    return this.readRules ? hiddenBy(this.readRules, abs) : undefined;
   }
 
   rootOf(real: string): string | undefined {
@@ -98,6 +108,12 @@ export class Jail {
     const { real, exists } = await followLinks(absolute, requested);
     const root = this.rootOf(real);
     if (!root) throw this.outside(requested, real !== absolute);
+    const hidden = this.hidden(absolute) ?? this.hidden(real);
+    if (hidden && this.readRules) {
+      throw new ToolFailure("permission_denied", hiddenMessage(this.readRules, requested, hidden), {
+        details: { setting: "allow_read" },
+      });
+    }
     return { requested, real, root, relative: relative(root, real).split(sep).join("/"), exists };
   }
 

@@ -5,6 +5,8 @@ import {
   configError,
   type Diagnostic,
   Jail,
+  readRuleFields,
+  readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { recoverJournals } from "./transaction.ts";
@@ -38,6 +40,7 @@ export const CONFIG: readonly ConfigField[] = [
     default: 10 * 1024 * 1024,
     description: "Largest file read_file scans and edit_file, multi_edit and write_file handle.",
   },
+  ...readRuleFields("filesystem"),
 ];
 
 export interface Settings {
@@ -74,9 +77,21 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     if (!Number.isInteger(v) || v < 1024)
       problems.push(configError([name], `${name} must be an integer of at least 1024`));
   }
+  // Credential stores are neither read nor written (tool-kit credentials.ts).
+  const read = readRulesFrom(values, {
+    home: process.env["HOME"],
+    env: process.env,
+    setting: "allow_read in the filesystem provider block",
+  });
+  problems.push(...read.problems);
   if (problems.length > 0) return problems;
   try {
-    current = { jail: await Jail.create(roots), maxReadBytes, maxFileBytes, maxImageBytes };
+    current = {
+      jail: await Jail.create(roots, { readRules: read.rules }),
+      maxReadBytes,
+      maxFileBytes,
+      maxImageBytes,
+    };
     // A multi-file change a crash cut short is rolled back before any call runs.
     await recoverJournals(current.jail.roots);
   } catch (err) {

@@ -2,7 +2,7 @@
 import { lstat } from "node:fs/promises";
 import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { compileGlob } from "./glob.ts";
-import { namer, searchTarget, WALK_LIMIT } from "./state.ts";
+import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
 import { walk } from "./walk.ts";
 
 const DEFAULT_LIMIT = 200;
@@ -68,6 +68,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
       includeIgnored: args.include_ignored === true,
       limit: WALK_LIMIT,
       signal: ctx.signal,
+      skip: (abs) => settings().jail.hidden(abs) !== undefined,
     });
     const prefix = target.relative ? `${target.relative}/` : "";
     const matched = entries.filter((e) => re.test(e.rel.slice(prefix.length)));

@@ -185,6 +185,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         includeIgnored: args.include_ignored === true,
         limit: WALK_LIMIT,
         signal: ctx.signal,
+        skip: (abs) => settings().jail.hidden(abs) !== undefined,
       });
       walkCapped = w.capped;
       const prefix = target.relative ? `${target.relative}/` : "";

@@ -7,6 +7,8 @@ import {
   type Diagnostic,
   Jail,
   type ResolvedPath,
+  readRuleFields,
+  readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 
@@ -25,6 +27,7 @@ export const CONFIG: readonly ConfigField[] = [
     default: 4 * 1024 * 1024,
     description: "grep skips files larger than this.",
   },
+  ...readRuleFields("search"),
 ];
 
 /** Most entries one walk visits. */
@@ -51,8 +54,15 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   if (!Number.isInteger(maxFileBytes) || maxFileBytes < 1) {
     return [configError(["max_file_bytes"], "max_file_bytes must be a positive integer")];
   }
+  // Credential stores are never searched, listed or read (tool-kit credentials.ts).
+  const { rules, problems } = readRulesFrom(values, {
+    home: process.env["HOME"],
+    env: process.env,
+    setting: "allow_read in the search provider block",
+  });
+  if (problems.length > 0) return problems;
   try {
-    current = { jail: await Jail.create(values["roots"] as string[]), maxFileBytes };
+    current = { jail: await Jail.create(values["roots"] as string[], { readRules: rules }), maxFileBytes };
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }
