@@ -329,7 +329,9 @@ function readMaskArgs(spec: SandboxSpec, privateTmp: boolean, filterDir: string 
     masks.push({ path: filterDir, kind: "dir", hide: true });
   const hiddenDirs: string[] = [];
   for (const m of masks) {
-    if (privateTmp && (inside(m.path, "/tmp") || inside(m.path, "/var/tmp"))) continue;
+    // Under a private /tmp only what a root brings back is visible.
+    const underTmp = privateTmp && (inside(m.path, "/tmp") || inside(m.path, "/var/tmp"));
+    if (underTmp && !spec.writable.some((w) => inside(m.path, w))) continue;
     if (inside(m.path, "/proc") || inside(m.path, "/dev")) continue;
     if (!m.hide) out.push("--ro-bind", m.path, m.path);
     else if (m.kind === "dir") {
