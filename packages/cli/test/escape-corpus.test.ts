@@ -132,7 +132,7 @@ function ensureUser(): { uid: number; gid: number } {
  */
 function unprivilegedRunner(): { runner: Runner; direct: boolean } {
   const { uid, gid } = ensureUser();
-  const path = `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
+  const path = `${dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
   const direct = spawnSync(process.execPath, [AGENT_BIN, "--version"], {
     uid,
     gid,
@@ -161,7 +161,10 @@ async function installPacked(): Promise<{ bin: string; path: string }> {
   mkdirSync(join(dir, "node", "bin"), { recursive: true });
   copyFileSync(process.execPath, join(dir, "node", "bin", "node"));
   execFileSync("chmod", ["-R", "a+rX", dir]);
-  return { bin: join(dir, "prefix", "bin", "agent"), path: `${join(dir, "node", "bin")}:/usr/local/bin:/usr/bin:/bin` };
+  return {
+    bin: join(dir, "prefix", "bin", "agent"),
+    path: `${join(dir, "node", "bin")}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`,
+  };
 }
 
 /** A home for one runner: fake credentials, the project inside it, all owned by the runner. */
@@ -383,32 +386,33 @@ async function corpus(r: Runner): Promise<void> {
     .join("\n");
   const label = `${r.who}:\n${bashOut}`;
 
+  // Each escape is checked on its own (soft), so a regression lists every one that works.
   // Point 2: no capability, no mount, no namespace, no chroot; the policy is unchanged.
-  expect(bashOut, label).toMatch(/remount_write=[1-9]/);
-  expect(readFileSync(join(project, ".agent", "policy.auto.hcl"), "utf8")).not.toContain("pwn");
-  expect(bashOut, label).toMatch(/tmpfs=[1-9]/);
-  expect(bashOut, label).toMatch(/unshare_r=[1-9]/);
-  expect(bashOut, label).toMatch(/unshare_m=[1-9]/);
-  expect(bashOut, label).toMatch(/chroot=[1-9]/);
-  expect(bashOut, label).toMatch(/CapEff:\s+0+\n/);
-  expect(bashOut, label).toMatch(/CapBnd:\s+0+\n/);
+  expect.soft(bashOut, label).toMatch(/remount_write=[1-9]/);
+  expect.soft(readFileSync(join(project, ".agent", "policy.auto.hcl"), "utf8")).not.toContain("pwn");
+  expect.soft(bashOut, label).toMatch(/tmpfs=[1-9]/);
+  expect.soft(bashOut, label).toMatch(/unshare_r=[1-9]/);
+  expect.soft(bashOut, label).toMatch(/unshare_m=[1-9]/);
+  expect.soft(bashOut, label).toMatch(/chroot=[1-9]/);
+  expect.soft(bashOut, label).toMatch(/CapEff:\s+0+\n/);
+  expect.soft(bashOut, label).toMatch(/CapBnd:\s+0+\n/);
   // Point 5: nothing planted reached the next call or its launcher.
-  expect(bashOut, label).toContain("planted");
-  expect(bashOut, label).toContain("kept: ld=unset node=unset py=unset fn=unset");
-  expect(attack.launchersWithNeedle, label).toEqual([]);
-  if (real) expect(loaded, label).toEqual([]);
+  expect.soft(bashOut, label).toContain("planted");
+  expect.soft(bashOut, label).toContain("kept: ld=unset node=unset py=unset fn=unset");
+  expect.soft(attack.launchersWithNeedle, label).toEqual([]);
+  if (real) expect.soft(loaded, label).toEqual([]);
   // Point 6: the stores read as empty in bash, and the file tools refuse them.
-  expect(bashOut, label).toMatch(/No such file or directory/);
+  expect.soft(bashOut, label).toMatch(/No such file or directory/);
   const fileErrors = results
     .filter((x) => x["tool_name"] === "read_file")
     .map((x) => x["error"] as Record<string, unknown> | undefined);
-  expect(fileErrors.map((e) => e?.["category"]), label).toEqual(["permission_denied", "permission_denied"]);
-  for (const e of fileErrors) expect(String(e?.["message"])).toMatch(/credential store.*allow_read/);
+  expect.soft(fileErrors.map((e) => e?.["category"]), label).toEqual(["permission_denied", "permission_denied"]);
+  for (const e of fileErrors) expect.soft(String(e?.["message"])).toMatch(/credential store.*allow_read/);
   const grep = JSON.stringify(results.filter((x) => x["tool_name"] === "grep"));
-  expect(grep).not.toMatch(/\.aws|\.ssh|\.netrc/);
+  expect.soft(grep).not.toMatch(/\.aws|\.ssh|\.netrc/);
   // No canary anywhere: the output, stderr, the session files and logs.
   const everything = [attack.stdout, attack.stderr, ...filesUnder(join(home, ".local", "state"))].join("\n");
-  for (const c of CANARIES) expect(everything, `${r.who}: ${c}`).not.toContain(c);
+  for (const c of CANARIES) expect.soft(everything, `${r.who}: ${c}`).not.toContain(c);
 
   // The next session: bash still asks (headless default: deny).
   fake.push({ kind: "tool_calls", calls: [bash("node test.js")] }, { kind: "text", text: "ok" });
