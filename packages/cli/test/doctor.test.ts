@@ -42,6 +42,35 @@ describe("agent doctor", () => {
     expect(plain.text()).not.toContain(CANARY);
   });
 
+  it.skipIf(!probeSandbox().ok)(
+    "measures from inside what each sandbox holds: no capability, no privilege",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "doctor-"));
+      writeFileSync(join(dir, "agent.hcl"), 'settings {\n  sandbox = "required"\n}\n');
+      const c = capture(dir, { HOME: dir, PATH: "/usr/bin:/bin" });
+      expect(runDoctor(c.io, { json: true }), c.text()).toBe(0);
+      const { privileges } = JSON.parse(c.text()).sandbox;
+      expect(privileges.command.holds).toEqual({
+        capEff: "0000000000000000",
+        capBnd: "0000000000000000",
+        noNewPrivs: "1",
+        seccomp: "2",
+        userns: "refused",
+        remount: "refused",
+      });
+      expect(privileges.plugin.holds).toMatchObject({
+        capEff: "0000000000000000",
+        capBnd: "0000000000000000",
+      });
+      expect([...privileges.command.shortfalls, ...privileges.plugin.shortfalls]).toEqual([]);
+      const plain = capture(dir, { HOME: dir, PATH: "/usr/bin:/bin" });
+      expect(runDoctor(plain.io, {})).toBe(0);
+      expect(plain.text()).toMatch(
+        /ok {4}command {3}capabilities 0+\/0+ .*seccomp mode 2, new user namespace refused/,
+      );
+    },
+  );
+
   it("fails with file:line:col on a configuration that does not load", () => {
     const dir = mkdtempSync(join(tmpdir(), "doctor-"));
     writeFileSync(join(dir, "agent.hcl"), 'settings {\n  sandbox = "sometimes"\n}\n');

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: these strings are shell source, where ${ is parameter expansion.
 // The escape corpus, end to end (issue 31, points 2, 5 and 6): the real `agent`, the
 // first-party plugins, real bubblewrap, a scripted model on the loopback fake vendor. The
 // project is the user's home directory (roots = the home), so the sandbox must hide the
@@ -151,7 +152,16 @@ async function installPacked(): Promise<{ bin: string; path: string }> {
   const tarball = await packCli(REPO_ROOT, join(dir, "pack"));
   execFileSync(
     "npm",
-    ["install", "-g", "--prefix", join(dir, "prefix"), "--prefer-offline", "--no-audit", "--no-fund", tarball],
+    [
+      "install",
+      "-g",
+      "--prefix",
+      join(dir, "prefix"),
+      "--prefer-offline",
+      "--no-audit",
+      "--no-fund",
+      tarball,
+    ],
     {
       cwd: dir,
       env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env["PATH"] ?? ""}` },
@@ -246,9 +256,15 @@ agent_profile "default" {
   if (spawnSync("gcc", ["--version"]).status === 0) {
     writeFileSync(join(home, "evil.c"), EVIL_C);
     lib = join(home, "libevil.so");
-    execFileSync("gcc", ["-shared", "-fPIC", `-DPORT=${port}`, "-o", lib, join(home, "evil.c")], { stdio: "pipe" });
+    execFileSync("gcc", ["-shared", "-fPIC", `-DPORT=${port}`, "-o", lib, join(home, "evil.c")], {
+      stdio: "pipe",
+    });
   } else {
-    for (const c of ["/lib/x86_64-linux-gnu/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6", "/usr/lib/libm.so.6"])
+    for (const c of [
+      "/lib/x86_64-linux-gnu/libm.so.6",
+      "/lib/aarch64-linux-gnu/libm.so.6",
+      "/usr/lib/libm.so.6",
+    ])
       if (existsSync(c)) lib = c;
   }
   if (r.uid !== undefined && r.gid !== undefined) execFileSync("chown", ["-R", `${r.uid}:${r.gid}`, base]);
@@ -343,7 +359,9 @@ async function corpus(r: Runner): Promise<void> {
             `printf '%s' '${EVIL_RULE}' > ${policyFile} 2>/dev/null; echo "remount_write=$?"`,
         ),
         bash('mount -t tmpfs none "$HOME" 2>/dev/null; echo "tmpfs=$?"'),
-        bash('unshare -r true 2>/dev/null; echo "unshare_r=$?"; unshare -m true 2>/dev/null; echo "unshare_m=$?"'),
+        bash(
+          'unshare -r true 2>/dev/null; echo "unshare_r=$?"; unshare -m true 2>/dev/null; echo "unshare_m=$?"',
+        ),
         bash('chroot / true 2>/dev/null; echo "chroot=$?"'),
         bash("grep -E '^Cap(Eff|Bnd):' /proc/self/status"),
         bash(
@@ -406,7 +424,12 @@ async function corpus(r: Runner): Promise<void> {
   const fileErrors = results
     .filter((x) => x["tool_name"] === "read_file")
     .map((x) => x["error"] as Record<string, unknown> | undefined);
-  expect.soft(fileErrors.map((e) => e?.["category"]), label).toEqual(["permission_denied", "permission_denied"]);
+  expect
+    .soft(
+      fileErrors.map((e) => e?.["category"]),
+      label,
+    )
+    .toEqual(["permission_denied", "permission_denied"]);
   for (const e of fileErrors) expect.soft(String(e?.["message"])).toMatch(/credential store.*allow_read/);
   const grep = JSON.stringify(results.filter((x) => x["tool_name"] === "grep"));
   expect.soft(grep).not.toMatch(/\.aws|\.ssh|\.netrc/);
@@ -416,11 +439,18 @@ async function corpus(r: Runner): Promise<void> {
 
   // The next session: bash still asks (headless default: deny).
   fake.push({ kind: "tool_calls", calls: [bash("node test.js")] }, { kind: "text", text: "ok" });
-  const next = await runAgent(r, ["run", "-p", "run the tests", "--output-format", "stream-json"], project, env, "-");
+  const next = await runAgent(
+    r,
+    ["run", "-p", "run the tests", "--output-format", "stream-json"],
+    project,
+    env,
+    "-",
+  );
   const d = records(next.stdout).filter((x) => x["type"] === "plan_decision");
-  expect(d.map((x) => [x["tool_name"], x["decision"], x["decided_by"]]), next.stderr).toEqual([
-    ["bash", "deny", "headless:deny"],
-  ]);
+  expect(
+    d.map((x) => [x["tool_name"], x["decision"], x["decided_by"]]),
+    next.stderr,
+  ).toEqual([["bash", "deny", "headless:deny"]]);
 }
 
 describe.skipIf(!probe.ok)("escape corpus", () => {
@@ -428,9 +458,13 @@ describe.skipIf(!probe.ok)("escape corpus", () => {
     expect(probe.ok).toBe(true);
   });
 
-  it.runIf(isRoot)("as root", async () => {
-    await corpus({ who: "root", uid: undefined, gid: undefined, bin: AGENT_BIN, path: agentPath() });
-  }, 240_000);
+  it.runIf(isRoot)(
+    "as root",
+    async () => {
+      await corpus({ who: "root", uid: undefined, gid: undefined, bin: AGENT_BIN, path: agentPath() });
+    },
+    240_000,
+  );
 
   it("as an unprivileged user", async () => {
     if (!isRoot) {
@@ -438,7 +472,8 @@ describe.skipIf(!probe.ok)("escape corpus", () => {
       return;
     }
     const { runner, direct } = unprivilegedRunner();
-    await corpus(direct ? runner : { ...runner, ...(packed ??= await installPacked()) });
+    if (!direct) packed ??= await installPacked();
+    await corpus(direct ? runner : { ...runner, ...packed });
   }, 360_000);
 });
 

@@ -21,7 +21,7 @@ export interface Measured {
 
 /** Run inside the sandbox: prints `key=value` lines. */
 const PROBE = [
-  "while read -r k v; do case $k in CapEff:|CapBnd:|NoNewPrivs:|Seccomp:) echo \"${k%:}=$v\";; esac; done < /proc/self/status",
+  "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status | sed 's/:[[:space:]]*/=/'",
   "if command -v unshare >/dev/null 2>&1; then if unshare -U true >/dev/null 2>&1; then echo userns=created; else echo userns=refused; fi; else echo userns=untested; fi",
   "if command -v mount >/dev/null 2>&1; then if mount -o remount,rw / >/dev/null 2>&1; then echo remount=done; else echo remount=refused; fi; else echo remount=untested; fi",
 ].join("\n");

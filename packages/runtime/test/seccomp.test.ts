@@ -10,50 +10,54 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { measureSandboxes, shortfalls } from "../src/sandbox-check.ts";
 import { probeSandbox, wrap } from "../src/sandbox.ts";
+import { measureSandboxes, shortfalls } from "../src/sandbox-check.ts";
 import { AARCH64, ARCHES, buildFilter, DENIED_SYSCALLS, hostArch, X86_64 } from "../src/seccomp.ts";
 
 const probe = probeSandbox();
-if (!probe.ok) console.warn(`\n!!! SECCOMP SANDBOX TESTS SKIPPED: bubblewrap cannot run here: ${probe.reason} !!!\n`);
+if (!probe.ok)
+  console.warn(`\n!!! SECCOMP SANDBOX TESTS SKIPPED: bubblewrap cannot run here: ${probe.reason} !!!\n`);
 
 it.runIf(process.env["CI"] !== undefined && process.env["CI"] !== "")("CI runs the hardened sandbox", () => {
   expect(probe).toMatchObject({ ok: true, hardening: { userns: true, capDrop: true, seccomp: true } });
 });
 
 describe("the filter program", () => {
-  it.each(ARCHES.map((a) => [a.nodeArch, a] as const))("%s: checks the arch first, then each denied call", (_n, arch) => {
-    const prog = buildFilter(arch);
-    expect(prog.length % 8).toBe(0);
-    const insn = (i: number) => ({
-      code: prog.readUInt16LE(i * 8),
-      jt: prog.readUInt8(i * 8 + 2),
-      jf: prog.readUInt8(i * 8 + 3),
-      k: prog.readUInt32LE(i * 8 + 4),
-    });
-    const count = prog.length / 8;
-    // ld [4] (arch); jeq AUDIT_ARCH, next, else kill.
-    expect(insn(0)).toEqual({ code: 0x20, jt: 0, jf: 0, k: 4 });
-    expect(insn(1)).toMatchObject({ code: 0x15, k: arch.auditArch, jt: 0 });
-    expect(insn(1 + 1 + insn(1).jf)).toEqual({ code: 0x06, jt: 0, jf: 0, k: 0x80000000 });
-    // Every jump lands inside the program.
-    for (let i = 0; i < count; i++) {
-      const x = insn(i);
-      if ((x.code & 0x07) === 0x05) {
-        expect(i + 1 + x.jt).toBeLessThan(count);
-        expect(i + 1 + x.jf).toBeLessThan(count);
+  it.each(ARCHES.map((a) => [a.nodeArch, a] as const))(
+    "%s: checks the arch first, then each denied call",
+    (_n, arch) => {
+      const prog = buildFilter(arch);
+      expect(prog.length % 8).toBe(0);
+      const insn = (i: number) => ({
+        code: prog.readUInt16LE(i * 8),
+        jt: prog.readUInt8(i * 8 + 2),
+        jf: prog.readUInt8(i * 8 + 3),
+        k: prog.readUInt32LE(i * 8 + 4),
+      });
+      const count = prog.length / 8;
+      // ld [4] (arch); jeq AUDIT_ARCH, next, else kill.
+      expect(insn(0)).toEqual({ code: 0x20, jt: 0, jf: 0, k: 4 });
+      expect(insn(1)).toMatchObject({ code: 0x15, k: arch.auditArch, jt: 0 });
+      expect(insn(1 + 1 + insn(1).jf)).toEqual({ code: 0x06, jt: 0, jf: 0, k: 0x80000000 });
+      // Every jump lands inside the program.
+      for (let i = 0; i < count; i++) {
+        const x = insn(i);
+        if ((x.code & 0x07) === 0x05) {
+          expect(i + 1 + x.jt).toBeLessThan(count);
+          expect(i + 1 + x.jf).toBeLessThan(count);
+        }
       }
-    }
-    // Each denied call the arch has is compared once.
-    const compared = new Set<number>();
-    for (let i = 3; i < count; i++) if (insn(i).code === 0x15) compared.add(insn(i).k);
-    for (const name of DENIED_SYSCALLS) {
-      const nr = arch.numbers[name];
-      if (nr !== undefined) expect(compared.has(nr), name).toBe(true);
-    }
-    const numbers = Object.values(arch.numbers);
-    expect(new Set(numbers).size).toBe(numbers.length);
-  });
+      // Each denied call the arch has is compared once.
+      const compared = new Set<number>();
+      for (let i = 3; i < count; i++) if (insn(i).code === 0x15) compared.add(insn(i).k);
+      for (const name of DENIED_SYSCALLS) {
+        const nr = arch.numbers[name];
+        if (nr !== undefined) expect(compared.has(nr), name).toBe(true);
+      }
+      const numbers = Object.values(arch.numbers);
+      expect(new Set(numbers).size).toBe(numbers.length);
+    },
+  );
 
   it("refuses the x32 ABI on x86_64 only", () => {
     const x = buildFilter(X86_64);
@@ -63,7 +67,7 @@ describe("the filter program", () => {
   });
 });
 
-const PY = String.raw`
+const PY = `
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -180,6 +184,8 @@ describe("shortfalls", () => {
       "could create a user namespace",
     ]);
     // A plugin sandbox may nest one: a user namespace and no filter are expected there.
-    expect(shortfalls({ ...rootWithCaps, capEff: "0", capBnd: "0", remount: "refused" }, "plugin")).toEqual([]);
+    expect(shortfalls({ ...rootWithCaps, capEff: "0", capBnd: "0", remount: "refused" }, "plugin")).toEqual(
+      [],
+    );
   });
 });

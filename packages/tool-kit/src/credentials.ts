@@ -1,5 +1,6 @@
 // Credential stores the tools do not read (docs/security/sandbox-privileges.md): the
-// places where CLIs keep keys, tokens and passwords. The exec provider hides them from
+// places where CLIs keep keys, tokens and passwords, and the sockets that act with the
+// user's or root's authority (an ssh agent, a container engine, systemd, D-Bus). The exec provider hides them from
 // commands (the sandbox mounts an empty directory or file over each), and the file tools
 // refuse paths in them. `deny_read` adds paths and `allow_read` gives some back, in the
 // block of each provider; the most specific entry that covers a path decides, and an
@@ -46,7 +47,20 @@ export const CREDENTIAL_STORES: readonly string[] = [
   "~/.codex/auth.json",
   "/etc/shadow",
   "/etc/gshadow",
+  // Sockets that act with root's authority for whoever connects as root (the sandbox
+  // drops capabilities, not the uid): container engines, systemd and the system bus.
+  "/run/docker.sock",
+  "/var/run/docker.sock",
+  "/run/containerd/containerd.sock",
+  "/run/podman/podman.sock",
+  "/run/snapd.socket",
+  "/run/systemd/private",
+  "/run/dbus/system_bus_socket",
+  "/var/run/dbus/system_bus_socket",
 ];
+
+/** In the user's runtime directory: sockets that run things as the user, outside any sandbox. */
+const RUNTIME_SOCKETS = ["bus", "systemd/private", "docker.sock", "podman/podman.sock"];
 
 /**
  * Variables whose value names a credential file, directory or agent socket elsewhere
@@ -100,10 +114,14 @@ export interface ReadRules {
   readonly home: string;
 }
 
+function trimSlash(p: string): string {
+  return p.length > 1 ? p.replace(/\/+$/, "") || "/" : p;
+}
+
 function expand(entry: string, home: string): string | undefined {
-  if (entry === "~") return home;
-  if (entry.startsWith("~/")) return normalize(join(home, entry.slice(2)));
-  if (isAbsolute(entry)) return normalize(entry);
+  if (entry === "~" || entry === "~/") return home;
+  if (entry.startsWith("~/")) return trimSlash(normalize(join(home, entry.slice(2))));
+  if (isAbsolute(entry)) return trimSlash(normalize(entry));
   return undefined;
 }
 
@@ -171,12 +189,20 @@ export function readRulesFrom(
   const denied = read("deny_read");
   const allowed = read("allow_read");
   const fromEnv: string[] = [];
+  const env = opts.env ?? {};
   for (const name of CREDENTIAL_PATH_VARIABLES) {
-    const v = opts.env?.[name];
+    const v = env[name];
     if (!v) continue;
     for (const part of name === "KUBECONFIG" ? v.split(":") : [v]) {
-      if (isAbsolute(part) && normalize(part) !== "/") fromEnv.push(normalize(part));
+      if (isAbsolute(part) && normalize(part) !== "/") fromEnv.push(trimSlash(normalize(part)));
     }
+  }
+  const runtime = env["XDG_RUNTIME_DIR"];
+  if (runtime && isAbsolute(runtime)) for (const s of RUNTIME_SOCKETS) fromEnv.push(join(runtime, s));
+  // unix:path=/run/user/1000/bus,guid=… and unix:///run/docker.sock
+  for (const v of [env["DBUS_SESSION_BUS_ADDRESS"], env["DOCKER_HOST"]]) {
+    const m = v ? /^unix:(?:path=|\/\/)?([^,;]+)/.exec(v) : null;
+    if (m?.[1] && isAbsolute(m[1])) fromEnv.push(trimSlash(normalize(m[1])));
   }
   const defaults = CREDENTIAL_STORES.map((e) => expand(e, home)!);
   const all = (list: string[]) => [...new Set(list.flatMap(spellings))];

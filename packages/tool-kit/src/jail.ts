@@ -106,14 +106,14 @@ export class Jail {
       throw new ToolFailure("invalid_arguments", `path is longer than ${MAX_PATH_LENGTH} bytes`);
     }
     const { real, exists } = await followLinks(absolute, requested);
-    const root = this.rootOf(real);
-    if (!root) throw this.outside(requested, real !== absolute);
     const hidden = this.hidden(absolute) ?? this.hidden(real);
     if (hidden && this.readRules) {
       throw new ToolFailure("permission_denied", hiddenMessage(this.readRules, requested, hidden), {
         details: { setting: "allow_read" },
       });
     }
+    const root = this.rootOf(real);
+    if (!root) throw this.outside(requested, real !== absolute);
     return { requested, real, root, relative: relative(root, real).split(sep).join("/"), exists };
   }
 
