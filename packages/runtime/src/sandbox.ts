@@ -98,27 +98,30 @@ export function probeSandbox(force = false): Probe {
     probed = { ok: false, reason: "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)" };
     return probed;
   }
-  const flags = supportedFlags(bwrap);
+  // The strongest sandbox first: where it works (bwrap 0.8+ on x64/arm64), one trial is all.
+  const filter = filterFile() !== undefined;
+  const full: Hardening = { userns: true, disableUserns: true, capDrop: true, seccomp: filter };
+  let r = trial(bwrap, full);
   const weaker: string[] = [];
-  const seccomp = flags.has("--seccomp") && filterFile() !== undefined;
-  if (!seccomp) {
-    weaker.push(
-      flags.has("--seccomp")
-        ? `no system-call filter for ${process.arch} (only x64 and arm64 have one)`
-        : "this bwrap has no --seccomp",
-    );
+  if (!filter) weaker.push(`no system-call filter for ${process.arch} (only x64 and arm64 have one)`);
+  if (r.ok) {
+    probed = { ok: true, bwrap, hardening: full, weaker };
+    return probed;
   }
+  // Otherwise each missing piece is found and reported; none is dropped silently.
+  const flags = supportedFlags(bwrap);
+  const seccomp = filter && flags.has("--seccomp");
+  if (filter && !seccomp) weaker.push("this bwrap has no --seccomp");
   const capDrop = flags.has("--cap-drop");
   if (!capDrop) weaker.push("this bwrap has no --cap-drop: a sandbox run as root keeps root's capabilities");
   const disableUserns = flags.has("--disable-userns");
-  // Strongest first; each fallback is reported, none is silent.
   const wanted: Hardening = { userns: true, disableUserns, capDrop, seccomp };
-  let r = trial(bwrap, wanted);
+  // The same flags as the first trial would fail the same way.
+  if (disableUserns && capDrop && seccomp === filter) r = { ok: false, why: r.why };
+  else r = trial(bwrap, wanted);
   if (r.ok) {
     if (!disableUserns)
-      weaker.push(
-        "this bwrap has no --disable-userns (0.8+): only the system-call filter stops new namespaces",
-      );
+      weaker.push("this bwrap has no --disable-userns (0.8+): only the system-call filter stops new namespaces");
     probed = { ok: true, bwrap, hardening: wanted, weaker };
     return probed;
   }

@@ -166,6 +166,44 @@ describe.skipIf(!probe.ok || hostArch() === undefined)("under bubblewrap with th
   });
 });
 
+describe.skipIf(!probe.ok || hostArch() === undefined)("an older bubblewrap", () => {
+  it("without --disable-userns: the probe says what is missing, the filter still refuses namespaces", () => {
+    if (!probe.ok) return;
+    // A bwrap 0.7 stand-in: the real one, minus --disable-userns in its help and its options.
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "old-bwrap-")));
+    dirs.push(dir);
+    writeFileSync(
+      join(dir, "bwrap"),
+      [
+        "#!/bin/sh",
+        `if [ "$1" = --help ]; then ${probe.bwrap} --help 2>&1 | grep -v disable-userns; exit 0; fi`,
+        'for a in "$@"; do [ "$a" = --disable-userns ] && { echo "bwrap: Unknown option --disable-userns" >&2; exit 1; }; done',
+        `exec ${probe.bwrap} "$@"`,
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+    const saved = process.env["PATH"];
+    process.env["PATH"] = `${dir}:${saved ?? ""}`;
+    try {
+      const old = probeSandbox(true);
+      expect(old).toMatchObject({
+        ok: true,
+        bwrap: join(dir, "bwrap"),
+        hardening: { userns: true, disableUserns: false, capDrop: true, seccomp: true },
+      });
+      if (!old.ok) return;
+      expect(old.weaker).toEqual([
+        "this bwrap has no --disable-userns (0.8+): only the system-call filter stops new namespaces",
+      ]);
+      const m = measureSandboxes();
+      expect(m?.command).toMatchObject({ ok: true, measured: { userns: "refused", seccomp: "2" } });
+    } finally {
+      process.env["PATH"] = saved;
+      probeSandbox(true);
+    }
+  });
+});
+
 describe("shortfalls", () => {
   it("names what a sandbox holds beyond the promise", () => {
     const rootWithCaps = {

@@ -39,9 +39,13 @@ export class Jail {
   /** Paths refused even inside a root (credential stores); none when undefined. */
   readonly readRules: ReadRules | undefined;
 
+  /** Every deny_read/allow_read entry, for the walkers' per-entry check. */
+  private readonly entries: ReadonlySet<string>;
+
   private constructor(roots: readonly string[], readRules: ReadRules | undefined) {
     this.roots = roots;
     this.readRules = readRules;
+    this.entries = new Set([...(readRules?.deny ?? []), ...(readRules?.allow ?? [])]);
   }
 
   /**
@@ -68,6 +72,15 @@ export class Jail {
   /** The deny entry hiding `abs` (absolute, as written or resolved), if any. */
   hidden(abs: string): string | undefined {
     return this.readRules ? hiddenBy(this.readRules, abs) : undefined;
+  }
+
+  /**
+   * For a walk that starts at a path the jail let through and never follows links: whether
+   * to leave `abs` out (with everything under it). Only a rule's own path can change the
+   * answer on the way down, so only those are looked at.
+   */
+  skipInWalk(abs: string): boolean {
+    return this.entries.has(abs) && this.hidden(abs) !== undefined;
   }
 
   rootOf(real: string): string | undefined {

@@ -131,6 +131,10 @@ describe("the jail", () => {
     // Writes are refused too: nothing lands in ~/.ssh/authorized_keys.
     expect(await refused(".ssh/authorized_keys")).toBeInstanceOf(ToolFailure);
     expect((await jail.resolve("project/x.ts", home)).exists).toBe(false);
+    // A walk (glob, grep) leaves a store out as it reaches it, not a sibling.
+    expect(jail.skipInWalk(join(home, ".ssh"))).toBe(true);
+    expect(jail.skipInWalk(join(home, ".aws"))).toBe(true);
+    expect(jail.skipInWalk(join(home, "project"))).toBe(false);
     const open = await Jail.create([home], { readRules: rules([], ["~/.ssh"]) });
     expect((await open.resolve(".ssh/id_rsa", home)).exists).toBe(true);
   });

@@ -105,9 +105,7 @@ export class PluginSandboxState {
    * writable. See docs/security/sandbox-privileges.md.
    */
   #nestsAsRoot(): boolean {
-    if (this.#resolved.origin !== "first_party" || process.getuid?.() !== 0) return false;
-    const dir = this.#resolved.packageDir;
-    return dir !== undefined && NESTING_PROVIDERS.has(basename(dir));
+    return outsidePluginSandbox(this.#resolved);
   }
 
   /**
@@ -147,6 +145,12 @@ export class PluginSandboxState {
 
 /** First-party providers that nest a command sandbox (runtime/sandbox.ts `wrap`). */
 const NESTING_PROVIDERS = new Set(["exec", "git", "mcp"]);
+
+/** Whether this provider runs outside the plugin sandbox because it nests one as root (see #nestsAsRoot). */
+export function outsidePluginSandbox(resolved: Pick<ResolvedProvider, "origin" | "packageDir">): boolean {
+  if (resolved.origin !== "first_party" || process.getuid?.() !== 0) return false;
+  return resolved.packageDir !== undefined && NESTING_PROVIDERS.has(basename(resolved.packageDir));
+}
 
 let warned = false;
 
