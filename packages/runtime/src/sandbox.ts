@@ -121,7 +121,9 @@ export function probeSandbox(force = false): Probe {
   else r = trial(bwrap, wanted);
   if (r.ok) {
     if (!disableUserns)
-      weaker.push("this bwrap has no --disable-userns (0.8+): only the system-call filter stops new namespaces");
+      weaker.push(
+        "this bwrap has no --disable-userns (0.8+): only the system-call filter stops new namespaces",
+      );
     probed = { ok: true, bwrap, hardening: wanted, weaker };
     return probed;
   }
