@@ -363,6 +363,11 @@ async function corpus(r: Runner): Promise<void> {
           'unshare -r true 2>/dev/null; echo "unshare_r=$?"; unshare -m true 2>/dev/null; echo "unshare_m=$?"',
         ),
         bash('chroot / true 2>/dev/null; echo "chroot=$?"'),
+        // Writes the value it reads (a harmless no-op where it works): a pipe handler here would
+        // run as root outside every namespace.
+        bash(
+          'v=$(cat /proc/sys/kernel/core_pattern); printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern 2>/dev/null; echo "sysctl=$?"',
+        ),
         bash("grep -E '^Cap(Eff|Bnd):' /proc/self/status"),
         bash(
           `export LD_PRELOAD=${lib} NODE_OPTIONS='--require ./x.js' PYTHONPATH=/x BASH_ENV=/x/rc; ` +
@@ -412,6 +417,7 @@ async function corpus(r: Runner): Promise<void> {
   expect.soft(bashOut, label).toMatch(/unshare_r=[1-9]/);
   expect.soft(bashOut, label).toMatch(/unshare_m=[1-9]/);
   expect.soft(bashOut, label).toMatch(/chroot=[1-9]/);
+  expect.soft(bashOut, label).toMatch(/sysctl=[1-9]/);
   expect.soft(bashOut, label).toMatch(/CapEff:\s+0+\n/);
   expect.soft(bashOut, label).toMatch(/CapBnd:\s+0+\n/);
   // Point 5: nothing planted reached the next call or its launcher.

@@ -270,6 +270,11 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
   const kind = spec.kind ?? "command";
   const h = spec.hardening ?? currentHardening();
   const seccomp = h.seccomp && kind === "command";
+  // Root in the sandbox is host root to sysctl's permission check (uid 0, no capability
+  // asked): /proc/sys/kernel/core_pattern or modprobe would run a program as root outside.
+  // bwrap covers /proc/sys only when the directory itself is writable, which it never is.
+  // Only for root: a cover over part of /proc would forbid the /proc of a nested sandbox.
+  if (process.getuid?.() === 0) args.push("--ro-bind", "/proc/sys", "/proc/sys");
   args.push(...readMaskArgs(spec, privateTmp, seccomp ? filterFile()?.dir : undefined));
   args.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
   if (!spec.network) args.push("--unshare-net");

@@ -1,8 +1,8 @@
 // The command sandbox's system-call filter (src/seccomp.ts) and what the sandboxes hold
 // (src/sandbox-check.ts). The program is checked as bytes (labels resolved, the arch
 // checked first, one number per denied call), then run for real: under bubblewrap with
-// the filter, mount, unshare, chroot, namespace clone flags, ptrace, keyctl and TIOCSTI
-// fail with EPERM, clone3 with ENOSYS, an x32 call kills the process, and ordinary work
+// the filter, mount, unshare, chroot, a sysctl write, namespace clone flags, ptrace, keyctl
+// and TIOCSTI fail (EPERM), clone3 with ENOSYS, an x32 call kills the process, and ordinary work
 // (fork, files, an interpreter) goes on. Skipped where bubblewrap cannot run; a failure
 // on CI, which installs it.
 import { spawnSync } from "node:child_process";
@@ -121,11 +121,13 @@ describe.skipIf(!probe.ok || hostArch() === undefined)("under bubblewrap with th
         "unshare -m true 2>/dev/null; echo unshare_mount=$?",
         "unshare -r true 2>/dev/null; echo unshare_root=$?",
         "chroot / true 2>/dev/null; echo chroot=$?",
+        // The value it reads, written back (a no-op where it works); root must not manage it.
+        'v=$(cat /proc/sys/kernel/core_pattern); printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern 2>/dev/null; echo sysctl=$?',
         "echo hello > note && cat note && ls / >/dev/null && echo ordinary=$?",
         "(sleep 0; echo forked) & wait",
       ].join("\n"),
     );
-    for (const k of ["mount", "remount", "unshare_user", "unshare_mount", "unshare_root", "chroot"])
+    for (const k of ["mount", "remount", "unshare_user", "unshare_mount", "unshare_root", "chroot", "sysctl"])
       expect(out, k).toMatch(new RegExp(`${k}=[1-9]`));
     expect(out).toContain("hello");
     expect(out).toContain("ordinary=0");
