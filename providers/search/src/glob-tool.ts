@@ -63,6 +63,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
     if (!st.isDirectory()) throw new ToolFailure("invalid_arguments", `${args.path} is not a directory`);
     const re = compileGlob(args.pattern);
     const { entries } = await walk({
+      jail: settings().jail,
       root: target.root,
       start: target.real,
       includeIgnored: args.include_ignored === true,

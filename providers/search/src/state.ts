@@ -28,6 +28,13 @@ export const CONFIG: readonly ConfigField[] = [
     description: "grep skips files larger than this.",
   },
   ...readRuleFields("search"),
+  {
+    name: "allow_hard_links",
+    type: "bool",
+    default: false,
+    description:
+      "Search files that have more than one hard link. Off by default: another link to such a file may be outside the roots, and nothing tells where the others are.",
+  },
 ];
 
 /** Most entries one walk visits. */
@@ -62,7 +69,13 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   });
   if (problems.length > 0) return problems;
   try {
-    current = { jail: await Jail.create(values["roots"] as string[], { readRules: rules }), maxFileBytes };
+    current = {
+      jail: await Jail.create(values["roots"] as string[], {
+        allowHardLinks: values["allow_hard_links"] === true,
+        readRules: rules,
+      }),
+      maxFileBytes,
+    };
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }
