@@ -3,7 +3,15 @@
 // project with a type error: diagnostics for the touched files, go-to-definition and
 // references; one server per session, reused, stopped with the plugin; a hanging server
 // times out with a clear error and is killed.
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
