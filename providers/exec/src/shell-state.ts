@@ -62,8 +62,47 @@ const CODE_LOADING = new Set([
   "GIT_CONFIG_COUNT",
   "GIT_CONFIG_GLOBAL",
   "GIT_CONFIG_SYSTEM",
+  "GIT_PROXY_COMMAND",
+  "GIT_TEMPLATE_DIR",
+  // more interpreters' startup code, preload options and module paths
+  "PYTHONWARNINGS", // a warning category names a module, which is imported
+  "PYTHONBREAKPOINT",
+  "PHPRC",
+  "PHP_INI_SCAN_DIR",
+  "MAVEN_OPTS",
+  "GRADLE_OPTS",
+  "SBT_OPTS",
+  "DOTNET_STARTUP_HOOKS",
+  "ZDOTDIR",
+  // libraries that load plugins (shared objects) named by the environment
+  "OPENSSL_CONF",
+  "OPENSSL_ENGINES",
+  "OPENSSL_MODULES",
+  "GTK_MODULES",
+  "GTK_PATH",
+  "GIO_MODULE_DIR",
+  "QT_PLUGIN_PATH",
+  // less runs these on every file it opens (git's and man's pager)
+  "LESSOPEN",
+  "LESSCLOSE",
 ]);
-const CODE_LOADING_PREFIXES = ["LD_", "BASH_FUNC_", "MALLOC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"];
+const CODE_LOADING_PREFIXES = [
+  "LD_",
+  "BASH_FUNC_",
+  "MALLOC_",
+  "GIT_CONFIG_KEY_",
+  "GIT_CONFIG_VALUE_",
+  // Lua's LUA_INIT runs code; LUA_PATH/LUA_CPATH choose what `require` loads (each also _5_x)
+  "LUA_INIT",
+  "LUA_PATH",
+  "LUA_CPATH",
+  // .NET profilers are shared objects the runtime loads
+  "CORECLR_",
+  "COR_PROFILER",
+  // npm reads its whole configuration from these (script-shell, node-options, …), either case
+  "NPM_CONFIG_",
+  "npm_config_",
+];
 
 /** Whether `name` is never carried from one call to the next (see CODE_LOADING). */
 export function loadsCode(name: string): boolean {

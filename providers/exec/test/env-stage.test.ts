@@ -37,6 +37,13 @@ describe("the kept environment", () => {
       "MALLOC_CHECK_",
       "GIT_SSH_COMMAND",
       "GIT_CONFIG_KEY_0",
+      "LUA_INIT_5_4",
+      "OPENSSL_CONF",
+      "DOTNET_STARTUP_HOOKS",
+      "npm_config_script_shell",
+      "NPM_CONFIG_NODE_OPTIONS",
+      "PYTHONWARNINGS",
+      "LESSOPEN",
     ])
       expect(loadsCode(n), n).toBe(true);
     for (const n of ["PATH", "HOME", "NODE_ENV", "LANG", "VIRTUAL_ENV", "CARGO_HOME", "EDITOR"])
