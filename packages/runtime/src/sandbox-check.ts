@@ -94,9 +94,10 @@ export function measureSandboxes(): { command: Measurement; plugin: Measurement 
       ["/bin/sh", "-c", PROBE],
     );
     const box = { bwrap: probe.bwrap, readOnly: false, writable: [dir], protectedPaths: [], network: false };
+    // A tool plugin that runs no commands: held to the command sandbox's promise.
     const plugin = wrapPlugin(box, "/bin/sh", ["-c", PROBE], dir, dir);
     const asRoot = process.getuid?.() === 0;
-    const nested = wrapPlugin(box, command.file, command.args, dir, dir);
+    const nested = wrapPlugin({ ...box, nests: true }, command.file, command.args, dir, dir);
     return {
       command: asRoot
         ? run(command.file, command.args, "as the providers that run commands get it as root (not nested)")

@@ -11,8 +11,9 @@
 //
 // Neither kind of sandbox keeps a capability, root or not (docs/security/sandbox-privileges.md):
 // both run in a user namespace with every capability dropped and no_new_privs (bwrap sets
-// it always); a command sandbox also cannot make a namespace of its own (--disable-userns)
-// and runs under a system-call filter (seccomp.ts). Where this bwrap lacks a piece, the
+// it always); a command sandbox, and the sandbox of a plugin that runs no commands, also
+// cannot make a namespace of its own (--disable-userns) and run under a system-call filter
+// (seccomp.ts). Where this bwrap lacks a piece, the
 // sandbox goes without it and the probe says which (`agent doctor` reports it).
 
 import { spawnSync } from "node:child_process";
@@ -298,9 +299,9 @@ function currentHardening(): Hardening {
 const FILTER_FD = 9;
 
 /**
- * The flags that take every privilege away. A command sandbox gets all of them; a plugin
- * sandbox keeps the ability to nest one (exec, git and MCP run their commands in a
- * command sandbox of their own), so no --disable-userns and no filter there.
+ * The flags that take every privilege away. A command sandbox gets all of them; the
+ * sandbox of a plugin that nests one ("plugin": exec, git and MCP run their commands in a
+ * command sandbox of their own) keeps what nesting needs: no --disable-userns, no filter.
  */
 export function hardeningArgs(h: Hardening, kind: "command" | "plugin"): string[] {
   const out: string[] = [];
@@ -382,6 +383,12 @@ export interface PluginSandbox {
   readonly writable: readonly string[];
   readonly protectedPaths: readonly string[];
   readonly network: boolean;
+  /**
+   * The plugin runs its commands in a command sandbox of its own (exec, git, MCP): it keeps
+   * what nesting needs (no --disable-userns, no filter). Any other plugin gets the command
+   * sandbox's full hardening.
+   */
+  readonly nests?: boolean;
 }
 
 /** The bwrap command line for a plugin process; its private socket directory stays writable. */
@@ -401,7 +408,7 @@ export function wrapPlugin(
       cwd,
       noPlaceholders: true,
       privateTmp: false,
-      kind: "plugin",
+      kind: box.nests ? "plugin" : "command",
     },
     [file, ...args],
   );

@@ -59,8 +59,9 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
   }
   // Measured from inside, whatever the mode: the exec block has its own sandbox setting.
   const measured = measureSandboxes();
+  // A tool plugin that runs no commands is held to the same promise as a command.
   const judge = (m: Measurement, kind: "command" | "plugin"): Privileges => {
-    const extra = m.ok ? shortfalls(m.measured, kind) : [`the check could not run (${m.error})`];
+    const extra = m.ok ? shortfalls(m.measured, "command") : [`the check could not run (${m.error})`];
     for (const e of extra) problems.push(`the ${kind} sandbox holds more than it should (${m.how}): ${e}`);
     return { how: m.how, holds: m.ok ? m.measured : undefined, shortfalls: extra };
   };
@@ -115,9 +116,7 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
     const h = p.holds;
     const held = h
       ? `capabilities ${h.capEff}/${h.capBnd} (effective/bounding), no_new_privs ${h.noNewPrivs}, ` +
-        (kind === "command"
-          ? `seccomp mode ${h.seccomp}, new user namespace ${h.userns}, remount of / ${h.remount}`
-          : `remount of / ${h.remount} (may nest a command sandbox)`)
+        `seccomp mode ${h.seccomp}, new user namespace ${h.userns}, remount of / ${h.remount}`
       : `not measured: ${p.shortfalls.join("; ")}`;
     line(io.out, `  ${ok(p.shortfalls.length === 0)}  ${kind.padEnd(8)}  ${held}`);
     line(io.out, `            ${p.how}`);

@@ -88,6 +88,7 @@ export class PluginSandboxState {
       readOnly: thirdPartyOther || this.readOnly(),
       writable,
       protectedPaths: kernelProtectedPaths(projectDir, this.#env),
+      nests: nestsCommandSandbox(this.#resolved),
       network:
         required?.network ??
         (this.#resolved.origin === "first_party" || (thirdPartyOther && this.categories!.includes("model"))),
@@ -146,10 +147,22 @@ export class PluginSandboxState {
 /** First-party providers that nest a command sandbox (runtime/sandbox.ts `wrap`). */
 const NESTING_PROVIDERS = new Set(["exec", "git", "mcp"]);
 
+/**
+ * Whether this provider runs its commands in a command sandbox of its own: its plugin
+ * sandbox then keeps user namespaces and goes without the system-call filter. Every other
+ * plugin gets both (runtime/sandbox.ts `wrapPlugin`).
+ */
+function nestsCommandSandbox(resolved: Pick<ResolvedProvider, "origin" | "packageDir">): boolean {
+  return (
+    resolved.origin === "first_party" &&
+    resolved.packageDir !== undefined &&
+    NESTING_PROVIDERS.has(basename(resolved.packageDir))
+  );
+}
+
 /** Whether this provider runs outside the plugin sandbox because it nests one as root (see #nestsAsRoot). */
 export function outsidePluginSandbox(resolved: Pick<ResolvedProvider, "origin" | "packageDir">): boolean {
-  if (resolved.origin !== "first_party" || process.getuid?.() !== 0) return false;
-  return resolved.packageDir !== undefined && NESTING_PROVIDERS.has(basename(resolved.packageDir));
+  return process.getuid?.() === 0 && nestsCommandSandbox(resolved);
 }
 
 let warned = false;
