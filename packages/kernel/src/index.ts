@@ -55,6 +55,7 @@ export {
   type ProviderStatus,
   providerTransport,
 } from "./plugins/providers.ts";
+export { outsidePluginSandbox } from "./plugins/sandbox.ts";
 export type { InProcessPlugin, InProcessPluginFactory } from "./providers/in-process.ts";
 export {
   type ContextProvider,
