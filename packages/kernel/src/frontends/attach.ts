@@ -2,8 +2,9 @@
 // go-plugin broker connection (next to KernelCallbackService) and gets a connection of
 // the kernel's FrontendPort. The stream is only an adapter: ClientEvents in become
 // send(), the connection's ServerEvents are written out, and either side ending ends both.
-import type { handleBidiStreamingCall, ServerDuplexStream } from "@grpc/grpc-js";
+import { type handleBidiStreamingCall, type ServerDuplexStream, status } from "@grpc/grpc-js";
 import type { ClientEvent, ServerEvent } from "@pluggableharness/protocol/frontend";
+import type { CallbackPeer } from "@pluggableharness/runtime";
 import type { KernelLogger } from "../log.ts";
 import type { FrontendPort } from "../loop/frontend-port.ts";
 
@@ -40,5 +41,26 @@ export function attachHandler(
         if (!call.cancelled) call.end();
       }
     })();
+  };
+}
+
+/**
+ * Attach for a plugin's callback connection: only a plugin that serves FrontendService (as
+ * discovery found) stands for a human, so only it may attach and answer permissions; a
+ * tool, model or any other plugin is refused before anything flows.
+ */
+export function frontendsOnly(
+  peer: CallbackPeer,
+  handler: handleBidiStreamingCall<ClientEvent, ServerEvent>,
+): handleBidiStreamingCall<ClientEvent, ServerEvent> {
+  return (call) => {
+    if (peer.producers.has("frontend")) {
+      handler(call);
+      return;
+    }
+    call.emit("error", {
+      code: status.PERMISSION_DENIED,
+      details: `plugin "${peer.plugin}" is not a frontend; only frontends attach to sessions`,
+    });
   };
 }
