@@ -94,19 +94,31 @@ export function maskArgs(
       return undefined; // unreadable: nothing to mount over
     }
   };
-  const roots = opts.writable.flatMap((w) => [w, real(w) ?? w]);
+  const writable = opts.writable.map((w) => real(w) ?? w);
+  const roots = [...new Set([...opts.writable, ...writable])];
+  const inRoot = (m: string) => roots.some((w) => inside(m, w));
   const privateDirs = opts.privateTmp ? ["/tmp", "/var/tmp", "/dev/shm"] : ["/dev/shm"];
   const masks = [...new Set(paths.filter((p) => p && isAbsolute(p)).flatMap((p) => real(p) ?? []))]
     .filter((m) => !NEVER.has(m))
-    .filter((m) => !privateDirs.some((d) => inside(m, d)))
+    // Already hidden by a private /tmp, unless a root bound back over it shows it again.
+    .filter((m) => !privateDirs.some((d) => inside(m, d)) || inRoot(m))
     .filter((m) => !roots.includes(m))
     .sort((a, b) => a.length - b.length);
   const kept: string[] = [];
   for (const m of masks) if (!kept.some((k) => inside(m, k))) kept.push(m);
   const beforeRoots: string[] = [];
   const afterRoots: string[] = [];
-  const listFor = (m: string) => (roots.some((w) => inside(m, w)) ? afterRoots : beforeRoots);
-  for (const m of kept) listFor(m).push("--tmpfs", m);
+  const listFor = (m: string) => (inRoot(m) ? afterRoots : beforeRoots);
+  for (const m of kept) {
+    listFor(m).push("--tmpfs", m);
+    // A writable directory inside a mask that itself lies in a root (a plugin's socket
+    // directory in a runtime directory inside the project) is bound again over the mask.
+    if (inRoot(m)) {
+      opts.writable.forEach((w, i) => {
+        if (inside(writable[i]!, m)) afterRoots.push("--bind", w, w);
+      });
+    }
+  }
   const installs = new Map<string, string[]>();
   for (const file of [process.execPath, opts.argv[0]]) {
     if (!file || !isAbsolute(file)) continue;
