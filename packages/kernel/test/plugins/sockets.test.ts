@@ -1,6 +1,6 @@
 // A sandboxed plugin reaches no socket but its own (docs/security/sockets.md): not another
 // plugin's, not the kernel's callbacks for another plugin, not a served kernel's; and a
-// plugin that is not a frontend cannot attach to the kernel as one, so it can neither
+// tool plugin cannot attach to the kernel as a frontend, even claiming to be one, so it can neither
 // create a session nor answer a permission. The prober fixture looks from inside its
 // sandbox; a writer plugin runs next to it; a listening socket stands where `agent serve`
 // keeps its own. Skipped with the reason where bubblewrap cannot run; on CI that fails.
@@ -100,8 +100,9 @@ policy "writes" {
     expect(r.found.filter((f) => dirname(f) !== r.own)).toEqual([]);
     expect(r.connected.filter((f) => dirname(f) !== r.own)).toEqual([]);
     expect(r.connected).not.toContain(serveSocket);
-    // A tool plugin is no frontend: no session, no permission answered through it.
-    expect(r.attach).toMatch(/^refused: 7 .*not a frontend/);
+    // A tool plugin is no frontend, though it says it is one too: no session, no
+    // permission answered through it.
+    expect(r.attach).toMatch(/^refused: 7 plugin "prober" serves tool too/);
     expect(k.kernel.liveSessions().map((s) => s.sessionId)).toEqual([id]);
     await k.close();
   }, 60_000);
