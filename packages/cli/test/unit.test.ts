@@ -135,6 +135,20 @@ describe("exit statuses", () => {
     ).toBe(4);
     expect(runExitCode(summary({ status: SessionStatus.FAILED, detail: "model error" }))).toBe(1);
   });
+
+  it("are 4 for a run a guard ended after denials (a loop of denied calls), 1 for a guard alone", () => {
+    const denied = [{ provider: "exec", tool_name: "bash", tool_call_id: "c1", decided_by: "headless" }];
+    const failed = (detail: string, denials = denied) =>
+      runExitCode(summary({ status: SessionStatus.FAILED, detail, denials }));
+    expect(failed("doom_loop: the same tool call was repeated")).toBe(4);
+    expect(failed("doom_loop: …; the final-answer turn failed (model_error overloaded: x)")).toBe(4);
+    expect(failed("crash_breaker: a tool provider crashed repeatedly")).toBe(4);
+    expect(failed("doom_loop: the same tool call was repeated", [])).toBe(1);
+    expect(failed("crash_breaker: a tool provider crashed repeatedly", [])).toBe(1);
+    // A failure that is not a guard stays an error, denials or not; a look-alike is not a guard.
+    expect(failed("model_error auth_error: bad key")).toBe(1);
+    expect(failed("doom_loops are not a guard")).toBe(1);
+  });
 });
 
 describe("flags", () => {

@@ -194,6 +194,12 @@ export interface Settings {
    * unconfined there and warns once, "off" never sandboxes.
    */
   sandbox: "required" | "best_effort" | "off";
+  /**
+   * Let tools and commands write the repository's git metadata (.git/config, .git/hooks,
+   * commondir, ...: docs/security/git.md). Off by default: those files make git run
+   * programs later, outside any sandbox.
+   */
+  allow_git_metadata_writes: boolean;
   log_level: LogLevel;
   /** Effective switch: `telemetry` when written, else whether observability{} is present. */
   telemetry: boolean;
@@ -206,6 +212,11 @@ export interface Settings {
    * kernel cuts it as a retryable stall.
    */
   stream_idle_timeout_ms: number;
+  /**
+   * The longest the kernel waits before a retry, whatever the backoff or a vendor's
+   * retry-after asks for; a longer retry-after is cut to this and reported.
+   */
+  max_retry_delay_ms: number;
   /** remaining_depth of a root session whose profile sets no max_depth. */
   default_max_depth: number;
   doom_loop_threshold: number;

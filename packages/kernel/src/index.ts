@@ -40,7 +40,7 @@ export type {
   FrontendConnection,
   FrontendPort,
 } from "./loop/frontend-port.ts";
-export { retryDelayMs } from "./loop/model-call.ts";
+export { type RetryWait, retryDelayMs, retryWait } from "./loop/model-call.ts";
 export {
   declaredToolName,
   type SessionToolInfo,

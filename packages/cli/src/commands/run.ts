@@ -3,6 +3,8 @@
 // terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
 // and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
+
+import { once } from "node:events";
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
@@ -46,7 +48,7 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
-import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
+import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
 import {
   latestSessionOf,
   resolveSessionId,
@@ -592,6 +594,14 @@ async function runHeadless(
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // Output that cannot be written (the reader closed the pipe, the disk is full) is lost:
+  // the run is interrupted as by Ctrl-C, recorded as cancelled, and the exit status is 1.
+  let outputError: NodeJS.ErrnoException | undefined;
+  const stopWatchingOutput = outputFailures.listen((err) => {
+    if (outputError) return;
+    outputError = err;
+    handle.interrupt();
+  });
   const pump = (async () => {
     for (;;) {
       const next = await events.next();
@@ -601,6 +611,9 @@ async function runHeadless(
       if (ev.event.case === "render" || ev.event.case === "sessionStatusUpdate") drainPersisted();
       if (ev.event.case === "sessionStatusUpdate" && ev.event.value.detail) detail = ev.event.value.detail;
       printer.event(ev);
+      // Backpressure: a reader slower than the run holds the next record back, in the
+      // kernel's queue, rather than piling the printed lines up here.
+      if (out.writableNeedDrain) await once(out, "drain");
     }
   })();
   try {
@@ -616,8 +629,13 @@ async function runHeadless(
     const exit = printer.result(summary);
     out.flushNow();
     await down;
+    if (outputError) {
+      line(io.err, `agent: ${outputFailureText(outputError)}; session ${handle.id} was interrupted`);
+      return EXIT.ERROR;
+    }
     return exit;
   } finally {
+    stopWatchingOutput();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     out.close();
@@ -656,7 +674,8 @@ async function runInteractive(
       env: io.env,
       history: promptHistory(io.env, io.cwd),
       workingDirectory: io.cwd,
-      protectedPaths: kernelProtectedPaths(io.cwd, io.env),
+      // What the UI refuses to attach: the agent's own files (git metadata is the user's).
+      protectedPaths: kernelProtectedPaths(io.cwd, io.env, { gitMetadata: false }),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (
