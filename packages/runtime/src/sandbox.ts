@@ -21,7 +21,10 @@ import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
 import { gitMetadataKind, gitMetadataMounts } from "./git-metadata.ts";
+import { commandHiddenPaths, maskArgs, pluginHiddenPaths } from "./hidden-paths.ts";
 import { filterFile } from "./seccomp.ts";
+
+export { commandHiddenPaths } from "./hidden-paths.ts";
 
 export type SandboxMode = "required" | "best_effort" | "off";
 export const SANDBOX_MODES: readonly SandboxMode[] = ["required", "best_effort", "off"];
@@ -192,6 +195,11 @@ export interface SandboxSpec {
   readonly hardening?: Hardening;
   /** "plugin": a plugin process, which may nest a command sandbox (see hardeningArgs). Default "command". */
   readonly kind?: "command" | "plugin";
+  /**
+   * More directories to hide (an empty tmpfs over each), on top of the ones every sandbox
+   * hides (hidden-paths.ts): for commands, the kernel's own (ExecEnvironment.hidden_paths).
+   */
+  readonly hidden?: readonly string[];
 }
 
 /** One step of SandboxSpec.readMasks. */
@@ -247,12 +255,19 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
     if (existsSync("/var/tmp")) args.push("--tmpfs", "/var/tmp");
   }
   if (existsSync("/dev/shm")) args.push("--tmpfs", "/dev/shm");
+  // No socket of the kernel, its plugins, `agent serve` or the user's session is reachable.
+  const masks = maskArgs(
+    [...(privateTmp ? commandHiddenPaths() : pluginHiddenPaths()), ...(spec.hidden ?? [])],
+    { writable: spec.writable, privateTmp, argv },
+  );
+  args.push(...masks.beforeRoots);
   // A private /tmp would also hide the agent's own Node and packages when the agent is
   // installed under /tmp (a CI checkout, a scratch clone): put them back, read-only, as they
   // are everywhere else.
   if (privateTmp) for (const dir of hiddenInstallDirs(argv)) args.push("--ro-bind", dir, dir);
   // Private /tmp would hide a writable root under it: bind roots after the tmpfs mounts.
   for (const w of spec.writable) args.push("--bind", w, w);
+  args.push(...masks.afterRoots);
   const readOnly: Array<{ path: string; source: string }> = [];
   const placeholders: string[] = [];
   const rootOf = (p: string) =>

@@ -46,6 +46,8 @@ function ownEnvironment(): NodeJS.ProcessEnv {
 interface ExecEnv {
   variables: NodeJS.ProcessEnv;
   protectedPaths: string[];
+  /** The kernel's directories to hide from commands (its temp and runtime directories). */
+  hiddenPaths: string[];
 }
 
 let execEnv: Promise<ExecEnv> | undefined;
@@ -60,9 +62,13 @@ function commandEnvironment(ctx: ToolContext): Promise<ExecEnv> {
     try {
       const k = await ctx.kernel.service();
       const r = await k.execEnvironment({ secretPatterns: settings.secretPatterns }, { timeoutMs: 5_000 });
-      return { variables: { ...r.variables }, protectedPaths: [...r.protectedPaths] };
+      return {
+        variables: { ...r.variables },
+        protectedPaths: [...r.protectedPaths],
+        hiddenPaths: [...r.hiddenPaths],
+      };
     } catch {
-      return { variables: ownEnvironment(), protectedPaths: [] };
+      return { variables: ownEnvironment(), protectedPaths: [], hiddenPaths: [] };
     }
   })();
   return execEnv;
@@ -109,6 +115,7 @@ function sandboxFor(
         bwrap: probe.bwrap,
         writable: [...writableRoots, ...extraWritable],
         protectedPaths: env.protectedPaths,
+        hidden: env.hiddenPaths,
         network: settings.network,
         cwd,
         // The command's leader is spawned detached (a new session, no terminal): staying in
