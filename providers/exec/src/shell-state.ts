@@ -4,8 +4,8 @@
 // shell writes its state on exit through an EXIT trap, and the next call starts there.
 // docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { basename, isAbsolute, join, relative, sep } from "node:path";
+import { socketBase } from "@pluggableharness/runtime/socket-dirs";
 
 export interface ShellState {
   cwd: string;
@@ -207,9 +207,14 @@ export function prelude(stateFile: string): string {
   ].join("\n");
 }
 
-/** A scratch directory for one call's state file (bound writable into the sandbox). */
+/**
+ * A scratch directory for one call's state file (bound writable into the sandbox). It sits
+ * in the agent's private runtime directory, which every sandbox hides, so the command sees
+ * only its own directory there and nothing of TMPDIR (socketBase falls back to the temp
+ * directory where the runtime directory cannot be used).
+ */
 export function stateDir(): { dir: string; file: string; prelude: string; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), "ph-shell-"));
+  const dir = mkdtempSync(join(socketBase(), "ph-shell-"));
   const file = join(dir, "state");
   const preludeFile = join(dir, "prelude.sh");
   writeFileSync(preludeFile, prelude(file));
