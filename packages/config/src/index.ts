@@ -149,6 +149,14 @@ export {
   toStruct,
   validateConfigSchema,
 } from "./schema-bridge.ts";
+export {
+  DEFAULT_MARKER,
+  MIN_ENCODED_LENGTH,
+  MIN_LITERAL_LENGTH,
+  SecretMask,
+  type SecretMaskOptions,
+  secretForms,
+} from "./secret-mask.ts";
 export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
   DEFAULT_COMPACTION,
