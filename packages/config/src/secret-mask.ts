@@ -77,7 +77,10 @@ export function secretForms(value: string, options: SecretMaskOptions = {}): Sec
     // Inside JSON text: quotes and backslashes escaped, and (ensure_ascii) non-ASCII as \uXXXX.
     const json = JSON.stringify(value).slice(1, -1);
     plain.add(json);
-    const ascii = json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+    const ascii = json.replace(
+      /[\u007f-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    );
     plain.add(ascii);
     plain.add(ascii.replace(/\\u[0-9a-f]{4}/g, (m) => `\\u${m.slice(2).toUpperCase()}`));
     for (let skip = 0; skip < 3; skip++) {

@@ -56,7 +56,13 @@ function encodings(s: string): string[] {
   out.push(`?q=${uri}&x=1`, `?q=${uri.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase())}`);
   out.push(`a=${new URLSearchParams({ v: s }).toString().slice(2)}`);
   out.push(`rev:${[...s].reverse().join("")}:`);
-  out.push(JSON.stringify({ k: s }), JSON.stringify({ k: s }).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+  out.push(
+    JSON.stringify({ k: s }),
+    JSON.stringify({ k: s }).replace(
+      /[\u007f-\uffff]/g,
+      (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+    ),
+  );
   out.push(`plain ${s} text`);
   return out;
 }

@@ -9,8 +9,10 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelClient } from "@pluggableharness/plugin-sdk";
 import { probeSandbox, wrap } from "@pluggableharness/runtime/sandbox";
+import { clipLimits } from "./budget.ts";
 import type { Settings } from "./config.ts";
 import { ownEnvironmentFallback } from "./environment.ts";
+import { clippingFetch } from "./http.ts";
 import { Redactor, secretName } from "./redact.ts";
 import { ProcessTransport } from "./stdio.ts";
 
@@ -151,6 +153,7 @@ export async function connect(
       .map(([, v]) => v),
     ...Object.values(settings.headers),
   ]);
+  const limits = clipLimits(settings.maxOutputBytes);
   let transport: Transport;
   let notice: string | undefined;
   if (settings.transport === "stdio") {
@@ -162,22 +165,26 @@ export async function connect(
       args: line.args,
       cwd: settings.cwd,
       env: { ...env.variables, ...settings.env },
+      clip: limits,
     });
   } else {
     const headers = settings.headers;
+    // Every response body is read through the clipper (http.ts), as stdio lines are.
+    const clipped = clippingFetch(limits);
     transport =
       settings.transport === "sse"
         ? new SSEClientTransport(settings.url!, {
             requestInit: { headers },
+            fetch: clipped,
             eventSourceInit: {
               fetch: (url, init) =>
-                fetch(url, {
+                clipped(url, {
                   ...init,
                   headers: { ...(init?.headers as Record<string, string>), ...headers },
                 }),
             },
           })
-        : new StreamableHTTPClientTransport(settings.url!, { requestInit: { headers } });
+        : new StreamableHTTPClientTransport(settings.url!, { requestInit: { headers }, fetch: clipped });
   }
   const client = new Client({ name: "pluggableharness", version: PKG_VERSION }, { capabilities: {} });
   const connection = new Connection(client, transport, settings, redactor);
