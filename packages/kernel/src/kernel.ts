@@ -378,6 +378,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
       ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
+      secretMask: this.#secretMask,
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
     this.#providers = providers;

@@ -81,7 +81,22 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
   for (const t of connection.tools) {
     if (!offered(t, settings) || tools.has(t.name)) continue;
     tools.set(t.name, t);
-    schemas.push(toolSchema(t, settings));
+    // What a server says about its tools reaches every model request: masked like its output
+    // (the name stays: it is how the server is called).
+    const r = connection.redactor;
+    schemas.push(
+      toolSchema(
+        {
+          ...t,
+          ...(t.title !== undefined ? { title: r.mask(t.title) } : {}),
+          ...(t.description !== undefined ? { description: r.mask(t.description) } : {}),
+          inputSchema: r.maskJson(t.inputSchema),
+          ...(t.outputSchema ? { outputSchema: r.maskJson(t.outputSchema) } : {}),
+          ...(t.annotations ? { annotations: r.maskJson(t.annotations) } : {}),
+        },
+        settings,
+      ),
+    );
     if (t.outputSchema) {
       try {
         validators.set(t.name, ajv.getValidator(t.outputSchema));
