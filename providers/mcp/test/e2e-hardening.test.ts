@@ -22,6 +22,10 @@ const TOKEN = "Tk9/q Üz+rB?w&W=3%zYv";
 /** Given under a plain name, which the name-based rule never treated as a secret. */
 const PLAIN = "Zq7vK2pW9xR4mT8n";
 
+/** The broken server: its environment on stderr, plain and hex-encoded, then exit 2. */
+const DYING =
+  "const e = process.env; process.stderr.write('given ' + e.PLAIN + ' ' + Buffer.from(e.API_TOKEN).toString('hex') + '\\n'); process.exit(2)";
+
 let sb: Sandbox;
 let fake: FakeVendor;
 let repo: string;
@@ -38,6 +42,10 @@ required_providers {
     source  = "pluggableharness/mcp"
     version = ">= 0.1.0"
   }
+  broken = {
+    source  = "pluggableharness/mcp"
+    version = ">= 0.1.0"
+  }
 }
 
 provider "anthropic" {
@@ -47,6 +55,16 @@ provider "anthropic" {
 
 provider "hostile" {
   command = ${JSON.stringify([process.execPath, SERVER])}
+  env = {
+    API_TOKEN = env("HOSTILE_TOKEN")
+    PLAIN     = env("PLAIN_NAME")
+  }
+}
+
+# A server that prints what it was given to stderr and dies at start-up: the bridge's
+# warning quotes that stderr into the kernel's log.
+provider "broken" {
+  command = ${JSON.stringify([process.execPath, "-e", DYING])}
   env = {
     API_TOKEN = env("HOSTILE_TOKEN")
     PLAIN     = env("PLAIN_NAME")
@@ -227,6 +245,9 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
         leaked.push(`${f.slice(sb.home.length)}: ${l}`);
     }
     expect.soft(leaked).toEqual([]);
+    // The log path was taken: the broken server's warning, its stderr masked.
+    const log = readFileSync(join(sb.home, "state", "agent", "agent.log"), "utf8");
+    expect.soft(log).toMatch(/MCP server unavailable.*given \[redacted\] \[redacted\]/);
     // The leaking calls themselves ran: their masked results reached the model.
     expect.soft(requests[1]).toContain("b64=");
     expect.soft(requests[1]).toContain("[redacted]");
