@@ -1,9 +1,11 @@
 // The streaming clipper: a message under the limits comes out as the same JSON value, fed
 // in any pieces; one over them comes out bounded, still valid JSON-RPC/MCP, with what was
-// cut reported by path; what is not JSON is refused like JSON.parse refuses it.
+// cut reported by path; what is not JSON is refused like JSON.parse refuses it. The remote
+// transports' fetch clips JSON bodies and event streams the same way.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CLIP_KEY, clipJson, JsonClipper, parseClipped } from "../src/clip.ts";
+import { clippingFetch } from "../src/http.ts";
 
 const LIMITS = { maxString: 1024, maxTotal: 64 * 1024 };
 
@@ -148,9 +150,9 @@ describe("JsonClipper", () => {
     ]);
   });
 
-  it("bounds a message of a million members, keeping what JSON-RPC needs", () => {
+  it("bounds a message of a hundred thousand members, keeping what JSON-RPC needs", () => {
     const wide: Record<string, string> = {};
-    for (let i = 0; i < 200_000; i++) wide[`k${i}`] = "v".repeat(20);
+    for (let i = 0; i < 100_000; i++) wide[`k${i}`] = "v".repeat(20);
     const text = `{"jsonrpc":"2.0","result":{"structuredContent":${JSON.stringify(wide)},"content":[]},"id":3}`;
     const r = clipJson(text, LIMITS);
     expect(r.json!.length).toBeLessThan(LIMITS.maxTotal + 300 * 1024);
@@ -181,5 +183,89 @@ describe("JsonClipper", () => {
     expect(text.length).toBe(1001);
     expect(text.startsWith("é\né\n")).toBe(true);
     expect(r.report.cuts).toEqual([{ path: ["text"], length: 4000 }]);
+  });
+});
+
+/** A response whose body arrives in the given pieces (bytes split anywhere, even inside a character). */
+function streamed(pieces: (string | Uint8Array)[], type: string): Response {
+  const enc = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      for (const p of pieces) c.enqueue(typeof p === "string" ? enc.encode(p) : p);
+      c.close();
+    },
+  });
+  return new Response(body, { headers: { "content-type": type, "content-length": "123" } });
+}
+
+/** Splits text's UTF-8 bytes into pieces of `size` bytes. */
+function bytePieces(text: string, size: number): Uint8Array[] {
+  const b = new TextEncoder().encode(text);
+  const out: Uint8Array[] = [];
+  for (let i = 0; i < b.length; i += size) out.push(b.subarray(i, i + size));
+  return out;
+}
+
+describe("clippingFetch (the remote transports)", () => {
+  const limits = { maxString: 4096, maxTotal: 16 * 1024 };
+  const via = (res: Response) => clippingFetch(limits, async () => res)("http://x.test/mcp");
+
+  it("clips a JSON body as it streams and reports the real length", async () => {
+    const text = `é${"j".repeat(5_000_000)}`;
+    const res = await via(
+      streamed(
+        bytePieces(response({ content: [{ type: "text", text }] }), 65_537),
+        "application/json; charset=utf-8",
+      ),
+    );
+    expect(res.headers.get("content-length")).toBeNull();
+    const body = await res.text();
+    expect(body.length).toBeLessThan(limits.maxTotal + 500);
+    const parsed = JSON.parse(body) as { result: Record<string, unknown> };
+    expect((parsed.result["content"] as Array<{ text: string }>)[0]!.text.startsWith("éjjj")).toBe(true);
+    expect(parsed.result[CLIP_KEY]).toMatchObject({
+      cuts: [{ path: ["content", 0, "text"], length: text.length }],
+    });
+  });
+
+  it("clips each event of a stream, keeps its other fields, and passes non-JSON data as it was", async () => {
+    const big = response({ content: [{ type: "text", text: `ü${"s".repeat(200_000)}` }] });
+    const small = JSON.stringify({
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progress: 1 },
+    });
+    const cut = small.indexOf(',"method"') + 1;
+    const stream = [
+      "event: endpoint\r\ndata: /messages?sessionId=abc\r\n\r\n",
+      `: a comment\nid: 7\nevent: message\ndata: ${big}\n\n`,
+      // One value over two data lines (split between tokens: the lines are joined by a newline).
+      `data: ${small.slice(0, cut)}\ndata: ${small.slice(cut)}\n\n`,
+      `data:${small}\n\n`,
+    ].join("");
+    for (const size of [1, 7, 4096]) {
+      const res = await via(streamed(bytePieces(stream, size), "text/event-stream"));
+      const events = (await res.text()).split("\n\n").filter((e) => e !== "");
+      expect(events).toHaveLength(4);
+      expect(events[0]).toBe("event: endpoint\ndata: /messages?sessionId=abc");
+      const lines = events[1]!.split("\n");
+      expect(lines.slice(0, 3)).toEqual([": a comment", "id: 7", "event: message"]);
+      const msg = JSON.parse(lines[3]!.slice("data: ".length)) as {
+        id: number;
+        result: Record<string, unknown>;
+      };
+      expect(msg.id).toBe(7);
+      expect(msg.result[CLIP_KEY]).toMatchObject({
+        cuts: [{ path: ["content", 0, "text"], length: 200_001 }],
+      });
+      expect(events[1]!.length).toBeLessThan(limits.maxTotal + 500);
+      expect(JSON.parse(events[2]!.slice("data: ".length))).toEqual(JSON.parse(small));
+      expect(JSON.parse(events[3]!.slice("data: ".length))).toEqual(JSON.parse(small));
+    }
+  });
+
+  it("leaves other bodies alone", async () => {
+    const res = await via(streamed(["plain text"], "text/plain"));
+    expect(await res.text()).toBe("plain text");
   });
 });
