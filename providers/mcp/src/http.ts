@@ -140,6 +140,27 @@ export function clipEventStream(res: Response, limits: ClipLimits): Response {
   });
 }
 
+/** A body cut after `max` bytes; the rest is not read. */
+function capBody(res: Response, max: number): Response {
+  let seen = 0;
+  const body = res.body!.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (seen >= max) return;
+        const part = chunk.subarray(0, max - seen);
+        seen += part.length;
+        controller.enqueue(part);
+        if (seen >= max) controller.terminate();
+      },
+    }),
+  );
+  return new Response(body, {
+    status: res.status,
+    statusText: res.statusText,
+    headers: headersWithout(res, "content-length", "content-encoding"),
+  });
+}
+
 /** `base` with each response body clipped as it streams. */
 export function clippingFetch(limits: ClipLimits, base: FetchLike = fetch): FetchLike {
   return async (url, init) => {
@@ -148,6 +169,7 @@ export function clippingFetch(limits: ClipLimits, base: FetchLike = fetch): Fetc
     const type = mediaType(res);
     if (type === "application/json") return clipJsonBody(res, limits);
     if (type === "text/event-stream") return clipEventStream(res, limits);
-    return res;
+    // Anything else (an error page) is read only for an error message: its first bytes do.
+    return capBody(res, limits.maxTotal);
   };
 }

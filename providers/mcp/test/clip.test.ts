@@ -264,8 +264,10 @@ describe("clippingFetch (the remote transports)", () => {
     }
   });
 
-  it("leaves other bodies alone", async () => {
+  it("passes other bodies (error pages) on, cut after the clip limit", async () => {
     const res = await via(streamed(["plain text"], "text/plain"));
     expect(await res.text()).toBe("plain text");
+    const page = await via(streamed(bytePieces("<html>".repeat(100_000), 1000), "text/html"));
+    expect((await page.text()).length).toBe(limits.maxTotal);
   });
 });

@@ -248,6 +248,11 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
     // The log path was taken: the broken server's warning, its stderr masked.
     const log = readFileSync(join(sb.home, "state", "agent", "agent.log"), "utf8");
     expect.soft(log).toMatch(/MCP server unavailable.*given \[redacted\] \[redacted\]/);
+    // A tool whose name holds a secret is not offered (a masked name could not be called,
+    // and vendors refuse names with brackets); the others are.
+    const offered = ((records(r.stdout)[0]?.["tools"] ?? []) as Array<{ name: string }>).map((t) => t.name);
+    expect.soft(offered).toContain("hostile__leak");
+    expect.soft(offered.filter((n) => n.includes("named"))).toEqual([]);
     // The leaking calls themselves ran: their masked results reached the model.
     expect.soft(requests[1]).toContain("b64=");
     expect.soft(requests[1]).toContain("[redacted]");

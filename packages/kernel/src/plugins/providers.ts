@@ -729,6 +729,15 @@ async function refreshTools(
   // reach every model request: what they say is masked like the provider's output.
   const mask = options.secretMask;
   if (mask && !mask.empty && mask.contains(JSON.stringify(p.config))) {
+    // A name cannot be masked (it is how the operation is called): one that holds a secret
+    // leaves the operation out.
+    const named = res.tools.filter((t) => mask.contains(t.name));
+    if (named.length > 0) {
+      options.log.warn(
+        `provider "${p.name}": ${named.length} operation(s) left out: their names hold a secret`,
+      );
+      res.tools = res.tools.filter((t) => !named.includes(t));
+    }
     res = fromJson(GetSchemaResponseSchema, mask.maskJson(toJson(GetSchemaResponseSchema, res)));
   }
   const before = new Set(p.tools?.slashCommands ?? []);
