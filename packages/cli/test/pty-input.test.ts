@@ -1,7 +1,7 @@
 // The terminal experience of the real `agent` binary in a real pseudo-terminal (tmux on
 // a private socket): a streamed markdown answer rendered and word-wrapped at 60 and
 // then 120 columns, a pasted three-line text and an Alt-Enter newline reaching the
-// model verbatim, an arrow key split across writes that does not interrupt, and an
+// model verbatim, an arrow key sent in two writes that does not interrupt, and an
 // unknown slash command answered with a suggestion instead of a spinner.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -113,10 +113,10 @@ describe("agent run in a terminal: rendering and input", () => {
     tmux("send-keys", "-t", "md", "-l", "\x1b[200~line one\nline two\n  line three\x1b[201~");
     tmux("send-keys", "-t", "md", "M-Enter");
     tmux("send-keys", "-t", "md", "-l", "after");
-    // An arrow key whose bytes arrive in two writes: a cursor move, not Escape.
-    tmux("send-keys", "-t", "md", "-l", "\x1b");
-    await new Promise((r) => setTimeout(r, 15));
-    tmux("send-keys", "-t", "md", "-l", "[D");
+    // An arrow key sent as two tmux commands (two writes to the terminal): a cursor move,
+    // not Escape. Both go in one tmux invocation so that a slow, shared machine cannot
+    // stretch the gap past the escape timeout; keys.test.ts holds the split-read rule itself.
+    tmux("send-keys", "-t", "md", "-l", "\x1b", ";", "send-keys", "-t", "md", "-l", "[D");
     tmux("send-keys", "-t", "md", "-l", "X");
     await waitFor("afteXr");
     expect(fake.requests.length).toBe(before);

@@ -123,10 +123,16 @@ export {
 } from "./policy-store.ts";
 export { parseToolPattern } from "./profiles.ts";
 export {
+  type FollowedPath,
+  followLinksSync,
   kernelProtectedPaths,
   type ProtectedHit,
+  type ProtectedMatch,
+  type ProtectedSet,
   protectedHitOf,
+  protectedMatchOf,
   protectedPathOf,
+  protectedSet,
 } from "./protected-paths.ts";
 export {
   packageChecksum,

@@ -5,7 +5,7 @@
 // the exec sandbox mounts them read-only for whatever a command does that no argument
 // shows.
 
-import { existsSync, realpathSync } from "node:fs";
+import { lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { isReadOnlyCommand } from "./builtin-rules.ts";
@@ -36,37 +36,116 @@ function inside(path: string, root: string): boolean {
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
 }
 
-/** The path with every symlink in its longest existing prefix resolved. */
-function realish(path: string): string {
-  let head = path;
-  const tail: string[] = [];
-  for (let i = 0; i < 256; i++) {
-    if (existsSync(head)) {
-      try {
-        return join(realpathSync(head), ...tail.reverse());
-      } catch {
-        return path;
-      }
+/** Symbolic links followed while resolving one path before it counts as a loop (Linux's limit). */
+const MAX_HOPS = 40;
+
+export interface FollowedPath {
+  /** Where the path leads: every existing symbolic link on it followed, dangling ones too. */
+  readonly path: string;
+  /** The links do not end (a cycle, or more than 40 of them): nobody can tell where it leads. */
+  readonly loop: boolean;
+}
+
+/**
+ * Where a write to `path` would land: each component is looked at in turn, a symbolic
+ * link is replaced by its target (relative to the link's directory, `..` taken from the
+ * directory actually reached, as the operating system does), including a link whose
+ * target does not exist yet, a link to a link, and links in the directories on the way.
+ * The first component that does not exist ends the walk; the rest is kept as written
+ * (normalised), since nothing there can redirect yet. `path` must be absolute; a `..` in
+ * it is also taken physically, so pass it unnormalised to judge what a shell would do.
+ */
+export function followLinksSync(path: string): FollowedPath {
+  let pending = path.split(sep).filter((c) => c !== "" && c !== ".");
+  let current: string = sep;
+  let hops = 0;
+  while (pending.length > 0) {
+    const name = pending.shift()!;
+    if (name === "..") {
+      current = dirname(current);
+      continue;
     }
-    const parent = dirname(head);
-    if (parent === head) return path;
-    tail.push(head.slice(parent.length).replace(/^\/+/, ""));
-    head = parent;
+    const next = join(current, name);
+    let link: string | undefined;
+    try {
+      const st = lstatSync(next);
+      link = st.isSymbolicLink() ? readlinkSync(next) : undefined;
+    } catch {
+      // Absent (or not ours to look at): nothing below it can redirect a write yet.
+      return { path: resolve(next, ...pending), loop: false };
+    }
+    if (link === undefined) {
+      current = next;
+      continue;
+    }
+    if (++hops > MAX_HOPS) return { path: resolve(next, ...pending), loop: true };
+    pending = [...link.split(sep).filter((c) => c !== "" && c !== "."), ...pending];
+    if (isAbsolute(link)) current = sep;
   }
-  return path;
+  return { path: current, loop: false };
+}
+
+/**
+ * Case and Unicode compatibility folded: on a case-insensitive file system (macOS, or a
+ * mounted one) `AGENT.HCL` is agent.hcl, so names are compared folded everywhere. The
+ * cost is that `Agent.hcl` is refused on Linux too, which nobody needs to write.
+ */
+function fold(path: string): string {
+  return path.normalize("NFKC").toLowerCase();
+}
+
+/** The protected paths, each as written and as it resolves now, folded for comparison. */
+export interface ProtectedSet {
+  readonly entries: ReadonlyArray<{ readonly path: string; readonly forms: readonly string[] }>;
+}
+
+export function protectedSet(paths: readonly string[]): ProtectedSet {
+  return {
+    entries: paths.map((p) => {
+      const followed = followLinksSync(resolve(p));
+      return { path: p, forms: [...new Set([fold(resolve(p)), fold(followed.path)])] };
+    }),
+  };
+}
+
+/** A path that reaches a protected one, or cannot be resolved at all. */
+export interface ProtectedMatch {
+  readonly path: string;
+  /** Refused because its links loop, not because it names a protected path. */
+  readonly loop?: true;
+}
+
+function matchIn(set: ProtectedSet, candidates: readonly string[]): string | undefined {
+  const folded = candidates.map(fold);
+  for (const e of set.entries) {
+    if (folded.some((c) => e.forms.some((f) => inside(c, f)))) return e.path;
+  }
+  return undefined;
+}
+
+/**
+ * The protected path `value` (resolved against `cwd`) reaches, through links too. A value
+ * is judged three ways, and any hit counts: as written (normalised), through its links the
+ * way the file tools resolve it (normalised first, then links followed), and the way the
+ * operating system does for a command (links followed, `..` after them). A chain of links
+ * that does not end is a hit too: where it would lead cannot be known.
+ */
+export function protectedMatchOf(value: string, cwd: string, set: ProtectedSet): ProtectedMatch | undefined {
+  if (value === "" || value.includes("\0")) return undefined;
+  const expanded = value === "~" || value.startsWith("~/") ? join(homedir(), value.slice(1)) : value;
+  const lexical = resolve(cwd, expanded);
+  const raw = isAbsolute(expanded) ? expanded : `${cwd}${sep}${expanded}`;
+  const viaTool = followLinksSync(lexical);
+  const viaShell = raw === lexical ? viaTool : followLinksSync(raw);
+  const hit = matchIn(set, [lexical, viaTool.path, viaShell.path]);
+  if (hit) return { path: hit };
+  if (viaTool.loop || viaShell.loop) return { path: value, loop: true };
+  return undefined;
 }
 
 /** The protected path `value` (resolved against `cwd`) falls in, through links too. */
 export function protectedPathOf(value: string, cwd: string, paths: readonly string[]): string | undefined {
-  if (value === "" || value.includes("\0")) return undefined;
-  const expanded = value === "~" || value.startsWith("~/") ? join(homedir(), value.slice(1)) : value;
-  const lexical = resolve(cwd, expanded);
-  const real = realish(lexical);
-  for (const p of paths) {
-    const realP = realish(p);
-    if (inside(lexical, p) || inside(real, p) || inside(lexical, realP) || inside(real, realP)) return p;
-  }
-  return undefined;
+  return protectedMatchOf(value, cwd, protectedSet(paths))?.path;
 }
 
 const PATH_KEY = /(path|file|dir|dest|target|src|source|from|^to$|output|location|root|cwd)/i;
@@ -85,14 +164,22 @@ function mentions(paths: readonly string[], home: string): RegExp {
     if (p.startsWith(`${home}/`)) fragments.add(p.slice(home.length + 1));
   }
   const alt = [...fragments].map((f) => f.replace(/[\\^$.*+?()[\]{}|/]/g, "\\$&")).join("|");
-  return new RegExp(`(^|[^A-Za-z0-9_-])(${alt})($|[^A-Za-z0-9_-])`);
+  // Case-insensitive, as the comparison of paths is (fold).
+  return new RegExp(`(^|[^A-Za-z0-9_-])(${alt})($|[^A-Za-z0-9_-])`, "i");
 }
 
 export interface ProtectedHit {
-  /** The protected path (or fragment of one) the call touches. */
+  /** The protected path (or fragment of one) the call touches; with `loop`, the value that loops. */
   readonly path: string;
   /** The argument it was found in. */
   readonly argument: string;
+  /** Refused because the value is a chain of symbolic links that does not end. */
+  readonly loop?: true;
+}
+
+function hitOf(m: ProtectedMatch | undefined, argument: string): ProtectedHit | undefined {
+  if (!m) return undefined;
+  return m.loop ? { path: m.path, argument, loop: true } : { path: m.path, argument };
 }
 
 /**
@@ -107,14 +194,14 @@ export function protectedHitOf(
   cwd: string,
   paths: readonly string[],
 ): ProtectedHit | undefined {
+  const set = protectedSet(paths);
   const visit = (v: unknown, key: string, depth: number): ProtectedHit | undefined => {
     if (depth > 8) return undefined;
     if (typeof v === "string") {
-      if (key === "command") return commandHit(v, cwd, paths);
-      if (key === "patch") return patchHit(v, cwd, paths);
+      if (key === "command") return commandHit(v, cwd, paths, set);
+      if (key === "patch") return patchHit(v, cwd, set);
       if (!PATH_KEY.test(key)) return undefined;
-      const p = protectedPathOf(v, cwd, paths);
-      return p ? { path: p, argument: key } : undefined;
+      return hitOf(protectedMatchOf(v, cwd, set), key);
     }
     if (Array.isArray(v)) {
       for (const x of v) {
@@ -150,15 +237,20 @@ export function patchPaths(text: string): string[] {
   return out;
 }
 
-function patchHit(text: string, cwd: string, paths: readonly string[]): ProtectedHit | undefined {
+function patchHit(text: string, cwd: string, set: ProtectedSet): ProtectedHit | undefined {
   for (const f of patchPaths(text)) {
-    const p = protectedPathOf(f, cwd, paths);
-    if (p) return { path: p, argument: "patch" };
+    const h = hitOf(protectedMatchOf(f, cwd, set), "patch");
+    if (h) return h;
   }
   return undefined;
 }
 
-function commandHit(text: string, cwd: string, paths: readonly string[]): ProtectedHit | undefined {
+function commandHit(
+  text: string,
+  cwd: string,
+  paths: readonly string[],
+  set: ProtectedSet,
+): ProtectedHit | undefined {
   const home = homedir();
   const re = mentions(paths, home);
   const parsed = parseCommand(text);
@@ -172,8 +264,8 @@ function commandHit(text: string, cwd: string, paths: readonly string[]): Protec
         // Every word may name a file: `cp x agent.hcl`, `ln -s .agent y`, `--output=.agent/z`.
         const candidates = [w.text, ...(w.text.includes("=") ? [w.text.slice(w.text.indexOf("=") + 1)] : [])];
         for (const cand of candidates) {
-          const p = protectedPathOf(cand, cwd, paths);
-          if (p && !(readOnly(c) && !c.writes.includes(w))) return { path: p, argument: "command" };
+          const h = hitOf(protectedMatchOf(cand, cwd, set), "command");
+          if (h && !(readOnly(c) && !c.writes.includes(w))) return h;
         }
       }
       if (!readOnly(c) && words.some((w) => re.test(w.text))) {

@@ -9,7 +9,7 @@ import {
   type RunSessionRequest,
   type RunSessionResponseSchema,
 } from "@pluggableharness/protocol/kernel";
-import type { CallbackRegistration } from "@pluggableharness/runtime";
+import { type CallbackRegistration, RpcError } from "@pluggableharness/runtime";
 
 export interface RecordedLog {
   plugin: string;
@@ -95,7 +95,13 @@ export class RecordingKernel {
         },
         execEnvironment: () => {
           const e = this.execEnvironment;
-          if (!e) throw Object.assign(new Error("ExecEnvironment is not served"), { code: 12 });
+          // A real UNIMPLEMENTED status (a plain Error would reach the plugin as INTERNAL).
+          if (!e)
+            throw new RpcError(
+              12,
+              "ExecEnvironment is not served",
+              "/pluggableharness.kernel.v1.KernelCallbackService/ExecEnvironment",
+            );
           return { variables: e.variables, withheld: e.withheld ?? [], protectedPaths: e.protectedPaths };
         },
       }),

@@ -36,13 +36,22 @@ export {
   type ToolEventInit,
   ToolFailure,
 } from "./events.ts";
-export { Jail, MAX_PATH_LENGTH, MAX_SYMLINK_HOPS, type ResolvedPath } from "./jail.ts";
+export {
+  DirHandle,
+  Jail,
+  type JailOptions,
+  MAX_PATH_LENGTH,
+  MAX_SYMLINK_HOPS,
+  type OpenedFile,
+  type ResolvedPath,
+} from "./jail.ts";
 export { KeyedMutex } from "./mutex.ts";
 export { AsyncQueue } from "./queue.ts";
 export { type RenderNodeInit, r, type StyleName } from "./render.ts";
 export { checkValue, type JsonSchema, type ObjectSchema, s, toWireSchema } from "./schema.ts";
 export { looksBinary, plural, truncateUtf8 } from "./text.ts";
 export {
+  type ConfigureContext,
   type InvokeOutput,
   type KindName,
   type PreviewContext,

@@ -124,6 +124,12 @@ export interface ToolDefinition<A = JsonObject> {
   render?(input: RenderInput): RenderNodeInit | undefined;
 }
 
+/** What Configure gives a provider besides its values: the kernel's callbacks (its owned paths, say). */
+export interface ConfigureContext {
+  readonly kernel: KernelClient;
+  readonly log: Logger;
+}
+
 export interface ToolProviderOptions {
   // biome-ignore lint/suspicious/noExplicitAny: operations declare their own argument types
   tools: readonly ToolDefinition<any>[];
@@ -132,7 +138,7 @@ export interface ToolProviderOptions {
    * Provider checks on configuration that passed the generic ones; apply it when no
    * ERROR diagnostic is returned.
    */
-  configure?(values: JsonObject): Diagnostic[] | Promise<Diagnostic[]>;
+  configure?(values: JsonObject, ctx: ConfigureContext): Diagnostic[] | Promise<Diagnostic[]>;
   onShutdown?(): void | Promise<void>;
   /** Slash commands this provider declares (read at every GetSchema). */
   slashCommands?(): SlashCommandSpecInit[];
@@ -284,10 +290,10 @@ export function toolService(options: ToolProviderOptions) {
       };
     },
 
-    async configure(req) {
+    async configure(req, ctx) {
       const { values, diagnostics } = readConfig(fields, req.config);
       if (diagnostics.length === 0 && options.configure)
-        diagnostics.push(...(await options.configure(values)));
+        diagnostics.push(...(await options.configure(values, { kernel: ctx.kernel, log: ctx.log })));
       return { result: { diagnostics } };
     },
 

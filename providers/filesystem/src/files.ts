@@ -1,8 +1,6 @@
 // File access shared by the operations: resolving through the jail with the right
 // error categories, reading text safely and writing atomically.
-import { randomBytes } from "node:crypto";
-import { mkdir, open, readFile, rename, stat, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import type { FileHandle } from "node:fs/promises";
 import { KeyedMutex, looksBinary, type ResolvedPath, ToolFailure } from "@pluggableharness/tool-kit";
 import { settings } from "./state.ts";
 
@@ -49,6 +47,18 @@ export async function guard<T>(path: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Up to `n` bytes from the start of an open file (fewer if it is shorter now). */
+export async function readUpTo(handle: FileHandle, n: number): Promise<Buffer> {
+  const data = Buffer.alloc(n);
+  let got = 0;
+  while (got < n) {
+    const { bytesRead } = await handle.read(data, got, n - got, got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return data.subarray(0, got);
+}
+
 export interface ExistingText {
   text: string;
   mode: number;
@@ -61,51 +71,40 @@ export interface ExistingText {
 export async function readTextForChange(file: ResolvedPath): Promise<ExistingText | undefined> {
   if (!file.exists) return undefined;
   return guard(file.requested, async () => {
-    const st = await stat(file.real);
-    if (st.isDirectory()) throw new ToolFailure("invalid_arguments", `${file.requested} is a directory`);
-    const max = settings().maxFileBytes;
-    if (st.size > max) {
-      throw new ToolFailure(
-        "invalid_arguments",
-        `${file.requested} is ${st.size} bytes, over the ${max}-byte limit`,
-      );
+    // One descriptor, checked to be the resolved file (jail.ts), read to the end.
+    const { handle, stat: st } = await settings().jail.openForRead(file);
+    try {
+      if (st.isDirectory()) throw new ToolFailure("invalid_arguments", `${file.requested} is a directory`);
+      const max = settings().maxFileBytes;
+      if (st.size > max) {
+        throw new ToolFailure(
+          "invalid_arguments",
+          `${file.requested} is ${st.size} bytes, over the ${max}-byte limit`,
+        );
+      }
+      const data = await readUpTo(handle, st.size);
+      if (looksBinary(data)) throw new ToolFailure("invalid_arguments", `${file.requested} is a binary file`);
+      const text = data.toString("utf8");
+      if (!Buffer.from(text, "utf8").equals(data)) {
+        throw new ToolFailure("invalid_arguments", `${file.requested} is not valid UTF-8 text`);
+      }
+      return { text, mode: st.mode & 0o7777 };
+    } finally {
+      await handle.close();
     }
-    const data = await readFile(file.real);
-    if (looksBinary(data)) throw new ToolFailure("invalid_arguments", `${file.requested} is a binary file`);
-    const text = data.toString("utf8");
-    if (!Buffer.from(text, "utf8").equals(data)) {
-      throw new ToolFailure("invalid_arguments", `${file.requested} is not valid UTF-8 text`);
-    }
-    return { text, mode: st.mode & 0o7777 };
   });
 }
 
 /**
  * Replaces the file's content in one step (temporary file in the same directory, then
  * rename), keeping the mode of the file it replaces. Readers see the old or the new
- * content, never a mix, and a hard link to the old inode is left untouched.
+ * content, never a mix, and a hard link to the old inode is left untouched. The jail
+ * refuses kernel-owned targets and reaches the directory without following links.
  */
 export async function writeAtomically(
   file: ResolvedPath,
   text: string,
   mode: number | undefined,
 ): Promise<void> {
-  await guard(file.requested, async () => {
-    const dir = dirname(file.real);
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, `.${basename(file.real)}.${randomBytes(6).toString("hex")}.tmp`);
-    const handle = await open(tmp, "wx", mode ?? 0o666);
-    try {
-      await handle.writeFile(text, "utf8");
-      if (mode !== undefined) await handle.chmod(mode);
-    } finally {
-      await handle.close();
-    }
-    try {
-      await rename(tmp, file.real);
-    } catch (err) {
-      await unlink(tmp).catch(() => {});
-      throw err;
-    }
-  });
+  await guard(file.requested, () => settings().jail.writeFileAtomic(file, text, mode));
 }

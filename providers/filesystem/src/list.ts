@@ -1,8 +1,8 @@
 // list_directory: the entries of one directory, without following symbolic links.
 import { lstat, readdir } from "node:fs/promises";
-import { join } from "node:path";
-import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { type DirHandle, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, resolvePath } from "./files.ts";
+import { settings } from "./state.ts";
 
 const MAX_ENTRIES = 1000;
 
@@ -64,42 +64,14 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
       const st = await lstat(dir.real);
       if (!st.isDirectory())
         throw new ToolFailure("invalid_arguments", `${path} is not a directory; use read_file`);
-      const dirents = await readdir(dir.real, { withFileTypes: true });
-      const typed = dirents.map((d) => ({
-        name: d.name,
-        type: (d.isDirectory()
-          ? "directory"
-          : d.isFile()
-            ? "file"
-            : d.isSymbolicLink()
-              ? "symlink"
-              : "other") as EntryType,
-      }));
-      typed.sort((a, b) =>
-        a.type === "directory" && b.type !== "directory"
-          ? -1
-          : b.type === "directory" && a.type !== "directory"
-            ? 1
-            : a.name < b.name
-              ? -1
-              : a.name > b.name
-                ? 1
-                : 0,
-      );
-      const shown = typed.slice(0, MAX_ENTRIES);
-      const entries = await Promise.all(
-        shown.map(async (e) => ({
-          ...e,
-          size: e.type === "file" ? (await lstat(join(dir.real, e.name)).catch(() => ({ size: 0 }))).size : 0,
-        })),
-      );
-      return {
-        path,
-        entries,
-        total: typed.length,
-        truncated: typed.length > shown.length,
-        listing: entries.map(listingLine).join("\n"),
-      };
+      // Listed through a descriptor checked to be the resolved directory: a link swapped in
+      // on its path since cannot show another directory's names.
+      const opened = await settings().jail.openDirectory(dir.real, path);
+      try {
+        return await listOpened(opened, path);
+      } finally {
+        await opened.close();
+      }
     });
   },
   render(input) {
@@ -114,3 +86,42 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
     ]);
   },
 };
+
+async function listOpened(dir: DirHandle, path: string) {
+  const dirents = await readdir(dir.self, { withFileTypes: true });
+  const typed = dirents.map((d) => ({
+    name: d.name,
+    type: (d.isDirectory()
+      ? "directory"
+      : d.isFile()
+        ? "file"
+        : d.isSymbolicLink()
+          ? "symlink"
+          : "other") as EntryType,
+  }));
+  typed.sort((a, b) =>
+    a.type === "directory" && b.type !== "directory"
+      ? -1
+      : b.type === "directory" && a.type !== "directory"
+        ? 1
+        : a.name < b.name
+          ? -1
+          : a.name > b.name
+            ? 1
+            : 0,
+  );
+  const shown = typed.slice(0, MAX_ENTRIES);
+  const entries = await Promise.all(
+    shown.map(async (e) => ({
+      ...e,
+      size: e.type === "file" ? (await lstat(dir.at(e.name)).catch(() => ({ size: 0 }))).size : 0,
+    })),
+  );
+  return {
+    path,
+    entries,
+    total: typed.length,
+    truncated: typed.length > shown.length,
+    listing: entries.map(listingLine).join("\n"),
+  };
+}

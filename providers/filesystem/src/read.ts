@@ -1,7 +1,6 @@
 // read_file: a line range of a text file, line-numbered, within a byte budget.
-import { open, readFile, stat } from "node:fs/promises";
 import { looksBinary, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
-import { guard, resolvePath } from "./files.ts";
+import { guard, readUpTo, resolvePath } from "./files.ts";
 import { type ImageInfo, imageInfo } from "./image.ts";
 import { settings } from "./state.ts";
 
@@ -89,23 +88,24 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
     if (!file.exists) throw new ToolFailure("not_found", `${args.path} does not exist`);
     const { maxReadBytes, maxFileBytes, maxImageBytes } = settings();
     return guard(args.path, async () => {
-      const st = await stat(file.real);
-      if (st.isDirectory()) {
-        throw new ToolFailure("invalid_arguments", `${args.path} is a directory; use list_directory`);
-      }
-      const base = { path: args.path, size_bytes: st.size };
-      const handle = await open(file.real, "r");
+      // Opened once, checked to be the resolved file (no link swapped in, one hard link);
+      // every byte shown comes from this descriptor.
+      const { handle, stat: st } = await settings().jail.openForRead(file);
       let data: Buffer;
+      let whole: Buffer | undefined;
       try {
-        const want = Math.min(st.size, maxFileBytes);
-        data = Buffer.alloc(want);
-        const { bytesRead } = await handle.read(data, 0, want, 0);
-        data = data.subarray(0, bytesRead);
+        if (st.isDirectory()) {
+          throw new ToolFailure("invalid_arguments", `${args.path} is a directory; use list_directory`);
+        }
+        data = await readUpTo(handle, Math.min(st.size, maxFileBytes));
+        if (imageInfo(data) && st.size <= maxImageBytes)
+          whole = data.length >= st.size ? data : await readUpTo(handle, st.size);
       } finally {
         await handle.close();
       }
+      const base = { path: args.path, size_bytes: st.size };
       const info = imageInfo(data);
-      if (info) return readImage(file.real, args.path, st.size, info, maxImageBytes);
+      if (info) return readImage(whole, args.path, st.size, info, maxImageBytes);
       if (looksBinary(data)) {
         return {
           ...base,
@@ -198,7 +198,7 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
   },
 };
 
-async function readImage(real: string, path: string, size: number, info: ImageInfo, max: number) {
+function readImage(bytes: Buffer | undefined, path: string, size: number, info: ImageInfo, max: number) {
   const dims = info.width && info.height ? `${info.width}x${info.height} pixels, ` : "";
   const image = { media_type: info.mediaType, width: info.width ?? 0, height: info.height ?? 0 };
   const base = {
@@ -210,7 +210,7 @@ async function readImage(real: string, path: string, size: number, info: ImageIn
     binary: true,
     image,
   };
-  if (size > max) {
+  if (size > max || bytes === undefined) {
     const notice = `the image is ${size} bytes, over the ${max}-byte max_image_bytes limit; not shown`;
     return {
       ...base,
@@ -219,7 +219,6 @@ async function readImage(real: string, path: string, size: number, info: ImageIn
       notice,
     };
   }
-  const bytes = await readFile(real);
   return {
     ...base,
     content: `${info.format} image ${path} (${dims}${bytes.length} bytes)`,

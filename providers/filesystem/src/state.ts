@@ -1,8 +1,11 @@
 // The provider's configuration: the roots jail and size limits, applied by Configure.
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { KernelClient } from "@pluggableharness/plugin-sdk";
 import {
   type ConfigField,
+  type ConfigureContext,
   configError,
+  configWarning,
   type Diagnostic,
   Jail,
   ToolFailure,
@@ -38,6 +41,13 @@ export const CONFIG: readonly ConfigField[] = [
     default: 10 * 1024 * 1024,
     description: "Largest file read_file scans and edit_file, multi_edit and write_file handle.",
   },
+  {
+    name: "allow_hard_links",
+    type: "bool",
+    default: false,
+    description:
+      "Read files that have more than one hard link. Off by default: another link to such a file may be outside the roots (a hard link to a secret), and nothing tells where the others are.",
+  },
 ];
 
 export interface Settings {
@@ -59,7 +69,38 @@ export function settings(): Settings {
   return current;
 }
 
-export async function configure(values: JsonObject): Promise<Diagnostic[]> {
+/**
+ * The kernel's own paths (agent.hcl, .agent/, its config, state and cache directories),
+ * asked once from KernelCallbackService.ExecEnvironment: no write may reach them, even
+ * through a link planted after the kernel checked the call. A kernel that does not serve
+ * the call (UNIMPLEMENTED) owns none; any other failure refuses the write and is asked
+ * again next time.
+ */
+function kernelOwnedPaths(kernel: KernelClient): () => Promise<readonly string[]> {
+  let known: Promise<readonly string[]> | undefined;
+  const ask = async (): Promise<readonly string[]> => {
+    try {
+      const k = await kernel.service();
+      const r = await k.execEnvironment({ secretPatterns: [] }, { timeoutMs: 5_000 });
+      return [...r.protectedPaths];
+    } catch (err) {
+      if ((err as { code?: unknown }).code === 12) return [];
+      throw new ToolFailure(
+        "execution_failed",
+        `the kernel did not say which paths it owns, so nothing was written: ${(err as Error).message}`,
+      );
+    }
+  };
+  return () => {
+    known ??= ask().catch((err: unknown) => {
+      known = undefined;
+      throw err;
+    });
+    return known;
+  };
+}
+
+export async function configure(values: JsonObject, ctx: ConfigureContext): Promise<Diagnostic[]> {
   const roots = values["roots"] as string[];
   const maxReadBytes = values["max_read_bytes"] as number;
   const maxFileBytes = values["max_file_bytes"] as number;
@@ -75,12 +116,23 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
       problems.push(configError([name], `${name} must be an integer of at least 1024`));
   }
   if (problems.length > 0) return problems;
+  let jail: Jail;
   try {
-    current = { jail: await Jail.create(roots), maxReadBytes, maxFileBytes, maxImageBytes };
-    // A multi-file change a crash cut short is rolled back before any call runs.
-    await recoverJournals(current.jail.roots);
+    jail = await Jail.create(roots, {
+      protectedPaths: kernelOwnedPaths(ctx.kernel),
+      allowHardLinks: values["allow_hard_links"] === true,
+    });
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }
-  return [];
+  current = { jail, maxReadBytes, maxFileBytes, maxImageBytes };
+  // A multi-file change a crash cut short is rolled back before any call runs.
+  const left = await recoverJournals(jail);
+  return left.map((j) =>
+    configWarning(
+      ["roots"],
+      "A half-applied change was left as it is",
+      `${j.journal}: ${j.reason}; the journal is kept for a human to look at`,
+    ),
+  );
 }

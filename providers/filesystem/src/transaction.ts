@@ -14,18 +14,22 @@
 // removed). A crash leaves the journal, and the next start of the provider rolls the
 // change back from it (`recoverJournals`), so a half-applied change never survives.
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { constants } from "node:fs";
+import { link, lstat, open, readdir, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import {
+  type DirHandle,
   diffLines,
   formatUnified,
   type Hunk,
+  type Jail,
   type RenderNodeInit,
   type ResolvedPath,
   r,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { fileLocks, guard } from "./files.ts";
+import { settings } from "./state.ts";
 
 export interface FileChange {
   /** The path as the call named it. */
@@ -133,27 +137,75 @@ async function withLocks<T>(keys: readonly string[], fn: () => Promise<T>): Prom
 }
 
 const hex = () => randomBytes(6).toString("hex");
-const sibling = (target: string, tag: string) =>
-  join(dirname(target), `.${basename(target)}.${hex()}.${tag}`);
+const siblingName = (target: string, tag: "tmp" | "bak") => `.${basename(target)}.${hex()}.${tag}`;
 
-async function rollBack(entries: readonly JournalEntry[]): Promise<void> {
+/**
+ * The directories of a change, each opened once through the jail (from its root, no link
+ * followed) and kept open until the change is done: every name below is taken relative
+ * to one of them, so a link planted on the way after the check is never followed.
+ */
+class Dirs {
+  readonly #jail: Jail;
+  readonly #open = new Map<string, Promise<DirHandle>>();
+
+  constructor(jail: Jail) {
+    this.#jail = jail;
+  }
+
+  of(file: ResolvedPath, create: boolean): Promise<DirHandle> {
+    const key = dirname(file.real);
+    let d = this.#open.get(key);
+    if (!d) {
+      d = this.#jail.openParent(file, { create });
+      this.#open.set(key, d);
+      d.catch(() => this.#open.delete(key));
+    }
+    return d;
+  }
+
+  async close(): Promise<void> {
+    for (const d of this.#open.values()) await (await d.catch(() => undefined))?.close();
+    this.#open.clear();
+  }
+}
+
+/** The entry's files as names in its (open) directory. */
+function namesOf(e: JournalEntry) {
+  return {
+    target: basename(e.target),
+    tmp: e.tmp === undefined ? undefined : basename(e.tmp),
+    backup: e.backup === undefined ? undefined : basename(e.backup),
+  };
+}
+
+async function rollBack(
+  entries: readonly JournalEntry[],
+  dirOf: (e: JournalEntry) => Promise<DirHandle>,
+): Promise<void> {
   for (const e of [...entries].reverse()) {
-    if (e.backup !== undefined && (await exists(e.backup))) {
+    // A directory that is gone holds nothing to undo.
+    const dir = await dirOf(e).catch((err: unknown) => {
+      if (err instanceof ToolFailure && err.category === "not_found") return undefined;
+      throw err;
+    });
+    if (!dir) continue;
+    const n = namesOf(e);
+    if (n.backup !== undefined && (await exists(dir.at(n.backup)))) {
       // rename() between two links of one file does nothing: the target was never replaced.
-      if (await sameFile(e.backup, e.target)) await unlink(e.backup);
-      else await rename(e.backup, e.target);
-    } else if (!e.existed) await unlink(e.target).catch(() => {});
-    if (e.tmp !== undefined) await unlink(e.tmp).catch(() => {});
+      if (await sameFile(dir.at(n.backup), dir.at(n.target))) await unlink(dir.at(n.backup));
+      else await rename(dir.at(n.backup), dir.at(n.target));
+    } else if (!e.existed) await unlink(dir.at(n.target)).catch(() => {});
+    if (n.tmp !== undefined) await unlink(dir.at(n.tmp)).catch(() => {});
   }
 }
 
 async function sameFile(a: string, b: string): Promise<boolean> {
-  const [x, y] = await Promise.all([stat(a).catch(() => undefined), stat(b).catch(() => undefined)]);
+  const [x, y] = await Promise.all([lstat(a).catch(() => undefined), lstat(b).catch(() => undefined)]);
   return !!x && !!y && x.ino === y.ino && x.dev === y.dev;
 }
 
 const exists = (p: string) =>
-  stat(p).then(
+  lstat(p).then(
     () => true,
     () => false,
   );
@@ -174,32 +226,39 @@ export async function commitChanges(plan: () => Promise<FileChange[]>): Promise<
           "concurrency_conflict",
           "the files of the change moved while it was planned; retry",
         );
-      await applyAtomically(changes);
+      await applyAtomically(changes, settings().jail);
       return changes;
     },
   );
 }
 
-export async function applyAtomically(changes: readonly FileChange[]): Promise<void> {
+export async function applyAtomically(changes: readonly FileChange[], jail: Jail): Promise<void> {
   const real = changes.filter((c) => c.before !== c.after);
   if (real.length === 0) return;
+  // Every file of the change, the old name of a move included, before anything is written.
+  for (const c of real) await guard(c.path, () => jail.assertWritable(c.file));
   const entries: JournalEntry[] = real.map((c) => ({
     target: c.file.real,
-    ...(c.after !== undefined ? { tmp: sibling(c.file.real, "tmp") } : {}),
-    ...(c.before !== undefined ? { backup: sibling(c.file.real, "bak") } : {}),
+    ...(c.after !== undefined ? { tmp: join(dirname(c.file.real), siblingName(c.file.real, "tmp")) } : {}),
+    ...(c.before !== undefined
+      ? { backup: join(dirname(c.file.real), siblingName(c.file.real, "bak")) }
+      : {}),
     existed: c.before !== undefined,
   }));
   const journal = join(real[0]!.file.root, `.apply-patch-${hex()}.journal`);
   await guard(real[0]!.path, () => writeDurably(journal, JSON.stringify({ version: 1, entries })));
+  const dirs = new Dirs(jail);
+  const linked: string[] = [];
   let committed = 0;
   try {
     // Stage.
     for (const [i, c] of real.entries()) {
       const e = entries[i]!;
+      const n = namesOf(e);
       await guard(c.path, async () => {
-        if (e.tmp !== undefined) {
-          await mkdir(dirname(e.target), { recursive: true });
-          const handle = await open(e.tmp, "wx", c.mode ?? 0o666);
+        const dir = await dirs.of(c.file, c.after !== undefined);
+        if (n.tmp !== undefined) {
+          const handle = await jail.createIn(dir, n.tmp, c.mode ?? 0o666);
           try {
             await handle.writeFile(c.after!, "utf8");
             if (c.mode !== undefined) await handle.chmod(c.mode);
@@ -208,15 +267,23 @@ export async function applyAtomically(changes: readonly FileChange[]): Promise<v
             await handle.close();
           }
         }
-        if (e.backup !== undefined) await link(e.target, e.backup);
+        if (n.backup !== undefined) {
+          await jail.checkBeforeReplace(dir, n.target, c.file);
+          await link(dir.at(n.target), dir.at(n.backup));
+          jail.noteOwnLink(e.target);
+          linked.push(e.target);
+        }
       });
     }
     // Commit.
     for (const [i, c] of real.entries()) {
       const e = entries[i]!;
+      const n = namesOf(e);
       await guard(c.path, async () => {
-        if (e.tmp !== undefined) await rename(e.tmp, e.target);
-        else await unlink(e.target);
+        const dir = await dirs.of(c.file, false);
+        await jail.checkBeforeReplace(dir, n.target, c.file);
+        if (n.tmp !== undefined) await rename(dir.at(n.tmp), dir.at(n.target));
+        else await unlink(dir.at(n.target));
       });
       committed++;
       if (FAULT && committed === Number(FAULT[1])) {
@@ -228,7 +295,10 @@ export async function applyAtomically(changes: readonly FileChange[]): Promise<v
       }
     }
   } catch (err) {
-    await rollBack(entries).catch(() => {});
+    const byTarget = new Map(real.map((c) => [c.file.real, c.file]));
+    await rollBack(entries, (e) => dirs.of(byTarget.get(e.target)!, false)).catch(() => {});
+    for (const t of linked) jail.dropOwnLink(t);
+    await dirs.close();
     await unlink(journal).catch(() => {});
     if (err instanceof ToolFailure) {
       throw new ToolFailure(err.category, `${err.message}; no file was changed`, {
@@ -237,12 +307,23 @@ export async function applyAtomically(changes: readonly FileChange[]): Promise<v
     }
     throw err;
   }
-  for (const e of entries) if (e.backup !== undefined) await unlink(e.backup).catch(() => {});
+  for (const [i, c] of real.entries()) {
+    const n = namesOf(entries[i]!);
+    if (n.backup === undefined) continue;
+    const dir = await dirs.of(c.file, false).catch(() => undefined);
+    if (dir) await unlink(dir.at(n.backup)).catch(() => {});
+  }
+  for (const t of linked) jail.dropOwnLink(t);
+  await dirs.close();
   await unlink(journal).catch(() => {});
 }
 
 async function writeDurably(path: string, text: string): Promise<void> {
-  const handle = await open(path, "wx", 0o600);
+  const handle = await open(
+    path,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    0o600,
+  );
   try {
     await handle.writeFile(text, "utf8");
     await handle.sync();
@@ -251,26 +332,91 @@ async function writeDurably(path: string, text: string): Promise<void> {
   }
 }
 
+/** A journal the recovery left alone, and why. */
+export interface KeptJournal {
+  journal: string;
+  reason: string;
+}
+
+const hexName = (target: string, tag: string) =>
+  new RegExp(`^\\.${basename(target).replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")}\\.[0-9a-f]{12}\\.${tag}$`);
+
 /**
- * Rolls back every change a crash left half-applied under `roots` (their journals), at
- * start-up before any call. Returns the journals handled.
+ * The entries of a journal, each checked as a write of the tool itself would be: a target
+ * inside the roots with no link on its path (so it is where the tool wrote it), not
+ * kernel-owned, and its temporary file and backup named as the tool names them, beside it.
+ * Anything else is not a journal this provider wrote (a model can write files in the
+ * roots): the whole journal is refused and left as it is.
  */
-export async function recoverJournals(roots: readonly string[]): Promise<string[]> {
-  const done: string[] = [];
-  for (const root of roots) {
+async function checkedEntries(
+  text: string,
+  jail: Jail,
+): Promise<Array<{ e: JournalEntry; file: ResolvedPath }>> {
+  const j = JSON.parse(text) as { entries?: unknown };
+  if (!Array.isArray(j.entries)) throw new Error("it has no list of entries");
+  const out: Array<{ e: JournalEntry; file: ResolvedPath }> = [];
+  for (const raw of j.entries as Array<Record<string, unknown>>) {
+    const { target, tmp, backup, existed } = raw ?? {};
+    if (typeof target !== "string" || typeof existed !== "boolean") throw new Error("an entry is malformed");
+    const file = await jail.resolve(target, undefined);
+    if (file.real !== target) throw new Error(`${target} is not a plain path inside the roots`);
+    await jail.assertWritable(file);
+    for (const [v, tag] of [
+      [tmp, "tmp"],
+      [backup, "bak"],
+    ] as const) {
+      if (v === undefined) continue;
+      if (typeof v !== "string" || dirname(v) !== dirname(target) || !hexName(target, tag).test(basename(v)))
+        throw new Error(`${String(v)} is not a ${tag} file the tool would make for ${target}`);
+    }
+    out.push({
+      e: {
+        target,
+        ...(typeof tmp === "string" ? { tmp } : {}),
+        ...(typeof backup === "string" ? { backup } : {}),
+        existed,
+      },
+      file,
+    });
+  }
+  return out;
+}
+
+/**
+ * Rolls back every change a crash left half-applied under the jail's roots (their
+ * journals), at start-up before any call. A journal whose entries the tool could not
+ * have written is kept, with the reason (returned).
+ */
+export async function recoverJournals(jail: Jail): Promise<KeptJournal[]> {
+  const kept: KeptJournal[] = [];
+  for (const root of jail.roots) {
     const names = await readdir(root).catch(() => [] as string[]);
     for (const name of names) {
       if (!JOURNAL.test(name)) continue;
       const path = join(root, name);
+      const dirs = new Dirs(jail);
       try {
-        const j = JSON.parse(await readFile(path, "utf8")) as { entries?: JournalEntry[] };
-        await rollBack(j.entries ?? []);
+        const file = await jail.resolve(path, undefined);
+        const { handle } = await jail.openForRead(file);
+        let text: string;
+        try {
+          text = await handle.readFile("utf8");
+        } finally {
+          await handle.close();
+        }
+        const checked = await checkedEntries(text, jail);
+        const byTarget = new Map(checked.map((x) => [x.e.target, x.file]));
+        await rollBack(
+          checked.map((x) => x.e),
+          (e) => dirs.of(byTarget.get(e.target)!, false),
+        );
         await unlink(path);
-        done.push(path);
-      } catch {
-        // unreadable: leave it for a human rather than guess
+      } catch (err) {
+        kept.push({ journal: path, reason: (err as Error).message });
+      } finally {
+        await dirs.close();
       }
     }
   }
-  return done;
+  return kept;
 }

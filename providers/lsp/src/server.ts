@@ -165,11 +165,11 @@ export class LanguageServer {
     await this.ready;
   }
 
-  /** Sends the file's current content (didOpen the first time, didChange after). */
-  async sync(path: string): Promise<{ uri: string; changed: boolean }> {
+  /** Sends the file's current content (didOpen the first time, didChange after); `text` when already read. */
+  async sync(path: string, text?: string): Promise<{ uri: string; changed: boolean }> {
     await this.ready;
     const uri = pathToFileURL(path).href;
-    const text = await readFile(path, "utf8");
+    text ??= await readFile(path, "utf8");
     const open = this.opened.get(uri);
     if (!open) {
       this.opened.set(uri, { version: 1, text });

@@ -5,7 +5,14 @@ import { readFile, stat } from "node:fs/promises";
 import { extname, isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { r, s, type ToolContext, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import {
+  type ResolvedPath,
+  r,
+  s,
+  type ToolContext,
+  type ToolDefinition,
+  ToolFailure,
+} from "@pluggableharness/tool-kit";
 import { bundledTypeScriptServer, settings } from "./config.ts";
 import { LanguageServer, type LspDiagnostic, ServerFailed, ServerTimeout } from "./server.ts";
 
@@ -32,6 +39,28 @@ interface Target {
   path: string;
   root: string;
   language: string;
+  /** The jail's resolution of the path, when roots are configured. */
+  file?: ResolvedPath;
+}
+
+/**
+ * A file's text. With roots configured it is opened once through the jail (no link
+ * followed, the descriptor checked to be the file, one hard link) and read from there.
+ */
+async function readText(path: string, file: ResolvedPath | undefined): Promise<string> {
+  if (!settings.jail || !file) return readFile(path, "utf8");
+  const { handle } = await settings.jail.openForRead(file);
+  try {
+    return await handle.readFile("utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The text of a file a server pointed at: through the jail, and nothing outside the roots. */
+async function locationText(path: string): Promise<string> {
+  if (!settings.jail) return readFile(path, "utf8");
+  return readText(path, await settings.jail.resolve(path, undefined));
 }
 
 async function target(requested: string, ctx: Pick<ToolContext, "workingDirectory">): Promise<Target> {
@@ -39,8 +68,10 @@ async function target(requested: string, ctx: Pick<ToolContext, "workingDirector
     throw new ToolFailure("invalid_arguments", "path is empty");
   let path: string;
   let root: string;
+  let file: ResolvedPath | undefined;
   if (settings.jail) {
-    path = (await settings.jail.resolve(requested, ctx.workingDirectory)).real;
+    file = await settings.jail.resolve(requested, ctx.workingDirectory);
+    path = file.real;
     root = settings.jail.roots.filter((r) => inside(path, r)).sort((a, b) => b.length - a.length)[0]!;
   } else {
     if (!ctx.workingDirectory)
@@ -58,7 +89,7 @@ async function target(requested: string, ctx: Pick<ToolContext, "workingDirector
       `no language server is configured for ${extname(path) || "files without an extension"} (${requested}); ` +
         "add one with the lsp provider's servers and extensions",
     );
-  return { path, root, language };
+  return { path, root, language, ...(file ? { file } : {}) };
 }
 
 function serverFor(t: Target, ctx: ToolContext): LanguageServer {
@@ -203,7 +234,7 @@ export const diagnosticsTool: ToolDefinition<DiagnosticsArgs> = {
     for (const group of groups.values()) {
       await withServer(group[0]!, ctx, async (server) => {
         const uris: string[] = [];
-        for (const t of group) uris.push((await server.sync(t.path)).uri);
+        for (const t of group) uris.push((await server.sync(t.path, await readText(t.path, t.file))).uri);
         const got = await server.diagnostics(uris, settings.settleMs);
         for (const [uri, items] of got) found.set(uri, items ?? []);
       });
@@ -316,7 +347,8 @@ async function position(t: Target, args: PositionArgs): Promise<{ line: number; 
     return { line: args.line - 1, character: args.column - 1 };
   }
   if (!args.symbol) throw new ToolFailure("invalid_arguments", "give column or symbol");
-  const text = await readFile(t.path, "utf8").catch(() => {
+  const text = await readText(t.path, t.file).catch((err: unknown) => {
+    if (err instanceof ToolFailure) throw err;
     throw new ToolFailure("not_found", `${args.path} does not exist`);
   });
   const line = text.split("\n")[args.line - 1];
@@ -337,7 +369,7 @@ async function locations(found: LocationLike | LocationLike[] | null, ctx: ToolC
     const range = "targetUri" in l ? (l.targetSelectionRange ?? l.targetRange) : l.range;
     if (!uri.startsWith("file:")) continue;
     const file = fileURLToPath(uri);
-    if (!cache.has(file)) cache.set(file, (await readFile(file, "utf8").catch(() => "")).split("\n"));
+    if (!cache.has(file)) cache.set(file, (await locationText(file).catch(() => "")).split("\n"));
     out.push({
       path: display(file, ctx),
       line: range.start.line + 1,
@@ -372,7 +404,7 @@ export const definitionTool: ToolDefinition<PositionArgs> = {
     const t = await target(args.path, ctx);
     const pos = await position(t, args);
     return withServer(t, ctx, async (server) => {
-      const { uri } = await server.sync(t.path);
+      const { uri } = await server.sync(t.path, await readText(t.path, t.file));
       const found = await server.request<LocationLike | LocationLike[] | null>("textDocument/definition", {
         textDocument: { uri },
         position: pos,
@@ -400,7 +432,7 @@ export const referencesTool: ToolDefinition<PositionArgs> = {
     const t = await target(args.path, ctx);
     const pos = await position(t, args);
     return withServer(t, ctx, async (server) => {
-      const { uri } = await server.sync(t.path);
+      const { uri } = await server.sync(t.path, await readText(t.path, t.file));
       const found = await server.request<LocationLike[] | null>("textDocument/references", {
         textDocument: { uri },
         position: pos,

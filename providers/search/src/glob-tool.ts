@@ -2,7 +2,7 @@
 import { lstat } from "node:fs/promises";
 import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { compileGlob } from "./glob.ts";
-import { namer, searchTarget, WALK_LIMIT } from "./state.ts";
+import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
 import { walk } from "./walk.ts";
 
 const DEFAULT_LIMIT = 200;
@@ -63,6 +63,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
     if (!st.isDirectory()) throw new ToolFailure("invalid_arguments", `${args.path} is not a directory`);
     const re = compileGlob(args.pattern);
     const { entries } = await walk({
+      jail: settings().jail,
       root: target.root,
       start: target.real,
       includeIgnored: args.include_ignored === true,

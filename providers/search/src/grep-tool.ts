@@ -1,8 +1,8 @@
 // grep: lines matching a regular expression, in files under a directory.
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, readSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { type Jail, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { fileFilter } from "./glob.ts";
 import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
 import { type Entry, walk } from "./walk.ts";
@@ -14,16 +14,27 @@ const MAX_LINE_CHARS = 500;
 /** Longest stretch of synchronous file reading before yielding to the event loop. */
 const SLICE_MS = 10;
 
-/** The file's bytes, or undefined when it cannot be read or is larger than `max`. */
-function readSmallFile(path: string, max: number): Buffer | undefined {
+/**
+ * The file's bytes, or undefined when it cannot be read or is larger than `max`. Opened
+ * once through the jail (no link followed, the descriptor checked to be `path`, one hard
+ * link), read from that descriptor; `strict` throws the jail's refusal instead.
+ */
+function readSmallFile(jail: Jail, path: string, max: number, strict = false): Buffer | undefined {
   let fd: number;
+  let size: number;
   try {
-    fd = openSync(path, "r");
-  } catch {
+    const opened = jail.openForReadSync(path);
+    fd = opened.fd;
+    size = opened.stat.size;
+    if (!opened.stat.isFile()) {
+      closeSync(fd);
+      return undefined;
+    }
+  } catch (err) {
+    if (strict && err instanceof ToolFailure) throw err;
     return undefined;
   }
   try {
-    const size = fstatSync(fd).size;
     if (size > max) return undefined;
     const buf = Buffer.allocUnsafe(size);
     let got = 0;
@@ -96,8 +107,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     "Search file contents with a regular expression (JavaScript syntax; set literal for a plain string). " +
     "output_mode content (default) returns matching lines with line numbers and optional context lines; " +
     'files_with_matches returns file paths; count returns matches per file. Narrow files with glob ("*.ts" matches ' +
-    'names at any depth, "src/**/*.ts" matches paths). Files ignored by .gitignore, the .git directory, binary files ' +
-    `and symbolic links are skipped. At most ${DEFAULT_MAX_RESULTS} results by default.`,
+    'names at any depth, "src/**/*.ts" matches paths). Files ignored by .gitignore, the .git directory, binary files, ' +
+    `symbolic links and files with more than one hard link are skipped. At most ${DEFAULT_MAX_RESULTS} results by default.`,
   input: s.object(
     {
       pattern: s.string("Regular expression (or plain text with literal) to look for, matched line by line."),
@@ -180,6 +191,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let walkCapped = false;
     if ((await stat(target.real)).isDirectory()) {
       const w = await walk({
+        jail: settings().jail,
         root: target.root,
         start: target.real,
         includeIgnored: args.include_ignored === true,
@@ -191,6 +203,8 @@ export const grepTool: ToolDefinition<GrepArgs> = {
       const keep = args.glob ? fileFilter(args.glob) : () => true;
       files = w.entries.filter((e) => e.kind === "file" && keep(e.rel.slice(prefix.length)));
     } else {
+      // A file named on its own: a refusal (several hard links, a link swapped in) is the answer.
+      readSmallFile(settings().jail, target.real, 0, true);
       files = [{ rel: target.relative, abs: target.real, kind: "file" }];
     }
     const name = await namer(ctx.workingDirectory);
@@ -200,7 +214,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let totalMatches = 0;
     const searchOne = (i: number): number => {
       const f = files[i]!;
-      const data = readSmallFile(f.abs, maxFileBytes);
+      const data = readSmallFile(settings().jail, f.abs, maxFileBytes);
       if (!data) return 0;
       if (data.subarray(0, 8192).includes(0)) return 0; // binary
       searched++;

@@ -25,6 +25,13 @@ export const CONFIG: readonly ConfigField[] = [
     default: 4 * 1024 * 1024,
     description: "grep skips files larger than this.",
   },
+  {
+    name: "allow_hard_links",
+    type: "bool",
+    default: false,
+    description:
+      "Search files that have more than one hard link. Off by default: another link to such a file may be outside the roots, and nothing tells where the others are.",
+  },
 ];
 
 /** Most entries one walk visits. */
@@ -52,7 +59,12 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     return [configError(["max_file_bytes"], "max_file_bytes must be a positive integer")];
   }
   try {
-    current = { jail: await Jail.create(values["roots"] as string[]), maxFileBytes };
+    current = {
+      jail: await Jail.create(values["roots"] as string[], {
+        allowHardLinks: values["allow_hard_links"] === true,
+      }),
+      maxFileBytes,
+    };
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }

@@ -1,10 +1,16 @@
 // The file walk behind glob and grep: directories read in parallel, `.git` always
 // skipped, .gitignore files honoured (those above the starting directory up to the
-// root included) unless asked not to, symbolic links listed but never followed.
+// root included) unless asked not to, symbolic links listed but never followed. Each
+// directory is read through a descriptor the jail checked to be that directory, so a
+// link swapped in for a directory during the walk cannot show another directory's names.
 import type { Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join, relative, sep } from "node:path";
+import type { Jail } from "@pluggableharness/tool-kit";
 import { isIgnored, loadGitignore, type RuleSet } from "./gitignore.ts";
+
+/** Directories held open at once (each only while it is read). */
+const OPEN_DIRS = 32;
 
 export interface Entry {
   /** Path relative to the walk root, "/"-separated. */
@@ -14,6 +20,7 @@ export interface Entry {
 }
 
 export interface WalkOptions {
+  jail: Jail;
   /** The root the walk may not leave (a configured root). */
   root: string;
   /** Directory to walk, inside `root`. */
@@ -53,6 +60,25 @@ export async function walk(opts: WalkOptions): Promise<WalkResult> {
   }
   const entries: Entry[] = [];
   let capped = false;
+  let open = 0;
+  const waiting: Array<() => void> = [];
+  const readDir = async (dirAbs: string): Promise<Dirent[]> => {
+    // A slot is handed from a finishing read to the next waiting one.
+    if (open < OPEN_DIRS) open++;
+    else await new Promise<void>((r) => waiting.push(r));
+    try {
+      const dir = await opts.jail.openDirectory(dirAbs);
+      try {
+        return await readdir(dir.self, { withFileTypes: true });
+      } finally {
+        await dir.close();
+      }
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else open--;
+    }
+  };
   const visit = async (dirAbs: string, dirRel: string, inherited: RuleSet[]): Promise<void> => {
     if (capped || opts.signal?.aborted) return;
     let rules = inherited;
@@ -62,7 +88,7 @@ export async function walk(opts: WalkOptions): Promise<WalkResult> {
     }
     let dirents: Dirent[];
     try {
-      dirents = await readdir(dirAbs, { withFileTypes: true });
+      dirents = await readDir(dirAbs);
     } catch {
       return; // unreadable directories are skipped, as ripgrep does
     }

@@ -1,6 +1,6 @@
 // glob and grep over the real plugin boundary, the .gitignore policy, result caps,
 // the roots jail, and speed on a 10,000-file tree.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -205,6 +205,23 @@ describe("grep", () => {
     expect((await call("glob", { pattern: "*", path: "../.." })).error?.category).toBe(
       ToolErrorCategory.PERMISSION_DENIED,
     );
+  });
+
+  it("skips a file with another hard link (it may be outside the roots), and refuses one named on its own", async () => {
+    const outside = join(base, "outside");
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, "secret.txt"), "SECRET_OUTSIDE\n");
+    linkSync(join(outside, "secret.txt"), join(repo, "docs", "alias.txt"));
+    try {
+      const all = await call("grep", { pattern: "SECRET_\\w+" });
+      expect(all.result).toMatchObject({ total_matches: 0 });
+      expect(all.result!["output"]).toBe("");
+      const named = await call("grep", { pattern: "SECRET", path: "docs/alias.txt" });
+      expect(named.error?.category).toBe(ToolErrorCategory.PERMISSION_DENIED);
+      expect(named.error?.message).toMatch(/2 hard links/);
+    } finally {
+      rmSync(join(repo, "docs", "alias.txt"));
+    }
   });
 
   it("greps a 10,000-file tree well under two seconds", async () => {

@@ -47,7 +47,7 @@ export interface CallRecord {
   vetoed?: { readonly by: string; readonly reason: string };
   item?: PlanItem;
   /** A kernel-owned path the call would write (the kernel refuses it before policy). */
-  protectedHit?: { readonly path: string };
+  protectedHit?: { readonly path: string; readonly loop?: true };
   result?: CallResult;
   resultPersisted: boolean;
   /** Whether post-tool-call may fire for it (it had a provider, kind and risk). */

@@ -350,7 +350,11 @@ export class CallGate {
               this.#session.workingDirectory,
               this.#deps.protectedPaths,
             );
-            if (hit) return this.setResult(c, deniedResult(PROTECTED_PATHS_RULE, protectedReason(hit.path)));
+            if (hit)
+              return this.setResult(
+                c,
+                deniedResult(PROTECTED_PATHS_RULE, protectedReason(hit.path, hit.loop)),
+              );
           }
           await this.#execute(c, d.correctedInput ?? c.args);
         }),

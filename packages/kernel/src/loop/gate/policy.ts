@@ -19,7 +19,9 @@ import { MEMORY_SECRETS_REASON, MEMORY_SECRETS_RULE, memorySecretHit } from "./m
 /** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
 export const PROTECTED_PATHS_RULE = "kernel:protected_paths";
 
-export function protectedReason(path: string): string {
+export function protectedReason(path: string, loop?: boolean): string {
+  if (loop)
+    return `${path} is a chain of symbolic links that does not end, so where it leads cannot be known; the agent's own files are protected, so it is refused`;
   return `${path} belongs to the agent itself (its configuration, policy, lock file, state or cache); no tool call may change it, whatever the policy or an approval says`;
 }
 
@@ -87,7 +89,7 @@ export function decidePlanItem(deps: LoopDeps, session: Session, c: CallRecord):
   if (c.protectedHit) {
     item.decision = PlanDecision.DENY;
     item.decidedBy = PROTECTED_PATHS_RULE;
-    item.reason = protectedReason(c.protectedHit.path);
+    item.reason = protectedReason(c.protectedHit.path, c.protectedHit.loop);
     return;
   }
   if (memorySecretHit(deps, c)) {
