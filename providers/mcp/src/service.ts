@@ -107,6 +107,7 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
   }
   const diagnostics: Diagnostic[] = [];
   if (started.notice) diagnostics.push(configWarning(["sandbox"], started.notice));
+  if (started.toolsNotice) diagnostics.push(configWarning([], started.toolsNotice));
   if (connection.hasResources) {
     for (const op of RESOURCE_OPERATIONS) {
       if (tools.has(op.name ?? "")) {

@@ -7,7 +7,8 @@
 // model's requests, stream-json or any file the run writes. The same run asks for results
 // of 10 and 50 MiB (text, many blocks, an image, an embedded resource, structured content,
 // a resource read): each comes back cut to the budget with a note, the bridge stays up for
-// the next call, and its memory stays bounded.
+// the next call, and its memory stays bounded. A third server's tool list never ends: the
+// bridge keeps the first thousand tools and starts.
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,6 +47,10 @@ required_providers {
     source  = "pluggableharness/mcp"
     version = ">= 0.1.0"
   }
+  endless = {
+    source  = "pluggableharness/mcp"
+    version = ">= 0.1.0"
+  }
 }
 
 provider "anthropic" {
@@ -71,6 +76,14 @@ provider "broken" {
   }
 }
 
+# A server whose tool list never ends: the bridge reads a bounded part of it and starts.
+provider "endless" {
+  command            = ${JSON.stringify([process.execPath, SERVER])}
+  env                = { ENDLESS = "1" }
+  enabled_tools      = ["echo"]
+  startup_timeout_ms = 8000
+}
+
 agent_profile "default" {
   model {
     primary {
@@ -78,7 +91,7 @@ agent_profile "default" {
       id       = "claude-sonnet-5"
     }
   }
-  tools     = ["hostile.*"]
+  tools     = ["hostile.*", "endless.*"]
   max_turns = 8
 }
 `;
@@ -215,6 +228,7 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
           call("big", { mb: 5, kind: "structured" }),
           call("read_resource", { uri: "big://10" }),
           call("echo", { message: "still here" }),
+          { name: "endless__echo", args: { message: "listed at last" } },
         ],
       },
       { kind: "text", text: "Done." },
@@ -253,6 +267,9 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
     const offered = ((records(r.stdout)[0]?.["tools"] ?? []) as Array<{ name: string }>).map((t) => t.name);
     expect.soft(offered).toContain("hostile__leak");
     expect.soft(offered.filter((n) => n.includes("named"))).toEqual([]);
+    // The endless tool list was cut, not read until the start-up deadline: its server is up.
+    expect.soft(offered).toContain("endless__echo");
+    expect.soft(log).toMatch(/endless.*lists more tools than the bridge reads \(1000 tools/);
     // The leaking calls themselves ran: their masked results reached the model.
     expect.soft(requests[1]).toContain("b64=");
     expect.soft(requests[1]).toContain("[redacted]");
@@ -272,6 +289,7 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
     expect.soft(requests[3]).toContain("Echo: after fifty");
     expect.soft(requests[3]).toContain("about 52,428,808 bytes of text");
     expect.soft(requests[4]).toContain("Echo: still here");
+    expect.soft(requests[4]).toContain("Echo: listed at last");
     // The image is described by its real size, not carried; oversized structured content is
     // left out with a note.
     expect.soft(requests[4]).toMatch(/\[image: image\/png, 1048576\d bytes\]/);
