@@ -185,6 +185,8 @@ export class SecretMask {
   readonly #marker: string;
   /** How many forms are searched for (for diagnostics and tests). */
   readonly forms: number;
+  /** Length of the longest form (0 when there is none). */
+  readonly longest: number;
 
   constructor(values: Iterable<string>, options: SecretMaskOptions = {}) {
     this.#marker = options.marker ?? DEFAULT_MARKER;
@@ -199,6 +201,7 @@ export class SecretMask {
       }
     }
     this.forms = forms.length;
+    this.longest = forms.reduce((n, f) => Math.max(n, f.text.length), 0);
     this.#automaton = forms.length > 0 ? new Automaton(forms) : undefined;
   }
 
@@ -220,9 +223,41 @@ export class SecretMask {
   /** `text` with every form of every value replaced by the marker (the same string when none is there). */
   mask(text: string): string {
     if (!this.#automaton || text.length === 0) return text;
-    // Merged [start, end) ranges, in order.
+    const ranges = this.#ranges(text);
+    return ranges.length === 0 ? text : this.#apply(text, ranges, text.length);
+  }
+
+  /**
+   * For text that arrives in pieces (a tool's output stream): the part that no later piece
+   * can change, masked, and the rest as it was, to be put in front of the next piece. A
+   * form not yet complete can only start in the last `longest` characters, and a base64
+   * match widens over at most BASE64_EDGE more; a match reaching into that tail is held
+   * back whole.
+   */
+  maskPrefix(text: string): { masked: string; rest: string } {
+    if (!this.#automaton) return { masked: text, rest: "" };
+    let cut = text.length - (this.longest + BASE64_EDGE);
+    if (cut <= 0) return { masked: "", rest: text };
+    const ranges = this.#ranges(text);
+    let kept = ranges.length;
+    for (let i = 0; i < ranges.length; i += 2) {
+      if (ranges[i + 1]! > cut) {
+        cut = Math.min(cut, ranges[i]!);
+        kept = i;
+        break;
+      }
+    }
+    const head = text.slice(0, cut);
+    return {
+      masked: kept === 0 ? head : this.#apply(head, ranges.slice(0, kept), cut),
+      rest: text.slice(cut),
+    };
+  }
+
+  /** The merged [start, end) ranges to mask, in order. */
+  #ranges(text: string): number[] {
     const ranges: number[] = [];
-    this.#automaton.scan(text, (start, end, base64) => {
+    this.#automaton?.scan(text, (start, end, base64) => {
       if (base64) {
         // The partial groups on either side still carry bits of the value: widen over them.
         for (let k = 0; k < BASE64_EDGE && start > 0 && BASE64_CHAR.test(text[start - 1]!); k++) start--;
@@ -237,14 +272,18 @@ export class SecretMask {
       ranges.push(start, end);
       return false;
     });
-    if (ranges.length === 0) return text;
+    return ranges;
+  }
+
+  /** `text` up to `end` with the ranges (all within it) replaced by the marker. */
+  #apply(text: string, ranges: readonly number[], end: number): string {
     const parts: string[] = [];
     let at = 0;
     for (let i = 0; i < ranges.length; i += 2) {
       parts.push(text.slice(at, ranges[i]), this.#marker);
       at = ranges[i + 1]!;
     }
-    parts.push(text.slice(at));
+    parts.push(text.slice(at, end));
     return parts.join("");
   }
 

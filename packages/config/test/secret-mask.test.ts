@@ -154,6 +154,23 @@ describe("SecretMask", () => {
     expect(mask.maskJson(clean)).toBe(clean);
   });
 
+  it("masks the part of a growing text no later piece can change, and keeps the rest as it was", () => {
+    const mask = new SecretMask([PLAIN]);
+    const head = "y".repeat(200);
+    // A value cut off at the end is held back with what follows the safe part.
+    const cutOff = mask.maskPrefix(`${head}${PLAIN}${"z".repeat(100)}${PLAIN.slice(0, 9)}`);
+    expect(cutOff.masked).toBe(`${head}[redacted]${"z".repeat(100 - mask.longest - 3 + 9)}`);
+    expect(cutOff.rest.endsWith(PLAIN.slice(0, 9))).toBe(true);
+    // A match reaching into the tail is held back whole, not cut in two.
+    const tail = `${head}${PLAIN}${"z".repeat(mask.longest - 4)}`;
+    const held = mask.maskPrefix(tail);
+    expect(held.masked).toBe(head);
+    expect(held.rest).toBe(tail.slice(200));
+    // Too short to pass anything on; nothing to mask passes everything.
+    expect(mask.maskPrefix("short")).toEqual({ masked: "", rest: "short" });
+    expect(new SecretMask([]).maskPrefix("short")).toEqual({ masked: "short", rest: "" });
+  });
+
   it("uses the marker it is given", () => {
     expect(new SecretMask([PLAIN], { marker: "(sensitive)" }).mask(PLAIN)).toBe("(sensitive)");
   });

@@ -24,7 +24,7 @@ import {
 import { ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import { retryDelayMs } from "./model-call.ts";
-import { maskChunk, maskOutcome, maskPartial, outputMask } from "./secret-output.ts";
+import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "./secret-output.ts";
 import type { Session } from "./session.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
@@ -164,6 +164,20 @@ async function invokeOnce(
   const decoder = new TextDecoder();
   // A provider handed a secret in its configuration has all it sends masked (secret-output.ts).
   const mask = outputMask(deps.secretMask, tool.provider);
+  const masker = mask ? new ChunkMasker(mask) : undefined;
+  const pass = (chunk: ToolEvent_OutputChunk) => {
+    output.push(chunk);
+    session.channel.publish({
+      event: {
+        case: "streamDelta",
+        value: {
+          targetId: call.id,
+          text: decoder.decode(chunk.data),
+          kind: StreamDeltaKind.TOOL_OUTPUT,
+        },
+      },
+    });
+  };
   try {
     for await (const res of tool.provider.ports.tool.invoke({ call }, { signal: controller.signal })) {
       const event = res.event;
@@ -171,18 +185,8 @@ async function invokeOnce(
       validator.push(event);
       const e = event.event;
       if (e.case === "outputChunk") {
-        const chunk = mask ? maskChunk(mask, e.value) : e.value;
-        output.push(chunk);
-        session.channel.publish({
-          event: {
-            case: "streamDelta",
-            value: {
-              targetId: call.id,
-              text: decoder.decode(chunk.data),
-              kind: StreamDeltaKind.TOOL_OUTPUT,
-            },
-          },
-        });
+        const chunk = masker ? masker.push(e.value) : e.value;
+        if (chunk) pass(chunk);
       } else if (e.case === "partialResult") partials.push(mask ? maskPartial(mask, e.value) : e.value);
       if (validator.closed) break;
     }
@@ -230,6 +234,8 @@ async function invokeOnce(
       cancelled: false,
     };
   } finally {
+    // What the masker held back is passed on however the call ended.
+    if (masker) for (const chunk of masker.flush()) pass(chunk);
     clearTimeout(timer);
     input.signal.removeEventListener("abort", onAbort);
     end();
