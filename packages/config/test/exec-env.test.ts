@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import { envNamesReadByConfig, execEnvironment } from "../src/index.ts";
 
 const CANARY = "canary-5d1e9b7f3a";
+/** An HCL template's "$", kept out of this file's own template strings. */
+const DOLLAR = "$";
 
 describe("the exec environment", () => {
   it("withholds env()-read variables and secret patterns, keeps the user's own", () => {
@@ -70,5 +72,38 @@ describe("the exec environment", () => {
       { configNames: [], installationRoot: "/repo", execPath: "/usr/local/bin/node" },
     );
     expect(e.variables["PATH"]).toBe("/usr/local/bin:/usr/bin");
+  });
+
+  it("finds the name of every env() call, however it is spelled", () => {
+    const project = mkdtempSync(join(tmpdir(), "exec-env-"));
+    // Each spelling the configuration's evaluator accepts for reading a variable.
+    writeFileSync(
+      join(project, "agent.hcl"),
+      [
+        'provider "mcp" {',
+        "  env = {",
+        '    A = env ("SPACED")',
+        '    B = env(\n      "ON_ITS_OWN_LINE"\n    )',
+        '    C = env(/* why */ "AFTER_COMMENT")',
+        `    D = env("TEMPL${DOLLAR}{"ATED"}")`,
+        '    E = env("ESC\\u0041PED")',
+        '    F = env(env("INDIRECT"))',
+        `    G = "Bearer ${DOLLAR}{env("IN_TEMPLATE")}"`,
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const source = { XDG_CONFIG_HOME: join(project, "none"), INDIRECT: "POINTED_AT" };
+    expect(envNamesReadByConfig(project, source)).toEqual([
+      "AFTER_COMMENT",
+      "ESCAPED",
+      "INDIRECT",
+      "IN_TEMPLATE",
+      "ON_ITS_OWN_LINE",
+      "POINTED_AT",
+      "SPACED",
+      "TEMPLATED",
+    ]);
   });
 });

@@ -58,11 +58,12 @@ provider "anthropic" {
   base_url = env("FAKE_ANTHROPIC_URL")
 }
 
+# The plain name is read with spellings a pattern over the text would miss.
 provider "hostile" {
   command = ${JSON.stringify([process.execPath, SERVER])}
   env = {
     API_TOKEN = env("HOSTILE_TOKEN")
-    PLAIN     = env("PLAIN_NAME")
+    PLAIN     = env ("PLAIN_\\u004eAME")
   }
 }
 
@@ -72,7 +73,7 @@ provider "broken" {
   command = ${JSON.stringify([process.execPath, "-e", DYING])}
   env = {
     API_TOKEN = env("HOSTILE_TOKEN")
-    PLAIN     = env("PLAIN_NAME")
+    PLAIN     = env(/* plain */ "PLAIN_NAME")
   }
 }
 
