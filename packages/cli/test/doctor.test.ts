@@ -42,6 +42,30 @@ describe("agent doctor", () => {
     expect(plain.text()).not.toContain(CANARY);
   });
 
+  it("lists the repository's git metadata as protected, and says so when the operator opens it", () => {
+    const dir = mkdtempSync(join(tmpdir(), "doctor-"));
+    writeFileSync(join(dir, "agent.hcl"), "");
+    const c = capture(dir, { HOME: dir, PATH: "/usr/bin:/bin" });
+    expect(runDoctor(c.io, { json: true })).toBe(0);
+    const report = JSON.parse(c.text());
+    expect(report.git_metadata).toMatchObject({
+      setting: "settings.allow_git_metadata_writes",
+      writable: false,
+    });
+    expect(report.protected_paths).toContain(join(dir, ".git", "hooks"));
+    const plain = capture(dir, { HOME: dir, PATH: "/usr/bin:/bin" });
+    runDoctor(plain.io, {});
+    expect(plain.text()).toMatch(
+      /git metadata: read-only for tools and bash \(settings\.allow_git_metadata_writes = false\)/,
+    );
+    expect(plain.text()).toContain(join(dir, ".git", "config"));
+    writeFileSync(join(dir, "agent.hcl"), "settings {\n  allow_git_metadata_writes = true\n}\n");
+    const open = capture(dir, { HOME: dir, PATH: "/usr/bin:/bin" });
+    runDoctor(open.io, {});
+    expect(open.text()).toMatch(/warn {2}git metadata: writable by tools and bash/);
+    expect(open.text()).not.toContain(join(dir, ".git", "config"));
+  });
+
   it("fails with file:line:col on a configuration that does not load", () => {
     const dir = mkdtempSync(join(tmpdir(), "doctor-"));
     writeFileSync(join(dir, "agent.hcl"), 'settings {\n  sandbox = "sometimes"\n}\n');

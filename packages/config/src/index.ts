@@ -43,6 +43,7 @@ export {
   envNamesReadByConfig,
   execEnvironment,
 } from "./exec-env.ts";
+export { gitMetadataPaths } from "./git-paths.ts";
 export {
   type DevOverride,
   devOverridePaths,

@@ -194,6 +194,12 @@ export interface Settings {
    * unconfined there and warns once, "off" never sandboxes.
    */
   sandbox: "required" | "best_effort" | "off";
+  /**
+   * Let tools and commands write the repository's git metadata (.git/config, .git/hooks,
+   * commondir, ...: docs/security/git.md). Off by default: those files make git run
+   * programs later, outside any sandbox.
+   */
+  allow_git_metadata_writes: boolean;
   log_level: LogLevel;
   /** Effective switch: `telemetry` when written, else whether observability{} is present. */
   telemetry: boolean;

@@ -9,6 +9,7 @@ import { lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { isReadOnlyCommand } from "./builtin-rules.ts";
+import { gitMetadataPaths } from "./git-paths.ts";
 import { globalConfigPath } from "./global.ts";
 import { parseCommand, type SimpleCommand } from "./shell.ts";
 
@@ -19,8 +20,16 @@ function xdg(env: Env, name: string, fallback: string[]): string {
   return v && isAbsolute(v) ? v : join(env["HOME"] || homedir(), ...fallback);
 }
 
-/** The kernel-owned paths of a project, absolute. */
-export function kernelProtectedPaths(projectDir: string, env: Env = process.env): string[] {
+/**
+ * The kernel-owned paths of a project, absolute; with `gitMetadata` (the default) also the
+ * git metadata of its repository (git-paths.ts), which `settings.allow_git_metadata_writes`
+ * turns off.
+ */
+export function kernelProtectedPaths(
+  projectDir: string,
+  env: Env = process.env,
+  opts: { gitMetadata?: boolean } = {},
+): string[] {
   const project = resolve(projectDir);
   return [
     join(project, "agent.hcl"),
@@ -28,6 +37,7 @@ export function kernelProtectedPaths(projectDir: string, env: Env = process.env)
     dirname(globalConfigPath(env as NodeJS.ProcessEnv)),
     join(xdg(env, "XDG_STATE_HOME", [".local", "state"]), "agent"),
     join(xdg(env, "XDG_CACHE_HOME", [".cache"]), "agent"),
+    ...(opts.gitMetadata === false ? [] : gitMetadataPaths(project)),
   ];
 }
 

@@ -91,6 +91,7 @@ export function defaultSettings(): Settings {
     doom_loop_window: 10,
     strict_params: false,
     sandbox: "best_effort",
+    allow_git_metadata_writes: false,
     retry: { ...DEFAULT_RETRY },
     observability: { ...DEFAULT_OBSERVABILITY, resource_attrs: {} },
     compaction: { ...DEFAULT_COMPACTION },
@@ -118,6 +119,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "doom_loop_window",
         "strict_params",
         "sandbox",
+        "allow_git_metadata_writes",
       ],
       blocks: { retry: { single: true }, observability: { single: true }, compaction: { single: true } },
     },
@@ -136,6 +138,11 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   if (level) s.log_level = level;
   const sandbox = a("sandbox") && readEnum(a("sandbox")!, "settings.sandbox", SANDBOX_MODES, diags);
   if (sandbox) s.sandbox = sandbox;
+  const gitWrites = a("allow_git_metadata_writes");
+  if (gitWrites) {
+    const v = readBool(gitWrites, "settings.allow_git_metadata_writes", diags);
+    if (v !== undefined) s.allow_git_metadata_writes = v;
+  }
   s.default_hook_timeout_ms = int("default_hook_timeout_ms", 1) ?? s.default_hook_timeout_ms;
   s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
   s.stream_idle_timeout_ms = int("stream_idle_timeout_ms", 1) ?? s.stream_idle_timeout_ms;

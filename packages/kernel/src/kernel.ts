@@ -415,7 +415,9 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,
       protectedPaths: [
-        ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env),
+        ...kernelProtectedPaths(this.config.projectDir, this.#options.env ?? process.env, {
+          gitMetadata: !settings.allow_git_metadata_writes,
+        }),
         ...(this.#options.stateDir ? [this.#options.stateDir] : []),
       ],
       secretValues: this.#secretValues(),
@@ -502,7 +504,12 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
           });
           return {
             ...e,
-            protectedPaths: [...(this.#deps?.protectedPaths ?? kernelProtectedPaths(projectDir, source))],
+            protectedPaths: [
+              ...(this.#deps?.protectedPaths ??
+                kernelProtectedPaths(projectDir, source, {
+                  gitMetadata: !this.config.settings.allow_git_metadata_writes,
+                })),
+            ],
           };
         },
       },

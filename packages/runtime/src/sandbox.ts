@@ -10,9 +10,10 @@
 // says so once, "off" runs them unconfined silently.
 
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { basename, delimiter, dirname, isAbsolute, join, relative, sep } from "node:path";
+import { gitMetadataKind, gitMetadataMounts } from "./git-metadata.ts";
 
 export type SandboxMode = "required" | "best_effort" | "off";
 export const SANDBOX_MODES: readonly SandboxMode[] = ["required", "best_effort", "off"];
@@ -118,6 +119,11 @@ function inside(path: string, dir: string): boolean {
 
 let emptyDir: string | undefined;
 
+function emptyDirectory(): string {
+  emptyDir ??= mkdtempSync(join(tmpdir(), "agent-sandbox-empty-"));
+  return emptyDir;
+}
+
 /**
  * The install directories under /tmp or /var/tmp that the command's interpreter and program
  * live in: for each of the kernel's Node and the command's absolute argv[0], its nearest
@@ -150,13 +156,37 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
   if (privateTmp) for (const dir of hiddenInstallDirs(argv)) args.push("--ro-bind", dir, dir);
   // Private /tmp would hide a writable root under it: bind roots after the tmpfs mounts.
   for (const w of spec.writable) args.push("--bind", w, w);
+  const readOnly: Array<{ path: string; source: string }> = [];
   const placeholders: string[] = [];
+  const rootOf = (p: string) =>
+    spec.writable.filter((w) => inside(p, w)).sort((a, b) => b.length - a.length)[0];
   for (const p of spec.protectedPaths) {
-    const inRoot = spec.writable.some((w) => inside(p, w));
+    const inRoot = rootOf(p) !== undefined;
     const underTmp = privateTmp && (inside(p, "/tmp") || inside(p, "/var/tmp"));
     if (!inRoot && !underTmp) continue; // read-only already
+    const git = inRoot ? gitMetadataKind(p) : undefined;
+    if (git) {
+      const m = gitMetadataMounts(p, git);
+      for (const r of m.readOnly) readOnly.push({ path: r, source: r });
+      for (const d of m.pinned) readOnly.push({ path: d, source: "" });
+      if (spec.noPlaceholders) continue;
+      for (const h of m.placeholders) {
+        if (h.kind === "commondir") {
+          // Saying "." (the git directory itself) is what an absent commondir means; an
+          // empty mount point would make every git outside the sandbox fail meanwhile.
+          try {
+            writeFileSync(h.path, ".\n", { flag: "wx" });
+          } catch {
+            continue;
+          }
+          readOnly.push({ path: h.path, source: h.path });
+        } else readOnly.push({ path: h.path, source: h.kind === "dir" ? emptyDirectory() : "/dev/null" });
+        placeholders.push(h.path);
+      }
+      continue;
+    }
     if (existsSync(p)) {
-      args.push("--ro-bind", p, p);
+      readOnly.push({ path: p, source: p });
       continue;
     }
     if (!inRoot || spec.noPlaceholders) continue;
@@ -164,12 +194,26 @@ export function wrap(spec: SandboxSpec, argv: readonly string[]): Wrapped {
     // read-only at its place so the command cannot create it. bwrap makes the mount
     // point on the host; the provider removes it after the command.
     const isDir = !p.endsWith(".hcl");
-    if (isDir) {
-      emptyDir ??= mkdtempSync(join(tmpdir(), "agent-sandbox-empty-"));
-      args.push("--ro-bind", emptyDir, p);
-    } else args.push("--ro-bind", "/dev/null", p);
+    readOnly.push({ path: p, source: isDir ? emptyDirectory() : "/dev/null" });
     placeholders.push(p);
   }
+  // A read-only mount inside a writable root is only as good as its parents: a command could
+  // rename `.git` away (taking the mount with it) and make a new one. Binding every directory
+  // between the root and a mount onto itself makes it a mount point too, which rename and
+  // rmdir refuse (EBUSY). Entries with no source are such directories named by git metadata.
+  const pins = new Set<string>();
+  for (const { path, source } of readOnly) {
+    const root = rootOf(path);
+    if (!root) continue;
+    if (source === "") pins.add(path);
+    for (let a = dirname(path); a !== root && inside(a, root); a = dirname(a)) if (existsSync(a)) pins.add(a);
+  }
+  const depth = (p: string) => p.split(sep).length;
+  for (const d of [...pins].sort((a, b) => depth(a) - depth(b))) args.push("--bind", d, d);
+  for (const { path, source } of readOnly
+    .filter((r) => r.source !== "")
+    .sort((a, b) => depth(a.path) - depth(b.path)))
+    args.push("--ro-bind", source, path);
   args.push("--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try");
   if (!spec.network) args.push("--unshare-net");
   args.push("--die-with-parent");
@@ -185,6 +229,7 @@ export function removePlaceholders(paths: readonly string[]): void {
       const st = statSync(p);
       if (st.isDirectory()) rmdirSync(p);
       else if (st.isFile() && st.size === 0) rmSync(p);
+      else if (st.isFile() && basename(p) === "commondir" && readFileSync(p, "utf8") === ".\n") rmSync(p);
       else if (st.isCharacterDevice()) rmSync(p);
     } catch {
       // gone already, or not empty: then it is not ours to remove

@@ -9,6 +9,12 @@
 // Bounded: directories .git and node_modules are not scanned, at most MAX_FILES files, and
 // a file over MAX_FILE_BYTES is followed by size and mtime only (a change to it is
 // recorded, and a rewind says it cannot restore it).
+//
+// The kernel's own files in the working directory (`agent.hcl`, `.agent/`: the lock file
+// and the remembered approvals) are never followed: a rewind undoes what the agent did to
+// the project, never the user's decisions. A rewind writes nothing through a symbolic
+// link: a file whose directory has become a link since is reported, not restored, so a
+// link planted by a command cannot turn a restore into a write outside the project.
 // docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
 import { createHash } from "node:crypto";
 import {
@@ -29,6 +35,13 @@ export const CHECKPOINTS_SUFFIX = ".checkpoints";
 export const MAX_FILES = 20_000;
 export const MAX_FILE_BYTES = 4 * 1024 * 1024;
 const SKIPPED_DIRS = new Set([".git", "node_modules"]);
+/** Top-level names of the working directory that belong to the kernel, not to the project. */
+const KERNEL_OWNED = new Set(["agent.hcl", ".agent"]);
+
+/** A path (relative, with `/`) the checkpoints never follow or restore. */
+export function isKernelOwned(path: string): boolean {
+  return KERNEL_OWNED.has(path.split("/")[0]!);
+}
 
 interface Entry {
   size: number;
@@ -76,6 +89,7 @@ function walk(root: string): Map<string, { size: number; mtimeMs: number }> {
       } catch {
         continue;
       }
+      if (dir === root && KERNEL_OWNED.has(name)) continue;
       if (st.isDirectory()) {
         if (!SKIPPED_DIRS.has(name)) stack.push(abs);
       } else if (st.isFile()) {
@@ -204,6 +218,25 @@ export interface RewindStep {
   readonly target: string | null | undefined;
   /** The file was changed after the agent's last change to it (by someone else): rewinding overwrites that too. */
   readonly changedSince: boolean;
+  /** Why an `unrestorable` step cannot be carried out. */
+  readonly reason?: string;
+}
+
+/** The first directory on `path` (below `root`) that is no longer a plain directory, if any. */
+function blockedDirectory(root: string, path: string): string | undefined {
+  const parts = path.split("/").slice(0, -1);
+  let at = root;
+  for (const part of parts) {
+    at = join(at, part);
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(at);
+    } catch {
+      return undefined; // missing from here on: mkdir creates plain directories
+    }
+    if (!st.isDirectory()) return relative(root, at).split(sep).join("/");
+  }
+  return undefined;
 }
 
 function currentHash(abs: string): string | null | undefined {
@@ -232,16 +265,25 @@ export function planRewind(store: CheckpointStore, seq: number): RewindStep[] {
     }
   const steps: RewindStep[] = [];
   for (const [path, ch] of [...first].sort(([a], [b]) => a.localeCompare(b))) {
+    // Checkpoints recorded before the kernel's files were left out may still name them.
+    if (isKernelOwned(path)) continue;
     const now = currentHash(join(store.root, path));
     const changedSince = now !== last.get(path)!.after;
     const target = ch.before;
+    const blocked = blockedDirectory(store.root, path);
     let action: RewindAction;
-    if (target === undefined) action = "unrestorable";
-    else if (now === target) action = "unchanged";
+    let reason: string | undefined;
+    if (blocked !== undefined) {
+      action = "unrestorable";
+      reason = `${blocked} is no longer a directory (a symbolic link or a file now)`;
+    } else if (target === undefined) {
+      action = "unrestorable";
+      reason = "it was over the checkpoint size limit";
+    } else if (now === target) action = "unchanged";
     else if (target === null) action = "delete";
     else if (now === null) action = "create";
     else action = "restore";
-    steps.push({ path, action, target, changedSince });
+    steps.push({ path, action, target, changedSince, ...(reason ? { reason } : {}) });
   }
   return steps;
 }
@@ -251,6 +293,8 @@ export function applyRewind(store: CheckpointStore, steps: readonly RewindStep[]
   const done: string[] = [];
   for (const s of steps) {
     const abs = join(store.root, s.path);
+    // Checked again here: the tree may have changed since the plan was shown.
+    if (isKernelOwned(s.path) || blockedDirectory(store.root, s.path) !== undefined) continue;
     if (s.action === "delete") {
       rmSync(abs, { force: true });
       done.push(s.path);

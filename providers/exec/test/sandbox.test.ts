@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ToolHarness } from "@pluggableharness/conformance";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gitMetadataPaths } from "../../../packages/config/src/git-paths.ts";
 import { probeSandbox } from "../src/sandbox.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -56,7 +57,14 @@ describe.skipIf(!probe.ok)("bash in the sandbox", () => {
         VISIBLE_VAR: "seen",
       },
       withheld: ["SANDBOX_CANARY_TOKEN"],
-      protectedPaths: [join(project, "agent.hcl"), join(project, ".agent"), join(root, "state")],
+      protectedPaths: [
+        join(project, "agent.hcl"),
+        join(project, ".agent"),
+        join(root, "state"),
+        // The project has no repository yet: a command may make one, and from the next
+        // command on its metadata is read-only (git-paths.ts names it ahead).
+        ...gitMetadataPaths(project),
+      ],
     };
     await h.configure({ roots: [project], sandbox: "required", kill_grace_ms: 300 });
   });
@@ -105,6 +113,56 @@ describe.skipIf(!probe.ok)("bash in the sandbox", () => {
     expect(readdirSync(join(project, ".agent"))).toEqual(["policy.auto.hcl"]);
     // The placeholder mounted over the absent agent.hcl is gone again after the command.
     expect(existsSync(join(project, "agent.hcl"))).toBe(false);
+  });
+
+  it("keeps a repository's git metadata read-only, pinned in place, and git working", async () => {
+    const id = "-c user.name=T -c user.email=t@example.com";
+    // No repository yet: nothing was mounted that would make one; a command may make it.
+    expect(existsSync(join(project, ".git"))).toBe(false);
+    // (The shell keeps its directory between calls: every command here starts with a cd.)
+    const at = `cd '${project}' && `;
+    expect(
+      (await bash(`${at}git init -q -b main && git ${id} commit -q --allow-empty -m one && echo made`)).out,
+    ).toBe("made\n");
+    // A submodule's git directory, as `git submodule` absorbs it, with no hooks directory.
+    const sub = join(project, ".git", "modules", "sub");
+    mkdirSync(sub, { recursive: true });
+    writeFileSync(join(sub, "HEAD"), "ref: refs/heads/main\n");
+    writeFileSync(join(sub, "config"), "[core]\n\tbare = false\n");
+    const config = readFileSync(join(project, ".git", "config"), "utf8");
+    const tricks = [
+      "git config core.fsmonitor /tmp/fsmonitor.sh",
+      "echo '[core] fsmonitor = /tmp/x' >> .git/config",
+      "rm -f .git/config",
+      "mv .git/config .git/config.old",
+      "printf '#!/bin/sh\\n' > .git/hooks/pre-commit",
+      "rm -rf .git/hooks",
+      "echo /tmp/elsewhere > .git/commondir",
+      "mv .git/hooks .git/hooks-old",
+      "mv .git .git-old",
+      "echo '[core] fsmonitor = /tmp/x' >> .git/modules/sub/config",
+      "mkdir -p .git/modules/sub/hooks && echo x > .git/modules/sub/hooks/post-checkout",
+    ];
+    for (const t of tricks) expect((await bash(`${at}${t} && echo WROTE`)).out, t).not.toContain("WROTE");
+    // git itself goes on working: objects, refs, the index and their locks are writable.
+    const work = await bash(
+      `${at}echo x > f && git add f && git ${id} commit -q -m two && git branch side && git stash list && git log --format=%s`,
+    );
+    expect(work.out).toBe("two\none\n");
+    expect(readFileSync(join(project, ".git", "config"), "utf8")).toBe(config);
+    expect(readdirSync(join(project, ".git", "hooks")).filter((h) => !h.endsWith(".sample"))).toEqual([]);
+    expect(readFileSync(join(sub, "config"), "utf8")).toBe("[core]\n\tbare = false\n");
+    // The placeholders held for the command (commondir, the submodule's hooks) are gone again.
+    expect(existsSync(join(project, ".git", "commondir"))).toBe(false);
+    expect(existsSync(join(sub, "hooks"))).toBe(false);
+    // Destroying what marks a git directory does not open it for the next command: without
+    // HEAD, or after a move across file systems (a copy, then deleting what it can).
+    await bash(`${at}rm -f .git/HEAD .git/modules/sub/HEAD`);
+    await bash(`${at}mkdir -p /tmp/g && mv .git /tmp/g/`);
+    for (const t of ["echo '[core] fsmonitor = /tmp/x' >> .git/config", "echo x >> .git/modules/sub/config"])
+      expect((await bash(`${at}${t} && echo WROTE`)).out, t).not.toContain("WROTE");
+    expect(readFileSync(join(project, ".git", "config"), "utf8")).toBe(config);
+    rmSync(join(project, ".git"), { recursive: true, force: true });
   });
 
   it("sees no process but its own: the kernel's /proc entry and environment are out of reach", async () => {

@@ -1,58 +1,16 @@
-// Running the real git binary: in the repository the call names, with an environment
-// of a few allowlisted variables, configuration that keeps a repository from running
-// programs of its own (fsmonitor, pager, external diff, hooks unless allowed), and, where
-// bubblewrap works, inside the same sandbox `bash` commands get (runtime/sandbox.ts): the
-// roots writable, the kernel-owned paths read-only, no network except for a push that
-// the configuration allows, no other process visible.
-import { execFile } from "node:child_process";
+// Running the real git binary: in the repository the call names, through the runtime's
+// safe git (docs/security/git.md): an environment of a few allowlisted variables, every
+// configuration key that would start a program of the repository's choosing neutralised
+// (fsmonitor, pager, drivers, filters, hooks unless allowed, ...), and, where bubblewrap
+// works, inside the same sandbox `bash` commands get (runtime/sandbox.ts): the roots
+// writable, the kernel-owned paths read-only, no network except for a push that the
+// configuration allows, no other process visible.
 import { stat } from "node:fs/promises";
 import { isAbsolute, join, relative, sep } from "node:path";
-import { probeSandbox, removePlaceholders, wrap } from "@pluggableharness/runtime/sandbox";
+import { gitMetadataKind } from "@pluggableharness/runtime/git-metadata";
+import { runSafeGit, SandboxRequiredError } from "@pluggableharness/runtime/safe-git";
 import { type PreviewContext, ToolFailure } from "@pluggableharness/tool-kit";
 import { settings } from "./config.ts";
-
-/** Variables git may see, copied from the plugin's own (already allowlisted) environment. */
-const PASSED = [
-  "PATH",
-  "HOME",
-  "LANG",
-  "TZ",
-  "USER",
-  "GIT_AUTHOR_NAME",
-  "GIT_AUTHOR_EMAIL",
-  "GIT_COMMITTER_NAME",
-  "GIT_COMMITTER_EMAIL",
-  "GIT_AUTHOR_DATE",
-  "GIT_COMMITTER_DATE",
-];
-
-function gitEnvironment(readOnly: boolean): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const k of PASSED) if (process.env[k] !== undefined) env[k] = process.env[k];
-  Object.assign(env, {
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_PAGER: "cat",
-    PAGER: "cat",
-    GIT_EDITOR: "true",
-    // Parseable, untranslated messages.
-    LC_ALL: "C",
-    ...(readOnly ? { GIT_OPTIONAL_LOCKS: "0" } : {}),
-  });
-  return env;
-}
-
-/** Configuration every command runs with: nothing in the repository starts a program. */
-function safetyConfig(): string[] {
-  const c = [
-    "core.quotePath=false",
-    "core.fsmonitor=false",
-    "core.pager=cat",
-    "color.ui=false",
-    "diff.external=",
-  ];
-  if (!settings.hooks) c.push("core.hooksPath=/dev/null");
-  return c.flatMap((x) => ["-c", x]);
-}
 
 let protectedPaths: Promise<string[]> | undefined;
 
@@ -101,86 +59,68 @@ export async function runGit(
   ctx: PreviewContext,
   opts: { readOnly: boolean; network?: boolean; writable?: readonly string[] } = { readOnly: true },
 ): Promise<GitResult> {
-  const argv = [settings.git, ...safetyConfig(), ...args];
-  let file = settings.git;
-  let fileArgs = argv.slice(1);
-  let placeholders: string[] = [];
-  if (settings.sandbox !== "off") {
-    const probe = probeSandbox();
-    if (probe.ok) {
-      const writable = settings.jail ? [...settings.jail.roots] : [...(opts.writable ?? [cwd])];
-      const w = wrap(
-        {
-          bwrap: probe.bwrap,
-          writable: opts.readOnly ? [] : writable,
-          protectedPaths: await kernelOwned(ctx),
-          network: opts.network === true,
-          cwd,
-          // A read needs no private /tmp (it writes nothing), and must still see a repository under /tmp.
-          privateTmp: !opts.readOnly,
-        },
-        argv,
-      );
-      file = w.file;
-      fileArgs = w.args;
-      placeholders = w.placeholders;
-    } else if (settings.sandbox === "required") {
+  const roots = settings.jail ? [...settings.jail.roots] : [...(opts.writable ?? [cwd])];
+  let write: { writable: string[]; protectedPaths: string[] } | undefined;
+  if (!opts.readOnly) {
+    const owned = await kernelOwned(ctx);
+    // With hooks off nothing of the repository's runs here, and git itself writes its
+    // config (branch tracking): the git metadata stays writable. With hooks on, a hook runs
+    // here, and must not plant anything for later.
+    write = {
+      writable: roots,
+      protectedPaths: settings.hooks ? owned : owned.filter((p) => gitMetadataKind(p) === undefined),
+    };
+  }
+  let r: Awaited<ReturnType<typeof runSafeGit>>;
+  try {
+    r = await runSafeGit(args, {
+      cwd,
+      git: settings.git,
+      untrusted: roots,
+      hooks: settings.hooks,
+      sandbox: settings.sandbox,
+      ...(write ? { write } : {}),
+      network: opts.network === true,
+      extraEnv: { LC_ALL: "C" },
+      config: ["core.quotePath=false", "color.ui=false"],
+      timeoutMs: settings.timeoutMs,
+      maxBuffer: Math.max(settings.maxOutputBytes * 4, 16 * 1024 * 1024),
+      signal: ctx.signal,
+      onUnconfined: (reason) => {
+        if (warnedUnconfined) return;
+        warnedUnconfined = true;
+        unconfinedNotice = `sandbox unavailable (${reason}): git runs unconfined`;
+        ctx.log.warn(unconfinedNotice);
+      },
+    });
+  } catch (err) {
+    if (err instanceof SandboxRequiredError)
       throw new ToolFailure(
         "execution_failed",
-        `the git provider requires its sandbox (sandbox = "required"), and it cannot run here: ${probe.reason}`,
+        `the git provider requires its sandbox (sandbox = "required"), and it cannot run here: ${err.message}`,
       );
-    } else if (!warnedUnconfined) {
-      warnedUnconfined = true;
-      unconfinedNotice = `sandbox unavailable (${probe.reason}): git runs unconfined`;
-      ctx.log.warn(unconfinedNotice);
-    }
+    throw err;
+  }
+  const e = r.error;
+  if (e) {
+    if (e.code === "ENOENT")
+      throw new ToolFailure(
+        "execution_failed",
+        `git was not found (${settings.git}); install git or set git = "<path>"`,
+      );
+    if (e.code === "ABORT_ERR") throw e;
+    if (e.killed)
+      throw new ToolFailure("timeout", `git ${args[0]} took longer than ${settings.timeoutMs} ms`);
+    throw new ToolFailure("execution_failed", `git: ${e.message}`);
   }
   const max = settings.maxOutputBytes;
-  try {
-    return await new Promise<GitResult>((resolve, reject) => {
-      execFile(
-        file,
-        fileArgs,
-        {
-          cwd,
-          env: gitEnvironment(opts.readOnly),
-          encoding: "buffer",
-          maxBuffer: Math.max(max * 4, 16 * 1024 * 1024),
-          timeout: settings.timeoutMs,
-          killSignal: "SIGKILL",
-          signal: ctx.signal,
-        },
-        (err, stdout, stderr) => {
-          const e = err as (NodeJS.ErrnoException & { code?: number | string; killed?: boolean }) | null;
-          if (e && typeof e.code === "string") {
-            if (e.code === "ENOENT")
-              return reject(
-                new ToolFailure(
-                  "execution_failed",
-                  `git was not found (${settings.git}); install git or set git = "<path>"`,
-                ),
-              );
-            if (e.code === "ABORT_ERR") return reject(e);
-            return reject(new ToolFailure("execution_failed", `git: ${e.message}`));
-          }
-          if (e?.killed)
-            return reject(
-              new ToolFailure("timeout", `git ${args[0]} took longer than ${settings.timeoutMs} ms`),
-            );
-          const out = stdout as Buffer;
-          const truncated = out.length > max;
-          resolve({
-            stdout: (truncated ? out.subarray(0, max) : out).toString("utf8"),
-            stderr: (stderr as Buffer).toString("utf8"),
-            code: e ? Number(e.code ?? 1) : 0,
-            truncated,
-          });
-        },
-      );
-    });
-  } finally {
-    removePlaceholders(placeholders);
-  }
+  const truncated = r.stdout.length > max;
+  return {
+    stdout: (truncated ? r.stdout.subarray(0, max) : r.stdout).toString("utf8"),
+    stderr: r.stderr.toString("utf8"),
+    code: r.code ?? 1,
+    truncated,
+  };
 }
 
 /** The failure a non-zero git exit is, classified by its message. */

@@ -7,6 +7,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -311,6 +312,52 @@ describe("security", () => {
       expect(existsSync(marker)).toBe(true);
     } finally {
       await withHooks.close();
+    }
+  });
+
+  it("runs no program the repository's configuration names, even without the sandbox", async () => {
+    const marks = join(base, "marks");
+    rmSync(marks, { recursive: true, force: true });
+    mkdirSync(marks);
+    const script = (name: string, then = `cat "$@"`) => {
+      const p = join(repo, ".git", `${name}.sh`);
+      writeFileSync(p, `#!/bin/sh\necho >> ${marks}/${name}\n${then}\n`, { mode: 0o755 });
+      return p;
+    };
+    const remote = join(base, "planted-remote.git");
+    rmSync(remote, { recursive: true, force: true });
+    sh(base, "init", "-q", "--bare", remote);
+    sh(repo, "remote", "add", "origin", remote);
+    // What a command could have written into .git/config where bubblewrap cannot run.
+    sh(repo, "config", "core.fsmonitor", script("fsmonitor"));
+    sh(repo, "config", "filter.x.clean", script("clean"));
+    sh(repo, "config", "filter.x.smudge", script("smudge"));
+    sh(repo, "config", "filter.x.required", "true");
+    sh(repo, "config", "diff.x.textconv", script("textconv"));
+    sh(repo, "config", "diff.x.command", script("diff-command"));
+    sh(repo, "config", "core.pager", script("pager"));
+    sh(repo, "config", "remote.origin.receivepack", script("receive-pack", "exit 1"));
+    writeFileSync(join(repo, ".gitattributes"), "*.txt filter=x diff=x\n");
+    writeFileSync(join(repo, "a.txt"), "changed\n");
+    const open = new ToolHarness({ executable: MAIN, name: "git", env: { HOME: base, ...IDENTITY } });
+    try {
+      await open.configure({ roots: [base], sandbox: "off" });
+      const run = async (tool: string, args: JsonObject = {}) => {
+        const r = await open.invoke(tool, args, { cwd: repo });
+        expect(r.error?.message, tool).toBeUndefined();
+      };
+      await run("git_status");
+      await run("git_diff");
+      await run("git_blame", { path: "a.txt" });
+      await run("git_stage", { all: true });
+      await run("git_commit", { message: "planted config, nothing run" });
+      await run("git_show", {});
+      expect(readdirSync(marks)).toEqual([]);
+      await run("git_push", { set_upstream: true });
+      expect(readdirSync(marks)).toEqual([]);
+      expect(sh(remote, "log", "-1", "--format=%s", "main").trim()).toBe("planted config, nothing run");
+    } finally {
+      await open.close();
     }
   });
 

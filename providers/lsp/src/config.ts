@@ -2,6 +2,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
 import { type ConfigField, configError, type Diagnostic, Jail } from "@pluggableharness/tool-kit";
 
 export const CONFIG: readonly ConfigField[] = [
@@ -32,6 +33,16 @@ export const CONFIG: readonly ConfigField[] = [
     default: 30_000,
     description:
       "Deadline of a server's start-up (initialize), of each request and of waiting for diagnostics.",
+  },
+  {
+    name: "sandbox",
+    type: "string",
+    default: "best_effort",
+    description:
+      "The OS sandbox (bubblewrap) each language server runs in, read-only and without network (a server " +
+      "runs code the project controls: its own TypeScript, plugins named in its configuration): " +
+      '"required" (refuse to start a server without it), "best_effort" (start it unconfined where it cannot ' +
+      'work, and say so once), or "off".',
   },
   {
     name: "settle_ms",
@@ -82,6 +93,7 @@ export interface Settings {
   extensions: Record<string, string>;
   timeoutMs: number;
   settleMs: number;
+  sandbox: SandboxMode;
 }
 
 export let settings: Settings = {
@@ -90,6 +102,7 @@ export let settings: Settings = {
   extensions: { ...BUILTIN_EXTENSIONS },
   timeoutMs: 30_000,
   settleMs: 400,
+  sandbox: "best_effort",
 };
 
 export async function configure(values: JsonObject): Promise<Diagnostic[]> {
@@ -102,6 +115,9 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   };
   const timeoutMs = num("timeout_ms", 100);
   const settleMs = num("settle_ms", 0);
+  const sandbox = values["sandbox"] as SandboxMode;
+  if (!SANDBOX_MODES.includes(sandbox))
+    problems.push(configError(["sandbox"], `sandbox must be one of ${SANDBOX_MODES.join(", ")}`));
   const servers: Record<string, string[]> = {};
   for (const [lang, line] of Object.entries(
     (values["servers"] as Record<string, string> | undefined) ?? {},
@@ -137,6 +153,6 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     }
   }
   if (problems.length > 0) return problems;
-  settings = { jail, servers, extensions, timeoutMs, settleMs };
+  settings = { jail, servers, extensions, timeoutMs, settleMs, sandbox };
   return [];
 }

@@ -26,6 +26,8 @@ export interface ServerSpec {
   argv: readonly string[];
   root: string;
   env: NodeJS.ProcessEnv;
+  /** The server runs inside bwrap (argv is bwrap's command line). */
+  confined?: boolean;
   /** Sent with initialize (server-specific). */
   initializationOptions?: Record<string, unknown>;
   /** Deadline of initialize and of every request. */
@@ -109,7 +111,7 @@ export class LanguageServer {
       died,
       this.deadline(
         this.conn.sendRequest("initialize", {
-          processId: process.pid,
+          processId: this.spec.confined ? null : process.pid,
           rootUri,
           rootPath: this.spec.root,
           workspaceFolders: [{ uri: rootUri, name: "root" }],

@@ -1,10 +1,13 @@
 // diagnostics, definition and references: data sources answered by a real language
 // server. Servers are started on first use, one per (session, language, root), reused by
 // the session's later calls, and stopped when the plugin shuts down (the session ends).
+
+import { existsSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { extname, isAbsolute, relative, resolve, sep } from "node:path";
+import { dirname, extname, isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { probeSandbox, wrap } from "@pluggableharness/runtime/sandbox";
 import {
   type ResolvedPath,
   r,
@@ -100,9 +103,11 @@ function serverFor(t: Target, ctx: ToolContext): LanguageServer {
   const bundled = !configured && t.language === "typescript" ? bundledTypeScriptServer() : undefined;
   const argv = configured ?? bundled?.argv;
   if (!argv) throw new ToolFailure("invalid_arguments", `no server is configured for language ${t.language}`);
+  const box = confine(argv, t.root, ctx);
   const server = new LanguageServer({
     language: t.language,
-    argv,
+    argv: box.argv,
+    confined: box.confined,
     ...(bundled ? { initializationOptions: bundled.initializationOptions } : {}),
     root: t.root,
     env: process.env,
@@ -116,6 +121,54 @@ function serverFor(t: Target, ctx: ToolContext): LanguageServer {
     if (servers.get(key) === server) servers.delete(key);
   });
   return server;
+}
+
+let warnedUnconfined = false;
+
+/**
+ * The server's command line in the sandbox: a language server runs code the project
+ * controls (the project's own TypeScript, tsserver plugins its tsconfig names, a
+ * language's build scripts), so it gets what a bash command gets at most, and less:
+ * nothing writable, no network, the kernel-owned paths out of reach of writes, its own
+ * PID namespace (docs/security/git.md).
+ */
+function confine(
+  argv: readonly string[],
+  root: string,
+  ctx: ToolContext,
+): { argv: string[]; confined: boolean } {
+  if (settings.sandbox === "off") return { argv: [...argv], confined: false };
+  const probe = probeSandbox();
+  if (!probe.ok) {
+    if (settings.sandbox === "required")
+      throw new ToolFailure(
+        "execution_failed",
+        `the lsp provider requires its sandbox (sandbox = "required"), and it cannot run here: ${probe.reason}`,
+      );
+    if (!warnedUnconfined) {
+      warnedUnconfined = true;
+      void ctx.kernel
+        .log("warn", `sandbox unavailable (${probe.reason}): language servers run unconfined`)
+        .catch(() => {});
+    }
+    return { argv: [...argv], confined: false };
+  }
+  // A private /tmp (servers keep logs and pipes there); the root and the server's own files
+  // are bound back read-only when they live under /tmp (the sandbox binds a "protected"
+  // path under a private /tmp read-only).
+  const visible = [root, ...argv.filter((a) => isAbsolute(a) && existsSync(a)).map((a) => dirname(a))];
+  const w = wrap(
+    {
+      bwrap: probe.bwrap,
+      writable: [],
+      protectedPaths: visible,
+      network: false,
+      cwd: root,
+      privateTmp: true,
+    },
+    argv,
+  );
+  return { argv: [w.file, ...w.args], confined: true };
 }
 
 /** Runs `fn` against the server; a server that times out or dies is stopped and the call fails clearly. */

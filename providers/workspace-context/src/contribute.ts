@@ -12,8 +12,9 @@ import {
   Stability,
 } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
+import type { SandboxMode } from "@pluggableharness/runtime/sandbox";
 import { fitLines, tokenCounter } from "@pluggableharness/tool-kit";
-import { gitRoot, gitState } from "./git.ts";
+import { type GitRun, gitRoot, gitState } from "./git.ts";
 import { fileTree } from "./tree.ts";
 
 export const PROVIDER = "workspace-context";
@@ -22,6 +23,8 @@ const MIN_USEFUL_TOKENS = 24;
 
 export interface Options {
   readonly git: boolean;
+  /** The sandbox git runs in (runtime/sandbox.ts modes). */
+  readonly sandbox: SandboxMode;
   readonly recentCommits: number;
   readonly maxStatusEntries: number;
   readonly fileTree: boolean;
@@ -34,14 +37,24 @@ export interface Options {
 
 type Section = MessageInitShape<typeof ContextSectionSchema>;
 
+let warned = false;
+
+/** The kernel's log hears once per process that git does not run as configured. */
+function warnOnce(kernel: KernelClient, message: string): void {
+  if (warned) return;
+  warned = true;
+  void kernel.log("warn", message).catch(() => {});
+}
+
 export async function contribute(req: ContextRequest, kernel: KernelClient, o: Options): Promise<Section[]> {
   const budget = req.tokenBudget > 0n ? Number(req.tokenBudget) : o.defaultBudget;
   const cwd = req.workingDirectory;
   const candidates: { label: string; text: string }[] = [];
-  const root = cwd ? await gitRoot(cwd) : undefined;
+  const run: GitRun = { sandbox: o.sandbox, warn: (message) => warnOnce(kernel, message) };
+  const root = cwd ? await gitRoot(cwd, run) : undefined;
   // git's two commands and the tree walk run side by side: this runs before every model call.
   const [git, tree] = await Promise.all([
-    cwd && root && o.git ? gitState(cwd, root, o) : undefined,
+    cwd && root && o.git ? gitState(cwd, root, o, run) : undefined,
     cwd && o.fileTree
       ? fileTree(cwd, { maxEntries: o.treeMaxEntries, maxDepth: o.treeMaxDepth, maxPerDirectory: 40 }, root)
       : undefined,

@@ -1,20 +1,39 @@
 // Git state through the real `git` binary: branch (with upstream and ahead/behind), the
 // working-tree status and the most recent commits. Not a repository, or no git at all:
-// undefined, and the section is left out.
-import { execFile } from "node:child_process";
+// undefined, and the section is left out. This runs in the kernel's process before every
+// model call, on a repository the model can write: every call goes through the runtime's
+// safe git (minimal environment, every program-starting key neutralised, and inside a
+// read-only sandbox without network where bubblewrap works; docs/security/git.md).
+import { runSafeGit, SandboxRequiredError } from "@pluggableharness/runtime/safe-git";
+import type { SandboxMode } from "@pluggableharness/runtime/sandbox";
 
 const TIMEOUT_MS = 5_000;
 const MAX_BUFFER = 4 * 1024 * 1024;
 
-function git(cwd: string, args: readonly string[]): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(
-      "git",
-      ["--no-optional-locks", "-c", "core.quotepath=off", ...args],
-      { cwd, timeout: TIMEOUT_MS, maxBuffer: MAX_BUFFER, env: { ...process.env, GIT_TERMINAL_PROMPT: "0" } },
-      (err, stdout) => resolve(err ? undefined : stdout),
-    );
-  });
+export interface GitRun {
+  readonly sandbox: SandboxMode;
+  /** Told when git cannot run as configured: unconfined (best_effort), or not at all (required). */
+  readonly warn?: (message: string) => void;
+}
+
+async function git(cwd: string, args: readonly string[], run: GitRun): Promise<string | undefined> {
+  try {
+    const r = await runSafeGit(args, {
+      cwd,
+      sandbox: run.sandbox,
+      timeoutMs: TIMEOUT_MS,
+      maxBuffer: MAX_BUFFER,
+      config: ["core.quotepath=off"],
+      onUnconfined: (reason) => run.warn?.(`sandbox unavailable (${reason}): git runs unconfined`),
+    });
+    return r.code === 0 ? r.stdout.toString("utf8") : undefined;
+  } catch (err) {
+    if (err instanceof SandboxRequiredError) {
+      run.warn?.(`${err.message}; the git state is left out`);
+      return undefined;
+    }
+    throw err;
+  }
 }
 
 export interface GitOptions {
@@ -28,16 +47,16 @@ export interface GitState {
 }
 
 /** The root of the repository containing `cwd`, or undefined (not a repository, or no git). */
-export async function gitRoot(cwd: string): Promise<string | undefined> {
-  return (await git(cwd, ["rev-parse", "--show-toplevel"]))?.trim() || undefined;
+export async function gitRoot(cwd: string, run: GitRun): Promise<string | undefined> {
+  return (await git(cwd, ["rev-parse", "--show-toplevel"], run))?.trim() || undefined;
 }
 
 /** The state of the repository at `root` as seen from `cwd`, as text for the model. */
-export async function gitState(cwd: string, root: string, o: GitOptions): Promise<GitState> {
+export async function gitState(cwd: string, root: string, o: GitOptions, run: GitRun): Promise<GitState> {
   const [status, log] = await Promise.all([
-    git(cwd, ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"]),
+    git(cwd, ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"], run),
     o.recentCommits > 0
-      ? git(cwd, ["log", `-n${o.recentCommits}`, "--no-decorate", "--format=%h %s (%an, %ar)"])
+      ? git(cwd, ["log", `-n${o.recentCommits}`, "--no-decorate", "--format=%h %s (%an, %ar)"], run)
       : Promise.resolve(""),
   ]);
   const lines = (status ?? "").split("\n").filter((l) => l !== "");

@@ -4,6 +4,7 @@ import { StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { CallContextSchema } from "@pluggableharness/protocol/common";
 import { Stability } from "@pluggableharness/protocol/content";
 import { ContextService } from "@pluggableharness/protocol/context";
+import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
 import {
   type ConfigField,
   checkTokenBudget,
@@ -24,6 +25,15 @@ const CONFIG: readonly ConfigField[] = [
     type: "bool",
     default: true,
     description: "Contribute the git state (branch, status, recent commits).",
+  },
+  {
+    name: "sandbox",
+    type: "string",
+    default: "best_effort",
+    description:
+      'The OS sandbox (bubblewrap) git runs in, read-only and without network: "required" (leave the git ' +
+      'state out where it cannot run), "best_effort" (run git unconfined there, and say so once in the log), or ' +
+      '"off". Either way git runs with the repository\'s program-starting settings neutralised.',
   },
   {
     name: "recent_commits",
@@ -71,6 +81,7 @@ const CONFIG: readonly ConfigField[] = [
 
 let options: Options = {
   git: true,
+  sandbox: "best_effort",
   recentCommits: 5,
   maxStatusEntries: 40,
   fileTree: true,
@@ -95,9 +106,13 @@ function applyConfig(values: JsonObject): Diagnostic[] {
     if (!Number.isInteger(v) || v < min || v > max)
       problems.push(configError([name], `${name} must be a whole number from ${min} to ${max}`));
   }
+  const sandbox = values["sandbox"] as string;
+  if (!SANDBOX_MODES.includes(sandbox as SandboxMode))
+    problems.push(configError(["sandbox"], `sandbox must be one of ${SANDBOX_MODES.join(", ")}`));
   if (problems.length > 0) return problems;
   options = {
     git: values["git"] as boolean,
+    sandbox: sandbox as SandboxMode,
     recentCommits: values["recent_commits"] as number,
     maxStatusEntries: values["max_status_entries"] as number,
     fileTree: values["file_tree"] as boolean,

@@ -3,7 +3,7 @@
 // tree that honours .gitignore at every level, the files_touched list, all within
 // token_budget (counted by the kernel's CountTokens) and re-read on every firing.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -187,6 +187,39 @@ describe("workspace-context", () => {
     const res = await contribute({ priorSections: prior });
     expect(res.sections[0]).toMatchObject({ provider: "other", label: "Earlier" });
     expect(res.sections.filter((s) => s.label === "Git state")).toHaveLength(1);
+  });
+
+  it("runs nothing the repository's configuration names (git runs before every model call)", async () => {
+    const planted = realpathSync(mkdtempSync(join(tmpdir(), "ph-wsctx-planted-")));
+    const marks = join(planted, "marks");
+    mkdirSync(marks);
+    const pg = (...args: string[]) => execFileSync("git", args, { cwd: planted, stdio: "pipe" });
+    pg("init", "-q", "-b", "main");
+    writeFileSync(join(planted, "a.txt"), "one\n");
+    pg("add", ".");
+    pg("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "-m", "one");
+    const script = (name: string) => {
+      const p = join(planted, ".git", `${name}.sh`);
+      writeFileSync(p, `#!/bin/sh\necho >> '${marks}/${name}'\ncat\n`, { mode: 0o755 });
+      return p;
+    };
+    // What one approved bash call could have written into .git/config.
+    pg("config", "core.fsmonitor", script("fsmonitor"));
+    pg("config", "filter.x.clean", script("clean"));
+    pg("config", "core.pager", script("pager"));
+    pg("config", "diff.x.textconv", script("textconv"));
+    writeFileSync(join(planted, ".gitattributes"), "*.txt filter=x diff=x\n");
+    writeFileSync(join(planted, "a.txt"), "two\n");
+    try {
+      const t = text(
+        (await contribute({ workingDirectory: planted })).sections.find((s) => s.label === "Git state")!,
+      );
+      expect(readdirSync(marks)).toEqual([]);
+      expect(t).toContain("Branch: main");
+      expect(t).toContain(" M a.txt");
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
+    }
   });
 
   it("rejects bad configuration with diagnostics naming the attribute", async () => {

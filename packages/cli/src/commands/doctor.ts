@@ -11,6 +11,7 @@ import {
   envNamesReadByConfig,
   execEnvironment,
   formatDiagnostic,
+  gitMetadataPaths,
   kernelProtectedPaths,
   loadAlwaysRules,
   loadProjectConfig,
@@ -30,7 +31,9 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
   const loaded = loadProjectConfig(dir, { env: io.env });
   const probe = probeSandbox();
   const mode = loaded.ok ? loaded.config.settings.sandbox : "best_effort";
-  const protectedPaths = kernelProtectedPaths(dir, io.env);
+  const gitWritable = loaded.ok && loaded.config.settings.allow_git_metadata_writes;
+  const protectedPaths = kernelProtectedPaths(dir, io.env, { gitMetadata: false });
+  const gitPaths = gitMetadataPaths(dir);
   const env = execEnvironment(io.env, {
     configNames: envNamesReadByConfig(dir, io.env),
     installationRoot: installationRoot(),
@@ -60,7 +63,12 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
           ? "tool plugins run unconfined (off); bash follows the exec provider's own sandbox setting"
           : "tool plugins and bash commands run in bubblewrap",
     },
-    protected_paths: protectedPaths,
+    protected_paths: gitWritable ? protectedPaths : [...protectedPaths, ...gitPaths],
+    git_metadata: {
+      setting: "settings.allow_git_metadata_writes",
+      writable: gitWritable,
+      paths: gitPaths,
+    },
     bash_environment: { passed: Object.keys(env.variables).length, withheld: env.withheld },
     policy: {
       operator_rules: loaded.ok ? loaded.config.policies.length : 0,
@@ -84,6 +92,13 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
   line(io.out, `            mode ${mode}: ${report.sandbox.effect}`);
   line(io.out, "  ok    protected (no tool may write):");
   for (const p of protectedPaths) line(io.out, `            ${p}`);
+  line(
+    io.out,
+    gitWritable
+      ? "  warn  git metadata: writable by tools and bash (settings.allow_git_metadata_writes = true)"
+      : "  ok    git metadata: read-only for tools and bash (settings.allow_git_metadata_writes = false):",
+  );
+  if (!gitWritable) for (const p of gitPaths) line(io.out, `            ${p}`);
   line(
     io.out,
     `  ok    bash environment: ${report.bash_environment.passed} variables passed, ${env.withheld.length} withheld${env.withheld.length > 0 ? `: ${env.withheld.join(", ")}` : ""}`,

@@ -656,7 +656,8 @@ async function runInteractive(
       env: io.env,
       history: promptHistory(io.env, io.cwd),
       workingDirectory: io.cwd,
-      protectedPaths: kernelProtectedPaths(io.cwd, io.env),
+      // What the UI refuses to attach: the agent's own files (git metadata is the user's).
+      protectedPaths: kernelProtectedPaths(io.cwd, io.env, { gitMetadata: false }),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

@@ -86,7 +86,10 @@ export class PluginSandboxState {
       bwrap: probe.bwrap,
       readOnly: thirdPartyOther || this.readOnly(),
       writable,
-      protectedPaths: kernelProtectedPaths(projectDir, this.#env),
+      // Git metadata stays writable here: the git provider writes .git/config (branch
+      // tracking) itself, with its own safe configuration; bash and the file tools are
+      // kept from it by the command sandbox and the gate (docs/security/git.md).
+      protectedPaths: kernelProtectedPaths(projectDir, this.#env, { gitMetadata: false }),
       network:
         required?.network ??
         (this.#resolved.origin === "first_party" || (thirdPartyOther && this.categories!.includes("model"))),
