@@ -125,3 +125,16 @@ function userPath(path: string, options: ExecEnvironmentOptions): string {
     .filter((e) => !own(e))
     .join(":");
 }
+
+/**
+ * The values of the variables withheld from commands, for masking: every variable an
+ * env() in agent.hcl or the global config reads, whatever its name, and every
+ * secret-named one (docs/security/mcp.md).
+ */
+export function withheldValues(projectDir: string, env: Env): string[] {
+  const e = execEnvironment(env, { configNames: envNamesReadByConfig(projectDir, env) });
+  return e.withheld.flatMap((n) => {
+    const v = env[n];
+    return v ? [v] : [];
+  });
+}

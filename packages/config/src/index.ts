@@ -42,6 +42,7 @@ export {
   type ExecEnvironment,
   envNamesReadByConfig,
   execEnvironment,
+  withheldValues,
 } from "./exec-env.ts";
 export { gitMetadataPaths } from "./git-paths.ts";
 export {

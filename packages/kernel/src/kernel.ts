@@ -26,6 +26,7 @@ import {
   SecretMask,
   updateLock,
   verifyLock,
+  withheldValues,
   writeLockFile,
 } from "@pluggableharness/config";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
@@ -963,15 +964,6 @@ function handleFor(session: Session): SessionHandle {
         if (err) reject(new FrontendRequestError(err.category, err.message));
       }),
   };
-}
-
-/**
- * The values of the variables withheld from commands: every variable an env() in agent.hcl
- * or the global config reads, whatever its name, and every secret-named one.
- */
-function withheldValues(projectDir: string, env: NodeJS.ProcessEnv): string[] {
-  const e = execEnvironment(env, { configNames: envNamesReadByConfig(projectDir, env) });
-  return e.withheld.flatMap((n) => (env[n] ? [env[n]] : []));
 }
 
 /** A sink that masks every secret in a record's message and fields before passing it on. */

@@ -302,5 +302,14 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
     // A 50 MiB message never sits whole in the bridge (it idles at about 105 MiB resident).
     expect.soft(peakMb).toBeGreaterThan(0);
     expect.soft(peakMb).toBeLessThan(200);
+
+    // The commands that start the servers outside a session report what they said, masked
+    // the same way: the broken server's stderr in `validate`'s warning and `mcp list`.
+    for (const args of [["validate"], ["mcp", "list"], ["providers"]]) {
+      const c = await agent(args, { cwd: repo, env, timeoutMs: 120_000 });
+      expect.soft(leaks(c.stdout + c.stderr), args.join(" ")).toEqual([]);
+      if (args[0] !== "providers")
+        expect.soft(c.stdout, args.join(" ")).toMatch(/given \[redacted\] \[redacted\]/);
+    }
   }, 300_000);
 });

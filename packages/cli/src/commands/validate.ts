@@ -17,8 +17,10 @@ import {
   loadGlobalConfig,
   loadProjectConfig,
   resolveProfileTools,
+  SecretMask,
   validateAgainstProviders,
   verifyLock,
+  withheldValues,
 } from "@pluggableharness/config";
 import type { Range } from "@pluggableharness/hcl";
 import { declaredToolName, domain } from "@pluggableharness/kernel";
@@ -35,7 +37,16 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   const dir = resolve(io.cwd, dirArg ?? ".");
   const diags: ConfigDiagnostic[] = [];
   const print = () => {
-    for (const d of sortDiagnostics(diags)) line(io.out, formatDiagnostic(d));
+    // A provider given a secret may quote it (docs/security/mcp.md); masked as the kernel masks it.
+    const mask = new SecretMask(withheldValues(dir, io.env));
+    for (const d of sortDiagnostics(diags)) {
+      line(
+        io.out,
+        formatDiagnostic(
+          mask.empty ? d : { ...d, summary: mask.mask(d.summary), detail: mask.mask(d.detail) },
+        ),
+      );
+    }
   };
   const loaded = loadProjectConfig(dir, { env: io.env });
   const global = loadGlobalConfig({ env: io.env });
@@ -65,6 +76,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       const d = decodeProviderConfig(config, name, schema ?? { attributes: [] }, io.env);
       return d.ok ? d.config.values : undefined; // decode problems come from the second pass
     },
+    env: io.env,
   });
   const loadedFacts: Record<string, LoadedProviders[string]> = {};
   for (const f of facts) {
