@@ -126,6 +126,7 @@ export async function inspectProviders(
           logSink: (rec) => options.log?.(`[${r.localName}] ${mask.mask(rec.message)}`),
         });
         hosts.push(host);
+        let holdsSecret = false;
         try {
           const d = await host.describe();
           facts.categories = d.categories;
@@ -135,6 +136,9 @@ export async function inspectProviders(
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           await describeCategories(host, facts);
           const values = options.configure?.(r.localName, facts.configSchema);
+          // As in a session, only a provider given a secret has what it reports masked: the
+          // others' reports are about the user's own values (a missing root's path).
+          holdsSecret = values !== undefined && mask.contains(JSON.stringify(values));
           if (values !== undefined) {
             await configureAll(host, facts, values);
             // A bridge's operations exist once its configuration is applied (the MCP bridge).
@@ -151,7 +155,7 @@ export async function inspectProviders(
           facts.healthy = false;
           facts.error = (err as Error).message;
         }
-        return maskFacts(facts, mask);
+        return holdsSecret ? maskFacts(facts, mask) : facts;
       }),
     );
   } finally {

@@ -3,8 +3,8 @@
 // every variable the configuration reads with env() (those are the agent's secrets) and
 // every name matching a secret pattern, and without the agent's private Node.js on PATH.
 
-import { readFileSync } from "node:fs";
-import { dirname, join, resolve, sep } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
 import { type Expression, envFunction, evaluate, parseFile } from "@pluggableharness/hcl";
 import { globalConfigPath } from "./global.ts";
 
@@ -129,12 +129,16 @@ function userPath(path: string, options: ExecEnvironmentOptions): string {
 /**
  * The values of the variables withheld from commands, for masking: every variable an
  * env() in agent.hcl or the global config reads, whatever its name, and every
- * secret-named one (docs/security/mcp.md).
+ * secret-named one, except paths that exist (docs/security/mcp.md).
  */
 export function withheldValues(projectDir: string, env: Env): string[] {
   const e = execEnvironment(env, { configNames: envNamesReadByConfig(projectDir, env) });
   return e.withheld.flatMap((n) => {
     const v = env[n];
-    return v ? [v] : [];
+    // A path to something on this machine (roots = [env("WORK")]) is a location, not a
+    // credential: masking it would garble every path a file tool reports, and a later edit
+    // could write the marker back. It stays withheld from commands all the same.
+    if (!v || (isAbsolute(v) && existsSync(v))) return [];
+    return [v];
   });
 }

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { envNamesReadByConfig, execEnvironment } from "../src/index.ts";
+import { envNamesReadByConfig, execEnvironment, withheldValues } from "../src/index.ts";
 
 const CANARY = "canary-5d1e9b7f3a";
 /** An HCL template's "$", kept out of this file's own template strings. */
@@ -105,5 +105,28 @@ describe("the exec environment", () => {
       "SPACED",
       "TEMPLATED",
     ]);
+  });
+
+  it("masks every withheld value but a path that exists on this machine", () => {
+    const project = mkdtempSync(join(tmpdir(), "exec-env-"));
+    writeFileSync(
+      join(project, "agent.hcl"),
+      'provider "p" {\n  roots = [env("WORK")]\n  a = env("PLAIN")\n  b = env("NOT_A_PATH")\n}\n',
+    );
+    const source = {
+      XDG_CONFIG_HOME: join(project, "none"),
+      WORK: project,
+      PLAIN: "Zq7vK2pW9xR4mT8n",
+      NOT_A_PATH: "/no/such/place/Zq7v",
+      SOME_TOKEN: CANARY,
+    };
+    expect(withheldValues(project, source).sort()).toEqual([
+      "/no/such/place/Zq7v",
+      "Zq7vK2pW9xR4mT8n",
+      CANARY,
+    ]);
+    // Still withheld from commands.
+    const names = envNamesReadByConfig(project, source);
+    expect(execEnvironment(source, { configNames: names }).withheld).toContain("WORK");
   });
 });

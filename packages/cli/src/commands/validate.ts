@@ -17,10 +17,8 @@ import {
   loadGlobalConfig,
   loadProjectConfig,
   resolveProfileTools,
-  SecretMask,
   validateAgainstProviders,
   verifyLock,
-  withheldValues,
 } from "@pluggableharness/config";
 import type { Range } from "@pluggableharness/hcl";
 import { declaredToolName, domain } from "@pluggableharness/kernel";
@@ -37,16 +35,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   const dir = resolve(io.cwd, dirArg ?? ".");
   const diags: ConfigDiagnostic[] = [];
   const print = () => {
-    // A provider given a secret may quote it (docs/security/mcp.md); masked as the kernel masks it.
-    const mask = new SecretMask(withheldValues(dir, io.env));
-    for (const d of sortDiagnostics(diags)) {
-      line(
-        io.out,
-        formatDiagnostic(
-          mask.empty ? d : { ...d, summary: mask.mask(d.summary), detail: mask.mask(d.detail) },
-        ),
-      );
-    }
+    for (const d of sortDiagnostics(diags)) line(io.out, formatDiagnostic(d));
   };
   const loaded = loadProjectConfig(dir, { env: io.env });
   const global = loadGlobalConfig({ env: io.env });
