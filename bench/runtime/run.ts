@@ -4,6 +4,8 @@
 //     with Node's compile cache warm (the default) and disabled.
 //  2. Server-streaming throughput through the plugin boundary (ToolService.Invoke),
 //     one event per message and with small events batched into larger messages.
+// Both with AutoMTLS (the default) and without it (plaintext with the launch token), which
+// is what the TLS costs.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,10 +22,10 @@ function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
-async function coldLaunch(label: string, nodeCompileCache: string | false): Promise<void> {
+async function coldLaunch(label: string, nodeCompileCache: string | false, autoMTLS = true): Promise<void> {
   const samples: number[] = [];
   for (let i = 0; i < launches; i++) {
-    const host = new PluginHost({ name: "minimal", command: plugin, nodeCompileCache });
+    const host = new PluginHost({ name: "minimal", command: plugin, nodeCompileCache, autoMTLS });
     const t0 = performance.now();
     await host.client(ToolService).getSchema({});
     samples.push(performance.now() - t0);
@@ -36,7 +38,7 @@ async function coldLaunch(label: string, nodeCompileCache: string | false): Prom
   );
 }
 
-async function throughput(host: PluginHost, bytes: number, batch: number): Promise<void> {
+async function throughput(host: PluginHost, bytes: number, batch: number, label = ""): Promise<void> {
   const tools = host.client(ToolService);
   const run = async (n: number) => {
     let messages = 0;
@@ -51,7 +53,7 @@ async function throughput(host: PluginHost, bytes: number, batch: number): Promi
   await run(Math.min(events, 20_000)); // warm-up
   const { seconds, messages } = await run(events);
   console.log(
-    `streaming ${bytes} B events, ${batch === 1 ? "one per message" : `${batch} per message`}: ` +
+    `streaming ${bytes} B events${label}, ${batch === 1 ? "one per message" : `${batch} per message`}: ` +
       `${Math.round(events / seconds).toLocaleString("en-US")} events/s ` +
       `(${Math.round(messages / seconds).toLocaleString("en-US")} messages/s, ` +
       `${((events * bytes) / seconds / 1e6).toFixed(1)} MB/s)`,
@@ -62,14 +64,18 @@ const cacheDir = mkdtempSync(join(tmpdir(), "ph-bench-cache-"));
 try {
   console.log(`Node ${process.version}, ${process.platform}/${process.arch}`);
   await coldLaunch("compile cache warm", cacheDir);
+  await coldLaunch("compile cache warm, no AutoMTLS", cacheDir, false);
   await coldLaunch("no compile cache", false);
-  const host = new PluginHost({ name: "minimal", command: plugin, nodeCompileCache: cacheDir });
-  try {
-    await throughput(host, 100, 1);
-    await throughput(host, 100, 100);
-    await throughput(host, 16 * 1024, 1);
-  } finally {
-    await host.shutdown();
+  for (const autoMTLS of [true, false]) {
+    const host = new PluginHost({ name: "minimal", command: plugin, nodeCompileCache: cacheDir, autoMTLS });
+    const label = autoMTLS ? "" : " (no AutoMTLS)";
+    try {
+      await throughput(host, 100, 1, label);
+      await throughput(host, 100, 100, label);
+      await throughput(host, 16 * 1024, 1, label);
+    } finally {
+      await host.shutdown();
+    }
   }
 } finally {
   rmSync(cacheDir, { recursive: true, force: true });

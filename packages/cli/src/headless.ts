@@ -22,7 +22,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { decisionName, kindName, riskName, statusName, treeText } from "@pluggableharness/provider-tui";
 import type { SessionReader, StoredEvent } from "@pluggableharness/state";
-import { exitCodeFor } from "./exit-codes.ts";
+import { EXIT, exitCodeFor } from "./exit-codes.ts";
 import { type Io, line } from "./io.ts";
 
 export type OutputFormat = "text" | "json" | "stream-json";
@@ -433,9 +433,26 @@ export function subtypeOf(status: SessionStatus): string {
   return statusName(status);
 }
 
-/** The exit status of a headless run; a run stopped by the denial breaker counts as denied. */
+/**
+ * The kernel's guards that end a run FAILED with their name leading the detail
+ * ("doom_loop: …"). They stop a run the way a bound does, so a denial counts as for bounds.
+ */
+const GUARDS = ["doom_loop", "denial_breaker", "crash_breaker"] as const;
+
+function guardOf(detail: string): (typeof GUARDS)[number] | undefined {
+  return GUARDS.find((g) => detail === g || detail.startsWith(`${g}:`));
+}
+
+/**
+ * The exit status of a headless run. A run a guard ended is denied (4) when the denial
+ * breaker ended it, or when calls were denied before the doom-loop or crash guard did (a
+ * loop of denied calls is a denial, not a failure); other failures are 1.
+ */
 export function runExitCode(summary: RunSummary): number {
-  if (summary.status === SessionStatus.FAILED && summary.detail.startsWith("denial_breaker")) return 4;
+  if (summary.status === SessionStatus.FAILED) {
+    const guard = guardOf(summary.detail);
+    if (guard === "denial_breaker" || (guard && summary.denials.length > 0)) return EXIT.DENIED_OR_CANCELLED;
+  }
   return exitCodeFor(summary.status, summary.denials.length);
 }
 

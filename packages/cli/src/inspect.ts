@@ -11,7 +11,7 @@ import {
   SecretMask,
   withheldValues,
 } from "@pluggableharness/config";
-import { providerTransport } from "@pluggableharness/kernel";
+import { outsidePluginSandbox, providerTransport } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
@@ -185,7 +185,10 @@ function runTransport(
 ): PluginIsolation {
   const mode = config.settings.sandbox;
   const sandboxed =
-    categories.includes("tool") && mode !== "off" && (mode === "required" || probeSandbox().ok);
+    categories.includes("tool") &&
+    mode !== "off" &&
+    !outsidePluginSandbox(r) &&
+    (mode === "required" || probeSandbox().ok);
   return providerTransport(r, r.isolation, sandboxed).isolation;
 }
 

@@ -1,20 +1,40 @@
 // The headless output's write coalescing: one write per event-loop turn, lines whole and
 // in order, and nothing left behind at the end (flush, or the process exiting).
 import { spawnSync } from "node:child_process";
+import { EventEmitter, once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { CoalescingWriter } from "../src/io.ts";
 
-/** A target stream that records each write it receives. */
+/**
+ * A target stream that records each write it receives; `full` makes it want a drain (a
+ * slow reader) until `drain()`.
+ */
 function target() {
   const writes: string[] = [];
-  const stream = {
-    write: (chunk: string | Uint8Array) => {
-      writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"));
-      return true;
+  const emitter = new EventEmitter();
+  let full = false;
+  const stream = Object.defineProperties(emitter, {
+    write: {
+      value: (chunk: string | Uint8Array) => {
+        writes.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"));
+        return !full;
+      },
     },
-  } as unknown as NodeJS.WritableStream;
-  return { stream, writes };
+    writableNeedDrain: { get: () => full },
+  }) as unknown as NodeJS.WritableStream;
+  return {
+    stream,
+    writes,
+    fill: () => {
+      full = true;
+    },
+    drain: () => {
+      full = false;
+      emitter.emit("drain");
+    },
+    fail: (code: string) => emitter.emit("error", Object.assign(new Error(code), { code })),
+  };
 }
 
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -62,6 +82,50 @@ describe("CoalescingWriter", () => {
     w.write('{"type":"result"}\n');
     w.close();
     expect(t.writes.join("")).toBe('{"type":"delta"}\n{"type":"result"}\n');
+  });
+
+  it("passes the target's backpressure on: writes wait for its drain, and nothing is cut", async () => {
+    const t = target();
+    const w = new CoalescingWriter(t.stream);
+    try {
+      t.fill();
+      const big = `${"x".repeat(70 * 1024)}\n`;
+      expect(w.write(big)).toBe(false);
+      expect(t.writes).toEqual([big]);
+      let drained = false;
+      const waiting = once(w, "drain").then(() => {
+        drained = true;
+      });
+      w.write("next\n");
+      await turn();
+      expect(drained).toBe(false);
+      // The second line is held until the target drains, and then goes out whole.
+      expect(t.writes).toEqual([big]);
+      t.drain();
+      await waiting;
+      await turn();
+      expect(t.writes.join("")).toBe(`${big}next\n`);
+    } finally {
+      w.close();
+    }
+  });
+
+  it("stops waiting when the target fails (EPIPE): later writes are dropped, never blocked", async () => {
+    const t = target();
+    const w = new CoalescingWriter(t.stream);
+    try {
+      t.fill();
+      expect(w.write(`${"y".repeat(70 * 1024)}\n`)).toBe(false);
+      const waiting = once(w, "drain");
+      t.fail("EPIPE");
+      await waiting;
+      expect(w.failed).toBe(true);
+      expect(w.write("after\n")).toBe(true);
+      await turn();
+      expect(t.writes).toHaveLength(1);
+    } finally {
+      w.close();
+    }
   });
 
   it("flushes what is pending when the process exits", () => {

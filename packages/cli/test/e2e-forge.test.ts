@@ -336,6 +336,8 @@ await serveTools(pkg, {
       "PLUGIN_MIN_PORT",
       "PLUGIN_MAX_PORT",
       "PLUGGABLEHARNESS_PLUGIN",
+      // AutoMTLS: the kernel's public certificate. (The launch token is gone: the SDK took it.)
+      "PLUGIN_CLIENT_CERT",
     ]);
     expect(names.filter((n) => !allowed.has(n))).toEqual([]);
     expect(JSON.stringify(result)).not.toContain(SECRET);
@@ -408,6 +410,7 @@ agent_profile "default" {
       expect(existsSync(target)).toBe(false);
       expect(answer.env.split(",")).not.toContain("MY_SECRET");
       expect(answer.env.split(",")).not.toContain("GITHUB_TOKEN");
+      expect(answer.env.split(",")).not.toContain("PLUGGABLEHARNESS_KERNEL_TOKEN");
     }
   });
 });

@@ -21,7 +21,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import type { ClientEventInit } from "@pluggableharness/provider-tui";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Dialled, dial, type Target } from "../src/serve/client.ts";
-import { AGENT_BIN, agent, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, type Sandbox, sandbox, servedTarget } from "./helpers.ts";
 
 const CANARY = "sk-ant-canary-9f3b1c7e5a2d4e6f8a0b";
 
@@ -91,7 +91,7 @@ class Client {
   }
 }
 
-const unix = (): Target => ({ kind: "unix", socket });
+const unix = (): Target => servedTarget(socket);
 const is =
   (c: ServerEvent["event"]["case"]) =>
   (e: ServerEvent): boolean =>
@@ -181,8 +181,14 @@ describe("agent serve", () => {
     const record = socket.replace(/\.sock$/, ".json");
     expect(statSync(record).mode & 0o777).toBe(0o600);
 
-    for (const token of ["", "wrong-token-of-the-same-kind-000000000000"]) {
-      const stranger = new Client({ kind: "tcp", host: "127.0.0.1", port: tcp.port, token });
+    // The socket and TCP alike: no call without the token from the private record.
+    expect(servedTarget(socket).token).toBe(tcp.token);
+    const strangers: Target[] = ["", "wrong-token-of-the-same-kind-000000000000"].flatMap((token) => [
+      { kind: "tcp" as const, host: "127.0.0.1", port: tcp.port, token },
+      { kind: "unix" as const, socket, token },
+    ]);
+    for (const target of strangers) {
+      const stranger = new Client(target);
       stranger.send({ event: { case: "listSessions", value: { requestId: "x" } } });
       await expect(stranger.waitFor(is("sessionList"), 0, "refusal")).rejects.toThrow(/ended/);
       expect(stranger.error?.message).toMatch(/UNAUTHENTICATED|valid token/);
@@ -469,7 +475,7 @@ describe("agent serve", () => {
     expect(status.code).toBe(0);
     const pid = Number(/pid (\d+)\)/.exec(status.stdout)![1]);
     expect(pid).not.toBe(server.pid);
-    const c = new Client({ kind: "unix", socket: /on unix:(\S+)/.exec(status.stdout)![1]! });
+    const c = new Client(servedTarget(/on unix:(\S+)/.exec(status.stdout)![1]!));
     c.send({ event: { case: "resumeSession", value: { requestId: "bg", sessionId: id } } });
     await c.waitFor((e) => json(e).includes("From the background."), 0, "the answer");
     c.close();

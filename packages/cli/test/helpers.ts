@@ -131,6 +131,12 @@ export function processesIn(dir: string): string[] {
   return found;
 }
 
+/** A running `agent serve`'s socket with the token from its private record, as `agent attach` dials it. */
+export function servedTarget(socket: string): { kind: "unix"; socket: string; token: string } {
+  const record = JSON.parse(readFileSync(socket.replace(/\.sock$/, ".json"), "utf8")) as { token: string };
+  return { kind: "unix", socket, token: record.token };
+}
+
 // A 1x1 PNG.
 export const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",

@@ -14,7 +14,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import { listSessions } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dial } from "../src/serve/client.ts";
-import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, records, type Sandbox, sandbox, servedTarget } from "./helpers.ts";
 import { waitForText } from "./tmux.ts";
 
 let sb: Sandbox;
@@ -214,7 +214,7 @@ describe.skipIf(!hasTmux && !process.env["CI"])("/rewind from the commands provi
     });
     const unix = /on unix:(\S+)/.exec(banner)![1]!;
     // A protocol client creates the session and stays subscribed to it.
-    const client = dial({ kind: "unix", socket: unix });
+    const client = dial(servedTarget(unix));
     const events: ServerEvent[] = [];
     void (async () => {
       for await (const e of client.connection.events) events.push(e);

@@ -46,6 +46,7 @@ describe("the serve runtime directory", () => {
       pid,
       projectDir,
       socket: socketPath(dir, projectDir),
+      token: "t",
       startedAt: new Date().toISOString(),
     });
     writeRecord(dir, record("/live", process.pid));

@@ -21,7 +21,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import type { StoredEvent } from "@pluggableharness/state";
 import { describe, expect, it } from "vitest";
 import { initConfigText, vendorsFound } from "../src/commands/init.ts";
-import { applyOverrides, configFailure } from "../src/commands/run.ts";
+import { applyOverrides, configFailure, idleFrontendReason, pluginFrontendOf } from "../src/commands/run.ts";
 import { runPrune } from "../src/commands/sessions.ts";
 import { parseDuration } from "../src/duration.ts";
 import { EXIT, exitCodeFor } from "../src/exit-codes.ts";
@@ -134,6 +134,20 @@ describe("exit statuses", () => {
       runExitCode(summary({ status: SessionStatus.FAILED, detail: "denial_breaker: too many denied" })),
     ).toBe(4);
     expect(runExitCode(summary({ status: SessionStatus.FAILED, detail: "model error" }))).toBe(1);
+  });
+
+  it("are 4 for a run a guard ended after denials (a loop of denied calls), 1 for a guard alone", () => {
+    const denied = [{ provider: "exec", tool_name: "bash", tool_call_id: "c1", decided_by: "headless" }];
+    const failed = (detail: string, denials = denied) =>
+      runExitCode(summary({ status: SessionStatus.FAILED, detail, denials }));
+    expect(failed("doom_loop: the same tool call was repeated")).toBe(4);
+    expect(failed("doom_loop: …; the final-answer turn failed (model_error overloaded: x)")).toBe(4);
+    expect(failed("crash_breaker: a tool provider crashed repeatedly")).toBe(4);
+    expect(failed("doom_loop: the same tool call was repeated", [])).toBe(1);
+    expect(failed("crash_breaker: a tool provider crashed repeatedly", [])).toBe(1);
+    // A failure that is not a guard stays an error, denials or not; a look-alike is not a guard.
+    expect(failed("model_error auth_error: bad key")).toBe(1);
+    expect(failed("doom_loops are not a guard")).toBe(1);
   });
 });
 
@@ -473,5 +487,46 @@ describe("start-up cost of the read-only session commands", () => {
     const loaded = modulesLoadedBy(["sessions", "list"]);
     expect(loaded).toContain("packages/cli/src/commands/sessions.ts");
     expect(loaded.filter((u) => HEAVY.test(u))).toEqual([]);
+  });
+});
+
+describe("settings.default_frontend", () => {
+  const config = (providers: string, frontend: string) => {
+    const text = `required_providers {
+  tui = {
+    source  = "pluggableharness/tui"
+    version = ">= 0.1.0"
+  }
+  web = {
+    source  = "pluggableharness/web-ui"
+    version = ">= 0.1.0"
+  }
+}
+${providers}
+settings {
+  default_frontend = "${frontend}"
+}
+`;
+    const loaded = loadConfigSource(text, "agent.hcl", "/work/project");
+    if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics));
+    return loaded.config;
+  };
+
+  it("hands the run to a plugin frontend only, and refuses one that would serve nobody", () => {
+    // The tui the CLI runs itself, or an undeclared name: the terminal UI.
+    expect(pluginFrontendOf(config("", "tui"))).toBeUndefined();
+    expect(pluginFrontendOf(config("", "elsewhere"))).toBeUndefined();
+    // The web UI is a plugin; without a token it would stay passive.
+    const bare = config("", "web");
+    expect(pluginFrontendOf(bare)).toBe("web");
+    expect(idleFrontendReason(bare, "web")).toMatch(/serves nothing without a token/);
+    const served = config('provider "web" {\n  token = env("HOME")\n}\n', "web");
+    expect(idleFrontendReason(served, "web")).toBeUndefined();
+    // A tui with a block runs as a plugin, and paints only with a tty.
+    const passive = config('provider "tui" {\n  session = "x"\n}\n', "tui");
+    expect(pluginFrontendOf(passive)).toBe("tui");
+    expect(idleFrontendReason(passive, "tui")).toMatch(/paints on no terminal/);
+    const painted = config('provider "tui" {\n  tty = "/dev/pts/9"\n}\n', "tui");
+    expect(idleFrontendReason(painted, "tui")).toBeUndefined();
   });
 });

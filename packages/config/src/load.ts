@@ -31,6 +31,10 @@ import { decodeProfileBlock, profileReferences } from "./profiles.ts";
 import type { Environment } from "./secrets.ts";
 import { decodeSettingsBlock, defaultSettings } from "./settings.ts";
 import { checkSourceAddress, firstPartyName } from "./source-address.ts";
+
+/** The first-party providers that are frontends (settings.default_frontend may name them). */
+const FIRST_PARTY_FRONTENDS: ReadonlySet<string> = new Set(["tui", "web-ui"]);
+
 import { parseConstraints } from "./version.ts";
 
 export const CONFIG_FILE = "agent.hcl";
@@ -259,10 +263,28 @@ export function loadConfigSource(
   const settingsBlock = blocksOf("settings")[0];
   const settings =
     settingsBlock === undefined ? defaultSettings() : decodeSettingsBlock(settingsBlock, diags);
-  if (settings.default_frontend !== undefined && !declared.has(settings.default_frontend)) {
-    const at = settingsBlock?.body.items.find(
+  const frontendAt = () =>
+    settingsBlock?.body.items.find(
       (i): i is Attribute => i.kind === "Attribute" && i.name === "default_frontend",
     );
+  const namedFrontend =
+    settings.default_frontend === undefined ? undefined : declared.get(settings.default_frontend);
+  const firstParty = namedFrontend && firstPartyName(namedFrontend.source);
+  if (firstParty !== undefined && !FIRST_PARTY_FRONTENDS.has(firstParty)) {
+    // The setting chooses the frontend an interactive run is handed to: naming a model or
+    // tool provider would leave the run with none, so it is refused here, not at run time.
+    // (A third-party provider's category is known once it runs: `agent run` checks it.)
+    diags.push(
+      errorAt(
+        "invalid_value",
+        "Not a frontend provider",
+        `settings.default_frontend names "${settings.default_frontend}", the first-party ${firstParty} provider, which is not a frontend; name tui or web-ui, or remove the setting.`,
+        frontendAt()?.expr.range ?? settingsBlock!.typeRange,
+      ),
+    );
+  }
+  if (settings.default_frontend !== undefined && !declared.has(settings.default_frontend)) {
+    const at = frontendAt();
     // A warning, not an error: the name only matters when several frontends load.
     diags.push(
       warningAt(

@@ -212,6 +212,11 @@ export interface Settings {
    * kernel cuts it as a retryable stall.
    */
   stream_idle_timeout_ms: number;
+  /**
+   * The longest the kernel waits before a retry, whatever the backoff or a vendor's
+   * retry-after asks for; a longer retry-after is cut to this and reported.
+   */
+  max_retry_delay_ms: number;
   /** remaining_depth of a root session whose profile sets no max_depth. */
   default_max_depth: number;
   doom_loop_threshold: number;

@@ -78,6 +78,14 @@ export function parseCompactAt(value: string | number): CompactAt | string {
  */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
 
+/**
+ * The longest wait before retrying a model or tool call, whatever the backoff or the
+ * vendor's retry-after asks: one minute, the bound the vendors' own SDKs put on a
+ * retry-after they follow (docs/security/small-defects.md). A vendor asking for an hour
+ * is not waited for the hour.
+ */
+export const DEFAULT_MAX_RETRY_DELAY_MS = 60_000;
+
 export function defaultSettings(): Settings {
   return {
     log_level: "info",
@@ -86,6 +94,7 @@ export function defaultSettings(): Settings {
     default_hook_timeout_ms: 5_000,
     default_tool_timeout_ms: 120_000,
     stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    max_retry_delay_ms: DEFAULT_MAX_RETRY_DELAY_MS,
     default_max_depth: 2,
     doom_loop_threshold: 3,
     doom_loop_window: 10,
@@ -114,6 +123,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "default_hook_timeout_ms",
         "default_tool_timeout_ms",
         "stream_idle_timeout_ms",
+        "max_retry_delay_ms",
         "default_max_depth",
         "doom_loop_threshold",
         "doom_loop_window",
@@ -146,6 +156,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   s.default_hook_timeout_ms = int("default_hook_timeout_ms", 1) ?? s.default_hook_timeout_ms;
   s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
   s.stream_idle_timeout_ms = int("stream_idle_timeout_ms", 1) ?? s.stream_idle_timeout_ms;
+  s.max_retry_delay_ms = int("max_retry_delay_ms", 1) ?? s.max_retry_delay_ms;
   s.default_max_depth = int("default_max_depth", 0) ?? s.default_max_depth;
   s.doom_loop_threshold = int("doom_loop_threshold", 2) ?? s.doom_loop_threshold;
   s.doom_loop_window = int("doom_loop_window", 2) ?? Math.max(s.doom_loop_window, s.doom_loop_threshold);

@@ -78,10 +78,19 @@ describe("project loading", () => {
       default_hook_timeout_ms: 5000,
       default_tool_timeout_ms: 120000,
       stream_idle_timeout_ms: 300000,
+      max_retry_delay_ms: 60000,
       default_max_depth: 2,
       doom_loop_threshold: 3,
       doom_loop_window: 10,
     });
+  });
+
+  it("reads max_retry_delay_ms and refuses a value below 1 ms", () => {
+    const ok = loadConfigSource("settings {\n  max_retry_delay_ms = 2500\n}\n", "agent.hcl", "/p");
+    expect(ok.ok && ok.config.settings.max_retry_delay_ms).toBe(2500);
+    const bad = loadConfigSource("settings {\n  max_retry_delay_ms = 0\n}\n", "agent.hcl", "/p");
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.diagnostics.map((d) => d.detail).join("\n")).toMatch(/max_retry_delay_ms/);
   });
 
   it("treats a written observability block as telemetry intent unless telemetry = false", () => {

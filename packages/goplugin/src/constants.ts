@@ -15,6 +15,15 @@ export const ENV = {
   unixSocketGroup: "PLUGIN_UNIX_SOCKET_GROUP",
 } as const;
 
+/**
+ * The per-launch token a PluggableHarness host gives each plugin process. A plugin whose
+ * connection is not AutoMTLS (it returned no certificate, or the host turned it off) sends
+ * it as `authorization: Bearer <token>` on its kernel callbacks, which are refused without
+ * it; the host sends it on its own calls then too, and the SDK checks it. Not go-plugin's:
+ * a Go plugin does AutoMTLS and never needs it.
+ */
+export const KERNEL_TOKEN_ENV = "PLUGGABLEHARNESS_KERNEL_TOKEN";
+
 export interface MagicCookie {
   readonly key: string;
   readonly value: string;

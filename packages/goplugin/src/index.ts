@@ -26,6 +26,7 @@ export {
   ENV,
   HEALTH_SERVICE_NAME,
   KERNEL_CALLBACK_BROKER_ID,
+  KERNEL_TOKEN_ENV,
   type MagicCookie,
   PLUGGABLEHARNESS_COOKIE,
   SERVER_OPTIONS,
@@ -74,3 +75,4 @@ export {
   unixTarget,
 } from "./socket.ts";
 export { STDIO_CHUNK_BYTES, StdioChannel, StdioForwarder, StdioLines } from "./stdio.ts";
+export { bearerOf, newToken, requireToken, sendToken, tokenMatches } from "./token.ts";

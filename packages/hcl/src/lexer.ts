@@ -7,6 +7,7 @@
 // it, as HCL does. Characters that are no token at all are reported here.
 
 import { type Diagnostic, errorDiag } from "./diagnostics.ts";
+import { IDENT_CONTINUE, IDENT_START } from "./ident-table.ts";
 import type { SourceFile } from "./source.ts";
 
 export type TokenKind =
@@ -74,11 +75,13 @@ type Mode =
   | { kind: "quoted" }
   | { kind: "heredoc"; marker: string; atLineStart: boolean };
 
-const IDENT = /[\p{ID_Start}_][\p{ID_Continue}-]*/uy;
+// Identifier characters are hcl/v2's (Unicode 9.0), not the engine's newer tables: a name
+// such as "a\u200db" must be refused here as it is there (see ident-table.ts).
+const IDENT = new RegExp(`[${IDENT_START}][${IDENT_CONTINUE}]*`, "uy");
 // A digit, then digits, dots and exponents, never ending with a dot ("1.2.3" is
 // one token, rejected later as a number).
 const NUMBER = /[0-9](?:[0-9.]|[eE][+-]?[0-9])*/y;
-const HEREDOC_OPEN = /<<(-?)([\p{ID_Start}_][\p{ID_Continue}-]*)\r?\n/uy;
+const HEREDOC_OPEN = new RegExp(`<<(-?)([${IDENT_START}][${IDENT_CONTINUE}]*)\\r?\\n`, "uy");
 
 // What Go's unicode.IsSpace accepts (JavaScript's \s differs on U+0085 and U+FEFF).
 export const GO_SPACE =

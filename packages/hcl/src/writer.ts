@@ -5,6 +5,7 @@
 // back the same values (strings are NFC-normalised on the way out, as the
 // parser normalises them on the way in).
 
+import { IDENT_CONTINUE, IDENT_START } from "./ident-table.ts";
 import { firstLoneSurrogate, graphemes } from "./source.ts";
 import { isObject, type Value } from "./value.ts";
 
@@ -32,7 +33,7 @@ export interface WriteOptions {
   sortBlocks?: boolean;
 }
 
-const IDENT = /^[\p{ID_Start}_][\p{ID_Continue}-]*$/u;
+const IDENT = new RegExp(`^[${IDENT_START}][${IDENT_CONTINUE}]*$`, "u");
 const INDENT = "  ";
 
 /**

@@ -123,6 +123,18 @@ describe("lexer", () => {
     ]);
   });
 
+  it("takes identifier characters from hcl/v2's Unicode 9.0 tables, not the engine's newer ones", () => {
+    // Accepted by both: Latin, a middle dot and a combining mark inside a name, CJK.
+    expect(tokens("\u00e9t\u00b7e\u0301 \u65e5\u672c _a-1")).toEqual(["ident", "ident", "ident", "eof"]);
+    // ZWJ and ZWNJ joined ID_Continue, U+0560 and U+9FEB joined ID_Start, after 9.0:
+    // hcl/v2 ends the name there (the character is then invalid).
+    for (const c of ["\u200d", "\u200c", "\u0560", "\u9feb"]) {
+      expect(tokens(`a${c}b`)[0]).toBe("ident");
+      expect(tokens(`a${c}b`)).not.toEqual(["ident", "eof"]);
+      expect(tokens(`<<E${c}F\nx\nE${c}F\n`)[0]).not.toBe("oheredoc");
+    }
+  });
+
   it("takes a marker line only when it ends with a newline", () => {
     // At the very end of the file "X" is heredoc text, and the heredoc is unterminated.
     expect(tokens("<<X\na\nX")).toEqual(["oheredoc", "lit(a\n)", "lit(X)", "eof"]);

@@ -266,3 +266,12 @@ describe("round trip", () => {
     );
   });
 });
+
+describe("writer names", () => {
+  it("refuses attribute names and block types hcl/v2 would not read back", () => {
+    const doc = (name: string): WriterDocument => ({ attributes: { [name]: 1 } });
+    expect(writeHcl(doc("\u00e9t\u00e9"))).toContain("\u00e9t\u00e9 = 1");
+    expect(() => writeHcl(doc("a\u200db"))).toThrow(/not a valid HCL attribute name/);
+    expect(() => writeHcl(doc("\u0560x"))).toThrow(/not a valid HCL attribute name/);
+  });
+});

@@ -40,7 +40,7 @@ export type {
   FrontendConnection,
   FrontendPort,
 } from "./loop/frontend-port.ts";
-export { retryDelayMs } from "./loop/model-call.ts";
+export { type RetryWait, retryDelayMs, retryWait } from "./loop/model-call.ts";
 export {
   declaredToolName,
   type SessionToolInfo,
@@ -55,6 +55,7 @@ export {
   type ProviderStatus,
   providerTransport,
 } from "./plugins/providers.ts";
+export { outsidePluginSandbox } from "./plugins/sandbox.ts";
 export type { InProcessPlugin, InProcessPluginFactory } from "./providers/in-process.ts";
 export {
   type ContextProvider,

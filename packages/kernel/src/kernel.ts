@@ -45,6 +45,7 @@ import {
 import {
   type CallbackPeer,
   type CrashReport,
+  commandHiddenPaths,
   discardPrelaunched,
   type LaunchContext,
   type PluginLogRecord,
@@ -73,7 +74,7 @@ import { callbackImplementation } from "./callbacks/service.ts";
 import { defaultTokenCountFile, TokenCountCache } from "./callbacks/token-counts.ts";
 import { type KernelClock, systemClock } from "./clock.ts";
 import { ToolLocks, ulidGenerator } from "./domain/index.ts";
-import { attachHandler } from "./frontends/attach.ts";
+import { attachHandler, frontendsOnly } from "./frontends/attach.ts";
 import { SessionChannel } from "./frontends/channel.ts";
 import {
   type CreateSessionRequest,
@@ -511,6 +512,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
                   gitMetadata: !this.config.settings.allow_git_metadata_writes,
                 })),
             ],
+            // As the kernel sees them: a plugin knows neither its temp nor runtime directories.
+            hiddenPaths: [...new Set([...commandHiddenPaths(source), ...commandHiddenPaths()])],
           };
         },
       },
@@ -519,7 +522,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   attach = (peer: CallbackPeer) =>
-    attachHandler(this.frontends, `plugin:${peer.plugin}`, this.#log.child("attach"));
+    frontendsOnly(peer, attachHandler(this.frontends, `plugin:${peer.plugin}`, this.#log.child("attach")));
 
   pluginLog(record: PluginLogRecord): void {
     this.#log.forward({

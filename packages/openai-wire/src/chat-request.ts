@@ -8,9 +8,10 @@
 // - Thinking and redacted thinking are not sent: Chat Completions has no input slot for
 //   reasoning, and turning it into text would put words in the model's mouth. The
 //   exception is a dialect that echoes reasoning (DeepSeek, Moonshot): an assistant message
-//   with tool calls carries its own reasoning text as `reasoning_content` (empty when it
-//   has none, or came from another vendor), because those servers refuse a tool loop
-//   without it.
+//   carries its own reasoning text as `reasoning_content` (empty when it has none, or came
+//   from another vendor), because those servers refuse a tool loop without it. Moonshot
+//   asks it of the messages with tool calls; DeepSeek of every assistant message between
+//   two user messages where the model called a tool, the final answer included.
 // - Tool-call arguments travel as JSON text; tool names are renamed reversibly when they
 //   break the vendor's rule (^[a-zA-Z0-9_-]{1,64}$).
 // - stop_sequences are enforced by the adapter (model-kit's StopSequenceMatcher), so `stop` is never sent.
@@ -41,8 +42,12 @@ export interface ChatRequestOptions {
   passThrough: readonly string[];
   /** Which of those are sampling knobs, sent only when the model accepts them. */
   samplingOptions?: readonly SamplingName[];
-  /** Send `reasoning_content` back on assistant messages with tool calls (DeepSeek-style). */
-  echoReasoning?: boolean;
+  /**
+   * Send `reasoning_content` back: on assistant messages with tool calls (`"tool-calls"`,
+   * Moonshot), or on every assistant message of a stretch between two user messages in
+   * which the model called a tool (`"tool-turns"`, DeepSeek's thinking mode).
+   */
+  echoReasoning?: "tool-calls" | "tool-turns" | undefined;
 }
 
 export interface ChatRequest {
@@ -133,6 +138,32 @@ export function requestToolNames(req: StreamCompletionRequest): string[] {
   return names;
 }
 
+/**
+ * Puts each assistant message's reasoning back as `reasoning_content` where the dialect asks
+ * for it: on a message with tool calls, or (`tool-turns`) on every assistant message of a
+ * stretch between two user messages that holds a tool call. Elsewhere it is left out: the
+ * servers ignore it there, and it would only lengthen the request.
+ */
+function echoReasoning(
+  messages: readonly JsonObject[],
+  reasoningOf: ReadonlyMap<JsonObject, string>,
+  mode: "tool-calls" | "tool-turns",
+): void {
+  const hasCalls = (m: JsonObject) => Array.isArray(m["tool_calls"]);
+  let stretch: JsonObject[] = [];
+  const close = () => {
+    if (stretch.some(hasCalls))
+      for (const m of stretch)
+        if (mode === "tool-turns" || hasCalls(m)) m["reasoning_content"] = reasoningOf.get(m) ?? "";
+    stretch = [];
+  };
+  for (const m of messages) {
+    if (m["role"] === "user") close();
+    else if (m["role"] === "assistant") stretch.push(m);
+  }
+  close();
+}
+
 export function buildChatRequest(
   req: StreamCompletionRequest,
   model: CatalogModel,
@@ -140,7 +171,9 @@ export function buildChatRequest(
   options: ChatRequestOptions,
 ): ChatRequest {
   const names = toolNameMap(requestToolNames(req), OPENAI_TOOL_NAMES);
-  const echo = options.echoReasoning === true;
+  const echo = options.echoReasoning !== undefined;
+  // Each assistant message's own reasoning text, until it is known whether it is sent.
+  const reasoningOf = new Map<JsonObject, string>();
   // Own reasoning text survives only where it is echoed; redacted data never can be.
   const history = prepareHistory(req.messages, self, (b) => echo && b.block.case === "thinking");
   const messages: JsonObject[] = [];
@@ -167,10 +200,11 @@ export function buildChatRequest(
       );
       if (text === "" && calls.length === 0) continue;
       const m: JsonObject = { role: "assistant", content: text === "" ? null : text };
-      if (echo && calls.length > 0)
-        m["reasoning_content"] = blocks
-          .flatMap((b) => (b.block.case === "thinking" ? [b.block.value.text] : []))
-          .join("");
+      if (echo)
+        reasoningOf.set(
+          m,
+          blocks.flatMap((b) => (b.block.case === "thinking" ? [b.block.value.text] : [])).join(""),
+        );
       if (calls.length > 0) m["tool_calls"] = calls;
       messages.push(m);
       continue;
@@ -199,6 +233,8 @@ export function buildChatRequest(
     const parts = [...extra, ...own];
     if (parts.length > 0) messages.push({ role: "user", content: userContent(parts) });
   }
+
+  if (options.echoReasoning) echoReasoning(messages, reasoningOf, options.echoReasoning);
 
   const body: JsonObject = { model: req.modelId, messages, stream: true };
   if (options.streamUsage) body["stream_options"] = { include_usage: true };

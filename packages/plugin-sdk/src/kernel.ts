@@ -11,6 +11,7 @@ import {
   KERNEL_CALLBACK_BROKER_ID,
   type Level,
   type ServiceClient,
+  sendToken,
   unixTarget,
 } from "@pluggableharness/goplugin";
 import type { PortEndpoint } from "@pluggableharness/port-rpc";
@@ -91,13 +92,24 @@ export class KernelConnection {
   private readonly broker: Broker | undefined;
   private readonly tls: (() => Promise<ChannelCredentials>) | undefined;
   private readonly endpoint: PortEndpoint | undefined;
+  private readonly token: string | undefined;
   private pending: Promise<KernelService> | undefined;
   private pendingChannel: Promise<Client> | undefined;
   private grpcClient: Client | undefined;
 
-  constructor(broker: Broker | undefined, tls?: () => Promise<ChannelCredentials>, endpoint?: PortEndpoint) {
+  /**
+   * `token`: the launch token the host gave, sent on the callback connection when it is not
+   * TLS (the kernel refuses a plaintext callback without it).
+   */
+  constructor(
+    broker: Broker | undefined,
+    tls?: () => Promise<ChannelCredentials>,
+    endpoint?: PortEndpoint,
+    token?: string,
+  ) {
     this.broker = broker;
     this.tls = tls;
+    this.token = token;
     this.endpoint = endpoint;
   }
 
@@ -114,8 +126,14 @@ export class KernelConnection {
     if (this.endpoint) {
       const endpoint = this.endpoint;
       this.pendingChannel ??= (async () => {
-        const { address } = (await endpoint.request("callback-socket")) as { address: string };
-        this.grpcClient = new Client(unixTarget(address), credentials.createInsecure(), CHANNEL_OPTIONS);
+        const { address, token } = (await endpoint.request("callback-socket")) as {
+          address: string;
+          token?: string;
+        };
+        this.grpcClient = new Client(unixTarget(address), credentials.createInsecure(), {
+          ...CHANNEL_OPTIONS,
+          ...(token ? { interceptors: [sendToken(token)] } : {}),
+        });
         return this.grpcClient;
       })().catch((err: unknown) => {
         this.pendingChannel = undefined;
@@ -143,7 +161,8 @@ export class KernelConnection {
     ]);
     const target = info.network === "unix" ? unixTarget(info.address) : info.address;
     const tlsOptions = this.tls ? (await import("@pluggableharness/goplugin/mtls")).TLS_CHANNEL_OPTIONS : {};
-    this.grpcClient = new Client(target, creds, { ...CHANNEL_OPTIONS, ...tlsOptions });
+    const tokenOptions = !this.tls && this.token ? { interceptors: [sendToken(this.token)] } : {};
+    this.grpcClient = new Client(target, creds, { ...CHANNEL_OPTIONS, ...tlsOptions, ...tokenOptions });
     return createClient(KernelCallbackService, this.grpcClient);
   }
 }

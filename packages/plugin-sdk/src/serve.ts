@@ -27,11 +27,13 @@ import {
   HealthState,
   implement,
   KERNEL_CALLBACK_BROKER_ID,
+  KERNEL_TOKEN_ENV,
   type MagicCookie,
   negotiateVersion,
   newSocketPath,
   PLUGGABLEHARNESS_COOKIE,
   parseProtocolVersions,
+  requireToken,
   SERVER_OPTIONS,
   type ServiceImpl,
   StdioChannel,
@@ -191,6 +193,11 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
     options.protocolVersions ?? APP_PROTOCOL_VERSIONS,
   );
 
+  // The launch token: kept here, gone from the environment, so nothing this plugin starts
+  // inherits it.
+  const kernelToken = env[KERNEL_TOKEN_ENV] || undefined;
+  delete process.env[KERNEL_TOKEN_ENV];
+
   let serverCreds: ServerCredentials = SC.createInsecure();
   let certField = "";
   let clientTls: (() => Promise<ChannelCredentials>) | undefined;
@@ -221,12 +228,24 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
   const broker = new Broker({ retainIds: [KERNEL_CALLBACK_BROKER_ID] });
   const kernelConn = overPort
     ? new KernelConnection(undefined, undefined, endpoint)
-    : new KernelConnection(broker, clientTls);
+    : new KernelConnection(broker, clientTls, undefined, kernelToken);
   const kernel = kernelClient(kernelConn);
   const health = new HealthState();
   const stdio = new StdioForwarder();
+  // Without TLS, a host that gave a launch token sends it on every call: nobody else gets in.
   const server: Pick<Server, "addService" | "tryShutdown" | "forceShutdown"> =
-    overPort && endpoint ? endpoint.server : new Server(SERVER_OPTIONS);
+    overPort && endpoint
+      ? endpoint.server
+      : new Server({
+          ...SERVER_OPTIONS,
+          ...(!clientTls && kernelToken
+            ? {
+                interceptors: [
+                  requireToken(kernelToken, "only the host that launched this plugin may call it"),
+                ],
+              }
+            : {}),
+        });
 
   const categories = options.services.map((s) => categoryOfService(s.service));
   const fallbackCategory =

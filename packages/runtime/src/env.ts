@@ -1,7 +1,7 @@
 // The environment a plugin starts with: nothing from the kernel's own environment
 // except an explicit allowlist, plus go-plugin's handshake variables. Secrets never
 // travel this way; they reach a plugin through Configure.
-import { ENV, formatProtocolVersions, type MagicCookie } from "@pluggableharness/goplugin";
+import { ENV, formatProtocolVersions, KERNEL_TOKEN_ENV, type MagicCookie } from "@pluggableharness/goplugin";
 
 /** Variables copied from the kernel's environment unless the caller says otherwise. */
 /** (XDG_DATA_HOME: where the memory provider keeps global records; a path, never a secret.) */
@@ -22,10 +22,16 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function buildEnvironment(
   spec: EnvironmentSpec,
-  handshake: { cookie: MagicCookie; versions: readonly number[]; socketDir: string; clientCertPem?: string },
+  handshake: {
+    cookie: MagicCookie;
+    versions: readonly number[];
+    socketDir: string;
+    clientCertPem?: string;
+    kernelToken?: string;
+  },
 ): Record<string, string> {
   const source = spec.source ?? process.env;
-  const reserved = new Set<string>([handshake.cookie.key, ...Object.values(ENV)]);
+  const reserved = new Set<string>([handshake.cookie.key, KERNEL_TOKEN_ENV, ...Object.values(ENV)]);
   const env: Record<string, string> = {};
   for (const name of [...(spec.allowlist ?? DEFAULT_ENV_ALLOWLIST), ...(spec.passthrough ?? [])]) {
     if (!NAME.test(name)) throw new Error(`invalid environment variable name ${JSON.stringify(name)}`);
@@ -49,5 +55,6 @@ export function buildEnvironment(
   env[ENV.minPort] = "10000";
   env[ENV.maxPort] = "25000";
   if (handshake.clientCertPem) env[ENV.clientCert] = handshake.clientCertPem;
+  if (handshake.kernelToken) env[KERNEL_TOKEN_ENV] = handshake.kernelToken;
   return env;
 }

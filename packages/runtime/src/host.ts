@@ -83,9 +83,13 @@ export interface PluginHostOptions {
   healthTimeoutMs?: number;
   /** Wait after GRPCController.Shutdown before SIGKILL. Default 2 s (go-plugin's). */
   shutdownGraceMs?: number;
-  /** Parent directory for the per-plugin private socket directory (default: OS temp). */
+  /** Parent directory for the per-plugin private socket directory (default: the agent's runtime directory). */
   socketDir?: string;
-  /** go-plugin AutoMTLS. Off by default: sockets live in a private 0700 directory. */
+  /**
+   * go-plugin AutoMTLS, on by default: calls both ways run over TLS pinned to this launch's
+   * two certificates. A plugin that returns no certificate gets a plaintext connection and
+   * its kernel callbacks need its launch token; false makes every plugin so.
+   */
   autoMTLS?: boolean;
   logSink?: (record: PluginLogRecord) => void;
   /** The kernel's callback service, served to this plugin at the fixed broker ID. */
@@ -252,7 +256,7 @@ export class PluginHost implements PluginTransportHost {
             launchTimeoutMs: this.opts.launchTimeoutMs ?? 30_000,
             healthTimeoutMs: this.opts.healthTimeoutMs ?? 5_000,
             socketDir: this.opts.socketDir,
-            autoMTLS: this.opts.autoMTLS ?? false,
+            autoMTLS: this.opts.autoMTLS ?? true,
             logSink: this.opts.logSink,
             callbacks: this.opts.callbacks,
             categories: this.opts.categories ?? CATEGORY_PROBES,

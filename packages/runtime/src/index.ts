@@ -3,9 +3,13 @@ export {
   type CallOptions,
   createClient,
   KERNEL_CALLBACK_BROKER_ID,
+  newToken,
   PLUGGABLEHARNESS_COOKIE,
   RpcError,
+  requireToken,
   type ServiceClient,
+  sendToken,
+  tokenMatches,
 } from "@pluggableharness/goplugin";
 export {
   BUNDLE_DIR,
@@ -29,6 +33,7 @@ export {
   PluginLaunchError,
   PluginStoppedError,
 } from "./errors.ts";
+export { commandHiddenPaths, pluginHiddenPaths } from "./hidden-paths.ts";
 export {
   type BackoffPolicy,
   type CrashReport,
@@ -66,6 +71,7 @@ export {
   writePrelaunchPlan,
 } from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";
+export { agentRuntimeDir, socketBase } from "./socket-dirs.ts";
 export {
   ISOLATIONS,
   type LaunchedPlugin,

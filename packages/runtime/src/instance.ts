@@ -3,7 +3,6 @@
 // drain-then-kill shutdown.
 import type { ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DescService } from "@bufbuild/protobuf";
 import {
@@ -37,17 +36,20 @@ import {
   type MagicCookie,
   parseHandshake,
   parseLogLine,
+  requireToken,
   SERVER_OPTIONS,
   type ServiceImpl,
   SOCKET_SUFFIX_LENGTH,
   type SocketPathTooLongError,
   StdioLines,
+  sendToken,
   unixTarget,
 } from "@pluggableharness/goplugin";
 import type { ProducerRef } from "@pluggableharness/protocol/common";
 import { GRPCBroker, GRPCController, GRPCStdio, type StdioData } from "@pluggableharness/protocol/goplugin";
 import { methodPath, serviceDefinition } from "@pluggableharness/protocol/grpc";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
+import { hostCertificate, launchToken } from "./credentials.ts";
 import { buildEnvironment, type EnvironmentSpec } from "./env.ts";
 import { type LaunchFailure, PluginCrashedError, PluginLaunchError, PluginStoppedError } from "./errors.ts";
 import { adoptPrelaunched, type SpawnedSpec } from "./prelaunch.ts";
@@ -60,7 +62,7 @@ import {
   trackPlugin,
 } from "./process.ts";
 import { type PluginSandbox, wrapPlugin } from "./sandbox.ts";
-import { longestSocketDir, makeSocketDir } from "./socket-dirs.ts";
+import { longestSocketDir, makeSocketDir, socketBase } from "./socket-dirs.ts";
 
 /** A plugin log line, attributed to the plugin that wrote it. */
 export interface PluginLogRecord extends LogLine {
@@ -304,16 +306,30 @@ function fitsSocketDir(dir: string): void {
   assertSocketPath(join(dir, `plugin${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
 }
 
+interface LinkCredentials {
+  /** Pinned mutual TLS both ways; false: plaintext, with the launch token on every call. */
+  tls: boolean;
+  channel: ChannelCredentials;
+  server: ServerCredentials;
+  options: Record<string, string>;
+}
+
+/**
+ * The connection's credentials. With AutoMTLS, a plugin that returns a certificate gets
+ * pinned TLS both ways; one that returns none (a plugin without AutoMTLS support) gets a
+ * plaintext connection, and its kernel callback socket then takes only its launch token.
+ */
 async function dialCredentials(
   handshake: Handshake,
-  hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined,
-): Promise<{ channel: ChannelCredentials; server: ServerCredentials; options: Record<string, string> }> {
-  if (!hostCert) return { channel: credentials.createInsecure(), server: SC.createInsecure(), options: {} };
+  hostCert: import("@pluggableharness/goplugin/cert").Certificate | undefined,
+): Promise<LinkCredentials> {
+  if (!hostCert || handshake.serverCert === "") {
+    return { tls: false, channel: credentials.createInsecure(), server: SC.createInsecure(), options: {} };
+  }
   const mtls = await import("@pluggableharness/goplugin/mtls");
-  if (handshake.serverCert === "")
-    throw new Error("AutoMTLS was requested but the plugin sent no certificate");
   const pluginPem = mtls.handshakeFieldToPem(handshake.serverCert);
   return {
+    tls: true,
     channel: mtls.channelTlsCredentials(hostCert, pluginPem),
     server: mtls.serverTlsCredentials(hostCert, pluginPem),
     options: { ...mtls.TLS_CHANNEL_OPTIONS },
@@ -326,7 +342,7 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   const fail = (reason: LaunchFailure, message: string, tail: readonly string[] = [], cause?: unknown) =>
     new PluginLaunchError(opts.name, reason, message, tail, cause);
 
-  const base = opts.socketDir ?? tmpdir();
+  const base = opts.socketDir ?? socketBase();
   // Check with the longest directory name mkdtemp can produce before creating it.
   try {
     fitsSocketDir(longestSocketDir(base));
@@ -336,8 +352,8 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   let socketDir = makeSocketDir(base);
   const cleanupDir = () => rmSync(socketDir, { recursive: true, force: true });
 
-  let hostCert: import("@pluggableharness/goplugin/mtls").Certificate | undefined;
-  if (opts.autoMTLS) hostCert = (await import("@pluggableharness/goplugin/mtls")).generateCertificate();
+  const hostCert = opts.autoMTLS ? hostCertificate() : undefined;
+  let token = launchToken();
 
   const { file, args, node } = resolveCommand(opts.command, opts.args, opts.nodeArgs);
   let env: Record<string, string>;
@@ -347,6 +363,7 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
       versions: opts.versions,
       socketDir,
       ...(hostCert ? { clientCertPem: hostCert.certPem } : {}),
+      kernelToken: token,
     });
   } catch (err) {
     cleanupDir();
@@ -361,11 +378,12 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
   // A sandboxed plugin runs under bubblewrap (sandbox.ts). Its command line names this
   // launch's socket directory, so it is neither prelaunched nor recorded for prelaunch.
   const box = opts.sandbox?.();
-  const adopted = opts.socketDir === undefined && !hostCert && !box ? adoptPrelaunched(spec) : undefined;
+  const adopted = opts.socketDir === undefined && !box ? adoptPrelaunched(spec) : undefined;
   let child: ChildProcess;
   if (adopted) {
     cleanupDir();
     socketDir = adopted.socketDir;
+    if (adopted.token) token = adopted.token;
     child = trackPlugin(adopted.child);
   } else if (box) {
     // Its only writable scratch space besides its roots: its own private socket directory.
@@ -453,15 +471,34 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
     );
   }
 
-  let creds: Awaited<ReturnType<typeof dialCredentials>>;
+  let creds: LinkCredentials;
   try {
     creds = await dialCredentials(handshake, hostCert);
   } catch (err) {
     await abandon();
     throw fail("tls_failed", (err as Error).message, tail, err);
   }
+  if (hostCert && !creds.tls) {
+    opts.logSink?.({
+      plugin: opts.name,
+      instance: id,
+      source: "runtime",
+      level: "debug",
+      logger: "runtime",
+      message:
+        "the plugin returned no AutoMTLS certificate: plaintext connection, kernel callbacks only with its launch token",
+      fields: {},
+      time: new Date(),
+      structured: false,
+    });
+  }
   const target = handshake.network === "unix" ? unixTarget(handshake.address) : handshake.address;
-  const client = new Client(target, creds.channel, { ...CHANNEL_OPTIONS, ...creds.options });
+  // Without TLS the launch token goes with every call, for a plugin that checks it (the SDK does).
+  const client = new Client(target, creds.channel, {
+    ...CHANNEL_OPTIONS,
+    ...creds.options,
+    ...(creds.tls ? {} : { interceptors: [sendToken(token)] }),
+  });
 
   // go-plugin hosts open the broker and stdio streams straight away: a Go plugin
   // blocks on its first stdout write, or its first broker announcement, until they are.
@@ -529,7 +566,13 @@ export async function launchInstance(opts: InstanceOptions, id: number): Promise
       pid: instance.pid,
       producers: instance.producers,
     };
-    const server = new Server(SERVER_OPTIONS);
+    // Only this launch's plugin gets in: by its pinned certificate, or by its launch token.
+    const server = new Server({
+      ...SERVER_OPTIONS,
+      ...(creds.tls
+        ? {}
+        : { interceptors: [requireToken(token, `only plugin "${opts.name}" may call this socket`)] }),
+    });
     const cb = opts.callbacks;
     server.addService(
       serviceDefinition(cb.service),

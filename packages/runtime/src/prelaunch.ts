@@ -11,8 +11,12 @@
 // is started in this very process, before the kernel has loaded, and adopted by the launch
 // that would have started exactly it.
 //
-// This module imports nothing but Node built-ins (and port-rpc's built-ins-only boot
-// record): bin/agent.mjs loads it before the CLI.
+// A prelaunched process gets the launch credentials the launcher would give it (AutoMTLS's
+// host certificate, the same for the whole kernel process, and a token of its own), and
+// the launcher takes them over with it.
+//
+// This module imports nothing but Node built-ins (and port-rpc's boot record, goplugin's
+// constants and certificate maker, all built-ins only): bin/agent.mjs loads it before the CLI.
 // The processes and the plan path live in a global registry because the bin and the
 // (bundled or source) kernel each load their own copy of this module.
 import { type ChildProcess, spawn } from "node:child_process";
@@ -22,12 +26,16 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { MessageChannel, type MessagePort, type ResourceLimits, Worker } from "node:worker_threads";
+import { ENV, KERNEL_TOKEN_ENV } from "@pluggableharness/goplugin/constants";
 import { WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc/boot";
+import { hostCertificate, launchToken } from "./credentials.ts";
 import { makeSocketDir } from "./socket-dirs.ts";
 
 const FORMAT = 1;
 /** Set per launch: never recorded, never compared. */
 const SOCKET_DIR_VARIABLE = "PLUGIN_UNIX_SOCKET_DIR";
+/** Launch credentials: recorded by name only, made afresh at prelaunch (the token never compared). */
+const CREDENTIALS = new Set<string>([ENV.clientCert, KERNEL_TOKEN_ENV]);
 /** Names whose values a plan records (handshake constants, the compile cache, the Node that
  * runs bundled-script plugins); no secrets. */
 const RECORDED = /^(PLUGIN_[A-Z_]+|PLUGGABLEHARNESS_PLUGIN|NODE_COMPILE_CACHE|AGENT_NODE)$/;
@@ -65,6 +73,8 @@ export interface PrelaunchPlan {
 interface Prelaunched {
   readonly spec: SpawnedSpec;
   readonly socketDir: string;
+  /** The token it was started with (process plugins whose launcher gives one). */
+  readonly token?: string;
   readonly child?: ChildProcess;
   readonly worker?: StartedWorker;
 }
@@ -207,7 +217,7 @@ export function writePrelaunchPlan(
       const env: Record<string, string | null> = {};
       for (const [name, value] of Object.entries(s.env)) {
         if (name === SOCKET_DIR_VARIABLE) continue;
-        env[name] = RECORDED.test(name) ? value : null;
+        env[name] = RECORDED.test(name) && !CREDENTIALS.has(name) ? value : null;
       }
       return {
         file: s.file,
@@ -257,9 +267,15 @@ export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, s
   let started = 0;
   for (const p of plan.plugins) {
     const env: Record<string, string> = {};
+    let token: string | undefined;
     for (const [name, value] of Object.entries(p.env)) {
-      const v = value ?? source[name];
-      if (v !== undefined) env[name] = v;
+      if (p.thread === undefined && name === ENV.clientCert) env[name] = hostCertificate().certPem;
+      else if (p.thread === undefined && name === KERNEL_TOKEN_ENV) env[name] = token = launchToken();
+      else if (CREDENTIALS.has(name)) continue;
+      else {
+        const v = value ?? source[name];
+        if (v !== undefined) env[name] = v;
+      }
     }
     let socketDir: string;
     try {
@@ -289,7 +305,7 @@ export function prelaunch(plan: PrelaunchPlan, source: Readonly<Record<string, s
     }
     const child = spawnDetached(spec);
     child.once("error", () => {});
-    reg.waiting.push({ spec, socketDir, child });
+    reg.waiting.push({ spec, socketDir, child, ...(token ? { token } : {}) });
     started++;
   }
   if (started > 0) process.once("exit", () => discardPrelaunched());
@@ -306,24 +322,28 @@ function sameSpec(a: SpawnedSpec, b: SpawnedSpec): boolean {
       .sort();
   const an = names(a.env);
   const bn = names(b.env);
-  return an.length === bn.length && an.every((n, i) => n === bn[i] && a.env[n] === b.env[n]);
+  // Each launch has a token of its own: only that both have one counts.
+  const same = (n: string) => n === KERNEL_TOKEN_ENV || a.env[n] === b.env[n];
+  return an.length === bn.length && an.every((n, i) => n === bn[i] && same(n));
 }
 
 /**
  * A waiting prelaunched process started exactly as `spec` (its socket directory aside),
  * handed over to the caller, or undefined. A process that already exited is discarded.
  */
-export function adoptPrelaunched(spec: SpawnedSpec): { child: ChildProcess; socketDir: string } | undefined {
+export function adoptPrelaunched(
+  spec: SpawnedSpec,
+): { child: ChildProcess; socketDir: string; token?: string } | undefined {
   const reg = registry();
   const i = reg.waiting.findIndex((w) => w.child && sameSpec(w.spec, spec));
   if (i < 0) return undefined;
   const [found] = reg.waiting.splice(i, 1);
-  const { child, socketDir } = found!;
+  const { child, socketDir, token } = found!;
   if (!child || child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
     rmSync(socketDir, { recursive: true, force: true });
     return undefined;
   }
-  return { child, socketDir };
+  return { child, socketDir, ...(token ? { token } : {}) };
 }
 
 /** The same for a prelaunched plugin thread (its socket directory aside, `spec` must match). */

@@ -5,7 +5,6 @@
 // category discovery. A worker that throws, runs out of heap or stops answering pings is
 // ended and reported as crashed; the kernel's own thread never runs plugin code.
 import { rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ResourceLimits, Worker } from "node:worker_threads";
 import { Server, ServerCredentials, status as Status } from "@grpc/grpc-js";
@@ -21,6 +20,7 @@ import {
   LineSplitter,
   type MagicCookie,
   parseLogLine,
+  requireToken,
   SERVER_OPTIONS,
   SOCKET_SUFFIX_LENGTH,
   unixTarget,
@@ -30,6 +30,7 @@ import type { ProducerRef } from "@pluggableharness/protocol/common";
 import { GRPCController } from "@pluggableharness/protocol/goplugin";
 import { serviceDefinition } from "@pluggableharness/protocol/grpc";
 import { Health, HealthCheckResponse_ServingStatus } from "@pluggableharness/protocol/health";
+import { launchToken } from "./credentials.ts";
 import { buildEnvironment, type EnvironmentSpec } from "./env.ts";
 import {
   type CrashKind,
@@ -48,7 +49,7 @@ import {
   type PluginLogRecord,
 } from "./instance.ts";
 import { adoptPrelaunchedWorker, type SpawnedSpec, type StartedWorker, startWorker } from "./prelaunch.ts";
-import { longestSocketDir, makeSocketDir } from "./socket-dirs.ts";
+import { longestSocketDir, makeSocketDir, socketBase } from "./socket-dirs.ts";
 import type { LaunchedPlugin } from "./transport.ts";
 
 /** What the kernel watches in a worker: its event loop (pings) and its heap. */
@@ -384,7 +385,7 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
       `${JSON.stringify(opts.command)} is not a JavaScript module; it cannot run in a worker`,
     );
   }
-  const base = opts.socketDir ?? tmpdir();
+  const base = opts.socketDir ?? socketBase();
   try {
     assertSocketPath(join(longestSocketDir(base), `kernel${"x".repeat(SOCKET_SUFFIX_LENGTH)}`));
   } catch (err) {
@@ -564,10 +565,15 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
     );
     // Bidirectional callback services (FrontendService.Attach) need a real gRPC channel:
     // served on request, on a socket in the plugin's private directory, identity as above.
-    let socket: Promise<{ address: string }> | undefined;
+    // The token that socket requires travels over the port, which only this thread holds.
+    let socket: Promise<{ address: string; token: string }> | undefined;
     endpoint.handle("callback-socket", () => {
       socket ??= (async () => {
-        const server = new Server(SERVER_OPTIONS);
+        const token = launchToken();
+        const server = new Server({
+          ...SERVER_OPTIONS,
+          interceptors: [requireToken(token, `only plugin "${opts.name}" may call this socket`)],
+        });
         server.addService(
           serviceDefinition(cb.service),
           implement(cb.service, cb.implementation(peer), { context }),
@@ -578,7 +584,7 @@ export async function launchWorker(opts: WorkerInstanceOptions, id: number): Pro
         const path = join(socketDir, "kernel");
         await bind(server, unixTarget(path));
         instance.setCallbackServer(server);
-        return { address: path };
+        return { address: path, token };
       })();
       return socket;
     });

@@ -1,7 +1,14 @@
 // A tool process that dies mid-Invoke: on the wire the call fails with UNAVAILABLE, and
 // the host reports that same failure as the kernel-synthesised process_crashed.
 import { Client, credentials } from "@grpc/grpc-js";
-import { CHANNEL_OPTIONS, createClient, RpcError, unixTarget } from "@pluggableharness/goplugin";
+import {
+  CHANNEL_OPTIONS,
+  createClient,
+  KERNEL_TOKEN_ENV,
+  RpcError,
+  sendToken,
+  unixTarget,
+} from "@pluggableharness/goplugin";
 import { ToolErrorCategory, ToolService } from "@pluggableharness/protocol/tool";
 import { afterEach, expect, it } from "vitest";
 import { PluginCrashedError, PluginHost, toolErrorFor } from "../src/index.ts";
@@ -24,11 +31,20 @@ async function failureOf(stream: AsyncIterable<unknown>, onFirst: () => void): P
 }
 
 it("a tool process dying mid-Invoke fails the call with gRPC UNAVAILABLE, reported as process_crashed", async () => {
-  host = new PluginHost({ name: "tools", command: fixture("tool-plugin.ts"), launchTimeoutMs: 15_000 });
+  // Plaintext, so a second connection can be made by hand: with the launch token the
+  // plugin requires then, straight to its socket, it shows the bare wire status.
+  host = new PluginHost({
+    name: "tools",
+    command: fixture("tool-plugin.ts"),
+    launchTimeoutMs: 15_000,
+    autoMTLS: false,
+  });
   await host.start();
   const pid = host.pid!;
-  // A second connection straight to the plugin's socket shows the bare wire status.
-  raw = new Client(unixTarget(host.address!), credentials.createInsecure(), CHANNEL_OPTIONS);
+  raw = new Client(unixTarget(host.address!), credentials.createInsecure(), {
+    ...CHANNEL_OPTIONS,
+    interceptors: [sendToken(host.lastSpawn!.env[KERNEL_TOKEN_ENV]!)],
+  });
   const wire = createClient(ToolService, raw);
   const call = { call: { toolName: "count", arguments: { n: 10_000, delayMs: 20 } } };
 

@@ -18,7 +18,7 @@ import {
   WorkerPluginHost,
   writePrelaunchPlan,
 } from "../src/index.ts";
-import { fixture, waitGone } from "./helpers.ts";
+import { fixture, type RecordedCall, recordingCallbacks, waitGone } from "./helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ph-prelaunch-"));
 const hosts: PluginTransportHost[] = [];
@@ -28,8 +28,14 @@ afterEach(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function host(command: string): PluginHost {
-  const h = new PluginHost({ name: "tools", command, launchTimeoutMs: 15_000, nodeCompileCache: false });
+function host(command: string, calls?: RecordedCall[]): PluginHost {
+  const h = new PluginHost({
+    name: "tools",
+    command,
+    launchTimeoutMs: 15_000,
+    nodeCompileCache: false,
+    ...(calls ? { callbacks: recordingCallbacks(calls) } : {}),
+  });
   hosts.push(h);
   return h;
 }
@@ -49,7 +55,12 @@ describe("prelaunch", () => {
   it("records the launch without inherited values and the socket directory", async () => {
     const watched = join(dir, "agent.hcl");
     writeFileSync(watched, "# config\n");
-    const file = await planFor(fixture("tool-plugin.ts"), watched);
+    const first = host(fixture("tool-plugin.ts"));
+    await first.start();
+    const spawned = first.lastSpawn!;
+    await first.shutdown();
+    const file = join(dir, "plan-recorded.json");
+    writePrelaunchPlan(file, [watched], [spawned]);
     const text = readFileSync(file, "utf8");
     const plan = JSON.parse(text) as {
       plugins: Array<{ env: Record<string, string | null>; args: string[] }>;
@@ -60,6 +71,11 @@ describe("prelaunch", () => {
     expect(plan.plugins[0]!.env["PLUGIN_UNIX_SOCKET_DIR"]).toBeUndefined();
     expect(plan.plugins[0]!.env["PLUGIN_PROTOCOL_VERSIONS"]).toBe("1");
     expect(text).not.toContain(process.env["PATH"]!);
+    // The launch credentials by name only: each prelaunch makes its own.
+    expect(plan.plugins[0]!.env["PLUGIN_CLIENT_CERT"]).toBeNull();
+    expect(plan.plugins[0]!.env["PLUGGABLEHARNESS_KERNEL_TOKEN"]).toBeNull();
+    expect(text).not.toContain(spawned.env["PLUGGABLEHARNESS_KERNEL_TOKEN"]!);
+    expect(text).not.toContain(spawned.env["PLUGIN_CLIENT_CERT"]!.split("\n")[1]!);
   });
 
   it("hands a prelaunched process to the launch that would have spawned it", async () => {
@@ -69,11 +85,19 @@ describe("prelaunch", () => {
     expect(prelaunch(plan, process.env)).toBe(1);
     expect(prelaunchedCount()).toBe(1);
 
-    const h = host(fixture("tool-plugin.ts"));
+    const calls: RecordedCall[] = [];
+    const h = host(fixture("tool-plugin.ts"), calls);
     await h.start();
     expect(prelaunchedCount()).toBe(0);
     const schema = await h.client(ToolService).getSchema({});
     expect(schema.tools.length).toBeGreaterThan(0);
+    // Its credentials are the launch's: AutoMTLS both ways, kernel callbacks included.
+    for await (const _ of h
+      .client(ToolService)
+      .invoke({ call: { toolName: "emit", callContext: { sessionId: "s" } } })) {
+      // drain
+    }
+    expect(calls.map((c) => c.method)).toContain("emit");
     // The adopted process is the launcher's own now: shutdown stops it.
     const pid = h.pid!;
     await h.shutdown();

@@ -16,6 +16,18 @@ export {
   readConfig,
 } from "./config.ts";
 export {
+  CREDENTIAL_PATH_VARIABLES,
+  CREDENTIAL_STORES,
+  hiddenBy,
+  hiddenMessage,
+  maskPlan,
+  type ReadMaskStep,
+  type ReadRules,
+  readRuleFields,
+  readRulesFrom,
+  tildeName,
+} from "./credentials.ts";
+export {
   applyHunks,
   type DiffLine,
   diffLines,

@@ -1,7 +1,8 @@
 // The roots jail. A path argument is resolved against the call's working directory,
 // normalised, then every symlink on it is followed by hand (dangling ones included, so
 // that creating a file through a link cannot land outside). Only a fully resolved path
-// inside a configured root is ever handed to the operating system.
+// inside a configured root is ever handed to the operating system. A path in a
+// credential store (credentials.ts) is refused too, as written and as resolved.
 //
 // Resolving is a check; what holds is how the file is then opened (docs/security/
 // protected-writes.md). Reads open the resolved path once without following a final link
@@ -25,6 +26,7 @@ import {
 } from "node:fs";
 import { type FileHandle, lstat, mkdir, open, readlink, realpath, rename, unlink } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { hiddenBy, hiddenMessage, type ReadRules } from "./credentials.ts";
 import { ToolFailure } from "./events.ts";
 
 /** Longest path argument accepted (Linux PATH_MAX). */
@@ -52,6 +54,8 @@ export interface JailOptions {
   readonly protectedPaths?: () => Promise<readonly string[]>;
   /** Read regular files with more than one hard link (default false: refused). */
   readonly allowHardLinks?: boolean;
+  /** Credential stores refused even inside a root (credentials.ts); none when undefined. */
+  readonly readRules?: ReadRules;
 }
 
 const F = constants;
@@ -140,10 +144,16 @@ export class Jail {
   readonly #options: JailOptions;
   /** Files this process itself hard-linked (a transaction's backups), with how many extra links. */
   readonly #ownLinks = new Map<string, number>();
+  /** Paths refused even inside a root (credential stores); none when undefined. */
+  readonly readRules: ReadRules | undefined;
+  /** Every deny_read/allow_read entry, for the walkers' per-entry check. */
+  readonly #entries: ReadonlySet<string>;
 
   private constructor(roots: readonly string[], options: JailOptions) {
     this.roots = roots;
     this.#options = options;
+    this.readRules = options.readRules;
+    this.#entries = new Set([...(options.readRules?.deny ?? []), ...(options.readRules?.allow ?? [])]);
   }
 
   /**
@@ -165,6 +175,20 @@ export class Jail {
       real.push(r);
     }
     return new Jail(real, options);
+  }
+
+  /** The deny entry hiding `abs` (absolute, as written or resolved), if any. */
+  hidden(abs: string): string | undefined {
+    return this.readRules ? hiddenBy(this.readRules, abs) : undefined;
+  }
+
+  /**
+   * For a walk that starts at a path the jail let through and never follows links: whether
+   * to leave `abs` out (with everything under it). Only a rule's own path can change the
+   * answer on the way down, so only those are looked at.
+   */
+  skipInWalk(abs: string): boolean {
+    return this.#entries.has(abs) && this.hidden(abs) !== undefined;
   }
 
   rootOf(real: string): string | undefined {
@@ -203,6 +227,12 @@ export class Jail {
       throw new ToolFailure("invalid_arguments", `path is longer than ${MAX_PATH_LENGTH} bytes`);
     }
     const { real, exists } = await followLinks(absolute, requested);
+    const hidden = this.hidden(absolute) ?? this.hidden(real);
+    if (hidden && this.readRules) {
+      throw new ToolFailure("permission_denied", hiddenMessage(this.readRules, requested, hidden), {
+        details: { setting: "allow_read" },
+      });
+    }
     const root = this.rootOf(real);
     if (!root) throw this.outside(requested, real !== absolute);
     return { requested, real, root, relative: relative(root, real).split(sep).join("/"), exists };

@@ -1,7 +1,14 @@
 // The exec provider's agent.hcl block.
 import { isAbsolute } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type ConfigField, configError, type Diagnostic, Jail } from "@pluggableharness/tool-kit";
+import {
+  type ConfigField,
+  configError,
+  type Diagnostic,
+  Jail,
+  readRuleFields,
+  readRulesFrom,
+} from "@pluggableharness/tool-kit";
 import { SANDBOX_MODES, type SandboxMode } from "./sandbox.ts";
 
 export const CONFIG: readonly ConfigField[] = [
@@ -48,6 +55,7 @@ export const CONFIG: readonly ConfigField[] = [
       "More environment variable name patterns (`*` wildcard, case-insensitive) withheld from commands, on top of " +
       "the kernel's: every variable an env() in the configuration reads and *KEY*, *SECRET*, *TOKEN*, *PASSWORD*.",
   },
+  ...readRuleFields("exec"),
   {
     name: "max_output_bytes",
     type: "number",
@@ -81,6 +89,9 @@ export interface Settings {
   network: boolean;
   allowedHosts: string[];
   secretPatterns: string[];
+  /** deny_read/allow_read as written (expanded per command against the user's HOME). */
+  denyRead: string[];
+  allowRead: string[];
   maxOutputBytes: number;
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
@@ -94,6 +105,8 @@ export const DEFAULTS: Settings = {
   network: false,
   allowedHosts: [],
   secretPatterns: [],
+  denyRead: [],
+  allowRead: [],
   maxOutputBytes: 64 * 1024,
   defaultTimeoutMs: 120_000,
   maxTimeoutMs: 600_000,
@@ -137,6 +150,10 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   const secretPatterns = ((values["secret_env_patterns"] as string[] | undefined) ?? []).filter(
     (p) => p !== "",
   );
+  // Checked now, so a bad entry is a configuration error; applied per command.
+  const denyRead = (values["deny_read"] as string[] | undefined) ?? [];
+  const allowRead = (values["allow_read"] as string[] | undefined) ?? [];
+  problems.push(...readRulesFrom(values, { setting: "allow_read in the exec provider block" }).problems);
   let jail: Jail | undefined;
   // An omitted list arrives as its zero value [] (the schema bridge's rule): no roots.
   const roots = values["roots"] as string[] | undefined;
@@ -155,6 +172,8 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
     network,
     allowedHosts,
     secretPatterns,
+    denyRead,
+    allowRead,
     maxOutputBytes,
     defaultTimeoutMs,
     maxTimeoutMs,

@@ -2,20 +2,29 @@
 // (working directory and exported variables), in the sandbox where it runs, through the
 // egress proxy when hosts are allowed, optionally on a pseudo-terminal (util-linux
 // `script`), with stdin from the call or kept open for later writes.
-import { accessSync, constants as constants_fs, existsSync } from "node:fs";
+//
+// Everything before the command's shell — the group leader, bwrap, the egress forwarder,
+// `script` — starts with LAUNCHER_ENV, nothing of the command's; the command's variables
+// are applied by a last sh step that sources a script from the call's state directory
+// and execs the shell (envScript). Credential stores are hidden (tool-kit credentials.ts).
+import { accessSync, constants as constants_fs, existsSync, writeFileSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { delimiter, join } from "node:path";
-import { type ToolContext, ToolFailure } from "@pluggableharness/tool-kit";
+import { maskPlan, readRulesFrom, type ToolContext, ToolFailure } from "@pluggableharness/tool-kit";
 import { settings } from "./config.ts";
 import { FORWARDER, startEgress } from "./egress.ts";
 import { RunningCommand } from "./process.ts";
 import { probeSandbox, removePlaceholders, type Wrapped, wrap } from "./sandbox.ts";
 import {
+  envScript,
   getState,
   isBash,
+  LAUNCHER_ENV,
   readState,
   type ShellState,
+  scrubKept,
   setState,
+  shQuote,
   stateDir,
   stateKey,
   usableCwd,
@@ -37,6 +46,8 @@ function ownEnvironment(): NodeJS.ProcessEnv {
 interface ExecEnv {
   variables: NodeJS.ProcessEnv;
   protectedPaths: string[];
+  /** The kernel's directories to hide from commands (its temp and runtime directories). */
+  hiddenPaths: string[];
 }
 
 let execEnv: Promise<ExecEnv> | undefined;
@@ -51,9 +62,13 @@ function commandEnvironment(ctx: ToolContext): Promise<ExecEnv> {
     try {
       const k = await ctx.kernel.service();
       const r = await k.execEnvironment({ secretPatterns: settings.secretPatterns }, { timeoutMs: 5_000 });
-      return { variables: { ...r.variables }, protectedPaths: [...r.protectedPaths] };
+      return {
+        variables: { ...r.variables },
+        protectedPaths: [...r.protectedPaths],
+        hiddenPaths: [...r.hiddenPaths],
+      };
     } catch {
-      return { variables: ownEnvironment(), protectedPaths: [] };
+      return { variables: ownEnvironment(), protectedPaths: [], hiddenPaths: [] };
     }
   })();
   return execEnv;
@@ -89,17 +104,24 @@ function sandboxFor(
       notice: `[sandbox unavailable: ${probe.reason}. Commands run unconfined; set sandbox = "required" in the exec provider block to refuse them, or "off" to silence this]\n`,
     };
   }
+  // The user's credential stores, from the user's HOME and variables (not the plugin's).
+  const { rules } = readRulesFrom(
+    { deny_read: settings.denyRead, allow_read: settings.allowRead },
+    { home: env.variables["HOME"], env: env.variables, setting: "allow_read in the exec provider block" },
+  );
   return {
     wrapped: wrap(
       {
         bwrap: probe.bwrap,
         writable: [...writableRoots, ...extraWritable],
         protectedPaths: env.protectedPaths,
+        hidden: env.hiddenPaths,
         network: settings.network,
         cwd,
         // The command's leader is spawned detached (a new session, no terminal): staying in
         // its group lets every group signal reach the sandbox's init (see SandboxSpec).
         newSession: false,
+        readMasks: maskPlan(rules),
       },
       argv,
     ),
@@ -179,15 +201,14 @@ export async function launch(opts: LaunchOptions, ctx: ToolContext): Promise<Lau
     // gets the prelude in front of the command.
     const line = bash ? opts.command : `. '${state.prelude}'\n${opts.command}`;
     const extraEnv: NodeJS.ProcessEnv = bash ? { BASH_ENV: state.prelude } : {};
+    // The last step before the shell: apply the command's variables, then become the shell.
+    const envFile = join(state.dir, "env.sh");
+    const enter = ["/bin/sh", "-c", '. "$0" && exec "$@"', envFile];
     let shellArgv: string[];
     if (script) {
-      // `script` runs its -c string with $SHELL; the command reaches the inner shell through
-      // the environment, so no quoting can go wrong.
-      // BASH_ENV is set only for the inner shell: script's own shell would run the prelude.
+      // `script` runs its -c string with /bin/sh (no SHELL in its environment); the command
+      // line reaches the inner shell through the sourced variables, so no quoting can go wrong.
       extraEnv["PH_SHELL_CMD"] = line;
-      extraEnv["SHELL"] = settings.shell;
-      const exportPrelude = bash ? `BASH_ENV='${state.prelude}'; export BASH_ENV; ` : "";
-      delete extraEnv["BASH_ENV"];
       // Not `script` itself as the group leader: the leader's watchdog would be its child, and
       // script waits for every child before it exits. A plain sh in between stays the parent.
       shellArgv = [
@@ -197,10 +218,10 @@ export async function launch(opts: LaunchOptions, ctx: ToolContext): Promise<Lau
         "agent-pty",
         script,
         "-qefc",
-        `${exportPrelude}exec '${settings.shell}' -c "$PH_SHELL_CMD"`,
+        `. ${shQuote(envFile)} && exec ${shQuote(settings.shell)} -c "$PH_SHELL_CMD"`,
         "/dev/null",
       ];
-    } else shellArgv = [settings.shell, "-c", line];
+    } else shellArgv = [...enter, settings.shell, "-c", line];
 
     // Hosts on the allowlist are reached through a proxy the sandbox can talk to.
     const egress =
@@ -242,11 +263,21 @@ export async function launch(opts: LaunchOptions, ctx: ToolContext): Promise<Lau
       void ctx.kernel.log("warn", box.notice.trim()).catch(() => {});
     }
     const baseEnv = box.wrapped ? { ...variables, TMPDIR: "/tmp" } : variables;
+    // What a proxy-aware tool looks for; the user's own proxy settings would bypass ours.
+    const proxyEnv: NodeJS.ProcessEnv = {};
+    if (egress) {
+      const proxy = `http://127.0.0.1:${EGRESS_PORT}`;
+      for (const k of ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"])
+        proxyEnv[k] = proxy;
+      proxyEnv["NO_PROXY"] = proxyEnv["no_proxy"] = "";
+      proxyEnv["NODE_USE_ENV_PROXY"] = "1";
+    }
+    writeFileSync(envFile, envScript({ ...baseEnv, ...proxyEnv, ...extraEnv }), { mode: 0o600 });
     const cmd = new RunningCommand({
       shell: settings.shell,
       command: line,
       cwd,
-      env: { ...baseEnv, ...extraEnv },
+      env: { ...LAUNCHER_ENV },
       maxOutputBytes: opts.maxOutputBytes,
       killGraceMs: settings.killGraceMs,
       argv: shellArgv,
@@ -280,10 +311,8 @@ export async function launch(opts: LaunchOptions, ctx: ToolContext): Promise<Lau
             if (variables["TMPDIR"] === undefined) delete left.env["TMPDIR"];
             else left.env["TMPDIR"] = variables["TMPDIR"];
           }
-          if (script && left.env["SHELL"] === settings.shell && variables["SHELL"] !== settings.shell) {
-            if (variables["SHELL"] === undefined) delete left.env["SHELL"];
-            else left.env["SHELL"] = variables["SHELL"];
-          }
+          // No loader or startup variable is kept for the next call (sandboxed or not).
+          scrubKept(left.env, env.variables);
           if (usableCwd(left.cwd, allowed)) {
             setState(key, left);
             return undefined;

@@ -14,6 +14,146 @@ export interface ShellState {
 
 /** Variables the shell sets for itself, or the prelude uses: never carried over. */
 const TRANSIENT = new Set(["PWD", "SHLVL", "_", "BASH_ENV", "PH_SHELL_CMD"]);
+
+/**
+ * Variables that make a later program load or run code of their choosing: the dynamic
+ * loader's (LD_*, GLIBC_TUNABLES, GCONV_PATH…), the shells' startup hooks and exported
+ * functions, and the interpreters' preload options and module paths. A command may set
+ * them for itself, but they are not kept for the next call: whatever one call exports
+ * here would otherwise act on every later command, including ones approved without a
+ * look at what an earlier call planted. The next call gets the value the user's own
+ * environment has (if any) instead. docs/security/sandbox-privileges.md.
+ */
+const CODE_LOADING = new Set([
+  "BASH_ENV",
+  "ENV",
+  "SHELLOPTS",
+  "BASHOPTS",
+  "PS4",
+  "PROMPT_COMMAND",
+  "GLIBC_TUNABLES",
+  "GCONV_PATH",
+  "LOCPATH",
+  "NLSPATH",
+  "HOSTALIASES",
+  "NODE_OPTIONS",
+  "NODE_PATH",
+  "NODE_REPL_EXTERNAL_MODULE",
+  "PYTHONSTARTUP",
+  "PYTHONPATH",
+  "PYTHONHOME",
+  "PYTHONUSERBASE",
+  "PERL5OPT",
+  "PERL5LIB",
+  "PERLLIB",
+  "PERL5DB",
+  "RUBYOPT",
+  "RUBYLIB",
+  "JAVA_TOOL_OPTIONS",
+  "_JAVA_OPTIONS",
+  "JDK_JAVA_OPTIONS",
+  "GIT_SSH",
+  "GIT_SSH_COMMAND",
+  "GIT_EXTERNAL_DIFF",
+  "GIT_EXEC_PATH",
+  "GIT_ASKPASS",
+  "SSH_ASKPASS",
+  "GIT_CONFIG_PARAMETERS",
+  "GIT_CONFIG_COUNT",
+  "GIT_CONFIG_GLOBAL",
+  "GIT_CONFIG_SYSTEM",
+  "GIT_PROXY_COMMAND",
+  "GIT_TEMPLATE_DIR",
+  // more interpreters' startup code, preload options and module paths
+  "PYTHONWARNINGS", // a warning category names a module, which is imported
+  "PYTHONBREAKPOINT",
+  "PHPRC",
+  "PHP_INI_SCAN_DIR",
+  "MAVEN_OPTS",
+  "GRADLE_OPTS",
+  "SBT_OPTS",
+  "DOTNET_STARTUP_HOOKS",
+  "ZDOTDIR",
+  // libraries that load plugins (shared objects) named by the environment
+  "OPENSSL_CONF",
+  "OPENSSL_ENGINES",
+  "OPENSSL_MODULES",
+  "GTK_MODULES",
+  "GTK_PATH",
+  "GIO_MODULE_DIR",
+  "QT_PLUGIN_PATH",
+  // less runs these on every file it opens (git's and man's pager)
+  "LESSOPEN",
+  "LESSCLOSE",
+]);
+const CODE_LOADING_PREFIXES = [
+  "LD_",
+  "BASH_FUNC_",
+  "MALLOC_",
+  "GIT_CONFIG_KEY_",
+  "GIT_CONFIG_VALUE_",
+  // Lua's LUA_INIT runs code; LUA_PATH/LUA_CPATH choose what `require` loads (each also _5_x)
+  "LUA_INIT",
+  "LUA_PATH",
+  "LUA_CPATH",
+  // .NET profilers are shared objects the runtime loads
+  "CORECLR_",
+  "COR_PROFILER",
+  // npm reads its whole configuration from these (script-shell, node-options, …), either case
+  "NPM_CONFIG_",
+  "npm_config_",
+];
+
+/** Whether `name` is never carried from one call to the next (see CODE_LOADING). */
+export function loadsCode(name: string): boolean {
+  return CODE_LOADING.has(name) || CODE_LOADING_PREFIXES.some((p) => name.startsWith(p));
+}
+
+/**
+ * Puts back, in a kept environment, the user's own value of every code-loading variable
+ * (removing those the user does not have). Returns the names it changed.
+ */
+export function scrubKept(kept: NodeJS.ProcessEnv, base: Readonly<NodeJS.ProcessEnv>): string[] {
+  const changed: string[] = [];
+  for (const name of new Set([...Object.keys(kept), ...Object.keys(base)])) {
+    if (!loadsCode(name) || kept[name] === base[name]) continue;
+    changed.push(name);
+    if (base[name] === undefined) delete kept[name];
+    else kept[name] = base[name];
+  }
+  return changed;
+}
+
+/**
+ * The environment every process before the command's shell starts with: the sandbox
+ * launcher (bwrap), the egress forwarder and `script` see nothing a command set, so no
+ * variable can act on them before the sandbox exists.
+ */
+export const LAUNCHER_ENV: Readonly<Record<string, string>> = {
+  PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+};
+
+const SH_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function shQuote(v: string): string {
+  return `'${v.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * A POSIX sh script that turns LAUNCHER_ENV into `env`: sourced by the step right before
+ * the command's shell (see launch.ts), so the command's variables apply inside the
+ * sandbox only. Names sh cannot export (bash's exported functions, names with dots) are
+ * left out.
+ */
+export function envScript(env: Readonly<NodeJS.ProcessEnv>): string {
+  const lines: string[] = [];
+  for (const name of Object.keys(LAUNCHER_ENV)) if (env[name] === undefined) lines.push(`unset ${name}`);
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !SH_NAME.test(name)) continue;
+    lines.push(`export ${name}=${shQuote(value)}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
 const END = "PH_SHELL_STATE_END";
 
 /** State per (session, working directory of the call). */

@@ -174,6 +174,49 @@ describe.skipIf(!probe.ok)("bash in the sandbox", () => {
     expect(hidden).toBe("hidden");
   });
 
+  it("hides credential stores, even inside a root; deny_read adds, allow_read gives back", async () => {
+    mkdirSync(join(root, ".ssh"), { recursive: true });
+    writeFileSync(join(root, ".ssh", "id_rsa"), "KEY-CANARY\n");
+    writeFileSync(join(root, ".ssh", "known_hosts"), "host-line\n");
+    mkdirSync(join(root, ".aws"), { recursive: true });
+    writeFileSync(join(root, ".aws", "credentials"), "AWS-CANARY\n");
+    writeFileSync(join(root, ".netrc"), "NETRC-CANARY\n");
+    mkdirSync(join(project, "secrets"), { recursive: true });
+    writeFileSync(join(project, "secrets", "x"), "PROJECT-CANARY\n");
+    const c = new ToolHarness({ executable: MAIN, name: "exec-creds" });
+    c.kernel.execEnvironment = h.kernel.execEnvironment;
+    try {
+      const bad = await c
+        .configure({ roots: [project], deny_read: ["relative/path"] })
+        .catch((e: Error) => e);
+      expect(String(bad)).toMatch(/deny_read entries must be absolute paths or start with ~\//);
+      // The whole home is a root here: the stores must be hidden inside a writable directory.
+      await c.configure({
+        roots: [root],
+        sandbox: "required",
+        deny_read: ["~/project/secrets"],
+        allow_read: ["~/.ssh/known_hosts"],
+      });
+      const run = async (command: string) => {
+        const res = await c.invoke("bash", { command }, { cwd: project });
+        return String(res.result?.["output"] ?? JSON.stringify(res.error));
+      };
+      const out = await run(
+        "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc secrets/x; ls -A ~/.aws; cat ~/.ssh/known_hosts; " +
+          "echo k > ~/.ssh/authorized_keys || echo refused-ssh; echo y > secrets/new || echo refused-secrets; " +
+          "echo ok > visible.txt && cat visible.txt",
+      );
+      expect(out).not.toMatch(/CANARY/);
+      expect(out).toContain("host-line");
+      expect(out).toContain("refused-ssh");
+      expect(out).toContain("refused-secrets");
+      expect(out).toContain("ok");
+      expect(existsSync(join(root, ".ssh", "authorized_keys"))).toBe(false);
+    } finally {
+      await c.close();
+    }
+  });
+
   it("runs with the environment the kernel gave it, nothing of the plugin's own", async () => {
     const r = await bash("env");
     expect(r.out).toContain("VISIBLE_VAR=seen");

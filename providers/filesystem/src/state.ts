@@ -8,6 +8,8 @@ import {
   configWarning,
   type Diagnostic,
   Jail,
+  readRuleFields,
+  readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { recoverJournals } from "./transaction.ts";
@@ -41,6 +43,7 @@ export const CONFIG: readonly ConfigField[] = [
     default: 10 * 1024 * 1024,
     description: "Largest file read_file scans and edit_file, multi_edit and write_file handle.",
   },
+  ...readRuleFields("filesystem"),
   {
     name: "allow_hard_links",
     type: "bool",
@@ -115,12 +118,20 @@ export async function configure(values: JsonObject, ctx: ConfigureContext): Prom
     if (!Number.isInteger(v) || v < 1024)
       problems.push(configError([name], `${name} must be an integer of at least 1024`));
   }
+  // Credential stores are neither read nor written (tool-kit credentials.ts).
+  const read = readRulesFrom(values, {
+    home: process.env["HOME"],
+    env: process.env,
+    setting: "allow_read in the filesystem provider block",
+  });
+  problems.push(...read.problems);
   if (problems.length > 0) return problems;
   let jail: Jail;
   try {
     jail = await Jail.create(roots, {
       protectedPaths: kernelOwnedPaths(ctx.kernel),
       allowHardLinks: values["allow_hard_links"] === true,
+      readRules: read.rules,
     });
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];

@@ -3,7 +3,15 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
-import { type ConfigField, configError, type Diagnostic, Jail } from "@pluggableharness/tool-kit";
+import {
+  type ConfigField,
+  configError,
+  type Diagnostic,
+  Jail,
+  type ReadRules,
+  readRuleFields,
+  readRulesFrom,
+} from "@pluggableharness/tool-kit";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -51,6 +59,7 @@ export const CONFIG: readonly ConfigField[] = [
     description:
       "How long a server must be quiet after publishing diagnostics before they are taken as final.",
   },
+  ...readRuleFields("lsp"),
 ];
 
 export const BUILTIN_EXTENSIONS: Readonly<Record<string, string>> = {
@@ -89,6 +98,8 @@ export function splitCommand(line: string): string[] {
 
 export interface Settings {
   jail: Jail | undefined;
+  /** Credential stores no file is read from, with roots or without (tool-kit credentials.ts). */
+  readRules: ReadRules | undefined;
   servers: Record<string, string[]>;
   extensions: Record<string, string>;
   timeoutMs: number;
@@ -98,6 +109,7 @@ export interface Settings {
 
 export let settings: Settings = {
   jail: undefined,
+  readRules: undefined,
   servers: {},
   extensions: { ...BUILTIN_EXTENSIONS },
   timeoutMs: 30_000,
@@ -143,16 +155,23 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
         configError(["extensions"], `no server is configured for language ${lang} (add it to servers)`),
       );
   }
+  // A language server is handed the whole text of the files it is asked about.
+  const read = readRulesFrom(values, {
+    home: process.env["HOME"],
+    env: process.env,
+    setting: "allow_read in the lsp provider block",
+  });
+  problems.push(...read.problems);
   let jail: Jail | undefined;
   const roots = values["roots"] as string[] | undefined;
   if (roots && roots.length > 0 && problems.length === 0) {
     try {
-      jail = await Jail.create(roots);
+      jail = await Jail.create(roots, { readRules: read.rules });
     } catch (err) {
       problems.push(configError(["roots"], "Invalid root", (err as Error).message));
     }
   }
   if (problems.length > 0) return problems;
-  settings = { jail, servers, extensions, timeoutMs, settleMs, sandbox };
+  settings = { jail, readRules: read.rules, servers, extensions, timeoutMs, settleMs, sandbox };
   return [];
 }

@@ -3,12 +3,14 @@
 // the session's later calls, and stopped when the plugin shuts down (the session ends).
 
 import { existsSync } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import { readFile, realpath, stat } from "node:fs/promises";
 import { dirname, extname, isAbsolute, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { probeSandbox, wrap } from "@pluggableharness/runtime/sandbox";
 import {
+  hiddenBy,
+  hiddenMessage,
   type ResolvedPath,
   r,
   s,
@@ -60,9 +62,27 @@ async function readText(path: string, file: ResolvedPath | undefined): Promise<s
   }
 }
 
+/**
+ * Without roots there is no jail to refuse credential stores, so the path is checked
+ * here, as written and as resolved (with roots the jail does it).
+ */
+async function refuseHidden(requested: string, path: string): Promise<void> {
+  const rules = settings.readRules;
+  if (!rules) return;
+  const real = await realpath(path).catch(() => path);
+  const entry = hiddenBy(rules, path) ?? hiddenBy(rules, real);
+  if (entry)
+    throw new ToolFailure("permission_denied", hiddenMessage(rules, requested, entry), {
+      details: { setting: "allow_read" },
+    });
+}
+
 /** The text of a file a server pointed at: through the jail, and nothing outside the roots. */
 async function locationText(path: string): Promise<string> {
-  if (!settings.jail) return readFile(path, "utf8");
+  if (!settings.jail) {
+    await refuseHidden(path, path);
+    return readFile(path, "utf8");
+  }
   return readText(path, await settings.jail.resolve(path, undefined));
 }
 
@@ -81,6 +101,7 @@ async function target(requested: string, ctx: Pick<ToolContext, "workingDirector
       throw new ToolFailure("invalid_arguments", "lsp needs call_context.working_directory");
     path = resolve(ctx.workingDirectory, requested);
     root = ctx.workingDirectory;
+    await refuseHidden(requested, path);
   }
   const st = await stat(path).catch(() => undefined);
   if (!st) throw new ToolFailure("not_found", `${requested} does not exist`);

@@ -3,7 +3,15 @@
 // project with a type error: diagnostics for the touched files, go-to-definition and
 // references; one server per session, reused, stopped with the plugin; a hanging server
 // times out with a clear error and is killed.
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,7 +92,7 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
 beforeAll(async () => {
   dir = project();
   h = new ToolHarness({ executable: MAIN, name: "lsp" });
-  await h.configure({ settle_ms: 300 });
+  await h.configure({ settle_ms: 300, deny_read: [join(dir, "secret")] });
 }, 60_000);
 
 afterAll(async () => {
@@ -179,6 +187,18 @@ describe("lsp against the real TypeScript language server", () => {
     expect(missing.error?.category).toBe(ToolErrorCategory.NOT_FOUND);
     const empty = await call("diagnostics", { paths: [] });
     expect(empty.error?.category).toBe(ToolErrorCategory.INVALID_ARGUMENTS);
+  });
+
+  it("hands no language server a file in a credential store (deny_read), by any path", async () => {
+    mkdirSync(join(dir, "secret"));
+    writeFileSync(join(dir, "secret", "keys.ts"), 'export const key = "lsp-canary-4e1f";\n');
+    symlinkSync(join(dir, "secret"), join(dir, "src", "via-link"));
+    for (const p of ["secret/keys.ts", "src/via-link/keys.ts", join(dir, "secret", "keys.ts")]) {
+      const r = await call("diagnostics", { paths: [p] });
+      expect(r.error?.category, p).toBe(ToolErrorCategory.PERMISSION_DENIED);
+      expect(r.error?.message).toContain("allow_read in the lsp provider block");
+      expect(JSON.stringify(r)).not.toContain("lsp-canary-4e1f");
+    }
   });
 
   it("stops its servers when the plugin shuts down, and they exit if the plugin is killed", async () => {

@@ -29,21 +29,23 @@ import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 /**
  * Request-side differences between compatible servers:
  * - streamUsage: ask for the usage chunk with stream_options.include_usage;
- * - echoReasoning: an assistant message with tool calls must carry its reasoning back as
- *   reasoning_content, or the server answers 400 (DeepSeek and Moonshot in thinking mode).
+ * - echoReasoning: assistant messages must carry their reasoning back as reasoning_content,
+ *   or the server answers 400 (DeepSeek and Moonshot in thinking mode): Moonshot asks it of
+ *   messages with tool calls, DeepSeek of every assistant message of a user-to-user stretch
+ *   in which the model called a tool, the final answer included.
  */
 export const DIALECTS = {
   /** OpenAI's own rules; also vLLM, LM Studio, llama.cpp, most gateways. */
-  openai: { streamUsage: true, echoReasoning: false },
-  ollama: { streamUsage: true, echoReasoning: false },
-  vllm: { streamUsage: true, echoReasoning: false },
-  lmstudio: { streamUsage: true, echoReasoning: false },
+  openai: { streamUsage: true, echoReasoning: undefined },
+  ollama: { streamUsage: true, echoReasoning: undefined },
+  vllm: { streamUsage: true, echoReasoning: undefined },
+  lmstudio: { streamUsage: true, echoReasoning: undefined },
   /** Mistral sends usage on the finish chunk unasked and gets no stream_options. */
-  mistral: { streamUsage: false, echoReasoning: false },
+  mistral: { streamUsage: false, echoReasoning: undefined },
   /** api.deepseek.com: "The reasoning_content in the thinking mode must be passed back". */
-  deepseek: { streamUsage: true, echoReasoning: true },
+  deepseek: { streamUsage: true, echoReasoning: "tool-turns" },
   /** Moonshot (Kimi): "reasoning_content is missing in assistant tool call message". */
-  moonshot: { streamUsage: true, echoReasoning: true },
+  moonshot: { streamUsage: true, echoReasoning: "tool-calls" },
 } as const;
 export type Dialect = keyof typeof DIALECTS;
 

@@ -511,6 +511,69 @@ describe("DeepSeek-style reasoning echo (dialect capability)", () => {
     expect(assistants.map((m) => m["reasoning_content"])).toEqual(["", "The user wants Paris weather."]);
   });
 
+  it("gives back the reasoning of a tool-calling turn's final answer too, in every later request", async () => {
+    // DeepSeek's thinking-mode guide: between two user messages in which the model called a
+    // tool, every assistant message (the final answer included) keeps its reasoning_content.
+    const specs = await configureFor("deepseek");
+    const spec = specs.get("deepseek-v4-flash")!;
+    fake.pushFor("deepseek", {
+      kind: "turn",
+      blocks: [
+        { type: "thinking", text: "Look the weather up." },
+        { type: "tool_call", name: "get_weather", args: { city: "Paris" }, id: "call_00_B" },
+      ],
+    });
+    const called = assistant((await complete({ modelId: spec.id, tools: weather })).events, spec);
+    fake.pushFor("deepseek", {
+      kind: "turn",
+      blocks: [
+        { type: "thinking", text: "It said sunny; answer briefly." },
+        { type: "text", text: "Sunny in Paris." },
+      ],
+    });
+    const history = [
+      { role: Role.USER, id: "m0", content: [text("Weather in Paris?")] },
+      called,
+      { role: Role.USER, id: "m2", content: [toolResult("call_00_B", "sunny")] },
+    ] as Message[];
+    const answered = assistant(
+      (await complete({ modelId: spec.id, tools: weather, messages: history })).events,
+      spec,
+    );
+    // The next user question, and one more turn without tools after it.
+    fake.pushFor("deepseek", {
+      kind: "turn",
+      blocks: [
+        { type: "thinking", text: "Easy." },
+        { type: "text", text: "Yes." },
+      ],
+    });
+    const next = [
+      ...history,
+      answered,
+      { role: Role.USER, id: "m4", content: [text("Take a coat?")] },
+    ] as Message[];
+    const third = await complete({ modelId: spec.id, tools: weather, messages: next });
+    expect(errorOf(third.events)).toBeUndefined();
+    expect(lastRequest().rejected).toBeUndefined();
+    const replied = assistant(third.events, spec);
+    fake.pushFor("deepseek", scenarios.text("Fine."));
+    const fourth = await complete({
+      modelId: spec.id,
+      tools: weather,
+      messages: [...next, replied, { role: Role.USER, id: "m6", content: [text("Thanks.")] }] as Message[],
+    });
+    expect(errorOf(fourth.events)).toBeUndefined();
+    expect(lastRequest().rejected).toBeUndefined();
+    const assistants = messagesOf().filter((m) => m["role"] === "assistant");
+    // The tool-calling stretch keeps both reasonings; the plain turn after it needs none.
+    expect(assistants.map((m) => [m["content"], m["reasoning_content"]])).toEqual([
+      [null, "Look the weather up."],
+      ["Sunny in Paris.", "It said sunny; answer briefly."],
+      ["Yes.", undefined],
+    ]);
+  });
+
   it("the fake refuses a DeepSeek tool loop without reasoning_content; other dialects never send it", async () => {
     await configureFor("deepseek");
     const res = await fetch(`${fake.baseUrl("deepseek")}/chat/completions`, {
@@ -532,6 +595,30 @@ describe("DeepSeek-style reasoning echo (dialect capability)", () => {
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
       /^Missing `reasoning_content` field in the assistant message at message index 1\./,
+    );
+    // The final answer of a tool-calling stretch needs it too, once a user message follows.
+    const finalAnswer = await fetch(`${fake.baseUrl("deepseek")}/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "deepseek-v4-flash",
+        messages: [
+          { role: "user", content: "hi" },
+          {
+            role: "assistant",
+            content: null,
+            reasoning_content: "",
+            tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+          },
+          { role: "tool", tool_call_id: "c1", content: "x" },
+          { role: "assistant", content: "done" },
+          { role: "user", content: "and?" },
+        ],
+      }),
+    });
+    expect(finalAnswer.status).toBe(400);
+    expect(((await finalAnswer.json()) as { error: { message: string } }).error.message).toMatch(
+      /^Missing `reasoning_content` field in the assistant message at message index 3\./,
     );
     const specs = await configureFor("vllm");
     const spec = specs.get("deepseek-v4-flash")!;

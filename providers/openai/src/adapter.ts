@@ -64,7 +64,7 @@ export const adapter: ModelAdapter<OpenAIState> = {
   },
 
   async *stream(req: StreamCompletionRequest, call: AdapterCall<OpenAIState>) {
-    const { body, names, droppedReasoning, droppedSampling } = buildResponsesRequest(
+    const { body, names, declared, droppedReasoning, droppedSampling } = buildResponsesRequest(
       req,
       call.model,
       call.self,
@@ -87,6 +87,7 @@ export const adapter: ModelAdapter<OpenAIState> = {
       ({ response, rateLimits }) =>
         parseResponsesStream(response.body, {
           names,
+          declared,
           stop,
           rateLimits,
           reasoningIncluded: response.headers.get(REASONING_INCLUDED)?.trim().toLowerCase() === "true",

@@ -58,6 +58,8 @@ export const SUMMARY_OPTION = "reasoning_summary";
 export interface ResponsesRequest {
   body: JsonObject;
   names: ToolNameMap;
+  /** The declared tools' names as sent (the batching wrapper may name only these). */
+  declared: ReadonlySet<string>;
   droppedReasoning: number;
   /** Sampling parameters the model refuses at this effort, left out. */
   droppedSampling: string[];
@@ -222,5 +224,6 @@ export function buildResponsesRequest(
   // conversation's requests on the servers holding its prefix (provider_options may override).
   const session = req.callContext?.sessionId;
   if (body["prompt_cache_key"] === undefined && session) body["prompt_cache_key"] = session;
-  return { body, names, droppedReasoning, droppedSampling: sampling.dropped };
+  const declared = new Set(req.tools.map((t) => names.toVendor(t.name)));
+  return { body, names, declared, droppedReasoning, droppedSampling: sampling.dropped };
 }

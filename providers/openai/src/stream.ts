@@ -7,8 +7,9 @@
 // output_item.added (message)         a new text block, carrying the item's phase as its
 //                           vendor state (commentary and final answer stay apart)
 // output_item.added (function_call)   tool_call_start (call_id is the tool-use id); the
-//                           multi_tool_use.parallel wrapper is held to its end and expanded
-//                           into the calls it wraps
+//                           internal batching wrapper (`multi_tool_use.parallel`, or plain
+//                           `parallel` when no declared tool has that name) is held to its
+//                           end and expanded into the declared calls it wraps
 // function_call_arguments.delta       tool_call_delta
 // output_item.done          tool_call_done; for reasoning: thinking_signature or
 //                           redacted_thinking carrying the item JSON (reasoning.ts)
@@ -36,6 +37,8 @@ type Json = Record<string, unknown>;
 
 export interface ResponsesStreamOptions {
   names: ToolNameMap;
+  /** The tool names the request declared, as sent to the vendor. */
+  declared: ReadonlySet<string>;
   stop: StopSequenceMatcher;
   rateLimits: RateLimitSnapshot[];
   /** The vendor said explicitly (x-reasoning-included) that reasoning is inside output_tokens. */
@@ -74,33 +77,55 @@ export function responsesUsage(u: Json, reasoningIncluded: boolean): UsageInit {
 interface Call {
   callId: string;
   deltas: number;
-  /** The multi_tool_use.parallel wrapper: its arguments are held, not streamed. */
-  wrapper?: string[];
+  /** The name of a batching wrapper: its arguments are held, not streamed. */
+  wrapper?: string;
+  held?: string[];
 }
 
-/** The name some models give a batch of calls instead of emitting them one by one. */
-export const PARALLEL_WRAPPER = "multi_tool_use.parallel";
+/**
+ * The names OpenAI models give a batch of calls instead of emitting them one by one: the
+ * documented `multi_tool_use.parallel`, and plain `parallel`, which production streams of
+ * gpt-5.x use. A dot can never be in a declared function name, so the first is always the
+ * wrapper; the second only when the request declares no tool of that name.
+ */
+export const PARALLEL_WRAPPERS: readonly string[] = ["multi_tool_use.parallel", "parallel"];
+
+export function isParallelWrapper(name: string, declared: ReadonlySet<string>): boolean {
+  return PARALLEL_WRAPPERS.includes(name) && !declared.has(name);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /**
- * The calls a multi_tool_use.parallel wrapper holds (`{"tool_uses": [{"recipient_name":
- * "functions.<name>", "parameters": {...}}]}`), or undefined when its arguments are not
- * that shape (the wrapper is then passed on as the call it claims to be).
+ * The calls a batching wrapper holds (`{"tool_uses": [{"recipient_name": "functions.<name>",
+ * "parameters": {...}}]}`), or undefined unless every entry names a declared tool with an
+ * object of parameters: a wrapper that is not that shape is passed on as the call it claims
+ * to be, and the kernel answers it as an unknown tool, so nothing the request did not offer
+ * is ever run under another name.
  */
-export function expandParallel(argumentsJson: string): Array<{ name: string; args: string }> | undefined {
+export function expandParallel(
+  argumentsJson: string,
+  declared: ReadonlySet<string>,
+): Array<{ name: string; args: string }> | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(argumentsJson);
   } catch {
     return undefined;
   }
-  const uses = (parsed as { tool_uses?: unknown } | null)?.tool_uses;
+  const uses = isObject(parsed) ? parsed.tool_uses : undefined;
   if (!Array.isArray(uses) || uses.length === 0) return undefined;
   const out: Array<{ name: string; args: string }> = [];
   for (const u of uses) {
-    const recipient = (u as { recipient_name?: unknown } | null)?.recipient_name;
-    if (typeof recipient !== "string" || recipient === "") return undefined;
-    const params = (u as { parameters?: unknown }).parameters ?? {};
-    out.push({ name: recipient.replace(/^functions\./, ""), args: JSON.stringify(params) });
+    if (!isObject(u)) return undefined;
+    const recipient = u.recipient_name;
+    if (typeof recipient !== "string") return undefined;
+    const name = recipient.startsWith("functions.") ? recipient.slice("functions.".length) : recipient;
+    if (!declared.has(name)) return undefined;
+    const params = u.parameters === undefined ? {} : u.parameters;
+    if (!isObject(params)) return undefined;
+    out.push({ name, args: JSON.stringify(params) });
   }
   return out;
 }
@@ -186,11 +211,16 @@ export async function* parseResponsesStream(
         } else if (item.type === "function_call" && !matched) {
           yield* flushText();
           const callId = String(item.call_id ?? item.id ?? `call_${calls.size + 1}`);
-          const wrapper = item.name === PARALLEL_WRAPPER;
-          calls.set(String(item.id ?? callId), { callId, deltas: 0, ...(wrapper ? { wrapper: [] } : {}) });
+          const name = String(item.name ?? "");
+          const wrapper = isParallelWrapper(name, options.declared);
+          calls.set(String(item.id ?? callId), {
+            callId,
+            deltas: 0,
+            ...(wrapper ? { wrapper: name, held: [] } : {}),
+          });
           if (!wrapper) {
             toolCalls++;
-            yield ev.toolStart(callId, names.fromVendor(String(item.name ?? "")));
+            yield ev.toolStart(callId, names.fromVendor(name));
           }
         } else if (item.type === "reasoning") {
           yield* flushText();
@@ -201,7 +231,7 @@ export async function* parseResponsesStream(
         const call = calls.get(String(e.item_id ?? ""));
         if (call && typeof e.delta === "string" && e.delta !== "") {
           call.deltas++;
-          if (call.wrapper) call.wrapper.push(e.delta);
+          if (call.held) call.held.push(e.delta);
           else yield ev.toolDelta(call.callId, e.delta);
         }
         break;
@@ -211,13 +241,13 @@ export async function* parseResponsesStream(
         if (item.type === "function_call") {
           const call = calls.get(String(item.id ?? item.call_id ?? ""));
           if (!call) break;
-          if (call.wrapper) {
+          if (call.wrapper !== undefined) {
             const args =
               typeof item.arguments === "string" && item.arguments !== ""
                 ? item.arguments
-                : call.wrapper.join("") || "{}";
-            const expanded = expandParallel(args);
-            const parts = expanded ?? [{ name: PARALLEL_WRAPPER, args }];
+                : (call.held ?? []).join("") || "{}";
+            const expanded = expandParallel(args, options.declared);
+            const parts = expanded ?? [{ name: call.wrapper, args }];
             for (const [i, part] of parts.entries()) {
               // Each wrapped call gets its own id, derived from the wrapper's.
               const id = expanded ? `${call.callId}_${i + 1}` : call.callId;

@@ -824,7 +824,7 @@ describe("vendor fidelity (issue 17)", () => {
       ],
     };
     fake.push(scenarios.toolCallFragments({ name: "multi_tool_use.parallel", args: wrapped, id: "call_W" }));
-    const { events } = await complete();
+    const { events } = await complete({ tools: [{ name: "read_file", description: "Read" }] as never });
     expect(errorOf(events)).toBeUndefined();
     const msg = assistant(events);
     expect(
@@ -836,6 +836,57 @@ describe("vendor fidelity (issue 17)", () => {
       ["call_W_2", "read_file", { path: "b.txt" }],
     ]);
     expect(only(events, "stop")[0]!.reason).toBe(StopReason.TOOL_USE);
+  });
+
+  it("expands the wrapper named plain `parallel` only into declared tools, and never a declared `parallel`", async () => {
+    const calls = (events: Parameters<typeof accumulate>[0]) =>
+      assistant(events).content.flatMap((b) =>
+        b.block.case === "toolUse" ? [[b.block.value.id, b.block.value.name, b.block.value.input]] : [],
+      );
+    const declared = [
+      { name: "fs.read_file", description: "Read" },
+      { name: "weather", description: "Weather" },
+    ] as never;
+    const batch = (...uses: unknown[]) => ({ tool_uses: uses });
+    // The production spelling, recipients under their vendor names (fs.read_file is sent as
+    // fs_read_file): mapped back to the declared names.
+    fake.push(
+      scenarios.toolCallFragments({
+        name: "parallel",
+        id: "call_P",
+        args: batch(
+          { recipient_name: "functions.fs_read_file", parameters: { path: "a.txt" } },
+          { recipient_name: "functions.weather", parameters: { city: "Rome" } },
+        ),
+      }),
+    );
+    expect(calls((await complete({ tools: declared })).events)).toEqual([
+      ["call_P_1", "fs.read_file", { path: "a.txt" }],
+      ["call_P_2", "weather", { city: "Rome" }],
+    ]);
+    // Not the wrapper's shape, or naming a tool the request did not declare (a nested
+    // wrapper included): passed on as the call it claims to be, which the kernel refuses.
+    for (const args of [
+      batch({ recipient_name: "functions.rm_rf", parameters: {} }),
+      batch(
+        { recipient_name: "functions.weather", parameters: { city: "Rome" } },
+        { recipient_name: "functions.parallel", parameters: {} },
+      ),
+      batch({ recipient_name: "functions.weather", parameters: null }),
+      batch({ recipient_name: "functions.weather", parameters: ["Rome"] }),
+      batch(),
+      { uses: [] },
+    ]) {
+      fake.push(scenarios.toolCallFragments({ name: "parallel", id: "call_Q", args }));
+      expect(calls((await complete({ tools: declared })).events)).toEqual([["call_Q", "parallel", args]]);
+    }
+    // A tool the request itself declares as `parallel` is an ordinary call.
+    const own = batch({ recipient_name: "functions.weather", parameters: { city: "Rome" } });
+    fake.push(scenarios.toolCallFragments({ name: "parallel", id: "call_R", args: own }));
+    const withParallel = [...(declared as unknown as object[]), { name: "parallel", description: "Mine" }];
+    expect(calls((await complete({ tools: withParallel as never })).events)).toEqual([
+      ["call_R", "parallel", own],
+    ]);
   });
 
   it("sends temperature to a GPT-5.x model only at effort none, and never to a codex model", async () => {

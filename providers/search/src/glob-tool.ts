@@ -69,6 +69,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
       includeIgnored: args.include_ignored === true,
       limit: WALK_LIMIT,
       signal: ctx.signal,
+      skip: (abs) => settings().jail.skipInWalk(abs),
     });
     const prefix = target.relative ? `${target.relative}/` : "";
     const matched = entries.filter((e) => re.test(e.rel.slice(prefix.length)));

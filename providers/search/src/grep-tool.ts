@@ -197,6 +197,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
         includeIgnored: args.include_ignored === true,
         limit: WALK_LIMIT,
         signal: ctx.signal,
+        skip: (abs) => settings().jail.skipInWalk(abs),
       });
       walkCapped = w.capped;
       const prefix = target.relative ? `${target.relative}/` : "";

@@ -7,6 +7,8 @@ import {
   type Diagnostic,
   Jail,
   type ResolvedPath,
+  readRuleFields,
+  readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 
@@ -25,6 +27,7 @@ export const CONFIG: readonly ConfigField[] = [
     default: 4 * 1024 * 1024,
     description: "grep skips files larger than this.",
   },
+  ...readRuleFields("search"),
   {
     name: "allow_hard_links",
     type: "bool",
@@ -58,10 +61,18 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   if (!Number.isInteger(maxFileBytes) || maxFileBytes < 1) {
     return [configError(["max_file_bytes"], "max_file_bytes must be a positive integer")];
   }
+  // Credential stores are never searched, listed or read (tool-kit credentials.ts).
+  const { rules, problems } = readRulesFrom(values, {
+    home: process.env["HOME"],
+    env: process.env,
+    setting: "allow_read in the search provider block",
+  });
+  if (problems.length > 0) return problems;
   try {
     current = {
       jail: await Jail.create(values["roots"] as string[], {
         allowHardLinks: values["allow_hard_links"] === true,
+        readRules: rules,
       }),
       maxFileBytes,
     };

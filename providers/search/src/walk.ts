@@ -29,6 +29,8 @@ export interface WalkOptions {
   /** Stop after this many entries. */
   limit: number;
   signal?: AbortSignal;
+  /** Paths left out entirely, not even listed (credential stores the jail hides). */
+  skip?: (abs: string) => boolean;
 }
 
 export interface WalkResult {
@@ -99,6 +101,7 @@ export async function walk(opts: WalkOptions): Promise<WalkResult> {
       if (isDir && d.name === ".git") continue;
       if (!opts.includeIgnored && isIgnored(rules, rel, isDir)) continue;
       const abs = join(dirAbs, d.name);
+      if (opts.skip?.(abs)) continue;
       if (isDir) subdirs.push(visit(abs, rel, rules));
       else if (d.isFile() || d.isSymbolicLink()) {
         if (entries.length >= opts.limit) {

@@ -5,6 +5,8 @@
 //              file, and the input column of hclsyntax's table-driven tests
 //              (expressions become `a = <expr>`, templates a heredoc);
 //   fixtures   packages/hcl/test/fixtures, each with its own context;
+//   identifiers  names at the edge of hcl/v2's Unicode 9.0 identifier tables, where the
+//              JavaScript engine's newer tables would say otherwise;
 //   generated  seeded random inputs from generate.ts.
 // Upstream files are read where Debian installs them, never copied into this repository.
 
@@ -16,7 +18,7 @@ import { HCL_SOURCE, type ReferenceInput } from "./reference.ts";
 const enc = new TextEncoder();
 
 export interface CorpusInput extends ReferenceInput {
-  source: "spec" | "upstream" | "fixtures" | "generated";
+  source: "spec" | "upstream" | "fixtures" | "identifiers" | "generated";
 }
 
 /** The context for inputs that bring none of their own. */
@@ -223,4 +225,37 @@ export function fixtureInputs(): CorpusInput[] {
         ...(context.functions === undefined ? {} : { functions: context.functions }),
       };
     });
+}
+
+/**
+ * Names whose characters Unicode 9.0 (hcl/v2's tables) and the engine's current Unicode
+ * disagree on, in each place a name is read (attribute, block type, traversal, object key,
+ * for variable, function name, heredoc marker), next to names both accept.
+ */
+export function identifierInputs(): CorpusInput[] {
+  // ZWNJ and ZWJ joined ID_Continue after 9.0; U+0560 and U+0588 (Armenian), U+08BE (Arabic),
+  // U+1C90 (Georgian Mtavruli), U+31BB (Bopomofo), U+4DB6 and U+9FEB (CJK) were added
+  // later; U+1E900 (Adlam) and U+0300 (a combining mark, continue only) are 9.0's own.
+  const late = ["\u200c", "\u200d", "\u0560", "\u0588", "\u08be", "\u1c90", "\u31bb", "\u4db6", "\u9feb"];
+  const known = ["\u00e9", "\u00b7", "\u0300", "\u{1e900}", "\u65e5\u672c", "-", "_", "0"];
+  const texts: string[] = [];
+  for (const c of [...late, ...known]) {
+    texts.push(
+      `a${c}b = 13\n`,
+      `${c}x = 1\n`,
+      `blk${c} {\n}\n`,
+      `v = t${c}x\n`,
+      `o = { k${c}y = 1 }\n`,
+      `l = [for x${c} in [1] : 2]\n`,
+      `f = up${c}per("x")\n`,
+      `h = <<E${c}F\nbody\nE${c}F\n`,
+    );
+  }
+  return texts.map((text, i) => ({
+    source: "identifiers",
+    id: `identifiers:${i}`,
+    bytes: enc.encode(text),
+    variables: STANDARD_VARIABLES,
+    env: STANDARD_ENV,
+  }));
 }

@@ -4,6 +4,7 @@ export { compareResults, type Disagreement } from "./compare.ts";
 export {
   type CorpusInput,
   fixtureInputs,
+  identifierInputs,
   STANDARD_ENV,
   STANDARD_VARIABLES,
   specInputs,

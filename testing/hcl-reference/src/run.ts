@@ -7,6 +7,7 @@ import { compareResults, type Disagreement } from "./compare.ts";
 import {
   type CorpusInput,
   fixtureInputs,
+  identifierInputs,
   STANDARD_ENV,
   STANDARD_VARIABLES,
   specInputs,
@@ -55,7 +56,13 @@ export async function runDifferential(
       env: STANDARD_ENV,
     }),
   );
-  const inputs = [...specInputs(), ...upstreamInputs(), ...fixtureInputs(), ...generated];
+  const inputs = [
+    ...specInputs(),
+    ...upstreamInputs(),
+    ...fixtureInputs(),
+    ...identifierInputs(),
+    ...generated,
+  ];
   const refs = await runReference(bin, inputs);
   const t2 = performance.now();
   const findings: Finding[] = [];
@@ -87,6 +94,7 @@ export async function runDifferential(
       spec: count("spec"),
       upstream: count("upstream"),
       fixtures: count("fixtures"),
+      identifiers: count("identifiers"),
       generated: count("generated"),
     },
     disagreeing,

@@ -32,13 +32,14 @@ describe.skipIf(skip)("packages/hcl agrees with hcl/v2", () => {
     report = await runDifferential(toolchain);
   }, 180_000);
 
-  it("compares the spec suite, the upstream test inputs, our fixtures and 3000 generated inputs", () => {
+  it("compares the spec suite, the upstream test inputs, our fixtures, the identifier inputs and 3000 generated inputs", () => {
     const fixtures = readdirSync(new URL("../../../packages/hcl/test/fixtures/", import.meta.url)).filter(
       (f) => f.endsWith(".hcl"),
     ).length;
     expect(report.inputs.spec).toBeGreaterThanOrEqual(40);
     expect(report.inputs.upstream).toBeGreaterThanOrEqual(250);
     expect(report.inputs.fixtures).toBe(fixtures);
+    expect(report.inputs.identifiers).toBe(136);
     expect(report.inputs.generated).toBe(3000);
     expect(toolchain.hclVersion).toMatch(/^2\.14\./);
   });

@@ -1,9 +1,11 @@
 // `agent doctor`: what this machine and project give the agent's safety features, in a
 // few lines — whether the bubblewrap sandbox works here (and if not, why, and what that
-// means under the configured sandbox mode), the kernel-owned paths no tool may write,
-// which environment variables bash commands will not see (names only), and the policy
-// layers in force. Exit 1 when the configuration requires a sandbox this machine cannot
-// provide, or the configuration does not load.
+// means under the configured sandbox mode), what the sandboxes actually hold (measured
+// from inside: capabilities, no_new_privs, seccomp, whether a user namespace or a
+// remount can be made), the kernel-owned paths no tool may write, which environment
+// variables bash commands will not see (names only), and the policy layers in force.
+// Exit 1 when the configuration requires a sandbox this machine cannot provide, when a
+// sandbox holds more than the default promises, or the configuration does not load.
 import { resolve } from "node:path";
 import {
   builtinDefaultRules,
@@ -17,6 +19,12 @@ import {
   loadProjectConfig,
 } from "@pluggableharness/config";
 import { probeSandbox } from "@pluggableharness/runtime/sandbox";
+import {
+  type Measured,
+  type Measurement,
+  measureSandboxes,
+  shortfalls,
+} from "@pluggableharness/runtime/sandbox-check";
 import { EXIT } from "../exit-codes.ts";
 import { cliVersion, installationRoot } from "../inspect.ts";
 import { type Io, line } from "../io.ts";
@@ -24,6 +32,13 @@ import { type Io, line } from "../io.ts";
 export interface DoctorOptions {
   dir?: string;
   json?: boolean;
+}
+
+/** What one sandbox holds, as the report gives it. */
+interface Privileges {
+  how: string;
+  holds: Measured | undefined;
+  shortfalls: string[];
 }
 
 export function runDoctor(io: Io, opts: DoctorOptions): number {
@@ -45,13 +60,27 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
   if (!probe.ok && mode === "required") {
     problems.push(`settings.sandbox = "required", but the sandbox cannot run here: ${probe.reason}`);
   }
+  // Measured from inside, whatever the mode: the exec block has its own sandbox setting.
+  const measured = measureSandboxes();
+  // A tool plugin that runs no commands is held to the same promise as a command.
+  const judge = (m: Measurement, kind: "command" | "plugin"): Privileges => {
+    const extra = m.ok ? shortfalls(m.measured, "command") : [`the check could not run (${m.error})`];
+    for (const e of extra) problems.push(`the ${kind} sandbox holds more than it should (${m.how}): ${e}`);
+    return { how: m.how, holds: m.ok ? m.measured : undefined, shortfalls: extra };
+  };
+  const privileges = measured
+    ? { command: judge(measured.command, "command"), plugin: judge(measured.plugin, "plugin") }
+    : undefined;
   const report = {
     agent: { version: cliVersion(), installation: installationRoot() },
     node: process.version,
     platform: `${process.platform}/${process.arch}`,
     sandbox: {
       available: probe.ok,
-      ...(probe.ok ? { bwrap: probe.bwrap } : { reason: probe.reason }),
+      ...(probe.ok
+        ? { bwrap: probe.bwrap, hardening: probe.hardening, degraded: probe.weaker }
+        : { reason: probe.reason }),
+      ...(privileges ? { privileges } : {}),
       plugin_mode: mode,
       effect: !probe.ok
         ? mode === "required"
@@ -90,6 +119,16 @@ export function runDoctor(io: Io, opts: DoctorOptions): number {
     `  ${ok(probe.ok)}  sandbox   ${probe.ok ? `bubblewrap works (${probe.bwrap})` : `unavailable: ${probe.reason}`}`,
   );
   line(io.out, `            mode ${mode}: ${report.sandbox.effect}`);
+  if (probe.ok) for (const w of probe.weaker) line(io.out, `  warn  sandbox   degraded: ${w}`);
+  for (const [kind, p] of Object.entries(privileges ?? {})) {
+    const h = p.holds;
+    const held = h
+      ? `capabilities ${h.capEff}/${h.capBnd} (effective/bounding), no_new_privs ${h.noNewPrivs}, ` +
+        `seccomp mode ${h.seccomp}, new user namespace ${h.userns}, remount of / ${h.remount}`
+      : `not measured: ${p.shortfalls.join("; ")}`;
+    line(io.out, `  ${ok(p.shortfalls.length === 0)}  ${kind.padEnd(8)}  ${held}`);
+    line(io.out, `            ${p.how}`);
+  }
   line(io.out, "  ok    protected (no tool may write):");
   for (const p of protectedPaths) line(io.out, `            ${p}`);
   line(

@@ -3,6 +3,8 @@
 // terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
 // and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
+
+import { once } from "node:events";
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import {
@@ -46,7 +48,7 @@ import { EXIT } from "../exit-codes.ts";
 import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
-import { CliError, CoalescingWriter, type Io, line } from "../io.ts";
+import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
 import {
   latestSessionOf,
   resolveSessionId,
@@ -193,6 +195,39 @@ export function inProcessFrontends(config: AgentConfig): string[] {
     .map((r) => r.localName);
 }
 
+/**
+ * The frontend plugin an interactive run is handed to (`settings.default_frontend`), or
+ * undefined when the CLI's own terminal UI serves it: the setting is unset, names a
+ * first-party tui the CLI runs in process, or names nothing declared (loading warned).
+ */
+export function pluginFrontendOf(config: AgentConfig): string | undefined {
+  const name = config.settings.default_frontend;
+  if (name === undefined || !config.requiredProviders.some((r) => r.localName === name)) return undefined;
+  return inProcessFrontends(config).includes(name) ? undefined : name;
+}
+
+/**
+ * Why the first-party frontend `name` would serve nobody as configured, if it would: the
+ * web UI stays passive without a token, the tui plugin without a terminal. Handing the
+ * run to it would leave the operator with no UI at all.
+ */
+export function idleFrontendReason(config: AgentConfig, name: string): string | undefined {
+  const entry = config.requiredProviders.find((r) => r.localName === name);
+  const block = config.providers.find((p) => p.name === name);
+  const sets = (attr: string) =>
+    block?.body.items.some((i) => i.kind === "Attribute" && i.name === attr) ?? false;
+  switch (entry && firstPartyName(entry.source)) {
+    case "web-ui":
+      return sets("token")
+        ? undefined
+        : `the web UI serves nothing without a token (provider "${name}" { token = env("NAME") })`;
+    case "tui":
+      return sets("tty") ? undefined : `the tui plugin paints on no terminal without tty = "/dev/pts/N"`;
+    default:
+      return undefined;
+  }
+}
+
 export function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
   const v = env["AGENT_LOG_LEVEL"]?.toLowerCase();
   return v && v in LOG_LEVEL_ORDER ? (v as KernelLogLevel) : fallback;
@@ -311,6 +346,20 @@ export async function runRun(
   const chosen = withUserDefaults(loaded.config, global.config.defaults, opts);
   const profileName = chosen.profile;
   const config = applyOverrides(loaded.config, profileName, chosen.opts);
+  const frontendPlugin = headless ? undefined : pluginFrontendOf(config);
+  const idle = frontendPlugin && idleFrontendReason(config, frontendPlugin);
+  if (idle) {
+    throw new CliError(
+      `agent: settings.default_frontend names "${frontendPlugin}", but ${idle}. Configure it, or remove the setting for the terminal UI.`,
+      EXIT.ERROR,
+    );
+  }
+  if (frontendPlugin !== undefined && opts.message !== undefined) {
+    throw new CliError(
+      `agent run: the "${frontendPlugin}" frontend serves interactive runs here (settings.default_frontend); type the message there, or use -p for a headless run`,
+      EXIT.USAGE,
+    );
+  }
 
   // Logs go to a file: the terminal belongs to the UI, and a headless run's stderr carries
   // only what the run itself has to say. `--verbose` sends a headless run's logs
@@ -417,6 +466,7 @@ export async function runRun(
         },
       );
     }
+    if (frontendPlugin !== undefined) return await runOnPluginFrontend(io, kernel, handle, frontendPlugin);
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
     await kernel.shutdown().catch(() => {});
@@ -592,6 +642,14 @@ async function runHeadless(
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // Output that cannot be written (the reader closed the pipe, the disk is full) is lost:
+  // the run is interrupted as by Ctrl-C, recorded as cancelled, and the exit status is 1.
+  let outputError: NodeJS.ErrnoException | undefined;
+  const stopWatchingOutput = outputFailures.listen((err) => {
+    if (outputError) return;
+    outputError = err;
+    handle.interrupt();
+  });
   const pump = (async () => {
     for (;;) {
       const next = await events.next();
@@ -601,6 +659,9 @@ async function runHeadless(
       if (ev.event.case === "render" || ev.event.case === "sessionStatusUpdate") drainPersisted();
       if (ev.event.case === "sessionStatusUpdate" && ev.event.value.detail) detail = ev.event.value.detail;
       printer.event(ev);
+      // Backpressure: a reader slower than the run holds the next record back, in the
+      // kernel's queue, rather than piling the printed lines up here.
+      if (out.writableNeedDrain) await once(out, "drain");
     }
   })();
   try {
@@ -616,14 +677,54 @@ async function runHeadless(
     const exit = printer.result(summary);
     out.flushNow();
     await down;
+    if (outputError) {
+      line(io.err, `agent: ${outputFailureText(outputError)}; session ${handle.id} was interrupted`);
+      return EXIT.ERROR;
+    }
     return exit;
   } finally {
+    stopWatchingOutput();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     out.close();
     reader.close();
     conn.close();
   }
+}
+
+/**
+ * An interactive run handed to a frontend plugin (`settings.default_frontend`): the
+ * plugin, launched with the kernel, attaches over the frontend protocol and serves the
+ * operator; this terminal draws no UI of its own and only holds the run open until
+ * Ctrl-C or SIGTERM.
+ */
+async function runOnPluginFrontend(
+  io: Io,
+  kernel: Kernel,
+  handle: SessionHandle,
+  name: string,
+): Promise<number> {
+  const status = kernel.listProviders().find((p) => p.name === name);
+  if (!status?.categories.includes("frontend")) {
+    throw new CliError(
+      `agent: settings.default_frontend names "${name}", which is not a frontend provider (it serves ${status?.categories.join(", ") || "nothing"}); name a frontend, or remove the setting for the terminal UI`,
+      EXIT.ERROR,
+    );
+  }
+  line(
+    io.err,
+    `agent: session ${handle.id} is served by the "${name}" frontend (settings.default_frontend). Ctrl-C here ends the run.`,
+  );
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve();
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  return EXIT.OK;
 }
 
 async function runInteractive(

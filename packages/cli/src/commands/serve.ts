@@ -236,6 +236,7 @@ async function serveForeground(io: Io, opts: ServeOptions): Promise<number> {
       pid: process.pid,
       projectDir: config.projectDir,
       socket: endpoint.socket,
+      token: endpoint.token,
       ...(endpoint.tcp ? { tcp: endpoint.tcp } : {}),
       ...(web ? { web: { url: web.url(), token: web.token } } : {}),
       startedAt: new Date().toISOString(),

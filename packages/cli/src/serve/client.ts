@@ -1,8 +1,10 @@
-// Dialling a served kernel: a gRPC channel to its unix socket (or loopback TCP with the
-// token as call metadata), wrapped by the TUI's Attach adapter as a FrontendConnection.
-import { Client, credentials, InterceptingCall, type Interceptor, type Metadata } from "@grpc/grpc-js";
+// Dialling a served kernel: a gRPC channel to its unix socket or loopback TCP, the server's
+// token as call metadata either way, wrapped by the TUI's Attach adapter as a
+// FrontendConnection.
+import { Client, credentials } from "@grpc/grpc-js";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { attachOverGrpc, type FrontendConnection } from "@pluggableharness/provider-tui";
+import { sendToken } from "@pluggableharness/runtime";
 import type { ServerRecord } from "./endpoint.ts";
 import { GRPC_OPTIONS } from "./server.ts";
 
@@ -12,11 +14,12 @@ export interface Dialled {
 }
 
 export type Target =
-  | { readonly kind: "unix"; readonly socket: string }
+  | { readonly kind: "unix"; readonly socket: string; readonly token: string }
   | { readonly kind: "tcp"; readonly host: string; readonly port: number; readonly token: string };
 
+/** The server's socket, with the token from its private record. */
 export function targetOf(record: ServerRecord): Target {
-  return { kind: "unix", socket: record.socket };
+  return { kind: "unix", socket: record.socket, token: record.token };
 }
 
 /** One Attach stream to the server at `target`. */
@@ -27,19 +30,10 @@ export function dial(target: Target): Dialled {
       : target.host.includes(":")
         ? `[${target.host}]:${target.port}`
         : `${target.host}:${target.port}`;
-  const interceptors: Interceptor[] =
-    target.kind === "tcp"
-      ? [
-          (options, next) =>
-            new InterceptingCall(next(options), {
-              start(metadata: Metadata, listener, nextStart) {
-                metadata.set("authorization", `Bearer ${target.token}`);
-                nextStart(metadata, listener);
-              },
-            }),
-        ]
-      : [];
-  const client = new Client(address, credentials.createInsecure(), { ...GRPC_OPTIONS, interceptors });
+  const client = new Client(address, credentials.createInsecure(), {
+    ...GRPC_OPTIONS,
+    interceptors: [sendToken(target.token)],
+  });
   const connection = attachOverGrpc(client);
   return {
     connection,

@@ -1,9 +1,10 @@
 // Where `agent serve` listens and how other commands find it. Every served kernel has a
 // record (JSON, 0600) next to its unix socket (0600) in one private runtime directory
-// (0700, owned by this user; anything else is refused rather than used): the record says
-// which process serves which project, where its endpoint is, and the loopback TCP
-// token when it listens on TCP too. Nothing here loads the kernel, so `sessions list`
-// stays fast.
+// (0700, owned by this user; anything else is refused rather than used; the plugins'
+// socket directories live there too, and every sandbox hides it): the record says which
+// process serves which project, where its endpoint is, and the token every client must
+// present, on the socket and on loopback TCP alike. Reading the record is what makes a
+// client this user's own. Nothing here loads the kernel, so `sessions list` stays fast.
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -16,6 +17,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
+import { agentRuntimeDir } from "@pluggableharness/runtime";
 import { EXIT } from "../exit-codes.ts";
 import { CliError } from "../io.ts";
 
@@ -27,20 +29,18 @@ export interface ServerRecord {
   readonly projectDir: string;
   /** The unix socket (always present). */
   readonly socket: string;
-  /** Loopback TCP, when asked for: the random token every call must carry. */
+  /** The random token every call must carry, on the socket and on TCP. */
+  readonly token: string;
+  /** Loopback TCP, when asked for (its token is `token`). */
   readonly tcp?: { readonly host: string; readonly port: number; readonly token: string };
   /** The web UI's base address and its token, when it runs. */
   readonly web?: { readonly url: string; readonly token: string };
   readonly startedAt: string;
 }
 
-/** The private directory sockets and records live in. */
+/** The private directory sockets and records live in (the plugins' socket directories too). */
 export function runtimeDir(env: NodeJS.ProcessEnv): string {
-  const explicit = env["AGENT_RUNTIME_DIR"];
-  if (explicit?.startsWith("/")) return explicit;
-  const xdg = env["XDG_RUNTIME_DIR"];
-  if (xdg?.startsWith("/")) return join(xdg, "agent");
-  return join("/tmp", `agent-${process.getuid?.() ?? "user"}`);
+  return agentRuntimeDir(env);
 }
 
 /**
@@ -128,7 +128,8 @@ export function liveServers(env: NodeJS.ProcessEnv): ServerRecord[] {
       if (!st.isFile() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o077) !== 0)
         continue;
       const record = JSON.parse(readFileSync(path, "utf8")) as ServerRecord;
-      if (record.version !== 1 || typeof record.pid !== "number") continue;
+      if (record.version !== 1 || typeof record.pid !== "number" || typeof record.token !== "string")
+        continue;
       if (!alive(record.pid)) {
         rmSync(path, { force: true });
         rmSync(record.socket, { force: true });

@@ -1,21 +1,18 @@
 // The served kernel's endpoint: FrontendService.Attach (the frontend protocol, the same
 // adapter a frontend plugin dials on the go-plugin broker) on a unix socket only this
-// user can open, and optionally on loopback TCP, where every call must carry the
-// server's random token (`authorization: Bearer <token>`; compared in constant time).
+// user can open, and optionally on loopback TCP. Every call on either must carry the
+// server's random token (`authorization: Bearer <token>`, compared in constant time),
+// which only the server's 0600 record in the private runtime directory holds: a process
+// that can open the socket but not read the record (a sandboxed command, another user's
+// process on a shared socket directory) is refused UNAUTHENTICATED before anything flows.
 // Nothing else is served: a frontend can do exactly what the frontend protocol allows.
-import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import {
-  type handleBidiStreamingCall,
-  Server,
-  ServerCredentials,
-  type ServerDuplexStream,
-  status,
-} from "@grpc/grpc-js";
+import { Server, ServerCredentials } from "@grpc/grpc-js";
 import { attachHandler, type FrontendPort, type KernelLogger } from "@pluggableharness/kernel";
-import { type ClientEvent, FrontendService, type ServerEvent } from "@pluggableharness/protocol/frontend";
+import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { serviceDefinition } from "@pluggableharness/protocol/grpc";
+import { newToken, requireToken } from "@pluggableharness/runtime";
 
 /** Large renders (a whole file's diff) must fit in one message. */
 export const GRPC_OPTIONS = {
@@ -32,6 +29,8 @@ export interface EndpointOptions {
 
 export interface Endpoint {
   readonly socket: string;
+  /** What every client must present, on the socket and on TCP. */
+  readonly token: string;
   readonly tcp?: { readonly host: string; readonly port: number; readonly token: string };
   close(): Promise<void>;
 }
@@ -44,16 +43,6 @@ export function loopbackHost(host: string): string {
     throw new Error(`--tcp listens on loopback only (127.0.0.1, ::1 or localhost), not "${host}"`);
   }
   return host === "localhost" ? "127.0.0.1" : host;
-}
-
-export function newToken(): string {
-  return randomBytes(32).toString("base64url");
-}
-
-export function tokenMatches(given: string, token: string): boolean {
-  const a = Buffer.from(given);
-  const b = Buffer.from(token);
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function bind(server: Server, target: string): Promise<number> {
@@ -74,22 +63,6 @@ function socketAnswers(path: string): Promise<boolean> {
     });
     s.once("error", () => resolve(false));
   });
-}
-
-/** Wraps Attach so a call without the right token is refused before any event flows. */
-function guarded(
-  handler: handleBidiStreamingCall<ClientEvent, ServerEvent>,
-  token: string,
-): handleBidiStreamingCall<ClientEvent, ServerEvent> {
-  return (call: ServerDuplexStream<ClientEvent, ServerEvent>) => {
-    const header = call.metadata.get("authorization")[0];
-    const given = typeof header === "string" && header.startsWith("Bearer ") ? header.slice(7) : "";
-    if (!tokenMatches(given, token)) {
-      call.emit("error", { code: status.UNAUTHENTICATED, details: "a valid token is required" });
-      return;
-    }
-    handler(call);
-  };
 }
 
 export async function startEndpoint(port: FrontendPort, options: EndpointOptions): Promise<Endpoint> {
@@ -113,7 +86,9 @@ export async function startEndpoint(port: FrontendPort, options: EndpointOptions
       throw new Error(`another server is already listening on ${options.socket}`);
     }
     rmSync(options.socket, { force: true });
-    const unix = new Server(GRPC_OPTIONS);
+    const token = newToken();
+    const serverOptions = { ...GRPC_OPTIONS, interceptors: [requireToken(token)] };
+    const unix = new Server(serverOptions);
     unix.addService(serviceDefinition(FrontendService), {
       attach: attachHandler(port, "serve:unix", options.log.child("serve")),
     });
@@ -124,10 +99,9 @@ export async function startEndpoint(port: FrontendPort, options: EndpointOptions
     let tcp: Endpoint["tcp"];
     if (options.tcp) {
       const host = loopbackHost(options.tcp.host);
-      const token = newToken();
-      const server = new Server(GRPC_OPTIONS);
+      const server = new Server(serverOptions);
       server.addService(serviceDefinition(FrontendService), {
-        attach: guarded(attachHandler(port, "serve:tcp", options.log.child("serve")), token),
+        attach: attachHandler(port, "serve:tcp", options.log.child("serve")),
       });
       servers.push(server);
       const bound = await bind(
@@ -138,6 +112,7 @@ export async function startEndpoint(port: FrontendPort, options: EndpointOptions
     }
     return {
       socket: options.socket,
+      token,
       ...(tcp ? { tcp } : {}),
       close: async () => {
         await closeAll();

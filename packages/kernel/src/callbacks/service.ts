@@ -63,6 +63,8 @@ export interface CallbackDeps {
     variables: Record<string, string>;
     withheld: string[];
     protectedPaths: string[];
+    /** Directories the command sandbox hides (runtime and temp directories, socket bases). */
+    hiddenPaths?: string[];
   };
   /** What ControlSession needs beyond the above; without it ControlSession is unavailable. */
   readonly control?: Pick<ControlDeps, "rootPolicy" | "projectDir" | "listSessions" | "durability">;
@@ -186,7 +188,12 @@ export function callbackImplementation(
         plugin: peer.plugin,
         withheld: e.withheld.join(","),
       });
-      return { variables: e.variables, withheld: e.withheld, protectedPaths: e.protectedPaths };
+      return {
+        variables: e.variables,
+        withheld: e.withheld,
+        protectedPaths: e.protectedPaths,
+        hiddenPaths: e.hiddenPaths ?? [],
+      };
     },
 
     async summarize(req, ctx) {

@@ -14,6 +14,7 @@ export * from "./ids.ts";
 export * from "./invoke-stream.ts";
 export * from "./json-depth.ts";
 export * from "./json-schema.ts";
+export * from "./model-budget.ts";
 export * from "./model-errors.ts";
 export * from "./payload-validation.ts";
 export * from "./pricing.ts";

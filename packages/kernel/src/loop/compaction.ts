@@ -440,6 +440,15 @@ export async function summarize(
     quiet: true,
   });
   if (result.kind === "cancelled" || result.kind === "bound") {
+    // The cut summary call was (maybe) billed: it is recorded for the ledger all the same.
+    if (result.completion && result.candidate) {
+      session.log.persistFailedAttempt(
+        turnId,
+        result.candidate,
+        result.completion,
+        result.kind === "bound" ? "max_wall_clock_s" : "cancelled",
+      );
+    }
     throw new SummarizeError("cancelled", "the summary call was interrupted");
   }
   if (result.kind === "failed") throw new SummarizeError(result.category, result.message);

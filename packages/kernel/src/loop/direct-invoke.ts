@@ -8,6 +8,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { type ToolUseBlock, ToolUseBlockSchema } from "@pluggableharness/protocol/content";
+import { budgetToolInput } from "../domain/index.ts";
 import type { LoopDeps } from "./deps.ts";
 import { type CallRecord, resultText } from "./gate/call.ts";
 import { CallGate } from "./gate/gate.ts";
@@ -177,7 +178,7 @@ export function invocationReport(inv: DirectInvocation, call: CallRecord): strin
         : `activated the action "${inv.origin.nodeId}"`;
   const { content, isError } = resultText(call, false);
   return [
-    `[kernel] The operator ${how} directly, without a model turn. It called ${inv.tool.declaredName} with ${JSON.stringify(inv.args)}.`,
+    `[kernel] The operator ${how} directly, without a model turn. It called ${inv.tool.declaredName} with ${JSON.stringify(budgetToolInput(inv.args))}.`,
     `Result${isError ? " (error)" : ""}: ${content}`,
   ].join("\n");
 }

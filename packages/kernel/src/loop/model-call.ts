@@ -2,7 +2,8 @@
 // completion (forwarding text and reasoning deltas to frontends as they arrive),
 // accumulate it, and recover per ModelError category:
 // - rate_limited / overloaded: retried with exponential backoff and jitter (settings.retry),
-//   never sooner than retry_after; then the next eligible candidate of the chain;
+//   never sooner than retry_after and never later than settings.max_retry_delay_ms (a
+//   longer retry_after is cut to it and reported); then the next eligible candidate;
 // - process_crashed: retried once (the runtime relaunches the plugin), then the chain;
 // - invalid_request flagged model_not_found (the vendor does not serve that id): never
 //   retried, the next candidate of the chain, and the candidate is skipped for the rest
@@ -18,16 +19,19 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";
 import type { ContextSection, Message } from "@pluggableharness/protocol/content";
+import { type UsageRecord, UsageRecordSchema } from "@pluggableharness/protocol/event";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import {
   type GenerationParams,
   GenerationParamsSchema,
   type ModelSpec,
+  PricingSchema,
   SafetyKind,
   type StreamCompletionRequest,
   StreamCompletionRequestSchema,
   ToolChoiceMode,
   type ToolDeclaration,
+  UsageSchema,
 } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
 import {
@@ -43,6 +47,7 @@ import {
   ProtocolViolationError,
   placeCacheBreakpoints,
   precompilePayloadSchema,
+  recordUsage,
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
@@ -266,24 +271,61 @@ export function routeCandidates(
 /** vendor_code of an attempt the kernel cut because it delivered nothing for too long. */
 export const STALL_CODE = "stream_idle_timeout";
 
-/** Backoff before retry `n` (0-based): base * factor^n, equal jitter, never below retry_after. */
+export interface RetryWait {
+  /** What the kernel waits: the backoff or the vendor's retry-after, at most max_retry_delay_ms. */
+  readonly delayMs: number;
+  /** What the vendor's retry-after asked for, when it gave one. */
+  readonly askedMs?: number;
+  /** The wait was cut to settings.max_retry_delay_ms. */
+  readonly capped: boolean;
+}
+
+/**
+ * The wait before retry `n` (0-based): base * factor^n with equal jitter, never below the
+ * vendor's retry_after, and never above settings.max_retry_delay_ms. A retry_after that is
+ * not a number is ignored; one that is infinite or huge is cut like any other.
+ */
+export function retryWait(
+  deps: Pick<LoopDeps, "settings" | "clock">,
+  n: number,
+  retryAfterSeconds: number | undefined,
+): RetryWait {
+  const r = deps.settings.retry;
+  const cap = deps.settings.max_retry_delay_ms;
+  const exp = r.base_delay_ms * r.backoff_factor ** n;
+  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
+  const asked =
+    retryAfterSeconds === undefined || Number.isNaN(retryAfterSeconds)
+      ? undefined
+      : Math.max(0, retryAfterSeconds) * 1000;
+  const wanted = Math.max(Number.isNaN(jittered) ? 0 : jittered, asked ?? 0);
+  return {
+    delayMs: Math.min(wanted, cap),
+    ...(asked !== undefined ? { askedMs: asked } : {}),
+    capped: wanted > cap,
+  };
+}
+
+/** The wait before retry `n` in ms (retryWait's delay). */
 export function retryDelayMs(
   deps: Pick<LoopDeps, "settings" | "clock">,
   n: number,
   retryAfterSeconds: number | undefined,
 ): number {
-  const r = deps.settings.retry;
-  const exp = r.base_delay_ms * r.backoff_factor ** n;
-  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
-  const floor = retryAfterSeconds !== undefined && retryAfterSeconds > 0 ? retryAfterSeconds * 1000 : 0;
-  return Math.max(jittered, floor);
+  return retryWait(deps, n, retryAfterSeconds).delayMs;
 }
 
 type AttemptOutcome =
   | { kind: "ok"; completion: AccumulatedCompletion }
   | { kind: "cancelled"; completion: AccumulatedCompletion }
   | { kind: "bound"; completion: AccumulatedCompletion }
-  | { kind: "error"; error: ClassifiedModelError; completion?: AccumulatedCompletion };
+  | {
+      kind: "error";
+      error: ClassifiedModelError;
+      completion?: AccumulatedCompletion;
+      /** The plugin reported the error (an error event, a gRPC status), not the kernel's cut. */
+      reported?: boolean;
+    };
 
 export async function callModel(
   deps: LoopDeps,
@@ -319,7 +361,7 @@ export async function callModel(
     if (!route.chosen && cutWait) {
       return {
         kind: "bound",
-        detail: `${lastError ? `${lastError.category}: ${lastError.message}; ` : ""}the vendor asked to wait ${Math.ceil(cutWait.delayMs / 1000)} s before a retry, and only ${Math.max(0, Math.floor(cutWait.leftMs / 1000))} s were left`,
+        detail: `${lastError ? `${lastError.category}: ${lastError.message}; ` : ""}the vendor asked to wait ${seconds(cutWait.delayMs)} s before a retry, and only ${Math.max(0, Math.floor(cutWait.leftMs / 1000))} s were left`,
       };
     }
     if (!route.chosen) {
@@ -396,7 +438,14 @@ export async function callModel(
         turnId: input.turnId,
         attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
       });
-      const outcome = await attempt(deps, session, candidate, wire, input, attemptNo);
+      // Every attempt is in the cost ledger: one the vendor reported no usage for (cut, failed,
+      // or a vendor that never reports it) carries the kernel's estimate, marked as such.
+      const outcome = withAttemptUsage(
+        deps,
+        candidate,
+        wire,
+        await attempt(deps, session, candidate, wire, input, attemptNo),
+      );
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
         return { kind: "cancelled", completion: outcome.completion, candidate };
@@ -410,10 +459,10 @@ export async function callModel(
       }
       const error = outcome.error;
       lastError = error;
-      // The vendor's request id is what its support asks for: every failed attempt that got
-      // one keeps it in the session file and the log, billed (usage) or not.
+      // Every failed attempt is recorded: its usage (reported or estimated) in the ledger, and
+      // the vendor's request id, which is what its support asks for, in the file and the log.
       const requestId = outcome.completion?.providerRequestId;
-      if (outcome.completion && (outcome.completion.usage.length > 0 || requestId)) {
+      if (outcome.completion) {
         session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       lastRequestId = requestId;
@@ -449,16 +498,36 @@ export async function callModel(
         retries < perCall &&
         session.retriesUsed < deps.limits.maxSessionRetries
       ) {
-        const delay =
-          error.category === "process_crashed" ? 0 : retryDelayMs(deps, retries, error.retryAfterSeconds);
+        const wait: RetryWait =
+          error.category === "process_crashed"
+            ? { delayMs: 0, capped: false }
+            : retryWait(deps, retries, error.retryAfterSeconds);
+        const delay = wait.delayMs;
         const left = leftMs();
         if (delay >= left) {
           // Waiting would outlast the deadline: another candidate may still serve in time.
-          cutWait = { delayMs: delay, leftMs: left };
+          cutWait = { delayMs: wait.askedMs ?? delay, leftMs: left };
           break;
         }
         retries++;
         session.retriesUsed++;
+        // A vendor asking for longer than the kernel waits is told no, and so is the operator.
+        const cappedNote =
+          wait.capped && wait.askedMs !== undefined && wait.askedMs > delay
+            ? `the vendor asked to wait ${seconds(wait.askedMs)} s, waiting at most ${seconds(delay)} s (settings.max_retry_delay_ms); `
+            : "";
+        if (cappedNote) {
+          log.warn(
+            "retry-after cut to settings.max_retry_delay_ms",
+            {
+              provider: candidate.provider.name,
+              model: candidate.spec.id,
+              askedMs: wait.askedMs ?? 0,
+              waitMs: delay,
+            },
+            session.id,
+          );
+        }
         if (error.category === "rate_limited" || error.category === "overloaded") {
           // Frontends show it in their status line (top bar) while the kernel waits.
           const what =
@@ -479,7 +548,7 @@ export async function callModel(
                       node: {
                         case: "text",
                         value: {
-                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
+                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; ${cappedNote}retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
                           style: TextStyle.WARNING,
                         },
                       },
@@ -612,7 +681,8 @@ async function attempt(
     }
     if (err instanceof ProviderCallError) {
       const c = classifyGrpcStatus({ code: err.code, message: err.details });
-      if (c instanceof ClassifiedModelError) return { kind: "error", error: c, completion: acc.finish() };
+      if (c instanceof ClassifiedModelError)
+        return { kind: "error", error: c, completion: acc.finish(), reported: true };
       return { kind: "cancelled", completion: acc.finish() };
     }
     return {
@@ -632,7 +702,7 @@ async function attempt(
   if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
   const completion = acc.finish();
   if (violation) return { kind: "error", error: violation, completion };
-  if (completion.error) return { kind: "error", error: completion.error, completion };
+  if (completion.error) return { kind: "error", error: completion.error, completion, reported: true };
   if (!completion.complete) {
     return {
       kind: "error",
@@ -647,6 +717,56 @@ async function attempt(
     };
   }
   return { kind: "ok", completion };
+}
+
+/** UTF-8 bytes of what an attempt streamed back: text, reasoning and tool-call arguments. */
+function streamedBytes(message: Message): number {
+  let bytes = 0;
+  for (const b of message.content) {
+    const v = b.block;
+    if (v.case === "text" || v.case === "thinking") bytes += Buffer.byteLength(v.value.text, "utf8");
+    else if (v.case === "toolUse") bytes += Buffer.byteLength(JSON.stringify(v.value.input ?? {}), "utf8");
+    else if (v.case === "redactedThinking") bytes += v.value.data.length;
+  }
+  return bytes;
+}
+
+/**
+ * The attempt's outcome with a usage record the ledger can carry. A completion with usage
+ * the vendor reported is kept as it is. Without one, the kernel records its estimate,
+ * marked `estimated` and priced like reported usage: zero for a request the vendor refused
+ * with an error before answering (vendors do not bill those); otherwise (the kernel cut it
+ * on a stall, an interrupt or the deadline, the plugin crashed, the vendor failed
+ * mid-answer, or never reports usage) the request's estimated size as input and what
+ * streamed as output. The estimate errs on the side of counting: a budget must not be
+ * outrun by attempts nobody reported.
+ */
+function withAttemptUsage(
+  deps: LoopDeps,
+  candidate: ResolvedCandidate,
+  request: StreamCompletionRequest,
+  outcome: AttemptOutcome,
+): AttemptOutcome {
+  const completion = outcome.completion;
+  if (!completion || completion.usage.length > 0) return outcome;
+  const refused =
+    outcome.kind === "error" && outcome.reported === true && completion.message.content.length === 0;
+  const usage = create(UsageSchema, {
+    inputTokens: refused
+      ? 0n
+      : estimateInputTokens(request.messages, request.assembledContext, request.tools),
+    outputTokens: refused ? 0n : BigInt(Math.ceil(streamedBytes(completion.message) / 4)),
+  });
+  const receivedAt = timestampFromMillis(deps.clock.now());
+  let record: UsageRecord;
+  try {
+    record = recordUsage(usage, candidate.spec.pricing ?? create(PricingSchema), receivedAt);
+  } catch {
+    // A model whose pricing cannot price it (no tier): the attempt is still on record.
+    record = create(UsageRecordSchema, { usage, costUsd: 0, receivedAt, pricingTierIndex: -1 });
+  }
+  record.estimated = true;
+  return { ...outcome, completion: { ...completion, usage: [record], costUsd: record.costUsd } };
 }
 
 /**
@@ -682,6 +802,11 @@ function reportImageFits(
       },
     });
   }
+}
+
+/** Whole seconds of a wait, for messages ("unbounded" for an infinite retry-after). */
+function seconds(ms: number): string {
+  return Number.isFinite(ms) ? String(Math.ceil(ms / 1000)) : "an unbounded number of";
 }
 
 /** The vendor's request id, for the failure a user reads (and quotes to the vendor's support). */

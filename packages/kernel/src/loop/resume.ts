@@ -39,6 +39,7 @@ import {
 } from "@pluggableharness/protocol/plan";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
+import { budgetToolInputs } from "../domain/index.ts";
 import { type CallRecord, type CallResult, resultText } from "./gate/call.ts";
 import { outsideConversation } from "./records.ts";
 import type { Session } from "./session.ts";
@@ -226,7 +227,7 @@ export function rebuildConversation(
         if (e.producer.category !== PluginCategory.KERNEL) return false;
         const c = fromBinary(CompactionEventSchema, e.payload);
         history.length = 0;
-        history.push(...c.history);
+        history.push(...c.history.map(budgetToolInputs));
         open = undefined;
         const last = c.history.at(-1);
         const uses = last?.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : [])) ?? [];
@@ -265,7 +266,8 @@ export function rebuildConversation(
       }
       open = undefined;
     }
-    history.push(message);
+    // Huge tool inputs shortened as the live session shortened them (domain/model-budget.ts).
+    history.push(budgetToolInputs(message));
     const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
     if (message.role === Role.ASSISTANT && uses.length > 0) open = { turnId: m.turnId, uses };
     return true;

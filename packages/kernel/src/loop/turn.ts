@@ -19,6 +19,7 @@ import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import {
   type AccumulatedCompletion,
+  budgetToolInputs,
   checkDone,
   requestPrefix,
   serializeAllFor,
@@ -281,7 +282,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         partial,
         result.kind === "bound" ? "limit_reached:max_wall_clock_s" : "cancelled",
       );
-      session.history.push(partial.message);
+      session.history.push(budgetToolInputs(partial.message));
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
         // Calls the model named before the interrupt: none ran, each gets a cancelled
@@ -299,7 +300,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         }).cancelRemaining();
         session.log.appendUserMessage(
           turnId,
-          unrun.map((c) => resultBlock(c, true)),
+          unrun.map((c) => resultBlock(c, true, undefined, unrun.length)),
         );
       }
     }
@@ -308,6 +309,9 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   trace("4");
   const completion = result.completion;
   const message = completion.message;
+  // The session file keeps the message whole; the conversation sent to models from now on
+  // carries its huge tool inputs shortened (domain/model-budget.ts).
+  const forModels = budgetToolInputs(message);
   persistAssistant(
     session,
     turnId,
@@ -352,7 +356,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     if (check.kind === "done_no_tool_calls") {
       trace("15");
       closed = true;
-      session.history.push(message);
+      session.history.push(forModels);
       trace("18");
       return { kind: "done" };
     }
@@ -402,10 +406,10 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     openGate = gate;
     const cancel = (): TurnOutcome => {
       gate.cancelRemaining();
-      session.history.push(message);
+      session.history.push(forModels);
       session.log.appendUserMessage(
         turnId,
-        calls.map((c) => resultBlock(c, true)),
+        calls.map((c) => resultBlock(c, true, undefined, calls.length)),
       );
       closed = true;
       return { kind: "cancelled" };
@@ -425,10 +429,10 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
     // ---- 15. history ------------------------------------------------------------------------------------
     trace("15");
-    session.history.push(message);
+    session.history.push(forModels);
     session.log.appendUserMessage(
       turnId,
-      calls.map((c) => resultBlock(c, false, result.candidate?.spec)),
+      calls.map((c) => resultBlock(c, false, result.candidate?.spec, calls.length)),
     );
     closed = true;
 
@@ -472,7 +476,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     );
     try {
       openGate?.cancelRemaining();
-      session.history.push(message);
+      session.history.push(forModels);
       const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
       if (uses.length > 0) {
         session.log.appendUserMessage(
@@ -480,7 +484,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           uses.map((use, index) => {
             const c = calls.find((x) => x.block.id === use.id);
             return c?.result
-              ? resultBlock(c, true)
+              ? resultBlock(c, true, undefined, uses.length)
               : resultBlock(
                   {
                     index,
@@ -498,6 +502,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
                     },
                   },
                   true,
+                  undefined,
+                  uses.length,
                 );
           }),
         );

@@ -11,7 +11,7 @@
 // filesystem, and a model plugin keeps the network it calls its vendor over.
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { basename, isAbsolute, join, resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type AgentConfig, kernelProtectedPaths, type ResolvedProvider } from "@pluggableharness/config";
 import { type GetSchemaResponse, RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
@@ -63,6 +63,7 @@ export class PluginSandboxState {
       this.categories !== undefined &&
       !this.categories.includes("frontend");
     if (mode === "off" || (this.isTool !== true && !thirdPartyOther)) return undefined;
+    if (this.#nestsAsRoot()) return undefined;
     const probe = probeSandbox();
     if (!probe.ok) {
       if (mode === "required") {
@@ -90,10 +91,25 @@ export class PluginSandboxState {
       // tracking) itself, with its own safe configuration; bash and the file tools are
       // kept from it by the command sandbox and the gate (docs/security/git.md).
       protectedPaths: kernelProtectedPaths(projectDir, this.#env, { gitMetadata: false }),
+      nests: nestsCommandSandbox(this.#resolved),
       network:
         required?.network ??
         (this.#resolved.origin === "first_party" || (thirdPartyOther && this.categories!.includes("model"))),
     };
+  }
+
+  /**
+   * A first-party plugin that runs its commands in a command sandbox of its own (exec's
+   * bash, git, MCP servers), when the kernel runs as root: it runs outside the plugin
+   * sandbox, so that its commands get the full one. A capability-free sandbox cannot
+   * host another sandbox for root — the kernel lets a process map uid 0 into a new user
+   * namespace only with CAP_SETFCAP, and bwrap's read-only covers over /proc/irq and
+   * /proc/bus (made whenever host root is mapped) forbid a nested /proc — and keeping
+   * the capabilities that would allow it would let the plugin remount its own sandbox
+   * writable. See docs/security/sandbox-privileges.md.
+   */
+  #nestsAsRoot(): boolean {
+    return outsidePluginSandbox(this.#resolved);
   }
 
   /**
@@ -129,6 +145,27 @@ export class PluginSandboxState {
     const d = this.desired() ?? null;
     return JSON.stringify(d) !== JSON.stringify(this.launched);
   }
+}
+
+/** First-party providers that nest a command sandbox (runtime/sandbox.ts `wrap`). */
+const NESTING_PROVIDERS = new Set(["exec", "git", "mcp"]);
+
+/**
+ * Whether this provider runs its commands in a command sandbox of its own: its plugin
+ * sandbox then keeps user namespaces and goes without the system-call filter. Every other
+ * plugin gets both (runtime/sandbox.ts `wrapPlugin`).
+ */
+function nestsCommandSandbox(resolved: Pick<ResolvedProvider, "origin" | "packageDir">): boolean {
+  return (
+    resolved.origin === "first_party" &&
+    resolved.packageDir !== undefined &&
+    NESTING_PROVIDERS.has(basename(resolved.packageDir))
+  );
+}
+
+/** Whether this provider runs outside the plugin sandbox because it nests one as root (see #nestsAsRoot). */
+export function outsidePluginSandbox(resolved: Pick<ResolvedProvider, "origin" | "packageDir">): boolean {
+  return process.getuid?.() === 0 && nestsCommandSandbox(resolved);
 }
 
 let warned = false;

@@ -438,8 +438,11 @@ describe("slash commands", () => {
 });
 
 describe("FrontendService.Attach over the broker", () => {
-  it("serves the Attach stream on a plugin's kernel connection", async () => {
-    // The broker socket exists only for a plugin process.
+  it("refuses the Attach stream on the kernel connection of a plugin that is no frontend", async () => {
+    // The broker socket exists only for a plugin process. A tool plugin attaching could
+    // list, create and steer sessions and answer their permission requests: only a plugin
+    // serving FrontendService stands for a human (the terminal UI's own Attach is in
+    // providers/tui and the pty tests).
     const k = await h.kernel({
       hcl: PROFILE,
       transport: "process",
@@ -449,8 +452,7 @@ describe("FrontendService.Attach over the broker", () => {
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     const result = k.file(s.id).toolResults()[0]!;
     expect(result.outcome.case === "result" && result.outcome.value.payload).toEqual({
-      sessions: 1,
-      requestId: "probe-1",
+      refused: expect.stringMatching(/^7 plugin "tools" is not a frontend/),
     });
     expect(k.file(s.id).events.some((e) => e.kind === EventKind.TOOL_RESULT)).toBe(true);
     await k.close();

@@ -46,6 +46,7 @@ export const FIXTURES = {
   memory: fileURLToPath(new URL("./fixtures/memory.ts", import.meta.url)),
   liar: fileURLToPath(new URL("../plugins/fixtures/sandboxed/liar.ts", import.meta.url)),
   writer: fileURLToPath(new URL("../plugins/fixtures/sandboxed/writer.ts", import.meta.url)),
+  prober: fileURLToPath(new URL("../plugins/fixtures/sandboxed/prober.ts", import.meta.url)),
 };
 
 export type FixtureName = keyof typeof FIXTURES;
@@ -131,7 +132,7 @@ export interface KernelSpec {
    * How the fixture providers run: "in-process" (default) calls their services directly
    * through the kernel's in-process transport; "process" launches each as a go-plugin
    * subprocess (what crash-by-signal, the broker socket and sandbox tests need). Fixtures
-   * without an in-process form (liar, writer) are always processes.
+   * without an in-process form (liar, writer, prober) are always processes.
    */
   readonly transport?: "in-process" | "process";
   /**

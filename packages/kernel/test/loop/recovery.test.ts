@@ -119,7 +119,20 @@ describe("model errors", () => {
     expect(r.sleeps).toEqual([75, 150]);
     const f = k.file(r.id);
     expect(f.messages().at(-1)!.model?.id).toBe("beta");
-    expect(f.ledger.map((l) => l.modelId)).toEqual(["beta"]);
+    // Every attempt is in the ledger; the vendor refused the three overloaded ones outright,
+    // so they are on record at no cost (their usage marked estimated in the file).
+    expect(f.ledger.map((l) => [l.modelId, l.inputTokens, l.costUsd])).toEqual([
+      ["alpha", 0, 0],
+      ["alpha", 0, 0],
+      ["alpha", 0, 0],
+      ["beta", 10, expect.any(Number)],
+    ]);
+    expect(
+      f
+        .messages()
+        .filter((m) => m.syntheticReason === "attempt_failed:overloaded")
+        .map((m) => m.usage.map((u) => u.estimated)),
+    ).toEqual([[true], [true], [true]]);
   });
 
   for (const category of [

@@ -10,7 +10,7 @@ import { Harness, modelError, reply, type TestKernel, text, usage } from "./harn
 const h = new Harness();
 afterAll(() => h.dispose());
 
-function hcl(options: { idleMs?: number; wallClockS?: number }): string {
+function hcl(options: { idleMs?: number; wallClockS?: number; maxRetryDelayMs?: number }): string {
   return `
 agent_profile "default" {
   model {
@@ -28,6 +28,7 @@ agent_profile "default" {
 }
 settings {
   ${options.idleMs !== undefined ? `stream_idle_timeout_ms = ${options.idleMs}` : ""}
+  ${options.maxRetryDelayMs !== undefined ? `max_retry_delay_ms = ${options.maxRetryDelayMs}` : ""}
   retry {
     base_delay_ms  = 100
     backoff_factor = 2
@@ -37,7 +38,11 @@ settings {
 }
 
 let current: TestKernel | undefined;
-async function kernel(options: { idleMs?: number; wallClockS?: number }): Promise<TestKernel> {
+async function kernel(options: {
+  idleMs?: number;
+  wallClockS?: number;
+  maxRetryDelayMs?: number;
+}): Promise<TestKernel> {
   await current?.close();
   current = await h.kernel({ hcl: hcl(options), headlessAsk: "allow" });
   return current;
@@ -85,13 +90,18 @@ describe("stream idle timeout", () => {
     expect(r.status).toBe(SessionStatus.COMPLETED);
     expect(r.models).toEqual(["alpha", "alpha"]);
     expect(String(r.failures[0]?.fields?.["error"])).toMatch(/mid-answer/);
-    const texts = k
-      .file(r.id)
+    const f = k.file(r.id);
+    const texts = f
       .messages()
+      .filter((m) => !m.syntheticReason.startsWith("attempt_failed:"))
       .flatMap((m) => m.message?.content ?? [])
       .flatMap((b) => (b.block.case === "text" ? [b.block.value.text] : []));
     expect(texts).toContain("whole answer");
     expect(texts.join("|")).not.toContain("half an ans");
+    // The cut attempt is on record all the same, outside the conversation, its usage estimated.
+    const cut = f.messages().find((m) => m.syntheticReason === "attempt_failed:overloaded");
+    expect(cut?.usage.map((u) => u.estimated)).toEqual([true]);
+    expect(f.ledger).toHaveLength(2);
   });
 
   it("does not count a silence the vendor announced (buffering) as a stall", async () => {
@@ -166,5 +176,46 @@ describe("the wall-clock bound during model waits", () => {
     expect(r.sleeps).toEqual([]);
     expect(r.elapsedMs).toBeLessThan(5_000);
     expect(r.stopped).toMatch(/asked to wait 3600 s before a retry, and only \d+ s were left/);
+  });
+});
+
+describe("a vendor's retry-after without a configured bound", () => {
+  // The defect: retry-after: 3600 made the kernel sleep the hour (the fake clock recorded
+  // 3600000 ms). Now a wait is cut to settings.max_retry_delay_ms (default 60 s), retried,
+  // and the cut is logged and shown as a notice.
+  it("waits at most the default minute, then retries, and says it cut the wait", async () => {
+    const k = await kernel({});
+    k.script("retry-after-hour", {
+      turns: [[modelError("rate_limited", { retryAfter: 3600 }), reply("after the minute")]],
+    });
+    const before = k.clock.sleeps.length;
+    const c = k.client({ interactive: false });
+    const id = await c.create("[retry-after-hour] go");
+    expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
+    expect(k.requests("retry-after-hour").map((q) => q.model)).toEqual(["alpha", "alpha"]);
+    expect(k.clock.sleeps.slice(before)).toEqual([60_000]);
+    const cut = k.logs.find((l) => l.sessionId === id && l.message.startsWith("retry-after cut"));
+    expect(cut?.fields).toMatchObject({ askedMs: 3_600_000, waitMs: 60_000 });
+    const notices = c
+      .of("render", id)
+      .map((e) => JSON.stringify(e.event.value.content?.content?.root?.node.value ?? {}));
+    expect(notices.join("\n")).toContain(
+      "model/alpha is rate limited; the vendor asked to wait 3600 s, waiting at most 60 s (settings.max_retry_delay_ms); retry 1 of 2 in 60s",
+    );
+  });
+
+  it("follows a configured bound, and an unbounded hint from a plugin is cut the same way", async () => {
+    const k = await kernel({ maxRetryDelayMs: 1_500 });
+    const r = await run(k, "retry-after-configured", {
+      turns: [
+        [
+          modelError("overloaded", { retryAfter: 1e308 }),
+          modelError("rate_limited", { retryAfter: 1 }),
+          reply("ok"),
+        ],
+      ],
+    });
+    expect(r.status).toBe(SessionStatus.COMPLETED);
+    expect(r.sleeps).toEqual([1_500, 1_000]);
   });
 });

@@ -33,6 +33,7 @@ import {
   KernelLogger,
   type RenderableEvent,
   retryDelayMs,
+  retryWait,
 } from "../../src/index.ts";
 import { checkBounds } from "../../src/loop/bounds.ts";
 
@@ -147,13 +148,35 @@ describe("naming, backoff, templates", () => {
 
   it("backs off exponentially with equal jitter and never retries sooner than retry_after", () => {
     const deps = {
-      settings: { retry: { base_delay_ms: 500, backoff_factor: 2, max_retries: 5 } } as never,
+      settings: {
+        retry: { base_delay_ms: 500, backoff_factor: 2, max_retries: 5 },
+        max_retry_delay_ms: 60_000,
+      } as never,
       clock: { now: () => 0, sleep: async () => {}, random: () => 0 },
     };
     expect([0, 1, 2].map((n) => retryDelayMs(deps, n, undefined))).toEqual([250, 500, 1000]);
     const high = { ...deps, clock: { ...deps.clock, random: () => 0.999 } };
     expect(retryDelayMs(high, 0, undefined)).toBeCloseTo(499.75);
     expect(retryDelayMs(deps, 0, 7)).toBe(7000);
+  });
+
+  it("never waits longer than max_retry_delay_ms, whatever the vendor or the backoff asks", () => {
+    const deps = {
+      settings: {
+        retry: { base_delay_ms: 500, backoff_factor: 10, max_retries: 9 },
+        max_retry_delay_ms: 60_000,
+      } as never,
+      clock: { now: () => 0, sleep: async () => {}, random: () => 0 },
+    };
+    expect(retryWait(deps, 0, 3600)).toEqual({ delayMs: 60_000, askedMs: 3_600_000, capped: true });
+    expect(retryWait(deps, 0, Number.POSITIVE_INFINITY)).toMatchObject({ delayMs: 60_000, capped: true });
+    expect(retryWait(deps, 0, 1e308)).toMatchObject({ delayMs: 60_000, capped: true });
+    // The backoff alone (500 ms * 10^8) is cut too.
+    expect(retryWait(deps, 8, undefined)).toEqual({ delayMs: 60_000, capped: true });
+    // An unreadable or negative hint is no hint.
+    expect(retryWait(deps, 0, Number.NaN)).toEqual({ delayMs: 250, capped: false });
+    expect(retryWait(deps, 0, -5)).toEqual({ delayMs: 250, askedMs: 0, capped: false });
+    expect(retryWait(deps, 0, 59)).toEqual({ delayMs: 59_000, askedMs: 59_000, capped: false });
   });
 
   it("expands prompt templates", () => {

@@ -541,7 +541,8 @@ describe("the vendor request id of a failed attempt", () => {
     expect(attempts.map((e) => [e.syntheticReason, e.providerRequestId])).toEqual([
       ["attempt_failed:auth_error", "req_0123abc"],
     ]);
-    expect(k.file(s.id).ledger).toHaveLength(billed ? 1 : 0);
+    // Every attempt has its ledger row: the unbilled one (refused before answering) at zero.
+    expect(k.file(s.id).ledger.map((r) => r.inputTokens)).toEqual([billed ? 100 : 0]);
     const warn = k.logs.find((r) => r.message === "model call failed: auth_error");
     expect(warn?.fields?.["vendorRequestId"]).toBe("req_0123abc");
     const failure = k.logs.find((r) => r.level === "error" && r.message.startsWith("the turn failed"));

@@ -28,6 +28,33 @@ function thinkingOn(body: Json): boolean {
   return !(isObject(body.thinking) && body.thinking.type === "disabled");
 }
 
+/**
+ * DeepSeek's thinking-mode rule (its thinking-mode guide, "tool calls"): between two user
+ * messages where the model called a tool, every assistant message of that stretch, the
+ * final answer included, must carry its `reasoning_content` in every later request. The
+ * indices of the assistant messages the rule covers.
+ */
+function reasoningRequired(messages: unknown[]): Set<number> {
+  const required = new Set<number>();
+  let span: number[] = [];
+  let called = false;
+  const close = () => {
+    if (called) for (const i of span) required.add(i);
+    span = [];
+    called = false;
+  };
+  for (const [i, m] of messages.entries()) {
+    if (!isObject(m)) continue;
+    if (m.role === "user") close();
+    else if (m.role === "assistant") {
+      span.push(i);
+      if (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) called = true;
+    }
+  }
+  close();
+  return required;
+}
+
 export function validateChat(request: RecordedRequest): Rejection | undefined {
   const body = request.json;
   if (!isObject(body)) return bad("We could not parse the JSON body of your request.", undefined);
@@ -45,6 +72,8 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
       );
   }
 
+  const needsReasoning =
+    request.vendor === "deepseek" && thinkingOn(body) ? reasoningRequired(body.messages) : new Set();
   let openCalls: Set<string> | undefined;
   for (const [i, m] of body.messages.entries()) {
     if (!isObject(m))
@@ -103,14 +132,7 @@ export function validateChat(request: RecordedRequest): Rejection | undefined {
         }
       }
     }
-    if (
-      request.vendor === "deepseek" &&
-      thinkingOn(body) &&
-      role === "assistant" &&
-      Array.isArray(m.tool_calls) &&
-      m.tool_calls.length > 0 &&
-      typeof m.reasoning_content !== "string"
-    )
+    if (needsReasoning.has(i) && typeof m.reasoning_content !== "string")
       return bad(
         `Missing \`reasoning_content\` field in the assistant message at message index ${i}. For more information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls`,
         undefined,

@@ -9,9 +9,11 @@ import type { PlanItem } from "@pluggableharness/protocol/plan";
 import { type RiskClass, type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import {
   type CallOutcomeKind,
+  fitResultText,
   imageFallbackText,
   modelTextOf,
   type ResultImage,
+  resultBudgetBytes,
   resultImages,
   toolErrorReaction,
 } from "../../domain/index.ts";
@@ -141,8 +143,21 @@ function outputText(exec: ToolExecution | undefined): string {
   return exec.output.map((c) => decoder.decode(c.data)).join("");
 }
 
-/** What the model is told about a call's result, and whether it counts as an error. */
-export function resultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
+/**
+ * What the model is told about a call's result, and whether it counts as an error. The
+ * text is at most `budget` bytes (fitResultText): a result larger than that reaches the
+ * model cut, with a note; its tool_result event keeps it whole.
+ */
+export function resultText(
+  call: CallRecord,
+  turnAborted: boolean,
+  budget = resultBudgetBytes(undefined),
+): { content: string; isError: boolean } {
+  const { content, isError } = fullResultText(call, turnAborted);
+  return { content: fitResultText(content, budget), isError };
+}
+
+function fullResultText(call: CallRecord, turnAborted: boolean): { content: string; isError: boolean } {
   const r = call.result!;
   if (r.outcome.kind === "result")
     return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
@@ -175,16 +190,18 @@ function image(i: ResultImage): ContentBlock {
 }
 
 /**
- * The tool_result block the model sees for a call. Images the result carries
+ * The tool_result block the model sees for a call, one of `shares` results of its message
+ * (they split the result budget). Images the result carries
  * (model_image_field) follow its text as image blocks when `model` takes images, and as
  * a one-line note otherwise (a model without vision must never be sent one).
  */
 export function resultBlock(
   call: CallRecord,
   turnAborted: boolean,
-  model?: { readonly id: string; readonly supportsVision: boolean },
+  model?: { readonly id: string; readonly supportsVision: boolean; readonly contextWindow?: bigint },
+  shares = 1,
 ): ContentBlock {
-  const { content, isError } = resultText(call, turnAborted);
+  const { content, isError } = resultText(call, turnAborted, resultBudgetBytes(model?.contextWindow, shares));
   const blocks: ContentBlock[] = [text(content)];
   const r = call.result;
   if (r?.outcome.kind === "result") {

@@ -49,6 +49,17 @@ export declare type UsageRecord = Message<"pluggableharness.event.v1.UsageRecord
    * @generated from field: int32 pricing_tier_index = 4;
    */
   pricingTierIndex: number;
+
+  /**
+   * Set when the vendor reported no usage for the model attempt (the kernel cut it: a
+   * stall, an interrupt, the run's deadline; it failed; or the vendor never reports
+   * usage). The counts are then the kernel's own estimate, priced like reported usage:
+   * the request's size and what streamed back, or zero for a request the vendor refused
+   * with an error before answering.
+   *
+   * @generated from field: bool estimated = 5;
+   */
+  estimated: boolean;
 };
 
 /**

@@ -957,6 +957,15 @@ export declare type ExecEnvironmentResponse = Message<"pluggableharness.kernel.v
    * @generated from field: repeated string protected_paths = 3;
    */
   protectedPaths: string[];
+
+  /**
+   * Absolute directories the sandbox must hide from commands (an empty mount over each):
+   * the kernel's temp directory, its runtime directories and every plugin socket
+   * directory's base. A unix socket answers even through a read-only mount.
+   *
+   * @generated from field: repeated string hidden_paths = 4;
+   */
+  hiddenPaths: string[];
 };
 
 /**
