@@ -154,17 +154,28 @@ function filesUnder(dir: string): string[] {
   return out;
 }
 
-/** The highest peak resident size (VmHWM, MiB) of any live bridge process, sampled until stopped. */
-function watchBridgeMemory(): { stop(): number } {
-  let peak = 0;
+/**
+ * The highest peak resident size (VmHWM, MiB) of the bridge's own processes, and of the
+ * kernel's, sampled until stopped. The plugin sandbox runs the bridge as its own process;
+ * as root, where the bridge nests its servers' sandbox outside the plugin sandbox, it is a
+ * worker thread of the kernel and only the kernel's process can be measured.
+ */
+function watchBridgeMemory(): { stop(): { bridge: number; kernel: number } } {
+  const peak = { bridge: 0, kernel: 0 };
   const sample = () => {
     for (const pid of readdirSync("/proc")) {
       if (!/^\d+$/.test(pid)) continue;
       try {
         const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-        if (!/providers\/mcp\/src\/main\.(ts|mjs)/.test(cmd) || cmd.startsWith("bwrap")) continue;
+        const which =
+          /providers\/mcp\/src\/main\.(ts|mjs)/.test(cmd) && !cmd.startsWith("bwrap")
+            ? "bridge"
+            : cmd.includes("\0run\0-p\0misbehave\0")
+              ? "kernel"
+              : undefined;
+        if (!which) continue;
         const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-        if (m) peak = Math.max(peak, Number(m[1]) / 1024);
+        if (m) peak[which] = Math.max(peak[which], Number(m[1]) / 1024);
       } catch {
         // gone
       }
@@ -240,7 +251,7 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
       ["run", "-p", "misbehave", "--output-format", "stream-json", "--headless-ask", "allow"],
       { cwd: repo, env, timeoutMs: 240_000 },
     );
-    const peakMb = memory.stop();
+    const peak = memory.stop();
     // Each check below is independent: all of them report (expect.soft), not just the first.
     expect.soft(r.stderr).toBe("");
     expect.soft(r.code).toBe(0);
@@ -299,9 +310,11 @@ describe("an MCP server that leaks its secrets and answers with huge results", (
     for (const f of filesUnder(join(sb.home, "state"))) {
       expect.soft(readFileSync(f).length, f).toBeLessThan(4 * 1024 * 1024);
     }
-    // A 50 MiB message never sits whole in the bridge (it idles at about 105 MiB resident).
-    expect.soft(peakMb).toBeGreaterThan(0);
-    expect.soft(peakMb).toBeLessThan(200);
+    // A 50 MiB message never sits whole in the bridge: its own process idles at about
+    // 105 MiB; a kernel hosting it (and three other plugins) in worker threads at about 300.
+    expect.soft(peak.kernel).toBeGreaterThan(0);
+    if (peak.bridge > 0) expect.soft(peak.bridge).toBeLessThan(200);
+    else expect.soft(peak.kernel).toBeLessThan(450);
 
     // The commands that start the servers outside a session report what they said, masked
     // the same way: the broken server's stderr in `validate`'s warning and `mcp list`.
