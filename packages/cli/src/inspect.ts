@@ -5,7 +5,12 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { AgentConfig, ResolvedProvider } from "@pluggableharness/config";
+import {
+  type AgentConfig,
+  type ResolvedProvider,
+  SecretMask,
+  withheldValues,
+} from "@pluggableharness/config";
 import { outsidePluginSandbox, providerTransport } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
@@ -86,9 +91,14 @@ export async function inspectProviders(
   options: {
     configure?: (name: string, schema: ConfigSchema | undefined) => JsonObject | undefined;
     log?: (line: string) => void;
+    /** The environment the configuration reads (its env() values are masked in what is reported). */
+    env?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<ProviderFacts[]> {
   const hosts: PluginTransportHost[] = [];
+  // A provider configured with a secret may repeat it (an MCP server's stderr in its
+  // Configure warning): masked as the kernel masks it (docs/security/mcp.md).
+  const mask = new SecretMask(withheldValues(config.projectDir, options.env ?? process.env));
   try {
     return await Promise.all(
       resolved.map(async (r): Promise<ProviderFacts> => {
@@ -113,9 +123,10 @@ export async function inspectProviders(
           command: r.origin === "first_party" ? preferBundle(r.executable, installationRoot()) : r.executable,
           cwd: config.projectDir,
           launchTimeoutMs: TIMEOUT_MS,
-          logSink: (rec) => options.log?.(`[${r.localName}] ${rec.message}`),
+          logSink: (rec) => options.log?.(`[${r.localName}] ${mask.mask(rec.message)}`),
         });
         hosts.push(host);
+        let holdsSecret = false;
         try {
           const d = await host.describe();
           facts.categories = d.categories;
@@ -125,6 +136,9 @@ export async function inspectProviders(
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           await describeCategories(host, facts);
           const values = options.configure?.(r.localName, facts.configSchema);
+          // As in a session, only a provider given a secret has what it reports masked: the
+          // others' reports are about the user's own values (a missing root's path).
+          holdsSecret = values !== undefined && mask.contains(JSON.stringify(values));
           if (values !== undefined) {
             await configureAll(host, facts, values);
             // A bridge's operations exist once its configuration is applied (the MCP bridge).
@@ -141,12 +155,26 @@ export async function inspectProviders(
           facts.healthy = false;
           facts.error = (err as Error).message;
         }
-        return facts;
+        return holdsSecret ? maskFacts(facts, mask) : facts;
       }),
     );
   } finally {
     await Promise.all(hosts.map((h) => h.shutdown().catch(() => {})));
   }
+}
+
+/** What is reported of a provider, with every secret masked (the raw descriptions stay for the kernel's rules). */
+function maskFacts(facts: ProviderFacts, mask: SecretMask): ProviderFacts {
+  if (mask.empty) return facts;
+  if (facts.error !== undefined) facts.error = mask.mask(facts.error);
+  facts.configureProblems = facts.configureProblems.map((p) => mask.mask(p));
+  facts.configureDiagnostics = facts.configureDiagnostics.map((d) => ({
+    ...d,
+    summary: mask.mask(d.summary),
+    detail: mask.mask(d.detail),
+  }));
+  facts.tools = facts.tools.map((t) => ({ ...t, name: mask.mask(t.name) }));
+  return facts;
 }
 
 /** The kernel's choice once the categories are known: a tool provider it sandboxes runs as a process. */

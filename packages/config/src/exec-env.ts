@@ -3,8 +3,9 @@
 // every variable the configuration reads with env() (those are the agent's secrets) and
 // every name matching a secret pattern, and without the agent's private Node.js on PATH.
 
-import { readFileSync } from "node:fs";
-import { dirname, join, resolve, sep } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { type Expression, envFunction, evaluate, parseFile } from "@pluggableharness/hcl";
 import { globalConfigPath } from "./global.ts";
 
 export const DEFAULT_SECRET_PATTERNS: readonly string[] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*"];
@@ -24,8 +25,45 @@ export function envNamesReadByConfig(projectDir: string, env: Env = process.env)
       continue;
     }
     for (const m of text.matchAll(ENV_CALL)) names.add(m[1]!);
+    for (const n of envCallNames(text, file, env)) names.add(n);
   }
   return [...names].sort();
+}
+
+/**
+ * The names every env() call of a configuration file reads, as the evaluator sees them: a
+ * pattern over the text misses `env ("X")`, a comment or newline inside the call, a name
+ * built by a template or written with escapes, and env(env("X")). Each call's argument is
+ * evaluated on its own (with env() itself available); one that cannot be (it refers to
+ * something else) names nothing here, as it reads nothing when the configuration loads.
+ */
+function envCallNames(text: string, file: string, env: Env): string[] {
+  const parsed = parseFile(text, file);
+  const functions = { env: envFunction(env) };
+  const names: string[] = [];
+  const seen = new WeakSet<object>();
+  const visit = (node: unknown): void => {
+    if (node === null || typeof node !== "object" || seen.has(node)) return;
+    seen.add(node);
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n);
+      return;
+    }
+    const call = node as { kind?: unknown; name?: unknown; args?: unknown };
+    if (
+      call.kind === "FunctionCall" &&
+      call.name === "env" &&
+      Array.isArray(call.args) &&
+      call.args.length === 1
+    ) {
+      const r = evaluate(call.args[0] as Expression, { functions });
+      if (typeof r.value === "string") names.push(r.value);
+    }
+    // Source positions hold no expressions.
+    for (const [k, v] of Object.entries(node)) if (!/range$/i.test(k)) visit(v);
+  };
+  visit(parsed.file.body);
+  return names;
 }
 
 function patternRegex(p: string): RegExp {
@@ -86,4 +124,21 @@ function userPath(path: string, options: ExecEnvironmentOptions): string {
     .split(":")
     .filter((e) => !own(e))
     .join(":");
+}
+
+/**
+ * The values of the variables withheld from commands, for masking: every variable an
+ * env() in agent.hcl or the global config reads, whatever its name, and every
+ * secret-named one, except paths that exist (docs/security/mcp.md).
+ */
+export function withheldValues(projectDir: string, env: Env): string[] {
+  const e = execEnvironment(env, { configNames: envNamesReadByConfig(projectDir, env) });
+  return e.withheld.flatMap((n) => {
+    const v = env[n];
+    // A path to something on this machine (roots = [env("WORK")]) is a location, not a
+    // credential: masking it would garble every path a file tool reports, and a later edit
+    // could write the marker back. It stays withheld from commands all the same.
+    if (!v || (isAbsolute(v) && existsSync(v))) return [];
+    return [v];
+  });
 }

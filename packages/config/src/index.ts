@@ -42,6 +42,7 @@ export {
   type ExecEnvironment,
   envNamesReadByConfig,
   execEnvironment,
+  withheldValues,
 } from "./exec-env.ts";
 export { gitMetadataPaths } from "./git-paths.ts";
 export {
@@ -156,6 +157,14 @@ export {
   toStruct,
   validateConfigSchema,
 } from "./schema-bridge.ts";
+export {
+  DEFAULT_MARKER,
+  MIN_ENCODED_LENGTH,
+  MIN_LITERAL_LENGTH,
+  SecretMask,
+  type SecretMaskOptions,
+  secretForms,
+} from "./secret-mask.ts";
 export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
   DEFAULT_COMPACTION,

@@ -32,6 +32,7 @@ import {
 } from "./builtin-rules.ts";
 import type { PolicyAction, PolicyMatch, PolicyRule, RiskName } from "./model.ts";
 import { compiledArgs, hasArgumentMatch, specificityRank } from "./policy.ts";
+import type { SecretMask } from "./secret-mask.ts";
 import { parseCommand, type SimpleCommand, shellQuote } from "./shell.ts";
 
 export type CallKind = "resource" | "data_source" | "interactive";
@@ -379,13 +380,15 @@ export type RememberScope =
  */
 export function narrowestScope(
   call: PolicyCall,
-  options: { secretValues?: readonly string[] } = {},
+  options: { secretValues?: readonly string[]; secretMask?: SecretMask } = {},
 ): RememberScope {
   const what = `${call.provider}.${call.tool_name}`;
-  // A rule is written to disk and shown in prompts: never one carrying a secret.
+  // A rule is written to disk and shown in prompts: never one carrying a secret, in any
+  // encoding the mask knows.
   const text = JSON.stringify(call.args ?? {});
   if (
     (options.secretValues ?? []).some((v) => v.length >= 8 && text.includes(v)) ||
+    options.secretMask?.contains(text) ||
     SECRET_SHAPE.test(text)
   ) {
     return {

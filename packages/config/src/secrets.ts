@@ -5,6 +5,7 @@
 
 import { type Expression, literalString } from "@pluggableharness/hcl";
 import { type ConfigDiagnostic, errorAt } from "./diagnostics.ts";
+import { SecretMask } from "./secret-mask.ts";
 
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -135,14 +136,13 @@ export class Secret {
 
 /**
  * Safety net for diagnostics produced while values from the environment were in
- * play: any occurrence of such a value (4+ characters) is replaced. Our own
- * messages never include values; this guards text coming from elsewhere.
+ * play: any occurrence of such a value (4+ characters, and its encodings from 8) is
+ * replaced. Our own messages never include values; this guards text coming from elsewhere.
  */
 export function scrub(diagnostics: ConfigDiagnostic[], values: Iterable<string>): ConfigDiagnostic[] {
-  const secrets = [...values].filter((v) => v.length >= 4).sort((a, b) => b.length - a.length);
-  if (secrets.length === 0) return diagnostics;
-  const clean = (s: string) => secrets.reduce((acc, v) => acc.split(v).join(REDACTED), s);
-  return diagnostics.map((d) => ({ ...d, summary: clean(d.summary), detail: clean(d.detail) }));
+  const mask = new SecretMask(values, { minLiteral: 4, marker: REDACTED });
+  if (mask.empty) return diagnostics;
+  return diagnostics.map((d) => ({ ...d, summary: mask.mask(d.summary), detail: mask.mask(d.detail) }));
 }
 
 /**

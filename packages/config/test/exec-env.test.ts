@@ -5,9 +5,11 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { envNamesReadByConfig, execEnvironment } from "../src/index.ts";
+import { envNamesReadByConfig, execEnvironment, withheldValues } from "../src/index.ts";
 
 const CANARY = "canary-5d1e9b7f3a";
+/** An HCL template's "$", kept out of this file's own template strings. */
+const DOLLAR = "$";
 
 describe("the exec environment", () => {
   it("withholds env()-read variables and secret patterns, keeps the user's own", () => {
@@ -70,5 +72,61 @@ describe("the exec environment", () => {
       { configNames: [], installationRoot: "/repo", execPath: "/usr/local/bin/node" },
     );
     expect(e.variables["PATH"]).toBe("/usr/local/bin:/usr/bin");
+  });
+
+  it("finds the name of every env() call, however it is spelled", () => {
+    const project = mkdtempSync(join(tmpdir(), "exec-env-"));
+    // Each spelling the configuration's evaluator accepts for reading a variable.
+    writeFileSync(
+      join(project, "agent.hcl"),
+      [
+        'provider "mcp" {',
+        "  env = {",
+        '    A = env ("SPACED")',
+        '    B = env(\n      "ON_ITS_OWN_LINE"\n    )',
+        '    C = env(/* why */ "AFTER_COMMENT")',
+        `    D = env("TEMPL${DOLLAR}{"ATED"}")`,
+        '    E = env("ESC\\u0041PED")',
+        '    F = env(env("INDIRECT"))',
+        `    G = "Bearer ${DOLLAR}{env("IN_TEMPLATE")}"`,
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const source = { XDG_CONFIG_HOME: join(project, "none"), INDIRECT: "POINTED_AT" };
+    expect(envNamesReadByConfig(project, source)).toEqual([
+      "AFTER_COMMENT",
+      "ESCAPED",
+      "INDIRECT",
+      "IN_TEMPLATE",
+      "ON_ITS_OWN_LINE",
+      "POINTED_AT",
+      "SPACED",
+      "TEMPLATED",
+    ]);
+  });
+
+  it("masks every withheld value but a path that exists on this machine", () => {
+    const project = mkdtempSync(join(tmpdir(), "exec-env-"));
+    writeFileSync(
+      join(project, "agent.hcl"),
+      'provider "p" {\n  roots = [env("WORK")]\n  a = env("PLAIN")\n  b = env("NOT_A_PATH")\n}\n',
+    );
+    const source = {
+      XDG_CONFIG_HOME: join(project, "none"),
+      WORK: project,
+      PLAIN: "Zq7vK2pW9xR4mT8n",
+      NOT_A_PATH: "/no/such/place/Zq7v",
+      SOME_TOKEN: CANARY,
+    };
+    expect(withheldValues(project, source).sort()).toEqual([
+      "/no/such/place/Zq7v",
+      "Zq7vK2pW9xR4mT8n",
+      CANARY,
+    ]);
+    // Still withheld from commands.
+    const names = envNamesReadByConfig(project, source);
+    expect(execEnvironment(source, { configNames: names }).withheld).toContain("WORK");
   });
 });

@@ -23,8 +23,10 @@ import {
   type ResolvedProvider,
   readLockFile,
   resolveProviders,
+  SecretMask,
   updateLock,
   verifyLock,
+  withheldValues,
   writeLockFile,
 } from "@pluggableharness/config";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
@@ -347,10 +349,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   #closed = false;
   #planned = false;
 
-  constructor(options: KernelOptions, config: AgentConfig, log: KernelLogger) {
+  readonly #secretMask: SecretMask;
+
+  constructor(options: KernelOptions, config: AgentConfig, log: KernelLogger, secretMask: SecretMask) {
     this.#options = options;
     this.config = config;
     this.#log = log;
+    this.#secretMask = secretMask;
     this.#pool = options.pool ?? new PluginPool();
     this.#ownsPool = options.pool === undefined;
     this.#renderer = new EventRenderer(() => this.#providers, log.child("render"));
@@ -375,6 +380,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(cacheDir === false ? {} : { describeCache: new DescribeCache(cacheDir) }),
       ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
+      secretMask: this.#secretMask,
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
     this.#providers = providers;
@@ -417,6 +423,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         ...(this.#options.stateDir ? [this.#options.stateDir] : []),
       ],
       secretValues: this.#secretValues(),
+      secretMask: this.#secretMask,
       headlessAsk: this.#options.headlessAsk ?? "deny",
       limits: {
         ...DEFAULT_LIMITS,
@@ -429,14 +436,9 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   #secretValues(): string[] {
-    const source = this.#options.env ?? process.env;
-    const e = execEnvironment(source, {
-      configNames: envNamesReadByConfig(this.config.projectDir, source),
-    });
-    return e.withheld.flatMap((n) => {
-      const v = source[n];
-      return v && v.length >= 8 ? [v] : [];
-    });
+    return withheldValues(this.config.projectDir, this.#options.env ?? process.env).filter(
+      (v) => v.length >= 8,
+    );
   }
 
   get #d(): LoopDeps {
@@ -967,6 +969,20 @@ function handleFor(session: Session): SessionHandle {
   };
 }
 
+/** A sink that masks every secret in a record's message and fields before passing it on. */
+function maskedSink(sink: KernelLogSink, mask: SecretMask): KernelLogSink {
+  if (mask.empty) return sink;
+  return (record) => {
+    const message = mask.mask(record.message);
+    const fields = record.fields ? mask.maskJson(record.fields) : undefined;
+    sink(
+      message === record.message && fields === record.fields
+        ? record
+        : { ...record, message, ...(fields ? { fields } : {}) },
+    );
+  };
+}
+
 /** Loads the configuration, launches and configures every provider, and returns a ready kernel. */
 export async function createKernel(options: KernelOptions): Promise<Kernel> {
   const env = options.env ?? process.env;
@@ -977,8 +993,10 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     if (!loaded.ok) throw new ConfigError(errorsOf(loaded.diagnostics));
     config = loaded.config;
   }
+  // Built once: every withheld value in every form, for log records, tool output and summaries.
+  const secretMask = new SecretMask(withheldValues(config.projectDir, env));
   const log = new KernelLogger(
-    options.logSink ?? discardLog,
+    maskedSink(options.logSink ?? discardLog, secretMask),
     "kernel",
     options.logLevel ?? config.settings.log_level,
   );
@@ -1035,7 +1053,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     if (problems.length > 0) throw new ConfigError(problems, "the lock file");
   }
 
-  const kernel = new KernelImpl(options, config, log);
+  const kernel = new KernelImpl(options, config, log, secretMask);
   try {
     await kernel.init(resolved);
   } catch (err) {

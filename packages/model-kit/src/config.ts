@@ -3,6 +3,7 @@
 // name attributes and say what is wrong; they never repeat a received value, so a secret
 // pasted into the wrong attribute cannot leak through them either.
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { SecretMask } from "@pluggableharness/config/secret-mask";
 import {
   AttributeType,
   type ConfigDiagnostic,
@@ -190,15 +191,13 @@ export function checkBaseUrl(value: JsonValue): string | undefined {
   return undefined;
 }
 
-/** Replaces every occurrence of each secret (and of its URL-encoded form) with a marker. */
+/**
+ * Replaces every occurrence of each secret with a marker: literally from 4 characters, and
+ * in the encodings SecretMask knows (base64, hex, percent-encoding, JSON escapes, reversed)
+ * from 8 — a vendor error may echo the key in a URL, a header or a JSON body.
+ */
 export function makeRedactor(secrets: readonly string[]): (text: string) => string {
-  const needles = [...new Set(secrets.flatMap((s) => [s, encodeURIComponent(s)]))]
-    .filter((s) => s.length >= 4)
-    .sort((a, b) => b.length - a.length);
-  if (needles.length === 0) return (t) => t;
-  return (text) => {
-    let out = text;
-    for (const n of needles) out = out.split(n).join("[redacted]");
-    return out;
-  };
+  const mask = new SecretMask(secrets, { minLiteral: 4 });
+  if (mask.empty) return (t) => t;
+  return (text) => mask.mask(text);
 }

@@ -198,7 +198,14 @@ describe("configuration", () => {
     expect(r.diagnostics).toEqual([]);
     expect(r.values["base_url"]).toBe("https://x.test");
     expect(r.secrets).toEqual(["sk-abc-123"]);
-    expect(makeRedactor(r.secrets)("got sk-abc-123 and sk-abc-123")).toBe("got [redacted] and [redacted]");
+    const redact = makeRedactor(r.secrets);
+    expect(redact("got sk-abc-123 and sk-abc-123")).toBe("got [redacted] and [redacted]");
+    // Encoded copies too: in a URL, a Basic header, a hex dump.
+    expect(redact(`?key=${encodeURIComponent("sk-abc-123")}`)).toBe("?key=[redacted]");
+    expect(redact(`Basic ${Buffer.from("u:sk-abc-123").toString("base64")}`)).not.toContain(
+      Buffer.from("sk-abc-123").toString("base64").slice(4, 12),
+    );
+    expect(redact(Buffer.from("sk-abc-123").toString("hex"))).toBe("[redacted]");
   });
   it("accepts only absolute http(s) base URLs without credentials or query", () => {
     expect(checkBaseUrl("https://api.example.com/v1")).toBeUndefined();

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
 import { type ConfigField, configError, type Diagnostic } from "@pluggableharness/tool-kit";
+import { DEFAULT_MAX_OUTPUT_BYTES, MAX_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES } from "./budget.ts";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -74,6 +75,13 @@ export const CONFIG: readonly ConfigField[] = [
     description: "The deadline of one tool call (the kernel's default_timeout for the server's tools).",
   },
   {
+    name: "max_output_bytes",
+    type: "number",
+    default: DEFAULT_MAX_OUTPUT_BYTES,
+    description:
+      "Most bytes of text one result, resource read or error passes on to the model (1 KiB to 1 MiB); the rest is cut with a note. Structured content larger than this is left out.",
+  },
+  {
     name: "sandbox",
     type: "string",
     default: "best_effort",
@@ -114,6 +122,7 @@ export interface Settings {
   trustReadOnlyHint: boolean;
   startupTimeoutMs: number;
   toolTimeoutMs: number;
+  maxOutputBytes: number;
   sandbox: SandboxMode;
   network: boolean;
   roots: string[];
@@ -183,6 +192,7 @@ export function parseSettings(values: JsonObject): { settings?: Settings; proble
   // Configure itself has a 30 s deadline in the kernel; starting the server must fit in it.
   const startupTimeoutMs = num("startup_timeout_ms", 100, 25_000);
   const toolTimeoutMs = num("tool_timeout_ms", 100, 3_600_000);
+  const maxOutputBytes = num("max_output_bytes", MIN_MAX_OUTPUT_BYTES, MAX_MAX_OUTPUT_BYTES);
   const enabled = values["enabled_tools"];
   if (problems.length > 0) return { problems };
   return {
@@ -199,6 +209,7 @@ export function parseSettings(values: JsonObject): { settings?: Settings; proble
       trustReadOnlyHint: values["trust_read_only_hint"] === true,
       startupTimeoutMs,
       toolTimeoutMs,
+      maxOutputBytes,
       sandbox,
       network: values["network"] === true,
       roots: strings(values["roots"]),

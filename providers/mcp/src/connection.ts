@@ -9,8 +9,10 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { KernelClient } from "@pluggableharness/plugin-sdk";
 import { probeSandbox, wrap } from "@pluggableharness/runtime/sandbox";
+import { clipLimits } from "./budget.ts";
 import type { Settings } from "./config.ts";
 import { ownEnvironmentFallback } from "./environment.ts";
+import { clippingFetch } from "./http.ts";
 import { Redactor, secretName } from "./redact.ts";
 import { ProcessTransport } from "./stdio.ts";
 
@@ -33,7 +35,17 @@ export interface Started {
   connection: Connection;
   /** Said once when the server runs without the sandbox it was meant to have. */
   notice?: string;
+  /** Said once when the server listed more tools than the bridge keeps. */
+  toolsNotice?: string;
 }
+
+/**
+ * Most of a server's tool list the bridge keeps: a server paging `tools/list` forever, or
+ * with huge schemas, must not fill the bridge's memory while it starts (each page alone is
+ * bounded by the clip limits, not their sum). Far more than any real server offers.
+ */
+export const MAX_TOOLS = 1000;
+export const MAX_TOOL_LIST_BYTES = 8 * 1024 * 1024;
 
 export class Connection {
   readonly client: Client;
@@ -151,8 +163,10 @@ export async function connect(
       .map(([, v]) => v),
     ...Object.values(settings.headers),
   ]);
+  const limits = clipLimits(settings.maxOutputBytes);
   let transport: Transport;
   let notice: string | undefined;
+  let toolsNotice: string | undefined;
   if (settings.transport === "stdio") {
     const env = await environment(kernel, settings);
     const line = localCommand(settings, projectDir, env.protectedPaths);
@@ -162,22 +176,26 @@ export async function connect(
       args: line.args,
       cwd: settings.cwd,
       env: { ...env.variables, ...settings.env },
+      clip: limits,
     });
   } else {
     const headers = settings.headers;
+    // Every response body is read through the clipper (http.ts), as stdio lines are.
+    const clipped = clippingFetch(limits);
     transport =
       settings.transport === "sse"
         ? new SSEClientTransport(settings.url!, {
             requestInit: { headers },
+            fetch: clipped,
             eventSourceInit: {
               fetch: (url, init) =>
-                fetch(url, {
+                clipped(url, {
                   ...init,
                   headers: { ...(init?.headers as Record<string, string>), ...headers },
                 }),
             },
           })
-        : new StreamableHTTPClientTransport(settings.url!, { requestInit: { headers } });
+        : new StreamableHTTPClientTransport(settings.url!, { requestInit: { headers }, fetch: clipped });
   }
   const client = new Client({ name: "pluggableharness", version: PKG_VERSION }, { capabilities: {} });
   const connection = new Connection(client, transport, settings, redactor);
@@ -198,12 +216,21 @@ export async function connect(
         };
         if (caps.tools) {
           let cursor: string | undefined;
+          let bytes = 0;
           do {
             const page = await client.listTools(cursor ? { cursor } : {}, {
               timeout: settings.startupTimeoutMs,
             });
-            connection.tools.push(...page.tools);
-            cursor = page.nextCursor;
+            for (const tool of page.tools) {
+              bytes += JSON.stringify(tool).length;
+              if (connection.tools.length >= MAX_TOOLS || bytes > MAX_TOOL_LIST_BYTES) {
+                cursor = undefined;
+                toolsNotice = `The MCP server lists more tools than the bridge reads (${MAX_TOOLS} tools or ${MAX_TOOL_LIST_BYTES / (1024 * 1024)} MiB of tool specifications); the rest are left out`;
+                break;
+              }
+              connection.tools.push(tool);
+            }
+            if (!toolsNotice) cursor = page.nextCursor;
           } while (cursor);
         }
         connection.hasResources = caps.resources !== undefined;
@@ -223,7 +250,7 @@ export async function connect(
     if (transport instanceof ProcessTransport && !transport.closing)
       connection.onDeath?.(connection.describeExit());
   });
-  return { connection, ...(notice ? { notice } : {}) };
+  return { connection, ...(notice ? { notice } : {}), ...(toolsNotice ? { toolsNotice } : {}) };
 }
 
 function chain(a: (() => void) | undefined, b: () => void): () => void {

@@ -1,31 +1,32 @@
 // Masks the secrets the block passed to the server (header values, and env values under a
-// secret-looking name: tokens, keys, passwords) in any
-// text the bridge lets out — errors, log lines, stderr tails — so a server echoing its
-// environment cannot leak a secret through the bridge.
-
-/** Shorter values are too likely to be ordinary words to mask. */
-const MIN_SECRET_LENGTH = 6;
+// secret-looking name: tokens, keys, passwords) in any text the bridge lets out — results,
+// errors, progress, log lines, stderr tails — in every encoding SecretMask knows, so a
+// server echoing its environment cannot leak a secret through the bridge. Values the block
+// read with env() under a plain name look like any literal here; the kernel masks those
+// (with every other value the configuration reads) in what this plugin sends it.
+import { SecretMask } from "@pluggableharness/config/secret-mask";
 
 export class Redactor {
-  readonly #values: string[];
+  readonly #mask: SecretMask;
 
   constructor(values: readonly string[]) {
     const set = new Set<string>();
     for (const v of values) {
-      if (v.length >= MIN_SECRET_LENGTH) set.add(v);
+      set.add(v);
       // "Bearer <token>": the token alone counts too.
       const parts = v.trim().split(/\s+/);
-      const last = parts.at(-1) ?? "";
-      if (parts.length > 1 && last.length >= MIN_SECRET_LENGTH) set.add(last);
+      if (parts.length > 1) set.add(parts.at(-1)!);
     }
-    // Longest first, so a value containing another is masked whole.
-    this.#values = [...set].sort((a, b) => b.length - a.length);
+    this.#mask = new SecretMask(set);
   }
 
   mask(text: string): string {
-    let out = text;
-    for (const v of this.#values) out = out.split(v).join("(redacted)");
-    return out;
+    return this.#mask.mask(text);
+  }
+
+  /** A JSON value with every string masked (the same value when nothing was). */
+  maskJson<T>(value: T): T {
+    return this.#mask.maskJson(value);
   }
 }
 

@@ -4,8 +4,10 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
 import { ToolFailure } from "@pluggableharness/tool-kit";
+import { formatBytes } from "./budget.ts";
+import { CLIP_KEY, clipReportOf } from "./clip.ts";
 import type { Connection } from "./connection.ts";
-import { failureOf, maskJson, type ToolSchemaInit } from "./tools.ts";
+import { budgetItems, failureOf, type Item, type ToolSchemaInit } from "./tools.ts";
 
 const STRING = 2;
 const OBJECT = 1;
@@ -33,6 +35,10 @@ export const RESOURCE_OPERATIONS: readonly ToolSchemaInit[] = [
         { name: "resources", schema: { type: ARRAY, items: listItem } },
         { name: "templates", schema: { type: ARRAY, items: listItem } },
         { name: "next_cursor", schema: { type: STRING } },
+        {
+          name: "note",
+          schema: { type: STRING, description: "Set when the list was cut to fit max_output_bytes." },
+        },
       ],
       required: ["resources", "templates"],
     },
@@ -74,6 +80,34 @@ export function isResourceOperation(name: string): boolean {
 
 const str = (v: unknown) => (typeof v === "string" ? v : "");
 
+/** A listing cut to the budget: whole entries from the front, and a note saying so. */
+function fitListing(out: JsonObject, maxBytes: number, clipped: boolean): JsonObject {
+  const size = (o: JsonObject) => Buffer.byteLength(JSON.stringify(o));
+  if (!clipped && size(out) <= maxBytes) return out;
+  const resources = out["resources"] as JsonValue[];
+  const templates = out["templates"] as JsonValue[];
+  const fit = (list: JsonValue[], key: string) => {
+    // Binary search on how many entries fit with the rest as it is.
+    let lo = 0;
+    let hi = list.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (size({ ...out, [key]: list.slice(0, mid), note: "x".repeat(300) }) <= maxBytes) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  };
+  const t = fit(templates, "templates");
+  out = { ...out, templates: templates.slice(0, t) };
+  const r = fit(resources, "resources");
+  const left = resources.length - r + (templates.length - t);
+  return {
+    ...out,
+    resources: resources.slice(0, r),
+    note: `${left > 0 ? `${left} more entries were left out` : "the server's answer was cut"} to fit max_output_bytes = ${formatBytes(maxBytes)}${out["next_cursor"] ? "; next_cursor continues after the last entry the server sent" : ""}.`,
+  };
+}
+
 export async function listResources(
   c: Connection,
   args: JsonObject,
@@ -90,6 +124,7 @@ export async function listResources(
           .listResourceTemplates({}, options)
           .then((t) => t.resourceTemplates)
           .catch(() => []);
+    const clip = clipReportOf(page as Record<string, unknown>);
     const out: JsonObject = {
       resources: page.resources.map((r) => ({
         uri: r.uri,
@@ -106,9 +141,9 @@ export async function listResources(
       })),
       ...(page.nextCursor ? { next_cursor: page.nextCursor } : {}),
     };
-    return maskJson(out, (t) => c.redactor.mask(t));
+    return fitListing(c.redactor.maskJson(out), c.settings.maxOutputBytes, clip !== undefined);
   } catch (err) {
-    throw failureOf(err, (t) => c.redactor.mask(t));
+    throw failureOf(err, (t) => c.redactor.mask(t), c.settings.maxOutputBytes);
   }
 }
 
@@ -120,21 +155,30 @@ export async function readResource(
   const uri = str(args["uri"]);
   if (!uri) throw new ToolFailure("invalid_arguments", "read_resource needs uri");
   try {
-    const r = await c.client.readResource({ uri }, { signal, timeout: c.settings.toolTimeoutMs });
-    const texts: string[] = [];
-    const contents: JsonValue[] = r.contents.map((item) => {
+    const raw = await c.client.readResource({ uri }, { signal, timeout: c.settings.toolTimeoutMs });
+    const clip = clipReportOf(raw as Record<string, unknown>);
+    const { [CLIP_KEY]: _, ...unmasked } = raw as Record<string, unknown>;
+    const r = c.redactor.maskJson(unmasked) as typeof raw;
+    const items: Item[] = r.contents.map((item, i) => {
       const base = { uri: item.uri, ...(item.mimeType ? { mime_type: item.mimeType } : {}) };
       if ("text" in item && typeof item.text === "string") {
-        texts.push(item.text);
-        return { ...base, text: item.text };
+        const lost =
+          (clip?.cuts.find((x) => x.path.join("/") === `contents/${i}/text`)?.length ?? 0) - item.text.length;
+        return { json: { ...base, text: item.text }, text: item.text, ...(lost > 0 ? { lost } : {}) };
       }
       const blob = "blob" in item && typeof item.blob === "string" ? item.blob : "";
-      const bytes = Math.floor((blob.length * 3) / 4);
-      texts.push(`[binary resource ${item.uri}: ${item.mimeType ?? "unknown type"}, ${bytes} bytes]`);
-      return { ...base, bytes };
+      const length = clip?.cuts.find((x) => x.path.join("/") === `contents/${i}/blob`)?.length ?? blob.length;
+      const bytes = Math.floor((length * 3) / 4);
+      return {
+        json: { ...base, bytes },
+        text: `[binary resource ${item.uri}: ${item.mimeType ?? "unknown type"}, ${bytes} bytes]`,
+      };
     });
-    return maskJson({ text: texts.join("\n"), contents }, (t) => c.redactor.mask(t));
+    const dropped =
+      clip?.drops.filter((d) => d.path.join("/") === "contents").reduce((n, d) => n + d.count, 0) ?? 0;
+    const { text, json } = budgetItems(items, c.settings.maxOutputBytes, dropped);
+    return { text, contents: json };
   } catch (err) {
-    throw failureOf(err, (t) => c.redactor.mask(t));
+    throw failureOf(err, (t) => c.redactor.mask(t), c.settings.maxOutputBytes);
   }
 }

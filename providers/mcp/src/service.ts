@@ -6,7 +6,9 @@
 // A local server that dies makes the bridge exit: the kernel then reports every call in
 // flight as process_crashed and relaunches the bridge (and so the server) on the next call.
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation";
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { type PluginContext, service } from "@pluggableharness/plugin-sdk";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import {
@@ -21,10 +23,12 @@ import {
   type ToolEventInit,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { cutChars, MAX_PROGRESS_CHARS } from "./budget.ts";
+import { clipReportOf } from "./clip.ts";
 import { CONFIG, parseSettings } from "./config.ts";
 import { type Connection, connect } from "./connection.ts";
 import { isResourceOperation, listResources, RESOURCE_OPERATIONS, readResource } from "./resources.ts";
-import { failureOf, maskJson, offered, resultPayload, type ToolSchemaInit, toolSchema } from "./tools.ts";
+import { failureOf, offered, resultPayload, type ToolSchemaInit, toolSchema } from "./tools.ts";
 
 interface State {
   /** The configuration it was started with, and what Configure answered then. */
@@ -33,6 +37,8 @@ interface State {
   connection: Connection;
   tools: Map<string, Tool>;
   schemas: ToolSchemaInit[];
+  /** Checks of structured content, for tools that declare an outputSchema. */
+  validators: Map<string, JsonSchemaValidator<unknown>>;
 }
 
 let state: State | undefined;
@@ -70,13 +76,38 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
   connection.onDeath = (why) => lifecycle.die(why);
   const tools = new Map<string, Tool>();
   const schemas: ToolSchemaInit[] = [];
+  const validators = new Map<string, JsonSchemaValidator<unknown>>();
+  const ajv = new AjvJsonSchemaValidator();
   for (const t of connection.tools) {
     if (!offered(t, settings) || tools.has(t.name)) continue;
     tools.set(t.name, t);
-    schemas.push(toolSchema(t, settings));
+    // What a server says about its tools reaches every model request: masked like its output
+    // (the name stays: it is how the server is called).
+    const r = connection.redactor;
+    schemas.push(
+      toolSchema(
+        {
+          ...t,
+          ...(t.title !== undefined ? { title: r.mask(t.title) } : {}),
+          ...(t.description !== undefined ? { description: r.mask(t.description) } : {}),
+          inputSchema: r.maskJson(t.inputSchema),
+          ...(t.outputSchema ? { outputSchema: r.maskJson(t.outputSchema) } : {}),
+          ...(t.annotations ? { annotations: r.maskJson(t.annotations) } : {}),
+        },
+        settings,
+      ),
+    );
+    if (t.outputSchema) {
+      try {
+        validators.set(t.name, ajv.getValidator(t.outputSchema));
+      } catch {
+        // A schema Ajv cannot compile: the kernel still checks the payload against it.
+      }
+    }
   }
   const diagnostics: Diagnostic[] = [];
   if (started.notice) diagnostics.push(configWarning(["sandbox"], started.notice));
+  if (started.toolsNotice) diagnostics.push(configWarning([], started.toolsNotice));
   if (connection.hasResources) {
     for (const op of RESOURCE_OPERATIONS) {
       if (tools.has(op.name ?? "")) {
@@ -96,8 +127,36 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
       diagnostics.push(configWarning([], `The MCP server has no tool "${name}"`));
     }
   }
-  state = { key, diagnostics, connection, tools, schemas };
+  state = { key, diagnostics, connection, tools, schemas, validators };
   return diagnostics;
+}
+
+/**
+ * What the SDK's callTool checks, done here because the transport may have cut the result:
+ * structured content that arrived whole must match the tool's outputSchema; cut content is
+ * left out of the payload instead (resultPayload says so to the model).
+ */
+function checkStructured(s: State, tool: Tool, result: Record<string, unknown>): void {
+  const validator = s.validators.get(tool.name);
+  if (!validator || result["isError"] === true) return;
+  if (!result["structuredContent"]) {
+    throw new McpError(
+      ErrorCode.InvalidRequest,
+      `Tool ${tool.name} has an output schema but did not return structured content`,
+    );
+  }
+  const clip = clipReportOf(result);
+  const cut =
+    clip?.cuts.some((c) => c.path[0] === "structuredContent") ||
+    clip?.drops.some((d) => d.path[0] === "structuredContent");
+  if (cut) return;
+  const v = validator(result["structuredContent"]);
+  if (!v.valid) {
+    throw new McpError(
+      ErrorCode.InvalidParams,
+      `Structured content does not match the tool's output schema: ${v.errorMessage}`,
+    );
+  }
 }
 
 async function* invokeTool(
@@ -108,24 +167,30 @@ async function* invokeTool(
 ): AsyncGenerator<ToolEventInit, JsonObject, void> {
   const queue = new AsyncQueue<ToolEventInit>();
   const settings = s.connection.settings;
+  const redactor = s.connection.redactor;
   const call = s.connection.client
-    .callTool({ name: tool.name, arguments: args }, undefined, {
+    .request({ method: "tools/call", params: { name: tool.name, arguments: args } }, CallToolResultSchema, {
       signal: ctx.signal,
       timeout: settings.toolTimeoutMs,
       onprogress: (p) => {
         const fraction = p.total && p.total > 0 ? Math.min(1, Math.max(0, p.progress / p.total)) : undefined;
         const message = p.message ?? (p.total ? `${p.progress}/${p.total}` : String(p.progress));
-        queue.push(progress(s.connection.redactor.mask(message), fraction));
+        queue.push(progress(cutChars(redactor.mask(message), MAX_PROGRESS_CHARS), fraction));
       },
     })
     .finally(() => queue.close());
   call.catch(() => {}); // consumed below
   for await (const ev of queue.drain()) yield ev;
   try {
-    return maskJson(resultPayload(await call), (t) => s.connection.redactor.mask(t));
+    const result = (await call) as Record<string, unknown>;
+    checkStructured(s, tool, result);
+    return resultPayload(result, {
+      maxBytes: settings.maxOutputBytes,
+      maskJson: (v) => redactor.maskJson(v),
+    });
   } catch (err) {
     if (ctx.signal.aborted) throw err;
-    throw failureOf(err, (t) => s.connection.redactor.mask(t));
+    throw failureOf(err, (t) => redactor.mask(t), settings.maxOutputBytes);
   }
 }
 
@@ -204,7 +269,13 @@ export function bridgeService() {
           return;
         }
         const failure =
-          err instanceof ToolFailure ? err : failureOf(err, (t) => s?.connection.redactor.mask(t) ?? t);
+          err instanceof ToolFailure
+            ? err
+            : failureOf(
+                err,
+                (t) => s?.connection.redactor.mask(t) ?? t,
+                s?.connection.settings.maxOutputBytes,
+              );
         yield wrap(errorEvent(failure));
       }
     },

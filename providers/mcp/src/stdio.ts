@@ -1,11 +1,16 @@
 // The stdio transport to a local server, written here rather than taken from the SDK so
 // the bridge decides exactly how the process starts: the environment it is given (no
 // defaults merged in), the sandbox wrapping it, its own process group (the whole tree is
-// stopped together) and what is kept of its stderr (a bounded tail, for error messages).
+// stopped together), what is kept of its stderr (a bounded tail, for error messages), and
+// how much of a message is held: each line goes through the clipper as it arrives, so no
+// message costs more than the clip limits (the SDK's ReadBuffer held whole lines, and threw
+// out of the data handler at 10 MiB, which ended the bridge).
 import { type ChildProcess, spawn } from "node:child_process";
-import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { StringDecoder } from "node:string_decoder";
+import { serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
+import { type ClipLimits, JsonClipper, parseClipped } from "./clip.ts";
 
 /** How much of the server's stderr is kept. */
 const STDERR_TAIL = 4096;
@@ -36,6 +41,57 @@ export interface StdioOptions {
   args: readonly string[];
   cwd: string;
   env: Record<string, string>;
+  /** How much of one message is kept. */
+  clip: ClipLimits;
+}
+
+/**
+ * Splits a byte stream into lines and reads each through a clipper as it comes: memory
+ * stays within the clip limits however long a line is.
+ */
+export class LineReader {
+  readonly #decoder = new StringDecoder("utf8");
+  readonly #limits: ClipLimits;
+  #clipper: JsonClipper | undefined;
+  /** Whether the current line has anything but whitespace. */
+  #content = false;
+
+  constructor(limits: ClipLimits) {
+    this.#limits = limits;
+  }
+
+  /** Feeds bytes; calls `line` with each finished line's message, or the error it is. */
+  push(chunk: Buffer, line: (message: JSONRPCMessage | Error) => void): void {
+    const text = this.#decoder.write(chunk);
+    let at = 0;
+    for (;;) {
+      const nl = text.indexOf("\n", at);
+      const piece = nl < 0 ? text.slice(at) : text.slice(at, nl);
+      if (piece.length > 0) {
+        this.#clipper ??= new JsonClipper(this.#limits);
+        this.#clipper.write(piece);
+        if (!this.#content && piece.trim() !== "") this.#content = true;
+      }
+      if (nl < 0) return;
+      at = nl + 1;
+      const clipper = this.#clipper;
+      const content = this.#content;
+      this.#clipper = undefined;
+      this.#content = false;
+      if (!clipper || !content) continue; // an empty line
+      line(this.#finish(clipper));
+    }
+  }
+
+  #finish(clipper: JsonClipper): JSONRPCMessage | Error {
+    const json = clipper.end();
+    const value = json === undefined ? undefined : parseClipped(json, clipper.report);
+    if (value === undefined) return new Error("the server wrote a line that is not a JSON-RPC message");
+    const parsed = JSONRPCMessageSchema.safeParse(value);
+    return parsed.success
+      ? parsed.data
+      : new Error(`the server wrote an invalid JSON-RPC message: ${parsed.error.message.slice(0, 500)}`);
+  }
 }
 
 export class ProcessTransport implements Transport {
@@ -48,11 +104,12 @@ export class ProcessTransport implements Transport {
   closing = false;
   #child: ChildProcess | undefined;
   #stderr = "";
-  readonly #buffer = new ReadBuffer();
+  readonly #reader: LineReader;
   readonly #options: StdioOptions;
 
   constructor(options: StdioOptions) {
     this.#options = options;
+    this.#reader = new LineReader(options.clip);
   }
 
   get pid(): number | undefined {
@@ -92,19 +149,11 @@ export class ProcessTransport implements Transport {
       });
       child.stdin!.on("error", (err) => this.onerror?.(err));
       child.stdout!.on("data", (chunk: Buffer) => {
-        this.#buffer.append(chunk);
-        for (;;) {
-          let message: JSONRPCMessage | null;
-          try {
-            message = this.#buffer.readMessage();
-          } catch (err) {
-            // A line that is not JSON-RPC (a server logging to stdout): reported, skipped.
-            this.onerror?.(err as Error);
-            continue;
-          }
-          if (message === null) break;
-          this.onmessage?.(message);
-        }
+        this.#reader.push(chunk, (m) => {
+          // A line that is not JSON-RPC (a server logging to stdout): reported, skipped.
+          if (m instanceof Error) this.onerror?.(m);
+          else this.onmessage?.(m);
+        });
       });
       child.stderr!.on("data", (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);

@@ -4,6 +4,15 @@ import type { JsonObject, JsonValue, MessageInitShape } from "@bufbuild/protobuf
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { RiskClass, ToolKind, type ToolSchemaSchema } from "@pluggableharness/protocol/tool";
 import { type ErrorCategoryName, ToolFailure } from "@pluggableharness/tool-kit";
+import {
+  cutChars,
+  cutUtf8,
+  formatBytes,
+  MAX_CONTENT_ENTRIES,
+  MAX_DESCRIPTION_CHARS,
+  truncationNote,
+} from "./budget.ts";
+import { CLIP_KEY, clipReportOf, type JsonPath, type ResultClipReport } from "./clip.ts";
 import type { Settings } from "./config.ts";
 import { toWire, type WireSchema } from "./schema.ts";
 
@@ -71,7 +80,10 @@ function outputSchema(tool: Tool): WireSchema {
 export function toolSchema(tool: Tool, settings: Settings): ToolSchemaInit {
   const c = classify(tool, settings);
   const title = tool.title ?? tool.annotations?.title;
-  const description = [tool.description?.trim() || title || `The MCP tool ${tool.name}.`].join("");
+  const description = cutChars(
+    tool.description?.trim() || title || `The MCP tool ${tool.name}.`,
+    MAX_DESCRIPTION_CHARS,
+  );
   const ms = settings.toolTimeoutMs + DEADLINE_MARGIN_MS;
   return {
     name: tool.name,
@@ -93,14 +105,48 @@ export function toolSchema(tool: Tool, settings: Settings): ToolSchemaInit {
 
 type Block = { type: string; [k: string]: unknown };
 
+/** How a result is turned into a payload. */
+export interface PayloadOptions {
+  /** The text budget (max_output_bytes). */
+  readonly maxBytes: number;
+  /** Masks secrets; applied before the budget, so a cut never keeps part of one. */
+  readonly maskJson: <T>(value: T) => T;
+}
+
+const samePath = (a: JsonPath, b: JsonPath) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** The length a string had before the transport cut it (or its length now). */
+function lengthAt(clip: ResultClipReport | undefined, path: JsonPath, now: string): number {
+  return clip?.cuts.find((c) => samePath(c.path, path))?.length ?? now.length;
+}
+
+/** Decoded size of base64 text of `length` characters. */
+const base64Bytes = (length: number) => Math.floor((length * 3) / 4);
+
+/** What the model reads of one item (a block, a resource's contents) and its frontend copy. */
+export interface Item {
+  json: JsonObject;
+  text?: string;
+  /** Characters of `text` the transport already cut off. */
+  lost?: number;
+}
+
+function textItem(json: JsonObject, text: string, clip: ResultClipReport | undefined, path: JsonPath): Item {
+  const lost = lengthAt(clip, path, text) - text.length;
+  return { json, text, ...(lost > 0 ? { lost } : {}) };
+}
+
 /** A content block as the payload carries it: text kept, binary data summarized. */
-function block(b: Block): { json: JsonObject; text?: string } {
+function block(b: Block, clip: ResultClipReport | undefined, at: JsonPath): Item {
   switch (b.type) {
-    case "text":
-      return { json: { type: "text", text: String(b["text"] ?? "") }, text: String(b["text"] ?? "") };
+    case "text": {
+      const text = String(b["text"] ?? "");
+      return textItem({ type: "text", text }, text, clip, [...at, "text"]);
+    }
     case "image":
     case "audio": {
-      const bytes = Math.floor((String(b["data"] ?? "").length * 3) / 4);
+      const data = String(b["data"] ?? "");
+      const bytes = base64Bytes(lengthAt(clip, [...at, "data"], data));
       const mime = String(b["mimeType"] ?? "");
       return { json: { type: b.type, mime_type: mime, bytes }, text: `[${b.type}: ${mime}, ${bytes} bytes]` };
     }
@@ -113,9 +159,15 @@ function block(b: Block): { json: JsonObject; text?: string } {
       const r = (b["resource"] ?? {}) as Record<string, unknown>;
       const uri = String(r["uri"] ?? "");
       if (typeof r["text"] === "string")
-        return { json: { type: "resource", uri, text: r["text"] }, text: r["text"] };
+        return textItem({ type: "resource", uri, text: r["text"] }, r["text"], clip, [
+          ...at,
+          "resource",
+          "text",
+        ]);
+      const blob = typeof r["blob"] === "string" ? r["blob"] : "";
+      const bytes = base64Bytes(lengthAt(clip, [...at, "resource", "blob"], blob));
       return {
-        json: { type: "resource", uri, mime_type: String(r["mimeType"] ?? "") },
+        json: { type: "resource", uri, mime_type: String(r["mimeType"] ?? ""), bytes },
         text: `[resource: ${uri}]`,
       };
     }
@@ -124,26 +176,89 @@ function block(b: Block): { json: JsonObject; text?: string } {
   }
 }
 
-export function contentPayload(content: readonly Block[]): { text: string; content: JsonValue[] } {
+/**
+ * Items' text joined by newlines within `maxBytes`, with the note when anything was cut
+ * here or on the way in, and each item's JSON for frontends with its text cut the same way.
+ * `dropped` is how many items the transport left out altogether.
+ */
+export function budgetItems(
+  items: readonly Item[],
+  maxBytes: number,
+  dropped = 0,
+): { text: string; json: JsonValue[] } {
   const texts: string[] = [];
-  const out: JsonValue[] = [];
-  for (const b of content) {
-    const m = block(b);
-    out.push(m.json);
-    if (m.text !== undefined) texts.push(m.text);
+  const json: JsonValue[] = [];
+  let used = 0;
+  let total = 0;
+  let cut = false;
+  let approximate = false;
+  let hidden = 0;
+  for (const item of items) {
+    let entry = item.json;
+    if (item.text !== undefined) {
+      const sep = texts.length > 0 ? 1 : 0;
+      const size = Buffer.byteLength(item.text);
+      total += size + sep + (item.lost ?? 0);
+      if (item.lost) approximate = true;
+      const room = maxBytes - used - sep;
+      const c = room > 0 ? cutUtf8(item.text, room) : { text: "", cut: size > 0 };
+      if (room > 0) {
+        texts.push(c.text);
+        used += sep + Buffer.byteLength(c.text);
+      }
+      if (c.cut || item.lost) {
+        cut = true;
+        // The frontend copy holds what the model read of it.
+        entry = { ...entry, truncated: true };
+        if (typeof entry["text"] === "string") entry["text"] = c.text;
+      }
+    }
+    if (json.length < MAX_CONTENT_ENTRIES) json.push(entry);
+    else hidden++;
   }
-  return { text: texts.join("\n"), content: out };
+  if (hidden > 0) json.push({ type: "omitted", count: hidden });
+  let text = texts.join("\n");
+  if (cut || dropped > 0) {
+    text += truncationNote({ kept: used, total, approximate, droppedItems: dropped, limit: maxBytes });
+  }
+  return { text, json };
+}
+
+/** How many elements the transport left out of the array at `path`. */
+function droppedAt(clip: ResultClipReport | undefined, path: JsonPath): number {
+  return clip?.drops.filter((d) => samePath(d.path, path)).reduce((n, d) => n + d.count, 0) ?? 0;
+}
+
+/** Whether the transport cut or left out anything under the result's member `root`. */
+export function clippedUnder(clip: ResultClipReport | undefined, root: string): boolean {
+  return !!clip && (clip.cuts.some((c) => c.path[0] === root) || clip.drops.some((d) => d.path[0] === root));
+}
+
+export function contentPayload(
+  content: readonly Block[],
+  maxBytes: number,
+  clip?: ResultClipReport,
+): { text: string; content: JsonValue[] } {
+  const items = content.map((b, i) => block(b, clip, ["content", i]));
+  const { text, json } = budgetItems(items, maxBytes, droppedAt(clip, ["content"]));
+  return { text, content: json };
 }
 
 /** A tools/call result: the payload, or the ToolFailure an isError result is. */
-export function resultPayload(result: {
-  content?: unknown;
-  structuredContent?: unknown;
-  isError?: boolean;
-  toolResult?: unknown;
-}): JsonObject {
+export function resultPayload(
+  raw: {
+    content?: unknown;
+    structuredContent?: unknown;
+    isError?: boolean;
+    toolResult?: unknown;
+  },
+  options: PayloadOptions,
+): JsonObject {
+  const clip = clipReportOf(raw as Record<string, unknown>);
+  const { [CLIP_KEY]: _, ...unmasked } = raw as Record<string, unknown>;
+  const result = options.maskJson(unmasked) as typeof raw;
   const content = Array.isArray(result.content) ? (result.content as Block[]) : [];
-  const { text, content: blocks } = contentPayload(content);
+  let { text, content: blocks } = contentPayload(content, options.maxBytes, clip);
   if (result.isError === true) {
     // The SDK's servers report a failed input check as an error result carrying the
     // JSON-RPC code in its text.
@@ -156,22 +271,43 @@ export function resultPayload(result: {
   }
   const payload: JsonObject = { text, content: blocks };
   if (result.structuredContent && typeof result.structuredContent === "object") {
-    payload["structured_content"] = result.structuredContent as JsonObject;
+    // Kept only whole (a cut object may not match the tool's schema any more) and within
+    // the budget; the model is told when it is left out.
+    const sc = result.structuredContent as JsonObject;
+    const size = clippedUnder(clip, "structuredContent") ? undefined : Buffer.byteLength(JSON.stringify(sc));
+    if (size !== undefined && size <= options.maxBytes) payload["structured_content"] = sc;
+    else {
+      const why =
+        size === undefined
+          ? "it was larger than the bridge reads of one message"
+          : `${formatBytes(size)} bytes, over max_output_bytes = ${formatBytes(options.maxBytes)}`;
+      text += `\n[structured content left out: ${why}. Ask the tool for a smaller part if you need it.]`;
+      payload["text"] = text;
+    }
   } else if (content.length === 0 && result.toolResult !== undefined) {
     // A server of the 2024-10 protocol.
-    payload["text"] =
+    const legacy =
       typeof result.toolResult === "string" ? result.toolResult : JSON.stringify(result.toolResult);
+    const item =
+      typeof result.toolResult === "string"
+        ? textItem({}, legacy, clip, ["toolResult"])
+        : { json: {}, text: legacy, ...(clippedUnder(clip, "toolResult") ? { lost: 1 } : {}) };
+    payload["text"] = budgetItems([item], options.maxBytes).text;
   }
   return payload;
 }
 
 /** A JSON-RPC or transport failure as a ToolError category. */
-export function failureOf(err: unknown, mask: (s: string) => string): ToolFailure {
-  const message = mask((err as Error)?.message ?? String(err));
+export function failureOf(err: unknown, mask: (s: string) => string, maxBytes = 64 * 1024): ToolFailure {
+  const full = mask((err as Error)?.message ?? String(err));
+  const cut = cutUtf8(full, maxBytes);
+  const message = cut.cut
+    ? `${cut.text}\n[truncated: the message had ${formatBytes(cut.bytes)} bytes]`
+    : full;
   if (err instanceof ToolFailure) {
     return new ToolFailure(err.category, message, {
       retryable: err.retryable,
-      ...(err.details ? { details: maskJson(err.details, mask) } : {}),
+      ...(err.details ? { details: err.details } : {}),
     });
   }
   if (err instanceof McpError) {
@@ -201,11 +337,4 @@ export function failureOf(err: unknown, mask: (s: string) => string): ToolFailur
     });
   }
   return new ToolFailure("execution_failed", message, { retryable: true });
-}
-
-/** A JSON value with every secret the block passed to the server masked. */
-export function maskJson<T extends JsonValue>(value: T, mask: (s: string) => string): T {
-  const text = JSON.stringify(value);
-  const masked = mask(text);
-  return masked === text ? value : (JSON.parse(masked) as T);
 }

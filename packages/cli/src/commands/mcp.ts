@@ -270,6 +270,7 @@ async function check(io: Io, file: string, servers: ListedServer[]): Promise<voi
         const d = decodeProviderConfig(config, name, schema ?? { attributes: [] }, io.env);
         return d.ok ? d.config.values : undefined;
       },
+      env: io.env,
     },
   );
   for (const s of servers) {

@@ -29,6 +29,7 @@ export async function runProviders(io: Io, opts: { dir?: string; json?: boolean 
       decodeProblems.set(name, formatDiagnostics(d.diagnostics));
       return undefined;
     },
+    env: io.env,
   });
   if (opts.json) {
     line(

@@ -65,6 +65,7 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       const d = decodeProviderConfig(config, name, schema ?? { attributes: [] }, io.env);
       return d.ok ? d.config.values : undefined; // decode problems come from the second pass
     },
+    env: io.env,
   });
   const loadedFacts: Record<string, LoadedProviders[string]> = {};
   for (const f of facts) {

@@ -16,7 +16,7 @@
 //   rebuild exactly what the model is sent next (resume.ts).
 // docs/decisions.md, "Compaction (issue 19, point 1)".
 import { clone, create, toBinary } from "@bufbuild/protobuf";
-import type { CompactAt } from "@pluggableharness/config";
+import type { CompactAt, SecretMask } from "@pluggableharness/config";
 import {
   type ContentBlock,
   ContextSectionSchema,
@@ -297,7 +297,7 @@ export function applyRewrittenHistory(
   // The rewrite repeats the kept tail: secret values the kernel withholds from commands are
   // replaced in it, so compaction never writes a secret again (text only: thinking and its
   // signature stay byte for byte).
-  const history = redact(rewrite.history, deps.secretValues);
+  const history = redact(rewrite.history, deps.secretMask);
   const before = historyTokens(session);
   const after = historyTokens(session, history);
   const messagesBefore = session.history.length;
@@ -338,11 +338,10 @@ export function applyRewrittenHistory(
   return { kind: "compacted", before, after };
 }
 
-/** Every value in `secrets` replaced, in text and in tool-call arguments. */
-function redact(messages: readonly Message[], secrets: readonly string[]): Message[] {
-  const live = secrets.filter((s) => s.length >= 6);
-  if (live.length === 0) return [...messages];
-  const clean = (t: string) => live.reduce((acc, s) => acc.split(s).join("[redacted]"), t);
+/** Every withheld value, in every form the mask knows, replaced in text and tool results. */
+function redact(messages: readonly Message[], mask: SecretMask): Message[] {
+  if (mask.empty) return [...messages];
+  const clean = (t: string) => mask.mask(t);
   const blocks = (content: readonly ContentBlock[]): ContentBlock[] =>
     content.map((b) => {
       const v = b.block;
@@ -386,14 +385,14 @@ export async function summarize(
 ): Promise<SummaryResult> {
   const deps = session.deps;
   const turnId = session.compaction.turnId ?? deps.newId();
-  const messages = redact(request.messages, deps.secretValues);
+  const messages = redact(request.messages, deps.secretMask);
   const [instructions] = redact(
     [
       create(MessageSchema, {
         content: [{ block: { case: "text", value: { text: request.instructions } } }],
       }),
     ],
-    deps.secretValues,
+    deps.secretMask,
   );
   const instructionText =
     instructions!.content[0]?.block.case === "text" ? instructions!.content[0].block.value.text : "";

@@ -1,5 +1,5 @@
 // Everything the agent loop needs from the kernel around it, passed explicitly.
-import type { AgentConfig, PolicyEngine, Settings } from "@pluggableharness/config";
+import type { AgentConfig, PolicyEngine, SecretMask, Settings } from "@pluggableharness/config";
 import type { ProducerRef } from "@pluggableharness/protocol/common";
 import type { InvocationTracker } from "../callbacks/invocations.ts";
 import type { KernelClock } from "../clock.ts";
@@ -64,6 +64,11 @@ export interface LoopDeps {
   readonly protectedPaths: readonly string[];
   /** Values of the variables withheld from commands (env()-read, secret-named): never put in a rule. */
   readonly secretValues: readonly string[];
+  /**
+   * Every withheld value in every encoding it is masked in (docs/security/mcp.md): output of
+   * providers given a secret, log records, compaction summaries.
+   */
+  readonly secretMask: SecretMask;
   /** How an `ask` resolves when no interactive frontend is attached. */
   readonly headlessAsk: "deny" | "allow" | "wait";
   readonly limits: LoopLimits;

@@ -110,7 +110,7 @@ export async function runSessionRun(
       // post-model-response's run_prompt feeds memory providers' autonomous writes: a prompt
       // holding a secret environment value is withheld (kernel:memory_secrets).
       const joined = text.join("\n");
-      const prompt = deps.secretValues.some((s) => joined.includes(s)) ? "" : joined;
+      const prompt = deps.secretMask.contains(joined) ? "" : joined;
       let turns = 0;
       let final: StopReason | undefined;
       const own =

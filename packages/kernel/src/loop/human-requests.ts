@@ -101,7 +101,7 @@ export class HumanRequests {
               args: (pending.item.input ?? {}) as JsonObject,
               cwd: origin.workingDirectory,
             },
-            { secretValues: origin.deps.secretValues },
+            { secretValues: origin.deps.secretValues, secretMask: origin.deps.secretMask },
           )
         : undefined;
     if (remember && !remember.ok) {

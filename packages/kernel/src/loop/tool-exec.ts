@@ -24,6 +24,7 @@ import {
 import { ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import { retryDelayMs } from "./model-call.ts";
+import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "./secret-output.ts";
 import type { Session } from "./session.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
@@ -91,6 +92,8 @@ export async function executeTool(
   for (;;) {
     attempts++;
     const once = await invokeOnce(deps, session, input, call, output, partials);
+    const mask = outputMask(deps.secretMask, input.tool.provider);
+    if (mask) once.outcome = maskOutcome(mask, once.outcome);
     const finish = (): ToolExecution => ({
       outcome: once.outcome,
       output,
@@ -159,6 +162,22 @@ async function invokeOnce(
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
   deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
+  // A provider handed a secret in its configuration has all it sends masked (secret-output.ts).
+  const mask = outputMask(deps.secretMask, tool.provider);
+  const masker = mask ? new ChunkMasker(mask) : undefined;
+  const pass = (chunk: ToolEvent_OutputChunk) => {
+    output.push(chunk);
+    session.channel.publish({
+      event: {
+        case: "streamDelta",
+        value: {
+          targetId: call.id,
+          text: decoder.decode(chunk.data),
+          kind: StreamDeltaKind.TOOL_OUTPUT,
+        },
+      },
+    });
+  };
   try {
     for await (const res of tool.provider.ports.tool.invoke({ call }, { signal: controller.signal })) {
       const event = res.event;
@@ -166,18 +185,9 @@ async function invokeOnce(
       validator.push(event);
       const e = event.event;
       if (e.case === "outputChunk") {
-        output.push(e.value);
-        session.channel.publish({
-          event: {
-            case: "streamDelta",
-            value: {
-              targetId: call.id,
-              text: decoder.decode(e.value.data),
-              kind: StreamDeltaKind.TOOL_OUTPUT,
-            },
-          },
-        });
-      } else if (e.case === "partialResult") partials.push(e.value);
+        const chunk = masker ? masker.push(e.value) : e.value;
+        if (chunk) pass(chunk);
+      } else if (e.case === "partialResult") partials.push(mask ? maskPartial(mask, e.value) : e.value);
       if (validator.closed) break;
     }
   } catch (err) {
@@ -224,6 +234,8 @@ async function invokeOnce(
       cancelled: false,
     };
   } finally {
+    // What the masker held back is passed on however the call ended.
+    if (masker) for (const chunk of masker.flush()) pass(chunk);
     clearTimeout(timer);
     input.signal.removeEventListener("abort", onAbort);
     end();

@@ -9,7 +9,7 @@
 // activates it (its model providers, which routing needs configured), and Configure
 // reaches it from the launch hook before any other call. Without an entry the provider
 // is launched, described, cached and configured right away.
-import type { JsonObject } from "@bufbuild/protobuf";
+import { fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   ConfigError,
@@ -19,6 +19,7 @@ import {
   formatDiagnostic,
   type LoadedProviders,
   type ResolvedProvider,
+  type SecretMask,
   validateAgainstProviders,
 } from "@pluggableharness/config";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
@@ -26,6 +27,7 @@ import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protoco
 import type { ContextCapabilities } from "@pluggableharness/protocol/context";
 import type { MemoryCapabilities } from "@pluggableharness/protocol/memory";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
+import { GetSchemaResponseSchema } from "@pluggableharness/protocol/tool";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
@@ -162,6 +164,8 @@ export interface LoadProvidersOptions {
   readonly inProcess?: Readonly<Record<string, InProcessPluginFactory>>;
   /** Runs every first-party provider with this isolation instead of its configured one. */
   readonly isolation?: PluginIsolation;
+  /** Every withheld value (docs/security/mcp.md): masked in what a provider given one says. */
+  readonly secretMask?: SecretMask;
 }
 
 /**
@@ -716,11 +720,26 @@ async function refreshModels(
  */
 async function refreshTools(
   p: LoadedProvider,
-  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs">,
+  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs" | "secretMask">,
 ): Promise<void> {
   if (!p.categories.has("tool") || !p.operationsFromConfig) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-  const res = await p.ports.tool.getSchema({}, { timeoutMs });
+  let res = await p.ports.tool.getSchema({}, { timeoutMs });
+  // Operations described from a configuration that holds a secret (an MCP server's tools)
+  // reach every model request: what they say is masked like the provider's output.
+  const mask = options.secretMask;
+  if (mask && !mask.empty && mask.contains(JSON.stringify(p.config))) {
+    // A name cannot be masked (it is how the operation is called): one that holds a secret
+    // leaves the operation out.
+    const named = res.tools.filter((t) => mask.contains(t.name));
+    if (named.length > 0) {
+      options.log.warn(
+        `provider "${p.name}": ${named.length} operation(s) left out: their names hold a secret`,
+      );
+      res.tools = res.tools.filter((t) => !named.includes(t));
+    }
+    res = fromJson(GetSchemaResponseSchema, mask.maskJson(toJson(GetSchemaResponseSchema, res)));
+  }
   const before = new Set(p.tools?.slashCommands ?? []);
   p.tools = validateToolSchemas(p.name, res);
   p.previewSupported = new Set(res.previewSupported);

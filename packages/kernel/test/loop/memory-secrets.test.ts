@@ -1,8 +1,10 @@
 // The kernel's memory-secrets rule (loop/gate/memory-secrets.ts): a call to a memory
 // provider's tool whose arguments carry a secret's value anywhere in their JSON is caught;
-// other providers' calls, and every call when no secret is known, are not. The refusal
+// other providers' calls, and every call when no secret is known, are not. Encoded copies
+// of a secret count as the secret. The refusal
 // through a real session is packages/cli/test/e2e-memory.test.ts.
 import type { JsonObject } from "@bufbuild/protobuf";
+import { SecretMask } from "@pluggableharness/config";
 import { describe, expect, it } from "vitest";
 import type { CallRecord } from "../../src/loop/gate/call.ts";
 import { memorySecretHit } from "../../src/loop/gate/memory-secrets.ts";
@@ -20,7 +22,7 @@ function call(categories: string[], args: JsonObject): CallRecord {
   };
 }
 
-const deps = (secretValues: string[]) => ({ secretValues });
+const deps = (secretValues: string[]) => ({ secretMask: new SecretMask(secretValues) });
 
 describe("the memory-secrets rule", () => {
   it("catches a secret's value in a string, inside text, in arrays and nested objects", () => {
@@ -29,6 +31,17 @@ describe("the memory-secrets rule", () => {
     expect(memorySecretHit(deps([SECRET]), call(memory, { content: `key is ${SECRET}.` }))).toBe(true);
     expect(memorySecretHit(deps(["other", SECRET]), call(memory, { tags: ["a", `x${SECRET}`] }))).toBe(true);
     expect(memorySecretHit(deps([SECRET]), call(memory, { meta: { deep: [{ v: SECRET }] } }))).toBe(true);
+  });
+
+  it("catches it encoded too: base64 (at any offset), hex, percent-encoded, reversed", () => {
+    const memory = ["tool", "memory"];
+    const hit = (content: string) => memorySecretHit(deps([SECRET]), call(memory, { content }));
+    expect(hit(Buffer.from(`note: ${SECRET}`).toString("base64"))).toBe(true);
+    expect(hit(Buffer.from(`note:: ${SECRET}`).toString("base64url"))).toBe(true);
+    expect(hit(Buffer.from(SECRET).toString("hex").toUpperCase())).toBe(true);
+    expect(hit(encodeURIComponent(`k=${SECRET}`))).toBe(true);
+    expect(hit([...SECRET].reverse().join(""))).toBe(true);
+    expect(memorySecretHit(deps([SECRET]), call(memory, { [SECRET]: "as a key" }))).toBe(true);
   });
 
   it("lets through what holds no secret, and numbers, booleans and nulls", () => {

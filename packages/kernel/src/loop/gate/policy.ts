@@ -105,7 +105,7 @@ export function decidePlanItem(deps: LoopDeps, session: Session, c: CallRecord):
   if (verdict.decision === "deny") item.reason = denyReason(verdict);
   else if (verdict.decision === "ask") {
     if (verdict.note) item.reason = `asks because ${verdict.note}`;
-    const remember = narrowestScope(call, { secretValues: deps.secretValues });
+    const remember = narrowestScope(call, { secretValues: deps.secretValues, secretMask: deps.secretMask });
     if (remember.ok) item.rememberScope = remember.description;
     else item.rememberUnavailable = remember.reason;
   }
