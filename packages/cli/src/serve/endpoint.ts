@@ -17,7 +17,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import { agentRuntimeDir } from "@pluggableharness/runtime";
+import { agentRuntimeDir } from "@pluggableharness/runtime/socket-dirs";
 import { EXIT } from "../exit-codes.ts";
 import { CliError } from "../io.ts";
 
