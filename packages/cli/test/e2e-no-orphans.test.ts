@@ -2,7 +2,7 @@
 // the exec plugin is SIGKILLed mid-call the tree dies with it and the session goes on;
 // when the agent itself is SIGKILLed, everything it started is gone shortly after.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -59,6 +59,16 @@ function start(repo: string, env: NodeJS.ProcessEnv) {
 describe("no orphans", () => {
   it("kills a bash call's whole tree when the exec plugin is SIGKILLed; the session carries on", async () => {
     const repo = sb.repo("plugin-killed");
+    // exec in a process of its own, to have something to kill: as root it would otherwise be
+    // a worker thread of the kernel (it runs outside the plugin sandbox there, see
+    // docs/security/sandbox-privileges.md). The two tests below keep the default.
+    const hcl = readFileSync(join(repo, "agent.hcl"), "utf8");
+    const withProcess = hcl.replace(
+      /(exec = \{\n\s*source\s*= "pluggableharness\/exec")/,
+      '$1\n    isolation = "process"',
+    );
+    expect(withProcess).not.toBe(hcl);
+    writeFileSync(join(repo, "agent.hcl"), withProcess);
     fake.push(
       { kind: "tool_calls", calls: [{ name: "exec__bash", args: { command: treeCommand(repo) } }] },
       { kind: "text", text: "the tool crashed; carrying on" },

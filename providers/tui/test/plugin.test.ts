@@ -185,6 +185,7 @@ describe.each(ISOLATIONS)("over the %s transport", (isolation) => {
         decision: ClientDecision.ALLOW,
         scope: PlanDecisionScope.SESSION,
       });
-    });
+      // A cold plugin process (sources, AutoMTLS) on a loaded 2-core runner can take long.
+    }, 60_000);
   });
 });
