@@ -224,6 +224,14 @@ function inside(path: string, dir: string): boolean {
 
 let emptyDir: string | undefined;
 
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
 function emptyDirectory(): string {
   emptyDir ??= mkdtempSync(join(tmpdir(), "agent-sandbox-empty-"));
   return emptyDir;
@@ -231,13 +239,16 @@ function emptyDirectory(): string {
 
 /**
  * The install directories under /tmp or /var/tmp that the command's interpreter and program
- * live in: for each of the kernel's Node and the command's absolute argv[0], its nearest
- * `node_modules` ancestor, else its directory.
+ * live in: for the kernel's Node and each absolute path in the command's argv that names a
+ * file (the program, and a script given to an interpreter, as in an MCP server's
+ * `command = ["node", "/tmp/…/server.mjs"]`), its nearest `node_modules` ancestor, else its
+ * directory.
  */
 function hiddenInstallDirs(argv: readonly string[]): string[] {
   const dirs = new Set<string>();
-  for (const file of [process.execPath, argv[0]]) {
+  for (const file of [process.execPath, ...argv]) {
     if (!file || !isAbsolute(file) || !(inside(file, "/tmp") || inside(file, "/var/tmp"))) continue;
+    if (file !== argv[0] && file !== process.execPath && !isFile(file)) continue;
     const parts = file.split(sep);
     const at = parts.lastIndexOf("node_modules");
     const dir = at > 0 ? parts.slice(0, at + 1).join(sep) : dirname(file);

@@ -121,3 +121,23 @@ describe("sandbox mounts for git metadata", () => {
     ]);
   });
 });
+
+describe("a program installed under a private /tmp", () => {
+  it("gets back the directory of a script an interpreter is given, read-only", () => {
+    // An MCP server `command = [node, "/tmp/…/server.mjs"]` from a checkout under /tmp:
+    // the private /tmp hid the script (MODULE_NOT_FOUND) while the node binary was bound.
+    const app = join(root, "app");
+    mkdirSync(join(app, "test", "fixtures"), { recursive: true });
+    const script = join(app, "test", "fixtures", "server.mjs");
+    writeFileSync(script, "");
+    const w = wrap({ bwrap: "bwrap", writable: [], protectedPaths: [], network: false, cwd: "/" }, [
+      "/usr/bin/node",
+      script,
+      "/tmp/not-a-file-here",
+    ]);
+    const roBinds = w.args.flatMap((a, i) => (a === "--ro-bind" ? [w.args[i + 1]] : []));
+    expect(w.args).toContain("--tmpfs");
+    expect(roBinds).toContain(join(app, "test", "fixtures"));
+    expect(roBinds).not.toContain("/tmp/not-a-file-here");
+  });
+});
