@@ -50,8 +50,12 @@ interface Pkg {
   license?: string;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
-  /** Dependencies a provider runs as programs of their own, which its bundle cannot hold. */
-  pluggableharness?: { spawns?: string[] };
+  /**
+   * Dependencies a provider's bundle cannot hold: programs it runs as processes of their
+   * own (`spawns`) and packages whose files it reads at run time (`reads`: the web UI
+   * serves marked's browser build).
+   */
+  pluggableharness?: { spawns?: string[]; reads?: string[] };
 }
 
 const readPkg = (dir: string): Pkg => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Pkg;
@@ -75,7 +79,8 @@ function dependencies(root: string): Record<string, string> {
   };
   for (const name of SDK) visit(name);
   // Programs a first-party provider starts as separate processes (the lsp provider's
-  // language server and its TypeScript) are installed as files beside the bundles.
+  // language server and its TypeScript), and packages whose files it reads (the web UI's
+  // marked), are installed as files beside the bundles.
   for (const name of readdirSync(join(root, "providers")).sort()) {
     let pkg: Pkg;
     try {
@@ -83,7 +88,8 @@ function dependencies(root: string): Record<string, string> {
     } catch {
       continue;
     }
-    for (const dep of pkg.pluggableharness?.spawns ?? []) deps[dep] = pkg.dependencies![dep]!;
+    const own = pkg.pluggableharness;
+    for (const dep of [...(own?.spawns ?? []), ...(own?.reads ?? [])]) deps[dep] = pkg.dependencies![dep]!;
   }
   return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));
 }

@@ -3,8 +3,9 @@
 // from a directory that has nothing to do with this repository: --version, a session
 // against a fake vendor with a first-party tool, a plugin scaffolded, built and checked
 // with the installed SDK, and one line (no SyntaxError) under an older Node.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
@@ -37,6 +38,18 @@ function userEnv(path = `${NODE24_BIN}:${join(scratch, "prefix", "bin")}:/usr/bi
     ANTHROPIC_API_KEY: "sk-ant-install-test",
     FAKE_ANTHROPIC_URL: fake.url,
   };
+}
+
+/** A loopback port free right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 /** A Node older than 24 on this machine (Debian's nodejs, installed by .ci/run). */
@@ -179,6 +192,73 @@ agent_profile "default" {
     const result = out.find((x) => x["type"] === "tool_result");
     expect(JSON.stringify(result)).toContain("installed and working");
     expect(JSON.stringify(out.at(-1))).toContain("The file says it works.");
+  });
+
+  it("validates and serves the web UI from the installed package", { timeout: 120_000 }, async () => {
+    // Found by a user: `marked` (whose browser build the UI serves) was not in the package,
+    // and validate failed on the web UI's Configure asking for a callback socket.
+    const dir = join(scratch, "web");
+    execFileSync("mkdir", ["-p", dir]);
+    const port = await freePort();
+    writeFileSync(
+      join(dir, "agent.hcl"),
+      `required_providers {
+  anthropic = {
+    source  = "pluggableharness/anthropic"
+    version = ">= 0.1.0"
+  }
+  web = {
+    source  = "pluggableharness/web-ui"
+    version = ">= 0.1.0"
+  }
+}
+
+provider "anthropic" {
+  api_key  = env("ANTHROPIC_API_KEY")
+  base_url = env("FAKE_ANTHROPIC_URL")
+}
+
+provider "web" {
+  token = env("WEB_TOKEN")
+  port  = ${port}
+}
+`,
+    );
+    const env = { ...userEnv(), WEB_TOKEN: "install-test-token-0123456789" };
+    const v = await agent(["validate"], { cwd: dir, env, bin });
+    expect(v.code, v.stdout + v.stderr).toBe(0);
+    // `agent serve` configures the declared frontends: the UI is served from the package.
+    const server = spawn(bin, ["serve"], { cwd: dir, env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    server.stderr!.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    const exited = new Promise((r) => server.once("exit", r));
+    const base = `http://127.0.0.1:${port}`;
+    let served: { page: number; marked: number; size: number } | undefined;
+    try {
+      for (const end = Date.now() + 60_000; !served && Date.now() < end && server.exitCode === null; ) {
+        try {
+          // The token in the address is swapped for a cookie, which then carries it.
+          const open = await fetch(`${base}/?token=${env.WEB_TOKEN}`, { redirect: "manual" });
+          const cookie = (open.headers.get("set-cookie") ?? "").split(";")[0]!;
+          const page = await fetch(`${base}/`, { headers: { cookie } });
+          const marked = await fetch(`${base}/vendor/marked.js`, { headers: { cookie } });
+          served = {
+            page: page.status,
+            marked: marked.status,
+            size: (await marked.arrayBuffer()).byteLength,
+          };
+        } catch {
+          await new Promise((r) => setTimeout(r, 200)); // not listening yet
+        }
+      }
+    } finally {
+      server.kill("SIGTERM");
+      await exited;
+    }
+    expect(served, stderr).toMatchObject({ page: 200, marked: 200 });
+    expect(served!.size).toBeGreaterThan(10_000);
   });
 
   it("scaffolds, builds and conform-checks a plugin with the installed SDK", async () => {

@@ -11,6 +11,7 @@ import { AttributeType, DiagnosticSeverity } from "@pluggableharness/protocol/co
 import { FrontendService } from "@pluggableharness/protocol/frontend";
 import { Region } from "@pluggableharness/protocol/render";
 import { attachOverGrpc } from "@pluggableharness/provider-tui/attach";
+import { lazyConnection } from "./lazy-connection.ts";
 import { startWebUi, type WebUi } from "./server.ts";
 
 let running: Promise<WebUi> | undefined;
@@ -67,9 +68,9 @@ const plugin = await serve({
           };
         }
         if (token && !running) {
-          const channel = await plugin.kernel.channel();
           running = startWebUi({
-            connect: () => attachOverGrpc(channel),
+            // Dialled per browser tab, not here: see lazy-connection.ts.
+            connect: () => lazyConnection(async () => attachOverGrpc(await plugin.kernel.channel())),
             port,
             token,
             log: (m) => plugin.log.warn(m),
