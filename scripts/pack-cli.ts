@@ -29,6 +29,7 @@ import {
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { FIRST_PARTY_SHIPPED } from "../packages/config/src/resolve.ts";
 import {
   type BundleManifest,
   bundlePathFor,
@@ -94,15 +95,17 @@ function dependencies(root: string): Record<string, string> {
   return Object.fromEntries(Object.entries(deps).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-/** Copies a package's package.json and src/ (tests and fixtures stay behind). */
+/**
+ * Copies what a package ships: package.json, README.md and src/ (tests and fixtures stay
+ * behind). The same list makes a first-party provider's lock checksum, so a lock file
+ * written by a clone and by an installed package of the same commit agree.
+ */
 function copyPackage(root: string, stage: string, rel: string): void {
   const from = join(root, rel);
   if (!existsSync(join(from, "package.json"))) return;
   mkdirSync(join(stage, rel), { recursive: true });
-  copyFileSync(join(from, "package.json"), join(stage, rel, "package.json"));
-  if (existsSync(join(from, "src"))) cpSync(join(from, "src"), join(stage, rel, "src"), { recursive: true });
-  if (existsSync(join(from, "README.md")))
-    copyFileSync(join(from, "README.md"), join(stage, rel, "README.md"));
+  for (const name of FIRST_PARTY_SHIPPED)
+    if (existsSync(join(from, name))) cpSync(join(from, name), join(stage, rel, name), { recursive: true });
 }
 
 export async function stagePackage(root: string, stage: string): Promise<string> {

@@ -11,7 +11,7 @@ import { dirname, join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { packCli } from "../../../scripts/pack-cli.ts";
-import { agent, REPO_ROOT, records } from "./helpers.ts";
+import { AGENT_BIN, agent, REPO_ROOT, records } from "./helpers.ts";
 
 const NODE24_BIN = dirname(process.execPath);
 const CLI_VERSION = JSON.parse(
@@ -192,6 +192,49 @@ agent_profile "default" {
     const result = out.find((x) => x["type"] === "tool_result");
     expect(JSON.stringify(result)).toContain("installed and working");
     expect(JSON.stringify(out.at(-1))).toContain("The file says it works.");
+  });
+
+  it("writes lock files the clone of the same commit accepts, and accepts the clone's", async () => {
+    // Checksums used to cover every file of a provider's folder, tests included, which the
+    // package leaves out: 13 lock_mismatch errors each way.
+    const dir = join(scratch, "locks");
+    execFileSync("mkdir", ["-p", dir]);
+    writeFileSync(
+      join(dir, "agent.hcl"),
+      `required_providers {
+  anthropic = {
+    source  = "pluggableharness/anthropic"
+    version = ">= 0.1.0"
+  }
+  filesystem = {
+    source  = "pluggableharness/filesystem"
+    version = ">= 0.1.0"
+  }
+}
+
+provider "anthropic" {
+  api_key = env("ANTHROPIC_API_KEY")
+}
+
+provider "filesystem" {
+  roots = ["."]
+}
+`,
+    );
+    const lockFile = join(dir, ".agent", "agent.lock.hcl");
+    const env = userEnv();
+    const cloneEnv = { ...env, PATH: `${NODE24_BIN}:/usr/bin:/bin` };
+    for (const [writer, reader] of [
+      [bin, AGENT_BIN],
+      [AGENT_BIN, bin],
+    ] as const) {
+      rmSync(lockFile, { force: true });
+      const lock = await agent(["providers", "lock"], { cwd: dir, env, bin: writer });
+      expect(lock.code, lock.stderr).toBe(0);
+      const v = await agent(["validate"], { cwd: dir, env: reader === bin ? env : cloneEnv, bin: reader });
+      expect(v.stdout + v.stderr).not.toContain("lock_mismatch");
+      expect(v.code, v.stdout + v.stderr).toBe(0);
+    }
   });
 
   it("validates and serves the web UI from the installed package", { timeout: 120_000 }, async () => {

@@ -137,6 +137,8 @@ export {
   protectedSet,
 } from "./protected-paths.ts";
 export {
+  FIRST_PARTY_SHIPPED,
+  firstPartyChecksum,
   packageChecksum,
   type ResolvedProvider,
   type ResolveOptions,

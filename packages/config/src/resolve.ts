@@ -20,7 +20,7 @@ export interface ResolvedProvider {
   /** What the kernel launches. */
   executable: string;
   /**
-   * "sha256:<hex>": of the package (first party, see packageChecksum) or of the release
+   * "sha256:<hex>": of the package (first party, see firstPartyChecksum) or of the release
    * asset (forge); absent for a dev override.
    */
   checksum?: string;
@@ -172,7 +172,7 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       source: req.source,
       version,
       executable,
-      checksum: packageChecksum(dir),
+      checksum: firstPartyChecksum(dir),
       origin: "first_party",
       packageDir: dir,
       ...(req.isolation
@@ -206,9 +206,27 @@ export function resolveProviders(
  * link contributes its target text rather than being followed.
  */
 export function packageChecksum(dir: string): string {
+  return checksumOf(dir, () => true);
+}
+
+/**
+ * What a first-party provider ships, so the checksum is the same in a clone of the
+ * repository and in an installed package of the same commit: its package.json, README.md
+ * and src/ (scripts/pack-cli.ts copies exactly these; tests and fixtures stay behind).
+ * A lock file written by either is accepted by the other.
+ */
+export const FIRST_PARTY_SHIPPED: readonly string[] = ["package.json", "README.md", "src"];
+
+/** packageChecksum over the files a first-party package ships (FIRST_PARTY_SHIPPED). */
+export function firstPartyChecksum(dir: string): string {
+  return checksumOf(dir, (top) => FIRST_PARTY_SHIPPED.includes(top));
+}
+
+function checksumOf(dir: string, keepTop: (name: string) => boolean): string {
   const entries: Array<[string, string]> = [];
   const walk = (at: string) => {
     for (const name of readdirSync(at)) {
+      if (at === dir && !keepTop(name)) continue;
       const full = join(at, name);
       const st = lstatSync(full);
       if (st.isDirectory()) {

@@ -8,6 +8,7 @@ import { evaluate, parseFile } from "@pluggableharness/hcl";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   ANY_PLATFORM,
+  firstPartyChecksum,
   type LockFile,
   loadConfigSource,
   packageChecksum,
@@ -120,6 +121,22 @@ describe("package checksum", () => {
     expect(changed).not.toBe(base);
     writeFileSync(join(dir, "src", "extra.ts"), "");
     expect(packageChecksum(dir)).not.toBe(changed);
+  });
+});
+
+describe("first-party checksum", () => {
+  it("covers what ships (package.json, README.md, src/) and nothing a clone has besides", () => {
+    const dir = join(tmp, "shipped");
+    cpSync(join(INSTALL_ROOT, "providers", "filesystem"), dir, { recursive: true });
+    const base = firstPartyChecksum(dir);
+    // Tests, fixtures and notes exist only in a clone: a lock must not depend on them.
+    mkdirSync(join(dir, "test", "fixtures"), { recursive: true });
+    writeFileSync(join(dir, "test", "fixtures", "x.txt"), "only in the clone");
+    writeFileSync(join(dir, "tsconfig.json"), "{}");
+    expect(firstPartyChecksum(dir)).toBe(base);
+    expect(packageChecksum(dir)).not.toBe(packageChecksum(join(INSTALL_ROOT, "providers", "filesystem")));
+    writeFileSync(join(dir, "src", "main.ts"), "// changed\n");
+    expect(firstPartyChecksum(dir)).not.toBe(base);
   });
 });
 
