@@ -101,6 +101,7 @@ import { implicitMemorySubscriptions, implicitWidgetSubscriptions } from "./loop
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
+import { withReplayBuilds } from "./plugins/replay-builds.ts";
 import type { InProcessPluginFactory } from "./providers/in-process.ts";
 import { runSubagent } from "./subagents/run-session.ts";
 import { noTrace, type Tracer } from "./trace.ts";
@@ -130,6 +131,12 @@ export interface KernelOptions {
   readonly globalConfig?: boolean;
   /** Providers not to launch (e.g. the terminal UI in a headless run). */
   readonly exclude?: readonly string[];
+  /**
+   * Cached builds loaded besides agent.hcl's providers, under names of their own, so
+   * events they produced render through their own Render (`agent sessions replay` of a
+   * session written before an upgrade). Not in the lock; no profile names them.
+   */
+  readonly replayBuilds?: readonly ResolvedProvider[];
   /** Run without providers that fail to load instead of failing (default false). */
   readonly tolerateProviderFailures?: boolean;
   /** Share plugin processes with other kernels (tests); the kernel then never stops them. */
@@ -1053,14 +1060,15 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     if (problems.length > 0) throw new ConfigError(problems, "the lock file");
   }
 
-  const kernel = new KernelImpl(options, config, log, secretMask);
+  const replayBuilds = options.replayBuilds ?? [];
+  const kernel = new KernelImpl(options, withReplayBuilds(config, replayBuilds), log, secretMask);
   try {
-    await kernel.init(resolved);
+    await kernel.init([...resolved, ...replayBuilds]);
   } catch (err) {
     await kernel.shutdown().catch(() => {});
     throw err;
   }
-  recordForgeProducers(kernel, resolved);
+  recordForgeProducers(kernel, [...resolved, ...replayBuilds]);
   return kernel;
 }
 

@@ -2,8 +2,9 @@
 // them, through the kernel's ordinary attach path (session_attached, one render per event,
 // backfill_complete), so the output is what a frontend attaching to the session sees.
 // Before anything is launched or rendered, the producers the session recorded are
-// compared with what this project installs; any that is missing is reported and the
-// replay does not start.
+// compared with what this project installs; a producer it installs at another version is
+// rendered by the exact build from the download cache (replay-builds.ts), and only one no
+// cached build serves is reported, with how to get it back, and the replay does not start.
 import { join } from "node:path";
 import {
   ConfigError,
@@ -15,12 +16,14 @@ import { createKernel } from "@pluggableharness/kernel";
 import { producerFor, readPackageMetadata } from "@pluggableharness/plugin-sdk";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { treeText } from "@pluggableharness/provider-tui/render-tree";
+import { readProducers } from "@pluggableharness/registry";
 import { PluginHost } from "@pluggableharness/runtime";
 import type { ProducerIdentity, ProducerRecord } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { resolveProject } from "../install.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { cachedBuildsFor, howToGet, originOf, producerKey, type ReplayBuild } from "../replay-builds.ts";
 import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
 import { damageOf, descendantsOf, eventProblems, openReader, reportDamage, subagentHeading } from "./show.ts";
@@ -36,8 +39,8 @@ const CATEGORIES = [
 
 /**
  * What this project would run, as producer identities, known without launching
- * first-party packages (their Describe answers come from package.json). Dev
- * overrides have no package to read, so they are asked.
+ * first-party packages (their Describe answers come from package.json) or forge builds the
+ * kernel already ran (producers.json in the cache). Anything else is asked.
  */
 async function installedProducers(
   resolved: readonly ResolvedProvider[],
@@ -56,6 +59,11 @@ async function installedProducers(
         }
         return;
       }
+      const recorded = r.installDir ? readProducers(r.installDir) : undefined;
+      if (recorded) {
+        for (const p of recorded) own.push({ category: p.category, name: p.name, version: p.version });
+        return;
+      }
       const host = new PluginHost({ name: r.localName, command: r.executable, cwd });
       try {
         const d = await host.describe();
@@ -70,8 +78,6 @@ async function installedProducers(
   );
   return out;
 }
-
-const producerKey = (p: ProducerIdentity) => `${p.category}\u0000${p.name}\u0000${p.version}`;
 
 /** The categories whose events the kernel's renderer sends to their producer's Render. */
 const RENDERING_CATEGORIES = new Set([
@@ -96,9 +102,19 @@ export function providersNotNeeded(
     .map(([name]) => name);
 }
 
-function describeMissing(missing: readonly ProducerRecord[]): string {
+function describeMissing(
+  missing: readonly ProducerRecord[],
+  how: (p: ProducerRecord) => string,
+  refused: ReadonlyMap<string, string>,
+): string {
   return missing
-    .map((p) => `  ${p.categoryText} ${p.name} ${p.version} (first used at event ${p.firstSeenSequence})`)
+    .map((p) => {
+      const why = refused.get(producerKey(p));
+      return (
+        `  ${p.categoryText} ${p.name} ${p.version} (first used at event ${p.firstSeenSequence}): ` +
+        `${why ? `its cached build is unusable: ${why}` : "no cached build"}\n${how(p)}`
+      );
+    })
     .join("\n");
 }
 
@@ -122,6 +138,13 @@ export async function runReplay(
   first.close();
   const tree = opts.children === false ? [] : descendantsOf(rootId);
   const installed = await installedProducers(resolved, io.cwd);
+  // Cached builds of versions the project no longer installs, added as their session needs them.
+  const builds = new Map<string, ReplayBuild>();
+  const producing = () => {
+    const all = new Map<string, readonly ProducerIdentity[]>(installed);
+    for (const b of builds.values()) all.set(b.provider.localName, b.producers);
+    return all;
+  };
   let exclude: string[] | undefined;
   const damage = new Map<string, string[]>();
   for (const sid of [rootId, ...tree.map((t) => t.info.sessionId)]) {
@@ -129,17 +152,19 @@ export async function runReplay(
     try {
       // What is damaged is reported after the replay shows everything else.
       const problems = eventProblems(reader);
-      const missing = reader.missingProducers([...installed.values()].flat());
-      // A provider stays out only when no session of the tree needs it.
-      const notNeeded = providersNotNeeded(reader.producers(), installed);
-      exclude = exclude === undefined ? notNeeded : exclude.filter((n) => notNeeded.includes(n));
-      if (missing.length > 0) {
+      const cached = cachedBuildsFor(reader.missingProducers([...producing().values()].flat()), io.env);
+      for (const b of cached.builds) builds.set(b.provider.localName, b);
+      if (cached.missing.length > 0) {
+        const how = (p: ProducerRecord) => howToGet(p, originOf(p, installed, resolved, io.env));
         throw new CliError(
-          `agent: cannot replay session ${sid}: it was written by plugins this project does not install:\n${describeMissing(missing)}\n` +
-            "Install those versions (required_providers in agent.hcl), or use `agent sessions show` for the kernel's generic rendering.",
+          `agent: cannot replay session ${sid}: no build of these producers is installed or cached:\n${describeMissing(cached.missing, how, cached.refused)}\n` +
+            "`agent sessions show` prints the session with the kernel's generic rendering meanwhile.",
           EXIT.ERROR,
         );
       }
+      // A provider stays out only when no session of the tree needs it.
+      const notNeeded = providersNotNeeded(reader.producers(), producing());
+      exclude = exclude === undefined ? notNeeded : exclude.filter((n) => notNeeded.includes(n));
       damage.set(sid, damageOf(reader, problems));
     } finally {
       reader.close();
@@ -155,6 +180,7 @@ export async function runReplay(
       env: io.env,
       config: loaded.config,
       exclude: exclude ?? [],
+      replayBuilds: [...builds.values()].map((b) => b.provider),
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
