@@ -21,13 +21,14 @@ export interface ActionEcho {
 
 /** JSON with object keys sorted, so equal values compare equal whatever their key order. */
 function canonical(value: JsonValue | undefined): string {
-  if (value === undefined || value === null || typeof value !== "object") return JSON.stringify(value ?? null);
+  if (value === undefined || value === null || typeof value !== "object")
+    return JSON.stringify(value ?? null);
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   const keys = Object.keys(value).sort();
   return `{${keys.map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
 }
 
-function fingerprint(a: ActionEcho): string {
+function fingerprint(a: Omit<ActionEcho, "nodeId">): string {
   return `${a.provider}\u0000${a.toolName}\u0000${canonical(a.args ?? {})}`;
 }
 
@@ -68,7 +69,8 @@ export class ActionLedger {
         this.#offered.delete(a.id);
         prints.add(fingerprint(a));
         this.#offered.set(a.id, prints);
-        if (this.#offered.size > MAX_OFFERED_ACTIONS) this.#offered.delete(this.#offered.keys().next().value!);
+        if (this.#offered.size > MAX_OFFERED_ACTIONS)
+          this.#offered.delete(this.#offered.keys().next().value!);
       }
     }
   }

@@ -2,20 +2,13 @@
 // action triggers go through the ordinary gate (hooks, policy, plan and asks, apply),
 // never reach the model, and are reported to it on its next turn as a user-role
 // message; bad input is refused before anything runs.
+import type { JsonObject } from "@bufbuild/protobuf";
 import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  calls,
-  Harness,
-  type Loose,
-  reply,
-  type TestClient,
-  type TestKernel,
-  tool,
-} from "./harness.ts";
+import { calls, Harness, type Loose, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -181,7 +174,13 @@ describe("action triggers", () => {
     const k = await kernel("", {
       act: {
         turns: [
-          offering({ id: "open-c", label: "Open c", provider: "tools", toolName: "read", args: { path: "c.txt" } }),
+          offering({
+            id: "open-c",
+            label: "Open c",
+            provider: "tools",
+            toolName: "read",
+            args: { path: "c.txt" },
+          }),
           reply("hello"),
         ],
       },
@@ -252,11 +251,12 @@ describe("action triggers", () => {
       }),
     ).toBe('no action "wipe-a" was shown in this session');
     // Forged: a shown node id with other arguments, or pointed at another tool.
-    for (const value of [
+    const altered: Array<{ nodeId: string; provider: string; toolName: string; args: JsonObject }> = [
       { nodeId: "open-c", provider: "tools", toolName: "read", args: { path: "secret.txt" } },
       { nodeId: "open-c", provider: "tools", toolName: "remove", args: { path: "c.txt" } },
       { nodeId: "open-c", provider: "tools", toolName: "read", args: {} },
-    ]) {
+    ];
+    for (const value of altered) {
       expect(await refused({ case: "actionTrigger", value })).toContain(
         'action "open-c" does not match the action shown',
       );
@@ -285,7 +285,13 @@ policy "slow_ok" {
       {
         cut: {
           turns: [
-            offering({ id: "wait", label: "Wait", provider: "tools", toolName: "slow", args: { ms: 600_000 } }),
+            offering({
+              id: "wait",
+              label: "Wait",
+              provider: "tools",
+              toolName: "slow",
+              args: { ms: 600_000 },
+            }),
             reply("hello"),
           ],
         },
