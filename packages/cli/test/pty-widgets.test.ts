@@ -3,6 +3,8 @@
 // the tightest rate-limit window from the vendor's response headers) and the task list
 // from observe-mode hooks, and the terminal UI draws both. The capture is also written
 // to docs/screenshots when TUI_SCREENSHOT_DIR says where (scripts/tui-screenshot.ts).
+// The task list's [done] ActionNodes are activated by keyboard (Ctrl-T, Tab, Enter) and
+// the kernel runs task_update, which the widget then shows.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -61,7 +63,7 @@ afterAll(async () => {
 });
 
 describe("widgets in the terminal UI", () => {
-  it("shows the status widget and the task list the task tools feed", async () => {
+  it("shows the status widget and the task list the task tools feed; its [done] actions run from the keyboard", async () => {
     const repo = sb.dir("widgets");
     writeFileSync(join(repo, "agent.hcl"), HCL);
     fake = await startFakeVendor({
@@ -121,6 +123,25 @@ describe("widgets in the terminal UI", () => {
       writeFileSync(join(process.env["TUI_SCREENSHOT_DIR"], "tui-widgets.ansi"), screen);
       writeFileSync(join(process.env["TUI_SCREENSHOT_DIR"], "tui-widgets.txt"), status);
     }
+
+    // The open tasks carry a [done] action; the keyboard reaches them: Ctrl-T focuses the
+    // first (the task under way), Tab the next, Enter runs it through the kernel.
+    expect(text).not.toMatch(/Read the parser \[done\]/);
+    tmux("send-keys", "-t", "w", "C-t");
+    await waitFor(
+      /▸ \[done\] task\.task_update \{"id":"[^"]+","status":"completed"\}\s+action 1\/2 · Enter runs it/,
+    );
+    tmux("send-keys", "-t", "w", "Tab");
+    await waitFor(/action 2\/2 · Enter runs it/);
+    tmux("send-keys", "-t", "w", "Enter");
+    await waitFor("Tasks 2/3");
+    const after = await waitFor(/☑ Add a regression test/);
+    expect(after).toMatch(/◐ Fix the off-by-one \[done\]/);
+    expect(after).not.toMatch(/▸ \[done\]/);
+    // The keys are in /help.
+    tmux("send-keys", "-t", "w", "-l", "/help");
+    tmux("send-keys", "-t", "w", "Enter");
+    await waitFor(/Ctrl-T focuses the first/);
     tmux("send-keys", "-t", "w", "C-c");
     tmux("send-keys", "-t", "w", "C-c");
     await waitFor("AGENT_EXIT=0");

@@ -12,10 +12,11 @@ import {
   StreamDeltaKind,
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
-import { type PlacedContent, Region, TextStyle } from "@pluggableharness/protocol/render";
+import { type PlacedContent, Region, type RenderTree, TextStyle } from "@pluggableharness/protocol/render";
 import { SchemaType } from "@pluggableharness/protocol/schema";
 import { type SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
+import { ActionFocus } from "./actions.ts";
 import {
   allCommands,
   type CommandEntry,
@@ -32,7 +33,7 @@ import { MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
-import { paintNode, paintTree } from "./render-tree.ts";
+import { actionsOf, paintNode, paintTree } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 import { originLabel, SubagentTree } from "./subagents.ts";
@@ -167,6 +168,10 @@ export class Tui {
   private widgetStatus = "";
   /** What widgets put in REGION_SIDEBAR (the task list), drawn above the input. */
   private panel: string[] = [];
+  /** The trees behind `panel`, repainted when the focused action moves. */
+  private panelTrees: RenderTree[] = [];
+  /** Actions on screen the keyboard can reach (Ctrl-T). */
+  private readonly actions = new ActionFocus();
   private hint = "";
   private hintUntil = 0;
   private ctrlCAt = -Infinity;
@@ -458,9 +463,13 @@ export class Tui {
         return;
       case Region.SIDEBAR:
         // A terminal has no sidebar: the panel is drawn above the input, bounded.
-        this.panel = content.replace
-          ? lines.slice(0, PANEL_ROWS)
-          : [...this.panel, ...lines].slice(-PANEL_ROWS);
+        if (content.content) {
+          this.panelTrees = content.replace
+            ? [content.content]
+            : [...this.panelTrees, content.content].slice(-PANEL_ROWS);
+        } else if (content.replace) this.panelTrees = [];
+        this.actions.setPanel(this.panelTrees.flatMap((t) => actionsOf(t.root)));
+        this.paintPanel();
         return;
       case Region.OVERLAY:
         if (this.permissions.length > 0 || this.questions.length > 0) {
@@ -470,6 +479,7 @@ export class Tui {
         }
         this.closeStreams(true);
         this.commit(lines.map((l) => `${this.p.paint("┃", "warning")} ${l}`));
+        this.actions.shown(actionsOf(content.content?.root));
         return;
       default: {
         // A finished unit: it supersedes whatever was streamed for it.
@@ -478,8 +488,73 @@ export class Tui {
         // The streamed answer is already on screen, as markdown.
         if (streamed && message) return;
         this.commit(["", ...(message ?? lines)]);
+        this.actions.shown(actionsOf(content.content?.root));
       }
     }
+  }
+
+  /** The panel's lines, with the focused action marked. */
+  private paintPanel(): void {
+    const focus = this.actions.current?.id;
+    const lines = this.panelTrees.flatMap((t) =>
+      paintTree(t, { painter: this.p, ...(focus !== undefined ? { focus } : {}) }),
+    );
+    this.panel = lines.slice(-PANEL_ROWS);
+  }
+
+  /** Keys while an action has focus; true when the key was used. */
+  private actionKey(key: Key): boolean {
+    if (!this.actions.active) return false;
+    switch (key.name) {
+      case "tab":
+      case "down":
+      case "right":
+        this.actions.move(1);
+        break;
+      case "backtab":
+      case "up":
+      case "left":
+        this.actions.move(-1);
+        break;
+      case "enter":
+        this.activate();
+        break;
+      case "escape":
+      case "ctrl-t":
+        this.actions.clear();
+        break;
+      default:
+        // Anything else leaves the actions and goes where it would have gone.
+        this.actions.clear();
+        this.paintPanel();
+        return false;
+    }
+    this.paintPanel();
+    return true;
+  }
+
+  /** Sends the focused action to the kernel, which checks and runs it like /command. */
+  private activate(): void {
+    const a = this.actions.current;
+    this.actions.clear();
+    if (!a || !this.sessionId) return;
+    if (this.replayOnly) {
+      this.flash("This session is replay only: its actions cannot run");
+      return;
+    }
+    this.conn.send({
+      sessionId: this.sessionId,
+      event: {
+        case: "actionTrigger",
+        value: {
+          nodeId: a.id,
+          toolName: a.toolName,
+          provider: a.provider,
+          ...(a.args ? { args: a.args } : {}),
+        },
+      },
+    });
+    this.flash(`Running ${sanitize(a.label || a.toolName)} (${sanitize(`${a.provider}.${a.toolName}`)})…`);
   }
 
   /**
@@ -784,6 +859,12 @@ export class Tui {
       this.editor.apply(key);
       return;
     }
+    if (this.actionKey(key)) return;
+    if (key.name === "ctrl-t") {
+      if (this.actions.start()) this.paintPanel();
+      else this.flash("No actions on screen");
+      return;
+    }
     if (key.name === "escape") {
       if (this.editing || this.denying) {
         this.editing = undefined;
@@ -1024,6 +1105,8 @@ export class Tui {
     this.warning = "";
     this.widgetStatus = "";
     this.panel = [];
+    this.panelTrees = [];
+    this.actions.reset();
     this.target = target;
     this.fresh = false;
     // Going back to a session left earlier: its events count again.
@@ -1113,6 +1196,7 @@ export class Tui {
       "Approvals: y once · s this session · A always · n deny · N deny for the session · e edit arguments",
       "Enter sends · Alt-Enter, Shift-Enter, Ctrl-J or \\ then Enter: new line · ↑/↓ history · Ctrl-R search history",
       "@path attaches a file (Tab completes paths; images go to vision models) · Tab after / completes commands",
+      "Actions ([buttons] in the task list and in results): Ctrl-T focuses the first · Tab/↓ next, Shift-Tab/↑ back · Enter runs it (policy applies) · Esc leaves",
       "Commands:",
     ];
     const all = allCommands(this.registered).filter((c) => c.name !== "quit");
@@ -1324,6 +1408,19 @@ export class Tui {
       lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · Esc to interrupt`, "accent"));
     }
     for (const l of this.panel) lines.push(`${p.paint("│", "dim")} ${l}`);
+    const focused = this.actions.current;
+    if (focused) {
+      // What it runs, cut to the width (arguments can be long), then the keys.
+      const { at, of } = this.actions.position;
+      const label = `[${sanitize(focused.label || focused.toolName)}]`;
+      const args = focused.args ? ` ${JSON.stringify(focused.args)}` : "";
+      const what = sanitize(`${focused.provider}.${focused.toolName}${args}`);
+      const room = Math.max(10, width - visibleWidth(label) - 4);
+      lines.push(
+        `${p.paint("▸", "accent")} ${p.paint(label, "bold", "accent")} ${p.paint(what.length > room ? `${what.slice(0, room - 1)}…` : what, "dim")}`,
+      );
+      lines.push(p.paint(`  action ${at}/${of} · Enter runs it · Tab next · Esc leaves`, "dim"));
+    }
     lines.push(p.paint("─".repeat(Math.min(width, 80)), "dim"));
     if (!item && !q) {
       cursor = this.editorRows(lines, `${p.paint("›", "accent")} `, "  ", 2, width);

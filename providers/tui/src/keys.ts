@@ -36,6 +36,7 @@ export type NamedKey =
   | "ctrl-l"
   | "ctrl-r"
   | "ctrl-g"
+  | "ctrl-t"
   | "ctrl-p"
   | "ctrl-n"
   | "ctrl-v"
@@ -68,6 +69,7 @@ const CONTROL: Record<string, NamedKey> = {
   "\x0c": "ctrl-l",
   "\x12": "ctrl-r",
   "\x07": "ctrl-g",
+  "\x14": "ctrl-t",
   "\x10": "ctrl-p",
   "\x0e": "ctrl-n",
   "\x16": "ctrl-v",

@@ -3,7 +3,13 @@
 // render tree's graceful-fallback rule requires. With the plain painter the result
 // is the transcript text the CLI prints for headless runs and replays.
 import type { JsonValue } from "@bufbuild/protobuf";
-import { DiffLineOp, type RenderNode, type RenderTree, TextStyle } from "@pluggableharness/protocol/render";
+import {
+  type ActionNode,
+  DiffLineOp,
+  type RenderNode,
+  type RenderTree,
+  TextStyle,
+} from "@pluggableharness/protocol/render";
 import { highlight } from "./markdown.ts";
 import { type Painter, plainPainter, sanitize, type Tone } from "./style.ts";
 
@@ -11,6 +17,8 @@ export interface PaintOptions {
   painter?: Painter;
   /** Show the children of collapsible nodes even when they are collapsed by default. */
   expand?: boolean;
+  /** The id of the action drawn as focused (Ctrl-T in the terminal UI). */
+  focus?: string;
 }
 
 const STYLE_TONES: Partial<Record<TextStyle, Tone>> = {
@@ -33,6 +41,41 @@ function indent(lines: string[], prefix: string, rest = " ".repeat(prefix.length
 
 function jsonText(value: JsonValue): string {
   return JSON.stringify(value);
+}
+
+function button(a: ActionNode, opts: PaintOptions): string {
+  const p = opts.painter ?? plainPainter;
+  const label = `[${sanitize(a.label || a.toolName)}]`;
+  return a.id !== "" && a.id === opts.focus
+    ? `${p.paint("▸", "accent")}${p.paint(label, "bold", "accent")}`
+    : p.paint(label, "inverse");
+}
+
+/**
+ * A group of one-line texts and actions (a task line with its "done" button) is drawn
+ * as one row; undefined when the group holds anything else or no action.
+ */
+function row(children: readonly RenderNode[], opts: PaintOptions): string | undefined {
+  if (!children.some((c) => c.node.case === "action")) return undefined;
+  const parts: string[] = [];
+  for (const c of children) {
+    const n = c.node;
+    if (n.case === "action") parts.push(button(n.value, opts));
+    else if (n.case === "text" && !/[\r\n]/.test(n.value.content)) parts.push(paintNode(c, opts)[0] ?? "");
+    else return undefined;
+  }
+  return parts.join(" ");
+}
+
+/** The actions of a tree, in the order they are drawn. */
+export function actionsOf(node: RenderNode | undefined, depth = 0): ActionNode[] {
+  const n = node?.node;
+  if (!n || depth > 64) return [];
+  if (n.case === "action") return n.value.id && n.value.provider && n.value.toolName ? [n.value] : [];
+  if (n.case === "group" || n.case === "collapsible")
+    return n.value.children.flatMap((c) => actionsOf(c, depth + 1));
+  if (n.case === "list") return n.value.items.flatMap((c) => actionsOf(c, depth + 1));
+  return [];
 }
 
 /** Lines for one node; never throws on odd content. */
@@ -96,8 +139,10 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
       });
       return out;
     }
-    case "group":
-      return n.value.children.flatMap((c) => paintNode(c, opts));
+    case "group": {
+      const inline = row(n.value.children, opts);
+      return inline !== undefined ? [inline] : n.value.children.flatMap((c) => paintNode(c, opts));
+    }
     case "collapsible": {
       const collapsed = n.value.collapsedByDefault && !opts.expand;
       const head = `${collapsed ? "▸" : "▾"} ${sanitize(n.value.summary)}`;
@@ -120,8 +165,7 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
     case "action": {
       const args = n.value.args ? ` ${jsonText(n.value.args)}` : "";
       return [
-        p.paint(`[${sanitize(n.value.label || n.value.toolName)}]`, "inverse") +
-          p.paint(` ${n.value.provider}.${n.value.toolName}${args}`, "dim"),
+        button(n.value, opts) + p.paint(sanitize(` ${n.value.provider}.${n.value.toolName}${args}`), "dim"),
       ];
     }
     default:

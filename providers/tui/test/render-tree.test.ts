@@ -7,7 +7,7 @@ import {
   TextStyle,
 } from "@pluggableharness/protocol/render";
 import { describe, expect, it } from "vitest";
-import { paintTree, treeText } from "../src/render-tree.ts";
+import { actionsOf, paintTree, treeText } from "../src/render-tree.ts";
 import { ansiPainter, stripAnsi } from "../src/style.ts";
 
 function tree(node: Parameters<typeof create<typeof RenderNodeSchema>>[1]): RenderTree {
@@ -119,5 +119,29 @@ describe("RenderTree painting", () => {
 
   it("strips control sequences a producer put in its text", () => {
     expect(treeText(tree(text("a\x1b[2Jb\x07c\r\nd")))).toBe("abc\nd");
+  });
+
+  it("draws a line of text with its actions as one row, marks the focused one, and lists them", () => {
+    const done = (id: string) => ({
+      node: {
+        case: "action" as const,
+        value: { id, label: "done", provider: "task", toolName: "task_update", args: { id } },
+      },
+    });
+    const t = tree({
+      node: {
+        case: "group",
+        value: {
+          children: [
+            text("Tasks 0/2", TextStyle.BOLD),
+            { node: { case: "group", value: { children: [text("☐ one"), done("1")] } } },
+            { node: { case: "group", value: { children: [text("☐ two"), done("2")] } } },
+          ],
+        },
+      },
+    });
+    expect(treeText(t).split("\n")).toEqual(["Tasks 0/2", "☐ one [done]", "☐ two [done]"]);
+    expect(paintTree(t, { focus: "2" })).toEqual(["Tasks 0/2", "☐ one [done]", "☐ two ▸[done]"]);
+    expect(actionsOf(t.root).map((a) => a.id)).toEqual(["1", "2"]);
   });
 });

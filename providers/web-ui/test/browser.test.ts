@@ -72,13 +72,13 @@ beforeAll(async () => {
   const withCommands = hcl
     .replace(
       "required_providers {",
-      'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }',
+      'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }\n  task = { source = "pluggableharness/task", version = ">= 0.1.0" }\n  widgets = { source = "pluggableharness/widgets", version = ">= 0.1.0" }',
     )
     .replace(
       'tools     = ["filesystem.*", "exec.*"]',
-      'tools     = ["filesystem.*", "exec.*", "commands.*"]',
+      'tools     = ["filesystem.*", "exec.*", "commands.*", "task.*"]',
     );
-  expect(withCommands).toContain('"commands.*"');
+  expect(withCommands).toContain('"commands.*", "task.*"');
   writeFileSync(join(repo, "agent.hcl"), withCommands);
   fake = await startFakeVendor({ vendor: "anthropic", script: [] });
   const env = {
@@ -264,6 +264,60 @@ describe("the web UI in Chromium", () => {
     await expect(page.locator("#transcript").textContent()).resolves.not.toContain("Changed a.txt.");
     await expect(box.inputValue()).resolves.toBe("second: change a");
     expect(fake.requests.length).toBe(requests);
+    await context.close();
+  });
+
+  it("completes a task from the task list's [done] button, asked first like any change", async () => {
+    const context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    await open(page, url);
+    fake.push(
+      {
+        kind: "tool_calls",
+        text: "Planning.",
+        calls: [
+          {
+            name: "task__task_create",
+            args: {
+              tasks: [
+                { title: "Read the parser", status: "completed" },
+                { title: "Fix the off-by-one", status: "in_progress" },
+                { title: "Add a regression test" },
+              ],
+            },
+          },
+        ],
+      },
+      { kind: "text", text: "Planned the work." },
+    );
+    await page.getByRole("textbox", { name: "Message" }).fill("Plan the parser fix");
+    await page.getByRole("textbox", { name: "Message" }).press("Enter");
+    // The project's policy asks before any change that is no file edit: the model's call...
+    const create = page.getByRole("region", { name: "Permission: task.task_create" });
+    await create.getByRole("button", { name: "Allow once" }).click();
+    await page.locator(".entry.assistant", { hasText: "Planned the work." }).waitFor();
+    await page.locator("body[data-status=completed]").waitFor();
+    const panel = page.getByRole("region", { name: "Widgets" });
+    await panel.getByText("Tasks 1/3").waitFor();
+    // A button for each open task only.
+    await expect(panel.getByRole("button", { name: "done" }).count()).resolves.toBe(2);
+    await expect(panel.locator(".group.row", { hasText: "Read the parser" }).count()).resolves.toBe(0);
+    await panel
+      .locator(".group.row", { hasText: "Fix the off-by-one" })
+      .getByRole("button", { name: "done" })
+      .click();
+    // ...and the operator's action alike: the kernel runs it through the same gate.
+    const update = page.getByRole("region", { name: "Permission: task.task_update" });
+    await update.waitFor();
+    await expect(panel.getByText("Tasks 1/3").count()).resolves.toBe(1);
+    await update.getByRole("button", { name: "Allow once" }).click();
+    await panel.getByText("Tasks 2/3").waitFor();
+    await panel.getByText("☑ Fix the off-by-one").waitFor();
+    await expect(panel.getByRole("button", { name: "done" }).count()).resolves.toBe(1);
+    await expect(
+      panel.locator(".group.row", { hasText: "Add a regression test" }).getByRole("button").count(),
+    ).resolves.toBe(1);
     await context.close();
   });
 

@@ -32,10 +32,10 @@ await serve({
             status = s;
             yield { region: Region.INPUT_BAR, content: statusTree(v), replace: true };
           }
-          const t = v.tasks ? JSON.stringify(v.tasks) : "";
+          const t = v.tasks ? JSON.stringify([v.taskProvider, v.tasks]) : "";
           if (v.tasks && t !== tasks) {
             tasks = t;
-            yield { region: Region.SIDEBAR, content: taskTree(v.tasks), replace: true };
+            yield { region: Region.SIDEBAR, content: taskTree(v.tasks, v.taskProvider), replace: true };
           }
           const seen = v.version;
           while (v.version === seen && !ctx.signal.aborted) await nextChange(v, ctx.signal);
@@ -68,6 +68,7 @@ await serve({
           if (tasks) {
             const v = viewOf(sessionId);
             v.tasks = tasks;
+            v.taskProvider = p.value.provider;
             changed(v);
           }
         }

@@ -34,7 +34,30 @@ export function statusTree(v: SessionView): Tree {
 
 const MARK: Record<string, string> = { pending: "☐", in_progress: "◐", completed: "☑", cancelled: "☒" };
 
-export function taskTree(tasks: readonly Task[]): Tree {
+type Node = NonNullable<Tree["root"]>;
+
+/**
+ * An open task's "done" button: an ActionNode the frontend turns into a click or a key,
+ * and the kernel runs as the provider's task_update, through policy, like the operator's
+ * own command. Without the provider's name (nothing seen yet) there is no button.
+ */
+function doneAction(t: Task, provider: string): Node | undefined {
+  if (!provider || t.status === "completed" || t.status === "cancelled") return undefined;
+  return {
+    node: {
+      case: "action",
+      value: {
+        id: `task-done:${t.id}`,
+        label: "done",
+        provider,
+        toolName: "task_update",
+        args: { id: t.id, status: "completed" },
+      },
+    },
+  };
+}
+
+export function taskTree(tasks: readonly Task[], provider = ""): Tree {
   const done = tasks.filter((t) => t.status === "completed").length;
   return {
     root: {
@@ -48,22 +71,26 @@ export function taskTree(tasks: readonly Task[]): Tree {
                 value: { content: `Tasks ${done}/${tasks.length}`, style: TextStyle.BOLD },
               },
             },
-            ...tasks.map((t) => ({
-              node: {
-                case: "text" as const,
-                value: {
-                  content: `${MARK[t.status] ?? "☐"} ${t.title}`,
-                  style:
-                    t.status === "completed"
-                      ? TextStyle.SUCCESS
-                      : t.status === "in_progress"
-                        ? TextStyle.BOLD
-                        : t.status === "cancelled"
-                          ? TextStyle.DIM
-                          : TextStyle.UNSPECIFIED,
+            ...tasks.map((t): Node => {
+              const line: Node = {
+                node: {
+                  case: "text" as const,
+                  value: {
+                    content: `${MARK[t.status] ?? "☐"} ${t.title}`,
+                    style:
+                      t.status === "completed"
+                        ? TextStyle.SUCCESS
+                        : t.status === "in_progress"
+                          ? TextStyle.BOLD
+                          : t.status === "cancelled"
+                            ? TextStyle.DIM
+                            : TextStyle.UNSPECIFIED,
+                  },
                 },
-              },
-            })),
+              };
+              const done = doneAction(t, provider);
+              return done ? { node: { case: "group", value: { children: [line, done] } } } : line;
+            }),
           ],
         },
       },

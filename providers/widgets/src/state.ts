@@ -18,6 +18,8 @@ export interface SessionView {
   costUsd: number;
   rateLimits: RateLimitSnapshot[];
   tasks: Task[] | undefined;
+  /** Declared name of the provider whose task tools fed `tasks`: where its actions go. */
+  taskProvider: string;
   /** Bumped on every change; Attach streams wait for it to move. */
   version: number;
   waiters: Array<() => void>;
@@ -41,6 +43,7 @@ export function viewOf(sessionId: string): SessionView {
     costUsd: 0,
     rateLimits: [],
     tasks: undefined,
+    taskProvider: "",
     version: 0,
     waiters: [],
   };

@@ -11,6 +11,7 @@ import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/
 import type { PlacedContent } from "@pluggableharness/protocol/render";
 import type { KernelLogger } from "../log.ts";
 import type { RenderPreference } from "../loop/frontend-port.ts";
+import { ActionLedger } from "./action-ledger.ts";
 import { genericRenderTree, hasContent, placed, type RenderableEvent } from "./generic-render.ts";
 
 export type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
@@ -45,6 +46,8 @@ export interface AttachPlan {
 
 export class SessionChannel {
   readonly sessionId: string;
+  /** The ActionNodes delivered on this channel: what an action_trigger may echo. */
+  readonly actions = new ActionLedger();
   readonly #subscribers = new Set<Subscriber>();
   readonly #render: (event: RenderableEvent) => Promise<PlacedContent>;
   readonly #log: KernelLogger;
@@ -112,6 +115,7 @@ export class SessionChannel {
         sessionId: this.sessionId,
         event: { case: "render", value: { content } },
       });
+      this.actions.note(rendered);
       for (const s of this.#subscribers) if (wants(s) !== "none") s.deliver(rendered);
     });
   }
@@ -135,8 +139,11 @@ export class SessionChannel {
   }
 
   async #backfill(subscriber: Subscriber, plan: AttachPlan, through: number): Promise<void> {
-    const send = (init: ServerEventInit) =>
-      subscriber.deliver(create(ServerEventSchema, { ...init, sessionId: this.sessionId }));
+    const send = (init: ServerEventInit) => {
+      const event = create(ServerEventSchema, { ...init, sessionId: this.sessionId });
+      this.actions.note(event);
+      subscriber.deliver(event);
+    };
     send({ ...plan.opening, ...(plan.requestId !== undefined ? { requestId: plan.requestId } : {}) });
     // Renders run ahead of delivery (up to BACKFILL_WINDOW at once: a producer's Render
     // RPCs overlap instead of waiting for each other) and are sent in sequence order.
@@ -187,6 +194,7 @@ export class SessionChannel {
   }
 
   #broadcast(event: ServerEvent): void {
+    if (this.#subscribers.size > 0) this.actions.note(event);
     for (const s of this.#subscribers) s.deliver(event);
   }
 }

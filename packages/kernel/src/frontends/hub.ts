@@ -393,6 +393,9 @@ export class FrontendHub implements FrontendPort {
             "action_trigger needs provider and tool_name, echoed from the action node",
           );
         }
+        // Only an action this session showed may be activated; the gate judges the rest.
+        const refused = sub.session.channel.actions.refusal(t);
+        if (refused) throw new FrontendRequestError(FrontendErrorCategory.INVALID_CLIENT_EVENT, refused);
         fail(
           control.invoke(
             {

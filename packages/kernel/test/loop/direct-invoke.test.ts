@@ -2,12 +2,13 @@
 // action triggers go through the ordinary gate (hooks, policy, plan and asks, apply),
 // never reach the model, and are reported to it on its next turn as a user-role
 // message; bad input is refused before anything runs.
+import type { JsonObject } from "@bufbuild/protobuf";
 import { ClientDecision, FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import { ApplyOutcome, PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { afterAll, describe, expect, it } from "vitest";
-import { Harness, type Loose, reply, type TestClient, type TestKernel } from "./harness.ts";
+import { calls, Harness, type Loose, reply, type TestClient, type TestKernel, tool } from "./harness.ts";
 
 const h = new Harness();
 afterAll(() => h.dispose());
@@ -164,9 +165,26 @@ policy "no_remove" {
   });
 });
 
+/** A first turn whose `offer` call shows these ActionNodes (the fixture renders its result as them). */
+const offering = (...actions: Array<Record<string, unknown>>) =>
+  calls(tool("offer", "tools__offer", { actions }));
+
 describe("action triggers", () => {
   it("runs the node's tool like a direct-invoke command and reports it as the action", async () => {
-    const k = await kernel("", { act: { turns: [reply("hello")] } });
+    const k = await kernel("", {
+      act: {
+        turns: [
+          offering({
+            id: "open-c",
+            label: "Open c",
+            provider: "tools",
+            toolName: "read",
+            args: { path: "c.txt" },
+          }),
+          reply("hello"),
+        ],
+      },
+    });
     const c = k.client();
     const id = await c.create("[act] start");
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
@@ -184,16 +202,28 @@ describe("action triggers", () => {
     expect(lastMessage(k, id).text).toBe(
       '[kernel] The operator activated the action "open-c" directly, without a model turn. It called tools__read with {"path":"c.txt"}.\nResult: {"path":"c.txt","content":"contents of c.txt"}',
     );
-    expect(k.requests("act")).toHaveLength(1);
+    expect(k.requests("act")).toHaveLength(2);
     await k.close();
   });
 
-  it("refuses unknown tools and arguments that do not fit, before anything runs", async () => {
-    const k = await kernel("", { bad: { turns: [reply("hello")] } });
+  it("refuses actions never shown, altered echoes, unknown tools and arguments that do not fit, before anything runs", async () => {
+    const k = await kernel("", {
+      bad: {
+        turns: [
+          offering(
+            { id: "n", label: "Nope", provider: "tools", toolName: "nope", args: {} },
+            { id: "n5", label: "Bad path", provider: "tools", toolName: "read", args: { path: 5 } },
+            { id: "open-c", label: "Open c", provider: "tools", toolName: "read", args: { path: "c.txt" } },
+          ),
+          reply("hello"),
+        ],
+      },
+    });
     const c = k.client();
     const id = await c.create("[bad] start");
     expect(await c.finished(id)).toBe(SessionStatus.COMPLETED);
     const eventsBefore = k.file(id).events.length;
+    const startedBefore = started(k).length;
     const refused = async (event: Parameters<TestClient["send"]>[0]["event"]) => {
       const from = c.events.length;
       c.send({ sessionId: id, event });
@@ -210,9 +240,27 @@ describe("action triggers", () => {
     expect(
       await refused({
         case: "actionTrigger",
-        value: { nodeId: "n", provider: "tools", toolName: "read", args: { path: 5 } },
+        value: { nodeId: "n5", provider: "tools", toolName: "read", args: { path: 5 } },
       }),
     ).toContain("input schema");
+    // Forged: an action nobody was shown, even for a real tool with valid arguments.
+    expect(
+      await refused({
+        case: "actionTrigger",
+        value: { nodeId: "wipe-a", provider: "tools", toolName: "remove", args: { path: "a" } },
+      }),
+    ).toBe('no action "wipe-a" was shown in this session');
+    // Forged: a shown node id with other arguments, or pointed at another tool.
+    const altered: Array<{ nodeId: string; provider: string; toolName: string; args: JsonObject }> = [
+      { nodeId: "open-c", provider: "tools", toolName: "read", args: { path: "secret.txt" } },
+      { nodeId: "open-c", provider: "tools", toolName: "remove", args: { path: "c.txt" } },
+      { nodeId: "open-c", provider: "tools", toolName: "read", args: {} },
+    ];
+    for (const value of altered) {
+      expect(await refused({ case: "actionTrigger", value })).toContain(
+        'action "open-c" does not match the action shown',
+      );
+    }
     expect(await refused({ case: "actionTrigger", value: { nodeId: "n", toolName: "read" } })).toContain(
       "needs provider and tool_name",
     );
@@ -222,7 +270,7 @@ describe("action triggers", () => {
     expect(await refused({ case: "slashCommand", value: { name: "peek", args: "" } })).toContain(
       "must have required property 'path'",
     );
-    expect(started(k)).toEqual([]);
+    expect(started(k).slice(startedBefore)).toEqual([]);
     expect(k.file(id).events).toHaveLength(eventsBefore);
     await k.close();
   });
@@ -234,7 +282,20 @@ policy "slow_ok" {
   match  = { provider = "tools", tool_name = "slow" }
   action = "allow"
 }`,
-      { cut: { turns: [reply("hello")] } },
+      {
+        cut: {
+          turns: [
+            offering({
+              id: "wait",
+              label: "Wait",
+              provider: "tools",
+              toolName: "slow",
+              args: { ms: 600_000 },
+            }),
+            reply("hello"),
+          ],
+        },
+      },
     );
     const c = k.client();
     const id = await c.create("[cut] start");

@@ -11,6 +11,7 @@ const requests = $("requests");
 const prompt = $("prompt");
 const statusLine = $("status");
 const errors = $("errors");
+const widgets = $("widgets");
 
 const state = {
   connection: "",
@@ -119,8 +120,24 @@ function addEntry(node, cls) {
   return entry;
 }
 
+/** Sends an activated ActionNode back unchanged; the kernel checks it and applies policy. */
+function triggerAction(a) {
+  post({
+    sessionId: state.sessionId,
+    actionTrigger: { nodeId: a.id, toolName: a.toolName, args: a.args ?? {}, provider: a.provider },
+  });
+}
+
 function onRender(content) {
   const region = content.region ?? "REGION_MAIN_CHAT";
+  if (region === "REGION_SIDEBAR") {
+    // Widgets (the task list): kept beside the transcript, replaced as they update.
+    const node = renderTree(content.content, { onAction: triggerAction });
+    if (content.replace) widgets.replaceChildren(node);
+    else widgets.append(node);
+    widgets.hidden = false;
+    return;
+  }
   if (region === "REGION_TOP_BAR" || region === "REGION_HOTKEY_HINTS" || region === "REGION_INPUT_BAR") {
     const text = renderNode(content.content?.root).textContent;
     statusLine.title = text;
@@ -140,11 +157,7 @@ function onRender(content) {
   addEntry(
     renderTree(tree, {
       onSession: (id) => openSession(id),
-      onAction: (a) =>
-        post({
-          sessionId: state.sessionId,
-          actionTrigger: { nodeId: a.id, toolName: a.toolName, args: a.args ?? {}, provider: a.provider },
-        }),
+      onAction: triggerAction,
     }),
     cls,
   );
@@ -354,6 +367,8 @@ function listSessions() {
 
 function clearView() {
   transcript.replaceChildren();
+  widgets.replaceChildren();
+  widgets.hidden = true;
   requests.replaceChildren();
   state.streams.clear();
   state.cards.clear();

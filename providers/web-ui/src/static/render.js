@@ -153,8 +153,11 @@ export function renderNode(node, ctx = {}) {
     return list;
   }
   if (node.group) {
-    const div = el("div", "group");
-    for (const c of node.group.children ?? []) div.append(renderNode(c, ctx));
+    // One-line texts with their buttons (a task and its "done") read as one row.
+    const kids = node.group.children ?? [];
+    const row = kids.some((c) => c?.action) && kids.every((c) => c?.action || c?.text);
+    const div = el("div", row ? "group row" : "group");
+    for (const c of kids) div.append(renderNode(c, ctx));
     return div;
   }
   if (node.collapsible) {
@@ -177,6 +180,8 @@ export function renderNode(node, ctx = {}) {
   if (node.action) {
     const b = el("button", "action", node.action.label || node.action.toolName);
     b.type = "button";
+    // Says what it runs: the kernel still applies policy, which may ask first.
+    b.title = `${node.action.provider}.${node.action.toolName} ${JSON.stringify(node.action.args ?? {})}`;
     b.addEventListener("click", () => ctx.onAction?.(node.action));
     return b;
   }
