@@ -56,13 +56,18 @@ export interface InitRecord {
 
 export interface RunSummary {
   sessionId: string;
-  /** The whole session's spend (a resumed session includes earlier runs). */
+  /** The whole session tree's spend: its own and its sub-agents' (a resumed session includes earlier runs). */
   sessionCostUsd: number;
+  /** The session's own calls only, all runs. */
+  sessionOwnCostUsd: number;
   status: SessionStatus;
   detail: string;
   numTurns: number;
   durationMs: number;
+  /** This run's spend: the session's own calls and those of the sub-agents it spawned. */
   totalCostUsd: number;
+  /** This run's own calls only. */
+  ownCostUsd: number;
   usage: {
     input_tokens: number;
     output_tokens: number;
@@ -321,9 +326,17 @@ export class RecordDecoder {
   }
 }
 
+/** What the session's sub-agents spent: in all, and during this run. */
+export interface SubagentSpend {
+  readonly usd: number;
+  readonly sinceUsd: number;
+}
+
 /**
  * The final record's facts, from the session file: turns, usage, cost and denials of
- * this run (the events after `afterSequence`), and the whole session's cost.
+ * this run (the events after `afterSequence`), and the whole session's cost. Costs are
+ * reported for the tree (the spec's roll-up: a sub-agent's spend is its parent's too)
+ * beside the session's own; `subagents` comes from the children's files.
  */
 export function summarize(
   reader: SessionReader,
@@ -332,6 +345,7 @@ export function summarize(
   detail: string,
   durationMs: number,
   afterSequence = 0,
+  subagents: SubagentSpend = { usd: 0, sinceUsd: 0 },
 ): RunSummary {
   const turns = new Set<string>();
   let finalText = "";
@@ -418,8 +432,10 @@ export function summarize(
     detail,
     numTurns: turns.size,
     durationMs,
-    totalCostUsd: costUsd,
-    sessionCostUsd: reader.costUsd(),
+    totalCostUsd: costUsd + subagents.sinceUsd,
+    ownCostUsd: costUsd,
+    sessionCostUsd: reader.costUsd() + subagents.usd,
+    sessionOwnCostUsd: reader.costUsd(),
     usage,
     finalText,
     denials,
@@ -470,8 +486,11 @@ export function resultRecord(s: RunSummary): JsonObject {
     model: s.model,
     num_turns: s.numTurns,
     duration_ms: s.durationMs,
+    // Tree totals (sub-agents included), each beside the session's own part.
     total_cost_usd: s.totalCostUsd,
+    own_cost_usd: s.ownCostUsd,
     session_cost_usd: s.sessionCostUsd,
+    session_own_cost_usd: s.sessionOwnCostUsd,
     usage: s.usage,
     result: s.finalText,
     permission_denials: s.denials,

@@ -27,7 +27,10 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .description(
       "start a session: interactive in a terminal (optionally with a first message), headless with -p or a prompt on stdin",
     )
-    .option("-p, --print <prompt>", "run headless with this prompt (stdin, when piped, is appended)")
+    .option(
+      "-p, --print [prompt]",
+      "run headless with this prompt (stdin, when piped, is appended; -p alone reads the prompt from stdin)",
+    )
     .option("--profile <name>", 'agent profile from agent.hcl (default: "default")')
     .option("--model <provider/id>", "use this model as the profile's primary model")
     .option("--max-turns <n>", "end the session after this many turns")
