@@ -472,6 +472,28 @@ export function runExitCode(summary: RunSummary): number {
   return exitCodeFor(summary.status, summary.denials.length);
 }
 
+/** What the start-up Ctrl-C leaves: a cancelled run that never had a session or a prompt. */
+export const STARTUP_INTERRUPTED = "interrupted during start-up; the prompt was not sent";
+
+/** The result of a headless run interrupted before its session existed (exit 4). */
+export function cancelledBeforeSession(io: Io, format: OutputFormat, durationMs: number): number {
+  return new HeadlessPrinter(io, format, false).result({
+    sessionId: "",
+    sessionCostUsd: 0,
+    sessionOwnCostUsd: 0,
+    status: SessionStatus.CANCELLED,
+    detail: STARTUP_INTERRUPTED,
+    numTurns: 0,
+    durationMs,
+    totalCostUsd: 0,
+    ownCostUsd: 0,
+    usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    finalText: "",
+    denials: [],
+    model: "",
+  });
+}
+
 export function resultRecord(s: RunSummary): JsonObject {
   const exit = runExitCode(s);
   return {
@@ -482,7 +504,8 @@ export function resultRecord(s: RunSummary): JsonObject {
     is_error: exit !== 0,
     status: statusName(s.status),
     ...(s.detail ? { detail: s.detail } : {}),
-    session_id: s.sessionId,
+    // null: the run was interrupted before it had a session.
+    session_id: s.sessionId || null,
     model: s.model,
     num_turns: s.numTurns,
     duration_ms: s.durationMs,
@@ -660,7 +683,8 @@ export class HeadlessPrinter {
       if (exit !== 0) {
         const why = summary.detail || statusName(summary.status);
         const denied = summary.denials.length > 0 ? `; ${summary.denials.length} tool call(s) denied` : "";
-        line(this.io.err, `agent: session ${summary.sessionId} ended: ${why}${denied}`);
+        const what = summary.sessionId ? `session ${summary.sessionId} ended` : "the run ended";
+        line(this.io.err, `agent: ${what}: ${why}${denied}`);
       }
     } else {
       this.json(resultRecord(summary));

@@ -2,6 +2,23 @@
 // cancels (during start-up the prompt is then never sent, and the run still ends with its
 // `result` record and exit 4), a second one exits at once with 130.
 
+/** What bin/start.mjs counted before the CLI loaded (and the handler it installed). */
+interface EarlySignals {
+  count: number;
+  dispose(): void;
+}
+
+/** Takes over bin/start.mjs's early handler: its count, once. */
+export function takeEarlySignals(): number {
+  const key = Symbol.for("pluggableharness.earlySignals");
+  const g = globalThis as { [k: symbol]: EarlySignals | undefined };
+  const early = g[key];
+  if (!early) return 0;
+  g[key] = undefined;
+  early.dispose();
+  return early.count;
+}
+
 export class RunSignals {
   #count = 0;
   #onInterrupt: (() => void) | undefined;
@@ -13,6 +30,7 @@ export class RunSignals {
   constructor() {
     process.on("SIGINT", this.#handler);
     process.on("SIGTERM", this.#handler);
+    this.#count = takeEarlySignals();
   }
 
   /** A signal arrived already. */

@@ -408,7 +408,9 @@ describe("the web UI in Chromium", () => {
         sessionId: "01ROOT0000000000000000000A",
         event: {
           case: "permissionRequest",
-          value: { planItem: { id: "item-own", provider: "filesystem", toolName: "edit_file", toolCallId: "c-own" } },
+          value: {
+            planItem: { id: "item-own", provider: "filesystem", toolName: "edit_file", toolCallId: "c-own" },
+          },
         },
       });
       const subCard = page.getByRole("region", { name: "Permission: filesystem.write_file" });

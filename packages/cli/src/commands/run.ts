@@ -46,9 +46,15 @@ import {
 } from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
-import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
+import {
+  cancelledBeforeSession,
+  HeadlessPrinter,
+  type InitTool,
+  type OutputFormat,
+  STARTUP_INTERRUPTED,
+  summarize,
+} from "../headless.ts";
 import { readImages } from "../images.ts";
-import { RunSignals } from "../signals.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
 import {
@@ -58,6 +64,7 @@ import {
   sessionLine,
   shortDirectory,
 } from "../session-ids.ts";
+import { RunSignals } from "../signals.ts";
 
 export interface RunOptions {
   /** The headless prompt; true: -p without one (the prompt comes from stdin). */
@@ -86,6 +93,8 @@ export interface RunOptions {
 
 export interface RunInput {
   readonly stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(m: boolean): unknown };
+  /** Ctrl-C handling installed by the caller before this module loaded (a headless run). */
+  readonly signals?: RunSignals;
 }
 
 /** Reads all of a piped stdin. */
@@ -312,6 +321,15 @@ export async function runRun(
   opts: RunOptions,
   input: RunInput = { stdin: process.stdin },
 ): Promise<number> {
+  try {
+    return await run(io, opts, input);
+  } finally {
+    input.signals?.dispose();
+  }
+}
+
+async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
+  const startedAt = Date.now();
   if (opts.resume && opts.continue)
     throw new CliError("--resume and --continue cannot be combined", EXIT.USAGE);
   const stdinTTY = !!input.stdin.isTTY;
@@ -416,8 +434,14 @@ export async function runRun(
   // Plugins take a moment to start; say so on a terminal.
   const starting = !headless && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
-  // A headless run answers Ctrl-C from here on, start-up included.
-  const signals = headless ? new RunSignals() : undefined;
+  // A headless run answers Ctrl-C from here on, start-up included (from the very start
+  // when the command line installed it).
+  const signals = headless ? (input.signals ?? new RunSignals()) : undefined;
+  if (!headless) input.signals?.dispose();
+  if (signals?.interrupted) {
+    signals.dispose();
+    return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
+  }
   let kernel: Kernel;
   try {
     kernel = await createKernel({
@@ -441,6 +465,12 @@ export async function runRun(
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
   } finally {
     if (starting) io.out.write("\r\x1b[K");
+  }
+  if (signals?.interrupted) {
+    // Interrupted before there was a session: none is created, and the run ends cancelled.
+    await kernel.shutdown().catch(() => {});
+    signals.dispose();
+    return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
   }
 
   let sessionId: string | undefined;
@@ -678,7 +708,7 @@ async function runHeadless(
   try {
     // Interrupted while starting: the prompt is never sent, and the run ends cancelled.
     const cancelledEarly = o.signals.interrupted;
-    if (cancelledEarly) detail = "interrupted during start-up; the prompt was not sent";
+    if (cancelledEarly) detail = STARTUP_INTERRUPTED;
     else handle.send(prompt);
     const status = cancelledEarly ? SessionStatus.CANCELLED : await handle.idle();
     // Shutting down delivers the session's queued events and then ends the connection,

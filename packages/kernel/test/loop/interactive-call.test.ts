@@ -1,7 +1,6 @@
 // One interactive call (loop/gate/interactive.ts): what the human is asked (the tool's
 // Preview, else its description and arguments), with the answer's schema, and what each
 // answer becomes. The human side (frontends, headless answers) is gate.test.ts's.
-import type { create } from "@bufbuild/protobuf";
 import { TextStyle } from "@pluggableharness/protocol/render";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
