@@ -574,6 +574,8 @@ export class HeadlessPrinter {
     // are not transcript: they go to stderr (text) or a notice record (stream-json).
     if (e.case === "render" && !isTranscript(e.value.content?.region)) {
       const text = treeText(e.value.content?.content);
+      // An empty status line only clears a screen's notice.
+      if (text.trim() === "") return;
       if (this.format === "stream-json")
         this.json({ type: "notice", session_id: ev.sessionId || this.sessionId, text });
       else line(this.io.err, `agent: ${text}`);

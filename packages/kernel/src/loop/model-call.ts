@@ -644,22 +644,25 @@ async function attempt(
   // While nothing has come, the status line says what is waited for, and for how long.
   let noticeIn = firstNoticeMs(idleMs);
   let notice: NodeJS.Timeout | undefined;
+  let noticeShown = false;
+  const statusLine = (text: string) =>
+    session.channel.publish({
+      event: {
+        case: "render",
+        value: {
+          content: {
+            region: Region.TOP_BAR,
+            replace: true,
+            content: { root: { node: { case: "text", value: { content: text, style: TextStyle.DIM } } } },
+          },
+        },
+      },
+    });
   const scheduleNotice = () => {
     notice = setTimeout(() => {
       if (!first || input.quiet) return;
-      const text = waiting.notice(model, waiting.waitedMs + (Date.now() - began));
-      session.channel.publish({
-        event: {
-          case: "render",
-          value: {
-            content: {
-              region: Region.TOP_BAR,
-              replace: true,
-              content: { root: { node: { case: "text", value: { content: text, style: TextStyle.DIM } } } },
-            },
-          },
-        },
-      });
+      noticeShown = true;
+      statusLine(waiting.notice(model, waiting.waitedMs + (Date.now() - began)));
       noticeIn *= 2;
       scheduleNotice();
     }, noticeIn);
@@ -668,6 +671,8 @@ async function attempt(
   const firstEventArrived = () => {
     clearTimeout(notice);
     waiting.add(Date.now() - began);
+    // The answer began: the waiting notice is over (an empty status line clears it).
+    if (noticeShown) statusLine("");
   };
   const deadline =
     input.deadline === undefined
