@@ -187,7 +187,7 @@ describe("headless runs as CI expects", () => {
     expect(fake.requests.length).toBe(before);
   });
 
-  it("waits on a silent vendor for max_model_wait_ms in all, saying what it waits for", async () => {
+  it("waits on a silent vendor for max_model_wait_ms in all, saying what it waits for; Ctrl-C ends the wait", async () => {
     const silent = await startFakeVendor({ vendor: "anthropic", script: [] });
     try {
       // Six silent attempts would be 6 × 1.5 s with retries; the total bound ends it at 2.5 s.
@@ -225,6 +225,38 @@ settings {
       expect(r.code).toBe(1);
       expect(silent.requests.length).toBeLessThanOrEqual(2);
       expect(Date.now() - t0).toBeLessThan(15_000);
+
+      // Ctrl-C ends the wait at once, long before any bound would.
+      silent.releaseStalls();
+      silent.push(scenarios.stallBeforeHeaders());
+      writeFileSync(
+        join(dir, "agent.hcl"),
+        `${HCL.replace(/agent_profile "explorer"[\s\S]*$/, "")}
+settings {
+  stream_idle_timeout_ms = 2000
+  max_model_wait_ms      = 60000
+}
+`,
+      );
+      const child = spawn(AGENT_BIN, ["run", "-p", "hello", "--output-format", "stream-json"], {
+        cwd: dir,
+        env: { ...env, FAKE_ANTHROPIC_URL: silent.url, AGENT_NO_PRELAUNCH: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      const noticed = new Promise<void>((resolve) => {
+        child.stdout.setEncoding("utf8").on("data", (d: string) => {
+          out += d;
+          if (out.includes('"type":"notice"')) resolve();
+        });
+      });
+      const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+      await noticed;
+      const signalled = Date.now();
+      child.kill("SIGINT");
+      expect(await closed).toBe(4);
+      expect(Date.now() - signalled).toBeLessThan(5_000);
+      expect(records(out).at(-1)).toMatchObject({ type: "result", subtype: "cancelled" });
     } finally {
       silent.releaseStalls();
       await silent.close();
