@@ -18,6 +18,23 @@ try {
   // a cache is an optimisation only
 }
 
+// `agent run` counts Ctrl-C/SIGTERM from the first moment: loading the CLI takes a while,
+// and a headless run interrupted then must still end with its result record (exit 4).
+// The CLI's own handler (src/signals.ts) takes the count over; a second signal exits 130.
+if (process.argv[2] === "run") {
+  const early = { count: 0, dispose: () => {} };
+  const onSignal = () => {
+    if (++early.count > 1) process.exit(130);
+  };
+  early.dispose = () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  globalThis[Symbol.for("pluggableharness.earlySignals")] = early;
+}
+
 /** `agent run` flags that choose which plugins a run starts with; undefined: do not guess. */
 function runSelection(argv) {
   if (argv[0] !== "run") return undefined;

@@ -56,13 +56,18 @@ export interface InitRecord {
 
 export interface RunSummary {
   sessionId: string;
-  /** The whole session's spend (a resumed session includes earlier runs). */
+  /** The whole session tree's spend: its own and its sub-agents' (a resumed session includes earlier runs). */
   sessionCostUsd: number;
+  /** The session's own calls only, all runs. */
+  sessionOwnCostUsd: number;
   status: SessionStatus;
   detail: string;
   numTurns: number;
   durationMs: number;
+  /** This run's spend: the session's own calls and those of the sub-agents it spawned. */
   totalCostUsd: number;
+  /** This run's own calls only. */
+  ownCostUsd: number;
   usage: {
     input_tokens: number;
     output_tokens: number;
@@ -321,9 +326,17 @@ export class RecordDecoder {
   }
 }
 
+/** What the session's sub-agents spent: in all, and during this run. */
+export interface SubagentSpend {
+  readonly usd: number;
+  readonly sinceUsd: number;
+}
+
 /**
  * The final record's facts, from the session file: turns, usage, cost and denials of
- * this run (the events after `afterSequence`), and the whole session's cost.
+ * this run (the events after `afterSequence`), and the whole session's cost. Costs are
+ * reported for the tree (the spec's roll-up: a sub-agent's spend is its parent's too)
+ * beside the session's own; `subagents` comes from the children's files.
  */
 export function summarize(
   reader: SessionReader,
@@ -332,6 +345,7 @@ export function summarize(
   detail: string,
   durationMs: number,
   afterSequence = 0,
+  subagents: SubagentSpend = { usd: 0, sinceUsd: 0 },
 ): RunSummary {
   const turns = new Set<string>();
   let finalText = "";
@@ -418,8 +432,10 @@ export function summarize(
     detail,
     numTurns: turns.size,
     durationMs,
-    totalCostUsd: costUsd,
-    sessionCostUsd: reader.costUsd(),
+    totalCostUsd: costUsd + subagents.sinceUsd,
+    ownCostUsd: costUsd,
+    sessionCostUsd: reader.costUsd() + subagents.usd,
+    sessionOwnCostUsd: reader.costUsd(),
     usage,
     finalText,
     denials,
@@ -456,6 +472,28 @@ export function runExitCode(summary: RunSummary): number {
   return exitCodeFor(summary.status, summary.denials.length);
 }
 
+/** What the start-up Ctrl-C leaves: a cancelled run that never had a session or a prompt. */
+export const STARTUP_INTERRUPTED = "interrupted during start-up; the prompt was not sent";
+
+/** The result of a headless run interrupted before its session existed (exit 4). */
+export function cancelledBeforeSession(io: Io, format: OutputFormat, durationMs: number): number {
+  return new HeadlessPrinter(io, format, false).result({
+    sessionId: "",
+    sessionCostUsd: 0,
+    sessionOwnCostUsd: 0,
+    status: SessionStatus.CANCELLED,
+    detail: STARTUP_INTERRUPTED,
+    numTurns: 0,
+    durationMs,
+    totalCostUsd: 0,
+    ownCostUsd: 0,
+    usage: { input_tokens: 0, output_tokens: 0, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    finalText: "",
+    denials: [],
+    model: "",
+  });
+}
+
 export function resultRecord(s: RunSummary): JsonObject {
   const exit = runExitCode(s);
   return {
@@ -466,12 +504,16 @@ export function resultRecord(s: RunSummary): JsonObject {
     is_error: exit !== 0,
     status: statusName(s.status),
     ...(s.detail ? { detail: s.detail } : {}),
-    session_id: s.sessionId,
+    // null: the run was interrupted before it had a session.
+    session_id: s.sessionId || null,
     model: s.model,
     num_turns: s.numTurns,
     duration_ms: s.durationMs,
+    // Tree totals (sub-agents included), each beside the session's own part.
     total_cost_usd: s.totalCostUsd,
+    own_cost_usd: s.ownCostUsd,
     session_cost_usd: s.sessionCostUsd,
+    session_own_cost_usd: s.sessionOwnCostUsd,
     usage: s.usage,
     result: s.finalText,
     permission_denials: s.denials,
@@ -532,6 +574,8 @@ export class HeadlessPrinter {
     // are not transcript: they go to stderr (text) or a notice record (stream-json).
     if (e.case === "render" && !isTranscript(e.value.content?.region)) {
       const text = treeText(e.value.content?.content);
+      // An empty status line only clears a screen's notice.
+      if (text.trim() === "") return;
       if (this.format === "stream-json")
         this.json({ type: "notice", session_id: ev.sessionId || this.sessionId, text });
       else line(this.io.err, `agent: ${text}`);
@@ -641,7 +685,8 @@ export class HeadlessPrinter {
       if (exit !== 0) {
         const why = summary.detail || statusName(summary.status);
         const denied = summary.denials.length > 0 ? `; ${summary.denials.length} tool call(s) denied` : "";
-        line(this.io.err, `agent: session ${summary.sessionId} ended: ${why}${denied}`);
+        const what = summary.sessionId ? `session ${summary.sessionId} ended` : "the run ended";
+        line(this.io.err, `agent: ${what}: ${why}${denied}`);
       }
     } else {
       this.json(resultRecord(summary));

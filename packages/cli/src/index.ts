@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { Command, CommanderError, Option } from "commander";
 import { EXIT, EXIT_CODE_HELP } from "./exit-codes.ts";
 import { CliError, type Io, processIo } from "./io.ts";
+import { RunSignals, takeEarlySignals } from "./signals.ts";
 
 const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
   version: string;
@@ -27,7 +28,10 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
     .description(
       "start a session: interactive in a terminal (optionally with a first message), headless with -p or a prompt on stdin",
     )
-    .option("-p, --print <prompt>", "run headless with this prompt (stdin, when piped, is appended)")
+    .option(
+      "-p, --print [prompt]",
+      "run headless with this prompt (stdin, when piped, is appended; -p alone reads the prompt from stdin)",
+    )
     .option("--profile <name>", 'agent profile from agent.hcl (default: "default")')
     .option("--model <provider/id>", "use this model as the profile's primary model")
     .option("--max-turns <n>", "end the session after this many turns")
@@ -80,8 +84,23 @@ environment (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY
 XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     )
     .action(async (message: string | undefined, opts) => {
+      // A headless run owns Ctrl-C before anything loads: start-up takes seconds, and a
+      // signal during it must still end in a result record (exit 4), not a killed process.
+      const headless = opts.print !== undefined || !process.stdin.isTTY;
+      const signals = headless ? new RunSignals() : undefined;
+      // An interactive start interrupted already ends as an uncaught Ctrl-C would.
+      if (!headless && takeEarlySignals() > 0) process.exit(130);
       const { runRun } = await import("./commands/run.ts");
-      finish(await runRun(io, { ...opts, ...(message !== undefined ? { message } : {}) }));
+      finish(
+        await runRun(
+          io,
+          { ...opts, ...(message !== undefined ? { message } : {}) },
+          {
+            stdin: process.stdin,
+            ...(signals ? { signals } : {}),
+          },
+        ),
+      );
     });
 
   program

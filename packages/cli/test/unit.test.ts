@@ -53,11 +53,13 @@ function summary(over: Partial<RunSummary> = {}): RunSummary {
   return {
     sessionId: "S1",
     sessionCostUsd: 0.5,
+    sessionOwnCostUsd: 0.5,
     status: SessionStatus.COMPLETED,
     detail: "",
     numTurns: 3,
     durationMs: 1234,
     totalCostUsd: 0.25,
+    ownCostUsd: 0.25,
     usage: {
       input_tokens: 100,
       output_tokens: 20,

@@ -170,6 +170,7 @@ export {
 export { credentialVariables, type Environment, envShape, Secret } from "./secrets.ts";
 export {
   DEFAULT_COMPACTION,
+  DEFAULT_MAX_MODEL_WAIT_MS,
   DEFAULT_MAX_RETRY_DELAY_MS,
   DEFAULT_OBSERVABILITY,
   DEFAULT_RETRY,

@@ -217,6 +217,11 @@ export interface Settings {
    * retry-after asks for; a longer retry-after is cut to this and reported.
    */
   max_retry_delay_ms: number;
+  /**
+   * How long one model call may wait in all for an answer to begin: every attempt's silence
+   * before its first event and every retry wait, summed. Then the turn fails, naming it.
+   */
+  max_model_wait_ms: number;
   /** remaining_depth of a root session whose profile sets no max_depth. */
   default_max_depth: number;
   doom_loop_threshold: number;

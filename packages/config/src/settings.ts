@@ -86,6 +86,13 @@ export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
  */
 export const DEFAULT_MAX_RETRY_DELAY_MS = 60_000;
 
+/**
+ * The longest one model call waits in all for a silent vendor (attempts that never begin
+ * answering, and the waits between them): ten minutes, two idle timeouts, instead of five
+ * retries of five minutes each (issue 34, point 9).
+ */
+export const DEFAULT_MAX_MODEL_WAIT_MS = 600_000;
+
 export function defaultSettings(): Settings {
   return {
     log_level: "info",
@@ -95,6 +102,7 @@ export function defaultSettings(): Settings {
     default_tool_timeout_ms: 120_000,
     stream_idle_timeout_ms: DEFAULT_STREAM_IDLE_TIMEOUT_MS,
     max_retry_delay_ms: DEFAULT_MAX_RETRY_DELAY_MS,
+    max_model_wait_ms: DEFAULT_MAX_MODEL_WAIT_MS,
     default_max_depth: 2,
     doom_loop_threshold: 3,
     doom_loop_window: 10,
@@ -124,6 +132,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "default_tool_timeout_ms",
         "stream_idle_timeout_ms",
         "max_retry_delay_ms",
+        "max_model_wait_ms",
         "default_max_depth",
         "doom_loop_threshold",
         "doom_loop_window",
@@ -157,6 +166,7 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
   s.default_tool_timeout_ms = int("default_tool_timeout_ms", 1) ?? s.default_tool_timeout_ms;
   s.stream_idle_timeout_ms = int("stream_idle_timeout_ms", 1) ?? s.stream_idle_timeout_ms;
   s.max_retry_delay_ms = int("max_retry_delay_ms", 1) ?? s.max_retry_delay_ms;
+  s.max_model_wait_ms = int("max_model_wait_ms", 1) ?? s.max_model_wait_ms;
   s.default_max_depth = int("default_max_depth", 0) ?? s.default_max_depth;
   s.doom_loop_threshold = int("doom_loop_threshold", 2) ?? s.doom_loop_threshold;
   s.doom_loop_window = int("doom_loop_window", 2) ?? Math.max(s.doom_loop_window, s.doom_loop_threshold);

@@ -79,10 +79,19 @@ describe("project loading", () => {
       default_tool_timeout_ms: 120000,
       stream_idle_timeout_ms: 300000,
       max_retry_delay_ms: 60000,
+      max_model_wait_ms: 600000,
       default_max_depth: 2,
       doom_loop_threshold: 3,
       doom_loop_window: 10,
     });
+  });
+
+  it("reads max_model_wait_ms and refuses a value below 1 ms", () => {
+    const ok = loadConfigSource("settings {\n  max_model_wait_ms = 90000\n}\n", "agent.hcl", "/p");
+    expect(ok.ok && ok.config.settings.max_model_wait_ms).toBe(90000);
+    const bad = loadConfigSource("settings {\n  max_model_wait_ms = 0\n}\n", "agent.hcl", "/p");
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.diagnostics.map((d) => d.detail).join("\n")).toMatch(/max_model_wait_ms/);
   });
 
   it("reads max_retry_delay_ms and refuses a value below 1 ms", () => {

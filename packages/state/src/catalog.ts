@@ -100,13 +100,15 @@ function classify(err: unknown): UnreadableReason {
   return "error";
 }
 
-function scan(options: ScanOptions): Scan {
+function scan(options: ScanOptions, after?: string): Scan {
   const dir = resolveSessionsDir(options.dir);
   const log = options.log ?? stderrLogger;
   const sessions: ScannedSession[] = [];
   const unreadable: UnreadableSession[] = [];
   const recovered: RecoveryReport[] = [];
   for (const sessionId of sessionIdsIn(dir)) {
+    // Ids are ULIDs: a session created after `after` sorts after it.
+    if (after !== undefined && sessionId <= after) continue;
     const path = join(dir, `${sessionId}${SESSION_FILE_SUFFIX}`);
     const flag = readUnreadableFlag(path);
     if (flag !== undefined) {
@@ -192,6 +194,63 @@ export function sessionTree(rootSessionId: string, options: ScanOptions = {}): S
     return { info: s.info, children };
   };
   return build(root);
+}
+
+/** What a session's sub-agents spent, from their own files. */
+export interface DescendantCost {
+  /** Every descendant's own spend, summed. */
+  readonly usd: number;
+  /** The part spent by descendants created at or after `sinceMs` (all of it without sinceMs). */
+  readonly sinceUsd: number;
+  readonly sessions: number;
+}
+
+/**
+ * The spend of every session below `rootSessionId` (children, grandchildren, …). Only
+ * files newer than the root are opened: a descendant is always created after its
+ * ancestors, and ids sort by creation time.
+ */
+export function descendantCost(
+  rootSessionId: string,
+  options: ScanOptions & { readonly sinceMs?: number } = {},
+): DescendantCost {
+  assertSessionId(rootSessionId);
+  const { sessions } = scan(options, rootSessionId);
+  return sumDescendants(
+    rootSessionId,
+    sessions.map((s) => s.info),
+    options.sinceMs,
+  );
+}
+
+/** Sums the descendants of `rootSessionId` found in `sessions` (any order). */
+export function sumDescendants(
+  rootSessionId: string,
+  sessions: readonly SessionInfo[],
+  sinceMs?: number,
+): DescendantCost {
+  const byParent = new Map<string, SessionInfo[]>();
+  for (const s of sessions) {
+    if (!s.parentSessionId) continue;
+    const list = byParent.get(s.parentSessionId) ?? [];
+    list.push(s);
+    byParent.set(s.parentSessionId, list);
+  }
+  let usd = 0;
+  let sinceUsd = 0;
+  let count = 0;
+  const seen = new Set<string>([rootSessionId]);
+  const stack = [...(byParent.get(rootSessionId) ?? [])];
+  while (stack.length > 0) {
+    const s = stack.pop()!;
+    if (seen.has(s.sessionId)) continue;
+    seen.add(s.sessionId);
+    count++;
+    usd += s.costUsd;
+    if (sinceMs === undefined || decodeTime(s.sessionId) >= sinceMs) sinceUsd += s.costUsd;
+    stack.push(...(byParent.get(s.sessionId) ?? []));
+  }
+  return { usd, sinceUsd, sessions: count };
 }
 
 export interface PruneSelector {

@@ -1,6 +1,8 @@
 // @pluggableharness/state — the kernel's state backend: one SQLite file per session.
 
 export {
+  type DescendantCost,
+  descendantCost,
   type ListOptions,
   listSessions,
   type PrunedSession,
@@ -12,6 +14,7 @@ export {
   type SessionTreeNode,
   sessionChildren,
   sessionTree,
+  sumDescendants,
   type UnreadableReason,
   type UnreadableSession,
 } from "./catalog.ts";

@@ -379,6 +379,7 @@ describe("the web UI in Chromium", () => {
     const feed = scriptedConnection();
     const ui = await startWebUi({ connect: () => feed.connection });
     const context = await browser.newContext({ viewport: { width: 1000, height: 600 } });
+    context.setDefaultTimeout(10_000);
     const page = await context.newPage();
     try {
       await page.goto(ui.url("01ROOT0000000000000000000A"));
@@ -441,6 +442,40 @@ describe("the web UI in Chromium", () => {
         },
       });
       await nav.getByRole("button", { name: /01CHILD000.*completed/ }).waitFor();
+
+      // A sub-agent's ask reaches the root's page labelled with who asks (issue 34, point 8).
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "permissionRequest",
+          value: {
+            planItem: { id: "item-sub", provider: "filesystem", toolName: "write_file", toolCallId: "c-sub" },
+            origin: {
+              sessionId: "01GRANDCHILD00000000000000",
+              profile: "worker",
+              depth: 2,
+              parentSessionId: "01CHILD000000000000000000B",
+            },
+          },
+        },
+      });
+      feed.push({
+        sessionId: "01ROOT0000000000000000000A",
+        event: {
+          case: "permissionRequest",
+          value: {
+            planItem: { id: "item-own", provider: "filesystem", toolName: "edit_file", toolCallId: "c-own" },
+          },
+        },
+      });
+      const subCard = page.getByRole("region", { name: "Permission: filesystem.write_file" });
+      await expect(subCard.locator(".origin").textContent()).resolves.toBe(
+        "Asked by sub-agent worker (depth 2) · 01GRANDCHILD00000000000000",
+      );
+      // The session's own ask names no sub-agent.
+      const ownCard = page.getByRole("region", { name: "Permission: filesystem.edit_file" });
+      await ownCard.waitFor();
+      await expect(ownCard.locator(".origin").count()).resolves.toBe(0);
 
       // Hostile markdown: raw HTML, a script URL, an image that would call home.
       feed.push({

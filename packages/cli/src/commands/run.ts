@@ -38,6 +38,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import { pick, runTui } from "@pluggableharness/provider-tui";
 import {
   assertNoOtherWriter,
+  descendantCost,
   isSessionId,
   openSessionReader,
   SessionLockedError,
@@ -45,7 +46,14 @@ import {
 } from "@pluggableharness/state";
 import { parseDuration, parsePositiveNumber } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
-import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "../headless.ts";
+import {
+  cancelledBeforeSession,
+  HeadlessPrinter,
+  type InitTool,
+  type OutputFormat,
+  STARTUP_INTERRUPTED,
+  summarize,
+} from "../headless.ts";
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
@@ -56,9 +64,11 @@ import {
   sessionLine,
   shortDirectory,
 } from "../session-ids.ts";
+import { RunSignals } from "../signals.ts";
 
 export interface RunOptions {
-  print?: string;
+  /** The headless prompt; true: -p without one (the prompt comes from stdin). */
+  print?: string | true;
   /** Interactive: the first message (the positional argument). */
   message?: string;
   profile?: string;
@@ -83,6 +93,8 @@ export interface RunOptions {
 
 export interface RunInput {
   readonly stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?(m: boolean): unknown };
+  /** Ctrl-C handling installed by the caller before this module loaded (a headless run). */
+  readonly signals?: RunSignals;
 }
 
 /** Reads all of a piped stdin. */
@@ -309,11 +321,28 @@ export async function runRun(
   opts: RunOptions,
   input: RunInput = { stdin: process.stdin },
 ): Promise<number> {
+  try {
+    return await run(io, opts, input);
+  } finally {
+    input.signals?.dispose();
+  }
+}
+
+async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
+  const startedAt = Date.now();
   if (opts.resume && opts.continue)
     throw new CliError("--resume and --continue cannot be combined", EXIT.USAGE);
   const stdinTTY = !!input.stdin.isTTY;
-  // Without a terminal, a positional message is the headless prompt.
-  let prompt = opts.print ?? (stdinTTY ? undefined : opts.message);
+  // Without a terminal, a positional message is the headless prompt; `-p` alone takes it
+  // from stdin (`git diff | agent run -p`), or from the positional message.
+  let prompt =
+    typeof opts.print === "string" ? opts.print : opts.print || !stdinTTY ? opts.message : undefined;
+  if (opts.print === true && stdinTTY && prompt === undefined) {
+    throw new CliError(
+      'agent run: -p needs a prompt: -p "<prompt>", or pipe one on stdin (echo "<prompt>" | agent run -p)',
+      EXIT.USAGE,
+    );
+  }
   if (!stdinTTY) {
     // A piped prompt, or more input for -p.
     const piped = (await readAll(input.stdin)).trim();
@@ -326,7 +355,7 @@ export async function runRun(
     }
   }
   if (opts.detach) return runDetached(io, opts, prompt ?? opts.message);
-  const headless = prompt !== undefined;
+  const headless = prompt !== undefined || opts.print !== undefined;
   if (headless && prompt!.trim() === "") throw new CliError("agent run: the prompt is empty", EXIT.USAGE);
   if (!headless && (opts.image?.length ?? 0) > 0) {
     throw new CliError(
@@ -405,6 +434,14 @@ export async function runRun(
   // Plugins take a moment to start; say so on a terminal.
   const starting = !headless && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
+  // A headless run answers Ctrl-C from here on, start-up included (from the very start
+  // when the command line installed it).
+  const signals = headless ? (input.signals ?? new RunSignals()) : undefined;
+  if (!headless) input.signals?.dispose();
+  if (signals?.interrupted) {
+    signals.dispose();
+    return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
+  }
   let kernel: Kernel;
   try {
     kernel = await createKernel({
@@ -423,10 +460,17 @@ export async function runRun(
       },
     });
   } catch (err) {
+    signals?.dispose();
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
   } finally {
     if (starting) io.out.write("\r\x1b[K");
+  }
+  if (signals?.interrupted) {
+    // Interrupted before there was a session: none is created, and the run ends cancelled.
+    await kernel.shutdown().catch(() => {});
+    signals.dispose();
+    return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
   }
 
   let sessionId: string | undefined;
@@ -463,12 +507,14 @@ export async function runRun(
           tools: handle.tools().filter((t) => t.offered),
           headlessAsk: opts.headlessAsk ?? "deny",
           planMode: handle.planMode(),
+          signals: signals!,
         },
       );
     }
     if (frontendPlugin !== undefined) return await runOnPluginFrontend(io, kernel, handle, frontendPlugin);
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
   } finally {
+    signals?.dispose();
     await kernel.shutdown().catch(() => {});
     // Every connection to the file is closed now: leave it as one self-contained .sqlite.
     if (sessionId) tidySessionFile(sessionId);
@@ -599,6 +645,7 @@ async function runHeadless(
     tools: InitTool[];
     headlessAsk: string;
     planMode: boolean;
+    signals: RunSignals;
   },
 ): Promise<number> {
   const started = Date.now();
@@ -635,13 +682,7 @@ async function runHeadless(
   };
   let detail = "";
   // Ctrl-C / SIGTERM: cancel the run (recorded as cancelled); a second one exits at once.
-  let signals = 0;
-  const onSignal = () => {
-    if (++signals > 1) process.exit(130);
-    handle.interrupt();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  o.signals.onInterrupt(() => handle.interrupt());
   // Output that cannot be written (the reader closed the pipe, the disk is full) is lost:
   // the run is interrupted as by Ctrl-C, recorded as cancelled, and the exit status is 1.
   let outputError: NodeJS.ErrnoException | undefined;
@@ -665,15 +706,26 @@ async function runHeadless(
     }
   })();
   try {
-    handle.send(prompt);
-    const status = await handle.idle();
+    // Interrupted while starting: the prompt is never sent, and the run ends cancelled.
+    const cancelledEarly = o.signals.interrupted;
+    if (cancelledEarly) detail = STARTUP_INTERRUPTED;
+    else handle.send(prompt);
+    const status = cancelledEarly ? SessionStatus.CANCELLED : await handle.idle();
     // Shutting down delivers the session's queued events and then ends the connection,
     // before it stops the plugins: the result goes out while they stop.
     const down = kernel.shutdown();
     down.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
     await pump;
     drainPersisted();
-    const summary = summarize(reader, handle.id, status, detail, Date.now() - started, startSequence);
+    const summary = summarize(
+      reader,
+      handle.id,
+      status,
+      detail,
+      Date.now() - started,
+      startSequence,
+      descendantCost(handle.id, { sinceMs: started, log: () => {} }),
+    );
     const exit = printer.result(summary);
     out.flushNow();
     await down;
@@ -684,8 +736,6 @@ async function runHeadless(
     return exit;
   } finally {
     stopWatchingOutput();
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
     out.close();
     reader.close();
     conn.close();

@@ -5,7 +5,7 @@
 
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
 import { formatUsd } from "@pluggableharness/provider-tui/describe";
-import { listSessions, parseSessionStatus, pruneSessions } from "@pluggableharness/state";
+import { listSessions, parseSessionStatus, pruneSessions, sumDescendants } from "@pluggableharness/state";
 import { parseDuration } from "../duration.ts";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
@@ -46,12 +46,17 @@ export interface ListOptions {
 
 export function runList(io: Io, opts: ListOptions): number {
   const status = parseStatuses(opts.status);
-  const listing = listSessions({
-    ...(status ? { status } : {}),
-    ...(opts.roots ? { rootsOnly: true } : {}),
-    log: () => {},
-  });
-  let sessions = treeOrder(listing.sessions);
+  // One scan of every session: the filters apply to the rows, while a row's tree cost
+  // counts its sub-agents whether or not they are listed.
+  const listing = listSessions({ log: () => {} });
+  const wanted = status ? new Set(status) : undefined;
+  const kept = listing.sessions.filter(
+    (s) => (!wanted || wanted.has(s.status)) && (!opts.roots || !s.parentSessionId),
+  );
+  const treeCost = new Map(
+    kept.map((s) => [s.sessionId, s.costUsd + sumDescendants(s.sessionId, listing.sessions).usd]),
+  );
+  let sessions = treeOrder(kept);
   if (opts.limit) sessions = sessions.slice(0, Math.max(0, Number(opts.limit) || 0));
   // Which are live: hosted by `agent serve` (attachable) or open in an `agent run`.
   const servers = liveServers(io.env);
@@ -67,7 +72,9 @@ export function runList(io: Io, opts: ListOptions): number {
           profile: s.profile,
           status: shownStatus(s),
           started_at: when(s),
+          // The session's own calls, and with every sub-agent below it (the spec's roll-up).
           cost_usd: s.costUsd,
+          tree_cost_usd: treeCost.get(s.sessionId) ?? s.costUsd,
           working_directory: s.workingDirectory || null,
           title: s.title || null,
           model: s.model || null,
@@ -91,7 +98,7 @@ export function runList(io: Io, opts: ListOptions): number {
     s.model || s.profile || "-",
     shownStatus(s),
     live.get(s.sessionId) ?? "-",
-    formatUsd(s.costUsd),
+    costCell(s.costUsd, treeCost.get(s.sessionId) ?? s.costUsd),
     oneLine(s.title) || "-",
   ]);
   const header = ["ID", "STARTED (UTC)", "DIRECTORY", "MODEL", "STATUS", "LIVE", "COST", "TITLE"];
@@ -141,6 +148,11 @@ export function treeOrder(sessions: readonly SessionInfo[]): Array<SessionInfo &
   };
   for (const s of sessions) if (!s.parentSessionId || !ids.has(s.parentSessionId)) visit(s, 0);
   return out;
+}
+
+/** Own cost, and the tree's beside it when sub-agents spent something. */
+function costCell(own: number, tree: number): string {
+  return tree > own ? `${formatUsd(own)} (tree ${formatUsd(tree)})` : formatUsd(own);
 }
 
 function oneLine(text: string): string {

@@ -13,8 +13,10 @@
 // An error the plugin marks not retryable (x-should-retry: false, an unreachable server, a
 // request larger than the rate limit) is not retried; the chain may still fall back.
 // Stalls are bounded: an attempt that delivers no event for settings.stream_idle_timeout_ms
-// is cut and counts as overloaded. The run's wall-clock deadline cuts an attempt and any
-// retry wait that would end after it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
+// is cut and counts as overloaded, and the call's waiting for an answer to begin, summed
+// over its attempts and retry waits, ends at settings.max_model_wait_ms (model-wait.ts).
+// The run's wall-clock deadline cuts an attempt and any retry wait that would end after
+// it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
 // An attempt that was billed before it failed is persisted as its own message event.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";
@@ -57,6 +59,7 @@ import type { LoadedProvider } from "../plugins/providers.ts";
 import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
+import { firstNoticeMs, ModelWait } from "./model-wait.ts";
 import type { Session } from "./session.ts";
 import { declaredToolName } from "./tool-registry.ts";
 
@@ -342,6 +345,7 @@ export async function callModel(
   let cutWait: { delayMs: number; leftMs: number } | undefined;
   const leftMs = () =>
     input.deadline === undefined ? Number.POSITIVE_INFINITY : input.deadline - deps.clock.now();
+  const waiting = new ModelWait(deps.settings.max_model_wait_ms);
   for (;;) {
     const route: RouteResult =
       start === 0
@@ -431,6 +435,14 @@ export async function callModel(
     let retries = 0;
     for (;;) {
       if (leftMs() <= 0) return { kind: "bound", detail: "the time ran out before the model was called" };
+      if (waiting.leftMs() <= 0) {
+        const model = `${candidate.provider.name}/${candidate.spec.id}`;
+        return {
+          kind: "failed",
+          category: lastError?.category ?? "overloaded",
+          message: `${waiting.exhausted(model)}${lastError ? `; last error: ${lastError.message}` : ""}`,
+        };
+      }
       attemptNo++;
       deps.trace({
         name: "model.attempt",
@@ -444,7 +456,7 @@ export async function callModel(
         deps,
         candidate,
         wire,
-        await attempt(deps, session, candidate, wire, input, attemptNo),
+        await attempt(deps, session, candidate, wire, input, attemptNo, waiting),
       );
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
@@ -483,6 +495,14 @@ export async function callModel(
         },
         session.id,
       );
+      if (waiting.leftMs() <= 0) {
+        // The call waited all it may for an answer to begin: no retry, no other candidate.
+        const model = `${candidate.provider.name}/${candidate.spec.id}`;
+        const why = error.message.includes(waiting.exhausted(model))
+          ? error.message
+          : `${waiting.exhausted(model)}; last error: ${error.message}`;
+        return { kind: "failed", category: error.category, message: why + requestIdNote(requestId) };
+      }
       if (!reaction.retrySameRequest && !reaction.fallback) {
         return {
           kind: "failed",
@@ -503,6 +523,14 @@ export async function callModel(
             ? { delayMs: 0, capped: false }
             : retryWait(deps, retries, error.retryAfterSeconds);
         const delay = wait.delayMs;
+        if (delay >= waiting.leftMs()) {
+          const model = `${candidate.provider.name}/${candidate.spec.id}`;
+          return {
+            kind: "failed",
+            category: error.category,
+            message: `${waiting.exhausted(model)}; last error: ${error.message}${requestIdNote(requestId)}`,
+          };
+        }
         const left = leftMs();
         if (delay >= left) {
           // Waiting would outlast the deadline: another candidate may still serve in time.
@@ -560,6 +588,7 @@ export async function callModel(
           });
         }
         await deps.clock.sleep(delay, input.signal);
+        waiting.add(delay);
         if (input.signal.aborted) return { kind: "cancelled", candidate };
         continue;
       }
@@ -576,6 +605,7 @@ async function attempt(
   request: StreamCompletionRequest,
   input: ModelCallInput,
   attemptNo: number,
+  waiting: ModelWait,
 ): Promise<AttemptOutcome> {
   const acc = new StreamAccumulator({
     provider: candidate.provider.name,
@@ -593,15 +623,56 @@ async function attempt(
   let first = true;
   // Real timers, not the injected clock: they bound real waits on a real process.
   const idleMs = deps.settings.stream_idle_timeout_ms;
-  let cut: "idle" | "deadline" | undefined;
+  const model = `${candidate.provider.name}/${candidate.spec.id}`;
+  let cut: "idle" | "deadline" | "waited" | undefined;
   let idle: NodeJS.Timeout | undefined;
+  // Before the first event the attempt is waiting: at most what is left of the call's total.
+  const began = Date.now();
   const arm = (paused = false) => {
     clearTimeout(idle);
-    if (!paused)
-      idle = setTimeout(() => {
-        cut ??= "idle";
+    if (paused) return;
+    const left = first ? waiting.leftMs() - (Date.now() - began) : Number.POSITIVE_INFINITY;
+    const total = left < idleMs;
+    idle = setTimeout(
+      () => {
+        cut ??= total ? "waited" : "idle";
         controller.abort();
-      }, idleMs);
+      },
+      Math.max(0, total ? left : idleMs),
+    );
+  };
+  // While nothing has come, the status line says what is waited for, and for how long.
+  let noticeIn = firstNoticeMs(idleMs);
+  let notice: NodeJS.Timeout | undefined;
+  let noticeShown = false;
+  const statusLine = (text: string) =>
+    session.channel.publish({
+      event: {
+        case: "render",
+        value: {
+          content: {
+            region: Region.TOP_BAR,
+            replace: true,
+            content: { root: { node: { case: "text", value: { content: text, style: TextStyle.DIM } } } },
+          },
+        },
+      },
+    });
+  const scheduleNotice = () => {
+    notice = setTimeout(() => {
+      if (!first || input.quiet) return;
+      noticeShown = true;
+      statusLine(waiting.notice(model, waiting.waitedMs + (Date.now() - began)));
+      noticeIn *= 2;
+      scheduleNotice();
+    }, noticeIn);
+  };
+  scheduleNotice();
+  const firstEventArrived = () => {
+    clearTimeout(notice);
+    waiting.add(Date.now() - began);
+    // The answer began: the waiting notice is over (an empty status line clears it).
+    if (noticeShown) statusLine("");
   };
   const deadline =
     input.deadline === undefined
@@ -614,6 +685,11 @@ async function attempt(
           Math.max(0, input.deadline - deps.clock.now()),
         );
   arm();
+  const gaveUp = (): ClassifiedModelError =>
+    new ClassifiedModelError("overloaded", `no data from ${model}: ${waiting.exhausted(model)}`, {
+      retryable: false,
+      vendorCode: STALL_CODE,
+    });
   const stalled = (): ClassifiedModelError =>
     new ClassifiedModelError(
       "overloaded",
@@ -627,11 +703,13 @@ async function attempt(
       signal: controller.signal,
     })) {
       // A vendor holding output back for review says so: that silence is expected.
-      arm(event.event.case === "safetyNotice" && event.event.value.kind === SafetyKind.BUFFERING);
       if (first) {
         first = false;
+        firstEventArrived();
         deps.trace({ name: "model.first_event", sessionId: session.id, turnId: input.turnId });
       }
+      // A vendor holding output back for review says so: that silence is expected.
+      arm(event.event.case === "safetyNotice" && event.event.value.kind === SafetyKind.BUFFERING);
       try {
         acc.push(event);
       } catch (err) {
@@ -674,6 +752,7 @@ async function attempt(
     if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
     if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
     if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
+    if (cut === "waited") return { kind: "error", error: gaveUp(), completion: acc.finish() };
     if (err instanceof ProviderUnavailableError && err.reason === "crashed") {
       // Kernel-synthesised, so not read through fromProto (which treats a plugin-sent one as a breach).
       const error = new ClassifiedModelError("process_crashed", err.message, { retryable: true });
@@ -692,6 +771,9 @@ async function attempt(
     };
   } finally {
     clearTimeout(idle);
+    clearTimeout(notice);
+    // An attempt that never began answering waited all along.
+    if (first) waiting.add(Date.now() - began);
     clearTimeout(deadline);
     input.signal.removeEventListener("abort", onAbort);
     end();
@@ -700,6 +782,7 @@ async function attempt(
   if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
   if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
   if (cut === "idle") return { kind: "error", error: stalled(), completion: acc.finish() };
+  if (cut === "waited") return { kind: "error", error: gaveUp(), completion: acc.finish() };
   const completion = acc.finish();
   if (violation) return { kind: "error", error: violation, completion };
   if (completion.error) return { kind: "error", error: completion.error, completion, reported: true };

@@ -456,15 +456,16 @@ describe("headless", () => {
     await k.close();
   });
 
-  it("does not run an interactive call with nobody to answer it", async () => {
+  it("does not run an interactive call with nobody to answer it, and tells the model to go on (no denial)", async () => {
     const k = await h.kernel({
       scripts: { noanswer: { turns: [calls(tool("q", "tools__ask", { question: "?" })), reply("ok")] } },
     });
     const s = await k.kernel.startSession({ prompt: "[noanswer] go" });
     expect(await s.idle()).toBe(SessionStatus.COMPLETED);
     const r = k.file(s.id).toolResults()[0]!;
-    expect(r.denied).toBe(true);
+    expect(r.denied).toBe(false);
     expect(r.outcome.case === "error" && r.outcome.value.message).toContain("no human");
+    expect(r.outcome.case === "error" && r.outcome.value.message).toContain("No answer will come");
     await k.close();
   });
 });

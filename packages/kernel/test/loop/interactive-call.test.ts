@@ -1,13 +1,12 @@
 // One interactive call (loop/gate/interactive.ts): what the human is asked (the tool's
 // Preview, else its description and arguments), with the answer's schema, and what each
 // answer becomes. The human side (frontends, headless answers) is gate.test.ts's.
-import type { create } from "@bufbuild/protobuf";
 import { TextStyle } from "@pluggableharness/protocol/render";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
 import type { LoopDeps } from "../../src/loop/deps.ts";
 import type { CallRecord } from "../../src/loop/gate/call.ts";
-import { askInteractive } from "../../src/loop/gate/interactive.ts";
+import { askInteractive, NO_ANSWER_RULE } from "../../src/loop/gate/interactive.ts";
 import type { Session } from "../../src/loop/session.ts";
 
 const OUTPUT_SCHEMA = { type: "object", properties: { answer: { type: "string" } } };
@@ -102,13 +101,16 @@ describe("an interactive call", () => {
     expect(asked[0]!.request.event.value).not.toHaveProperty("responseSchema");
   });
 
-  it("an unanswered question is a denial with its reason; a cancelled one is cancelled", async () => {
+  it("an unanswered question is no denial: the model is told to go on; a cancelled one is cancelled", async () => {
     const unanswered = await setup({ kind: "unanswered", reason: "no one is attached to answer" }).run();
-    expect(unanswered.status).toBe("denied");
-    expect(unanswered.denied).toBe(true);
+    expect(unanswered.status).toBe("failed");
+    expect(unanswered.denied).toBe(false);
     expect(unanswered.outcome).toMatchObject({
       kind: "error",
-      error: { category: ToolErrorCategory.PERMISSION_DENIED, message: "no one is attached to answer" },
+      error: {
+        category: ToolErrorCategory.EXECUTION_FAILED,
+        message: `no one is attached to answer. ${NO_ANSWER_RULE}`,
+      },
     });
     const cancelled = await setup({ kind: "cancelled" }).run();
     expect(cancelled.status).toBe("cancelled");

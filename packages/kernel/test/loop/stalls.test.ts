@@ -10,7 +10,12 @@ import { Harness, modelError, reply, type TestKernel, text, usage } from "./harn
 const h = new Harness();
 afterAll(() => h.dispose());
 
-function hcl(options: { idleMs?: number; wallClockS?: number; maxRetryDelayMs?: number }): string {
+function hcl(options: {
+  idleMs?: number;
+  wallClockS?: number;
+  maxRetryDelayMs?: number;
+  maxModelWaitMs?: number;
+}): string {
   return `
 agent_profile "default" {
   model {
@@ -29,6 +34,7 @@ agent_profile "default" {
 settings {
   ${options.idleMs !== undefined ? `stream_idle_timeout_ms = ${options.idleMs}` : ""}
   ${options.maxRetryDelayMs !== undefined ? `max_retry_delay_ms = ${options.maxRetryDelayMs}` : ""}
+  ${options.maxModelWaitMs !== undefined ? `max_model_wait_ms = ${options.maxModelWaitMs}` : ""}
   retry {
     base_delay_ms  = 100
     backoff_factor = 2
@@ -42,6 +48,7 @@ async function kernel(options: {
   idleMs?: number;
   wallClockS?: number;
   maxRetryDelayMs?: number;
+  maxModelWaitMs?: number;
 }): Promise<TestKernel> {
   await current?.close();
   current = await h.kernel({ hcl: hcl(options), headlessAsk: "allow" });
@@ -131,6 +138,22 @@ describe("stream idle timeout", () => {
     });
     expect(r.status).toBe(SessionStatus.COMPLETED);
     expect(r.models).toEqual(["alpha", "alpha", "alpha", "beta"]);
+  });
+});
+
+describe("the total wait for an answer to begin (max_model_wait_ms)", () => {
+  it("gives the call up once its silences and retry waits reach the total: no more retries, no fallback", async () => {
+    const k = await kernel({ idleMs: 400, maxModelWaitMs: 600 });
+    const r = await run(k, "wait-total", {
+      turns: [{ models: { alpha: { events: [{ waitCancel: true }] }, beta: reply("from beta") } }],
+    });
+    expect(r.status).toBe(SessionStatus.FAILED);
+    // 400 ms silent, a 75 ms retry wait, then the second attempt is cut at what is left.
+    expect(r.models).toEqual(["alpha", "alpha"]);
+    expect(r.elapsedMs).toBeLessThan(5_000);
+    expect(String(r.failures.at(-1)?.fields?.["error"])).toBe(
+      "no data from model/alpha: model/alpha did not begin answering within 0.6 s of waiting in all (settings.max_model_wait_ms); the call was given up",
+    );
   });
 });
 

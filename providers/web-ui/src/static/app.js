@@ -219,12 +219,21 @@ function argsText(input) {
   }
 }
 
-function permissionCard(item) {
+/** Who asks, when it is a sub-agent and not the session itself (as the terminal UI says it). */
+function originText(origin) {
+  if (!origin?.sessionId) return "";
+  const depth = Number(origin.depth ?? 0);
+  return `sub-agent ${origin.profile || "?"}${depth > 1 ? ` (depth ${depth})` : ""} · ${origin.sessionId}`;
+}
+
+function permissionCard(item, origin) {
   if (state.cards.has(item.id)) return;
   const card = el("section", "request permission");
   card.setAttribute("aria-label", `Permission: ${item.provider}.${item.toolName}`);
   card.dataset.item = item.id;
   card.append(el("h3", "", `Allow ${item.provider}.${item.toolName}?`));
+  const who = originText(origin);
+  if (who) card.append(el("p", "t origin", `Asked by ${who}`));
   if (item.description) card.append(el("p", "", item.description));
   if (item.reason) card.append(el("p", "t dim", item.reason));
   if (item.preview?.root) card.append(renderTree(item.preview));
@@ -261,6 +270,8 @@ function questionCard(q) {
   const card = el("section", "request question");
   card.setAttribute("aria-label", `Question from ${q.toolName}`);
   card.append(el("h3", "", `${q.toolName} asks`));
+  const who = originText(q.origin);
+  if (who) card.append(el("p", "t origin", `Asked by ${who}`));
   if (q.prompt?.root) card.append(renderTree(q.prompt));
   const props = q.responseSchema ? Object.keys(q.responseSchema.properties ?? {}) : [];
   const field = props.length === 1 ? props[0] : "answer";
@@ -449,7 +460,7 @@ function onEvent(ev) {
   } else if (ev.permissionRequest) {
     if (ev.permissionRequest.planItem) {
       closeStreams(["text", "thinking"]);
-      permissionCard(ev.permissionRequest.planItem);
+      permissionCard(ev.permissionRequest.planItem, ev.permissionRequest.origin);
     }
   } else if (ev.interactiveRequest) {
     questionCard(ev.interactiveRequest);

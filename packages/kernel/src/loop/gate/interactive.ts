@@ -9,6 +9,10 @@ import { toolError } from "../tool-exec.ts";
 import { type CallRecord, type CallResult, cancelledResult } from "./call.ts";
 import { previewOf } from "./plan.ts";
 
+/** What the model is told when its question cannot be answered (the documented headless rule). */
+export const NO_ANSWER_RULE =
+  "No answer will come: do not ask again. Go on with the most reasonable choice, and say in your final answer which assumption you made.";
+
 export async function askInteractive(
   deps: LoopDeps,
   session: Session,
@@ -57,10 +61,16 @@ export async function askInteractive(
   );
   if (answer.kind === "cancelled") return cancelledResult();
   if (answer.kind === "unanswered") {
+    // Nobody refused anything: nobody is there. Not a denial (a headless run that asked once
+    // must not exit 4 for it); the model is told to go on by its own judgement instead.
+    // An operator who wants questions refused says so with a policy on the tool.
     return {
-      status: "denied",
-      denied: true,
-      outcome: { kind: "error", error: toolError(ToolErrorCategory.PERMISSION_DENIED, answer.reason) },
+      status: "failed",
+      denied: false,
+      outcome: {
+        kind: "error",
+        error: toolError(ToolErrorCategory.EXECUTION_FAILED, `${answer.reason}. ${NO_ANSWER_RULE}`),
+      },
     };
   }
   return {
