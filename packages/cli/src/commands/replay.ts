@@ -21,6 +21,7 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { resolveProject } from "../install.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { projectOf } from "../project.ts";
 import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
 import { damageOf, descendantsOf, eventProblems, openReader, reportDamage, subagentHeading } from "./show.ts";
@@ -108,11 +109,12 @@ export async function runReplay(
   opts: { expand?: boolean; children?: boolean },
 ): Promise<number> {
   const id = resolveSessionId(typed);
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  const projectDir = projectOf(io).dir;
+  const loaded = loadProjectConfig(projectDir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw configFailure(global.diagnostics);
-  const { resolved, diagnostics } = await resolveProject(io, io.cwd, loaded.config, { mode: "use" });
+  const { resolved, diagnostics } = await resolveProject(io, projectDir, loaded.config, { mode: "use" });
   if (diagnostics.some((d) => d.severity === "error")) throw configFailure(diagnostics);
 
   // 1. The check, before anything is rendered or launched for the replay: the session
@@ -121,7 +123,7 @@ export async function runReplay(
   const rootId = first.sessionId;
   first.close();
   const tree = opts.children === false ? [] : descendantsOf(rootId);
-  const installed = await installedProducers(resolved, io.cwd);
+  const installed = await installedProducers(resolved, projectDir);
   let exclude: string[] | undefined;
   const damage = new Map<string, string[]>();
   for (const sid of [rootId, ...tree.map((t) => t.info.sessionId)]) {
@@ -150,7 +152,7 @@ export async function runReplay(
   let kernel: Awaited<ReturnType<typeof createKernel>>;
   try {
     kernel = await createKernel({
-      projectDir: io.cwd,
+      projectDir,
       installationRoot: installationRoot(),
       env: io.env,
       config: loaded.config,
