@@ -128,7 +128,7 @@ export function serverSpec(name: string, target: string[], opts: AddOptions): Se
 }
 
 /** Writes the edit only if the result still loads (atomically: a temp file, then a rename). */
-function commit(io: Io, file: string, text: string): void {
+export function commit(io: Io, file: string, text: string): void {
   const dir = resolve(file, "..");
   const check = loadConfigSource(text, file, dir);
   const errors = check.ok ? [] : check.diagnostics.filter((d) => d.severity === "error");
