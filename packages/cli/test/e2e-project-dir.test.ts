@@ -114,7 +114,6 @@ describe("agent run in a subdirectory of the project", () => {
     const recs = records(r.stdout);
     const init = recs.find((x) => x["type"] === "init");
     expect(init?.["cwd"], r.stdout + r.stderr).toBe(src);
-    expect(r.stderr).toContain(`agent: using ${join(repo, "agent.hcl")}`);
     const decisions = recs.filter((x) => x["type"] === "plan_decision");
     const decision = (tool: string, p: string) =>
       decisions.find((d) => {
@@ -136,6 +135,7 @@ describe("agent run in a subdirectory of the project", () => {
     expect(readFileSync(join(repo, ".agent", "policy.auto.hcl"), "utf8")).toBe(ALWAYS);
     // No second .agent/ in the working directory.
     expect(existsSync(join(src, ".agent"))).toBe(false);
+    expect(r.stderr).toContain(`agent: using ${join(repo, "agent.hcl")}`);
     // The two refused writes make it a run with denials (exit 4).
     expect(r.code, r.stderr).toBe(4);
   }, 60_000);
