@@ -77,6 +77,9 @@ describe("providerBlock", () => {
       ].join("\n"),
     );
     expect(toSet).toEqual(["endpoint"]);
+    expect(
+      providerBlock("acme", [attr({ name: "api_key", required: true, sensitive: true })]).variables,
+    ).toEqual(["ACME_API_KEY"]);
     expect(providerBlock("empty", []).text).toBe('provider "empty" {}\n');
   });
 });

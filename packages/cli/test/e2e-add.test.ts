@@ -98,7 +98,18 @@ describe("agent add", () => {
       (t) => t.provider === "git",
     );
     expect(git.map((t) => t.tool)).toContain("git_status");
-  }, 90_000);
+
+    // A frontend: no tool patterns; its optional secret stays commented, and validate passes.
+    const web = await agent(["add", "web-ui"], { cwd: dir, env });
+    expect(web.code, web.stderr).toBe(0);
+    expect(web.stdout).not.toContain("now lists");
+    const withWeb = readFileSync(join(dir, "agent.hcl"), "utf8");
+    expect(withWeb).toContain('  # token = env("WEB_UI_TOKEN")\n');
+    expect(withWeb).toContain('tools = ["filesystem.*", "git.*"]');
+    const v2 = await agent(["validate"], { cwd: dir, env });
+    expect(v2.stdout).toContain("Valid (4 providers checked)");
+    expect(v2.code, v2.stdout).toBe(0);
+  }, 120_000);
 
   it("refuses MCP servers and bad addresses without touching agent.hcl", async () => {
     const dir = sb.dir("add-refused");

@@ -93,9 +93,12 @@ function existingSource(text: string, file: string, dir: string, name: string): 
   return loaded.config.requiredProviders.find((r) => r.localName === name)?.source;
 }
 
+/** The variable a secret option reads: OPENAI_API_KEY for openai's api_key. */
+const envName = (provider: string, attr: string) => `${provider}_${attr}`.toUpperCase().replace(/-/g, "_");
+
 /** An example value for an attribute nobody has set: its default, else the empty value of its type. */
 function exampleValue(a: ConfigAttribute, provider: string): string {
-  if (a.sensitive) return `env(${writeValue(`${provider}_${a.name}`.toUpperCase().replace(/-/g, "_"))})`;
+  if (a.sensitive) return `env(${writeValue(envName(provider, a.name))})`;
   if (a.defaultJson !== undefined) {
     try {
       return writeValue(JSON.parse(a.defaultJson) as never);
@@ -142,8 +145,9 @@ function wrap(text: string, width: number): string[] {
 export function providerBlock(
   name: string,
   attrs: readonly ConfigAttribute[],
-): { text: string; toSet: string[] } {
+): { text: string; toSet: string[]; variables: string[] } {
   const toSet: string[] = [];
+  const variables: string[] = [];
   const body: string[] = [];
   for (const a of attrs) {
     if (body.length > 0) body.push("");
@@ -151,8 +155,10 @@ export function providerBlock(
     for (const l of wrap(describe, 84)) body.push(`  # ${l}`);
     const value = exampleValue(a, name);
     const known = a.sensitive || a.path;
-    if (a.required && known) body.push(`  ${a.name} = ${value}`);
-    else if (a.required) {
+    if (a.required && known) {
+      body.push(`  ${a.name} = ${value}`);
+      if (a.sensitive) variables.push(envName(name, a.name));
+    } else if (a.required) {
       body.push(`  # Required: set it before \`agent run\`.`, `  ${a.name} = ${value}`);
       toSet.push(a.name);
     } else body.push(`  # ${a.name} = ${value}`);
@@ -161,7 +167,7 @@ export function providerBlock(
     body.length === 0
       ? `provider ${writeValue(name)} {}\n`
       : `provider ${writeValue(name)} {\n${body.join("\n")}\n}\n`;
-  return { text, toSet };
+  return { text, toSet, variables };
 }
 
 export async function runAdd(io: Io, what: string, opts: AddProviderOptions): Promise<number> {
@@ -229,6 +235,8 @@ export async function runAdd(io: Io, what: string, opts: AddProviderOptions): Pr
   for (const p of edited.profiles) line(io.out, `  agent_profile "${p}" now lists "${wanted.name}.*".`);
   if (block.toSet.length > 0)
     line(io.out, `  Set ${block.toSet.join(", ")} in its provider block before \`agent run\`.`);
+  const unset = block.variables.filter((v) => (io.env[v] ?? "") === "");
+  if (unset.length > 0) line(io.out, `  Set ${unset.join(", ")} in your environment before \`agent run\`.`);
   line(
     io.out,
     "  Its options are in its provider block, commented out; check the file with `agent validate`.",
