@@ -11,6 +11,7 @@ import {
   firstPartyName,
   firstPartySource,
   formatDiagnostics,
+  isForgeSource,
   loadConfigSource,
 } from "@pluggableharness/config";
 import { writeValue } from "@pluggableharness/hcl";
@@ -241,8 +242,9 @@ export async function runAdd(io: Io, what: string, opts: AddProviderOptions): Pr
     io.out,
     "  Its options are in its provider block, commented out; check the file with `agent validate`.",
   );
-  // A project that keeps a lock file gets the new entry in it, as `agent providers lock` would.
-  if (existsSync(join(project.dir, ".agent", "agent.lock.hcl"))) {
+  // A project that keeps a lock file gets the new entry in it, as `agent providers lock` would;
+  // so does a forge provider, just downloaded and verified: its checksums are recorded now.
+  if (isForgeSource(wanted.source) || existsSync(join(project.dir, ".agent", "agent.lock.hcl"))) {
     const after = loadConfigSource(edited.text, file, project.dir);
     if (after.ok) return lockProject(io, project.dir, after.config, "lock");
   }
