@@ -30,6 +30,8 @@ function isFile(p: string): boolean {
  */
 export function findProjectDir(start: string): ProjectLocation {
   const origin = resolve(start);
+  // A directory that does not exist (a mistyped -C) belongs to no project above it.
+  if (!existsSync(origin)) return { dir: origin, file: undefined };
   let d = origin;
   for (let i = 0; i < 256; i++) {
     const file = join(d, CONFIG_NAME);

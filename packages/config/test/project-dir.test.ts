@@ -50,6 +50,11 @@ describe("findProjectDir", () => {
     expect(findProjectDir(join(root, "proj/a/b/c")).dir).toBe(join(root, "proj"));
   });
 
+  it("does not look above a directory that does not exist", () => {
+    const root = tree(["repo/.git/", "repo/agent.hcl"]);
+    expect(findProjectDir(join(root, "repo/typo")).file).toBeUndefined();
+  });
+
   it("ignores a directory named agent.hcl", () => {
     const root = tree(["repo/.git/", "repo/src/agent.hcl/"]);
     expect(findProjectDir(join(root, "repo/src")).file).toBeUndefined();
