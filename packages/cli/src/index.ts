@@ -280,6 +280,27 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runDoctor(io, opts));
     });
 
+  program
+    .command("add <provider>")
+    .description(
+      "add a provider to agent.hcl: its required_providers entry, its block with every option commented, and its tools in the profiles",
+    )
+    .option("--name <name>", "local name for a provider from a forge (default: its repository's name)")
+    .option("-C, --dir <dir>", "project directory (default: the one agent.hcl is found in)")
+    .addHelpText(
+      "after",
+      `
+Examples:
+  agent add git                                  a first-party provider, by name
+  agent add github.com/acme/provider-jira        a provider released on GitHub (or gitlab.com/...)
+
+MCP servers are added with \`agent mcp add\`.`,
+    )
+    .action(async (provider: string, opts) => {
+      const { runAdd } = await import("./commands/add.ts");
+      finish(await runAdd(io, provider, opts));
+    });
+
   const mcp = program
     .command("mcp")
     .description("MCP servers: add, list and remove them in agent.hcl; serve this project's tools over MCP");

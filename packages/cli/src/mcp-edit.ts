@@ -124,10 +124,10 @@ export function providerBlockText(spec: ServerSpec): string {
   return `provider ${quote(spec.name)} {\n${lines.join("\n")}\n}\n`;
 }
 
-function requiredEntryText(name: string, indent: string): string {
+function requiredEntryText(name: string, indent: string, source = MCP_SOURCE): string {
   return [
     `${indent}${keyText(name)} = {`,
-    `${indent}  source  = ${quote(MCP_SOURCE)}`,
+    `${indent}  source  = ${quote(source)}`,
     `${indent}  version = ${quote(">= 0.1.0")}`,
     `${indent}}`,
   ].join("\n");
@@ -179,6 +179,30 @@ export function addServer(
   file: string,
   spec: ServerSpec,
 ): { text: string; profiles: string[] } {
+  return addProvider(source, file, {
+    name: spec.name,
+    source: MCP_SOURCE,
+    block: providerBlockText(spec),
+    tools: true,
+  });
+}
+
+/** A provider for addProvider: its local name, source address and provider block text. */
+export interface ProviderAddition {
+  name: string;
+  source: string;
+  /** The provider block (ending in a newline), or "" for none. */
+  block: string;
+  /** Whether to list `"<name>.*"` in the profiles that list their tools. */
+  tools: boolean;
+}
+
+/** agent.hcl with any provider added the way addServer adds a server (`agent add`). */
+export function addProvider(
+  source: string,
+  file: string,
+  spec: ProviderAddition,
+): { text: string; profiles: string[] } {
   const { bytes, body } = parse(source, file);
   const taken = body.items.some(
     (i) =>
@@ -199,17 +223,17 @@ export function addServer(
     const indent = last ? indentOf(bytes, last.range.start.byte) : "  ";
     // Right after the last entry (or the opening brace), so the closing brace keeps its line.
     const at = last ? last.range.end.byte : req.openBraceRange.end.byte;
-    splices.push({ start: at, end: at, insert: `\n${requiredEntryText(spec.name, indent)}` });
+    splices.push({ start: at, end: at, insert: `\n${requiredEntryText(spec.name, indent, spec.source)}` });
     if (!last && bytes[close - 1] !== 0x0a) splices.push({ start: close, end: close, insert: "\n" });
   } else {
     splices.push({
       start: 0,
       end: 0,
-      insert: `required_providers {\n${requiredEntryText(spec.name, "  ")}\n}\n\n`,
+      insert: `required_providers {\n${requiredEntryText(spec.name, "  ", spec.source)}\n}\n\n`,
     });
   }
   const profiles: string[] = [];
-  for (const { profile, expr } of profileToolLists(body)) {
+  for (const { profile, expr } of spec.tools ? profileToolLists(body) : []) {
     const pattern = quote(`${spec.name}.*`);
     const closeAt = expr.range.end.byte - 1; // the "]"
     const lastItem = expr.items.at(-1);
@@ -233,7 +257,7 @@ export function addServer(
   }
   const end = bytes.length;
   const sep = end === 0 ? "" : bytes[end - 1] === 0x0a ? "\n" : "\n\n";
-  splices.push({ start: end, end, insert: `${sep}${providerBlockText(spec)}` });
+  if (spec.block !== "") splices.push({ start: end, end, insert: `${sep}${spec.block}` });
   return { text: apply(bytes, splices), profiles };
 }
 

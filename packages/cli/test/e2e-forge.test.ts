@@ -249,6 +249,33 @@ describe("a plugin from a forge", () => {
     expect(readFileSync(join(fresh, ".agent", "agent.lock.hcl"), "utf8")).toContain('version     = "0.1.0"');
   });
 
+  it("agent add installs a forge provider, lists its tools in the profile and locks it", async () => {
+    const dir = sb.dir("added");
+    const without = projectConfig("0.1.0")
+      .replace(/ {2}wordcount = \{[^}]*\}\n/, "")
+      .replace('tools     = ["wordcount.*"]', "tools     = []");
+    writeFileSync(join(dir, "agent.hcl"), without);
+    // A pasted repository URL names the same source.
+    const add = await agent(["add", "https://github.com/acme/provider-wordcount"], { cwd: dir, env });
+    expect(add.code, add.stderr).toBe(0);
+    expect(add.stdout).toContain('agent_profile "default" now lists "wordcount.*"');
+    const text = readFileSync(join(dir, "agent.hcl"), "utf8");
+    expect(text).toContain('  wordcount = {\n    source  = "github.com/acme/provider-wordcount"\n');
+    expect(text).toContain('tools     = ["wordcount.*"]');
+    expect(text).toMatch(/\nprovider "wordcount" \{/);
+    expect(readFileSync(join(dir, ".agent", "agent.lock.hcl"), "utf8")).toMatch(
+      /provider "wordcount" \{\n {2}source {6}= "github\.com\/acme\/provider-wordcount"/,
+    );
+    fake.push(
+      { kind: "tool_calls", calls: [{ name: "wordcount__count_words", args: { text: "a b c" } }] },
+      { kind: "text", text: "Counted." },
+    );
+    const r = await agent(["run", "-p", "count", "--output-format", "stream-json"], { cwd: dir, env });
+    expect(r.code, r.stderr).toBe(0);
+    const result = records(r.stdout).find((x) => x["type"] === "tool_result");
+    expect(JSON.stringify(result)).toContain('"words":3');
+  });
+
   it("prune keeps the locked build and the one a session used, and --force deletes the latter", async () => {
     const dry = await agent(["providers", "prune", "--dry-run"], { cwd: project, env });
     expect(dry.code, dry.stderr).toBe(0);

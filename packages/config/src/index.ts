@@ -124,6 +124,7 @@ export {
   type StoreReadResult,
 } from "./policy-store.ts";
 export { parseToolPattern } from "./profiles.ts";
+export { findProjectDir, type ProjectLocation } from "./project-dir.ts";
 export {
   type FollowedPath,
   followLinksSync,

@@ -20,7 +20,13 @@ function problems(values: JsonObject): { port: number; token: string; errors: [s
   const errors: [string, string][] = [];
   const token = values["token"];
   const port = values["port"] ?? 0;
-  if (token !== undefined && token !== null && (typeof token !== "string" || token.length < 16)) {
+  // An omitted token arrives as "" (the schema bridge's zero value): no UI, not an error.
+  if (
+    token !== undefined &&
+    token !== null &&
+    token !== "" &&
+    (typeof token !== "string" || token.length < 16)
+  ) {
     errors.push(["token", "token must be a string of at least 16 characters"]);
   }
   if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65535) {

@@ -6,7 +6,6 @@
 // variables bash commands will not see (names only), and the policy layers in force.
 // Exit 1 when the configuration requires a sandbox this machine cannot provide, when a
 // sandbox holds more than the default promises, or the configuration does not load.
-import { resolve } from "node:path";
 import {
   builtinDefaultRules,
   builtinDenyRules,
@@ -28,6 +27,7 @@ import {
 import { EXIT } from "../exit-codes.ts";
 import { cliVersion, installationRoot } from "../inspect.ts";
 import { type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 
 export interface DoctorOptions {
   dir?: string;
@@ -42,7 +42,7 @@ interface Privileges {
 }
 
 export function runDoctor(io: Io, opts: DoctorOptions): number {
-  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const dir = projectOf(io, opts.dir).dir;
   const loaded = loadProjectConfig(dir, { env: io.env });
   const probe = probeSandbox();
   const mode = loaded.ok ? loaded.config.settings.sandbox : "best_effort";

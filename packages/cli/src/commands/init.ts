@@ -17,6 +17,7 @@ import {
 import { writeValue } from "@pluggableharness/hcl";
 import { EXIT } from "../exit-codes.ts";
 import { type Io, line } from "../io.ts";
+import { foundAbove, projectOf } from "../project.ts";
 import { lockProject } from "./lock.ts";
 
 type Vendor = NonNullable<ReturnType<typeof chooseVendor>>;
@@ -219,10 +220,17 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
 }
 
 export async function runInit(io: Io, options: { dir?: string; force?: boolean }): Promise<number> {
-  const dir = resolve(io.cwd, options.dir ?? ".");
+  // Without -C, a project found above (agent run here would use it) is not shadowed by a
+  // second agent.hcl: it is the one kept (and locked). -C names the directory to write in.
+  const above = options.dir === undefined ? projectOf(io) : undefined;
+  const inherited = above !== undefined && foundAbove(above);
+  const dir = inherited ? above.dir : resolve(io.cwd, options.dir ?? ".");
   const path = join(dir, CONFIG_FILE);
-  const keep = existsSync(path) && !options.force;
-  if (keep) {
+  const keep = inherited || (existsSync(path) && !options.force);
+  if (inherited) {
+    line(io.out, `${path} is the configuration of the project this directory is in; kept it.`);
+    line(io.out, "  (`agent init -C .` writes a separate agent.hcl here.)");
+  } else if (keep) {
     line(io.out, `${path} exists; kept it (--force writes a new one).`);
   } else {
     const found = vendorsFound(io.env);

@@ -4,7 +4,7 @@
 // release publishes, each checked against what is already recorded); `upgrade` picks the
 // newest release that satisfies the constraint again. Both install this platform's build.
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import {
   CONFIG_FILE,
   errorsOf,
@@ -16,6 +16,7 @@ import {
 import { EXIT } from "../exit-codes.ts";
 import { resolveProject, saveLock } from "../install.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 
 export interface LockOptions {
   dir?: string;
@@ -27,7 +28,7 @@ export async function runLock(
   names: readonly string[],
   opts: LockOptions,
 ): Promise<number> {
-  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const dir = projectOf(io, opts.dir).dir;
   if (!existsSync(join(dir, CONFIG_FILE))) {
     throw new CliError(
       `agent providers ${mode}: ${dir} has no agent.hcl (\`agent init\` writes one).`,

@@ -4,7 +4,6 @@
 // file. Nobody can answer a permission prompt over MCP, so an ask resolves as --ask says
 // (deny by default). stdout carries only the protocol; logs go to stderr.
 
-import { resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -28,6 +27,7 @@ import {
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 import { configFailure, formatLog, inProcessFrontends, logLevel } from "./run.ts";
 
 const pkg = { name: "pluggableharness", version: "0.1.0" };
@@ -57,7 +57,7 @@ export function mcpTool(t: SessionToolDefinition): Tool {
 }
 
 export async function runMcpServe(io: Io, opts: ServeOptions): Promise<number> {
-  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const dir = projectOf(io, opts.dir).dir;
   const loaded = loadProjectConfig(dir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const config = loaded.config;

@@ -2,8 +2,8 @@
 // first-party bridge (docs/decisions.md, "MCP"). The conventions follow `claude mcp add` and
 // `codex mcp add`: a name, then the command after `--` (or a URL), `-e/--env`, `--header`,
 // `--transport`. A secret is never written into the file: `-e NAME` writes env("NAME").
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import {
   decodeProviderConfig,
   devOverridePaths,
@@ -25,6 +25,7 @@ import {
   type ServerSpec,
   type Written,
 } from "../mcp-edit.ts";
+import { projectOf } from "../project.ts";
 
 export interface AddOptions {
   dir?: string;
@@ -41,14 +42,11 @@ export interface AddOptions {
 const NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
 function projectFile(io: Io, dir: string | undefined): string {
-  const file = join(resolve(io.cwd, dir ?? "."), "agent.hcl");
-  if (!existsSync(file)) {
-    throw new CliError(
-      `no agent.hcl in ${resolve(io.cwd, dir ?? ".")}: run \`agent init\` first`,
-      EXIT.ERROR,
-    );
+  const project = projectOf(io, dir);
+  if (project.file === undefined) {
+    throw new CliError(`no agent.hcl in ${project.dir} or above it: run \`agent init\` first`, EXIT.ERROR);
   }
-  return file;
+  return project.file;
 }
 
 function envEntry(spec: string): [string, Written] {
@@ -130,7 +128,7 @@ export function serverSpec(name: string, target: string[], opts: AddOptions): Se
 }
 
 /** Writes the edit only if the result still loads (atomically: a temp file, then a rename). */
-function commit(io: Io, file: string, text: string): void {
+export function commit(io: Io, file: string, text: string): void {
   const dir = resolve(file, "..");
   const check = loadConfigSource(text, file, dir);
   const errors = check.ok ? [] : check.diagnostics.filter((d) => d.severity === "error");

@@ -2,7 +2,6 @@
 // they are (Describe), what they serve (categories, tools with kind and risk, models)
 // and whether they are healthy. Providers are configured from agent.hcl first, so a
 // server whose models come from configuration lists them.
-import { resolve } from "node:path";
 import {
   decodeProviderConfig,
   formatDiagnostics,
@@ -13,9 +12,10 @@ import { EXIT } from "../exit-codes.ts";
 import { inspectProviders, type ProviderFacts } from "../inspect.ts";
 import { resolveProject } from "../install.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 
 export async function runProviders(io: Io, opts: { dir?: string; json?: boolean }): Promise<number> {
-  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const dir = projectOf(io, opts.dir).dir;
   const loaded = loadProjectConfig(dir, { env: io.env });
   if (!loaded.ok) throw new CliError(formatDiagnostics(loaded.diagnostics), EXIT.ERROR);
   const global = loadGlobalConfig({ env: io.env });

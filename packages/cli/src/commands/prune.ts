@@ -4,7 +4,7 @@
 // (category, name, version); a cached build knows its own from the first time the kernel
 // ran it (producers.json), else it is matched by its repository name and version.
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { CONFIG_FILE, readLockFile } from "@pluggableharness/config";
 import {
   type CacheEntry,
@@ -16,6 +16,7 @@ import {
 import { listSessions, openSessionReader } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 
 export interface PruneOptions {
   dir?: string;
@@ -81,7 +82,7 @@ function usedBy(entry: CacheEntry, producers: Map<string, string>): string | und
 export function runProvidersPrune(io: Io, opts: PruneOptions): number {
   const root = providerCacheDir(io.env);
   const entries = listEntries(root);
-  const dir = resolve(io.cwd, opts.dir ?? ".");
+  const dir = projectOf(io, opts.dir).dir;
   const pinned = new Set<string>();
   if (existsSync(join(dir, CONFIG_FILE))) {
     const lock = readLockFile(dir);

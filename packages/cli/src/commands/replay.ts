@@ -23,6 +23,7 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { resolveProject } from "../install.ts";
 import { CliError, CoalescingWriter, type Io } from "../io.ts";
+import { projectOf } from "../project.ts";
 import { cachedBuildsFor, howToGet, originOf, producerKey, type ReplayBuild } from "../replay-builds.ts";
 import { resolveSessionId } from "../session-ids.ts";
 import { configFailure } from "./run.ts";
@@ -124,11 +125,12 @@ export async function runReplay(
   opts: { expand?: boolean; children?: boolean },
 ): Promise<number> {
   const id = resolveSessionId(typed);
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  const projectDir = projectOf(io).dir;
+  const loaded = loadProjectConfig(projectDir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw configFailure(global.diagnostics);
-  const { resolved, diagnostics } = await resolveProject(io, io.cwd, loaded.config, { mode: "use" });
+  const { resolved, diagnostics } = await resolveProject(io, projectDir, loaded.config, { mode: "use" });
   if (diagnostics.some((d) => d.severity === "error")) throw configFailure(diagnostics);
 
   // 1. The check, before anything is rendered or launched for the replay: the session
@@ -137,7 +139,7 @@ export async function runReplay(
   const rootId = first.sessionId;
   first.close();
   const tree = opts.children === false ? [] : descendantsOf(rootId);
-  const installed = await installedProducers(resolved, io.cwd);
+  const installed = await installedProducers(resolved, projectDir);
   // Cached builds of versions the project no longer installs, added as their session needs them.
   const builds = new Map<string, ReplayBuild>();
   const producing = () => {
@@ -175,7 +177,7 @@ export async function runReplay(
   let kernel: Awaited<ReturnType<typeof createKernel>>;
   try {
     kernel = await createKernel({
-      projectDir: io.cwd,
+      projectDir,
       installationRoot: installationRoot(),
       env: io.env,
       config: loaded.config,

@@ -57,6 +57,7 @@ import {
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
+import { foundAbove, projectOf } from "../project.ts";
 import {
   latestSessionOf,
   resolveSessionId,
@@ -368,8 +369,11 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     throw new CliError("--output-format applies to headless runs (-p or a prompt on stdin)", EXIT.USAGE);
   }
 
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  // The project (agent.hcl, .agent/, the lock) may be above the directory the session works in.
+  const project = projectOf(io);
+  const loaded = loadProjectConfig(project.dir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
+  if (foundAbove(project)) line(io.err, `agent: using ${project.file} (the project's agent.hcl)`);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw configFailure(global.diagnostics);
   const chosen = withUserDefaults(loaded.config, global.config.defaults, opts);
@@ -445,7 +449,7 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
   let kernel: Kernel;
   try {
     kernel = await createKernel({
-      projectDir: io.cwd,
+      projectDir: project.dir,
       installationRoot: installationRoot(),
       env: io.env,
       config,
@@ -808,7 +812,7 @@ async function runInteractive(
       history: promptHistory(io.env, io.cwd),
       workingDirectory: io.cwd,
       // What the UI refuses to attach: the agent's own files (git metadata is the user's).
-      protectedPaths: kernelProtectedPaths(io.cwd, io.env, { gitMetadata: false }),
+      protectedPaths: kernelProtectedPaths(kernel.config.projectDir, io.env, { gitMetadata: false }),
     });
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (

@@ -12,6 +12,7 @@ import { tidySessionFile } from "@pluggableharness/state";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 import {
   ensurePrivateDir,
   liveServers,
@@ -58,7 +59,7 @@ function logFile(env: NodeJS.ProcessEnv): string {
 
 /** The project directory `agent serve` in `cwd` would serve (where its agent.hcl is). */
 export function projectDirOf(io: Io): string {
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  const loaded = loadProjectConfig(projectOf(io).dir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   return loaded.config.projectDir;
 }
@@ -163,7 +164,7 @@ async function serveForeground(io: Io, opts: ServeOptions): Promise<number> {
   const background = io.env["AGENT_SERVE_BACKGROUND"] === "1";
   const tcpPort = port(opts.tcp, "--tcp");
   const webPort = port(opts.web, "--web");
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  const loaded = loadProjectConfig(projectOf(io).dir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const global = loadGlobalConfig({ env: io.env });
   if (!global.ok) throw configFailure(global.diagnostics);
@@ -193,7 +194,7 @@ async function serveForeground(io: Io, opts: ServeOptions): Promise<number> {
   let kernel: Awaited<ReturnType<typeof createKernel>>;
   try {
     kernel = await createKernel({
-      projectDir: io.cwd,
+      projectDir: config.projectDir,
       installationRoot: installationRoot(),
       env: io.env,
       config,

@@ -4,7 +4,6 @@
 // each plugin for its schema, decodes every provider block against it, and runs the
 // second pass against the tools and models the plugins actually offer. Every
 // diagnostic is printed as file:line:col; the exit status is 0 when there is no error.
-import { resolve } from "node:path";
 import {
   type AgentConfig,
   type AgentProfile,
@@ -26,13 +25,15 @@ import { EXIT } from "../exit-codes.ts";
 import { inspectProviders, type ProviderFacts } from "../inspect.ts";
 import { resolveProject } from "../install.ts";
 import { type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 
 function sortDiagnostics(diags: ConfigDiagnostic[]): ConfigDiagnostic[] {
   return [...diags].sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line || a.column - b.column);
 }
 
 export async function runValidate(io: Io, dirArg: string | undefined): Promise<number> {
-  const dir = resolve(io.cwd, dirArg ?? ".");
+  const project = projectOf(io, dirArg);
+  const dir = project.dir;
   const diags: ConfigDiagnostic[] = [];
   const print = () => {
     for (const d of sortDiagnostics(diags)) line(io.out, formatDiagnostic(d));
@@ -49,7 +50,8 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
   const config = loaded.config;
   diags.push(...loaded.warnings);
   if (config.origin === "builtin")
-    line(io.out, `No agent.hcl in ${dir}: checking the ${BUILTIN_CONFIG_FILE}.`);
+    line(io.out, `No agent.hcl in ${dir} or above it: checking the ${BUILTIN_CONFIG_FILE}.`);
+  else line(io.out, `Checking ${config.file}`);
 
   // As `agent run` would: forge providers installed (what the cache lacks is downloaded)
   // and verified against the lock; the lock file itself is not written here.
