@@ -132,42 +132,54 @@ export async function checkConfigure(
   configure: (config: JsonObject) => Promise<ConfigureResult | undefined>,
 ): Promise<boolean> {
   const attrs = schema?.attributes ?? [];
+  // A refusal is a diagnostic in the answer; a failed call is judged as a refusal with its message.
+  const attempt = async (config: JsonObject): Promise<{ result?: ConfigureResult; failure?: string }> => {
+    try {
+      return { result: await configure(config) };
+    } catch (err) {
+      return { failure: `${codeName(codeOf(err))}: ${(err as Error).message}` };
+    }
+  };
   const required = attrs.filter((a) => a.required);
   if (required.length > 0) {
-    const errs = errorsOf(await configure({}));
+    const empty = await attempt({});
+    const errs = errorsOf(empty.result);
     const named = required.every((a) => errs.some((d) => d.attributePath[0] === a.name));
     ctx.record(
       `${prefix}.configure.missing_required`,
-      errs.length > 0 ? (named ? "pass" : "warn") : "fail",
-      errs.length === 0
-        ? `an empty configuration was accepted although ${required.map((a) => a.name).join(", ")} are required`
-        : named
-          ? "refused, naming every required attribute"
-          : "refused, but not every missing attribute is named in an attribute_path",
+      empty.failure ? "warn" : errs.length > 0 ? (named ? "pass" : "warn") : "fail",
+      empty.failure
+        ? `refused by a failed call (${empty.failure}) rather than diagnostics`
+        : errs.length === 0
+          ? `an empty configuration was accepted although ${required.map((a) => a.name).join(", ")} are required`
+          : named
+            ? "refused, naming every required attribute"
+            : "refused, but not every missing attribute is named in an attribute_path",
     );
   } else ctx.record(`${prefix}.configure.missing_required`, "skip", "no attribute is required");
 
-  // Every attribute given the canary (wrong types included): whatever is said back must not quote it.
+  // Secrets and an unknown attribute given the canary: whatever comes back must not quote it.
   const probe: JsonObject = { conformance_unknown_attribute: CONFIG_CANARY };
   for (const a of attrs.filter((a) => a.sensitive)) probe[a.name] = CONFIG_CANARY;
-  const leaked = JSON.stringify((await configure(probe)) ?? {}).includes(CONFIG_CANARY);
+  const leaked = JSON.stringify((await attempt(probe)) ?? {}).includes(CONFIG_CANARY);
   ctx.record(
     `${prefix}.configure.no_echo`,
     leaked ? "fail" : "pass",
-    leaked
-      ? "a Configure diagnostic repeats a value it was given"
-      : "diagnostics never repeat a received value",
+    leaked ? "a Configure answer repeats a value it was given" : "diagnostics never repeat a received value",
   );
 
-  const errs = errorsOf(await configure(ctx.config));
+  const given = await attempt(ctx.config);
+  const errs = errorsOf(given.result);
   ctx.record(
     `${prefix}.configure.accepted`,
-    errs.length ? "fail" : "pass",
-    errs.length
-      ? `the given configuration was refused: ${errs.map((d) => `${d.attributePath.join(".")}: ${d.summary}`).join("; ")}`
-      : "the given configuration was accepted",
+    given.failure || errs.length ? "fail" : "pass",
+    given.failure
+      ? `Configure with the given configuration failed: ${given.failure}`
+      : errs.length
+        ? `the given configuration was refused: ${errs.map((d) => `${d.attributePath.join(".")}: ${d.summary}`).join("; ")}`
+        : "the given configuration was accepted",
   );
-  return errs.length === 0;
+  return !given.failure && errs.length === 0;
 }
 
 /** The status code a call failed with (undefined: it succeeded). */

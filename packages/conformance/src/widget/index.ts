@@ -69,6 +69,7 @@ async function checkNoSession(ctx: CheckContext): Promise<void> {
       .client(WidgetService)
       .attach({ sessionId: "" }, { signal: AbortSignal.timeout(HOOK_UPDATE_MS) })) {
       updates++;
+      break;
     }
   } catch (err) {
     code = codeOf(err);
