@@ -3,16 +3,14 @@
 // CountTokens, within the budget), self-truncation under a tiny budget, no history
 // rewrite from a non-compactor, classified failures, health.
 
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { equals } from "@bufbuild/protobuf";
+import { equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import { Stability } from "@pluggableharness/protocol/content";
-import type { ContextRequestSchema } from "@pluggableharness/protocol/context";
 import {
   type ContextCapabilities,
   ContextCapabilitiesSchema,
   type ContextContribution,
-  type ContextRequest,
+  type ContextRequestSchema,
   ContextService,
 } from "@pluggableharness/protocol/context";
 import {
