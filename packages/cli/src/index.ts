@@ -390,7 +390,9 @@ Secrets are never written into agent.hcl: -e NAME writes env("NAME"), read when 
     .command("new <name>")
     .description("scaffold a TypeScript plugin that builds, passes `agent conform` and can be published")
     .addOption(
-      new Option("--category <category>", "what it provides").choices(["tool", "model"]).default("tool"),
+      new Option("--category <category>", "what it provides")
+        .choices(["tool", "model", "context", "memory", "hook", "frontend", "widget", "slash-command"])
+        .default("tool"),
     )
     .option("-C, --dir <dir>", "where to create it (default: ./<name>)")
     .option("--source <address>", "the forge address it will be published at (github.com/<owner>/<name>)")

@@ -8,8 +8,10 @@ import { formatReport, formatResult, runConformance, type SampleCall } from "./i
 
 export const USAGE = `usage: agent conform <plugin-executable> [options]
 
-Launches the plugin the way the kernel does and checks it against its category's
-protocol rules. Exit status: 0 conformant, 1 violations found, 2 could not check.
+Launches the plugin the way the kernel does and checks it against the protocol rules
+of each category it serves (tool, model, context, memory, hook, frontend, widget) and
+of the slash commands it declares. Exit status: 0 conformant, 1 violations found,
+2 could not check.
 
 options:
   --config <file.json>     values for Configure (the provider block, decoded)

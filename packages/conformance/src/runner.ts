@@ -96,6 +96,8 @@ export function substitute<T extends JsonValue | undefined>(value: T, workdir: s
 export async function runWith(
   options: ConformanceOptions,
   categoryChecks: Readonly<Record<string, CategoryChecks>>,
+  /** Checks for declarations any category may make (slash commands), run after the categories. */
+  crossChecks: readonly CategoryChecks[] = [],
 ): Promise<ConformanceReport> {
   const results: CheckResult[] = [];
   const record = (id: string, status: CheckStatus, reason: string) => {
@@ -166,6 +168,14 @@ export async function runWith(
           description.categories,
           `${category} checks could not complete: ${(err as Error).message}`,
         );
+      }
+    }
+    for (const check of crossChecks) {
+      try {
+        await check(ctx);
+      } catch (err) {
+        record("cross.runner", "fail", `checks aborted: ${(err as Error).message}`);
+        return report(2, description.categories, `checks could not complete: ${(err as Error).message}`);
       }
     }
     return report(results.some((r) => r.status === "fail") ? 1 : 0, description.categories);

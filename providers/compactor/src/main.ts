@@ -103,6 +103,8 @@ await serve({
         return { result: { diagnostics } };
       },
       async contribute(req, ctx) {
+        // A negative budget is a malformed request (invalid_request), whatever is asked.
+        if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
         // The chain passes through untouched: this provider owns no section.
         const sections = req.priorSections;
         const ask = req.compaction;

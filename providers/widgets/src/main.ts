@@ -2,7 +2,7 @@
 // line (REGION_INPUT_BAR) and the task list (REGION_SIDEBAR) of one session, and a
 // HookSubscriberService the kernel implicitly subscribes, in observe mode, to the points
 // GetCapabilities names (post-model-response, post-tool-call). Nothing else feeds it.
-import { serve, service } from "@pluggableharness/plugin-sdk";
+import { StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { HookPoint } from "@pluggableharness/protocol/common";
 import { HookSubscriberService } from "@pluggableharness/protocol/hook";
 import { Region } from "@pluggableharness/protocol/render";
@@ -23,6 +23,8 @@ await serve({
       }),
       configure: () => ({ result: {} }),
       async *attach(req, ctx) {
+        // Attach is session-scoped; without a session there is nothing to show or follow.
+        if (!req.sessionId) throw new StatusError(3, "Attach needs a session_id");
         const v = viewOf(req.sessionId);
         let status = "";
         let tasks = "";

@@ -20,8 +20,7 @@ export function runPluginNew(
   const category = (opts.category ?? "tool") as ScaffoldCategory;
   if (!SCAFFOLD_CATEGORIES.includes(category)) {
     throw new CliError(
-      `agent plugin new: --category must be one of ${SCAFFOLD_CATEGORIES.join(", ")} (the categories \`agent conform\` checks); ` +
-        "context, memory, hook, frontend and widget plugins follow the same shape with their contract in proto/.",
+      `agent plugin new: --category must be one of ${SCAFFOLD_CATEGORIES.join(", ")} (the categories \`agent conform\` checks).`,
       EXIT.USAGE,
     );
   }

@@ -1,11 +1,30 @@
-// `agent plugin new <name> --category tool|model`: a plugin project that builds, passes
+// `agent plugin new <name> --category <category>`: a plugin project that builds, passes
 // `agent conform` and can be published as it is. It has no npm dependencies: the SDK
 // comes from this agent's installation when `agent plugin build` bundles it, and the
 // test (plain JavaScript, run by `node --test`) drives the `agent` command itself.
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  type CategoryScaffold,
+  contextScaffold,
+  frontendScaffold,
+  hookScaffold,
+  memoryScaffold,
+  slashCommandScaffold,
+  widgetScaffold,
+} from "./scaffold-categories.ts";
 
-export const SCAFFOLD_CATEGORIES = ["tool", "model"] as const;
+/** Every category `agent conform` checks; slash-command is a tool provider declaring commands. */
+export const SCAFFOLD_CATEGORIES = [
+  "tool",
+  "model",
+  "context",
+  "memory",
+  "hook",
+  "frontend",
+  "widget",
+  "slash-command",
+] as const;
 export type ScaffoldCategory = (typeof SCAFFOLD_CATEGORIES)[number];
 
 export interface ScaffoldOptions {
@@ -31,7 +50,7 @@ export function scaffoldPlugin(o: ScaffoldOptions): string[] {
   }
   if (existsSync(o.dir) && readdirSync(o.dir).length > 0)
     throw new ScaffoldError(`${o.dir} exists and is not empty.`);
-  const files = o.category === "tool" ? toolFiles(o) : modelFiles(o);
+  const files = filesFor(o);
   const written: string[] = [];
   for (const [rel, text] of Object.entries({ ...common(o), ...files })) {
     const path = join(o.dir, rel);
@@ -56,7 +75,8 @@ function common(o: ScaffoldOptions): Record<string, string> {
       pluggableharness: { source: o.source, main: "src/main.ts" },
       scripts: {
         build: "agent plugin build",
-        test: "node --test test/",
+        // A glob, not a directory: Node 22+ reads a directory argument as a module to run.
+        test: "node --test test/*.test.mjs",
       },
     }),
     // Only for editors and `tsc --noEmit`: the SDK's TypeScript sources in the agent's installation.
@@ -141,6 +161,22 @@ test("the build passes agent conform", () => {
 ${asserts}
 });
 `;
+}
+
+const OTHER: Record<Exclude<ScaffoldCategory, "tool" | "model">, (name: string) => CategoryScaffold> = {
+  context: contextScaffold,
+  memory: memoryScaffold,
+  hook: hookScaffold,
+  frontend: frontendScaffold,
+  widget: widgetScaffold,
+  "slash-command": slashCommandScaffold,
+};
+
+function filesFor(o: ScaffoldOptions): Record<string, string> {
+  if (o.category === "tool") return toolFiles(o);
+  if (o.category === "model") return modelFiles(o);
+  const c = OTHER[o.category](o.name);
+  return { ...c.files, "test/conform.test.mjs": conformTest(o, c.conformArgs, c.asserts) };
 }
 
 function toolFiles(o: ScaffoldOptions): Record<string, string> {
