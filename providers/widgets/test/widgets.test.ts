@@ -20,6 +20,7 @@ const view = (over: Partial<SessionView> = {}): SessionView => ({
   costUsd: 0,
   rateLimits: [],
   tasks: undefined,
+  taskProvider: "",
   version: 0,
   waiters: [],
   ...over,
