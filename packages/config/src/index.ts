@@ -193,11 +193,18 @@ export {
   isForgeSource,
 } from "./source-address.ts";
 export {
+  attributeRange,
+  type ConfigureProblem,
+  configureDiagnostics,
+  providerRange,
+} from "./configure-diagnostics.ts";
+export {
   builtinRootProfile,
   getProfile,
   type LoadedProviders,
   type ProviderFacts,
   resolveProfileTools,
+  unavailableReason,
   validateAgainstProviders,
 } from "./validate.ts";
 export {

@@ -49,6 +49,7 @@ import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "..
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
+import { unavailableNotice } from "../unavailable.ts";
 import {
   latestSessionOf,
   resolveSessionId,
@@ -427,6 +428,11 @@ export async function runRun(
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
   } finally {
     if (starting) io.out.write("\r\x1b[K");
+  }
+  // A server that cannot start costs the session its tools, never the session: said once.
+  for (const p of kernel.listProviders()) {
+    if (p.unavailable !== undefined)
+      line(io.err, `agent: warning: ${unavailableNotice(p.name, p.source, p.unavailable)}`);
   }
 
   let sessionId: string | undefined;

@@ -11,6 +11,12 @@
 // first-party providers are cached (a dev_overrides executable has no checksum).
 // Entries hold protobuf bytes (base64) of answers that carry no secrets: descriptions
 // are asked for before Configure.
+//
+// Beside each entry, the digests of configurations the provider's Configure accepted
+// (`.accepted`): a dormant provider whose configuration is not among them is launched and
+// configured at start, so a block its own checks refuse stops `agent run` as it stops
+// `agent validate`, instead of failing at its first call (configDigest: secrets count
+// only as set or not).
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -127,6 +133,24 @@ export function workspaceDependencyDigest(packageDir: string, installationRoot: 
   return digest;
 }
 
+/** Accepted configurations remembered per provider entry. */
+const MAX_ACCEPTED = 16;
+
+/**
+ * What a provider's configuration is, for the accepted record: the decoded values, with
+ * each sensitive attribute reduced to whether it is set (no secret, nor a hash of one, is
+ * written to disk).
+ */
+export function configDigest(
+  values: Readonly<Record<string, unknown>>,
+  sensitive: ReadonlySet<string>,
+): string {
+  const shown: Record<string, unknown> = {};
+  for (const name of Object.keys(values).sort())
+    shown[name] = sensitive.has(name) ? values[name] !== "" && values[name] != null : values[name];
+  return createHash("sha256").update(JSON.stringify(shown)).digest("hex");
+}
+
 export class DescribeCache {
   readonly dir: string;
 
@@ -148,8 +172,37 @@ export class DescribeCache {
     return createHash("sha256").update(text).digest("hex");
   }
 
-  #file(source: string, key: string): string {
-    return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.json`);
+  #file(source: string, key: string, ext = "json"): string {
+    return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.${ext}`);
+  }
+
+  /** Whether the provider's Configure accepted a configuration of this digest before. */
+  accepted(source: string, key: string, digest: string): boolean {
+    try {
+      return readFileSync(this.#file(source, key, "accepted"), "utf8").split("\n").includes(digest);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Records that Configure accepted it (the newest few are kept). */
+  accept(source: string, key: string, digest: string): void {
+    if (this.accepted(source, key, digest)) return;
+    const file = this.#file(source, key, "accepted");
+    try {
+      let kept: string[] = [];
+      try {
+        kept = readFileSync(file, "utf8").split("\n").filter(Boolean);
+      } catch {
+        // the first one
+      }
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, `${[...kept.slice(-(MAX_ACCEPTED - 1)), digest].join("\n")}\n`, { mode: 0o600 });
+      renameSync(tmp, file);
+    } catch {
+      // not recorded: the next start configures it once more
+    }
   }
 
   /** The cached description, or undefined on a miss or an unreadable entry. */
@@ -193,7 +246,8 @@ export class DescribeCache {
       renameSync(tmp, file);
       const prefix = filePrefix(source);
       for (const name of readdirSync(this.dir)) {
-        if (name.startsWith(prefix) && join(this.dir, name) !== file && name.endsWith(".json")) {
+        const mine = join(this.dir, name) === file || join(this.dir, name) === this.#file(source, key, "accepted");
+        if (name.startsWith(prefix) && !mine && (name.endsWith(".json") || name.endsWith(".accepted"))) {
           rmSync(join(this.dir, name), { force: true });
         }
       }
@@ -205,5 +259,6 @@ export class DescribeCache {
   /** Forgets an entry (its provider answered differently once launched). */
   invalidate(source: string, key: string): void {
     rmSync(this.#file(source, key), { force: true });
+    rmSync(this.#file(source, key, "accepted"), { force: true });
   }
 }
