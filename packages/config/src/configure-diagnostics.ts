@@ -21,7 +21,11 @@ export function providerRange(config: AgentConfig, name: string): Range | undefi
 }
 
 /** The range of the attribute `path` names inside provider `name`'s block, if it is written. */
-export function attributeRange(config: AgentConfig, name: string, path: readonly string[]): Range | undefined {
+export function attributeRange(
+  config: AgentConfig,
+  name: string,
+  path: readonly string[],
+): Range | undefined {
   let body = config.providers.find((b) => b.name === name)?.body;
   let found: Range | undefined;
   for (const key of path) {

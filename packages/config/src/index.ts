@@ -20,6 +20,12 @@ export {
   isReadOnlyCommand,
 } from "./builtin-rules.ts";
 export {
+  attributeRange,
+  type ConfigureProblem,
+  configureDiagnostics,
+  providerRange,
+} from "./configure-diagnostics.ts";
+export {
   BUILTIN_CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
@@ -192,12 +198,6 @@ export {
   firstPartySource,
   isForgeSource,
 } from "./source-address.ts";
-export {
-  attributeRange,
-  type ConfigureProblem,
-  configureDiagnostics,
-  providerRange,
-} from "./configure-diagnostics.ts";
 export {
   builtinRootProfile,
   getProfile,

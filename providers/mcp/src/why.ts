@@ -16,8 +16,7 @@ export function explainStartFailure(stderr: string, sandboxed: boolean): string 
     return `the server's module ${where} was not found (MODULE_NOT_FOUND).${tmp}`;
   }
   const exec =
-    /execvp (\S+): No such file or directory/.exec(stderr)?.[1] ??
-    /spawn (\S+) ENOENT/.exec(stderr)?.[1];
+    /execvp (\S+): No such file or directory/.exec(stderr)?.[1] ?? /spawn (\S+) ENOENT/.exec(stderr)?.[1];
   if (exec) return `the command ${exec} was not found (no such file, or not on PATH)`;
   const denied = /execvp (\S+): Permission denied/.exec(stderr)?.[1];
   if (denied) return `the command ${denied} is not executable (permission denied)`;

@@ -166,7 +166,10 @@ export async function runMcpAdd(io: Io, name: string, target: string[], opts: Ad
     .filter((v) => io.env[v] === undefined);
   if (unset.length > 0) line(io.out, `  Set ${unset.join(", ")} in your environment before \`agent run\`.`);
   if (opts.check === false) {
-    line(io.out, "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.");
+    line(
+      io.out,
+      "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.",
+    );
     return EXIT.OK;
   }
   // Started once, as a session would start it: a server that does not come up is said now,
@@ -175,7 +178,10 @@ export async function runMcpAdd(io: Io, name: string, target: string[], opts: Ad
   if (server && unset.length === 0) {
     await check(io, file, [server]);
     if (server.status === "connected") {
-      line(io.out, `It started and offers ${server.tools} tools; they ask before each call unless a policy allows them.`);
+      line(
+        io.out,
+        `It started and offers ${server.tools} tools; they ask before each call unless a policy allows them.`,
+      );
     } else {
       line(
         io.err,
@@ -183,7 +189,10 @@ export async function runMcpAdd(io: Io, name: string, target: string[], opts: Ad
       );
     }
   } else {
-    line(io.out, "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.");
+    line(
+      io.out,
+      "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.",
+    );
   }
   return EXIT.OK;
 }
@@ -302,9 +311,7 @@ async function check(io: Io, file: string, servers: ListedServer[]): Promise<voi
   for (const s of servers) {
     const f = facts.find((x) => x.resolved.localName === s.name);
     const problem =
-      f?.error ??
-      f?.configureDiagnostics.map((d) => d.detail || d.summary).join("; ") ??
-      "not resolved";
+      f?.error ?? f?.configureDiagnostics.map((d) => d.detail || d.summary).join("; ") ?? "not resolved";
     if (f && f.error === undefined && f.tools.length > 0)
       Object.assign(s, { status: "connected", tools: f.tools.length });
     else Object.assign(s, { status: "failed", error: problem || "the server offers no tools" });

@@ -49,7 +49,6 @@ import { HeadlessPrinter, type InitTool, type OutputFormat, summarize } from "..
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
-import { unavailableNotice } from "../unavailable.ts";
 import {
   latestSessionOf,
   resolveSessionId,
@@ -57,6 +56,7 @@ import {
   sessionLine,
   shortDirectory,
 } from "../session-ids.ts";
+import { unavailableNotice } from "../unavailable.ts";
 
 export interface RunOptions {
   print?: string;

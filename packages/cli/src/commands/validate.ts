@@ -85,7 +85,10 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       });
       continue;
     }
-    diags.push(...describedViolations(config, f), ...configureDiagnostics(config, name, f.configureDiagnostics));
+    diags.push(
+      ...describedViolations(config, f),
+      ...configureDiagnostics(config, name, f.configureDiagnostics),
+    );
     // A plugin without a config schema accepts an empty block only; the second pass
     // below decodes the blocks of plugins that declare one.
     if (!f.configSchema && config.providers.some((b) => b.name === name)) {

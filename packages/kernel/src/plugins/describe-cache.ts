@@ -179,7 +179,9 @@ export class DescribeCache {
   /** Whether the provider's Configure accepted a configuration of this digest before. */
   accepted(source: string, key: string, digest: string): boolean {
     try {
-      return readFileSync(this.#file(source, key, "accepted"), "utf8").split("\n").includes(digest);
+      return readFileSync(this.#file(source, key, "accepted"), "utf8")
+        .split("\n")
+        .includes(digest);
     } catch {
       return false;
     }
@@ -246,7 +248,8 @@ export class DescribeCache {
       renameSync(tmp, file);
       const prefix = filePrefix(source);
       for (const name of readdirSync(this.dir)) {
-        const mine = join(this.dir, name) === file || join(this.dir, name) === this.#file(source, key, "accepted");
+        const mine =
+          join(this.dir, name) === file || join(this.dir, name) === this.#file(source, key, "accepted");
         if (name.startsWith(prefix) && !mine && (name.endsWith(".json") || name.endsWith(".accepted"))) {
           rmSync(join(this.dir, name), { force: true });
         }

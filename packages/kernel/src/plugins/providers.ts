@@ -398,7 +398,11 @@ export class ProviderRegistry {
     // Likewise a bridge's operations (an MCP server's tools) exist once it is configured.
     await Promise.all(running.map((p) => refreshTools(p, options)));
     for (const p of running) {
-      const why = unavailableReason(!!p.operationsFromConfig, p.tools?.tools.size ?? 0, p.configureWarnings ?? []);
+      const why = unavailableReason(
+        !!p.operationsFromConfig,
+        p.tools?.tools.size ?? 0,
+        p.configureWarnings ?? [],
+      );
       if (why !== undefined) p.unavailable = why;
     }
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
