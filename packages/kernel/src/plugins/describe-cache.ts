@@ -13,12 +13,12 @@
 // are asked for before Configure.
 //
 // Beside each entry, the digests of configurations the provider's Configure accepted
-// (`.accepted`): a dormant provider whose configuration is not among them is launched and
+// (in the sibling directory `<cache>.accepted/`): a dormant provider whose configuration is not among them is launched and
 // configured at start, so a block its own checks refuse stops `agent run` as it stops
 // `agent validate`, instead of failing at its first call (configDigest: secrets count
 // only as set or not).
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
@@ -135,6 +135,8 @@ export function workspaceDependencyDigest(packageDir: string, installationRoot: 
 
 /** Accepted configurations remembered per provider entry. */
 const MAX_ACCEPTED = 16;
+/** Beside the cache directory (whose listing holds entries only): `describe.accepted/`. */
+const ACCEPTED_SUFFIX = ".accepted";
 
 /**
  * What a provider's configuration is, for the accepted record: the decoded values, with
@@ -172,14 +174,19 @@ export class DescribeCache {
     return createHash("sha256").update(text).digest("hex");
   }
 
-  #file(source: string, key: string, ext = "json"): string {
-    return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.${ext}`);
+  #file(source: string, key: string): string {
+    return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.json`);
+  }
+
+  /** Accepted configurations live in a directory of their own, one file per entry. */
+  #acceptedFile(source: string, key: string): string {
+    return join(`${this.dir}${ACCEPTED_SUFFIX}`, `${filePrefix(source)}${key.slice(0, 32)}`);
   }
 
   /** Whether the provider's Configure accepted a configuration of this digest before. */
   accepted(source: string, key: string, digest: string): boolean {
     try {
-      return readFileSync(this.#file(source, key, "accepted"), "utf8")
+      return readFileSync(this.#acceptedFile(source, key), "utf8")
         .split("\n")
         .includes(digest);
     } catch {
@@ -190,7 +197,7 @@ export class DescribeCache {
   /** Records that Configure accepted it (the newest few are kept). */
   accept(source: string, key: string, digest: string): void {
     if (this.accepted(source, key, digest)) return;
-    const file = this.#file(source, key, "accepted");
+    const file = this.#acceptedFile(source, key);
     try {
       let kept: string[] = [];
       try {
@@ -198,7 +205,7 @@ export class DescribeCache {
       } catch {
         // the first one
       }
-      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      mkdirSync(`${this.dir}${ACCEPTED_SUFFIX}`, { recursive: true, mode: 0o700 });
       const tmp = `${file}.${process.pid}.tmp`;
       writeFileSync(tmp, `${[...kept.slice(-(MAX_ACCEPTED - 1)), digest].join("\n")}\n`, { mode: 0o600 });
       renameSync(tmp, file);
@@ -248,10 +255,15 @@ export class DescribeCache {
       renameSync(tmp, file);
       const prefix = filePrefix(source);
       for (const name of readdirSync(this.dir)) {
-        const mine =
-          join(this.dir, name) === file || join(this.dir, name) === this.#file(source, key, "accepted");
-        if (name.startsWith(prefix) && !mine && (name.endsWith(".json") || name.endsWith(".accepted"))) {
+        if (name.startsWith(prefix) && join(this.dir, name) !== file && name.endsWith(".json")) {
           rmSync(join(this.dir, name), { force: true });
+        }
+      }
+      // What older code accepted says nothing about this code.
+      const accepted = `${this.dir}${ACCEPTED_SUFFIX}`;
+      for (const name of existsSync(accepted) ? readdirSync(accepted) : []) {
+        if (name.startsWith(prefix) && join(accepted, name) !== this.#acceptedFile(source, key)) {
+          rmSync(join(accepted, name), { force: true });
         }
       }
     } catch {
@@ -262,6 +274,6 @@ export class DescribeCache {
   /** Forgets an entry (its provider answered differently once launched). */
   invalidate(source: string, key: string): void {
     rmSync(this.#file(source, key), { force: true });
-    rmSync(this.#file(source, key, "accepted"), { force: true });
+    rmSync(this.#acceptedFile(source, key), { force: true });
   }
 }
