@@ -35,19 +35,20 @@ export function dropOldestTurns(
     if (m.role === Role.ASSISTANT || (m.role === Role.USER && !hasToolResults(m))) cuts.push(i);
   }
   if (cuts.length === 0) return undefined;
-  let chosen = cuts.at(-1)!;
-  for (const c of cuts) {
-    if (measure(withNote(history, c, why)) <= goalTokens) {
-      chosen = c;
-      break;
+  // The note quotes the session's first request when there is room for it.
+  for (const quote of [true, false]) {
+    for (const c of cuts) {
+      const kept = withNote(history, c, why, quote);
+      if (measure(kept) <= goalTokens) return { history: kept, droppedMessages: c };
     }
   }
-  return { history: withNote(history, chosen, why), droppedMessages: chosen };
+  const newest = cuts.at(-1)!;
+  return { history: withNote(history, newest, why, false), droppedMessages: newest };
 }
 
-function withNote(history: readonly Message[], cut: number, why: string): Message[] {
+function withNote(history: readonly Message[], cut: number, why: string, quote: boolean): Message[] {
   const first = history.find((m) => m.role === Role.USER && !hasToolResults(m));
-  const request = first ? textOf(first).slice(0, FIRST_REQUEST_CHARS) : "";
+  const request = first && quote ? textOf(first).slice(0, FIRST_REQUEST_CHARS) : "";
   const note = [
     `[The ${cut} oldest messages of this conversation were dropped to fit the model's context window: ${why}.`,
     request ? ` The session's first request was:\n${request}` : "",

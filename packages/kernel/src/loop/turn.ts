@@ -187,7 +187,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   // A request larger than the window is never sent: what compaction left too large loses
   // its oldest turns, and one that still cannot fit fails the turn unsent.
   const window = Number(target.contextWindow);
-  if (compactors(deps).length > 0 && requestTokens() > window) {
+  if (deps.settings.compaction.enabled && compactors(deps).length > 0 && requestTokens() > window) {
     const goal = Math.max(1, Number(target.effectiveCeiling) - assembled.totalTokens - toolTokens);
     dropOldest(session, {
       turnId,
