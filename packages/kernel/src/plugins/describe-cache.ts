@@ -186,9 +186,7 @@ export class DescribeCache {
   /** Whether the provider's Configure accepted a configuration of this digest before. */
   accepted(source: string, key: string, digest: string): boolean {
     try {
-      return readFileSync(this.#acceptedFile(source, key), "utf8")
-        .split("\n")
-        .includes(digest);
+      return readFileSync(this.#acceptedFile(source, key), "utf8").split("\n").includes(digest);
     } catch {
       return false;
     }
