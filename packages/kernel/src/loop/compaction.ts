@@ -298,7 +298,12 @@ export async function compactHistory(
     state.failures = MAX_FAILED_COMPACTIONS - 1; // one more failure after the rest re-rests them
     state.skipCompactors = COMPACTOR_REST_PASSES;
   }
-  return dropOldest(session, { turnId: input.turnId, reason: input.reason, goal, why: text });
+  return dropOldest(session, {
+    turnId: input.turnId,
+    reason: input.reason,
+    goal,
+    why: `they could not be summarised (${text})`,
+  });
 }
 
 /**
@@ -310,12 +315,7 @@ export function dropOldest(
   session: Session,
   input: { turnId: string; reason: CompactionReason; goal: number; why: string },
 ): CompactOutcome {
-  const dropped = dropOldestTurns(
-    session.history,
-    input.goal,
-    (h) => historyTokens(session, h),
-    `they could not be summarised (${input.why})`,
-  );
+  const dropped = dropOldestTurns(session.history, input.goal, (h) => historyTokens(session, h), input.why);
   if (!dropped) {
     const text = `${input.why}; no older turn can be dropped`;
     topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
@@ -328,7 +328,7 @@ export function dropOldest(
     reason: input.reason,
   });
   if (outcome.kind === "compacted") {
-    const note = `dropped the ${dropped.droppedMessages} oldest messages (~${outcome.before} → ~${outcome.after} tokens): the conversation could not be summarised (${input.why})`;
+    const note = `dropped the ${dropped.droppedMessages} oldest messages (~${outcome.before} → ~${outcome.after} tokens): ${input.why}`;
     session.deps.log.warn(note, undefined, session.id);
     topBar(session, note, TextStyle.WARNING);
   }

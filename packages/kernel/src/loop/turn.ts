@@ -193,7 +193,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       turnId,
       reason: CompactionReason.OVERFLOW,
       goal,
-      why: "compaction left it too large",
+      why: "the request would not have fit the model's window otherwise",
     });
     if (requestTokens() > window) {
       return {
