@@ -329,6 +329,7 @@ MCP servers are added with \`agent mcp add\`.`,
     .option("--sandbox <mode>", "required, best_effort (default) or off")
     .option("--cwd <dir>", "working directory of a local server")
     .option("-C, --dir <dir>", "project directory (default: the current one)")
+    .option("--no-check", "do not start the server to check it")
     .addHelpText(
       "after",
       `
@@ -341,7 +342,7 @@ Secrets are never written into agent.hcl: -e NAME writes env("NAME"), read when 
     )
     .action(async (name: string, target: string[], opts) => {
       const { runMcpAdd } = await import("./commands/mcp.ts");
-      finish(runMcpAdd(io, name, target, opts));
+      finish(await runMcpAdd(io, name, target, opts));
     });
   mcp
     .command("list")

@@ -67,15 +67,16 @@ afterAll(() => {
 });
 
 describe("agent mcp add / remove", () => {
-  it("adds the entry, the block and the profile pattern without touching the rest, and remove restores the file", () => {
+  it("adds the entry, the block and the profile pattern without touching the rest, and remove restores the file", async () => {
     const dir = sb.dir("edit");
     const file = join(dir, "agent.hcl");
     writeFileSync(file, ORIGINAL);
     const io = captureIo(dir, { ANTHROPIC_API_KEY: "x" });
     expect(
-      runMcpAdd(io, "github", ["npx", "-y", "@modelcontextprotocol/server-github"], {
+      await runMcpAdd(io, "github", ["npx", "-y", "@modelcontextprotocol/server-github"], {
         env: ["GITHUB_PERSONAL_ACCESS_TOKEN", "LOG_LEVEL=debug"],
         network: true,
+        check: false,
       }),
     ).toBe(0);
     const added = readFileSync(file, "utf8");
@@ -124,19 +125,19 @@ describe("agent mcp add / remove", () => {
     expect(removeServer(text, "agent.hcl", "docs")).toBe(ORIGINAL);
   });
 
-  it("refuses a literal secret, a taken name and a bad name, leaving the file alone", () => {
+  it("refuses a literal secret, a taken name and a bad name, leaving the file alone", async () => {
     const dir = sb.dir("refuse");
     const file = join(dir, "agent.hcl");
     writeFileSync(file, ORIGINAL);
     const io = captureIo(dir);
-    expect(() => runMcpAdd(io, "gh", ["npx", "server"], { env: ["GITHUB_TOKEN=ghp_literal"] })).toThrow(
-      /looks like a secret/,
-    );
-    expect(() =>
+    await expect(
+      runMcpAdd(io, "gh", ["npx", "server"], { env: ["GITHUB_TOKEN=ghp_literal"] }),
+    ).rejects.toThrow(/looks like a secret/);
+    await expect(
       runMcpAdd(io, "docs", ["https://example.com/mcp"], { header: ["Authorization: Bearer abc"] }),
-    ).toThrow(/never written into agent.hcl/);
-    expect(() => runMcpAdd(io, "anthropic", ["npx", "x"], {})).toThrow(/already a provider/);
-    expect(() => runMcpAdd(io, "9bad", ["npx", "x"], {})).toThrow(CliError);
+    ).rejects.toThrow(/never written into agent.hcl/);
+    await expect(runMcpAdd(io, "anthropic", ["npx", "x"], {})).rejects.toThrow(/already a provider/);
+    await expect(runMcpAdd(io, "9bad", ["npx", "x"], {})).rejects.toThrow(CliError);
     expect(() => runMcpRemove(io, "nothing", {})).toThrow(/no MCP server named/);
     expect(readFileSync(file, "utf8")).toBe(ORIGINAL);
   });
@@ -164,8 +165,11 @@ describe("agent mcp add / remove", () => {
       new URL("../../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url),
     );
     writeFileSync(file, ORIGINAL);
-    runMcpAdd(captureIo(dir), "everything", [process.execPath, server, "stdio"], { env: ["DEMO_TOKEN"] });
-    runMcpAdd(captureIo(dir), "broken", [join(dir, "missing-server")], {});
+    await runMcpAdd(captureIo(dir), "everything", [process.execPath, server, "stdio"], {
+      env: ["DEMO_TOKEN"],
+      check: false,
+    });
+    await runMcpAdd(captureIo(dir), "broken", [join(dir, "missing-server")], { check: false });
     const io = captureIo(dir, { ...sb.env, ANTHROPIC_API_KEY: "x", DEMO_TOKEN: "secret-demo-value" });
     expect(await runMcpList(io, { json: true })).toBe(0);
     const listed = JSON.parse(io.text()) as Array<Record<string, unknown>>;

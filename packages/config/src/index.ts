@@ -20,6 +20,12 @@ export {
   isReadOnlyCommand,
 } from "./builtin-rules.ts";
 export {
+  attributeRange,
+  type ConfigureProblem,
+  configureDiagnostics,
+  providerRange,
+} from "./configure-diagnostics.ts";
+export {
   BUILTIN_CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
@@ -202,6 +208,7 @@ export {
   type LoadedProviders,
   type ProviderFacts,
   resolveProfileTools,
+  unavailableReason,
   validateAgainstProviders,
 } from "./validate.ts";
 export {

@@ -35,6 +35,27 @@ export interface ProviderFacts {
   configSchema?: SchemaLike;
   /** Names of the slash commands it declares (without the slash). */
   slashCommands?: readonly string[];
+  /**
+   * Why it offers no operations this time although they come from its configuration (an MCP
+   * server that did not start or cannot be reached): a profile pattern naming it then matches
+   * nothing without being an error, since the name is right and the server may be back later.
+   */
+  unavailable?: string;
+}
+
+/**
+ * Why a provider whose operations come from its configuration offers none once configured
+ * (its Configure warnings say why: an MCP server that did not start), or undefined when it
+ * offers some or its operations are static. The kernel and `agent validate` both decide
+ * with this, so a dead server never fails one and passes the other.
+ */
+export function unavailableReason(
+  operationsFromConfig: boolean,
+  operations: number,
+  configureWarnings: readonly string[],
+): string | undefined {
+  if (!operationsFromConfig || operations > 0) return undefined;
+  return configureWarnings.join("; ") || "it offers no tools";
 }
 
 /** Keyed by required_providers local name; only providers that actually loaded. */
@@ -52,6 +73,7 @@ export function validateAgainstProviders(
     for (const t of profile.tools) {
       const f = facts(t.provider);
       if (f === undefined) continue; // not loaded this session: a silent no-op
+      if (f.unavailable !== undefined) continue; // said once where it was found unavailable
       const tools = f.tools ?? [];
       if (tools.length === 0) {
         diags.push(

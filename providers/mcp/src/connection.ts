@@ -15,6 +15,7 @@ import { ownEnvironmentFallback } from "./environment.ts";
 import { clippingFetch } from "./http.ts";
 import { Redactor, secretName } from "./redact.ts";
 import { ProcessTransport } from "./stdio.ts";
+import { explainStartFailure } from "./why.ts";
 
 const PKG_VERSION = "0.1.0";
 
@@ -242,15 +243,42 @@ export async function connect(
   } catch (err) {
     await connection.close();
     if (err instanceof StartError) throw new StartError(redactor.mask(err.message));
-    const exit =
-      transport instanceof ProcessTransport && transport.exit ? `; ${connection.describeExit()}` : "";
-    throw new StartError(redactor.mask(`${what} failed: ${(err as Error).message}${exit}`));
+    // The pipe may close a moment before the exit (and the last stderr) is seen.
+    for (let i = 0; i < 10 && transport instanceof ProcessTransport && !transport.exit; i++)
+      await new Promise((r) => setTimeout(r, 30));
+    const died = transport instanceof ProcessTransport && transport.exit ? transport : undefined;
+    const plain = died && explainStartFailure(died.stderrTail, settings.sandbox !== "off");
+    if (plain) {
+      const how = died.exit?.signal ? `killed by ${died.exit.signal}` : `exit status ${died.exit?.code}`;
+      throw new StartError(redactor.mask(`${what} failed (${how}): ${plain}`));
+    }
+    const exit = died ? `; ${connection.describeExit()}` : "";
+    // fetch says only "fetch failed"; its cause says why (ECONNREFUSED: nothing listens there).
+    const because = causeCode(err);
+    throw new StartError(redactor.mask(`${what} failed: ${(err as Error).message}${because}${exit}`));
   }
   transport.onclose = chain(transport.onclose, () => {
     if (transport instanceof ProcessTransport && !transport.closing)
       connection.onDeath?.(connection.describeExit());
   });
   return { connection, ...(notice ? { notice } : {}), ...(toolsNotice ? { toolsNotice } : {}) };
+}
+
+/**
+ * Why, along an error's causes: the first system error code (ECONNREFUSED, ENOTFOUND, ...),
+ * else the innermost cause's message, as " (…)"; fetch itself says only "fetch failed".
+ */
+function causeCode(err: unknown): string {
+  let inner = "";
+  let e = (err as { cause?: unknown } | undefined)?.cause;
+  for (let depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && /^E[A-Z]+$/.test(code)) return ` (${code})`;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === "string" && message) inner = message;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return inner ? ` (${inner})` : "";
 }
 
 function chain(a: (() => void) | undefined, b: () => void): () => void {

@@ -37,6 +37,8 @@ export interface AddOptions {
   network?: boolean;
   sandbox?: string;
   cwd?: string;
+  /** Start the server once to check it (default true; `--no-check`). */
+  check?: boolean;
 }
 
 const NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
@@ -143,7 +145,7 @@ export function commit(io: Io, file: string, text: string): void {
   renameSync(tmp, file);
 }
 
-export function runMcpAdd(io: Io, name: string, target: string[], opts: AddOptions): number {
+export async function runMcpAdd(io: Io, name: string, target: string[], opts: AddOptions): Promise<number> {
   const file = projectFile(io, opts.dir);
   const spec = serverSpec(name, target, opts);
   let edited: ReturnType<typeof addServer>;
@@ -161,7 +163,35 @@ export function runMcpAdd(io: Io, name: string, target: string[], opts: AddOptio
     .concat(spec.headers.flatMap(([, w]) => ("env" in w ? [w.env] : [])))
     .filter((v) => io.env[v] === undefined);
   if (unset.length > 0) line(io.out, `  Set ${unset.join(", ")} in your environment before \`agent run\`.`);
-  line(io.out, "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.");
+  if (opts.check === false) {
+    line(
+      io.out,
+      "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.",
+    );
+    return EXIT.OK;
+  }
+  // Started once, as a session would start it: a server that does not come up is said now,
+  // not discovered at the next run (which goes on without its tools).
+  const [server] = listedOf(file).filter((s) => s.name === name);
+  if (server && unset.length === 0) {
+    await check(io, file, [server]);
+    if (server.status === "connected") {
+      line(
+        io.out,
+        `It started and offers ${server.tools} tools; they ask before each call unless a policy allows them.`,
+      );
+    } else {
+      line(
+        io.err,
+        `agent: warning: MCP server "${name}" did not start: ${(server.error ?? "no answer").replace(/[.\s]+$/, "")}. It is added anyway: sessions start without its tools until it works (check it with \`agent mcp list\`; \`agent mcp remove ${name}\` takes it out).`,
+      );
+    }
+  } else {
+    line(
+      io.out,
+      "Its tools ask before each call unless a policy allows them. Check it with `agent mcp list`.",
+    );
+  }
   return EXIT.OK;
 }
 
@@ -212,15 +242,7 @@ export async function runMcpList(
   opts: { dir?: string; json?: boolean; check?: boolean },
 ): Promise<number> {
   const file = projectFile(io, opts.dir);
-  const entries = listServers(readFileSync(file, "utf8"), file);
-  const servers: ListedServer[] = entries.map((e) => ({
-    name: e.name,
-    transport: unquote(e.attributes["transport"]) || (e.attributes["url"] ? "http" : "stdio"),
-    target: unquote(e.attributes["url"] ?? e.attributes["command"]),
-    // Names only: values may be secrets (they are env() reads, but never print them).
-    env: keysOf(e.attributes["env"]),
-    headers: keysOf(e.attributes["headers"]),
-  }));
+  const servers = listedOf(file);
   if (opts.check !== false && servers.length > 0) await check(io, file, servers);
   if (opts.json) {
     line(io.out, JSON.stringify(servers, null, 2));
@@ -242,6 +264,19 @@ export async function runMcpList(
     if (s.headers.length > 0) line(io.out, `  headers: ${s.headers.join(", ")}`);
   }
   return EXIT.OK;
+}
+
+/** The MCP servers agent.hcl declares, as `agent mcp list` shows them. */
+function listedOf(file: string): ListedServer[] {
+  const entries = listServers(readFileSync(file, "utf8"), file);
+  return entries.map((e) => ({
+    name: e.name,
+    transport: unquote(e.attributes["transport"]) || (e.attributes["url"] ? "http" : "stdio"),
+    target: unquote(e.attributes["url"] ?? e.attributes["command"]),
+    // Names only: values may be secrets (they are env() reads, but never print them).
+    env: keysOf(e.attributes["env"]),
+    headers: keysOf(e.attributes["headers"]),
+  }));
 }
 
 /** Starts each server through its bridge, as a session would, and records what it offers. */
@@ -274,9 +309,7 @@ async function check(io: Io, file: string, servers: ListedServer[]): Promise<voi
   for (const s of servers) {
     const f = facts.find((x) => x.resolved.localName === s.name);
     const problem =
-      f?.error ??
-      f?.configureDiagnostics.map((d) => `${d.summary}${d.detail ? `: ${d.detail}` : ""}`).join("; ") ??
-      "not resolved";
+      f?.error ?? f?.configureDiagnostics.map((d) => d.detail || d.summary).join("; ") ?? "not resolved";
     if (f && f.error === undefined && f.tools.length > 0)
       Object.assign(s, { status: "connected", tools: f.tools.length });
     else Object.assign(s, { status: "failed", error: problem || "the server offers no tools" });

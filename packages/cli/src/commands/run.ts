@@ -66,6 +66,7 @@ import {
   shortDirectory,
 } from "../session-ids.ts";
 import { RunSignals } from "../signals.ts";
+import { unavailableNotice } from "../unavailable.ts";
 
 export interface RunOptions {
   /** The headless prompt; true: -p without one (the prompt comes from stdin). */
@@ -475,6 +476,11 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     await kernel.shutdown().catch(() => {});
     signals.dispose();
     return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
+  }
+  // A server that cannot start costs the session its tools, never the session: said once.
+  for (const p of kernel.listProviders()) {
+    if (p.unavailable !== undefined)
+      line(io.err, `agent: warning: ${unavailableNotice(p.name, p.source, p.unavailable)}`);
   }
 
   let sessionId: string | undefined;

@@ -10,12 +10,14 @@ import {
   BUILTIN_CONFIG_FILE,
   builtinRootProfile,
   type ConfigDiagnostic,
+  configureDiagnostics,
   decodeProviderConfig,
   formatDiagnostic,
   type LoadedProviders,
   loadGlobalConfig,
   loadProjectConfig,
   resolveProfileTools,
+  unavailableReason,
   validateAgainstProviders,
   verifyLock,
 } from "@pluggableharness/config";
@@ -85,14 +87,25 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       });
       continue;
     }
-    diags.push(...describedViolations(config, f), ...configureDiagnostics(config, f));
+    diags.push(
+      ...describedViolations(config, f),
+      ...configureDiagnostics(config, name, f.configureDiagnostics),
+    );
     // A plugin without a config schema accepts an empty block only; the second pass
     // below decodes the blocks of plugins that declare one.
     if (!f.configSchema && config.providers.some((b) => b.name === name)) {
       const decoded = decodeProviderConfig(config, name, { attributes: [] }, io.env);
       if (!decoded.ok) diags.push(...decoded.diagnostics);
     }
+    // The kernel's rule: a bridge whose server did not start leaves its patterns matching
+    // nothing, with the warning its Configure gave (printed above), not an error.
+    const unavailable = unavailableReason(
+      !!f.toolSchema?.operationsFromConfig,
+      f.tools.length,
+      f.configureDiagnostics.filter((d) => d.severity === "warning").map((d) => d.detail || d.summary),
+    );
     loadedFacts[name] = {
+      ...(unavailable !== undefined ? { unavailable } : {}),
       tools: f.tools.map((t) => t.name),
       models: f.models,
       specs: f.specs,
@@ -120,25 +133,6 @@ function summary(diags: ConfigDiagnostic[], providers?: number): string {
   return `Valid${providers !== undefined ? ` (${providers} provider${providers === 1 ? "" : "s"} checked)` : ""}${w}.`;
 }
 
-/** Where a diagnostic about provider `name` points: its block's label, else its required_providers entry. */
-function providerRange(config: AgentConfig, name: string): Range | undefined {
-  const block = config.providers.find((b) => b.name === name);
-  return block?.block.labels[0]?.range ?? config.requiredProviders.find((r) => r.localName === name)?.range;
-}
-
-/** The range of the attribute `path` names inside provider `name`'s block, if it is written. */
-function attributeRange(config: AgentConfig, name: string, path: readonly string[]): Range | undefined {
-  let body = config.providers.find((b) => b.name === name)?.body;
-  let found: Range | undefined;
-  for (const key of path) {
-    const item = body?.items.find((i) => (i.kind === "Attribute" ? i.name : i.type) === key);
-    if (!item) break;
-    found = item.kind === "Attribute" ? item.nameRange : item.typeRange;
-    body = item.kind === "Block" ? item.body : undefined;
-  }
-  return found;
-}
-
 function at(
   config: AgentConfig,
   range: Range | undefined,
@@ -148,21 +142,6 @@ function at(
     line: range?.start.line ?? 1,
     column: range?.start.column ?? 1,
   };
-}
-
-/** What the provider's own Configure rejected (or warned about), at the attribute it names. */
-function configureDiagnostics(config: AgentConfig, f: ProviderFacts): ConfigDiagnostic[] {
-  const name = f.resolved.localName;
-  return f.configureDiagnostics.map((d) => {
-    const attr = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
-    return {
-      severity: d.severity,
-      category: "provider_configure",
-      summary: `Provider "${name}" rejected its configuration`,
-      detail: `${d.summary}${attr}${d.detail ? `: ${d.detail}` : ""}`,
-      ...at(config, attributeRange(config, name, d.attributePath) ?? providerRange(config, name)),
-    };
-  });
 }
 
 /** The kernel's rules for what a provider describes (tool schemas, model specs); a breach stops loading. */

@@ -34,6 +34,7 @@ import { fallbackTokenCount } from "../domain/index.ts";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import { tokenBudget } from "./context-assembly.ts";
 import type { LoopDeps } from "./deps.ts";
+import { dropOldestTurns } from "./drop-oldest.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
 import { COMPACTION_SUMMARY_REASON } from "./records.ts";
 import type { Session } from "./session.ts";
@@ -55,7 +56,20 @@ export class CompactionState {
   calibration = 1;
   /** Compactions applied in this kernel's life of the session. */
   count = 0;
+  /** Compaction passes in a row whose compactors all failed (their summary calls, mostly). */
+  failures = 0;
+  /** Passes left during which compactors are not asked after repeated failures. */
+  skipCompactors = 0;
+  /** Summary calls made in the running pass. */
+  summaryCalls = 0;
 }
+
+/** Failed passes in a row after which compactors rest and the oldest turns are dropped instead. */
+export const MAX_FAILED_COMPACTIONS = 2;
+/** How many passes compactors then rest before they are tried once more. */
+export const COMPACTOR_REST_PASSES = 5;
+/** Summary calls one compaction pass may make (a compactor summarises a long history in pieces). */
+export const MAX_SUMMARY_CALLS_PER_PASS = 8;
 
 /** The chosen model's window, capped by settings.compaction.context_window when set. */
 export function effectiveWindow(deps: Pick<LoopDeps, "settings">, spec: ModelSpec): number {
@@ -204,10 +218,18 @@ export async function compactHistory(
   let goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
   if (input.reason === CompactionReason.OVERFLOW) goal = Math.min(goal, Math.max(1, Math.floor(before / 2)));
   const why: string[] = [];
-  topBar(session, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
-  session.compaction.turnId = input.turnId;
+  const state = session.compaction;
+  // After repeated failures the compactors rest for a few passes: each failed pass costs
+  // summary calls, and a conversation that keeps growing would otherwise retry every turn.
+  const resting = state.skipCompactors > 0 && input.reason !== CompactionReason.OPERATOR;
+  if (resting) {
+    state.skipCompactors--;
+    why.push(`the compactors failed ${MAX_FAILED_COMPACTIONS} times in a row and rest for this pass`);
+  } else topBar(session, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
+  state.turnId = input.turnId;
+  state.summaryCalls = 0;
   try {
-    for (const p of all) {
+    for (const p of resting ? [] : all) {
       if (input.signal.aborted) break;
       let rewritten: Message[] | undefined;
       try {
@@ -256,6 +278,7 @@ export async function compactHistory(
         reason: input.reason,
       });
       if (outcome.kind === "compacted") {
+        state.failures = 0;
         topBar(session, `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`);
         return outcome;
       }
@@ -265,10 +288,55 @@ export async function compactHistory(
     session.compaction.turnId = undefined;
   }
   const text = why.join("; ") || "interrupted";
-  log.info(`the conversation was not compacted: ${text}`, undefined, session.id);
-  topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
-  return { kind: "unchanged", why: text };
+  if (input.signal.aborted || input.reason === CompactionReason.OPERATOR) {
+    // The operator asked for a summary: dropping turns is not what was asked.
+    log.info(`the conversation was not compacted: ${text}`, undefined, session.id);
+    topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    return { kind: "unchanged", why: text };
+  }
+  if (!resting && ++state.failures >= MAX_FAILED_COMPACTIONS) {
+    state.failures = MAX_FAILED_COMPACTIONS - 1; // one more failure after the rest re-rests them
+    state.skipCompactors = COMPACTOR_REST_PASSES;
+  }
+  return dropOldest(session, {
+    turnId: input.turnId,
+    reason: input.reason,
+    goal,
+    why: `they could not be summarised (${text})`,
+  });
 }
+
+/**
+ * The fallback when no compactor could rewrite the history: the oldest turns are dropped
+ * (with a note to the model in their place) until the history fits `goal`, persisted as a
+ * compaction by "kernel".
+ */
+export function dropOldest(
+  session: Session,
+  input: { turnId: string; reason: CompactionReason; goal: number; why: string },
+): CompactOutcome {
+  const dropped = dropOldestTurns(session.history, input.goal, (h) => historyTokens(session, h), input.why);
+  if (!dropped) {
+    const text = `${input.why}; no older turn can be dropped`;
+    topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    return { kind: "unchanged", why: text };
+  }
+  const outcome = applyRewrittenHistory(session, {
+    turnId: input.turnId,
+    compactor: KERNEL_DROP,
+    history: dropped.history,
+    reason: input.reason,
+  });
+  if (outcome.kind === "compacted") {
+    const note = `dropped the ${dropped.droppedMessages} oldest messages (~${outcome.before} → ~${outcome.after} tokens): ${input.why}`;
+    session.deps.log.warn(note, undefined, session.id);
+    topBar(session, note, TextStyle.WARNING);
+  }
+  return outcome;
+}
+
+/** The compactor named in a compaction event when the kernel dropped the oldest turns. */
+export const KERNEL_DROP = "kernel (oldest turns dropped)";
 
 /**
  * Replaces the history with a compactor's rewrite and persists it as a compaction event.
@@ -398,6 +466,13 @@ export async function summarize(
     instructions!.content[0]?.block.case === "text" ? instructions!.content[0].block.value.text : "";
   if (messages.length === 0)
     throw new SummarizeError("invalid_request", "SummarizeRequest.messages is empty");
+  const state = session.compaction;
+  if (state.summaryCalls >= MAX_SUMMARY_CALLS_PER_PASS) {
+    throw new SummarizeError(
+      "resource_exhausted",
+      `a compaction pass makes at most ${MAX_SUMMARY_CALLS_PER_PASS} summary calls`,
+    );
+  }
   const sections = instructionText
     ? [
         create(ContextSectionSchema, {
@@ -429,6 +504,19 @@ export async function summarize(
       `no model in the chain can take the summary request: ${route.skipped.join("; ") || "the chain is empty"}`,
     );
   }
+  // Never sent when it cannot fit: counted as the session's requests are (calibrated), with
+  // room for the summary itself.
+  const window = effectiveWindow(deps, route.chosen.spec);
+  const needed =
+    Math.ceil(Number(estimateInputTokens(messages, sections, [])) * state.calibration) +
+    Math.max(0, request.maxOutputTokens);
+  if (needed > window) {
+    throw new SummarizeError(
+      "context_length_exceeded",
+      `the summary request (~${needed} tokens with its answer) does not fit the model's window of ${window} tokens; it was not sent`,
+    );
+  }
+  state.summaryCalls++;
   const result = await callModel(deps, session, {
     turnId,
     candidates,

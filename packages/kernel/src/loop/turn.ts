@@ -35,6 +35,7 @@ import {
   compactHistory,
   compactionDue,
   compactors,
+  dropOldest,
   modelTarget,
 } from "./compaction.ts";
 import { assembleContext } from "./context-assembly.ts";
@@ -182,6 +183,24 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   if (!compacted && compactors(deps).length > 0 && requestTokens() > Number(target.effectiveCeiling)) {
     await compact(CompactionReason.OVERFLOW);
     if (signal.aborted) return { kind: "cancelled" };
+  }
+  // A request larger than the window is never sent: what compaction left too large loses
+  // its oldest turns, and one that still cannot fit fails the turn unsent.
+  const window = Number(target.contextWindow);
+  if (deps.settings.compaction.enabled && compactors(deps).length > 0 && requestTokens() > window) {
+    const goal = Math.max(1, Number(target.effectiveCeiling) - assembled.totalTokens - toolTokens);
+    dropOldest(session, {
+      turnId,
+      reason: CompactionReason.OVERFLOW,
+      goal,
+      why: "the request would not have fit the model's window otherwise",
+    });
+    if (requestTokens() > window) {
+      return {
+        kind: "failed",
+        detail: `context_length_exceeded: the request (~${requestTokens()} tokens) does not fit the model's window of ${window} tokens even without its oldest turns; it was not sent`,
+      };
+    }
   }
 
   let result: Awaited<ReturnType<typeof callModel>>;

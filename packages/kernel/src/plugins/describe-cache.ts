@@ -11,8 +11,14 @@
 // first-party providers are cached (a dev_overrides executable has no checksum).
 // Entries hold protobuf bytes (base64) of answers that carry no secrets: descriptions
 // are asked for before Configure.
+//
+// Beside each entry, the digests of configurations the provider's Configure accepted
+// (in the sibling directory `<cache>.accepted/`): a dormant provider whose configuration is not among them is launched and
+// configured at start, so a block its own checks refuse stops `agent run` as it stops
+// `agent validate`, instead of failing at its first call (configDigest: secrets count
+// only as set or not).
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
@@ -127,6 +133,26 @@ export function workspaceDependencyDigest(packageDir: string, installationRoot: 
   return digest;
 }
 
+/** Accepted configurations remembered per provider entry. */
+const MAX_ACCEPTED = 16;
+/** Beside the cache directory (whose listing holds entries only): `describe.accepted/`. */
+const ACCEPTED_SUFFIX = ".accepted";
+
+/**
+ * What a provider's configuration is, for the accepted record: the decoded values, with
+ * each sensitive attribute reduced to whether it is set (no secret, nor a hash of one, is
+ * written to disk).
+ */
+export function configDigest(
+  values: Readonly<Record<string, unknown>>,
+  sensitive: ReadonlySet<string>,
+): string {
+  const shown: Record<string, unknown> = {};
+  for (const name of Object.keys(values).sort())
+    shown[name] = sensitive.has(name) ? values[name] !== "" && values[name] != null : values[name];
+  return createHash("sha256").update(JSON.stringify(shown)).digest("hex");
+}
+
 export class DescribeCache {
   readonly dir: string;
 
@@ -150,6 +176,40 @@ export class DescribeCache {
 
   #file(source: string, key: string): string {
     return join(this.dir, `${filePrefix(source)}${key.slice(0, 32)}.json`);
+  }
+
+  /** Accepted configurations live in a directory of their own, one file per entry. */
+  #acceptedFile(source: string, key: string): string {
+    return join(`${this.dir}${ACCEPTED_SUFFIX}`, `${filePrefix(source)}${key.slice(0, 32)}`);
+  }
+
+  /** Whether the provider's Configure accepted a configuration of this digest before. */
+  accepted(source: string, key: string, digest: string): boolean {
+    try {
+      return readFileSync(this.#acceptedFile(source, key), "utf8").split("\n").includes(digest);
+    } catch {
+      return false;
+    }
+  }
+
+  /** Records that Configure accepted it (the newest few are kept). */
+  accept(source: string, key: string, digest: string): void {
+    if (this.accepted(source, key, digest)) return;
+    const file = this.#acceptedFile(source, key);
+    try {
+      let kept: string[] = [];
+      try {
+        kept = readFileSync(file, "utf8").split("\n").filter(Boolean);
+      } catch {
+        // the first one
+      }
+      mkdirSync(`${this.dir}${ACCEPTED_SUFFIX}`, { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, `${[...kept.slice(-(MAX_ACCEPTED - 1)), digest].join("\n")}\n`, { mode: 0o600 });
+      renameSync(tmp, file);
+    } catch {
+      // not recorded: the next start configures it once more
+    }
   }
 
   /** The cached description, or undefined on a miss or an unreadable entry. */
@@ -197,6 +257,13 @@ export class DescribeCache {
           rmSync(join(this.dir, name), { force: true });
         }
       }
+      // What older code accepted says nothing about this code.
+      const accepted = `${this.dir}${ACCEPTED_SUFFIX}`;
+      for (const name of existsSync(accepted) ? readdirSync(accepted) : []) {
+        if (name.startsWith(prefix) && join(accepted, name) !== this.#acceptedFile(source, key)) {
+          rmSync(join(accepted, name), { force: true });
+        }
+      }
     } catch {
       // a cache that cannot be written only costs the next start a launch
     }
@@ -205,5 +272,6 @@ export class DescribeCache {
   /** Forgets an entry (its provider answered differently once launched). */
   invalidate(source: string, key: string): void {
     rmSync(this.#file(source, key), { force: true });
+    rmSync(this.#acceptedFile(source, key), { force: true });
   }
 }

@@ -13,6 +13,8 @@ import { fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   ConfigError,
+  type ConfigureProblem,
+  configureDiagnostics,
   decodeProviderConfig,
   errorAt,
   errorsOf,
@@ -20,6 +22,7 @@ import {
   type LoadedProviders,
   type ResolvedProvider,
   type SecretMask,
+  unavailableReason,
   validateAgainstProviders,
 } from "@pluggableharness/config";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
@@ -41,7 +44,12 @@ import { InProcessHost, type InProcessPluginFactory } from "../providers/in-proc
 import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
 import { lintContextOrder } from "./context-lint.ts";
-import { DescribeCache, type ProviderDescription, workspaceDependencyDigest } from "./describe-cache.ts";
+import {
+  configDigest,
+  DescribeCache,
+  type ProviderDescription,
+  workspaceDependencyDigest,
+} from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
 import { PluginSandboxState } from "./sandbox.ts";
 
@@ -82,6 +90,13 @@ export interface LoadedProvider {
   countTokensSupported?: boolean;
   /** Configure succeeded once; a relaunched process gets the same configuration again. */
   configured?: boolean;
+  /** What its last Configure warned about (the MCP bridge says why its server did not start). */
+  configureWarnings?: readonly string[];
+  /**
+   * Why a provider whose operations come from its configuration offers none this session
+   * (an MCP server that cannot start): the session runs without them.
+   */
+  unavailable?: string;
   /** Every launch of this provider's process sends Configure from the launch hook. */
   configureOnLaunch?: boolean;
   /** Described from the cache and not launched yet. */
@@ -108,6 +123,8 @@ export interface ProviderStatus {
   /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
   readonly isolation?: PluginIsolation | "in_process";
   readonly error?: string;
+  /** Loaded, but its operations are missing this session, and why (an MCP server that did not start). */
+  readonly unavailable?: string;
 }
 
 /** A provider failed to launch or described itself in a way the kernel rejects. */
@@ -129,13 +146,21 @@ export class ProviderLoadError extends Error {
 export class ProviderConfigureError extends Error {
   readonly code = "provider_configure_failed";
   readonly provider: string;
-  constructor(provider: string, problems: readonly string[]) {
+  /** The ERROR diagnostics, structured (configureDiagnostics positions them in agent.hcl). */
+  readonly problems: readonly ConfigureProblem[];
+  constructor(provider: string, problems: readonly ConfigureProblem[]) {
     super(
-      `provider "${provider}" rejected its configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+      `provider "${provider}" rejected its configuration:\n${problems.map((p) => `  - ${problemText(p)}`).join("\n")}`,
     );
     this.name = "ProviderConfigureError";
     this.provider = provider;
+    this.problems = problems;
   }
+}
+
+function problemText(d: ConfigureProblem): string {
+  const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
+  return `${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`;
 }
 
 export interface LoadProvidersOptions {
@@ -264,6 +289,7 @@ export class ProviderRegistry {
     if (!p.configureOnLaunch) return false;
     await sendConfigure(p, grpcPorts(name, client), this.#log!);
     p.configured = true;
+    recordAccepted(p, this.#cache);
     return true;
   }
 
@@ -371,6 +397,14 @@ export class ProviderRegistry {
     await Promise.all(running.map((p) => refreshModels(p, options)));
     // Likewise a bridge's operations (an MCP server's tools) exist once it is configured.
     await Promise.all(running.map((p) => refreshTools(p, options)));
+    for (const p of running) {
+      const why = unavailableReason(
+        !!p.operationsFromConfig,
+        p.tools?.tools.size ?? 0,
+        p.configureWarnings ?? [],
+      );
+      if (why !== undefined) p.unavailable = why;
+    }
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
     lintContextOrder(
@@ -388,6 +422,7 @@ export class ProviderRegistry {
         categories: [...p.categories],
         producers: p.producers,
         isolation: p.host.isolation,
+        ...(p.unavailable !== undefined ? { unavailable: p.unavailable } : {}),
       });
     }
     registry.#statuses.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -760,6 +795,7 @@ function checkToolReferences(
     facts[p.name] = {
       tools: p.tools ? [...p.tools.tools.keys()] : [],
       slashCommands: p.slashCommands.map((c) => c.name),
+      ...(p.unavailable !== undefined ? { unavailable: p.unavailable } : {}),
     };
   // Slash commands are checked again here: a provider configured just now may have
   // declared more (the collision check at load saw only the cached ones).
@@ -787,9 +823,39 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     // Its roots decide where it may write: a process launched before they were known restarts.
     if (p.sandbox.stale()) await p.host.shutdown();
   }
-  if (p.dormant) return; // Configure goes out from the launch hook, before any other call
-  await sendConfigure(p, p.ports, options.log);
+  if (p.dormant) {
+    // Configure goes out from the launch hook, before any other call, once this exact
+    // configuration is known to be accepted; otherwise it is checked now, so `agent run`
+    // refuses at start what `agent validate` refuses (describe-cache.ts, "accepted").
+    if (accepted(p, options.describeCache)) return;
+    await p.host.start();
+    p.dormant = false;
+  }
+  try {
+    await sendConfigure(p, p.ports, options.log);
+  } catch (err) {
+    if (err instanceof ProviderConfigureError)
+      throw new ConfigError(
+        configureDiagnostics(options.config, p.name, err.problems),
+        `configuration of provider "${p.name}"`,
+      );
+    throw err;
+  }
   p.configured = true;
+  recordAccepted(p, options.describeCache);
+}
+
+function digestOf(p: LoadedProvider): string {
+  const sensitive = new Set((p.configSchema?.attributes ?? []).filter((a) => a.sensitive).map((a) => a.name));
+  return configDigest(p.config, sensitive);
+}
+
+function accepted(p: LoadedProvider, cache: DescribeCache | undefined): boolean {
+  return !!cache && !!p.cacheKey && cache.accepted(p.resolved.source, p.cacheKey, digestOf(p));
+}
+
+function recordAccepted(p: LoadedProvider, cache: DescribeCache | undefined): void {
+  if (cache && p.cacheKey) cache.accept(p.resolved.source, p.cacheKey, digestOf(p));
 }
 
 /**
@@ -802,18 +868,26 @@ export async function sendConfigure(
   ports: ProviderPorts,
   log: KernelLogger,
 ): Promise<void> {
-  const problems: string[] = [];
+  const problems: ConfigureProblem[] = [];
+  const warnings: string[] = [];
   for (const category of CONFIGURABLE) {
     if (!p.categories.has(category)) continue;
     const request = { config: p.config };
     const call = { timeoutMs: CONFIGURE_TIMEOUT_MS };
     const res = await ports[category].configure(request, call);
     for (const d of res.result?.diagnostics ?? []) {
-      const where = d.attributePath.length > 0 ? ` (${d.attributePath.join(".")})` : "";
-      const text = `${d.summary}${where}${d.detail ? `: ${d.detail}` : ""}`;
-      if (d.severity === DiagnosticSeverity.WARNING) log.warn(`provider "${p.name}": ${text}`);
-      else problems.push(text);
+      const problem: ConfigureProblem = {
+        severity: d.severity === DiagnosticSeverity.WARNING ? "warning" : "error",
+        attributePath: [...d.attributePath],
+        summary: d.summary,
+        detail: d.detail,
+      };
+      if (problem.severity === "warning") {
+        log.warn(`provider "${p.name}": ${problemText(problem)}`);
+        warnings.push(d.detail || d.summary);
+      } else problems.push(problem);
     }
   }
+  p.configureWarnings = warnings;
   if (problems.length > 0) throw new ProviderConfigureError(p.name, problems);
 }
