@@ -717,6 +717,13 @@ export declare type ApproveRecordRequest = Message<"pluggableharness.memory.v1.A
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The session and project the call addresses, as on the other record operations.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -749,6 +756,13 @@ export declare type RejectRecordRequest = Message<"pluggableharness.memory.v1.Re
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The session and project the call addresses, as on the other record operations.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
