@@ -86,6 +86,13 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
     }
     case "link": {
       const text = sanitize(n.value.text || n.value.url);
+      // A reference to a memory record: the name, marked as a link, and the record's id
+      // when the name differs from it (what `/memory show <id>` takes).
+      const memory = /^memory:(.+)$/.exec(n.value.url);
+      if (memory) {
+        const id = sanitize(memory[1]!);
+        return [`${p.paint(`[[${text}]]`, "accent", "underline")}${id !== text ? ` (${id})` : ""}`];
+      }
       return [n.value.url && n.value.url !== n.value.text ? `${text} <${sanitize(n.value.url)}>` : text];
     }
     case "list": {
@@ -96,8 +103,18 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
       });
       return out;
     }
-    case "group":
-      return n.value.children.flatMap((c) => paintNode(c, opts));
+    case "group": {
+      // A run of text with links in it (a memory record's line with [[references]]) is
+      // one line, as it was written; any other group stacks its children.
+      const kids = n.value.children;
+      const inline =
+        kids.some((c) => c.node.case === "link") &&
+        kids.every(
+          (c) => (c.node.case === "text" && !c.node.value.content.includes("\n")) || c.node.case === "link",
+        );
+      if (inline) return [kids.map((c) => paintNode(c, opts).join("")).join("")];
+      return kids.flatMap((c) => paintNode(c, opts));
+    }
     case "collapsible": {
       const collapsed = n.value.collapsedByDefault && !opts.expand;
       const head = `${collapsed ? "▸" : "▾"} ${sanitize(n.value.summary)}`;

@@ -6,7 +6,7 @@
 // no way to these operations (its memory.forget tool passes the plan/apply gate).
 
 import { create } from "@bufbuild/protobuf";
-import { ConfigError, loadProjectConfig } from "@pluggableharness/config";
+import { type ConfigDiagnostic, ConfigError, loadProjectConfig } from "@pluggableharness/config";
 import {
   createKernel,
   entryLine,
@@ -60,17 +60,39 @@ function showEntry(io: Io, e: MemoryEntry): void {
   line(io.out, treeText(create(RenderTreeSchema, { root: e.content })));
 }
 
+/** The variables a configuration failure says are unset, if that is all it says. */
+function onlyUnset(diagnostics: readonly ConfigDiagnostic[]): string[] | undefined {
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  const names = errors.map((d) =>
+    d.category === "env_unset" ? /environment variable "([^"]+)"/.exec(d.detail)?.[1] : undefined,
+  );
+  return errors.length > 0 && names.every((n) => n) ? (names as string[]) : undefined;
+}
+
+/**
+ * A kernel for the project. A vendor key missing from the environment does not stop an
+ * audit, which calls no model: such variables read as empty the second time (the model
+ * providers are never called here). Any other configuration error is reported as usual.
+ */
 async function start(io: Io): Promise<Kernel> {
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
-  try {
-    return await createKernel({
+  const open = (env: NodeJS.ProcessEnv) =>
+    createKernel({
       projectDir: io.cwd,
       installationRoot: installationRoot(),
-      env: io.env,
+      env,
       config: loaded.config,
       exclude: inProcessFrontends(loaded.config),
     });
+  try {
+    try {
+      return await open(io.env);
+    } catch (err) {
+      const unset = err instanceof ConfigError ? onlyUnset(err.diagnostics) : undefined;
+      if (!unset) throw err;
+      return await open({ ...io.env, ...Object.fromEntries(unset.map((v) => [v, ""])) });
+    }
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
