@@ -224,6 +224,8 @@ await serve({
               ...(req.id !== undefined ? { id: req.id } : {}),
               title: req.title,
               content: textOf(req.content),
+              // The kernel parsed them (memory protocol: links are the kernel's job).
+              links: req.links,
               provenance: {
                 sourceSessionId: req.provenance?.sourceSessionId ?? "",
                 ...(req.provenance?.sourceTurnId ? { sourceTurnId: req.provenance.sourceTurnId } : {}),
@@ -245,6 +247,7 @@ await serve({
             textOf(req.content),
             req.title,
             new Date().toISOString(),
+            req.links,
           );
           return { result: { id: rec.id, status: RecordStatus.CANONICAL } };
         } catch (err) {

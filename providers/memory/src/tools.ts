@@ -37,6 +37,70 @@ function failure(err: unknown): never {
   throw err;
 }
 
+const UNIMPLEMENTED = 12;
+const codeOf = (err: unknown) => (err as { code?: number }).code;
+const messageOf = (err: unknown) => (err as { details?: string }).details || (err as Error).message;
+
+type WriteOperation =
+  | {
+      case: "record";
+      value: {
+        type: number;
+        scope: number;
+        id?: string;
+        title: string;
+        content: { block: { case: "text"; value: { text: string } } }[];
+      };
+    }
+  | {
+      case: "update";
+      value: { id: string; title?: string; content: { block: { case: "text"; value: { text: string } } }[] };
+    }
+  | { case: "delete"; value: { id: string } };
+
+const TYPE_NUMBER: Record<TypeName, number> = { user: 1, feedback: 2, project: 3, reference: 4 };
+const SCOPE_NUMBER: Record<ScopeName, number> = { session: 1, project: 2, global: 3 };
+const textBlocks = (text: string) => [{ block: { case: "text" as const, value: { text } } }];
+
+/**
+ * The write made through the kernel (KernelCallbackService.WriteMemory), which gives the
+ * id its unique slug, parses the [[links]], calls this provider's own MemoryService back
+ * and records the change in the session. Undefined when there is no kernel to ask (no
+ * session, or a kernel without the callback): the caller then writes locally.
+ */
+async function writeThroughKernel(
+  ctx: ToolContext,
+  origin: string,
+  operation: WriteOperation,
+): Promise<{ id: string } | undefined> {
+  if (!ctx.sessionId || !ctx.workingDirectory) return undefined;
+  let kernel: Awaited<ReturnType<ToolContext["kernel"]["service"]>>;
+  try {
+    kernel = await ctx.kernel.service();
+  } catch {
+    return undefined;
+  }
+  try {
+    const res = await kernel.writeMemory(
+      {
+        sessionId: ctx.sessionId,
+        turnId: ctx.callContext?.turnId ?? "",
+        workingDirectory: ctx.workingDirectory,
+        origin,
+        operation: operation as never,
+      },
+      { signal: ctx.signal },
+    );
+    return { id: res.record?.id ?? "" };
+  } catch (err) {
+    const code = codeOf(err);
+    if (code === UNIMPLEMENTED) return undefined;
+    if (code === 5) throw new ToolFailure("not_found", messageOf(err));
+    if (code === 3) throw new ToolFailure("invalid_arguments", messageOf(err));
+    throw new ToolFailure("execution_failed", messageOf(err));
+  }
+}
+
 const brief = (rec: StoredRecord) => ({ id: rec.id, type: rec.type, scope: rec.scope, title: rec.title });
 
 const outcome = s.object(
@@ -122,7 +186,11 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
               `"${id}" is a ${existing.type} record scoped ${existing.scope}; a record's type and scope never change: forget it and remember it anew, or choose another id`,
             );
           }
-          memory.update(roots, id, args.content, args.title, now);
+          const viaKernel = await writeThroughKernel(ctx, "memory.remember", {
+            case: "update",
+            value: { id, title: args.title, content: textBlocks(args.content) },
+          });
+          if (!viaKernel) memory.update(roots, id, args.content, args.title, now);
           return { action: "updated", id, message: `Updated memory "${id}".` };
         }
         if (!args.create_new) {
@@ -138,22 +206,34 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
             };
           }
         }
-        const rec = memory.record(
-          roots,
-          {
-            type: args.type,
-            scope,
+        const viaKernel = await writeThroughKernel(ctx, "memory.remember", {
+          case: "record",
+          value: {
+            type: TYPE_NUMBER[args.type],
+            scope: SCOPE_NUMBER[scope],
             ...(args.id !== undefined ? { id: args.id } : {}),
             title: args.title,
-            content: args.content,
-            provenance: {
-              sourceSessionId: ctx.sessionId ?? "",
-              ...(ctx.callContext?.turnId ? { sourceTurnId: ctx.callContext.turnId } : {}),
-              recordedBy: "memory.remember",
-            },
+            content: textBlocks(args.content),
           },
-          now,
-        );
+        });
+        const rec = viaKernel
+          ? { id: viaKernel.id, type: args.type, scope }
+          : memory.record(
+              roots,
+              {
+                type: args.type,
+                scope,
+                ...(args.id !== undefined ? { id: args.id } : {}),
+                title: args.title,
+                content: args.content,
+                provenance: {
+                  sourceSessionId: ctx.sessionId ?? "",
+                  ...(ctx.callContext?.turnId ? { sourceTurnId: ctx.callContext.turnId } : {}),
+                  recordedBy: "memory.remember",
+                },
+              },
+              now,
+            );
         return {
           action: "created",
           id: rec.id,
@@ -191,7 +271,11 @@ export function forgetTool(host: ToolHost): ToolDefinition<{ id: string }> {
     },
     async invoke(args, ctx) {
       try {
-        host.memory().delete(host.roots(ctx.workingDirectory), args.id);
+        const viaKernel = await writeThroughKernel(ctx, "memory.forget", {
+          case: "delete",
+          value: { id: args.id },
+        });
+        if (!viaKernel) host.memory().delete(host.roots(ctx.workingDirectory), args.id);
       } catch (err) {
         failure(err);
       }

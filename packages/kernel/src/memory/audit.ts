@@ -146,21 +146,7 @@ export class MemoryAudit {
   ): Promise<MemoryEntry[]> {
     const out: MemoryEntry[] = [];
     for (const source of this.#pick(options.provider)) {
-      const mine: MemoryRecord[] = [];
-      let pageToken = "";
-      do {
-        const res = await source.port.listRecords(
-          {
-            pageSize: PAGE,
-            pageToken,
-            callContext: this.#context(call),
-            ...(options.pendingOnly ? { statusFilter: RecordStatus.PENDING } : {}),
-          },
-          this.#opts(),
-        );
-        mine.push(...res.records);
-        pageToken = res.nextPageToken;
-      } while (pageToken && mine.length < LIST_LIMIT);
+      const mine = await this.#records(call, source, !!options.pendingOnly);
       // Drafts first (they are what an audit is for), then the most recently changed.
       const time = (r: MemoryRecord) => Number(r.updatedAt?.seconds ?? r.createdAt?.seconds ?? 0n);
       mine.sort(
@@ -172,6 +158,26 @@ export class MemoryAudit {
       out.push(...mine.map((r) => entry(source.name, r)));
     }
     return out;
+  }
+
+  /** Every record of one provider (up to LIST_LIMIT), page by page. */
+  async #records(call: MemoryCall, source: MemorySource, pendingOnly: boolean): Promise<MemoryRecord[]> {
+    const mine: MemoryRecord[] = [];
+    let pageToken = "";
+    do {
+      const res = await source.port.listRecords(
+        {
+          pageSize: PAGE,
+          pageToken,
+          callContext: this.#context(call),
+          ...(pendingOnly ? { statusFilter: RecordStatus.PENDING } : {}),
+        },
+        this.#opts(),
+      );
+      mine.push(...res.records);
+      pageToken = res.nextPageToken;
+    } while (pageToken && mine.length < LIST_LIMIT);
+    return mine;
   }
 
   async show(call: MemoryCall, id: string, provider?: string): Promise<MemoryEntry> {
@@ -235,7 +241,9 @@ export class MemoryAudit {
   ): Promise<MemoryEntry> {
     const source = this.#pick(provider)[0]!;
     const base = req.id && isMemorySlug(req.id) ? req.id : memorySlug(req.id || req.title);
-    const id = await uniqueMemorySlug(base, async (c) => (await this.#get(call, source, c)) !== undefined);
+    // The provider's ids, listed once (a probe per candidate would be a not_found each).
+    const taken = new Set((await this.#records(call, source, false)).map((r) => r.id));
+    const id = await uniqueMemorySlug(base, async (c) => taken.has(c));
     const links = parseMemoryLinks(req.content);
     const res = await source.port.record(
       {
