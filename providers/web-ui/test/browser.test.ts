@@ -326,6 +326,7 @@ describe("the web UI in Chromium", () => {
     const feed = scriptedConnection();
     const ui = await startWebUi({ connect: () => feed.connection });
     const context = await browser.newContext({ viewport: { width: 1000, height: 600 } });
+    context.setDefaultTimeout(10_000);
     const page = await context.newPage();
     try {
       const id = "01MEMORY000000000000000000";
