@@ -205,7 +205,7 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       expect(lines.some((l) => l.startsWith("memory/release-day  [in use, project, project]"))).toBe(true);
       const pendingOnly = await audit("list", "--pending", "--json");
       expect(JSON.parse(pendingOnly.stdout).map((r: { id: string }) => r.id)).toEqual([id]);
-      const shown = await audit("show", "release-day");
+      const shown = await audit("show", "memory/release-day");
       expect(shown.code).toBe(0);
       expect(shown.stdout).toContain("recorded by memory.remember in session ");
       expect(shown.stdout).toContain("links: deploy-checklist");

@@ -120,8 +120,12 @@ export class MemoryAudit {
   }
 
   /** The one record `id` names, in `provider` or in whichever loaded provider holds it. */
-  async #find(call: MemoryCall, id: string, provider: string | undefined) {
-    if (!id) throw new MemoryAuditError("invalid", "name the record: its id, as `list` shows it");
+  async #find(call: MemoryCall, named: string, given: string | undefined) {
+    if (!named) throw new MemoryAuditError("invalid", "name the record: its id, as `list` shows it");
+    // "provider/id", as a listing of several providers writes it (slugs have no slash).
+    const slash = named.indexOf("/");
+    const id = slash > 0 && !given ? named.slice(slash + 1) : named;
+    const provider = slash > 0 && !given ? named.slice(0, slash) : given;
     const found: { source: MemorySource; record: MemoryRecord }[] = [];
     for (const source of this.#pick(provider)) {
       const record = await this.#get(call, source, id);
@@ -137,7 +141,7 @@ export class MemoryAudit {
         "ambiguous",
         `"${id}" is a record of ${found.map((f) => f.source.name).join(" and ")}: name the provider`,
       );
-    return found[0]!;
+    return { ...found[0]!, id };
   }
 
   async list(
@@ -180,14 +184,14 @@ export class MemoryAudit {
     return mine;
   }
 
-  async show(call: MemoryCall, id: string, provider?: string): Promise<MemoryEntry> {
-    const { source, record } = await this.#find(call, id, provider);
+  async show(call: MemoryCall, named: string, provider?: string): Promise<MemoryEntry> {
+    const { source, record } = await this.#find(call, named, provider);
     return entry(source.name, record);
   }
 
   /** A pending draft becomes canonical. */
-  async approve(call: MemoryCall, id: string, provider?: string, sink?: MemoryEventSink) {
-    const { source, record } = await this.#find(call, id, provider);
+  async approve(call: MemoryCall, named: string, provider?: string, sink?: MemoryEventSink) {
+    const { source, record, id } = await this.#find(call, named, provider);
     if (record.status !== RecordStatus.PENDING)
       throw new MemoryAuditError("invalid", `"${id}" is not a pending draft: it is already in use`);
     if (!source.ratification)
@@ -199,8 +203,8 @@ export class MemoryAudit {
   }
 
   /** A pending draft is discarded. */
-  async reject(call: MemoryCall, id: string, provider?: string, sink?: MemoryEventSink) {
-    const { source, record } = await this.#find(call, id, provider);
+  async reject(call: MemoryCall, named: string, provider?: string, sink?: MemoryEventSink) {
+    const { source, record, id } = await this.#find(call, named, provider);
     if (record.status !== RecordStatus.PENDING)
       throw new MemoryAuditError(
         "invalid",
@@ -214,8 +218,8 @@ export class MemoryAudit {
   }
 
   /** Any record is deleted. */
-  async forget(call: MemoryCall, id: string, provider?: string, sink?: MemoryEventSink) {
-    const { source, record } = await this.#find(call, id, provider);
+  async forget(call: MemoryCall, named: string, provider?: string, sink?: MemoryEventSink) {
+    const { source, record, id } = await this.#find(call, named, provider);
     await source.port.deleteRecord({ id, callContext: this.#context(call) }, this.#opts());
     sink?.("memory_delete", mutation(source.name, record));
     return entry(source.name, record);
