@@ -157,8 +157,12 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       expect(first.stdout + first.stderr).toMatch(/Context from workspace-context — \d+\/1200 tokens/);
       // The write went through the kernel: a memory_write event in the session file, with
       // the links the kernel parsed.
+      // The autonomous path's draft of "Remember: …" is a write too, and its removal at
+      // session-end (the model recorded the fact itself) a delete.
       expect(memoryEvents()).toEqual([
+        ["memory_write", "releases-ship-on-thursdays", "memory:auto", []],
         ["memory_write", "release-day", "memory.remember", ["deploy-checklist"]],
+        ["memory_delete", "releases-ship-on-thursdays", "memory:auto", []],
       ]);
 
       fake.push({ kind: "text", text: "Thursday." });
@@ -185,6 +189,7 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       const file = readFileSync(join(dir, draft!), "utf8");
       expect(file).toContain("status: pending");
       expect(file).toContain("From now on, write commit messages in English");
+      expect(memoryEvents()).toEqual([["memory_write", draft!.replace(/\.md$/, ""), "memory:auto", []]]);
       fake.push({ kind: "text", text: "ok" });
       expect((await run("What are the commit rules?")).code).toBe(0);
       expect(sent(fake.requests.length - 1)).not.toContain("write commit messages in English");

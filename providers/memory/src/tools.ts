@@ -13,6 +13,7 @@ import {
   ToolFailure,
   tokenCounter,
 } from "@pluggableharness/tool-kit";
+import { fromTool, SCOPE_NUMBER, TYPE_NUMBER, textBlocks, writeThroughKernel } from "./kernel-write.ts";
 import { type Memory, MemoryFailure } from "./memory.ts";
 import { SCOPES, type ScopeName, type StoredRecord, slugify, TYPES, type TypeName } from "./record.ts";
 import type { Roots } from "./store.ts";
@@ -35,70 +36,6 @@ function failure(err: unknown): never {
     throw new ToolFailure(err.category === "not_found" ? "not_found" : "invalid_arguments", err.message);
   }
   throw err;
-}
-
-const UNIMPLEMENTED = 12;
-const codeOf = (err: unknown) => (err as { code?: number }).code;
-const messageOf = (err: unknown) => (err as { details?: string }).details || (err as Error).message;
-
-type WriteOperation =
-  | {
-      case: "record";
-      value: {
-        type: number;
-        scope: number;
-        id?: string;
-        title: string;
-        content: { block: { case: "text"; value: { text: string } } }[];
-      };
-    }
-  | {
-      case: "update";
-      value: { id: string; title?: string; content: { block: { case: "text"; value: { text: string } } }[] };
-    }
-  | { case: "delete"; value: { id: string } };
-
-const TYPE_NUMBER: Record<TypeName, number> = { user: 1, feedback: 2, project: 3, reference: 4 };
-const SCOPE_NUMBER: Record<ScopeName, number> = { session: 1, project: 2, global: 3 };
-const textBlocks = (text: string) => [{ block: { case: "text" as const, value: { text } } }];
-
-/**
- * The write made through the kernel (KernelCallbackService.WriteMemory), which gives the
- * id its unique slug, parses the [[links]], calls this provider's own MemoryService back
- * and records the change in the session. Undefined when there is no kernel to ask (no
- * session, or a kernel without the callback): the caller then writes locally.
- */
-async function writeThroughKernel(
-  ctx: ToolContext,
-  origin: string,
-  operation: WriteOperation,
-): Promise<{ id: string } | undefined> {
-  if (!ctx.sessionId || !ctx.workingDirectory) return undefined;
-  let kernel: Awaited<ReturnType<ToolContext["kernel"]["service"]>>;
-  try {
-    kernel = await ctx.kernel.service();
-  } catch {
-    return undefined;
-  }
-  try {
-    const res = await kernel.writeMemory(
-      {
-        sessionId: ctx.sessionId,
-        turnId: ctx.callContext?.turnId ?? "",
-        workingDirectory: ctx.workingDirectory,
-        origin,
-        operation: operation as never,
-      },
-      { signal: ctx.signal },
-    );
-    return { id: res.record?.id ?? "" };
-  } catch (err) {
-    const code = codeOf(err);
-    if (code === UNIMPLEMENTED) return undefined;
-    if (code === 5) throw new ToolFailure("not_found", messageOf(err));
-    if (code === 3) throw new ToolFailure("invalid_arguments", messageOf(err));
-    throw new ToolFailure("execution_failed", messageOf(err));
-  }
 }
 
 const brief = (rec: StoredRecord) => ({ id: rec.id, type: rec.type, scope: rec.scope, title: rec.title });
@@ -186,7 +123,7 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
               `"${id}" is a ${existing.type} record scoped ${existing.scope}; a record's type and scope never change: forget it and remember it anew, or choose another id`,
             );
           }
-          const viaKernel = await writeThroughKernel(ctx, "memory.remember", {
+          const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.remember", {
             case: "update",
             value: { id, title: args.title, content: textBlocks(args.content) },
           });
@@ -206,7 +143,7 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
             };
           }
         }
-        const viaKernel = await writeThroughKernel(ctx, "memory.remember", {
+        const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.remember", {
           case: "record",
           value: {
             type: TYPE_NUMBER[args.type],
@@ -271,7 +208,7 @@ export function forgetTool(host: ToolHost): ToolDefinition<{ id: string }> {
     },
     async invoke(args, ctx) {
       try {
-        const viaKernel = await writeThroughKernel(ctx, "memory.forget", {
+        const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.forget", {
           case: "delete",
           value: { id: args.id },
         });

@@ -5,6 +5,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { StatusError } from "@pluggableharness/goplugin";
 import type { WriteMemoryRequest, WriteMemoryResponseSchema } from "@pluggableharness/protocol/kernel";
+import { RecordStatus } from "@pluggableharness/protocol/memory";
 import type { CallbackPeer } from "@pluggableharness/runtime";
 import { MemoryAudit, MemoryAuditError, type MemoryEventSink, memorySources } from "../memory/audit.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
@@ -72,6 +73,7 @@ export async function writeMemory(
             content,
             recordedBy: req.origin || peer.plugin,
             ...(req.turnId ? { turnId: req.turnId } : {}),
+            ...(r.status === RecordStatus.PENDING ? { pending: true } : {}),
           },
           sink,
         );

@@ -240,10 +240,14 @@ export class MemoryAudit {
       content: string;
       recordedBy: string;
       turnId?: string;
+      /** A draft awaiting approval (ratification providers only). */
+      pending?: boolean;
     },
     sink?: MemoryEventSink,
   ): Promise<MemoryEntry> {
     const source = this.#pick(provider)[0]!;
+    if (req.pending && !source.ratification)
+      throw new MemoryAuditError("unsupported", `"${source.name}" does not support drafts awaiting approval`);
     const base = req.id && isMemorySlug(req.id) ? req.id : memorySlug(req.id || req.title);
     // The provider's ids, listed once (a probe per candidate would be a not_found each).
     const taken = new Set((await this.#records(call, source, false)).map((r) => r.id));
@@ -263,6 +267,7 @@ export class MemoryAudit {
           recordedBy: req.recordedBy,
         },
         callContext: this.#context(call),
+        ...(req.pending ? { status: RecordStatus.PENDING } : {}),
       },
       this.#opts(),
     );

@@ -421,6 +421,14 @@ export declare type RecordRequest = Message<"pluggableharness.memory.v1.RecordRe
    * @generated from field: pluggableharness.common.v1.CallContext call_context = 8;
    */
   callContext?: CallContext | undefined;
+
+  /**
+   * PENDING: a draft awaiting the operator's approval, which ordinary recall skips. Only
+   * for a provider declaring ratification_supported; unset (or CANONICAL): in use at once.
+   *
+   * @generated from field: optional pluggableharness.memory.v1.RecordStatus status = 9;
+   */
+  status?: RecordStatus | undefined;
 };
 
 /**
