@@ -71,8 +71,9 @@ function onlyUnset(diagnostics: readonly ConfigDiagnostic[]): string[] | undefin
 
 /**
  * A kernel for the project. A vendor key missing from the environment does not stop an
- * audit, which calls no model: such variables read as empty the second time (the model
- * providers are never called here). Any other configuration error is reported as usual.
+ * audit, which calls no model: such variables read as empty the second time, and a
+ * provider that then fails to start is left out. Any other configuration error is
+ * reported as usual.
  */
 async function start(io: Io): Promise<Kernel> {
   const loaded = loadProjectConfig(io.cwd, { env: io.env });
@@ -84,6 +85,9 @@ async function start(io: Io): Promise<Kernel> {
       env,
       config: loaded.config,
       exclude: inProcessFrontends(loaded.config),
+      // A provider that cannot start (a model provider without its key) must not stop an
+      // audit that never calls it; a memory provider that failed is reported below.
+      tolerateProviderFailures: true,
     });
   try {
     try {
@@ -156,6 +160,18 @@ export async function runMemory(
       }
     }
   } catch (err) {
+    if (err instanceof MemoryAuditError && err.reason === "no_provider") {
+      const failed = kernel
+        .listProviders()
+        .filter(
+          (p) => p.state === "failed" && (p.categories.length === 0 || p.categories.includes("memory")),
+        );
+      if (failed.length > 0)
+        throw new CliError(
+          `agent: ${err.message}; these providers failed to start:\n${failed.map((p) => `  ${p.name}: ${p.error ?? "unknown error"}`).join("\n")}`,
+          EXIT.ERROR,
+        );
+    }
     if (err instanceof MemoryAuditError)
       throw new CliError(
         `agent: ${err.message}`,
