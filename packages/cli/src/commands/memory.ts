@@ -21,6 +21,7 @@ import { treeText } from "@pluggableharness/provider-tui/render-tree";
 import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
+import { projectOf } from "../project.ts";
 import { configFailure, inProcessFrontends } from "./run.ts";
 
 export type MemoryAction = "list" | "show" | "approve" | "reject" | "forget";
@@ -76,11 +77,12 @@ function onlyUnset(diagnostics: readonly ConfigDiagnostic[]): string[] | undefin
  * reported as usual.
  */
 async function start(io: Io): Promise<Kernel> {
-  const loaded = loadProjectConfig(io.cwd, { env: io.env });
+  const projectDir = projectOf(io).dir;
+  const loaded = loadProjectConfig(projectDir, { env: io.env });
   if (!loaded.ok) throw configFailure(loaded.diagnostics);
   const open = (env: NodeJS.ProcessEnv) =>
     createKernel({
-      projectDir: io.cwd,
+      projectDir,
       installationRoot: installationRoot(),
       env,
       config: loaded.config,

@@ -828,6 +828,9 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     // configuration is known to be accepted; otherwise it is checked now, so `agent run`
     // refuses at start what `agent validate` refuses (describe-cache.ts, "accepted").
     if (accepted(p, options.describeCache)) return;
+    // A kernel that tolerates failures (`agent memory`, which calls no model) leaves the
+    // check to first use, as a provider it never uses cannot stop it.
+    if (options.tolerateFailures) return;
     await p.host.start();
     p.dormant = false;
   }
