@@ -403,7 +403,9 @@ export class ProviderRegistry {
         p.tools?.tools.size ?? 0,
         p.configureWarnings ?? [],
       );
-      if (why !== undefined) p.unavailable = why;
+      // The reason may quote what the server printed (its environment, a token): it is
+      // shown on the terminal and by `agent mcp list`, so it is masked like any output.
+      if (why !== undefined) p.unavailable = options.secretMask ? options.secretMask.mask(why) : why;
     }
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
