@@ -8,6 +8,8 @@ export default defineConfig({
       "testing/*/test/**/*.test.ts",
       "scripts/test/**/*.test.ts",
     ],
+    // A scratch directory for the packed and installed CLI (packages/cli/test/installed.ts).
+    globalSetup: ["packages/cli/test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

@@ -10,7 +10,12 @@ import { CompactionEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { openSessionReader } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { records, agent as run, type Sandbox, sandbox } from "./helpers.ts";
+import { installedAgent } from "./installed.ts";
+
+// Against the packed CLI installed globally, as a user has it.
+let bin: string;
+const agent = (args: readonly string[], o: Parameters<typeof run>[1]) => run(args, { ...o, bin });
 
 const WINDOW = 16_000;
 const FILES = 10;
@@ -101,8 +106,10 @@ beforeAll(async () => {
       };
     },
   });
-  env = { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_URL: fake.url, FIXTURE_ROOT: repo };
-});
+  const inst = await installedAgent();
+  bin = inst.bin;
+  env = inst.env({ ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_URL: fake.url, FIXTURE_ROOT: repo });
+}, 330_000);
 
 afterAll(async () => {
   await fake?.close();

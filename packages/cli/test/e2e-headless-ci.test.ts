@@ -8,7 +8,12 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AGENT_BIN, agent, records, type Sandbox, sandbox } from "./helpers.ts";
+import { records, agent as run, type Sandbox, sandbox } from "./helpers.ts";
+import { installedAgent } from "./installed.ts";
+
+// Against the packed CLI installed globally, as a user has it.
+let bin: string;
+const agent = (args: readonly string[], o: Parameters<typeof run>[1]) => run(args, { ...o, bin });
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -72,8 +77,15 @@ beforeAll(async () => {
   repo = sb.repo();
   writeFileSync(join(repo, "agent.hcl"), HCL);
   fake = await startFakeVendor({ vendor: "anthropic", script: [] });
-  env = { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_ANTHROPIC_URL: fake.url, FIXTURE_ROOT: repo };
-});
+  const inst = await installedAgent();
+  bin = inst.bin;
+  env = inst.env({
+    ...sb.env,
+    ANTHROPIC_API_KEY: "sk-ant-test",
+    FAKE_ANTHROPIC_URL: fake.url,
+    FIXTURE_ROOT: repo,
+  });
+}, 330_000);
 
 afterAll(async () => {
   await fake?.close();
@@ -157,7 +169,7 @@ describe("headless runs as CI expects", () => {
 
   it("a first Ctrl-C during start-up still prints the result record and exits 4", async () => {
     const before = fake.requests.length;
-    const child = spawn(AGENT_BIN, ["run", "-p", "never sent", "--output-format", "json"], {
+    const child = spawn(bin, ["run", "-p", "never sent", "--output-format", "json"], {
       cwd: repo,
       env,
       stdio: ["ignore", "pipe", "pipe"],
@@ -238,7 +250,7 @@ settings {
 }
 `,
       );
-      const child = spawn(AGENT_BIN, ["run", "-p", "hello", "--output-format", "stream-json"], {
+      const child = spawn(bin, ["run", "-p", "hello", "--output-format", "stream-json"], {
         cwd: dir,
         env: { ...env, FAKE_ANTHROPIC_URL: silent.url, AGENT_NO_PRELAUNCH: "1" },
         stdio: ["ignore", "pipe", "pipe"],

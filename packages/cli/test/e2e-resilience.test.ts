@@ -9,7 +9,12 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { agent, type Sandbox, sandbox } from "./helpers.ts";
+import { agent as run, type Sandbox, sandbox } from "./helpers.ts";
+import { installedAgent } from "./installed.ts";
+
+// Against the packed CLI installed globally, as a user has it.
+let bin: string;
+const agent = (args: readonly string[], o: Parameters<typeof run>[1]) => run(args, { ...o, bin });
 
 const BASE = `
 required_providers {
@@ -53,8 +58,10 @@ let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   sb = sandbox();
   fake = await startFakeVendor({ vendor: "anthropic", script: () => ({ kind: "text", text: "OK" }) });
-  env = { ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_URL: fake.url };
-});
+  const inst = await installedAgent();
+  bin = inst.bin;
+  env = inst.env({ ...sb.env, ANTHROPIC_API_KEY: "sk-ant-test", FAKE_URL: fake.url });
+}, 330_000);
 
 afterAll(async () => {
   await fake?.close();
