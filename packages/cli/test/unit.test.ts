@@ -109,8 +109,16 @@ describe("agent init", () => {
     expect(loaded.config.policies.map((p) => [p.name, p.action])).toEqual([
       ["allow_reads", "allow"],
       ["ask_before_changes", "ask"],
-      ["refuse_critical", "deny"],
+      ["allow_subagents", "allow"],
     ]);
+    // Sub-agents with the built-in profiles, on the default profile's model.
+    expect(loaded.config.profiles.map((p) => [p.name, p.model?.primary.provider])).toEqual([
+      ["default", "anthropic"],
+      ["explorer", "anthropic"],
+      ["worker", "anthropic"],
+    ]);
+    const explorer = loaded.config.profiles.find((p) => p.name === "explorer")!;
+    expect(explorer.tools.map((t) => t.text)).not.toContain("filesystem.*");
     expect(text).toContain('base_url = env("OPENAI_BASE_URL")');
   });
 });
