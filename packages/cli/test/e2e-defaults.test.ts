@@ -97,6 +97,9 @@ function expectDefaults(fake: FakeVendor, run: Awaited<ReturnType<typeof spawnTh
   const sub = run.recs.filter((x) => x["type"] === "subagent");
   expect(sub.at(-1)).toMatchObject({ status: "completed", profile: "explorer" });
   expect(JSON.stringify(fake.requests[3]!.json)).toContain("add() subtracts its arguments.");
+  // Memory's changing context comes after the static context: no prompt-cache warning.
+  const log = readFileSync(join(env["XDG_STATE_HOME"]!, "agent", "agent.log"), "utf8");
+  expect(log).not.toContain("context_stability_order");
   // The write asked; headless deny refused it, saying which rule asked and how to change it.
   const decision = run.recs.find((x) => x["type"] === "plan_decision" && x["tool_name"] === "write_file");
   expect(decision).toMatchObject({ decision: "deny", decided_by: "headless:deny", policy_decision: "ask" });

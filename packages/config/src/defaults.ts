@@ -135,12 +135,15 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
     ...(caps.git ? (["git"] as const) : []),
     ...(caps.lsp ? (["lsp"] as const) : []),
   ];
+  // Memory is a context provider whose contribution changes between turns: after the
+  // static context ones, so it does not invalidate their prompt-cache prefix.
   const all: FirstPartyName[] = [
     vendor.provider,
-    ...tools,
+    ...tools.filter((t) => t !== "memory"),
     "agent",
     "project-context",
     "workspace-context",
+    "memory",
     "widgets",
     "compactor",
     "tui",

@@ -101,10 +101,12 @@ export function initConfigText(
   const toolProviders = profileToolProviders(caps);
   const names: FirstPartyName[] = [
     ...vendors.map((v) => v.provider),
-    ...toolProviders,
+    // Memory after the static context providers, whose prompt-cache prefix it would break.
+    ...toolProviders.filter((t) => t !== "memory"),
     "agent",
     "project-context",
     "workspace-context",
+    "memory",
     "widgets",
     "compactor",
     "tui",
