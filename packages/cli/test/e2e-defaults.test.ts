@@ -132,10 +132,14 @@ describe("the defaults a project gets", () => {
     const hcl = readFileSync(join(repo, "agent.hcl"), "utf8");
     expect(hcl).not.toMatch(/^\s*action\s*=\s*"deny"/m);
     expect(hcl).toContain('servers    = { "go" = "gopls" }');
+    expect(hcl).toContain('source  = "github.com/pluggableharness/provider-widgets"');
     // The loopback vendor stands in for Anthropic's API.
     const key = 'api_key = env("ANTHROPIC_API_KEY")';
     expect(hcl).toContain(key);
-    writeFileSync(join(repo, "agent.hcl"), hcl.replace(key, `${key}\n  base_url = env("ANTHROPIC_BASE_URL")`));
+    writeFileSync(
+      join(repo, "agent.hcl"),
+      hcl.replace(key, `${key}\n  base_url = env("ANTHROPIC_BASE_URL")`),
+    );
     const run = await spawnThenWrite(repo, fake);
     expect(run.stderr).toBe("");
     expect(run.code).toBe(4);

@@ -6,8 +6,8 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
-  CONFIG_FILE,
   type Capabilities,
+  CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
   detectCapabilities,
@@ -327,10 +327,7 @@ export async function runInit(io: Io, options: { dir?: string; force?: boolean }
       line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
       line(io.out, "  uncomment one vendor in the file and set its key.");
     }
-    line(
-      io.out,
-      `  tools: ${profileToolProviders(caps).join(", ")}; reads run freely, changes ask first`,
-    );
+    line(io.out, `  tools: ${profileToolProviders(caps).join(", ")}; reads run freely, changes ask first`);
     line(io.out, `  sub-agents: ${Object.keys(SUBAGENT_PROFILES).join(", ")}`);
   }
   // Like `terraform init`: every required provider resolved, installed and locked.

@@ -14,8 +14,8 @@ import { ToolKind } from "@pluggableharness/protocol/tool";
 import type { LoopDeps } from "../deps.ts";
 import type { Session } from "../session.ts";
 import type { CallRecord } from "./call.ts";
-import { denyHint } from "./refusal-hints.ts";
 import { MEMORY_SECRETS_REASON, MEMORY_SECRETS_RULE, memorySecretHit } from "./memory-secrets.ts";
+import { denyHint } from "./refusal-hints.ts";
 
 /** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
 export const PROTECTED_PATHS_RULE = "kernel:protected_paths";

@@ -15,7 +15,7 @@ export function headlessDenyReason(decidedBy: string): string {
   return (
     `${askingRule(decidedBy)} asks before this call, and no human is attached to approve it ` +
     "(--headless-ask deny denies every ask). To let it run: approve it in an interactive " +
-    "`agent run`, rerun with --headless-ask allow, or add a policy with action = \"allow\" " +
+    '`agent run`, rerun with --headless-ask allow, or add a policy with action = "allow" ' +
     "matching it to agent.hcl"
   );
 }
