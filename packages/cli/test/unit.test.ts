@@ -412,6 +412,14 @@ describe("headless printers", () => {
     expect(pt.result(summary({ status: SessionStatus.CANCELLED, detail: "interrupted" }))).toBe(4);
     expect(text.text()).toBe("All done.\n");
     expect(text.errText()).toContain("ended: interrupted");
+
+    // A denied call's line on stderr says which rule refused it and how to change that.
+    const refused = captureIo();
+    const reason = 'denied by policy rule "no_bash"; to allow it, change that rule\'s action';
+    const denial = { provider: "exec", tool_name: "bash", tool_call_id: "c1", decided_by: "no_bash", reason };
+    expect(new HeadlessPrinter(refused, "text", false).result(summary({ denials: [denial] }))).toBe(4);
+    expect(refused.errText()).toContain("1 tool call(s) denied");
+    expect(refused.errText()).toContain(`agent: denied exec.bash: ${reason}\n`);
   });
 });
 
