@@ -75,7 +75,14 @@ export interface RunSummary {
     cache_creation_input_tokens: number;
   };
   finalText: string;
-  denials: { provider: string; tool_name: string; tool_call_id: string; decided_by: string }[];
+  /** `reason`: why it was denied and, for a rule or an unanswered ask, how to let it run. */
+  denials: {
+    provider: string;
+    tool_name: string;
+    tool_call_id: string;
+    decided_by: string;
+    reason?: string;
+  }[];
   model: string;
 }
 
@@ -408,6 +415,7 @@ export function summarize(
         tool_name: r.toolName,
         tool_call_id: r.toolCallId,
         decided_by: /\(decided by ([^)]*)\)$/.exec(message)?.[1] ?? "",
+        ...(message ? { reason: message } : {}),
       });
       continue;
     }
@@ -419,6 +427,7 @@ export function summarize(
         tool_name: item?.toolName ?? "",
         tool_call_id: a.toolCallId,
         decided_by: a.decidedBy,
+        ...(a.error?.message || item?.reason ? { reason: a.error?.message || item?.reason } : {}),
       };
       const known = denials.findIndex((d) => d.tool_call_id === a.toolCallId);
       if (known >= 0) denials[known] = entry;
@@ -687,6 +696,9 @@ export class HeadlessPrinter {
         const denied = summary.denials.length > 0 ? `; ${summary.denials.length} tool call(s) denied` : "";
         const what = summary.sessionId ? `session ${summary.sessionId} ended` : "the run ended";
         line(this.io.err, `agent: ${what}: ${why}${denied}`);
+        // Each refusal with its reason: which rule refused or asked, and how to change that.
+        for (const d of summary.denials)
+          if (d.reason) line(this.io.err, `agent: denied ${d.provider}.${d.tool_name}: ${d.reason}`);
       }
     } else {
       this.json(resultRecord(summary));

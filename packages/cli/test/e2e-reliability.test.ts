@@ -112,6 +112,10 @@ describe("exit statuses", () => {
         tool_name: "read_file",
         tool_call_id: expect.any(String),
         decided_by: "no_reading_calc",
+        // The rule and how to lift it.
+        reason: expect.stringContaining(
+          'denied by policy rule "no_reading_calc"; to allow it, change that rule\'s action',
+        ),
       },
     ]);
   });

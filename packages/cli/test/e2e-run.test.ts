@@ -319,6 +319,7 @@ describe("agent run -p (headless)", () => {
           tool_name: "bash",
           tool_call_id: expect.any(String),
           decided_by: "headless:deny",
+          reason: expect.stringContaining("rerun with --headless-ask allow"),
         },
       ]);
       expect(bound.code).toBe(3);

@@ -109,8 +109,16 @@ describe("agent init", () => {
     expect(loaded.config.policies.map((p) => [p.name, p.action])).toEqual([
       ["allow_reads", "allow"],
       ["ask_before_changes", "ask"],
-      ["refuse_critical", "deny"],
+      ["allow_subagents", "allow"],
     ]);
+    // Sub-agents with the built-in profiles, on the default profile's model.
+    expect(loaded.config.profiles.map((p) => [p.name, p.model?.primary.provider])).toEqual([
+      ["default", "anthropic"],
+      ["explorer", "anthropic"],
+      ["worker", "anthropic"],
+    ]);
+    const explorer = loaded.config.profiles.find((p) => p.name === "explorer")!;
+    expect(explorer.tools.map((t) => t.text)).not.toContain("filesystem.*");
     expect(text).toContain('base_url = env("OPENAI_BASE_URL")');
   });
 });
@@ -404,6 +412,14 @@ describe("headless printers", () => {
     expect(pt.result(summary({ status: SessionStatus.CANCELLED, detail: "interrupted" }))).toBe(4);
     expect(text.text()).toBe("All done.\n");
     expect(text.errText()).toContain("ended: interrupted");
+
+    // A denied call's line on stderr says which rule refused it and how to change that.
+    const refused = captureIo();
+    const reason = 'denied by policy rule "no_bash"; to allow it, change that rule\'s action';
+    const denial = { provider: "exec", tool_name: "bash", tool_call_id: "c1", decided_by: "no_bash", reason };
+    expect(new HeadlessPrinter(refused, "text", false).result(summary({ denials: [denial] }))).toBe(4);
+    expect(refused.errText()).toContain("1 tool call(s) denied");
+    expect(refused.errText()).toContain(`agent: denied exec.bash: ${reason}\n`);
   });
 });
 

@@ -12,6 +12,12 @@
 // count as unset.
 
 import { writeValue } from "@pluggableharness/hcl";
+import {
+  type Capabilities,
+  detectCapabilities,
+  explorerTools,
+  SUBAGENT_PROFILES,
+} from "./default-capabilities.ts";
 import { fileDiag } from "./diagnostics.ts";
 import type { LoadResult } from "./load.ts";
 import { loadConfigSource } from "./load.ts";
@@ -115,21 +121,35 @@ const ROOTED_TOOL_PROVIDERS: readonly FirstPartyName[] = ["filesystem", "search"
 
 /**
  * The built-in agent.hcl text for `env`, or undefined when no vendor is configured.
- * With `projectDir`, the file and search tools are confined to that directory.
+ * With `projectDir`, the file and search tools are confined to that directory, and the
+ * git and LSP tools are offered when the project has a repository / a language server.
  */
 export function defaultConfigSource(env: Environment, projectDir?: string): string | undefined {
   const vendor = chooseVendor(env);
   if (vendor === undefined) return undefined;
+  const caps: Capabilities =
+    projectDir === undefined ? { git: false, lsp: undefined } : detectCapabilities(projectDir, env);
+  const tools: FirstPartyName[] = [
+    ...DEFAULT_TOOL_PROVIDERS,
+    "memory",
+    ...(caps.git ? (["git"] as const) : []),
+    ...(caps.lsp ? (["lsp"] as const) : []),
+  ];
+  // Memory is a context provider whose contribution changes between turns: after the
+  // static context ones, so it does not invalidate their prompt-cache prefix.
   const all: FirstPartyName[] = [
     vendor.provider,
-    ...DEFAULT_TOOL_PROVIDERS,
+    ...tools.filter((t) => t !== "memory"),
+    "agent",
     "project-context",
     "workspace-context",
+    "memory",
     "widgets",
     "compactor",
     "tui",
   ];
   const q = (s: string) => writeValue(s);
+  const list = (items: readonly string[]) => `[${items.map(q).join(", ")}]`;
   const lines: string[] = ["required_providers {"];
   for (const name of all) {
     lines.push(
@@ -145,25 +165,69 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
   }
   lines.push("}", "");
   if (projectDir !== undefined) {
-    for (const name of ROOTED_TOOL_PROVIDERS)
-      lines.push(`provider ${q(name)} {`, `  roots = [${q(projectDir)}]`, "}", "");
+    const rooted = [...ROOTED_TOOL_PROVIDERS, ...(caps.git ? ["git"] : []), ...(caps.lsp ? ["lsp"] : [])];
+    for (const name of rooted) {
+      lines.push(`provider ${q(name)} {`, `  roots = [${q(projectDir)}]`);
+      if (name === "lsp" && caps.lsp) lines.push(...lspMaps(caps.lsp.servers, caps.lsp.extensions, q));
+      lines.push("}", "");
+    }
   }
-  lines.push(`agent_profile "default" {`, "  model {", "    primary {");
-  lines.push(`      provider = ${q(vendor.provider)}`, `      id       = ${q(vendor.primary)}`, "    }");
-  for (const id of vendor.fallbacks) {
-    lines.push(
-      "    fallback {",
-      `      provider = ${q(vendor.provider)}`,
-      `      id       = ${q(id)}`,
-      "    }",
-    );
-  }
-  lines.push("  }", "");
-  lines.push(`  tools = [${DEFAULT_TOOL_PROVIDERS.map((p) => q(`${p}.*`)).join(", ")}]`);
+  lines.push(`provider "agent" {`, "  profiles = {");
+  for (const [name, what] of Object.entries(SUBAGENT_PROFILES)) lines.push(`    ${name} = ${q(what)}`);
+  lines.push("  }", "}", "");
+  // A spawn the kernel rates moderate (a child that only reads, or whose every change asks)
+  // runs without asking, as Claude Code's sub-agents do; one it raises to critical asks.
+  lines.push(
+    `policy "allow_subagents" {`,
+    `  match  = { provider = "agent", risk = "moderate" }`,
+    `  action = "allow"`,
+    "}",
+    "",
+  );
+  const model = () => {
+    lines.push("  model {", "    primary {");
+    lines.push(`      provider = ${q(vendor.provider)}`, `      id       = ${q(vendor.primary)}`, "    }");
+    for (const id of vendor.fallbacks) {
+      lines.push(
+        "    fallback {",
+        `      provider = ${q(vendor.provider)}`,
+        `      id       = ${q(id)}`,
+        "    }",
+      );
+    }
+    lines.push("  }");
+  };
+  const toolPatterns = tools.map((p) => `${p}.*`);
+  lines.push(`agent_profile "default" {`);
+  model();
+  lines.push(`  tools = ${list([...toolPatterns, "agent.*"])}`);
   // Every prompt-expansion command the providers declare (user commands in .agent/commands).
   lines.push(`  slash_commands = ["*"]`);
-  lines.push("  max_turns = 100", "}", "", "settings {", `  default_frontend = "tui"`, "}", "");
+  lines.push("  max_turns = 100", "}", "");
+  lines.push(`agent_profile "explorer" {`);
+  model();
+  lines.push(`  tools = ${list(explorerTools(caps))}`, "  max_turns = 50", "}", "");
+  lines.push(`agent_profile "worker" {`);
+  model();
+  lines.push(`  tools = ${list(toolPatterns)}`, "  max_turns = 100", "}", "");
+  lines.push("settings {", `  default_frontend = "tui"`, "}", "");
   return lines.join("\n");
+}
+
+/** The lsp provider's `servers` and `extensions` maps, as HCL lines. */
+export function lspMaps(
+  servers: Record<string, string>,
+  extensions: Record<string, string>,
+  q: (s: string) => string,
+): string[] {
+  const map = (m: Record<string, string>) =>
+    `{ ${Object.entries(m)
+      .map(([k, v]) => `${q(k)} = ${q(v)}`)
+      .join(", ")} }`;
+  const out: string[] = [];
+  if (Object.keys(servers).length > 0) out.push(`  servers    = ${map(servers)}`);
+  if (Object.keys(extensions).length > 0) out.push(`  extensions = ${map(extensions)}`);
+  return out;
 }
 
 /**

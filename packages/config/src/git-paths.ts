@@ -29,7 +29,7 @@ function read(p: string): string | undefined {
 }
 
 /** The nearest ancestor of `dir` (itself included) holding a `.git`, or undefined. */
-function repositoryTop(dir: string): string | undefined {
+export function repositoryTop(dir: string): string | undefined {
   let d = resolve(dir);
   for (let i = 0; i < 256; i++) {
     if (existsSync(join(d, ".git"))) return d;

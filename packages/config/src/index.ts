@@ -26,11 +26,20 @@ export {
   providerRange,
 } from "./configure-diagnostics.ts";
 export {
+  type Capabilities,
+  detectCapabilities,
+  detectLsp,
+  explorerTools,
+  type LspSetup,
+  SUBAGENT_PROFILES,
+} from "./default-capabilities.ts";
+export {
   BUILTIN_CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
   defaultConfig,
   defaultConfigSource,
+  lspMaps,
 } from "./defaults.ts";
 export {
   type ConfigDiagnostic,

@@ -16,6 +16,7 @@ describe("zero-config tool roots", () => {
       if (!d.ok) throw new Error(JSON.stringify(d.diagnostics));
       expect(d.config.values).toEqual({ roots: ["/home/me/project"] });
     }
-    expect(r.config.providers.map((p) => p.name)).toEqual(["anthropic", "filesystem", "search"]);
+    // No repository and no language server at a directory that does not exist: no git, no lsp.
+    expect(r.config.providers.map((p) => p.name)).toEqual(["anthropic", "filesystem", "search", "agent"]);
   });
 });

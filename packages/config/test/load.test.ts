@@ -336,8 +336,10 @@ describe("built-in default configuration", () => {
       "user",
       "task",
       "commands",
+      "agent",
       "project-context",
       "workspace-context",
+      "memory",
       "widgets",
       "compactor",
       "tui",
@@ -353,9 +355,15 @@ describe("built-in default configuration", () => {
       "user.*",
       "task.*",
       "commands.*",
+      "memory.*",
+      "agent.*",
     ]);
     expect(profile.slash_commands).toEqual(["*"]);
-    expect(c.policies).toEqual([]);
+    // The sub-agents' profiles; the one rule lets a spawn the kernel rates moderate run.
+    expect(c.profiles.map((p) => p.name)).toEqual(["default", "explorer", "worker"]);
+    expect(c.policies.map((p) => [p.name, p.match, p.action])).toEqual([
+      ["allow_subagents", { provider: "agent", risk: "moderate" }, "allow"],
+    ]);
     expect(
       new PolicyEngine(c.policies).evaluate({ kind: "resource", provider: "exec", tool_name: "bash" })
         .decision,

@@ -6,13 +6,18 @@
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
+  type Capabilities,
   CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
+  detectCapabilities,
+  explorerTools,
   type FirstPartyName,
   firstPartySource,
   formatDiagnostics,
   loadProjectConfig,
+  lspMaps,
+  SUBAGENT_PROFILES,
 } from "@pluggableharness/config";
 import { writeValue } from "@pluggableharness/hcl";
 import { EXIT } from "../exit-codes.ts";
@@ -75,21 +80,34 @@ function providerBlock(v: Vendor): string[] {
 
 const commented = (lines: readonly string[]) => lines.map((l) => (l === "" ? "#" : `# ${l}`));
 
+/** The tool providers the default and worker profiles get (git always: a project is usually a repository). */
+function profileToolProviders(caps: Capabilities): FirstPartyName[] {
+  return [...DEFAULT_TOOL_PROVIDERS, "memory", "git", ...(caps.lsp ? (["lsp"] as const) : [])];
+}
+
 /**
  * The agent.hcl text for the vendors found; the first one is the primary model. With no
  * vendor at all, every vendor is written out commented, for the user to pick one.
- * Roots are ".": the directory of agent.hcl, wherever the project is moved.
+ * Roots are ".": the directory of agent.hcl, wherever the project is moved. `caps` says
+ * which language servers the project has (git is written in every case).
  */
-export function initConfigText(found: { vendor: Vendor; variables: string[] }[]): string {
+export function initConfigText(
+  found: { vendor: Vendor; variables: string[] }[],
+  caps: Capabilities = { git: true, lsp: undefined },
+): string {
   const vendors = found.map((f) => f.vendor);
   const primary = vendors[0];
   const examples = primary ? [] : VENDOR_EXAMPLES.map((env) => chooseVendor(env)!);
+  const toolProviders = profileToolProviders(caps);
   const names: FirstPartyName[] = [
     ...vendors.map((v) => v.provider),
-    ...DEFAULT_TOOL_PROVIDERS,
+    // Memory after the static context providers, whose prompt-cache prefix it would break.
+    ...toolProviders.filter((t) => t !== "memory"),
+    "agent",
     "project-context",
     "workspace-context",
     "memory",
+    "widgets",
     "compactor",
     "tui",
   ];
@@ -107,8 +125,8 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
   } else {
     out.push(
       "# No model vendor credential was found in the environment, so no model is set up",
-      "# yet: pick a vendor below and uncomment its three parts (its required_providers",
-      "# entry, its provider block and the model in the profile), then set its key, e.g.",
+      "# yet: pick a vendor below and uncomment its parts (its required_providers entry,",
+      "# its provider block and the model in each profile), then set its key, e.g.",
       "# `export ANTHROPIC_API_KEY=...`. Keys are never stored here: provider blocks read",
       '# them from the environment with env("NAME") when a session starts.',
     );
@@ -135,6 +153,34 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     `  roots = ["."]`,
     "}",
     "",
+    "# git_status, git_diff, git_log, ... run freely; git_commit, git_push, ... ask first.",
+    `provider "git" {`,
+    `  roots = ["."]`,
+    "}",
+    "",
+  );
+  if (caps.lsp) {
+    out.push(
+      `# Diagnostics and code navigation from language servers (found: ${caps.lsp.languages.join(", ")}),`,
+      "# each started on first use.",
+      `provider "lsp" {`,
+      `  roots = ["."]`,
+      ...lspMaps(caps.lsp.servers, caps.lsp.extensions, q),
+      "}",
+      "",
+    );
+  } else {
+    out.push(
+      "# No language server was found for this project. For diagnostics, add `lsp` to",
+      "# required_providers and the profiles' tools, and e.g.:",
+      `# provider "lsp" {`,
+      `#   servers    = { python = "pyright-langserver --stdio" }`,
+      `#   extensions = { ".py" = "python" }`,
+      "# }",
+      "",
+    );
+  }
+  out.push(
     "# What the agent remembers across sessions (memory.remember / memory.forget ask first,",
     "# like any change): markdown files in .agent/memory/ for this project and in",
     "# $XDG_DATA_HOME/agent/memory/ for every project; edit them by hand freely.",
@@ -143,9 +189,19 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     `  store = "markdown"`,
     "}",
     "",
+    "# Sub-agents: the model may hand a task to one of these profiles (defined below),",
+    "# which runs as a child session with its own context and reports back.",
+    `provider "agent" {`,
+    "  profiles = {",
+    ...Object.entries(SUBAGENT_PROFILES).map(([name, what]) => `    ${name} = ${q(what)}`),
+    "  }",
+    "}",
+    "",
     "# Policy: reads and searches run without asking, anything that changes something",
-    "# asks first (answer once, for the session, or always), and critical-risk calls",
-    "# are refused. The most specific matching rule wins.",
+    "# asks first (answer once, for the session, or always), whatever its risk; nothing is",
+    "# refused silently. The most specific matching rule wins. To refuse something, add",
+    '# a rule with action = "deny", e.g. match = { risk = "critical" }; a refused call',
+    "# names the rule that refused it.",
     `policy "allow_reads" {`,
     `  match  = { kind = "data_source" }`,
     `  action = "allow"`,
@@ -156,16 +212,19 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
     `  action = "ask"`,
     "}",
     "",
-    `policy "refuse_critical" {`,
-    `  match  = { risk = "critical" }`,
-    `  action = "deny"`,
+    "# Starting a sub-agent that only reads, or whose every change asks, runs without",
+    "# asking; one that could change files unattended is rated critical and asks.",
+    `policy "allow_subagents" {`,
+    `  match  = { provider = "agent", risk = "moderate" }`,
+    `  action = "allow"`,
     "}",
     "",
     "# The profile `agent run` uses unless you pass --profile.",
     `agent_profile "default" {`,
   );
+  const model: string[] = [];
   if (primary) {
-    out.push(
+    model.push(
       "  model {",
       "    primary {",
       `      provider = ${q(primary.provider)}`,
@@ -178,30 +237,50 @@ export function initConfigText(found: { vendor: Vendor; variables: string[] }[])
       ...vendors.slice(1).map((v): [string, string] => [v.provider, v.primary]),
     ];
     for (const [provider, id] of fallbacks) {
-      out.push("    fallback {", `      provider = ${q(provider)}`, `      id       = ${q(id)}`, "    }");
+      model.push("    fallback {", `      provider = ${q(provider)}`, `      id       = ${q(id)}`, "    }");
     }
-    out.push("  }");
+    model.push("  }");
   } else {
-    out.push("  # The model: uncomment one primary, the vendor you set up above.");
-    out.push("  # model {");
+    model.push("  # The model: uncomment one primary, the vendor you set up above.");
+    model.push("  # model {");
     for (const v of examples) {
-      out.push(
+      model.push(
         "  #   primary {",
         `  #     provider = ${q(v.provider)}`,
         `  #     id       = ${q(v.primary)}`,
         "  #   }",
       );
     }
-    out.push("  # }");
+    model.push("  # }");
   }
+  out.push(...model);
+  const childModel = primary
+    ? model
+    : ["  # model: uncomment the same one as in the default profile (copy its model block here)."];
+  const list = (items: readonly string[]) => `[${items.map(q).join(", ")}]`;
+  const toolPatterns = toolProviders.map((p) => `${p}.*`);
   out.push(
     "",
-    `  tools = [${[...DEFAULT_TOOL_PROVIDERS, "memory"].map((p) => q(`${p}.*`)).join(", ")}]`,
+    `  tools = ${list([...toolPatterns, "agent.*"])}`,
     "",
     "  # Bounds: the session stops (after one last answer) when one is reached.",
     "  max_turns = 100",
     "  # max_cost_usd     = 5.00",
     "  # max_wall_clock_s = 3600",
+    "}",
+    "",
+    "# The sub-agents' profiles: the explorer only reads; the worker has the default",
+    "# profile's tools but cannot start sub-agents of its own, and its changes ask too.",
+    `agent_profile "explorer" {`,
+    ...childModel,
+    `  tools     = ${list(explorerTools({ ...caps, git: true }))}`,
+    "  max_turns = 50",
+    "}",
+    "",
+    `agent_profile "worker" {`,
+    ...childModel,
+    `  tools     = ${list(toolPatterns)}`,
+    "  max_turns = 100",
     "}",
     "",
     "settings {",
@@ -234,7 +313,8 @@ export async function runInit(io: Io, options: { dir?: string; force?: boolean }
     line(io.out, `${path} exists; kept it (--force writes a new one).`);
   } else {
     const found = vendorsFound(io.env);
-    writeFileSync(path, initConfigText(found), { mode: 0o644 });
+    const caps = detectCapabilities(dir, io.env);
+    writeFileSync(path, initConfigText(found, caps), { mode: 0o644 });
     line(io.out, `Wrote ${path}`);
     const [first, ...rest] = found.map((f) => f.vendor);
     if (first) {
@@ -247,10 +327,8 @@ export async function runInit(io: Io, options: { dir?: string; force?: boolean }
       line(io.out, "  GEMINI_API_KEY or GOOGLE_API_KEY, XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL):");
       line(io.out, "  uncomment one vendor in the file and set its key.");
     }
-    line(
-      io.out,
-      `  tools: ${[...DEFAULT_TOOL_PROVIDERS, "memory"].join(", ")}; reads run freely, changes ask first`,
-    );
+    line(io.out, `  tools: ${profileToolProviders(caps).join(", ")}; reads run freely, changes ask first`);
+    line(io.out, `  sub-agents: ${Object.keys(SUBAGENT_PROFILES).join(", ")}`);
   }
   // Like `terraform init`: every required provider resolved, installed and locked.
   const loaded = loadProjectConfig(dir, { env: io.env });

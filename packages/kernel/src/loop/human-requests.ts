@@ -19,6 +19,7 @@ import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/pla
 import { checkArguments } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { FrontendErrorInit } from "../frontends/hub.ts";
+import { headlessDenyReason } from "./gate/refusal-hints.ts";
 import type { Session } from "./session.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
@@ -203,7 +204,7 @@ export class HumanRequests {
   #ask(origin: Session, item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
     if (signal.aborted) return Promise.resolve({ decision: "cancelled", decidedBy: "interrupt" });
     if (!this.#waits() && !this.#s.channel.hasInteractiveSubscriber())
-      return Promise.resolve(this.#headlessAsk());
+      return Promise.resolve(this.#headlessAsk(item));
     return new Promise((resolve) => {
       const onAbort = () => {
         this.#asks.delete(item.id);
@@ -304,13 +305,9 @@ export class HumanRequests {
     return this.#s.deps.headlessAsk === "wait";
   }
 
-  #headlessAsk(): AskResolution {
+  #headlessAsk(item: PlanItem): AskResolution {
     if (this.#s.deps.headlessAsk === "allow") return { decision: "allow", decidedBy: "headless:allow" };
-    return {
-      decision: "deny",
-      decidedBy: "headless:deny",
-      reason: "no human is attached to approve this call, and the operator's headless setting denies asks",
-    };
+    return { decision: "deny", decidedBy: "headless:deny", reason: headlessDenyReason(item.decidedBy) };
   }
 
   /** The last interactive frontend left: nobody can answer what is pending, so it never waits. */
@@ -318,7 +315,7 @@ export class HumanRequests {
     if (this.#waits() || this.#s.channel.hasInteractiveSubscriber()) return;
     for (const [id, a] of [...this.#asks]) {
       this.#settle(id);
-      const r = this.#headlessAsk();
+      const r = this.#headlessAsk(a.item);
       this.#announce({
         planItemId: id,
         decision: r.decision === "allow" ? ClientDecision.ALLOW : ClientDecision.DENY,

@@ -118,7 +118,9 @@ policy "moderate_ok" {
       ["write", "allow", "moderate_ok"],
       ["remove", "deny", "high_is_out"],
     ]);
-    expect(k.file(id).plans()[0]!.items[1]!.reason).toBe('denied by policy rule "high_is_out"');
+    expect(k.file(id).plans()[0]!.items[1]!.reason).toBe(
+      'denied by policy rule "high_is_out"; to allow it, change that rule\'s action to "ask" or "allow" in agent.hcl, or remove the rule',
+    );
     await k.close();
   });
 

@@ -15,6 +15,7 @@ import type { LoopDeps } from "../deps.ts";
 import type { Session } from "../session.ts";
 import type { CallRecord } from "./call.ts";
 import { MEMORY_SECRETS_REASON, MEMORY_SECRETS_RULE, memorySecretHit } from "./memory-secrets.ts";
+import { denyHint } from "./refusal-hints.ts";
 
 /** The kernel's rule for its own files; shown as the decider of every plan item it refuses. */
 export const PROTECTED_PATHS_RULE = "kernel:protected_paths";
@@ -27,7 +28,7 @@ export function protectedReason(path: string, loop?: boolean): string {
 
 export function denyReason(v: PolicyEvaluation): string {
   const what = v.command ? ` for \`${v.command}\`` : "";
-  return `denied by policy rule "${v.rule}"${what}${v.note ? ` (${v.note})` : ""}`;
+  return `denied by policy rule "${v.rule}"${what}${v.note ? ` (${v.note})` : ""}${denyHint(v)}`;
 }
 
 /** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
