@@ -303,15 +303,19 @@ describe("session channel without subscribers", () => {
 
 describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
-    // It and the one sibling it re-exports (stored-inputs.ts, which readers use beside it).
-    const specifiers = ["generic-render.ts", "stored-inputs.ts"].flatMap((f) => {
+    // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it) and
+    // the one it summarises tool arguments with.
+    const specifiers = ["generic-render.ts", "stored-inputs.ts", "argument-summary.ts"].flatMap((f) => {
       const src = readFileSync(new URL(`../../src/frontends/${f}`, import.meta.url), "utf8");
       return [...src.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
     });
     expect(specifiers.length).toBeGreaterThan(5);
     expect(
       specifiers.filter(
-        (s) => !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/stored-inputs\.ts)$/.test(s),
+        (s) =>
+          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts)$/.test(
+            s,
+          ),
       ),
     ).toEqual([]);
   });

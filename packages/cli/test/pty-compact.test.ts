@@ -1,0 +1,96 @@
+// The transcript of the real `agent` binary in a real pseudo-terminal (tmux on a private
+// socket), zero-config against the loopback Anthropic fake, as compact as a user of
+// Claude Code expects: the context providers' contributions are not printed before
+// every model call, a tool call is one line with its arguments summarised (no JSON, no
+// internal call ids), and leaving prints how to resume the session.
+import { execFileSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AGENT_BIN, type Sandbox, sandbox } from "./helpers.ts";
+import { waitForText } from "./tmux.ts";
+
+let sb: Sandbox;
+let fake: FakeVendor;
+let socket: string;
+
+const tmux = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
+const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "tx");
+const waitFor = (pattern: string | RegExp, timeoutMs?: number) => waitForText(pane, pattern, timeoutMs);
+
+beforeAll(() => {
+  sb = sandbox();
+  socket = join(sb.home, "tmux.sock");
+});
+
+afterAll(async () => {
+  try {
+    tmux("kill-server");
+  } catch {
+    // already gone
+  }
+  await fake?.close();
+  sb?.cleanup();
+});
+
+describe("agent run in a terminal: a compact transcript", () => {
+  it("hides context contributions, summarises tool arguments and prints a resume hint", async () => {
+    const repo = sb.repo("tx");
+    // Zero-config: the defaults a newcomer gets, context providers included.
+    rmSync(join(repo, "agent.hcl"));
+    fake = await startFakeVendor({
+      vendor: "anthropic",
+      script: [
+        { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }] },
+        { kind: "text", text: "The file exports add." },
+        { kind: "text", text: "Still add." },
+      ],
+    });
+    const env: Record<string, string> = {
+      ...(sb.env as Record<string, string>),
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      ANTHROPIC_BASE_URL: fake.url,
+      TERM: "xterm-256color",
+    };
+    const script = join(sb.home, "run-tx.sh");
+    writeFileSync(
+      script,
+      `#!/bin/sh\ncd '${repo}'\n${Object.entries(env)
+        .filter(([k]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+        .map(([k, v]) => `export ${k}='${v.replace(/'/g, "'\\''")}'`)
+        .join(
+          "\n",
+        )}\n'${AGENT_BIN}' run 'what does calc.js do'\necho "AGENT_EXIT=$?"\n'${AGENT_BIN}' run --continue --verbose\necho "VERBOSE_EXIT=$?"\nsleep 600\n`,
+      { mode: 0o755 },
+    );
+    tmux("new-session", "-d", "-s", "tx", "-x", "100", "-y", "50", script);
+
+    let text = await waitFor("The file exports add.", 30_000);
+    // Three context providers contributed before each of the two model calls: none of it
+    // is printed without --verbose.
+    expect(text).not.toContain("Context from");
+    // The call in one line, its argument by value: no JSON, no fence, no call id.
+    expect(text).toContain("→ filesystem.read_file calc.js");
+    expect(text).not.toContain('"path"');
+    expect(text).not.toContain("```");
+    expect(text).not.toMatch(/toolu_|call_[0-9a-z]/i);
+    tmux("send-keys", "-t", "tx", "C-c");
+    tmux("send-keys", "-t", "tx", "C-c");
+    text = await waitFor("AGENT_EXIT=0");
+    // Leaving says how to come back, with the session's id.
+    const id = /Session (\w{26}) /.exec(text)?.[1];
+    expect(id).toBeDefined();
+    expect(text).toContain(`To continue this session: agent run --resume ${id}`);
+
+    // --verbose shows them: in the resumed session's backfill and before the next call.
+    text = await waitFor(/Context from workspace-context — \d+\/\d+ tokens/);
+    const before = (text.match(/Context from /g) ?? []).length;
+    tmux("send-keys", "-t", "tx", "again", "Enter");
+    text = await waitFor("Still add.");
+    expect((text.match(/Context from /g) ?? []).length).toBeGreaterThan(before);
+    tmux("send-keys", "-t", "tx", "C-c");
+    tmux("send-keys", "-t", "tx", "C-c");
+    await waitFor("VERBOSE_EXIT=0");
+  }, 90_000);
+});
