@@ -44,6 +44,13 @@ describe("agent run in a terminal: a compact transcript", () => {
       script: [
         { kind: "tool_calls", calls: [{ name: "filesystem__read_file", args: { path: "calc.js" } }] },
         { kind: "text", text: "The file exports add." },
+        { kind: "error", status: 400, message: "prompt is malformed" },
+        {
+          kind: "text",
+          text: "A long answer that is interrupted. ".repeat(40),
+          chunks: 40,
+          chunkDelayMs: 200,
+        },
         { kind: "text", text: "Still add." },
       ],
     });
@@ -75,6 +82,19 @@ describe("agent run in a terminal: a compact transcript", () => {
     expect(text).not.toContain('"path"');
     expect(text).not.toContain("```");
     expect(text).not.toMatch(/toolu_|call_[0-9a-z]/i);
+    // A failed turn is reported once.
+    tmux("send-keys", "-t", "tx", "break it", "Enter");
+    text = await waitFor("✗ failed");
+    // The vendor's message appears once: in the turn's record, not again on the status line.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(pane().split("prompt is malformed").length - 1).toBe(1);
+    // Esc interrupts; the "Interrupting…" notice goes once the turn has stopped.
+    tmux("send-keys", "-t", "tx", "go on", "Enter");
+    await waitFor("A long answer");
+    tmux("send-keys", "-t", "tx", "Escape");
+    await waitFor("■ interrupted");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(pane()).not.toContain("Interrupting…");
     tmux("send-keys", "-t", "tx", "C-c");
     tmux("send-keys", "-t", "tx", "C-c");
     text = await waitFor("AGENT_EXIT=0");

@@ -33,7 +33,7 @@ import { MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
-import { actionsOf, paintNode, paintTree } from "./render-tree.ts";
+import { actionsOf, paintNode, paintTree, treeText } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 import { originLabel, SubagentTree } from "./subagents.ts";
@@ -110,10 +110,13 @@ interface OpenStream {
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DOUBLE_PRESS_MS = 2000;
+const INTERRUPTING = "Interrupting…";
 const TOOL_TAIL = 8;
 const PANEL_ROWS = 12;
 
 /** Runs the UI until the operator exits or the connection ends. */
+const collapseSpace = (s: string) => s.replace(/\s+/g, " ").trim();
+
 export function runTui(options: TuiOptions): Promise<TuiResult> {
   return new Tui(options).run();
 }
@@ -174,6 +177,10 @@ export class Tui {
   private readonly actions = new ActionFocus();
   private hint = "";
   private hintUntil = 0;
+  /** Repaints once a flashed hint expires, so that it never outlives its moment. */
+  private hintTimer: NodeJS.Timeout | undefined;
+  /** The plain text of the last transcript unit, with white space collapsed. */
+  private lastUnitText = "";
   private ctrlCAt = -Infinity;
   private spinnerTimer: NodeJS.Timeout | undefined;
   private finished = false;
@@ -428,7 +435,9 @@ export class Tui {
   }
 
   private statusLine(s: SessionStatus, detail: string): string {
-    const suffix = detail && detail !== "interrupted" ? ` — ${sanitize(detail)}` : "";
+    // A failed turn's record (rendered just before) already says why: once is enough.
+    const told = detail !== "" && this.lastUnitText.includes(collapseSpace(sanitize(detail)));
+    const suffix = detail && detail !== "interrupted" && !told ? ` — ${sanitize(detail)}` : "";
     switch (s) {
       case SessionStatus.COMPLETED:
         return this.p.paint(`✓ done${suffix}`, "success");
@@ -484,6 +493,7 @@ export class Tui {
       default: {
         // A finished unit: it supersedes whatever was streamed for it.
         const streamed = this.closeStreams(true);
+        this.lastUnitText = collapseSpace(treeText(content.content));
         const message = this.assistantMessage(content);
         // The streamed answer is already on screen, as markdown.
         if (streamed && message) return;
@@ -1211,13 +1221,19 @@ export class Tui {
   private interrupt(): void {
     if (!this.sessionId) return;
     this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
-    this.flash("Interrupting…");
+    this.flash(INTERRUPTING);
   }
 
   private flash(text: string): void {
     this.hint = text;
     this.hintUntil = this.now() + DOUBLE_PRESS_MS;
-    if (this.plain) this.writePlain(`${this.p.paint(text, "dim")}\n`);
+    if (this.plain) {
+      this.writePlain(`${this.p.paint(text, "dim")}\n`);
+      return;
+    }
+    if (this.hintTimer) clearTimeout(this.hintTimer);
+    this.hintTimer = setTimeout(() => this.render(), DOUBLE_PRESS_MS + 50);
+    this.hintTimer.unref?.();
   }
 
   // ---- plain mode ----------------------------------------------------------
@@ -1308,6 +1324,8 @@ export class Tui {
 
   private setBusy(label: string, busy: boolean): void {
     if (busy && !this.busy) this.busySince = this.now();
+    // The turn stopped: saying it is being interrupted is no longer true.
+    if (!busy && this.hint === INTERRUPTING) this.hint = "";
     this.busy = busy;
     if (label) this.busyLabel = label;
     if (this.plain) return;
@@ -1528,6 +1546,7 @@ export class Tui {
     if (this.finished) return;
     if (this.spinnerTimer) clearInterval(this.spinnerTimer);
     this.spinnerTimer = undefined;
+    if (this.hintTimer) clearTimeout(this.hintTimer);
     if (this.screen) {
       this.busy = false;
       this.render();
