@@ -103,12 +103,18 @@ describe("agent run in a terminal: a compact transcript", () => {
     expect(id).toBeDefined();
     expect(text).toContain(`To continue this session: agent run --resume ${id}`);
 
-    // --verbose shows them: in the resumed session's backfill and before the next call.
-    text = await waitFor(/Context from workspace-context — \d+\/\d+ tokens/);
-    const before = (text.match(/Context from /g) ?? []).length;
+    // Typed while `agent run --continue --verbose` is still starting: kept, and sent
+    // once the session is ready.
     tmux("send-keys", "-t", "tx", "again", "Enter");
-    text = await waitFor("Still add.");
-    expect((text.match(/Context from /g) ?? []).length).toBeGreaterThan(before);
+    text = await waitFor("Still add.", 30_000);
+    const body = fake.requests.at(-1)?.json as { messages: { role: string; content: unknown }[] };
+    expect(JSON.stringify(body.messages.filter((m) => m.role === "user").at(-1))).toContain("again");
+    // --verbose shows the contributions: in the resumed session's backfill, and before
+    // the new call.
+    expect(text.slice(0, text.lastIndexOf("again"))).toMatch(
+      /Context from workspace-context — \d+\/\d+ tokens/,
+    );
+    expect(text.slice(text.lastIndexOf("again"))).toMatch(/Context from workspace-context — \d+\/\d+ tokens/);
     tmux("send-keys", "-t", "tx", "C-c");
     tmux("send-keys", "-t", "tx", "C-c");
     await waitFor("VERBOSE_EXIT=0");

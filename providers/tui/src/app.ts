@@ -179,6 +179,11 @@ export class Tui {
   private hintUntil = 0;
   /** Repaints once a flashed hint expires, so that it never outlives its moment. */
   private hintTimer: NodeJS.Timeout | undefined;
+  /** The session is attached and its history shown: input can go to it. */
+  private ready = false;
+  private wasReady = false;
+  /** Lines entered before the session was ready, sent once it is. */
+  private readonly typedAhead: string[] = [];
   /** The plain text of the last transcript unit, with white space collapsed. */
   private lastUnitText = "";
   private ctrlCAt = -Infinity;
@@ -298,6 +303,7 @@ export class Tui {
         ]);
         if (this.target.kind === "create" && this.target.prompt) this.setBusy("Thinking", true);
         else this.setBusy("", false);
+        this.becomeReady();
         return;
       case "sessionAttached":
         this.sessionId = ev.sessionId || e.value.info?.sessionId;
@@ -320,6 +326,7 @@ export class Tui {
         const t = this.target;
         if (t.kind !== "create" && t.prompt) this.sendMessage(t.prompt);
         else this.takeLine();
+        this.becomeReady();
         return;
       }
       case "slashCommandRegistry":
@@ -793,7 +800,10 @@ export class Tui {
     } else {
       if (this.escapeTimer) clearTimeout(this.escapeTimer);
       this.escapeTimer = undefined;
-      for (const key of this.keys.decode(text)) this.onKey(key);
+      // Typed while `agent` was starting, the terminal was still in line mode and turned
+      // each Enter into a line feed: until the session is ready, a line feed is Enter.
+      const keys = this.wasReady ? text : text.replace(/\r?\n/g, "\r");
+      for (const key of this.keys.decode(keys)) this.onKey(key);
       // An ESC at the end of a read may begin a sequence the next read completes.
       if (this.keys.pending) {
         this.escapeTimer = setTimeout(() => {
@@ -963,6 +973,13 @@ export class Tui {
   }
 
   /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
+  /** Input may go to the session now; what was typed ahead goes first, in order. */
+  private becomeReady(): void {
+    this.ready = true;
+    this.wasReady = true;
+    for (const line of this.typedAhead.splice(0)) this.submit(line);
+  }
+
   private submit(line: string): void {
     if (this.denying) {
       this.decide(this.denying, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, line.trim());
@@ -1002,8 +1019,9 @@ export class Tui {
       this.commit(this.helpLines());
       return;
     }
-    if (!this.sessionId) {
-      this.flash("The session is not ready yet");
+    if (!this.sessionId || !this.ready) {
+      this.typedAhead.push(text);
+      this.flash("Sent once the session is ready");
       return;
     }
     if (cmd && !registered) {
@@ -1105,6 +1123,7 @@ export class Tui {
     this.closeStreams(false);
     this.clearPrompts();
     this.sessionId = undefined;
+    this.ready = false;
     this.info = undefined;
     this.registered = [];
     this.registryKnown = false;
