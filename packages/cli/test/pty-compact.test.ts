@@ -51,6 +51,19 @@ describe("agent run in a terminal: a compact transcript", () => {
           chunks: 40,
           chunkDelayMs: 200,
         },
+        {
+          kind: "tool_calls",
+          calls: [
+            {
+              name: "user__ask_user",
+              args: {
+                question: "Which database?",
+                options: [{ label: "SQLite" }, { label: "Postgres", description: "the server one" }],
+              },
+            },
+          ],
+        },
+        { kind: "text", text: "Postgres it is." },
         { kind: "text", text: "Still add." },
       ],
     });
@@ -95,6 +108,15 @@ describe("agent run in a terminal: a compact transcript", () => {
     await waitFor("■ interrupted");
     await new Promise((r) => setTimeout(r, 300));
     expect(pane()).not.toContain("Interrupting…");
+    // An ask_user option is chosen by its number.
+    tmux("send-keys", "-t", "tx", "pick one", "Enter");
+    await waitFor("Type 1-2 and Enter to choose an option");
+    tmux("send-keys", "-t", "tx", "2", "Enter");
+    await waitFor("Postgres it is.");
+    // The model is told the option itself, and which one it was.
+    const sentBack = (fake.requests.at(-1)?.json as { messages: { content: unknown }[] }).messages.at(-1);
+    expect(JSON.stringify(sentBack)).toContain('{\\"option_index\\":1}\\nPostgres');
+    expect(pane()).toContain("↳ 2. Postgres");
     tmux("send-keys", "-t", "tx", "C-c");
     tmux("send-keys", "-t", "tx", "C-c");
     text = await waitFor("AGENT_EXIT=0");

@@ -31,6 +31,7 @@ import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
+import { optionLabels, pickedOption } from "./options.ts";
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
 import { actionsOf, paintNode, paintTree, treeText } from "./render-tree.ts";
@@ -775,14 +776,21 @@ export class Tui {
     this.questions.shift();
     this.overlay.length = 0;
     const field = answerField(q);
+    // "2" picks the second listed option, when the answer schema takes an option index.
+    const picked = pickedOption(text, optionLabels(q.prompt));
+    const indexed = q.responseSchema?.properties.some((p) => p.name === "option_index");
+    const response =
+      picked && indexed ? { [field]: picked.label, option_index: picked.index } : { [field]: text };
     this.conn.send({
       sessionId: this.sessionId ?? "",
       event: {
         case: "interactiveResponse",
-        value: { callId: q.callId, response: { [field]: text } },
+        value: { callId: q.callId, response },
       },
     });
-    this.commit([this.p.paint(`  ↳ ${text}`, "dim")]);
+    this.commit([
+      this.p.paint(`  ↳ ${picked && indexed ? `${picked.index + 1}. ${picked.label}` : text}`, "dim"),
+    ]);
     this.editor.clear();
     this.setBusy("Working", true);
   }
@@ -1436,6 +1444,8 @@ export class Tui {
         `${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
       );
       for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
+      const n = optionLabels(q.prompt).length;
+      if (n > 0) barred(p.paint(`Type 1-${n} and Enter to choose an option`, "dim"));
       cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
     if (!item && !q) lines.push(...this.subagents.liveLines(p, width));
