@@ -2,7 +2,8 @@
 // socket), zero-config against the loopback Anthropic fake, as compact as a user of
 // Claude Code expects: the context providers' contributions are not printed before
 // every model call, a tool call is one line with its arguments summarised (no JSON, no
-// internal call ids), and leaving prints how to resume the session.
+// internal call ids), an operator's slash command stays out of the model's
+// conversation, and leaving prints how to resume the session.
 import { execFileSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -108,6 +109,12 @@ describe("agent run in a terminal: a compact transcript", () => {
     await waitFor("■ interrupted");
     await new Promise((r) => setTimeout(r, 300));
     expect(pane()).not.toContain("Interrupting…");
+    // An operator-only slash command answers the operator and is not put in the
+    // model's conversation.
+    tmux("send-keys", "-t", "tx", "/cost", "Enter");
+    await waitFor("Session cost");
+    // The answer is shown without echoing the command's tool call.
+    expect(pane()).not.toContain("→ commands.cost");
     // An ask_user option is chosen by its number.
     tmux("send-keys", "-t", "tx", "pick one", "Enter");
     await waitFor("Type 1-2 and Enter to choose an option");
@@ -117,6 +124,8 @@ describe("agent run in a terminal: a compact transcript", () => {
     const sentBack = (fake.requests.at(-1)?.json as { messages: { content: unknown }[] }).messages.at(-1);
     expect(JSON.stringify(sentBack)).toContain('{\\"option_index\\":1}\\nPostgres');
     expect(pane()).toContain("↳ 2. Postgres");
+    const sent = fake.requests.map((r) => (r.json as { messages: unknown[] }).messages);
+    expect(JSON.stringify(sent)).not.toContain("slash command /cost");
     tmux("send-keys", "-t", "tx", "C-c");
     tmux("send-keys", "-t", "tx", "C-c");
     text = await waitFor("AGENT_EXIT=0");
