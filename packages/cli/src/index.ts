@@ -215,6 +215,32 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(runPrune(io, ids, opts));
     });
 
+  const memory = program
+    .command("memory")
+    .description(
+      "audit what the memory providers hold: list, show, approve or reject drafts, forget records",
+    );
+  for (const [action, args, what] of [
+    ["list", "", "records of this project and global ones, drafts awaiting approval first"],
+    ["show", " <id>", "one record: its type, scope, status, provenance, links and text"],
+    ["approve", " <id>", "make a pending draft part of what recall shows"],
+    ["reject", " <id>", "discard a pending draft"],
+    ["forget", " <id>", "delete a record"],
+  ] as const) {
+    const cmd = memory
+      .command(`${action}${args}`)
+      .description(what)
+      .option("--provider <name>", "the memory provider (default: every loaded one)");
+    if (action === "list") cmd.option("--pending", "only drafts awaiting approval");
+    if (action === "list" || action === "show") cmd.option("--json", "machine-readable output");
+    cmd.action(async (...a: unknown[]) => {
+      const id = action === "list" ? undefined : (a[0] as string);
+      const opts = (action === "list" ? a[0] : a[1]) as import("./commands/memory.ts").MemoryOptions;
+      const { runMemory } = await import("./commands/memory.ts");
+      finish(await runMemory(io, action, id, opts));
+    });
+  }
+
   const providers = program
     .command("providers")
     .description(

@@ -8,7 +8,10 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
+import { MemoryMutationEventSchema } from "@pluggableharness/protocol/event";
+import { listSessions, openSessionReader } from "@pluggableharness/state";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agent, records, type Sandbox, sandbox } from "./helpers.ts";
 
@@ -94,6 +97,28 @@ afterAll(async () => {
   sb?.cleanup();
 });
 
+const sessionsDir = () => join(sb.env["XDG_STATE_HOME"]!, "agent", "sessions");
+
+/** The memory_* events of the newest session: kind, record id, origin, links. */
+function memoryEvents(): [string, string, string, string[]][] {
+  const newest = listSessions({ dir: sessionsDir() }).sessions.sort((a, b) =>
+    Number((b.startedAt?.seconds ?? 0n) - (a.startedAt?.seconds ?? 0n)),
+  )[0]!;
+  const reader = openSessionReader(newest.sessionId, { dir: sessionsDir() });
+  try {
+    return [...reader.events()]
+      .filter((e) => e.kindText.startsWith("memory_"))
+      .map((e) => {
+        const m = fromBinary(MemoryMutationEventSchema, e.payload);
+        return [e.kindText, m.record?.id ?? "", m.origin, m.record?.links ?? []];
+      });
+  } finally {
+    reader.close();
+  }
+}
+
+const memory = (...args: string[]) => agent(["memory", ...args], { cwd: repo, env, timeoutMs: 60_000 });
+
 const run = (prompt: string, extra: string[] = []) =>
   agent(["run", "-p", prompt, "--headless-ask", "deny", ...extra], { cwd: repo, env, timeoutMs: 60_000 });
 
@@ -114,7 +139,7 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
               args: {
                 type: "project",
                 title: "Release day",
-                content: `Releases ship on Thursdays (${store}).`,
+                content: `Releases ship on Thursdays (${store}); see [[Deploy Checklist]].`,
               },
             },
           ],
@@ -130,12 +155,21 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       expect(sent(before)).not.toContain("Releases ship on Thursdays");
       // --verbose prints each provider's contribution against its budget.
       expect(first.stdout + first.stderr).toMatch(/Context from workspace-context — \d+\/1200 tokens/);
+      // The write went through the kernel: a memory_write event in the session file, with
+      // the links the kernel parsed.
+      // The autonomous path's draft of "Remember: …" is a write too, and its removal at
+      // session-end (the model recorded the fact itself) a delete.
+      expect(memoryEvents()).toEqual([
+        ["memory_write", "releases-ship-on-thursdays", "memory:auto", []],
+        ["memory_write", "release-day", "memory.remember", ["deploy-checklist"]],
+        ["memory_delete", "releases-ship-on-thursdays", "memory:auto", []],
+      ]);
 
       fake.push({ kind: "text", text: "Thursday." });
       const second = await run("Which day do releases ship?");
       expect(second.code).toBe(0);
       const recalled = sent(fake.requests.length - 1);
-      expect(recalled).toContain(`Releases ship on Thursdays (${store}).`);
+      expect(recalled).toContain(`Releases ship on Thursdays (${store}); see [[Deploy Checklist]].`);
       expect(recalled).toContain('[Recalled memory \\"release-day\\" (project, project scope): Release day]');
       // The autonomous path drafted "Remember: …" too; session-end dropped that draft since
       // the model recorded the fact itself.
@@ -155,11 +189,50 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
       const file = readFileSync(join(dir, draft!), "utf8");
       expect(file).toContain("status: pending");
       expect(file).toContain("From now on, write commit messages in English");
+      expect(memoryEvents()).toEqual([["memory_write", draft!.replace(/\.md$/, ""), "memory:auto", []]]);
       fake.push({ kind: "text", text: "ok" });
       expect((await run("What are the commit rules?")).code).toBe(0);
       expect(sent(fake.requests.length - 1)).not.toContain("write commit messages in English");
-      // The operator confirms it by editing the file: the next session recalls it.
-      writeFileSync(join(dir, draft!), file.replace("status: pending", "status: canonical"));
+      // The operator audits memory without a model (no vendor key in the environment):
+      // the draft is listed first, shown, and approved; the next session recalls it.
+      const noKey = { ...env };
+      delete noKey["ANTHROPIC_API_KEY"];
+      const audit = (...args: string[]) =>
+        agent(["memory", ...args], { cwd: repo, env: noKey, timeoutMs: 60_000 });
+      const id = draft!.replace(/\.md$/, "");
+      const listed = await audit("list");
+      expect(listed.stderr).toContain("1 pending: agent memory approve <id>");
+      expect(listed.code).toBe(0);
+      const lines = listed.stdout.trim().split("\n");
+      expect(lines[0]).toBe(
+        `memory/${id}  [pending, feedback, project]  ${readFileSync(join(dir, draft!), "utf8").match(/^title: (.*)$/m)![1]}`,
+      );
+      expect(lines.some((l) => l.startsWith("memory/release-day  [in use, project, project]"))).toBe(true);
+      const pendingOnly = await audit("list", "--pending", "--json");
+      expect(JSON.parse(pendingOnly.stdout).map((r: { id: string }) => r.id)).toEqual([id]);
+      const shown = await audit("show", "memory/release-day");
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toContain("recorded by memory.remember in session ");
+      expect(shown.stdout).toContain("links: deploy-checklist");
+      expect(shown.stdout).toContain(
+        `Releases ship on Thursdays (${store}); see [[Deploy Checklist]] (deploy-checklist).`,
+      );
+      const approved = await audit("approve", id);
+      expect(approved.stdout).toBe(`Approved memory "${id}" (memory): recall now uses it.\n`);
+      expect(approved.code).toBe(0);
+      expect(readFileSync(join(dir, draft!), "utf8")).toContain("status: canonical");
+      // Approving twice, rejecting a record in use, or naming no record: clear errors.
+      const again = await audit("approve", id);
+      expect([again.code, again.stderr]).toEqual([
+        2,
+        `agent: "${id}" is not a pending draft: it is already in use\n`,
+      ]);
+      const reject = await audit("reject", "release-day");
+      expect(reject.stderr).toContain(
+        '"release-day" is not a pending draft; to delete a record in use, forget it',
+      );
+      const missing = await audit("show", "no-such-record");
+      expect([missing.code, missing.stderr]).toEqual([1, 'agent: no memory record "no-such-record"\n']);
       fake.push({ kind: "text", text: "English." });
       expect((await run("What are the commit rules?")).code).toBe(0);
       expect(sent(fake.requests.length - 1)).toContain("write commit messages in English");
@@ -175,6 +248,19 @@ describe.each(["markdown"])("memory across sessions (%s store, the default)", (s
         { kind: "text", text: "Forgotten." },
       );
       expect((await run("Forget the release day.")).code).toBe(0);
+      expect(memoryEvents()).toEqual([
+        ["memory_delete", "release-day", "memory.forget", ["deploy-checklist"]],
+      ]);
+      // A draft the operator rejects is gone; forget deletes a record in use.
+      writeFileSync(
+        join(repo, ".agent", "memory", "tabs.md"),
+        "---\ntitle: Tabs\ntype: feedback\nstatus: pending\n---\n\nIndent with tabs.\n",
+      );
+      expect((await memory("reject", "tabs")).stdout).toBe(
+        'Rejected the memory draft "tabs" (memory): it is gone.\n',
+      );
+      expect(existsSync(join(repo, ".agent", "memory", "tabs.md"))).toBe(false);
+      expect((await memory("list", "--pending")).stdout).toBe("No memory drafts await approval.\n");
       fake.push({ kind: "text", text: "I don't know." });
       expect((await run("Which day do releases ship?")).code).toBe(0);
       expect(sent(fake.requests.length - 1)).not.toContain("Releases ship on Thursdays");

@@ -477,7 +477,7 @@ describe("start-up cost of the read-only session commands", () => {
   }
   // runtime's socket-dirs.ts (where serve's record is) needs Node's built-ins only.
   const HEAVY =
-    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs)\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs)\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
 
   it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
     const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);

@@ -48,6 +48,15 @@ export {
   type ToolKindName,
   ToolNameCollisionError,
 } from "./loop/tool-registry.ts";
+export {
+  entryLine,
+  MemoryAudit,
+  MemoryAuditError,
+  type MemoryCall,
+  type MemoryEntry,
+  recordText,
+} from "./memory/audit.ts";
+export { memoryContentNode, memoryLinkUrl, memorySlug, parseMemoryLinks } from "./memory/links.ts";
 export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
 export {
   ProviderConfigureError,

@@ -98,6 +98,7 @@ import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts
 import { restoreSettings, setPlanMode } from "./loop/session-settings.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { implicitMemorySubscriptions, implicitWidgetSubscriptions } from "./loop/widgets.ts";
+import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
@@ -272,6 +273,8 @@ export interface Kernel {
    */
   resumeSession(sessionId: string, options?: ResumeSessionOptions): Promise<SessionHandle>;
   listProviders(): readonly ProviderStatus[];
+  /** The loaded memory providers' records, as the operator audits them (`agent memory`). */
+  readonly memory: MemoryAudit;
   /** The sessions this kernel holds open (their writer), with how many frontends each has attached. */
   liveSessions(): { readonly sessionId: string; readonly frontends: number }[];
   /** Cancels running sessions, closes every connection and stops the plugins this kernel owns. */
@@ -878,6 +881,10 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
 
   listProviders(): readonly ProviderStatus[] {
     return this.#providers?.statuses() ?? [];
+  }
+
+  get memory(): MemoryAudit {
+    return new MemoryAudit(() => memorySources(this.#providers));
   }
 
   liveSessions(): { sessionId: string; frontends: number }[] {

@@ -1,6 +1,7 @@
 // The commands provider's executable.
 import { join } from "node:path";
 import { configWarning, serveTools } from "@pluggableharness/tool-kit";
+import { memoryTool } from "./memory.ts";
 import { rewindTool } from "./rewind.ts";
 import { TOOLS } from "./tools.ts";
 import { loadUserCommands, type UserCommand } from "./user-commands.ts";
@@ -13,12 +14,16 @@ const BUILTIN: { name: string; description: string }[] = [
   { name: "cost", description: "What the session cost so far, per model, and context use" },
   { name: "sessions", description: "Sessions started in this directory (/sessions all=true: every one)" },
   { name: "rewind", description: "Go back to before a prompt, files too: /rewind [n [confirm]]" },
+  {
+    name: "memory",
+    description: "Audit memory: /memory [pending], show <id>, approve <id>, reject <id>, forget <id>",
+  },
 ];
 
 let user: UserCommand[] = [];
 
 await serveTools(new URL("../package.json", import.meta.url), {
-  tools: [...TOOLS, rewindTool],
+  tools: [...TOOLS, rewindTool, memoryTool],
   config: [
     {
       name: "directories",

@@ -8,8 +8,8 @@
 // reconciles: a draft the model has since recorded itself this session is dropped as a
 // duplicate; the others stay pending for review. Nothing is inferred from the model's
 // own text, so the model cannot talk itself into a memory.
-import type { Memory } from "./memory.ts";
-import { type StoredRecord, similarity, type TypeName } from "./record.ts";
+import { type Memory, refuseSecrets } from "./memory.ts";
+import { similarity, type TypeName } from "./record.ts";
 import type { Roots } from "./store.ts";
 
 /** recorded_by of a draft this path wrote. */
@@ -70,23 +70,32 @@ export function draftsFrom(prompt: string): Draft[] {
   return out;
 }
 
-/** post-model-response: writes the run prompt's requests as pending drafts; returns them. */
-export function draftTurn(
+/** A draft to write; true when the kernel wrote it (and recorded it in the session). */
+export type DraftWriter = (draft: Draft) => Promise<boolean>;
+
+/**
+ * post-model-response: writes the run prompt's requests as pending drafts, through
+ * `viaKernel` when it can, else straight into the store; returns how many were written.
+ */
+export async function draftTurn(
   memory: Memory,
   roots: Roots,
   prompt: string,
   sessionId: string,
   turnId: string,
   now: string,
-): StoredRecord[] {
-  if (!prompt) return [];
+  viaKernel: DraftWriter = async () => false,
+): Promise<number> {
+  if (!prompt) return 0;
   const existing = memory.store.list(roots);
-  const written: StoredRecord[] = [];
+  let written = 0;
   for (const d of draftsFrom(prompt)) {
     // Already known (a canonical record or an earlier draft says the same): nothing new.
     if (existing.some((r) => r.type === d.type && similarity(r.content, d.content) >= 0.8)) continue;
     try {
-      written.push(
+      // Credential shapes are refused before anything leaves the plugin.
+      refuseSecrets(d.title, d.content);
+      if (!(await viaKernel(d)))
         memory.record(
           roots,
           {
@@ -98,8 +107,8 @@ export function draftTurn(
             provenance: { sourceSessionId: sessionId, sourceTurnId: turnId, recordedBy: AUTO_RECORDER },
           },
           now,
-        ),
-      );
+        );
+      written++;
     } catch {
       // A refused draft (a credential shape) is simply not written; its text is never logged.
     }
@@ -107,8 +116,16 @@ export function draftTurn(
   return written;
 }
 
-/** session-end: drops this session's drafts the model has since recorded; the rest stay pending. */
-export function reconcileSession(memory: Memory, roots: Roots, sessionId: string): string[] {
+/**
+ * session-end: drops this session's drafts the model has since recorded (through
+ * `viaKernel` when it can); the rest stay pending.
+ */
+export async function reconcileSession(
+  memory: Memory,
+  roots: Roots,
+  sessionId: string,
+  viaKernel: (id: string) => Promise<boolean> = async () => false,
+): Promise<string[]> {
   const all = memory.store.list(roots);
   const drafts = all.filter(
     (r) =>
@@ -120,7 +137,7 @@ export function reconcileSession(memory: Memory, roots: Roots, sessionId: string
   const dropped: string[] = [];
   for (const d of drafts) {
     if (confirmed.some((c) => similarity(c.content, d.content) >= 0.6 || c.content.includes(d.content))) {
-      memory.store.remove(roots, d.id);
+      if (!(await viaKernel(d.id))) memory.store.remove(roots, d.id);
       dropped.push(d.id);
     }
   }

@@ -28,7 +28,8 @@ import {
   tokenCounter,
   toolService,
 } from "@pluggableharness/tool-kit";
-import { draftTurn, reconcileSession } from "./autonomous.ts";
+import { AUTO_RECORDER, draftTurn, reconcileSession } from "./autonomous.ts";
+import { SCOPE_NUMBER, TYPE_NUMBER, textBlocks, writeThroughKernel } from "./kernel-write.ts";
 import { MarkdownStore } from "./markdown-store.ts";
 import { Memory, MemoryFailure } from "./memory.ts";
 import { SCOPES, type ScopeName, type StoredRecord, TYPES, type TypeName } from "./record.ts";
@@ -224,6 +225,9 @@ await serve({
               ...(req.id !== undefined ? { id: req.id } : {}),
               title: req.title,
               content: textOf(req.content),
+              // The kernel parsed them (memory protocol: links are the kernel's job).
+              links: req.links,
+              ...(req.status === RecordStatus.PENDING ? { status: "pending" as const } : {}),
               provenance: {
                 sourceSessionId: req.provenance?.sourceSessionId ?? "",
                 ...(req.provenance?.sourceTurnId ? { sourceTurnId: req.provenance.sourceTurnId } : {}),
@@ -232,7 +236,12 @@ await serve({
             },
             new Date().toISOString(),
           );
-          return { result: { id: rec.id, status: RecordStatus.CANONICAL } };
+          return {
+            result: {
+              id: rec.id,
+              status: rec.status === "pending" ? RecordStatus.PENDING : RecordStatus.CANONICAL,
+            },
+          };
         } catch (err) {
           asStatus(err);
         }
@@ -245,6 +254,7 @@ await serve({
             textOf(req.content),
             req.title,
             new Date().toISOString(),
+            req.links,
           );
           return { result: { id: rec.id, status: RecordStatus.CANONICAL } };
         } catch (err) {
@@ -324,22 +334,48 @@ await serve({
     service(HookSubscriberService, {
       // Observe mode: the answer is always an empty observe; a failure is the kernel's
       // hook_error and never touches the turn.
-      dispatchHook(req) {
+      async dispatchHook(req, ctx) {
         const cc = req.callContext;
         const p = req.payload?.point;
         if (cc?.sessionId && cc.workingDirectory) {
+          // Drafts and their reconciliation go through the kernel like the tools' writes,
+          // so each is a memory event in the session.
+          const via = {
+            kernel: ctx.kernel,
+            sessionId: cc.sessionId,
+            turnId: cc.turnId,
+            workingDirectory: cc.workingDirectory,
+          };
           try {
             if (p?.case === "postModelResponse" && p.value.runPrompt) {
-              draftTurn(
+              await draftTurn(
                 memory,
                 roots(cc.workingDirectory),
                 p.value.runPrompt,
                 cc.sessionId,
                 cc.turnId,
                 new Date().toISOString(),
+                async (d) =>
+                  (await writeThroughKernel(via, AUTO_RECORDER, {
+                    case: "record",
+                    value: {
+                      type: TYPE_NUMBER[d.type],
+                      scope: SCOPE_NUMBER.project,
+                      title: d.title,
+                      content: textBlocks(d.content),
+                      status: RecordStatus.PENDING,
+                    },
+                  })) !== undefined,
               );
             } else if (p?.case === "sessionEnd") {
-              reconcileSession(memory, roots(cc.workingDirectory), p.value.sessionId || cc.sessionId);
+              await reconcileSession(
+                memory,
+                roots(cc.workingDirectory),
+                p.value.sessionId || cc.sessionId,
+                async (id) =>
+                  (await writeThroughKernel(via, AUTO_RECORDER, { case: "delete", value: { id } })) !==
+                  undefined,
+              );
             }
           } catch (err) {
             asStatus(err);

@@ -65,6 +65,8 @@ export interface WriteInput {
   readonly provenance: StoredRecord["provenance"];
   /** "pending": a draft recall skips until it is confirmed (the autonomous path). */
   readonly status?: StoredRecord["status"];
+  /** The [[links]] as the kernel parsed them (the RPC path); absent: parsed here. */
+  readonly links?: string[];
 }
 
 /**
@@ -164,7 +166,9 @@ export class Memory {
       title: w.title.trim() || id,
       content: w.content.trim(),
       status: w.status ?? "canonical",
-      links: parseLinks(w.content),
+      // The kernel parses links on its write path (RecordRequest.links); a local write
+      // (no kernel to ask) parses them the same way.
+      links: w.links ?? parseLinks(w.content),
       createdAt: now,
       updatedAt: now,
       provenance: w.provenance,
@@ -177,7 +181,14 @@ export class Memory {
    * Replaces content (and title, when given) wholesale; type, scope and provenance stay.
    * Writing a pending draft confirms it: the record becomes canonical.
    */
-  update(roots: Roots, id: string, content: string, title: string | undefined, now: string): StoredRecord {
+  update(
+    roots: Roots,
+    id: string,
+    content: string,
+    title: string | undefined,
+    now: string,
+    links?: string[],
+  ): StoredRecord {
     const old = this.store.get(roots, id);
     if (!old) throw new MemoryFailure("not_found", `no memory record "${id}"`);
     refuseSecrets(title ?? "", content);
@@ -187,7 +198,7 @@ export class Memory {
       title: title?.trim() || old.title,
       content: content.trim(),
       status: "canonical",
-      links: parseLinks(content),
+      links: links ?? parseLinks(content),
       updatedAt: now,
     };
     this.store.put(roots, record);

@@ -13,6 +13,7 @@ import {
   ToolFailure,
   tokenCounter,
 } from "@pluggableharness/tool-kit";
+import { fromTool, SCOPE_NUMBER, TYPE_NUMBER, textBlocks, writeThroughKernel } from "./kernel-write.ts";
 import { type Memory, MemoryFailure } from "./memory.ts";
 import { SCOPES, type ScopeName, type StoredRecord, slugify, TYPES, type TypeName } from "./record.ts";
 import type { Roots } from "./store.ts";
@@ -122,7 +123,11 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
               `"${id}" is a ${existing.type} record scoped ${existing.scope}; a record's type and scope never change: forget it and remember it anew, or choose another id`,
             );
           }
-          memory.update(roots, id, args.content, args.title, now);
+          const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.remember", {
+            case: "update",
+            value: { id, title: args.title, content: textBlocks(args.content) },
+          });
+          if (!viaKernel) memory.update(roots, id, args.content, args.title, now);
           return { action: "updated", id, message: `Updated memory "${id}".` };
         }
         if (!args.create_new) {
@@ -138,22 +143,34 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
             };
           }
         }
-        const rec = memory.record(
-          roots,
-          {
-            type: args.type,
-            scope,
+        const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.remember", {
+          case: "record",
+          value: {
+            type: TYPE_NUMBER[args.type],
+            scope: SCOPE_NUMBER[scope],
             ...(args.id !== undefined ? { id: args.id } : {}),
             title: args.title,
-            content: args.content,
-            provenance: {
-              sourceSessionId: ctx.sessionId ?? "",
-              ...(ctx.callContext?.turnId ? { sourceTurnId: ctx.callContext.turnId } : {}),
-              recordedBy: "memory.remember",
-            },
+            content: textBlocks(args.content),
           },
-          now,
-        );
+        });
+        const rec = viaKernel
+          ? { id: viaKernel.id, type: args.type, scope }
+          : memory.record(
+              roots,
+              {
+                type: args.type,
+                scope,
+                ...(args.id !== undefined ? { id: args.id } : {}),
+                title: args.title,
+                content: args.content,
+                provenance: {
+                  sourceSessionId: ctx.sessionId ?? "",
+                  ...(ctx.callContext?.turnId ? { sourceTurnId: ctx.callContext.turnId } : {}),
+                  recordedBy: "memory.remember",
+                },
+              },
+              now,
+            );
         return {
           action: "created",
           id: rec.id,
@@ -191,7 +208,11 @@ export function forgetTool(host: ToolHost): ToolDefinition<{ id: string }> {
     },
     async invoke(args, ctx) {
       try {
-        host.memory().delete(host.roots(ctx.workingDirectory), args.id);
+        const viaKernel = await writeThroughKernel(fromTool(ctx), "memory.forget", {
+          case: "delete",
+          value: { id: args.id },
+        });
+        if (!viaKernel) host.memory().delete(host.roots(ctx.workingDirectory), args.id);
       } catch (err) {
         failure(err);
       }

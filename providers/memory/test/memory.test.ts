@@ -124,7 +124,7 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
     });
   });
 
-  it("records with provenance as given, makes ids unique with -2, parses [[links]] and fails not_found", async () => {
+  it("records with provenance and links as given, never overwrites an id (-2), and fails not_found", async () => {
     const provenance = {
       sourceSessionId: "01SESSIONA",
       sourceTurnId: "01TURN",
@@ -136,6 +136,8 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
       id: "user-role",
       title: "Role",
       content: block("Staff engineer; see [[team-wiki]]."),
+      // The kernel parses links on its write path; the provider stores them as given.
+      links: ["team-wiki"],
       provenance,
       ...ctx(),
     });
@@ -144,7 +146,7 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
       scope: MemoryScope.GLOBAL,
       id: "user-role",
       title: "Role again",
-      content: block("Also writes Go."),
+      content: block("Also writes Go; [[not-parsed-here]]."),
       provenance,
       ...ctx(),
     });
@@ -158,6 +160,11 @@ describe.each(["markdown", "sqlite"] as const)("the %s store", (store) => {
       provenance,
     });
     expect(Number(got.tokens)).toBe(Math.ceil(Buffer.byteLength(text(got)) / 4));
+    // SQLite keeps the links it was given; a markdown file's links are read from its text
+    // (a hand edit changes them), with the kernel's parsing rules.
+    expect((await mem().getRecord({ id: "user-role-2", ...ctx() })).record!.links).toEqual(
+      store === "sqlite" ? [] : ["not-parsed-here"],
+    );
     await mem().updateRecord({ id: "user-role-2", content: block("Writes Go and Rust."), ...ctx() });
     expect(text((await mem().getRecord({ id: "user-role-2", ...ctx() })).record!)).toBe(
       "Writes Go and Rust.",

@@ -129,6 +129,13 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
     }
     case "link": {
       const text = sanitize(n.value.text || n.value.url);
+      // A reference to a memory record: the name, marked as a link, and the record's id
+      // when the name differs from it (what `/memory show <id>` takes).
+      const memory = /^memory:(.+)$/.exec(n.value.url);
+      if (memory) {
+        const id = sanitize(memory[1]!);
+        return [`${p.paint(`[[${text}]]`, "accent", "underline")}${id !== text ? ` (${id})` : ""}`];
+      }
       return [n.value.url && n.value.url !== n.value.text ? `${text} <${sanitize(n.value.url)}>` : text];
     }
     case "list": {
@@ -140,8 +147,19 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
       return out;
     }
     case "group": {
-      const inline = row(n.value.children, opts);
-      return inline !== undefined ? [inline] : n.value.children.flatMap((c) => paintNode(c, opts));
+      // A row of text and buttons (a task with its [done]) is one line, the buttons joined by
+      // spaces; so is a run of text with links in it (a memory record's line with
+      // [[references]]), as it was written. Any other group stacks its children.
+      const kids = n.value.children;
+      const buttons = row(kids, opts);
+      if (buttons !== undefined) return [buttons];
+      const inline =
+        kids.some((c) => c.node.case === "link") &&
+        kids.every(
+          (c) => (c.node.case === "text" && !c.node.value.content.includes("\n")) || c.node.case === "link",
+        );
+      if (inline) return [kids.map((c) => paintNode(c, opts).join("")).join("")];
+      return kids.flatMap((c) => paintNode(c, opts));
     }
     case "collapsible": {
       const collapsed = n.value.collapsedByDefault && !opts.expand;

@@ -7,6 +7,7 @@ import {
   TextStyle,
 } from "@pluggableharness/protocol/render";
 import { describe, expect, it } from "vitest";
+import { memoryContentNode } from "../../../packages/kernel/src/memory/links.ts";
 import { actionsOf, paintTree, treeText } from "../src/render-tree.ts";
 import { ansiPainter, stripAnsi } from "../src/style.ts";
 
@@ -19,6 +20,23 @@ const text = (content: string, style = TextStyle.UNSPECIFIED) => ({
 });
 
 describe("RenderTree painting", () => {
+  it("paints a memory record's [[references]] as links inside their line", () => {
+    // What the kernel renders for a record's text (packages/kernel/src/memory/links.ts).
+    const t = create(RenderTreeSchema, {
+      root: memoryContentNode("Ship on Thursdays; see [[Deploy Checklist]] and [[oncall]].\nNo links here."),
+    });
+    expect(treeText(t).split("\n")).toEqual([
+      "Ship on Thursdays; see [[Deploy Checklist]] (deploy-checklist) and [[oncall]].",
+      "No links here.",
+    ]);
+    const painted = paintTree(t, { painter: ansiPainter });
+    expect(painted).toHaveLength(2);
+    // Marked as links (accent, underlined) where colour is on.
+    expect(painted[0]).toContain("\x1b[4m[[Deploy Checklist]]\x1b[24m");
+    expect(painted[0]).toContain("\x1b[4m[[oncall]]\x1b[24m");
+    expect(stripAnsi(painted[1]!)).toBe("No links here.");
+  });
+
   it("paints every node type as text", () => {
     const t = tree({
       node: {

@@ -19,6 +19,7 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AGENT_BIN, type Sandbox, sandbox } from "../../../packages/cli/test/helpers.ts";
+import { memoryContentNode } from "../../../packages/kernel/src/memory/links.ts";
 import type { ClientEventInit, FrontendConnection } from "../src/connection.ts";
 import { startWebUi } from "../src/server.ts";
 
@@ -404,6 +405,66 @@ describe("the web UI in Chromium", () => {
     expect(status).not.toBe(204);
     await foreign.close();
     await context.close();
+  });
+
+  it("shows a memory record's [[references]] as links that open the record with /memory show", async () => {
+    const feed = scriptedConnection();
+    const ui = await startWebUi({ connect: () => feed.connection });
+    const context = await browser.newContext({ viewport: { width: 1000, height: 600 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    try {
+      const id = "01MEMORY000000000000000000";
+      await page.goto(ui.url(id));
+      await feed.resumed;
+      const info = { sessionId: id, title: "Memory", status: SessionStatus.RUNNING, profile: "default" };
+      feed.push({ sessionId: id, event: { case: "sessionAttached", value: { info } } });
+      // What the kernel renders for an approved record (generic-render.ts, memory/links.ts).
+      feed.push({
+        sessionId: id,
+        event: {
+          case: "render",
+          value: {
+            content: {
+              content: {
+                root: {
+                  node: {
+                    case: "group",
+                    value: {
+                      children: [
+                        {
+                          node: {
+                            case: "text",
+                            value: { content: 'Memory approved: "commit-language"', style: 5 },
+                          },
+                        },
+                        memoryContentNode("Write commit messages in English; see [[Style Guide]] first."),
+                      ],
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      });
+      const link = page.locator("a.memory-link", { hasText: "Style Guide" });
+      await link.waitFor();
+      await expect(link.getAttribute("href")).resolves.toBe("#memory:style-guide");
+      // The reference stays inside its sentence, on one line.
+      const line = page.locator(".group.inline", { has: link });
+      await expect(line.textContent()).resolves.toBe(
+        "Write commit messages in English; see Style Guide first.",
+      );
+      await link.click();
+      await expect(page.getByRole("textbox", { name: "Message" }).inputValue()).resolves.toBe(
+        "/memory show style-guide",
+      );
+      await page.screenshot({ path: join(DOCS, "web-ui-memory-link.png") });
+    } finally {
+      await context.close();
+      await ui.close();
+    }
   });
 
   it("shows the sub-agent tree from SessionTreeUpdate events, and never turns model text into markup", async () => {

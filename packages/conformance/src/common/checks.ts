@@ -16,6 +16,38 @@ const CAPABILITIES_BUDGET_MS = 1_000;
 /** A value no configuration holds by accident; it must never come back. */
 export const CONFIG_CANARY = "conformance-canary-5e2a9c71b04d";
 
+/** What the opening checks of a category need from its service client. */
+export interface Opening<C extends { configSchema?: ConfigSchema | undefined }> {
+  readonly category: PluginCategory;
+  describe(): Promise<ProducerRef | undefined>;
+  capabilities(): Promise<C | undefined>;
+  same(a: C, b: C): boolean;
+  /** The category's own checks of its capabilities. */
+  declarations(caps: C): void;
+  configure(config: JsonObject): Promise<ConfigureResult | undefined>;
+  /** Checks between the schema and Configure (the frontend's in-band refusal). */
+  beforeConfigure?(): Promise<void>;
+}
+
+/**
+ * The opening every category shares: identity, a cheap and stable capability answer, the
+ * category's declarations, the configuration schema, then Configure. Returns the
+ * capabilities and whether the configuration was accepted.
+ */
+export async function checkOpening<C extends { configSchema?: ConfigSchema | undefined }>(
+  ctx: CheckContext,
+  prefix: string,
+  o: Opening<C>,
+): Promise<{ caps: C | undefined; configured: boolean }> {
+  checkIdentity(ctx, prefix, await o.describe(), o.category);
+  const caps = await checkCheapAndStable(ctx, prefix, () => o.capabilities(), o.same);
+  if (caps) o.declarations(caps);
+  checkConfigSchema(ctx, prefix, caps?.configSchema);
+  await o.beforeConfigure?.();
+  const configured = await checkConfigure(ctx, prefix, caps?.configSchema, o.configure);
+  return { caps, configured };
+}
+
 /** gRPC status codes the checks name. */
 export const Code = {
   CANCELLED: 1,

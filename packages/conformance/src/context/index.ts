@@ -16,12 +16,9 @@ import {
 import {
   badEnumValues,
   Code,
-  checkCheapAndStable,
-  checkConfigSchema,
-  checkConfigure,
   checkFailsWith,
   checkHealth,
-  checkIdentity,
+  checkOpening,
   codeName,
   failureCode,
 } from "../common/checks.ts";
@@ -32,21 +29,14 @@ const P = "context";
 
 export const contextChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(ContextService);
-  checkIdentity(ctx, P, (await client.describe({})).producer, PluginCategory.CONTEXT);
-  const caps = await checkCheapAndStable(
-    ctx,
-    P,
-    async () => (await client.getCapabilities({})).capabilities,
-    (a, b) => equals(ContextCapabilitiesSchema, a, b),
-  );
-  if (caps) checkDeclarations(ctx, caps);
-  checkConfigSchema(ctx, P, caps?.configSchema);
-  const configured = await checkConfigure(
-    ctx,
-    P,
-    caps?.configSchema,
-    async (config) => (await client.configure({ config })).result,
-  );
+  const { caps, configured } = await checkOpening(ctx, P, {
+    category: PluginCategory.CONTEXT,
+    describe: async () => (await client.describe({})).producer,
+    capabilities: async () => (await client.getCapabilities({})).capabilities,
+    same: (a, b) => equals(ContextCapabilitiesSchema, a, b),
+    declarations: (c) => checkDeclarations(ctx, c),
+    configure: async (config) => (await client.configure({ config })).result,
+  });
   if (!configured || !caps) {
     ctx.record(`${P}.contribute`, "skip", "no contribution asked for: the configuration was refused");
     checkHealth(ctx, P);

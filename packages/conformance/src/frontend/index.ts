@@ -12,48 +12,34 @@ import {
   FrontendService,
 } from "@pluggableharness/protocol/frontend";
 import { Region } from "@pluggableharness/protocol/render";
-import {
-  badEnumValues,
-  checkCheapAndStable,
-  checkConfigSchema,
-  checkConfigure,
-  checkHealth,
-  checkIdentity,
-  codeName,
-  failureCode,
-} from "../common/checks.ts";
+import { badEnumValues, checkHealth, checkOpening, codeName, failureCode } from "../common/checks.ts";
 import type { CategoryChecks, CheckContext } from "../runner.ts";
 
 const P = "frontend";
 
 export const frontendChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(FrontendService);
-  checkIdentity(ctx, P, (await client.describe({})).producer, PluginCategory.FRONTEND);
-  const caps = await checkCheapAndStable(
-    ctx,
-    P,
-    async () => (await client.getCapabilities({})).capabilities,
-    (a, b) => equals(FrontendCapabilitiesSchema, a, b),
-  );
-  if (caps) checkDeclarations(ctx, caps);
-  checkConfigSchema(ctx, P, caps?.configSchema);
-  // A value of the wrong shape is a diagnostic in the answer, never a failed call.
-  const code = await failureCode(() =>
-    client.configure({ config: { conformance_unknown_attribute: [1, { a: null }] } }),
-  );
-  ctx.record(
-    `${P}.configure.in_band`,
-    code === undefined ? "pass" : "fail",
-    code === undefined
-      ? "an odd configuration is answered with diagnostics, not a failed call"
-      : `Configure with an unexpected value failed with ${codeName(code)} instead of answering with diagnostics`,
-  );
-  await checkConfigure(
-    ctx,
-    P,
-    caps?.configSchema,
-    async (config) => (await client.configure({ config })).result,
-  );
+  await checkOpening(ctx, P, {
+    category: PluginCategory.FRONTEND,
+    describe: async () => (await client.describe({})).producer,
+    capabilities: async () => (await client.getCapabilities({})).capabilities,
+    same: (a, b) => equals(FrontendCapabilitiesSchema, a, b),
+    declarations: (c) => checkDeclarations(ctx, c),
+    // A value of the wrong shape is a diagnostic in the answer, never a failed call.
+    beforeConfigure: async () => {
+      const code = await failureCode(() =>
+        client.configure({ config: { conformance_unknown_attribute: [1, { a: null }] } }),
+      );
+      ctx.record(
+        `${P}.configure.in_band`,
+        code === undefined ? "pass" : "fail",
+        code === undefined
+          ? "an odd configuration is answered with diagnostics, not a failed call"
+          : `Configure with an unexpected value failed with ${codeName(code)} instead of answering with diagnostics`,
+      );
+    },
+    configure: async (config) => (await client.configure({ config })).result,
+  });
   checkHealth(ctx, P);
 };
 

@@ -17,12 +17,9 @@ import {
 import {
   badEnumValues,
   Code,
-  checkCheapAndStable,
-  checkConfigSchema,
-  checkConfigure,
   checkFailsWith,
   checkHealth,
-  checkIdentity,
+  checkOpening,
   codeName,
   failureCode,
 } from "../common/checks.ts";
@@ -34,21 +31,14 @@ const MISSING_ID = "conformance-no-such-record-7f3b";
 
 export const memoryChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(MemoryService);
-  checkIdentity(ctx, P, (await client.describe({})).producer, PluginCategory.MEMORY);
-  const caps = await checkCheapAndStable(
-    ctx,
-    P,
-    async () => (await client.getCapabilities({})).capabilities,
-    (a, b) => equals(MemoryCapabilitiesSchema, a, b),
-  );
-  if (caps) checkDeclarations(ctx, caps);
-  checkConfigSchema(ctx, P, caps?.configSchema);
-  const configured = await checkConfigure(
-    ctx,
-    P,
-    caps?.configSchema,
-    async (config) => (await client.configure({ config })).result,
-  );
+  const { caps, configured } = await checkOpening(ctx, P, {
+    category: PluginCategory.MEMORY,
+    describe: async () => (await client.describe({})).producer,
+    capabilities: async () => (await client.getCapabilities({})).capabilities,
+    same: (a, b) => equals(MemoryCapabilitiesSchema, a, b),
+    declarations: (c) => checkDeclarations(ctx, c),
+    configure: async (config) => (await client.configure({ config })).result,
+  });
   if (!configured || !caps || caps.supportedTypes.length === 0 || caps.supportedScopes.length === 0) {
     ctx.record(
       `${P}.record`,

@@ -13,17 +13,7 @@ import {
   WidgetService,
   type WidgetUpdate,
 } from "@pluggableharness/protocol/widget";
-import {
-  badEnumValues,
-  Code,
-  checkCheapAndStable,
-  checkConfigSchema,
-  checkConfigure,
-  checkHealth,
-  checkIdentity,
-  codeName,
-  codeOf,
-} from "../common/checks.ts";
+import { badEnumValues, Code, checkHealth, checkOpening, codeName, codeOf } from "../common/checks.ts";
 import { ulid } from "../common/ids.ts";
 import { payloadFor } from "../hook/index.ts";
 import type { CategoryChecks, CheckContext } from "../runner.ts";
@@ -35,21 +25,14 @@ const HOOK_UPDATE_MS = 3_000;
 
 export const widgetChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(WidgetService);
-  checkIdentity(ctx, P, (await client.describe({})).producer, PluginCategory.WIDGET);
-  const caps = await checkCheapAndStable(
-    ctx,
-    P,
-    async () => (await client.getCapabilities({})).capabilities,
-    (a, b) => equals(WidgetCapabilitiesSchema, a, b),
-  );
-  if (caps) checkDeclarations(ctx, caps);
-  checkConfigSchema(ctx, P, caps?.configSchema);
-  const configured = await checkConfigure(
-    ctx,
-    P,
-    caps?.configSchema,
-    async (config) => (await client.configure({ config })).result,
-  );
+  const { caps, configured } = await checkOpening(ctx, P, {
+    category: PluginCategory.WIDGET,
+    describe: async () => (await client.describe({})).producer,
+    capabilities: async () => (await client.getCapabilities({})).capabilities,
+    same: (a, b) => equals(WidgetCapabilitiesSchema, a, b),
+    declarations: (c) => checkDeclarations(ctx, c),
+    configure: async (config) => (await client.configure({ config })).result,
+  });
   if (!configured || !caps) {
     ctx.record(`${P}.attach`, "skip", "not attached: the configuration was refused");
     checkHealth(ctx, P);

@@ -1,6 +1,7 @@
 // KernelCallbackService.ControlSession: the session controls behind the operator's
-// slash commands (/model, /plan, /compact, /permissions, /cost, /sessions, /rewind), served to a
-// command provider's tool while it handles an operator's direct call for that session.
+// slash commands (/model, /plan, /compact, /permissions, /cost, /sessions, /rewind,
+// /memory), served to a command provider's tool while it handles an operator's direct
+// call for that session.
 // Anything else (a model's call of the same tool, a call for another session, a plugin
 // serving no call) is refused with PERMISSION_DENIED, so a model can never switch its
 // own model, leave plan mode or drop a rule by asking a tool to.
@@ -25,6 +26,7 @@ import type { Session } from "../loop/session.ts";
 import { chooseModel, overrideCandidate, setPlanMode } from "../loop/session-settings.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { InvocationTracker } from "./invocations.ts";
+import { memoryAudit } from "./memory-audit.ts";
 import { applyRewindOf, listRewindAnchors, planRewindOf } from "./rewind.ts";
 
 const INVALID_ARGUMENT = 3;
@@ -224,6 +226,8 @@ export async function controlSession(
       return { result: { case: "rewindPlan", value: planRewindOf(session, op.value.to) } };
     case "applyRewind":
       return { result: { case: "rewound", value: applyRewindOf(session, op.value, deps.durability) } };
+    case "memory":
+      return { result: { case: "memory", value: await memoryAudit(session, providers, op.value) } };
     default:
       throw new StatusError(INVALID_ARGUMENT, "ControlSessionRequest names no operation");
   }

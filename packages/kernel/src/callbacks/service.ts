@@ -22,9 +22,11 @@ import { fallbackTokenCountOfBlocks } from "../domain/index.ts";
 import type { KernelLogger, KernelLogLevel } from "../log.ts";
 import { SummarizeError, summarize } from "../loop/compaction.ts";
 import type { Session } from "../loop/session.ts";
+import { sessionMemorySink } from "../memory/session-events.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import { type ControlDeps, controlSession } from "./control.ts";
 import type { InvocationTracker } from "./invocations.ts";
+import { writeMemory } from "./memory-write.ts";
 import { TokenCountCache } from "./token-counts.ts";
 
 const INVALID_ARGUMENT = 3;
@@ -253,6 +255,21 @@ export function callbackImplementation(
       if (!deps.control) throw new StatusError(UNIMPLEMENTED, "this kernel serves no session controls");
       return controlSession(
         { ...deps.control, session: deps.session, tracker: deps.tracker, providers: deps.providers },
+        peer,
+        req,
+      );
+    },
+
+    writeMemory(req) {
+      return writeMemory(
+        {
+          tracker: deps.tracker,
+          providers: deps.providers,
+          sink: (sessionId, origin) => {
+            const session = deps.session(sessionId);
+            return session ? sessionMemorySink(session, origin) : undefined;
+          },
+        },
         peer,
         req,
       );

@@ -13,6 +13,7 @@ import {
   CompactionEventSchema,
   ContextContributionEventSchema,
   HookErrorEventSchema,
+  type MemoryMutationEvent,
   MemoryMutationEventSchema,
   MessageEventSchema,
   PlanEventSchema,
@@ -23,6 +24,7 @@ import {
 } from "@pluggableharness/protocol/event";
 import { HookErrorCategory } from "@pluggableharness/protocol/hook";
 import { EventKind } from "@pluggableharness/protocol/kernel";
+import { MemoryScope, MemoryType, RecordStatus } from "@pluggableharness/protocol/memory";
 import { ApplyOutcome, PlanDecision } from "@pluggableharness/protocol/plan";
 import {
   type PlacedContent,
@@ -35,6 +37,7 @@ import {
   TextStyle,
 } from "@pluggableharness/protocol/render";
 import { type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
+import { memoryContentNode } from "../memory/links.ts";
 import { argumentSummary } from "./argument-summary.ts";
 
 /** What a renderer needs of a persisted event. StoredEvent satisfies it. */
@@ -57,6 +60,37 @@ const code = (content: string, language?: string): RenderNode =>
 const group = (children: RenderNode[]): RenderNode => node({ node: { case: "group", value: { children } } });
 const collapsible = (summary: string, children: RenderNode[], collapsed = true): RenderNode =>
   node({ node: { case: "collapsible", value: { summary, children, collapsedByDefault: collapsed } } });
+
+/**
+ * A memory change: what happened to which record, then the record's text with its
+ * [[references]] as link nodes (memory/links.ts), so every frontend can follow them.
+ */
+function renderMemoryChange(kind: EventKind, e: MemoryMutationEvent): RenderNode {
+  const r = e.record;
+  const pending = r?.status === RecordStatus.PENDING;
+  const verb =
+    kind === EventKind.MEMORY_WRITE
+      ? pending
+        ? "drafted"
+        : "remembered"
+      : kind === EventKind.MEMORY_UPDATE
+        ? e.origin === "/memory" || e.origin === "agent memory"
+          ? "approved"
+          : "updated"
+        : pending
+          ? "rejected the draft"
+          : "forgot";
+  const type = (MemoryType[r?.type ?? 0] ?? "unspecified").toLowerCase();
+  const scope = (MemoryScope[r?.scope ?? 0] ?? "unspecified").toLowerCase();
+  const by = e.origin ? ` (${e.origin})` : "";
+  const head = text(
+    `Memory ${verb}${by}: "${r?.id ?? "?"}" — ${r?.title || r?.id || "?"} [${type}, ${scope}]`,
+    TextStyle.DIM,
+  );
+  const body = (r?.content ?? []).map((b) => (b.block.case === "text" ? b.block.value.text : "")).join("\n");
+  if (kind === EventKind.MEMORY_DELETE || !body) return head;
+  return group([head, memoryContentNode(body)]);
+}
 
 function json(value: JsonObject | undefined): string {
   return JSON.stringify(value ?? {}, null, 2);
@@ -318,13 +352,8 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
         }
         case EventKind.MEMORY_WRITE:
         case EventKind.MEMORY_UPDATE:
-        case EventKind.MEMORY_DELETE: {
-          const r = fromBinary(MemoryMutationEventSchema, event.payload).record;
-          return text(
-            `memory ${event.kindText.replace("memory_", "")}: ${r?.title ?? r?.id ?? "?"}`,
-            TextStyle.DIM,
-          );
-        }
+        case EventKind.MEMORY_DELETE:
+          return renderMemoryChange(event.kind, fromBinary(MemoryMutationEventSchema, event.payload));
         case EventKind.HOOK_ERROR: {
           const e = fromBinary(HookErrorEventSchema, event.payload).error;
           const cat = e ? (HookErrorCategory[e.category]?.toLowerCase() ?? "unknown") : "unknown";

@@ -403,7 +403,9 @@ export class ProviderRegistry {
         p.tools?.tools.size ?? 0,
         p.configureWarnings ?? [],
       );
-      if (why !== undefined) p.unavailable = why;
+      // The reason may quote what the server printed (its environment, a token): it is
+      // shown on the terminal and by `agent mcp list`, so it is masked like any output.
+      if (why !== undefined) p.unavailable = options.secretMask ? options.secretMask.mask(why) : why;
     }
     checkToolReferences(options.config, [...registry.#loaded.values()], options);
     registry.#checkModelReferences(running);
@@ -828,6 +830,9 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     // configuration is known to be accepted; otherwise it is checked now, so `agent run`
     // refuses at start what `agent validate` refuses (describe-cache.ts, "accepted").
     if (accepted(p, options.describeCache)) return;
+    // A kernel that tolerates failures (`agent memory`, which calls no model) leaves the
+    // check to first use, as a provider it never uses cannot stop it.
+    if (options.tolerateFailures) return;
     await p.host.start();
     p.dormant = false;
   }

@@ -303,17 +303,23 @@ describe("session channel without subscribers", () => {
 
 describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
-    // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it) and
-    // the one it summarises tool arguments with.
-    const specifiers = ["generic-render.ts", "stored-inputs.ts", "argument-summary.ts"].flatMap((f) => {
-      const src = readFileSync(new URL(`../../src/frontends/${f}`, import.meta.url), "utf8");
+    // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it), the one
+    // it summarises tool arguments with and the pure memory-link parser it renders
+    // [[references]] with.
+    const specifiers = [
+      "frontends/generic-render.ts",
+      "frontends/stored-inputs.ts",
+      "frontends/argument-summary.ts",
+      "memory/links.ts",
+    ].flatMap((f) => {
+      const src = readFileSync(new URL(`../../src/${f}`, import.meta.url), "utf8");
       return [...src.matchAll(/^(?:import|export)[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1]!);
     });
     expect(specifiers.length).toBeGreaterThan(5);
     expect(
       specifiers.filter(
         (s) =>
-          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts)$/.test(
+          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/memory\/links\.ts)$/.test(
             s,
           ),
       ),

@@ -583,5 +583,13 @@ document.addEventListener("keydown", (e) => {
 $("interrupt").addEventListener("click", () => post({ sessionId: state.sessionId, interrupt: {} }));
 $("new-session").addEventListener("click", newSession);
 $("refresh-sessions").addEventListener("click", listSessions);
+// A memory record's [[reference]]: open the record with /memory show (sent by Enter).
+document.addEventListener("click", (e) => {
+  const a = e.target instanceof Element ? e.target.closest("a.memory-link") : null;
+  if (!a) return;
+  e.preventDefault();
+  prompt.value = `/memory show ${a.dataset.memoryId}`;
+  prompt.focus();
+});
 
 connect();

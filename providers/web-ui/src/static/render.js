@@ -135,6 +135,16 @@ export function renderNode(node, ctx = {}) {
     return table;
   }
   if (node.link) {
+    // A reference to a memory record ([[name]] in its text): a link that puts
+    // "/memory show <id>" in the composer (app.js), never a navigation.
+    const memory = /^memory:([a-z0-9-]{1,64})$/.exec(node.link.url ?? "");
+    if (memory) {
+      const a = el("a", "memory-link", node.link.text || memory[1]);
+      a.href = `#memory:${memory[1]}`;
+      a.dataset.memoryId = memory[1];
+      a.title = `memory record ${memory[1]}`;
+      return a;
+    }
     const href = safeUrl(node.link.url ?? "");
     if (!href) return el("span", "", node.link.text || node.link.url || "");
     const a = el("a", "", node.link.text || node.link.url);
@@ -153,11 +163,13 @@ export function renderNode(node, ctx = {}) {
     return list;
   }
   if (node.group) {
-    // One-line texts with their buttons (a task and its "done") read as one row.
+    // One-line texts with their buttons (a task and its "done") read as one row; text with
+    // links in it (a memory record's line) reads as one line, not markdown.
     const kids = node.group.children ?? [];
     const row = kids.some((c) => c?.action) && kids.every((c) => c?.action || c?.text);
-    const div = el("div", row ? "group row" : "group");
-    for (const c of kids) div.append(renderNode(c, ctx));
+    const inline = !row && kids.some((c) => c?.link) && kids.every((c) => c?.link || c?.text);
+    const div = el("div", row ? "group row" : inline ? "group inline" : "group");
+    for (const c of kids) div.append(renderNode(c, inline ? { ...ctx, markdown: false } : ctx));
     return div;
   }
   if (node.collapsible) {

@@ -381,6 +381,22 @@ export declare type MemoryMutationEvent = Message<"pluggableharness.event.v1.Mem
    * @generated from field: pluggableharness.memory.v1.MemoryRecord record = 1;
    */
   record?: MemoryRecord | undefined;
+
+  /**
+   * The memory provider holding the record (the event's producer is the kernel when the
+   * kernel performed the change).
+   *
+   * @generated from field: string provider = 2;
+   */
+  provider: string;
+
+  /**
+   * Who asked: "/memory" (the operator's slash command), "agent memory" (the CLI), or the
+   * tool that wrote it.
+   *
+   * @generated from field: string origin = 3;
+   */
+  origin: string;
 };
 
 /**

@@ -7,8 +7,10 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
+import type { DeleteRecordRequest, MemoryRecord, RecordRequest, UpdateRecordRequest } from "../../memory/v1/memory_pb.js";
 import type { ContentBlock, Message as Message$1 } from "../../content/v1/content_pb.js";
 import type { ModelRef } from "../../model/v1/model_pb.js";
+import type { RenderNode } from "../../render/v1/render_pb.js";
 import type { SessionInfo, SessionStatus } from "../../session/v1/session_pb.js";
 import type { PluginCategory, ProducerRef } from "../../common/v1/common_pb.js";
 import type { LogEntry } from "../../log/v1/log_pb.js";
@@ -17,6 +19,88 @@ import type { LogEntry } from "../../log/v1/log_pb.js";
  * Describes the file pluggableharness/kernel/v1/kernel.proto.
  */
 export declare const file_pluggableharness_kernel_v1_kernel: GenFile;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.WriteMemoryRequest
+ */
+export declare type WriteMemoryRequest = Message<"pluggableharness.kernel.v1.WriteMemoryRequest"> & {
+  /**
+   * The session the calling provider is serving; the change is recorded there.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * @generated from field: string turn_id = 2;
+   */
+  turnId: string;
+
+  /**
+   * Decides the project the record belongs to.
+   *
+   * @generated from field: string working_directory = 3;
+   */
+  workingDirectory: string;
+
+  /**
+   * Who wrote it, e.g. "memory.remember": the event's origin and the provenance's recorded_by.
+   *
+   * @generated from field: string origin = 4;
+   */
+  origin: string;
+
+  /**
+   * @generated from oneof pluggableharness.kernel.v1.WriteMemoryRequest.operation
+   */
+  operation: {
+    /**
+     * `id` is a suggestion (default: the title's slug); `links` and `provenance` are the kernel's.
+     *
+     * @generated from field: pluggableharness.memory.v1.RecordRequest record = 5;
+     */
+    value: RecordRequest;
+    case: "record";
+  } | {
+    /**
+     * `links` are the kernel's.
+     *
+     * @generated from field: pluggableharness.memory.v1.UpdateRecordRequest update = 6;
+     */
+    value: UpdateRecordRequest;
+    case: "update";
+  } | {
+    /**
+     * @generated from field: pluggableharness.memory.v1.DeleteRecordRequest delete = 7;
+     */
+    value: DeleteRecordRequest;
+    case: "delete";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.WriteMemoryRequest.
+ * Use `create(WriteMemoryRequestSchema)` to create a new message.
+ */
+export declare const WriteMemoryRequestSchema: GenMessage<WriteMemoryRequest>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.WriteMemoryResponse
+ */
+export declare type WriteMemoryResponse = Message<"pluggableharness.kernel.v1.WriteMemoryResponse"> & {
+  /**
+   * The record as stored now (a delete: as it was).
+   *
+   * @generated from field: pluggableharness.memory.v1.MemoryRecord record = 1;
+   */
+  record?: MemoryRecord | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.WriteMemoryResponse.
+ * Use `create(WriteMemoryResponseSchema)` to create a new message.
+ */
+export declare const WriteMemoryResponseSchema: GenMessage<WriteMemoryResponse>;
 
 /**
  * @generated from message pluggableharness.kernel.v1.SummarizeRequest
@@ -178,6 +262,12 @@ export declare type ControlSessionRequest = Message<"pluggableharness.kernel.v1.
      */
     value: ControlSessionRequest_ApplyRewind;
     case: "applyRewind";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.ControlSessionRequest.MemoryAudit memory = 13;
+     */
+    value: ControlSessionRequest_MemoryAudit;
+    case: "memory";
   } | { case: undefined; value?: undefined };
 };
 
@@ -381,6 +471,46 @@ export declare type ControlSessionRequest_ApplyRewind = Message<"pluggableharnes
 export declare const ControlSessionRequest_ApplyRewindSchema: GenMessage<ControlSessionRequest_ApplyRewind>;
 
 /**
+ * The operator's audit of the memory providers' records (/memory). Approve, reject and
+ * forget are recorded in the session as memory_update / memory_delete events.
+ *
+ * @generated from message pluggableharness.kernel.v1.ControlSessionRequest.MemoryAudit
+ */
+export declare type ControlSessionRequest_MemoryAudit = Message<"pluggableharness.kernel.v1.ControlSessionRequest.MemoryAudit"> & {
+  /**
+   * @generated from field: pluggableharness.kernel.v1.MemoryAuditAction action = 1;
+   */
+  action: MemoryAuditAction;
+
+  /**
+   * The record's id (every action but LIST).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * The memory provider; empty: every loaded one (LIST), or the one holding `id`.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * LIST: only drafts awaiting approval.
+   *
+   * @generated from field: bool pending_only = 4;
+   */
+  pendingOnly: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.MemoryAudit.
+ * Use `create(ControlSessionRequest_MemoryAuditSchema)` to create a new message.
+ */
+export declare const ControlSessionRequest_MemoryAuditSchema: GenMessage<ControlSessionRequest_MemoryAudit>;
+
+/**
  * @generated from message pluggableharness.kernel.v1.ControlSessionResponse
  */
 export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1.ControlSessionResponse"> & {
@@ -441,6 +571,12 @@ export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1
      */
     value: RewindResult;
     case: "rewound";
+  } | {
+    /**
+     * @generated from field: pluggableharness.kernel.v1.MemoryAuditResult memory = 10;
+     */
+    value: MemoryAuditResult;
+    case: "memory";
   } | { case: undefined; value?: undefined };
 };
 
@@ -449,6 +585,64 @@ export declare type ControlSessionResponse = Message<"pluggableharness.kernel.v1
  * Use `create(ControlSessionResponseSchema)` to create a new message.
  */
 export declare const ControlSessionResponseSchema: GenMessage<ControlSessionResponse>;
+
+/**
+ * One record as the audit shows it.
+ *
+ * @generated from message pluggableharness.kernel.v1.MemoryAuditEntry
+ */
+export declare type MemoryAuditEntry = Message<"pluggableharness.kernel.v1.MemoryAuditEntry"> & {
+  /**
+   * The memory provider holding it.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * @generated from field: pluggableharness.memory.v1.MemoryRecord record = 2;
+   */
+  record?: MemoryRecord | undefined;
+
+  /**
+   * The record's content as the kernel renders it: [[name]] references become link nodes.
+   *
+   * @generated from field: pluggableharness.render.v1.RenderNode content = 3;
+   */
+  content?: RenderNode | undefined;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.MemoryAuditEntry.
+ * Use `create(MemoryAuditEntrySchema)` to create a new message.
+ */
+export declare const MemoryAuditEntrySchema: GenMessage<MemoryAuditEntry>;
+
+/**
+ * @generated from message pluggableharness.kernel.v1.MemoryAuditResult
+ */
+export declare type MemoryAuditResult = Message<"pluggableharness.kernel.v1.MemoryAuditResult"> & {
+  /**
+   * LIST: every record (newest first per provider); SHOW: the one record; APPROVE: the
+   * record as it now is; REJECT, FORGET: the record as it was.
+   *
+   * @generated from field: repeated pluggableharness.kernel.v1.MemoryAuditEntry entries = 1;
+   */
+  entries: MemoryAuditEntry[];
+
+  /**
+   * What happened, as a sentence.
+   *
+   * @generated from field: string summary = 2;
+   */
+  summary: string;
+};
+
+/**
+ * Describes the message pluggableharness.kernel.v1.MemoryAuditResult.
+ * Use `create(MemoryAuditResultSchema)` to create a new message.
+ */
+export declare const MemoryAuditResultSchema: GenMessage<MemoryAuditResult>;
 
 /**
  * @generated from message pluggableharness.kernel.v1.RewindAnchor
@@ -1323,6 +1517,46 @@ export declare type DescribeResponse = Message<"pluggableharness.kernel.v1.Descr
 export declare const DescribeResponseSchema: GenMessage<DescribeResponse>;
 
 /**
+ * @generated from enum pluggableharness.kernel.v1.MemoryAuditAction
+ */
+export enum MemoryAuditAction {
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_LIST = 1;
+   */
+  LIST = 1,
+
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_SHOW = 2;
+   */
+  SHOW = 2,
+
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_APPROVE = 3;
+   */
+  APPROVE = 3,
+
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_REJECT = 4;
+   */
+  REJECT = 4,
+
+  /**
+   * @generated from enum value: MEMORY_AUDIT_ACTION_FORGET = 5;
+   */
+  FORGET = 5,
+}
+
+/**
+ * Describes the enum pluggableharness.kernel.v1.MemoryAuditAction.
+ */
+export declare const MemoryAuditActionSchema: GenEnum<MemoryAuditAction>;
+
+/**
  * Every kind of persisted event. UNSPECIFIED never appears in a session file.
  *
  * @generated from enum pluggableharness.kernel.v1.EventKind
@@ -1492,6 +1726,21 @@ export declare const KernelCallbackService: GenService<{
     methodKind: "unary";
     input: typeof ControlSessionRequestSchema;
     output: typeof ControlSessionResponseSchema;
+  },
+  /**
+   * A memory provider's own write (its memory tools) made through the kernel, so the
+   * kernel's rules apply whatever provider it is: the id becomes a slug unique within the
+   * provider, [[name]] references are parsed into links, the provider's own Record /
+   * UpdateRecord / DeleteRecord is called, and the change is recorded in the session as a
+   * memory_write / memory_update / memory_delete event. Only a loaded memory provider,
+   * while it serves a call for that session, may call it.
+   *
+   * @generated from rpc pluggableharness.kernel.v1.KernelCallbackService.WriteMemory
+   */
+  writeMemory: {
+    methodKind: "unary";
+    input: typeof WriteMemoryRequestSchema;
+    output: typeof WriteMemoryResponseSchema;
   },
 }>;
 

@@ -9,321 +9,370 @@ import { enumDesc, fileDesc, messageDesc, serviceDesc, tsEnum } from "@bufbuild/
 import { file_pluggableharness_common_v1_common } from "../../common/v1/common_pb.js";
 import { file_pluggableharness_content_v1_content } from "../../content/v1/content_pb.js";
 import { file_pluggableharness_log_v1_log } from "../../log/v1/log_pb.js";
+import { file_pluggableharness_memory_v1_memory } from "../../memory/v1/memory_pb.js";
 import { file_pluggableharness_model_v1_model } from "../../model/v1/model_pb.js";
+import { file_pluggableharness_render_v1_render } from "../../render/v1/render_pb.js";
 import { file_pluggableharness_session_v1_session } from "../../session/v1/session_pb.js";
 
 /**
  * Describes the file pluggableharness/kernel/v1/kernel.proto.
  */
 export const file_pluggableharness_kernel_v1_kernel = /*@__PURE__*/
-  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIo8BChBTdW1tYXJpemVSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSFAoMaW5zdHJ1Y3Rpb25zGAIgASgJEjYKCG1lc3NhZ2VzGAMgAygLMiQucGx1Z2dhYmxlaGFybmVzcy5jb250ZW50LnYxLk1lc3NhZ2USGQoRbWF4X291dHB1dF90b2tlbnMYBCABKAMilAEKEVN1bW1hcml6ZVJlc3BvbnNlEgwKBHRleHQYASABKAkSMgoFbW9kZWwYAiABKAsyIy5wbHVnZ2FibGVoYXJuZXNzLm1vZGVsLnYxLk1vZGVsUmVmEhAKCGNvc3RfdXNkGAMgASgBEhQKDGlucHV0X3Rva2VucxgEIAEoAxIVCg1vdXRwdXRfdG9rZW5zGAUgASgDItoKChVDb250cm9sU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRJTCgtsaXN0X21vZGVscxgCIAEoCzI8LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0TW9kZWxzSAASTwoJc2V0X21vZGVsGAMgASgLMjoucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlNldE1vZGVsSAASVgoNc2V0X3BsYW5fbW9kZRgEIAEoCzI9LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5TZXRQbGFuTW9kZUgAEkwKB2NvbXBhY3QYBSABKAsyOS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuQ29tcGFjdEgAEmYKFWxpc3RfcGVybWlzc2lvbl9ydWxlcxgGIAEoCzJFLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0UGVybWlzc2lvblJ1bGVzSAASaAoWcmV2b2tlX3Blcm1pc3Npb25fcnVsZRgHIAEoCzJGLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5SZXZva2VQZXJtaXNzaW9uUnVsZUgAEkgKBXVzYWdlGAggASgLMjcucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlVzYWdlSAASVwoNbGlzdF9zZXNzaW9ucxgJIAEoCzI+LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5MaXN0U2Vzc2lvbnNIABJiChNsaXN0X3Jld2luZF9hbmNob3JzGAogASgLMkMucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0Lkxpc3RSZXdpbmRBbmNob3JzSAASUwoLcGxhbl9yZXdpbmQYCyABKAsyPC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuUGxhblJld2luZEgAElUKDGFwcGx5X3Jld2luZBgMIAEoCzI9LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5BcHBseVJld2luZEgAGgwKCkxpc3RNb2RlbHMaLgoIU2V0TW9kZWwSEAoIcHJvdmlkZXIYASABKAkSEAoIbW9kZWxfaWQYAiABKAkaJQoLU2V0UGxhbk1vZGUSDwoCb24YASABKAhIAIgBAUIFCgNfb24aHwoHQ29tcGFjdBIUCgxpbnN0cnVjdGlvbnMYASABKAkaFQoTTGlzdFBlcm1pc3Npb25SdWxlcxokChRSZXZva2VQZXJtaXNzaW9uUnVsZRIMCgRuYW1lGAEgASgJGgcKBVVzYWdlGikKDExpc3RTZXNzaW9ucxIZChF3b3JraW5nX2RpcmVjdG9yeRgBIAEoCRoTChFMaXN0UmV3aW5kQW5jaG9ycxoYCgpQbGFuUmV3aW5kEgoKAnRvGAEgASgJGikKC0FwcGx5UmV3aW5kEgoKAnRvGAEgASgJEg4KBmRpZ2VzdBgCIAEoCUILCglvcGVyYXRpb24i4wQKFkNvbnRyb2xTZXNzaW9uUmVzcG9uc2USNwoGbW9kZWxzGAEgASgLMiUucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxMaXN0SAASPgoJcGxhbl9tb2RlGAIgASgLMikucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUGxhbk1vZGVTdGF0ZUgAEj4KCWNvbXBhY3RlZBgDIAEoCzIpLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbXBhY3RSZXN1bHRIABJKChBwZXJtaXNzaW9uX3J1bGVzGAQgASgLMi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUGVybWlzc2lvblJ1bGVMaXN0SAASOQoFdXNhZ2UYBSABKAsyKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Vc2FnZVN1bW1hcnlIABI7CghzZXNzaW9ucxgGIAEoCzInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlNlc3Npb25MaXN0SAASRgoOcmV3aW5kX2FuY2hvcnMYByABKAsyLC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5SZXdpbmRBbmNob3JMaXN0SAASPQoLcmV3aW5kX3BsYW4YCCABKAsyJi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5SZXdpbmRQbGFuSAASOwoHcmV3b3VuZBgJIAEoCzIoLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJld2luZFJlc3VsdEgAQggKBnJlc3VsdCJTCgxSZXdpbmRBbmNob3ISDgoGbnVtYmVyGAEgASgNEhIKCm1lc3NhZ2VfaWQYAiABKAkSEQoJdGltZXN0YW1wGAMgASgJEgwKBHRleHQYBCABKAkiTQoQUmV3aW5kQW5jaG9yTGlzdBI5CgdhbmNob3JzGAEgAygLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yIkUKDlJld2luZEZpbGVTdGVwEgwKBHBhdGgYASABKAkSDgoGYWN0aW9uGAIgASgJEhUKDWNoYW5nZWRfc2luY2UYAyABKAgi0AEKClJld2luZFBsYW4SOAoGYW5jaG9yGAEgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yEhkKEXdvcmtpbmdfZGlyZWN0b3J5GAIgASgJEjkKBWZpbGVzGAMgAygLMioucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kRmlsZVN0ZXASEwoLa2VwdF9ldmVudHMYBCABKA0SDQoFbGluZXMYBSADKAkSDgoGZGlnZXN0GAYgASgJItABCgxSZXdpbmRSZXN1bHQSFwoPZm9ya19zZXNzaW9uX2lkGAEgASgJEg8KB2NoYW5nZWQYAiADKAkSFAoMdW5yZXN0b3JhYmxlGAMgASgNEg8KB3N1bW1hcnkYBCABKAkSOAoGYW5jaG9yGAUgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yEjUKBXN0YWxlGAYgASgLMiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kUGxhbiJoCgtNb2RlbENob2ljZRIQCghwcm92aWRlchgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIXCg9zdXBwb3J0c192aXNpb24YBSABKAhKBAgDEAQikgEKCU1vZGVsTGlzdBI3CgZtb2RlbHMYASADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbENob2ljZRI4CgdjdXJyZW50GAIgASgLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxDaG9pY2USEgoKb3ZlcnJpZGRlbhgDIAEoCCIbCg1QbGFuTW9kZVN0YXRlEgoKAm9uGAEgASgIIh8KDUNvbXBhY3RSZXN1bHQSDgoGcXVldWVkGAEgASgIIqABCg5QZXJtaXNzaW9uUnVsZRIMCgRuYW1lGAEgASgJEg0KBXNjb3BlGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIOCgZhY3Rpb24YBSABKAkSFAoHY29tbWFuZBgGIAEoCUgAiAEBEhEKBHBhdGgYByABKAlIAYgBAUIKCghfY29tbWFuZEIHCgVfcGF0aCKdAQoSUGVybWlzc2lvblJ1bGVMaXN0EjkKBXJ1bGVzGAEgAygLMioucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUGVybWlzc2lvblJ1bGUSQAoHcmV2b2tlZBgCIAEoCzIqLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlSACIAQFCCgoIX3Jldm9rZWQipgEKCk1vZGVsVXNhZ2USEAoIcHJvdmlkZXIYASABKAkSEAoIbW9kZWxfaWQYAiABKAkSFAoMaW5wdXRfdG9rZW5zGAMgASgDEhUKDW91dHB1dF90b2tlbnMYBCABKAMSGQoRY2FjaGVfcmVhZF90b2tlbnMYBSABKAMSGgoSY2FjaGVfd3JpdGVfdG9rZW5zGAYgASgDEhAKCGNvc3RfdXNkGAcgASgBItYBCgxVc2FnZVN1bW1hcnkSGAoQc2Vzc2lvbl9jb3N0X3VzZBgBIAEoARI2CgZtb2RlbHMYAiADKAsyJi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbFVzYWdlEiYKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYAyABKAFIAIgBARIWCg5jb250ZXh0X3Rva2VucxgEIAEoAxIWCg5jb250ZXh0X3dpbmRvdxgFIAEoA0IcChpfcmVtYWluaW5nX2Nvc3RfYnVkZ2V0X3VzZCJJCgtTZXNzaW9uTGlzdBI6CghzZXNzaW9ucxgBIAMoCzIoLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uSW5mbyIxChZFeGVjRW52aXJvbm1lbnRSZXF1ZXN0EhcKD3NlY3JldF9wYXR0ZXJucxgBIAMoCSLjAQoXRXhlY0Vudmlyb25tZW50UmVzcG9uc2USVQoJdmFyaWFibGVzGAEgAygLMkIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2UuVmFyaWFibGVzRW50cnkSEAoId2l0aGhlbGQYAiADKAkSFwoPcHJvdGVjdGVkX3BhdGhzGAMgAygJEhQKDGhpZGRlbl9wYXRocxgEIAMoCRowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlkKC1Byb3ZpZGVyUmVmEgwKBG5hbWUYASABKAkSPAoIY2F0ZWdvcnkYAiABKA4yKi5wbHVnZ2FibGVoYXJuZXNzLmNvbW1vbi52MS5QbHVnaW5DYXRlZ29yeSLkAQoRUnVuU2Vzc2lvblJlcXVlc3QSDwoHcHJvZmlsZRgBIAEoCRIOCgZwcm9tcHQYAiABKAkSGQoRcGFyZW50X3Nlc3Npb25faWQYAyABKAkSFwoPcmVtYWluaW5nX2RlcHRoGAQgASgDEiEKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYBSABKAESQQoQc2NvcGVkX3Byb3ZpZGVycxgGIAMoCzInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlByb3ZpZGVyUmVmEhQKDHRvb2xfY2FsbF9pZBgHIAEoCSK8AgoSUnVuU2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSOwoNZmluYWxfbWVzc2FnZRgCIAEoCzIkLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5NZXNzYWdlEjoKBnN0YXR1cxgDIAEoDjIqLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uU3RhdHVzEhYKDnRvdGFsX2Nvc3RfdXNkGAQgASgBEhoKEnRvdGFsX2lucHV0X3Rva2VucxgFIAEoAxIbChN0b3RhbF9vdXRwdXRfdG9rZW5zGAYgASgDEjgKB2RlbmlhbHMYByADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5DaGlsZERlbmlhbBIOCgZkZXRhaWwYCCABKAkiUwoLQ2hpbGREZW5pYWwSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0b29sGAIgASgJEg4KBnJlYXNvbhgDIAEoCRISCgpkZWNpZGVkX2J5GAQgASgJIpsBChJDb3VudFRva2Vuc1JlcXVlc3QSOgoHY29udGVudBgBIAMoCzIpLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5Db250ZW50QmxvY2sSOwoJbW9kZWxfcmVmGAIgASgLMiMucGx1Z2dhYmxlaGFybmVzcy5tb2RlbC52MS5Nb2RlbFJlZkgAiAEBQgwKCl9tb2RlbF9yZWYiMwoTQ291bnRUb2tlbnNSZXNwb25zZRINCgVjb3VudBgBIAEoAxINCgVleGFjdBgCIAEoCCJ/CgtFbWl0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjMKBGtpbmQYAiABKA4yJS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FdmVudEtpbmQSFgoOc2NoZW1hX3ZlcnNpb24YAyABKAkSDwoHcGF5bG9hZBgEIAEoDCIsCgxFbWl0UmVzcG9uc2USCgoCaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMiZgoKTG9nUmVxdWVzdBIXCgpzZXNzaW9uX2lkGAEgASgJSACIAQESMAoFZW50cnkYAiABKAsyIS5wbHVnZ2FibGVoYXJuZXNzLmxvZy52MS5Mb2dFbnRyeUINCgtfc2Vzc2lvbl9pZCINCgtMb2dSZXNwb25zZSIRCg9EZXNjcmliZVJlcXVlc3QiTQoQRGVzY3JpYmVSZXNwb25zZRI5Cghwcm9kdWNlchgBIAEoCzInLnBsdWdnYWJsZWhhcm5lc3MuY29tbW9uLnYxLlByb2R1Y2VyUmVmKvQCCglFdmVudEtpbmQSGgoWRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhYKEkVWRU5UX0tJTkRfTUVTU0FHRRABEhgKFEVWRU5UX0tJTkRfVE9PTF9DQUxMEAISGgoWRVZFTlRfS0lORF9UT09MX1JFU1VMVBADEhMKD0VWRU5UX0tJTkRfUExBThAEEhQKEEVWRU5UX0tJTkRfQVBQTFkQBRIjCh9FVkVOVF9LSU5EX0NPTlRFWFRfQ09OVFJJQlVUSU9OEAYSGwoXRVZFTlRfS0lORF9NRU1PUllfV1JJVEUQBxIcChhFVkVOVF9LSU5EX01FTU9SWV9VUERBVEUQCBIcChhFVkVOVF9LSU5EX01FTU9SWV9ERUxFVEUQCRIZChVFVkVOVF9LSU5EX0hPT0tfRVJST1IQChIZChVFVkVOVF9LSU5EX0NPTVBBQ1RJT04QCxIeChpFVkVOVF9LSU5EX1NFU1NJT05fU0VUVElORxAMMu0GChVLZXJuZWxDYWxsYmFja1NlcnZpY2USawoKUnVuU2Vzc2lvbhItLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJ1blNlc3Npb25SZXF1ZXN0Gi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUnVuU2Vzc2lvblJlc3BvbnNlEm4KC0NvdW50VG9rZW5zEi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXF1ZXN0Gi8ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXNwb25zZRJZCgRFbWl0EicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRW1pdFJlcXVlc3QaKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FbWl0UmVzcG9uc2USVgoDTG9nEiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTG9nUmVxdWVzdBonLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkxvZ1Jlc3BvbnNlEmUKCERlc2NyaWJlEisucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXF1ZXN0GiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXNwb25zZRJ6Cg9FeGVjRW52aXJvbm1lbnQSMi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXF1ZXN0GjMucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2USaAoJU3VtbWFyaXplEiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuU3VtbWFyaXplUmVxdWVzdBotLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlN1bW1hcml6ZVJlc3BvbnNlEncKDkNvbnRyb2xTZXNzaW9uEjEucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0GjIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXNwb25zZWIGcHJvdG8z", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_model_v1_model, file_pluggableharness_session_v1_session]);
+  fileDesc("CidwbHVnZ2FibGVoYXJuZXNzL2tlcm5lbC92MS9rZXJuZWwucHJvdG8SGnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxIrQCChJXcml0ZU1lbW9yeVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgd0dXJuX2lkGAIgASgJEhkKEXdvcmtpbmdfZGlyZWN0b3J5GAMgASgJEg4KBm9yaWdpbhgEIAEoCRI7CgZyZWNvcmQYBSABKAsyKS5wbHVnZ2FibGVoYXJuZXNzLm1lbW9yeS52MS5SZWNvcmRSZXF1ZXN0SAASQQoGdXBkYXRlGAYgASgLMi8ucGx1Z2dhYmxlaGFybmVzcy5tZW1vcnkudjEuVXBkYXRlUmVjb3JkUmVxdWVzdEgAEkEKBmRlbGV0ZRgHIAEoCzIvLnBsdWdnYWJsZWhhcm5lc3MubWVtb3J5LnYxLkRlbGV0ZVJlY29yZFJlcXVlc3RIAEILCglvcGVyYXRpb24iTwoTV3JpdGVNZW1vcnlSZXNwb25zZRI4CgZyZWNvcmQYASABKAsyKC5wbHVnZ2FibGVoYXJuZXNzLm1lbW9yeS52MS5NZW1vcnlSZWNvcmQijwEKEFN1bW1hcml6ZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIUCgxpbnN0cnVjdGlvbnMYAiABKAkSNgoIbWVzc2FnZXMYAyADKAsyJC5wbHVnZ2FibGVoYXJuZXNzLmNvbnRlbnQudjEuTWVzc2FnZRIZChFtYXhfb3V0cHV0X3Rva2VucxgEIAEoAyKUAQoRU3VtbWFyaXplUmVzcG9uc2USDAoEdGV4dBgBIAEoCRIyCgVtb2RlbBgCIAEoCzIjLnBsdWdnYWJsZWhhcm5lc3MubW9kZWwudjEuTW9kZWxSZWYSEAoIY29zdF91c2QYAyABKAESFAoMaW5wdXRfdG9rZW5zGAQgASgDEhUKDW91dHB1dF90b2tlbnMYBSABKAMirgwKFUNvbnRyb2xTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJElMKC2xpc3RfbW9kZWxzGAIgASgLMjwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0Lkxpc3RNb2RlbHNIABJPCglzZXRfbW9kZWwYAyABKAsyOi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuU2V0TW9kZWxIABJWCg1zZXRfcGxhbl9tb2RlGAQgASgLMj0ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlNldFBsYW5Nb2RlSAASTAoHY29tcGFjdBgFIAEoCzI5LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5Db21wYWN0SAASZgoVbGlzdF9wZXJtaXNzaW9uX3J1bGVzGAYgASgLMkUucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0Lkxpc3RQZXJtaXNzaW9uUnVsZXNIABJoChZyZXZva2VfcGVybWlzc2lvbl9ydWxlGAcgASgLMkYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LlJldm9rZVBlcm1pc3Npb25SdWxlSAASSAoFdXNhZ2UYCCABKAsyNy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuVXNhZ2VIABJXCg1saXN0X3Nlc3Npb25zGAkgASgLMj4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0Lkxpc3RTZXNzaW9uc0gAEmIKE2xpc3RfcmV3aW5kX2FuY2hvcnMYCiABKAsyQy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db250cm9sU2Vzc2lvblJlcXVlc3QuTGlzdFJld2luZEFuY2hvcnNIABJTCgtwbGFuX3Jld2luZBgLIAEoCzI8LnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkNvbnRyb2xTZXNzaW9uUmVxdWVzdC5QbGFuUmV3aW5kSAASVQoMYXBwbHlfcmV3aW5kGAwgASgLMj0ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0LkFwcGx5UmV3aW5kSAASTwoGbWVtb3J5GA0gASgLMj0ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0Lk1lbW9yeUF1ZGl0SAAaDAoKTGlzdE1vZGVscxouCghTZXRNb2RlbBIQCghwcm92aWRlchgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRolCgtTZXRQbGFuTW9kZRIPCgJvbhgBIAEoCEgAiAEBQgUKA19vbhofCgdDb21wYWN0EhQKDGluc3RydWN0aW9ucxgBIAEoCRoVChNMaXN0UGVybWlzc2lvblJ1bGVzGiQKFFJldm9rZVBlcm1pc3Npb25SdWxlEgwKBG5hbWUYASABKAkaBwoFVXNhZ2UaKQoMTGlzdFNlc3Npb25zEhkKEXdvcmtpbmdfZGlyZWN0b3J5GAEgASgJGhMKEUxpc3RSZXdpbmRBbmNob3JzGhgKClBsYW5SZXdpbmQSCgoCdG8YASABKAkaKQoLQXBwbHlSZXdpbmQSCgoCdG8YASABKAkSDgoGZGlnZXN0GAIgASgJGoABCgtNZW1vcnlBdWRpdBI9CgZhY3Rpb24YASABKA4yLS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5NZW1vcnlBdWRpdEFjdGlvbhIKCgJpZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIUCgxwZW5kaW5nX29ubHkYBCABKAhCCwoJb3BlcmF0aW9uIqQFChZDb250cm9sU2Vzc2lvblJlc3BvbnNlEjcKBm1vZGVscxgBIAEoCzIlLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLk1vZGVsTGlzdEgAEj4KCXBsYW5fbW9kZRgCIAEoCzIpLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBsYW5Nb2RlU3RhdGVIABI+Cgljb21wYWN0ZWQYAyABKAsyKS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Db21wYWN0UmVzdWx0SAASSgoQcGVybWlzc2lvbl9ydWxlcxgEIAEoCzIuLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlTGlzdEgAEjkKBXVzYWdlGAUgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuVXNhZ2VTdW1tYXJ5SAASOwoIc2Vzc2lvbnMYBiABKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5TZXNzaW9uTGlzdEgAEkYKDnJld2luZF9hbmNob3JzGAcgASgLMiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yTGlzdEgAEj0KC3Jld2luZF9wbGFuGAggASgLMiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kUGxhbkgAEjsKB3Jld291bmQYCSABKAsyKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5SZXdpbmRSZXN1bHRIABI/CgZtZW1vcnkYCiABKAsyLS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5NZW1vcnlBdWRpdFJlc3VsdEgAQggKBnJlc3VsdCKXAQoQTWVtb3J5QXVkaXRFbnRyeRIQCghwcm92aWRlchgBIAEoCRI4CgZyZWNvcmQYAiABKAsyKC5wbHVnZ2FibGVoYXJuZXNzLm1lbW9yeS52MS5NZW1vcnlSZWNvcmQSNwoHY29udGVudBgDIAEoCzImLnBsdWdnYWJsZWhhcm5lc3MucmVuZGVyLnYxLlJlbmRlck5vZGUiYwoRTWVtb3J5QXVkaXRSZXN1bHQSPQoHZW50cmllcxgBIAMoCzIsLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLk1lbW9yeUF1ZGl0RW50cnkSDwoHc3VtbWFyeRgCIAEoCSJTCgxSZXdpbmRBbmNob3ISDgoGbnVtYmVyGAEgASgNEhIKCm1lc3NhZ2VfaWQYAiABKAkSEQoJdGltZXN0YW1wGAMgASgJEgwKBHRleHQYBCABKAkiTQoQUmV3aW5kQW5jaG9yTGlzdBI5CgdhbmNob3JzGAEgAygLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yIkUKDlJld2luZEZpbGVTdGVwEgwKBHBhdGgYASABKAkSDgoGYWN0aW9uGAIgASgJEhUKDWNoYW5nZWRfc2luY2UYAyABKAgi0AEKClJld2luZFBsYW4SOAoGYW5jaG9yGAEgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yEhkKEXdvcmtpbmdfZGlyZWN0b3J5GAIgASgJEjkKBWZpbGVzGAMgAygLMioucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kRmlsZVN0ZXASEwoLa2VwdF9ldmVudHMYBCABKA0SDQoFbGluZXMYBSADKAkSDgoGZGlnZXN0GAYgASgJItABCgxSZXdpbmRSZXN1bHQSFwoPZm9ya19zZXNzaW9uX2lkGAEgASgJEg8KB2NoYW5nZWQYAiADKAkSFAoMdW5yZXN0b3JhYmxlGAMgASgNEg8KB3N1bW1hcnkYBCABKAkSOAoGYW5jaG9yGAUgASgLMigucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kQW5jaG9yEjUKBXN0YWxlGAYgASgLMiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUmV3aW5kUGxhbiJoCgtNb2RlbENob2ljZRIQCghwcm92aWRlchgBIAEoCRIQCghtb2RlbF9pZBgCIAEoCRIWCg5jb250ZXh0X3dpbmRvdxgEIAEoAxIXCg9zdXBwb3J0c192aXNpb24YBSABKAhKBAgDEAQikgEKCU1vZGVsTGlzdBI3CgZtb2RlbHMYASADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbENob2ljZRI4CgdjdXJyZW50GAIgASgLMicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTW9kZWxDaG9pY2USEgoKb3ZlcnJpZGRlbhgDIAEoCCIbCg1QbGFuTW9kZVN0YXRlEgoKAm9uGAEgASgIIh8KDUNvbXBhY3RSZXN1bHQSDgoGcXVldWVkGAEgASgIIqABCg5QZXJtaXNzaW9uUnVsZRIMCgRuYW1lGAEgASgJEg0KBXNjb3BlGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIOCgZhY3Rpb24YBSABKAkSFAoHY29tbWFuZBgGIAEoCUgAiAEBEhEKBHBhdGgYByABKAlIAYgBAUIKCghfY29tbWFuZEIHCgVfcGF0aCKdAQoSUGVybWlzc2lvblJ1bGVMaXN0EjkKBXJ1bGVzGAEgAygLMioucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUGVybWlzc2lvblJ1bGUSQAoHcmV2b2tlZBgCIAEoCzIqLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlBlcm1pc3Npb25SdWxlSACIAQFCCgoIX3Jldm9rZWQipgEKCk1vZGVsVXNhZ2USEAoIcHJvdmlkZXIYASABKAkSEAoIbW9kZWxfaWQYAiABKAkSFAoMaW5wdXRfdG9rZW5zGAMgASgDEhUKDW91dHB1dF90b2tlbnMYBCABKAMSGQoRY2FjaGVfcmVhZF90b2tlbnMYBSABKAMSGgoSY2FjaGVfd3JpdGVfdG9rZW5zGAYgASgDEhAKCGNvc3RfdXNkGAcgASgBItYBCgxVc2FnZVN1bW1hcnkSGAoQc2Vzc2lvbl9jb3N0X3VzZBgBIAEoARI2CgZtb2RlbHMYAiADKAsyJi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5Nb2RlbFVzYWdlEiYKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYAyABKAFIAIgBARIWCg5jb250ZXh0X3Rva2VucxgEIAEoAxIWCg5jb250ZXh0X3dpbmRvdxgFIAEoA0IcChpfcmVtYWluaW5nX2Nvc3RfYnVkZ2V0X3VzZCJJCgtTZXNzaW9uTGlzdBI6CghzZXNzaW9ucxgBIAMoCzIoLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uSW5mbyIxChZFeGVjRW52aXJvbm1lbnRSZXF1ZXN0EhcKD3NlY3JldF9wYXR0ZXJucxgBIAMoCSLjAQoXRXhlY0Vudmlyb25tZW50UmVzcG9uc2USVQoJdmFyaWFibGVzGAEgAygLMkIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2UuVmFyaWFibGVzRW50cnkSEAoId2l0aGhlbGQYAiADKAkSFwoPcHJvdGVjdGVkX3BhdGhzGAMgAygJEhQKDGhpZGRlbl9wYXRocxgEIAMoCRowCg5WYXJpYWJsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlkKC1Byb3ZpZGVyUmVmEgwKBG5hbWUYASABKAkSPAoIY2F0ZWdvcnkYAiABKA4yKi5wbHVnZ2FibGVoYXJuZXNzLmNvbW1vbi52MS5QbHVnaW5DYXRlZ29yeSLkAQoRUnVuU2Vzc2lvblJlcXVlc3QSDwoHcHJvZmlsZRgBIAEoCRIOCgZwcm9tcHQYAiABKAkSGQoRcGFyZW50X3Nlc3Npb25faWQYAyABKAkSFwoPcmVtYWluaW5nX2RlcHRoGAQgASgDEiEKGXJlbWFpbmluZ19jb3N0X2J1ZGdldF91c2QYBSABKAESQQoQc2NvcGVkX3Byb3ZpZGVycxgGIAMoCzInLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlByb3ZpZGVyUmVmEhQKDHRvb2xfY2FsbF9pZBgHIAEoCSK8AgoSUnVuU2Vzc2lvblJlc3BvbnNlEhIKCnNlc3Npb25faWQYASABKAkSOwoNZmluYWxfbWVzc2FnZRgCIAEoCzIkLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5NZXNzYWdlEjoKBnN0YXR1cxgDIAEoDjIqLnBsdWdnYWJsZWhhcm5lc3Muc2Vzc2lvbi52MS5TZXNzaW9uU3RhdHVzEhYKDnRvdGFsX2Nvc3RfdXNkGAQgASgBEhoKEnRvdGFsX2lucHV0X3Rva2VucxgFIAEoAxIbChN0b3RhbF9vdXRwdXRfdG9rZW5zGAYgASgDEjgKB2RlbmlhbHMYByADKAsyJy5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5DaGlsZERlbmlhbBIOCgZkZXRhaWwYCCABKAkiUwoLQ2hpbGREZW5pYWwSEgoKc2Vzc2lvbl9pZBgBIAEoCRIMCgR0b29sGAIgASgJEg4KBnJlYXNvbhgDIAEoCRISCgpkZWNpZGVkX2J5GAQgASgJIpsBChJDb3VudFRva2Vuc1JlcXVlc3QSOgoHY29udGVudBgBIAMoCzIpLnBsdWdnYWJsZWhhcm5lc3MuY29udGVudC52MS5Db250ZW50QmxvY2sSOwoJbW9kZWxfcmVmGAIgASgLMiMucGx1Z2dhYmxlaGFybmVzcy5tb2RlbC52MS5Nb2RlbFJlZkgAiAEBQgwKCl9tb2RlbF9yZWYiMwoTQ291bnRUb2tlbnNSZXNwb25zZRINCgVjb3VudBgBIAEoAxINCgVleGFjdBgCIAEoCCJ/CgtFbWl0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEjMKBGtpbmQYAiABKA4yJS5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FdmVudEtpbmQSFgoOc2NoZW1hX3ZlcnNpb24YAyABKAkSDwoHcGF5bG9hZBgEIAEoDCIsCgxFbWl0UmVzcG9uc2USCgoCaWQYASABKAkSEAoIc2VxdWVuY2UYAiABKAMiZgoKTG9nUmVxdWVzdBIXCgpzZXNzaW9uX2lkGAEgASgJSACIAQESMAoFZW50cnkYAiABKAsyIS5wbHVnZ2FibGVoYXJuZXNzLmxvZy52MS5Mb2dFbnRyeUINCgtfc2Vzc2lvbl9pZCINCgtMb2dSZXNwb25zZSIRCg9EZXNjcmliZVJlcXVlc3QiTQoQRGVzY3JpYmVSZXNwb25zZRI5Cghwcm9kdWNlchgBIAEoCzInLnBsdWdnYWJsZWhhcm5lc3MuY29tbW9uLnYxLlByb2R1Y2VyUmVmKtUBChFNZW1vcnlBdWRpdEFjdGlvbhIjCh9NRU1PUllfQVVESVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASHAoYTUVNT1JZX0FVRElUX0FDVElPTl9MSVNUEAESHAoYTUVNT1JZX0FVRElUX0FDVElPTl9TSE9XEAISHwobTUVNT1JZX0FVRElUX0FDVElPTl9BUFBST1ZFEAMSHgoaTUVNT1JZX0FVRElUX0FDVElPTl9SRUpFQ1QQBBIeChpNRU1PUllfQVVESVRfQUNUSU9OX0ZPUkdFVBAFKvQCCglFdmVudEtpbmQSGgoWRVZFTlRfS0lORF9VTlNQRUNJRklFRBAAEhYKEkVWRU5UX0tJTkRfTUVTU0FHRRABEhgKFEVWRU5UX0tJTkRfVE9PTF9DQUxMEAISGgoWRVZFTlRfS0lORF9UT09MX1JFU1VMVBADEhMKD0VWRU5UX0tJTkRfUExBThAEEhQKEEVWRU5UX0tJTkRfQVBQTFkQBRIjCh9FVkVOVF9LSU5EX0NPTlRFWFRfQ09OVFJJQlVUSU9OEAYSGwoXRVZFTlRfS0lORF9NRU1PUllfV1JJVEUQBxIcChhFVkVOVF9LSU5EX01FTU9SWV9VUERBVEUQCBIcChhFVkVOVF9LSU5EX01FTU9SWV9ERUxFVEUQCRIZChVFVkVOVF9LSU5EX0hPT0tfRVJST1IQChIZChVFVkVOVF9LSU5EX0NPTVBBQ1RJT04QCxIeChpFVkVOVF9LSU5EX1NFU1NJT05fU0VUVElORxAMMt0HChVLZXJuZWxDYWxsYmFja1NlcnZpY2USawoKUnVuU2Vzc2lvbhItLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlJ1blNlc3Npb25SZXF1ZXN0Gi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuUnVuU2Vzc2lvblJlc3BvbnNlEm4KC0NvdW50VG9rZW5zEi4ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXF1ZXN0Gi8ucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ291bnRUb2tlbnNSZXNwb25zZRJZCgRFbWl0EicucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRW1pdFJlcXVlc3QaKC5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FbWl0UmVzcG9uc2USVgoDTG9nEiYucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuTG9nUmVxdWVzdBonLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLkxvZ1Jlc3BvbnNlEmUKCERlc2NyaWJlEisucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXF1ZXN0GiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRGVzY3JpYmVSZXNwb25zZRJ6Cg9FeGVjRW52aXJvbm1lbnQSMi5wbHVnZ2FibGVoYXJuZXNzLmtlcm5lbC52MS5FeGVjRW52aXJvbm1lbnRSZXF1ZXN0GjMucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuRXhlY0Vudmlyb25tZW50UmVzcG9uc2USaAoJU3VtbWFyaXplEiwucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuU3VtbWFyaXplUmVxdWVzdBotLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLlN1bW1hcml6ZVJlc3BvbnNlEncKDkNvbnRyb2xTZXNzaW9uEjEucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXF1ZXN0GjIucGx1Z2dhYmxlaGFybmVzcy5rZXJuZWwudjEuQ29udHJvbFNlc3Npb25SZXNwb25zZRJuCgtXcml0ZU1lbW9yeRIuLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLldyaXRlTWVtb3J5UmVxdWVzdBovLnBsdWdnYWJsZWhhcm5lc3Mua2VybmVsLnYxLldyaXRlTWVtb3J5UmVzcG9uc2ViBnByb3RvMw", [file_pluggableharness_common_v1_common, file_pluggableharness_content_v1_content, file_pluggableharness_log_v1_log, file_pluggableharness_memory_v1_memory, file_pluggableharness_model_v1_model, file_pluggableharness_render_v1_render, file_pluggableharness_session_v1_session]);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.WriteMemoryRequest.
+ * Use `create(WriteMemoryRequestSchema)` to create a new message.
+ */
+export const WriteMemoryRequestSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 0);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.WriteMemoryResponse.
+ * Use `create(WriteMemoryResponseSchema)` to create a new message.
+ */
+export const WriteMemoryResponseSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 1);
 
 /**
  * Describes the message pluggableharness.kernel.v1.SummarizeRequest.
  * Use `create(SummarizeRequestSchema)` to create a new message.
  */
 export const SummarizeRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 0);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
 
 /**
  * Describes the message pluggableharness.kernel.v1.SummarizeResponse.
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export const SummarizeResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 1);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.
  * Use `create(ControlSessionRequestSchema)` to create a new message.
  */
 export const ControlSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListModels.
  * Use `create(ControlSessionRequest_ListModelsSchema)` to create a new message.
  */
 export const ControlSessionRequest_ListModelsSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 0);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 0);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetModel.
  * Use `create(ControlSessionRequest_SetModelSchema)` to create a new message.
  */
 export const ControlSessionRequest_SetModelSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 1);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 1);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.SetPlanMode.
  * Use `create(ControlSessionRequest_SetPlanModeSchema)` to create a new message.
  */
 export const ControlSessionRequest_SetPlanModeSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 2);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 2);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Compact.
  * Use `create(ControlSessionRequest_CompactSchema)` to create a new message.
  */
 export const ControlSessionRequest_CompactSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 3);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 3);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListPermissionRules.
  * Use `create(ControlSessionRequest_ListPermissionRulesSchema)` to create a new message.
  */
 export const ControlSessionRequest_ListPermissionRulesSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 4);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 4);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.RevokePermissionRule.
  * Use `create(ControlSessionRequest_RevokePermissionRuleSchema)` to create a new message.
  */
 export const ControlSessionRequest_RevokePermissionRuleSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 5);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 5);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.Usage.
  * Use `create(ControlSessionRequest_UsageSchema)` to create a new message.
  */
 export const ControlSessionRequest_UsageSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 6);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 6);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListSessions.
  * Use `create(ControlSessionRequest_ListSessionsSchema)` to create a new message.
  */
 export const ControlSessionRequest_ListSessionsSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 7);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 7);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ListRewindAnchors.
  * Use `create(ControlSessionRequest_ListRewindAnchorsSchema)` to create a new message.
  */
 export const ControlSessionRequest_ListRewindAnchorsSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 8);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 8);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.PlanRewind.
  * Use `create(ControlSessionRequest_PlanRewindSchema)` to create a new message.
  */
 export const ControlSessionRequest_PlanRewindSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 9);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 9);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.ApplyRewind.
  * Use `create(ControlSessionRequest_ApplyRewindSchema)` to create a new message.
  */
 export const ControlSessionRequest_ApplyRewindSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 2, 10);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 10);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.ControlSessionRequest.MemoryAudit.
+ * Use `create(ControlSessionRequest_MemoryAuditSchema)` to create a new message.
+ */
+export const ControlSessionRequest_MemoryAuditSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 4, 11);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ControlSessionResponse.
  * Use `create(ControlSessionResponseSchema)` to create a new message.
  */
 export const ControlSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 3);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.MemoryAuditEntry.
+ * Use `create(MemoryAuditEntrySchema)` to create a new message.
+ */
+export const MemoryAuditEntrySchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+
+/**
+ * Describes the message pluggableharness.kernel.v1.MemoryAuditResult.
+ * Use `create(MemoryAuditResultSchema)` to create a new message.
+ */
+export const MemoryAuditResultSchema = /*@__PURE__*/
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RewindAnchor.
  * Use `create(RewindAnchorSchema)` to create a new message.
  */
 export const RewindAnchorSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 4);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RewindAnchorList.
  * Use `create(RewindAnchorListSchema)` to create a new message.
  */
 export const RewindAnchorListSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 5);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RewindFileStep.
  * Use `create(RewindFileStepSchema)` to create a new message.
  */
 export const RewindFileStepSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 6);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RewindPlan.
  * Use `create(RewindPlanSchema)` to create a new message.
  */
 export const RewindPlanSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 7);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RewindResult.
  * Use `create(RewindResultSchema)` to create a new message.
  */
 export const RewindResultSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 8);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ModelChoice.
  * Use `create(ModelChoiceSchema)` to create a new message.
  */
 export const ModelChoiceSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 9);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 13);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ModelList.
  * Use `create(ModelListSchema)` to create a new message.
  */
 export const ModelListSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 10);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 14);
 
 /**
  * Describes the message pluggableharness.kernel.v1.PlanModeState.
  * Use `create(PlanModeStateSchema)` to create a new message.
  */
 export const PlanModeStateSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 11);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 15);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CompactResult.
  * Use `create(CompactResultSchema)` to create a new message.
  */
 export const CompactResultSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 12);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 16);
 
 /**
  * Describes the message pluggableharness.kernel.v1.PermissionRule.
  * Use `create(PermissionRuleSchema)` to create a new message.
  */
 export const PermissionRuleSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 13);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 17);
 
 /**
  * Describes the message pluggableharness.kernel.v1.PermissionRuleList.
  * Use `create(PermissionRuleListSchema)` to create a new message.
  */
 export const PermissionRuleListSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 14);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 18);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ModelUsage.
  * Use `create(ModelUsageSchema)` to create a new message.
  */
 export const ModelUsageSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 15);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 19);
 
 /**
  * Describes the message pluggableharness.kernel.v1.UsageSummary.
  * Use `create(UsageSummarySchema)` to create a new message.
  */
 export const UsageSummarySchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 16);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 20);
 
 /**
  * Describes the message pluggableharness.kernel.v1.SessionList.
  * Use `create(SessionListSchema)` to create a new message.
  */
 export const SessionListSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 17);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 21);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentRequest.
  * Use `create(ExecEnvironmentRequestSchema)` to create a new message.
  */
 export const ExecEnvironmentRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 18);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 22);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ExecEnvironmentResponse.
  * Use `create(ExecEnvironmentResponseSchema)` to create a new message.
  */
 export const ExecEnvironmentResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 19);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 23);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ProviderRef.
  * Use `create(ProviderRefSchema)` to create a new message.
  */
 export const ProviderRefSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 20);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 24);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionRequest.
  * Use `create(RunSessionRequestSchema)` to create a new message.
  */
 export const RunSessionRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 21);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 25);
 
 /**
  * Describes the message pluggableharness.kernel.v1.RunSessionResponse.
  * Use `create(RunSessionResponseSchema)` to create a new message.
  */
 export const RunSessionResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 22);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 26);
 
 /**
  * Describes the message pluggableharness.kernel.v1.ChildDenial.
  * Use `create(ChildDenialSchema)` to create a new message.
  */
 export const ChildDenialSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 23);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 27);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensRequest.
  * Use `create(CountTokensRequestSchema)` to create a new message.
  */
 export const CountTokensRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 24);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 28);
 
 /**
  * Describes the message pluggableharness.kernel.v1.CountTokensResponse.
  * Use `create(CountTokensResponseSchema)` to create a new message.
  */
 export const CountTokensResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 25);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 29);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitRequest.
  * Use `create(EmitRequestSchema)` to create a new message.
  */
 export const EmitRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 26);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 30);
 
 /**
  * Describes the message pluggableharness.kernel.v1.EmitResponse.
  * Use `create(EmitResponseSchema)` to create a new message.
  */
 export const EmitResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 27);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 31);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogRequest.
  * Use `create(LogRequestSchema)` to create a new message.
  */
 export const LogRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 28);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 32);
 
 /**
  * Describes the message pluggableharness.kernel.v1.LogResponse.
  * Use `create(LogResponseSchema)` to create a new message.
  */
 export const LogResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 29);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 33);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeRequest.
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 30);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 34);
 
 /**
  * Describes the message pluggableharness.kernel.v1.DescribeResponse.
  * Use `create(DescribeResponseSchema)` to create a new message.
  */
 export const DescribeResponseSchema = /*@__PURE__*/
-  messageDesc(file_pluggableharness_kernel_v1_kernel, 31);
+  messageDesc(file_pluggableharness_kernel_v1_kernel, 35);
+
+/**
+ * Describes the enum pluggableharness.kernel.v1.MemoryAuditAction.
+ */
+export const MemoryAuditActionSchema = /*@__PURE__*/
+  enumDesc(file_pluggableharness_kernel_v1_kernel, 0);
+
+/**
+ * @generated from enum pluggableharness.kernel.v1.MemoryAuditAction
+ */
+export const MemoryAuditAction = /*@__PURE__*/
+  tsEnum(MemoryAuditActionSchema);
 
 /**
  * Describes the enum pluggableharness.kernel.v1.EventKind.
  */
 export const EventKindSchema = /*@__PURE__*/
-  enumDesc(file_pluggableharness_kernel_v1_kernel, 0);
+  enumDesc(file_pluggableharness_kernel_v1_kernel, 1);
 
 /**
  * Every kind of persisted event. UNSPECIFIED never appears in a session file.

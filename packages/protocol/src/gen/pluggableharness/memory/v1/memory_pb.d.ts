@@ -421,6 +421,14 @@ export declare type RecordRequest = Message<"pluggableharness.memory.v1.RecordRe
    * @generated from field: pluggableharness.common.v1.CallContext call_context = 8;
    */
   callContext?: CallContext | undefined;
+
+  /**
+   * PENDING: a draft awaiting the operator's approval, which ordinary recall skips. Only
+   * for a provider declaring ratification_supported; unset (or CANONICAL): in use at once.
+   *
+   * @generated from field: optional pluggableharness.memory.v1.RecordStatus status = 9;
+   */
+  status?: RecordStatus | undefined;
 };
 
 /**
@@ -717,6 +725,13 @@ export declare type ApproveRecordRequest = Message<"pluggableharness.memory.v1.A
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The session and project the call addresses, as on the other record operations.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
@@ -749,6 +764,13 @@ export declare type RejectRecordRequest = Message<"pluggableharness.memory.v1.Re
    * @generated from field: string id = 1;
    */
   id: string;
+
+  /**
+   * The session and project the call addresses, as on the other record operations.
+   *
+   * @generated from field: pluggableharness.common.v1.CallContext call_context = 2;
+   */
+  callContext?: CallContext | undefined;
 };
 
 /**
