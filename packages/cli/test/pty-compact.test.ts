@@ -121,7 +121,7 @@ describe("agent run in a terminal: a compact transcript", () => {
     tmux("send-keys", "-t", "tx", "2", "Enter");
     await waitFor("Postgres it is.");
     // The model is told the option itself, and which one it was.
-    const sentBack = (fake.requests.at(-1)?.json as { messages: { content: unknown }[] }).messages.at(-1);
+    const sentBack = (fake.requests.at(-1)!.json as { messages: { content: unknown }[] }).messages.at(-1);
     expect(JSON.stringify(sentBack)).toContain('{\\"option_index\\":1}\\nPostgres');
     expect(pane()).toContain("↳ 2. Postgres");
     const sent = fake.requests.map((r) => (r.json as { messages: unknown[] }).messages);

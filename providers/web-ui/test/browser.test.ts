@@ -348,7 +348,7 @@ describe("the web UI in Chromium", () => {
     await card.getByRole("group", { name: "Options" }).getByRole("button", { name: "Postgres" }).click();
     await page.locator(".entry.assistant", { hasText: "Postgres it is." }).waitFor();
     // The model is told the option itself, and which one it was.
-    const sent = (fake.requests.at(-1)?.json as { messages: { content: unknown }[] }).messages.at(-1);
+    const sent = (fake.requests.at(-1)!.json as { messages: { content: unknown }[] }).messages.at(-1);
     expect(JSON.stringify(sent)).toContain('{\\"option_index\\":1}\\nPostgres');
     await context.close();
   });
