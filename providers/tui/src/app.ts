@@ -1513,15 +1513,14 @@ export class Tui {
       if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
       return line;
     }
-    const parts = [
-      this.model || "model pending",
-      `${formatTokens(this.inputTokens)} in · ${formatTokens(this.outputTokens)} out`,
+    // The widgets provider's format (model · context · cost), so the line reads the same
+    // with or without it; the context part only where it fits: the line never wraps.
+    const cost =
       formatUsd(this.costUsd) +
-        (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
-    ];
-    // The context indicator only where it fits: the status line never wraps.
+      (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : "");
+    const parts = [this.model || "model pending", cost];
     const ctx = this.context ? contextUsage(this.context.tokens, this.context.ceiling) : "";
-    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.push(ctx);
+    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.splice(1, 0, ctx);
     if (this.replayOnly) parts.push("replay only");
     let line = p.paint(parts.join(" · "), "dim");
     if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
@@ -1590,10 +1589,10 @@ export class Tui {
   }
 }
 
-/** The context indicator of the status line: "ctx 12k/200k 6%". */
+/** The context indicator of the status line: "context 12k/200k (6%)", as the widgets provider writes it. */
 export function contextUsage(tokens: number, ceiling: number): string {
   const pct = Math.min(999, Math.round((tokens / ceiling) * 100));
-  return `ctx ${formatTokens(tokens)}/${formatTokens(ceiling)} ${pct}%`;
+  return `context ${formatTokens(tokens)}/${formatTokens(ceiling)} (${pct}%)`;
 }
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */
