@@ -65,7 +65,10 @@ export function buildProgram(io: Io, finish: (code: number) => void): Command {
         .choices(["deny", "allow"])
         .default("deny"),
     )
-    .option("--verbose", "text output: print the whole transcript, not only the final answer")
+    .option(
+      "--verbose",
+      "text output: print the whole transcript, not only the final answer; all runs: show each context provider's contribution",
+    )
     .option(
       "--detach",
       "start the session under agent serve (started in the background if needed), print its id and return",

@@ -211,6 +211,7 @@ export {
   firstPartySource,
   isForgeSource,
 } from "./source-address.ts";
+export { closest, didYouMean, distance } from "./suggest.ts";
 export {
   builtinRootProfile,
   getProfile,

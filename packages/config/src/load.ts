@@ -35,6 +35,7 @@ import { checkSourceAddress, firstPartyName } from "./source-address.ts";
 /** The first-party providers that are frontends (settings.default_frontend may name them). */
 const FIRST_PARTY_FRONTENDS: ReadonlySet<string> = new Set(["tui", "web-ui"]);
 
+import { didYouMean } from "./suggest.ts";
 import { parseConstraints } from "./version.ts";
 
 export const CONFIG_FILE = "agent.hcl";
@@ -161,7 +162,7 @@ export function loadConfigSource(
       errorAt(
         "unknown_provider",
         "Unknown provider",
-        `${what} names "${name}", which is not declared in required_providers${declared.size === 0 ? "" : ` (declared: ${[...declared.keys()].join(", ")})`}.`,
+        `${what} names "${name}", which is not declared in required_providers${declared.size === 0 ? "" : ` (declared: ${[...declared.keys()].join(", ")})`}.${didYouMean(name, [...declared.keys()])}`,
         range,
       ),
     );

@@ -10,6 +10,7 @@ import { join, relative, sep } from "node:path";
 import { type ConfigDiagnostic, errorAt } from "./diagnostics.ts";
 import type { AgentConfig, RequiredProvider } from "./model.ts";
 import { FIRST_PARTY_OWNER, FIRST_PARTY_PROVIDERS, firstPartyName, isForgeSource } from "./source-address.ts";
+import { closest } from "./suggest.ts";
 import { formatConstraints, satisfies } from "./version.ts";
 
 export interface ResolvedProvider {
@@ -57,6 +58,13 @@ const SUPPORTED_FORMS =
   `Supported today: first-party sources "github.com/${FIRST_PARTY_OWNER}/provider-<name>" or "${FIRST_PARTY_OWNER}/<name>" ` +
   `(names: ${FIRST_PARTY_PROVIDERS.join(", ")}), git-forge releases "github.com/<owner>/<repo>" or "gitlab.com/<group>/<repo>", ` +
   "and a dev_overrides entry in the global config pointing at a local plugin executable.";
+
+/** A first-party source whose name is a typo of a first-party provider's: the likely one. */
+function misspeltFirstParty(source: string): string {
+  const m = /^(github\.com\/pluggableharness\/provider-|pluggableharness\/)([^/]+)$/i.exec(source);
+  const near = m ? closest(m[2]!, FIRST_PARTY_PROVIDERS) : undefined;
+  return near ? ` Did you mean "${m![1]}${near}"?` : "";
+}
 
 export function resolveProvider(req: RequiredProvider, options: ResolveOptions): ResolveResult {
   const override = options.devOverrides?.[req.localName];
@@ -114,7 +122,7 @@ export function resolveProvider(req: RequiredProvider, options: ResolveOptions):
       diagnostic: errorAt(
         "source_address",
         `Cannot resolve provider "${req.localName}"`,
-        `"${req.source}" cannot be resolved. ${SUPPORTED_FORMS}`,
+        `"${req.source}" cannot be resolved.${misspeltFirstParty(req.source)} ${SUPPORTED_FORMS}`,
         req.range,
       ),
     };

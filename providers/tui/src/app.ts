@@ -31,9 +31,10 @@ import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
 import { MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
+import { optionLabels, pickedOption } from "./options.ts";
 import { permissionAction } from "./permission.ts";
 import { pick } from "./picker.ts";
-import { actionsOf, paintNode, paintTree } from "./render-tree.ts";
+import { actionsOf, paintNode, paintTree, treeText } from "./render-tree.ts";
 import { Screen, type TerminalOutput } from "./screen.ts";
 import { type Painter, painterFor, sanitize, sanitizeLines, visibleWidth, wrapLine } from "./style.ts";
 import { originLabel, SubagentTree } from "./subagents.ts";
@@ -110,10 +111,13 @@ interface OpenStream {
 
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DOUBLE_PRESS_MS = 2000;
+const INTERRUPTING = "Interrupting…";
 const TOOL_TAIL = 8;
 const PANEL_ROWS = 12;
 
 /** Runs the UI until the operator exits or the connection ends. */
+const collapseSpace = (s: string) => s.replace(/\s+/g, " ").trim();
+
 export function runTui(options: TuiOptions): Promise<TuiResult> {
   return new Tui(options).run();
 }
@@ -174,6 +178,15 @@ export class Tui {
   private readonly actions = new ActionFocus();
   private hint = "";
   private hintUntil = 0;
+  /** Repaints once a flashed hint expires, so that it never outlives its moment. */
+  private hintTimer: NodeJS.Timeout | undefined;
+  /** The session is attached and its history shown: input can go to it. */
+  private ready = false;
+  private wasReady = false;
+  /** Lines entered before the session was ready, sent once it is. */
+  private readonly typedAhead: string[] = [];
+  /** The plain text of the last transcript unit, with white space collapsed. */
+  private lastUnitText = "";
   private ctrlCAt = -Infinity;
   private spinnerTimer: NodeJS.Timeout | undefined;
   private finished = false;
@@ -291,6 +304,7 @@ export class Tui {
         ]);
         if (this.target.kind === "create" && this.target.prompt) this.setBusy("Thinking", true);
         else this.setBusy("", false);
+        this.becomeReady();
         return;
       case "sessionAttached":
         this.sessionId = ev.sessionId || e.value.info?.sessionId;
@@ -313,6 +327,7 @@ export class Tui {
         const t = this.target;
         if (t.kind !== "create" && t.prompt) this.sendMessage(t.prompt);
         else this.takeLine();
+        this.becomeReady();
         return;
       }
       case "slashCommandRegistry":
@@ -428,7 +443,9 @@ export class Tui {
   }
 
   private statusLine(s: SessionStatus, detail: string): string {
-    const suffix = detail && detail !== "interrupted" ? ` — ${sanitize(detail)}` : "";
+    // A failed turn's record (rendered just before) already says why: once is enough.
+    const told = detail !== "" && this.lastUnitText.includes(collapseSpace(sanitize(detail)));
+    const suffix = detail && detail !== "interrupted" && !told ? ` — ${sanitize(detail)}` : "";
     switch (s) {
       case SessionStatus.COMPLETED:
         return this.p.paint(`✓ done${suffix}`, "success");
@@ -484,6 +501,7 @@ export class Tui {
       default: {
         // A finished unit: it supersedes whatever was streamed for it.
         const streamed = this.closeStreams(true);
+        this.lastUnitText = collapseSpace(treeText(content.content));
         const message = this.assistantMessage(content);
         // The streamed answer is already on screen, as markdown.
         if (streamed && message) return;
@@ -758,14 +776,21 @@ export class Tui {
     this.questions.shift();
     this.overlay.length = 0;
     const field = answerField(q);
+    // "2" picks the second listed option, when the answer schema takes an option index.
+    const picked = pickedOption(text, optionLabels(q.prompt));
+    const indexed = q.responseSchema?.properties.some((p) => p.name === "option_index");
+    const response =
+      picked && indexed ? { [field]: picked.label, option_index: picked.index } : { [field]: text };
     this.conn.send({
       sessionId: this.sessionId ?? "",
       event: {
         case: "interactiveResponse",
-        value: { callId: q.callId, response: { [field]: text } },
+        value: { callId: q.callId, response },
       },
     });
-    this.commit([this.p.paint(`  ↳ ${text}`, "dim")]);
+    this.commit([
+      this.p.paint(`  ↳ ${picked && indexed ? `${picked.index + 1}. ${picked.label}` : text}`, "dim"),
+    ]);
     this.editor.clear();
     this.setBusy("Working", true);
   }
@@ -783,7 +808,10 @@ export class Tui {
     } else {
       if (this.escapeTimer) clearTimeout(this.escapeTimer);
       this.escapeTimer = undefined;
-      for (const key of this.keys.decode(text)) this.onKey(key);
+      // Typed while `agent` was starting, the terminal was still in line mode and turned
+      // each Enter into a line feed: until the session is ready, a line feed is Enter.
+      const keys = this.wasReady ? text : text.replace(/\r?\n/g, "\r");
+      for (const key of this.keys.decode(keys)) this.onKey(key);
       // An ESC at the end of a read may begin a sequence the next read completes.
       if (this.keys.pending) {
         this.escapeTimer = setTimeout(() => {
@@ -953,6 +981,13 @@ export class Tui {
   }
 
   /** Enter: the line goes to whatever is asking (argument edit, question) or becomes a message. */
+  /** Input may go to the session now; what was typed ahead goes first, in order. */
+  private becomeReady(): void {
+    this.ready = true;
+    this.wasReady = true;
+    for (const line of this.typedAhead.splice(0)) this.submit(line);
+  }
+
   private submit(line: string): void {
     if (this.denying) {
       this.decide(this.denying, ClientDecision.DENY, PlanDecisionScope.ONCE, undefined, line.trim());
@@ -992,8 +1027,9 @@ export class Tui {
       this.commit(this.helpLines());
       return;
     }
-    if (!this.sessionId) {
-      this.flash("The session is not ready yet");
+    if (!this.sessionId || !this.ready) {
+      this.typedAhead.push(text);
+      this.flash("Sent once the session is ready");
       return;
     }
     if (cmd && !registered) {
@@ -1095,6 +1131,7 @@ export class Tui {
     this.closeStreams(false);
     this.clearPrompts();
     this.sessionId = undefined;
+    this.ready = false;
     this.info = undefined;
     this.registered = [];
     this.registryKnown = false;
@@ -1211,13 +1248,19 @@ export class Tui {
   private interrupt(): void {
     if (!this.sessionId) return;
     this.conn.send({ sessionId: this.sessionId, event: { case: "interrupt", value: {} } });
-    this.flash("Interrupting…");
+    this.flash(INTERRUPTING);
   }
 
   private flash(text: string): void {
     this.hint = text;
     this.hintUntil = this.now() + DOUBLE_PRESS_MS;
-    if (this.plain) this.writePlain(`${this.p.paint(text, "dim")}\n`);
+    if (this.plain) {
+      this.writePlain(`${this.p.paint(text, "dim")}\n`);
+      return;
+    }
+    if (this.hintTimer) clearTimeout(this.hintTimer);
+    this.hintTimer = setTimeout(() => this.render(), DOUBLE_PRESS_MS + 50);
+    this.hintTimer.unref?.();
   }
 
   // ---- plain mode ----------------------------------------------------------
@@ -1308,6 +1351,8 @@ export class Tui {
 
   private setBusy(label: string, busy: boolean): void {
     if (busy && !this.busy) this.busySince = this.now();
+    // The turn stopped: saying it is being interrupted is no longer true.
+    if (!busy && this.hint === INTERRUPTING) this.hint = "";
     this.busy = busy;
     if (label) this.busyLabel = label;
     if (this.plain) return;
@@ -1399,6 +1444,8 @@ export class Tui {
         `${p.paint(`Question from ${q.provider ? `${q.provider}.` : ""}${q.toolName}`, "bold", "warning")}`,
       );
       for (const l of [...paintTree(q.prompt, { painter: p }), ...this.overlay]) barred(`${l}`);
+      const n = optionLabels(q.prompt).length;
+      if (n > 0) barred(p.paint(`Type 1-${n} and Enter to choose an option`, "dim"));
       cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
     if (!item && !q) lines.push(...this.subagents.liveLines(p, width));
@@ -1466,15 +1513,14 @@ export class Tui {
       if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
       return line;
     }
-    const parts = [
-      this.model || "model pending",
-      `${formatTokens(this.inputTokens)} in · ${formatTokens(this.outputTokens)} out`,
+    // The widgets provider's format (model · context · cost), so the line reads the same
+    // with or without it; the context part only where it fits: the line never wraps.
+    const cost =
       formatUsd(this.costUsd) +
-        (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : ""),
-    ];
-    // The context indicator only where it fits: the status line never wraps.
+      (this.remainingUsd !== undefined ? ` (${formatUsd(this.remainingUsd)} left)` : "");
+    const parts = [this.model || "model pending", cost];
     const ctx = this.context ? contextUsage(this.context.tokens, this.context.ceiling) : "";
-    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.push(ctx);
+    if (ctx && visibleWidth([...parts, ctx].join(" · ")) <= width) parts.splice(1, 0, ctx);
     if (this.replayOnly) parts.push("replay only");
     let line = p.paint(parts.join(" · "), "dim");
     if (this.warning) line += ` ${p.paint(`⚠ ${this.warning}`, "warning")}`;
@@ -1528,6 +1574,7 @@ export class Tui {
     if (this.finished) return;
     if (this.spinnerTimer) clearInterval(this.spinnerTimer);
     this.spinnerTimer = undefined;
+    if (this.hintTimer) clearTimeout(this.hintTimer);
     if (this.screen) {
       this.busy = false;
       this.render();
@@ -1542,10 +1589,10 @@ export class Tui {
   }
 }
 
-/** The context indicator of the status line: "ctx 12k/200k 6%". */
+/** The context indicator of the status line: "context 12k/200k (6%)", as the widgets provider writes it. */
 export function contextUsage(tokens: number, ceiling: number): string {
   const pct = Math.min(999, Math.round((tokens / ceiling) * 100));
-  return `ctx ${formatTokens(tokens)}/${formatTokens(ceiling)} ${pct}%`;
+  return `context ${formatTokens(tokens)}/${formatTokens(ceiling)} (${pct}%)`;
 }
 
 /** Up to three commands close to `name`: by prefix, then by edit distance. */

@@ -84,12 +84,18 @@ export function completeCommand(prefix: string, commands: readonly CommandEntry[
  */
 export function isCommandEcho(content: PlacedContent, commands: readonly CommandEntry[]): boolean {
   const root = content.content?.root?.node;
-  if (root?.case !== "group") return false;
-  const head = root.value.children[0]?.node;
-  if (head?.case !== "text" || head.value.style !== TextStyle.BOLD) return false;
-  const label = head.value.content;
+  // A tool call is one bold line "→ provider.tool <arguments>", folded when the line
+  // cannot show all of them; a message is a group headed by who speaks.
+  const head = root?.case === "group" ? root.value.children[0]?.node : root;
+  const label =
+    head?.case === "text" && head.value.style === TextStyle.BOLD
+      ? head.value.content
+      : head?.case === "collapsible"
+        ? head.value.summary
+        : undefined;
+  if (label === undefined) return false;
   if (label === "User (kernel: direct_invoke)") return true;
   if (!label.startsWith("→ ")) return false;
-  const tool = label.slice(2);
+  const tool = label.slice(2).split(" ")[0];
   return commands.some((c) => c.toolName !== undefined && `${c.provider}.${c.toolName}` === tool);
 }

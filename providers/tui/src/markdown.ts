@@ -141,6 +141,9 @@ function inline(tokens: Token[] | undefined, p: Painter): string {
       case "escape":
         out += sanitize(decode((t as Tokens.Escape).text));
         break;
+      case "checkbox":
+        // A task item's box: the list marker already shows it (☐/☑).
+        break;
       default:
         out += sanitize(decode((t as { raw: string }).raw));
     }
@@ -245,10 +248,10 @@ export function block(t: Token, width: number, p: Painter): string[] {
     }
     case "code": {
       const c = t as Tokens.Code;
-      const fence = p.paint(`\`\`\`${c.lang ?? ""}`, "dim");
-      // Code is cut, never word-wrapped, so indentation stays readable.
-      const body = highlight(c.text, c.lang, p).flatMap((l) => wrapLine(l, width));
-      return [fence, ...body, p.paint("```", "dim")];
+      // Highlighted and set apart by blank rows, without the fences (as Claude Code shows
+      // it), so a copied block is just the code. Code is cut, never word-wrapped, so
+      // indentation stays readable.
+      return highlight(c.text, c.lang, p).flatMap((l) => wrapLine(l, width));
     }
     case "blockquote": {
       const inner = blocks((t as Tokens.Blockquote).tokens, width - 2, p);
@@ -262,6 +265,7 @@ export function block(t: Token, width: number, p: Painter): string[] {
       return [p.paint("─".repeat(Math.min(width, 40)), "dim")];
     case "space":
     case "def":
+    case "checkbox":
       return [];
     default:
       return wrapText(sanitize((t as { raw: string }).raw.replace(/\n+$/, "")), width);

@@ -90,7 +90,8 @@ export function paintNode(node: RenderNode | undefined, opts: PaintOptions = {})
     case "codeBlock": {
       const lang = n.value.language ?? "";
       const body = highlight(n.value.content.replace(/\r\n?/g, "\n").replace(/\n$/, ""), lang, p);
-      return [p.paint(`\`\`\`${lang}`, "dim"), ...body, p.paint("```", "dim")];
+      // Highlighted, without fences: the same as code in an answer (markdown.ts).
+      return body;
     }
     case "diff": {
       const out: string[] = [];

@@ -103,6 +103,8 @@ describe("terminal UI on a TTY", () => {
             inputTokens: 1200n,
             outputTokens: 34n,
             sessionCostUsd: 0.0123,
+            contextTokens: 12_000n,
+            contextCeiling: 200_000n,
           },
         },
       },
@@ -112,7 +114,8 @@ describe("terminal UI on a TTY", () => {
     const screen = output.text();
     expect(screen).toContain("Hello, world!");
     expect(screen).toContain("✓ done");
-    expect(screen).toMatch(/fake\/m2 · 1\.2k in · 34 out · \$0\.01/);
+    // The widgets provider's status format: model · context · cost.
+    expect(screen).toMatch(/fake\/m2 · context 12k\/200k \(6%\) · \$0\.01/);
     input.type("\x03");
     await settle();
     expect(output.text()).toContain("Press Ctrl-C again to exit");

@@ -88,8 +88,32 @@ describe("markdown rendering", () => {
     const s = new MarkdownStream();
     s.append("Intro.\n\n```py\nprint(1)\n");
     expect(s.takeSettled(60, plainPainter)).toEqual(["Intro."]);
-    expect(s.live(60, plainPainter)).toEqual(["", "```py", "print(1)", "```"]);
+    expect(s.live(60, plainPainter)).toEqual(["", "print(1)"]);
     s.append("```\n\nAfter.");
-    expect(s.takeSettled(60, plainPainter)).toEqual(["", "```py", "print(1)", "```"]);
+    expect(s.takeSettled(60, plainPainter)).toEqual(["", "print(1)"]);
+  });
+
+  it("shows code without its fences and a task item with one box, on the item's row", () => {
+    const rows = renderMarkdown(
+      "Plan:\n\n- [ ] write the test\n- [x] read the code\n\n```js\nconst a = 1;\n```\n\nDone.",
+      60,
+      plainPainter,
+    );
+    expect(rows).toEqual([
+      "Plan:",
+      "",
+      "• ☐ write the test",
+      "• ☑ read the code",
+      "",
+      "const a = 1;",
+      "",
+      "Done.",
+    ]);
+    // A loose list puts each item in a paragraph: the box is not repeated there either.
+    expect(renderMarkdown("1. [ ] one\n\n2. [x] two", 60, plainPainter)).toEqual([
+      "1. ☐ one",
+      "",
+      "2. ☑ two",
+    ]);
   });
 });

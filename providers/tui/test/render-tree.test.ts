@@ -92,9 +92,7 @@ describe("RenderTree painting", () => {
     });
     expect(treeText(t).split("\n")).toEqual([
       "plain",
-      "```ts",
       "let x = 1;",
-      "```",
       "@@ -3,2 +3,2 @@",
       " keep",
       "-old",

@@ -73,13 +73,13 @@ beforeAll(async () => {
   const withCommands = hcl
     .replace(
       "required_providers {",
-      'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }\n  task = { source = "pluggableharness/task", version = ">= 0.1.0" }\n  widgets = { source = "pluggableharness/widgets", version = ">= 0.1.0" }',
+      'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.1.0" }\n  task = { source = "pluggableharness/task", version = ">= 0.1.0" }\n  widgets = { source = "pluggableharness/widgets", version = ">= 0.1.0" }\n  user = { source = "pluggableharness/user", version = ">= 0.1.0" }',
     )
     .replace(
       'tools     = ["filesystem.*", "exec.*"]',
-      'tools     = ["filesystem.*", "exec.*", "commands.*", "task.*"]',
+      'tools     = ["filesystem.*", "exec.*", "commands.*", "task.*", "user.*"]',
     );
-  expect(withCommands).toContain('"commands.*", "task.*"');
+  expect(withCommands).toContain('"commands.*", "task.*", "user.*"');
   writeFileSync(join(repo, "agent.hcl"), withCommands);
   fake = await startFakeVendor({ vendor: "anthropic", script: [] });
   const env = {
@@ -319,6 +319,37 @@ describe("the web UI in Chromium", () => {
     await expect(
       panel.locator(".group.row", { hasText: "Add a regression test" }).getByRole("button").count(),
     ).resolves.toBe(1);
+    await context.close();
+  });
+
+  it("answers an ask_user question by clicking one of its options", async () => {
+    const context = await browser.newContext({ viewport: { width: 1180, height: 820 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    await open(page, url);
+    fake.push(
+      {
+        kind: "tool_calls",
+        calls: [
+          {
+            name: "user__ask_user",
+            args: {
+              question: "Which database?",
+              options: [{ label: "SQLite" }, { label: "Postgres", description: "the server one" }],
+            },
+          },
+        ],
+      },
+      { kind: "text", text: "Postgres it is." },
+    );
+    await page.getByRole("textbox", { name: "Message" }).fill("Pick a database");
+    await page.getByRole("textbox", { name: "Message" }).press("Enter");
+    const card = page.getByRole("region", { name: "Question from ask_user" });
+    await card.getByRole("group", { name: "Options" }).getByRole("button", { name: "Postgres" }).click();
+    await page.locator(".entry.assistant", { hasText: "Postgres it is." }).waitFor();
+    // The model is told the option itself, and which one it was.
+    const sent = (fake.requests.at(-1)!.json as { messages: { content: unknown }[] }).messages.at(-1);
+    expect(JSON.stringify(sent)).toContain('{\\"option_index\\":1}\\nPostgres');
     await context.close();
   });
 

@@ -522,7 +522,7 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
       );
     }
     if (frontendPlugin !== undefined) return await runOnPluginFrontend(io, kernel, handle, frontendPlugin);
-    return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message);
+    return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message, !!opts.verbose);
   } finally {
     signals?.dispose();
     await kernel.shutdown().catch(() => {});
@@ -669,6 +669,8 @@ async function runHeadless(
     // file, and a render is its cue that an event was persisted: the kernel's own renderer
     // is enough for that, so no plugin is asked to Render in the middle of a turn.
     renders: o.verbose ? "producer" : o.format === "stream-json" ? "generic" : "none",
+    // The cue is needed for every persisted event, context contributions included.
+    verbose: o.verbose || o.format === "stream-json",
   });
   const events = conn.events[Symbol.asyncIterator]();
   await attach(conn, handle.id, events);
@@ -787,6 +789,11 @@ async function runOnPluginFrontend(
   return EXIT.OK;
 }
 
+/** What leaving an interactive session prints: how to come back to it. */
+export function resumeHint(sessionId: string): string {
+  return `To continue this session: agent run --resume ${sessionId}`;
+}
+
 async function runInteractive(
   io: Io,
   kernel: Kernel,
@@ -795,10 +802,11 @@ async function runInteractive(
   model: string,
   resumed: boolean,
   firstMessage: string | undefined,
+  verbose: boolean,
 ): Promise<number> {
   if (!input.stdin.isTTY)
     throw new CliError("agent run: interactive mode needs a terminal; use -p for headless runs", EXIT.USAGE);
-  const conn = kernel.frontends.connect({ name: "tui", interactive: true });
+  const conn = kernel.frontends.connect({ name: "tui", interactive: true, verbose });
   // SIGINT cannot arrive while the UI holds the terminal in raw mode; ignore stray ones.
   const ignore = () => {};
   process.on("SIGINT", ignore);
@@ -820,6 +828,8 @@ async function runInteractive(
       // What the UI refuses to attach: the agent's own files (git metadata is the user's).
       protectedPaths: kernelProtectedPaths(kernel.config.projectDir, io.env, { gitMetadata: false }),
     });
+    // The session the UI ended on (it may have switched with /clear or /resume).
+    if (result.sessionId) line(io.out, resumeHint(result.sessionId));
     if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
     if (
       result.status === SessionStatus.ERROR_MAX_TURNS ||

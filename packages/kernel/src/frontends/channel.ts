@@ -8,6 +8,7 @@
 // backfill alike, so both read the same.
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ServerEvent, ServerEventSchema } from "@pluggableharness/protocol/frontend";
+import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { PlacedContent } from "@pluggableharness/protocol/render";
 import type { KernelLogger } from "../log.ts";
 import type { RenderPreference } from "../loop/frontend-port.ts";
@@ -24,11 +25,18 @@ export interface Subscriber {
   readonly interactive: boolean;
   /** How it wants persisted events rendered (default "producer"; see ConnectOptions). */
   readonly renders?: RenderPreference;
+  /** Also sent the renders a compact transcript leaves out (see ConnectOptions.verbose). */
+  readonly verbose?: boolean;
   deliver(event: ServerEvent): void;
 }
 
 const RICHNESS: Record<RenderPreference, number> = { none: 0, generic: 1, producer: 2 };
-const wants = (s: Subscriber): RenderPreference => s.renders ?? "producer";
+/**
+ * How `s` wants `event` rendered. A context contribution precedes every model call, one
+ * per provider: only a verbose subscriber is sent it (the session file keeps it anyway).
+ */
+const wants = (s: Subscriber, event?: RenderableEvent): RenderPreference =>
+  event?.kind === EventKind.CONTEXT_CONTRIBUTION && !s.verbose ? "none" : (s.renders ?? "producer");
 
 export interface BackfillSource {
   /** Persisted events with sequence <= through, in sequence order. */
@@ -107,7 +115,8 @@ export class SessionChannel {
       // Rendered once, the richest way any subscriber wants it; nobody wanting a render
       // (a headless run printing only its answer) means no Render RPC at all.
       let mode: RenderPreference = "none";
-      for (const s of this.#subscribers) if (RICHNESS[wants(s)] > RICHNESS[mode]) mode = wants(s);
+      for (const s of this.#subscribers)
+        if (RICHNESS[wants(s, event)] > RICHNESS[mode]) mode = wants(s, event);
       if (mode === "none") return;
       const content = await this.#renderAs(mode, event);
       if (!hasContent(content.content)) return;
@@ -116,7 +125,7 @@ export class SessionChannel {
         event: { case: "render", value: { content } },
       });
       this.actions.note(rendered);
-      for (const s of this.#subscribers) if (wants(s) !== "none") s.deliver(rendered);
+      for (const s of this.#subscribers) if (wants(s, event) !== "none") s.deliver(rendered);
     });
   }
 
@@ -154,6 +163,7 @@ export class SessionChannel {
     };
     const mode = wants(subscriber);
     for (const e of mode === "none" ? [] : plan.backfill.events(through)) {
+      if (wants(subscriber, e) === "none") continue;
       const rendering = this.#renderAs(mode, e);
       // A failure surfaces when its turn comes; until then it must not count as unhandled.
       rendering.catch(() => {});

@@ -38,6 +38,7 @@ import {
 } from "@pluggableharness/protocol/render";
 import { type ToolError, ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { memoryContentNode } from "../memory/links.ts";
+import { argumentSummary } from "./argument-summary.ts";
 
 /** What a renderer needs of a persisted event. StoredEvent satisfies it. */
 export interface RenderableEvent {
@@ -274,10 +275,12 @@ export function genericRenderTree(event: RenderableEvent): RenderTree {
         }
         case EventKind.TOOL_CALL: {
           const e = fromBinary(ToolCallEventSchema, event.payload);
-          return group([
-            text(`→ ${toolLabel(e.provider, e.call?.toolName ?? "?")}`, TextStyle.BOLD),
-            code(json(e.call?.arguments), "json"),
-          ]);
+          const head = `→ ${toolLabel(e.provider, e.call?.toolName ?? "?")}`;
+          const args = argumentSummary(e.call?.arguments);
+          // The whole arguments stay one fold away when the line could not show them all.
+          return args.complete
+            ? text(args.line ? `${head} ${args.line}` : head, TextStyle.BOLD)
+            : collapsible(`${head} ${args.line}`, [code(json(e.call?.arguments), "json")]);
         }
         case EventKind.TOOL_RESULT: {
           const e = fromBinary(ToolResultEventSchema, event.payload);

@@ -122,6 +122,7 @@ class HubConnection implements FrontendConnection, Subscriber {
   readonly name: string;
   readonly interactive: boolean;
   readonly renders: RenderPreference;
+  readonly verbose: boolean;
   readonly #queue = new AsyncQueue<ServerEvent>();
   readonly subscriptions = new Map<string, Subscription>();
   readonly #hub: FrontendHub;
@@ -132,6 +133,7 @@ class HubConnection implements FrontendConnection, Subscriber {
     this.name = options.name ?? `connection-${this.id}`;
     this.interactive = options.interactive ?? false;
     this.renders = options.renders ?? "producer";
+    this.verbose = options.verbose ?? false;
   }
 
   get events(): AsyncIterable<ServerEvent> {

@@ -168,6 +168,18 @@ export function commandArguments(text: string, schema: JsonObject): ArgumentMapp
   return { ok: false, error: `cannot map "${trimmed}" to the tool's input; ${usage(schema)}` };
 }
 
+/**
+ * Whether the model is told about the call. A slash command running an operator-only
+ * tool (/cost, /sessions, /model…) is the operator working the harness's controls: its
+ * answer is for them, and whatever it changes reaches the model by its own road (the
+ * tool list, the model choice), so the result stays out of the conversation. One running
+ * a tool the model could call itself (a project's /test running exec.bash) is reported,
+ * as are action triggers and MCP clients' calls.
+ */
+export function reportsToModel(inv: DirectInvocation): boolean {
+  return !(inv.origin.kind === "slash_command" && inv.tool.tool.schema.operatorOnly);
+}
+
 /** The history message text: what the operator ran, with what, and what came back. */
 export function invocationReport(inv: DirectInvocation, call: CallRecord): string {
   const how =
@@ -242,19 +254,20 @@ export async function runDirectInvocation(
       ...(r?.outcome.kind === "result" ? { payload: r.outcome.payload } : {}),
     });
   }
-  session.log.appendUserMessage(
-    turnId,
-    [
-      {
-        $typeName: "pluggableharness.content.v1.ContentBlock",
-        block: {
-          case: "text",
-          value: { $typeName: "pluggableharness.content.v1.TextBlock", text: invocationReport(inv, call) },
+  if (reportsToModel(inv))
+    session.log.appendUserMessage(
+      turnId,
+      [
+        {
+          $typeName: "pluggableharness.content.v1.ContentBlock",
+          block: {
+            case: "text",
+            value: { $typeName: "pluggableharness.content.v1.TextBlock", text: invocationReport(inv, call) },
+          },
         },
-      },
-    ],
-    DIRECT_INVOKE_REASON,
-  );
+      ],
+      DIRECT_INVOKE_REASON,
+    );
   const rewound = session.rewoundTo;
   if (rewound) {
     // After the command's result, so every frontend shows what was done before it moves on.

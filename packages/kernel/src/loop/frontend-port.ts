@@ -38,6 +38,11 @@ export interface ConnectOptions {
    * (it reads what it needs elsewhere, e.g. a headless run that prints only the answer).
    */
   readonly renders?: RenderPreference;
+  /**
+   * True to also receive the renders a compact transcript leaves out: each context
+   * provider's contribution before every model call (`agent run --verbose`).
+   */
+  readonly verbose?: boolean;
 }
 
 export type RenderPreference = "producer" | "generic" | "none";

@@ -265,6 +265,18 @@ function permissionCard(item, origin) {
   allow.focus({ preventScroll: true });
 }
 
+/** The label of each item of a prompt's first numbered list (ask_user's options). */
+function optionLabels(node) {
+  const firstText = (n) => n?.text?.content ?? (n?.group?.children ?? []).map(firstText).find((t) => t);
+  if (!node) return [];
+  if (node.list?.ordered) return (node.list.items ?? []).map((i) => (firstText(i) ?? "").trim());
+  for (const c of node.group?.children ?? node.collapsible?.children ?? []) {
+    const found = optionLabels(c);
+    if (found.length > 0) return found;
+  }
+  return [];
+}
+
 function questionCard(q) {
   if (state.cards.has(q.callId)) return;
   const card = el("section", "request question");
@@ -273,7 +285,9 @@ function questionCard(q) {
   const who = originText(q.origin);
   if (who) card.append(el("p", "t origin", `Asked by ${who}`));
   if (q.prompt?.root) card.append(renderTree(q.prompt));
-  const props = q.responseSchema ? Object.keys(q.responseSchema.properties ?? {}) : [];
+  // The schema's properties in their JSON form: a list of { name, schema }.
+  const listed = q.responseSchema?.properties ?? [];
+  const props = Array.isArray(listed) ? listed.map((p) => p.name) : Object.keys(listed);
   const field = props.length === 1 ? props[0] : "answer";
   const id = `answer-${q.callId}`;
   const label = el("label", "", "Your answer");
@@ -283,14 +297,29 @@ function questionCard(q) {
   input.rows = 2;
   const send = el("button", "primary", "Answer");
   send.type = "button";
-  send.addEventListener("click", () => {
+  const buttons = [send];
+  const answer = (response) => {
     state.answered.add(q.callId);
-    send.disabled = true;
-    post({
-      sessionId: state.sessionId,
-      interactiveResponse: { callId: q.callId, response: { [field]: input.value } },
+    for (const b of buttons) b.disabled = true;
+    post({ sessionId: state.sessionId, interactiveResponse: { callId: q.callId, response } });
+  };
+  send.addEventListener("click", () => answer({ [field]: input.value }));
+  // Each listed option is a button, when the answer says which option was chosen.
+  const indexed = props.includes("option_index");
+  const options = indexed ? optionLabels(q.prompt?.root) : [];
+  if (options.length > 0) {
+    const row = el("div", "options");
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", "Options");
+    options.forEach((text, i) => {
+      const b = el("button", "", text);
+      b.type = "button";
+      b.addEventListener("click", () => answer({ answer: text, option_index: i }));
+      buttons.push(b);
+      row.append(b);
     });
-  });
+    card.append(row);
+  }
   card.append(label, input, send);
   requests.append(card);
   state.cards.set(q.callId, card);
