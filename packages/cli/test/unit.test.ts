@@ -91,6 +91,16 @@ describe("agent init", () => {
     expect(vendorsFound({})).toEqual([]);
   });
 
+  it("writes the base URL a key comes with, as zero-config uses it", () => {
+    const found = vendorsFound({ ANTHROPIC_API_KEY: "a", ANTHROPIC_BASE_URL: "http://proxy" });
+    const text = initConfigText(found);
+    expect(text).toMatch(/provider "anthropic" \{[^}]*base_url += env\("ANTHROPIC_BASE_URL"\)/);
+    expect(text).toContain("# Vendor credentials found: ANTHROPIC_API_KEY.");
+    const openai = vendorsFound({ OPENAI_API_KEY: "k", OPENAI_BASE_URL: "http://gateway/v1" });
+    expect(openai.map((f) => f.vendor.provider)).toEqual(["openai"]);
+    expect(initConfigText(openai)).toMatch(/provider "openai" \{[^}]*base_url += env\("OPENAI_BASE_URL"\)/);
+  });
+
   it("writes a configuration that loads without errors, the first vendor primary and the rest fallbacks", () => {
     const found = vendorsFound({
       ANTHROPIC_API_KEY: "a",
@@ -493,7 +503,7 @@ describe("start-up cost of the read-only session commands", () => {
   }
   // runtime's socket-dirs.ts (where serve's record is) needs Node's built-ins only.
   const HEAVY =
-    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs)\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs|argument-summary)\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
 
   it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
     const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);

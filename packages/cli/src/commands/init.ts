@@ -30,9 +30,11 @@ type Vendor = NonNullable<ReturnType<typeof chooseVendor>>;
 /** Every vendor the environment configures, in the built-in order of preference. */
 export function vendorsFound(env: NodeJS.ProcessEnv): { vendor: Vendor; variables: string[] }[] {
   const has = (n: string) => (env[n] ?? "") !== "";
+  // A base URL set beside a key (a proxy, a gateway) is written too, as zero-config uses it.
+  const also = (n: string) => (has(n) ? [n] : []);
   const candidates: string[][] = [
-    ["ANTHROPIC_API_KEY"],
-    has("OPENAI_BASE_URL") ? [] : ["OPENAI_API_KEY"],
+    ["ANTHROPIC_API_KEY", ...also("ANTHROPIC_BASE_URL")],
+    has("OPENAI_BASE_URL") && has("OPENAI_MODEL") ? [] : ["OPENAI_API_KEY", ...also("OPENAI_BASE_URL")],
     ["GEMINI_API_KEY"],
     has("GEMINI_API_KEY") ? [] : ["GOOGLE_API_KEY"],
     ["XAI_API_KEY"],
@@ -118,7 +120,7 @@ export function initConfigText(
   ];
   if (primary) {
     out.push(
-      `# Vendor credentials found: ${found.flatMap((f) => f.variables.filter((v) => v !== "OPENAI_MODEL")).join(", ")}.`,
+      `# Vendor credentials found: ${found.flatMap((f) => f.variables.filter((v) => !/_MODEL$|_BASE_URL$/.test(v))).join(", ")}.`,
       "# No key is stored here: each provider block reads its key from the environment",
       '# with env("NAME") when a session starts.',
     );
