@@ -197,6 +197,7 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .command("replay <session-id>")
     .description("re-render a session, then its sub-agents, through the plugins that produced them")
     .option("--expand", "show collapsed parts in full")
+    .option("--verbose", "also each context provider's contribution, as `agent run --verbose` shows them")
     .option("--no-children", "leave out the sub-agents")
     .action(async (id: string, opts) => {
       const { runReplay } = await import("./commands/replay.ts");

@@ -120,11 +120,17 @@ describe("compaction end to end", () => {
   });
 
   it("sessions replay reproduces the live rendering byte for byte, compaction included", async () => {
-    const r = await agent(["sessions", "replay", sessionId], { cwd: repo, env });
+    // stream-json is sent every render, context contributions included: --verbose replays those.
+    const r = await agent(["sessions", "replay", sessionId, "--verbose"], { cwd: repo, env });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toBe(`${live.join("\n\n")}\n`);
     expect(r.stdout).toContain("Summary of the earlier conversation (compaction)");
+    expect(r.stdout).toContain("Context from compactor");
+    // Without it, the compact transcript a terminal shows: the same renders less those.
+    const compact = await agent(["sessions", "replay", sessionId], { cwd: repo, env });
+    expect(compact.code).toBe(0);
+    expect(compact.stdout).toBe(`${live.filter((t) => !t.startsWith("▸ Context from")).join("\n\n")}\n`);
   });
 
   it("--resume continues from the compacted history", async () => {

@@ -311,7 +311,8 @@ describe("a large write", () => {
     expect(total).toBeLessThan(content.length + 200 * 1024);
     expect(rows.filter((x) => x.n > 100 * 1024).map((x) => x.kind)).toEqual(["message"]);
 
-    const show = await agent(["sessions", "show", id], { cwd: repo, env, timeoutMs: 120_000 });
+    // The transcript shows the call on one line; --expand unfolds its whole input.
+    const show = await agent(["sessions", "show", id, "--expand"], { cwd: repo, env, timeoutMs: 120_000 });
     expect(show.stdout).toContain("0123456789abcdef".repeat(64)); // the call's arguments, restored
   }, 180_000);
 });

@@ -122,7 +122,7 @@ function describeMissing(
 export async function runReplay(
   io: Io,
   typed: string,
-  opts: { expand?: boolean; children?: boolean },
+  opts: { expand?: boolean; verbose?: boolean; children?: boolean },
 ): Promise<number> {
   const id = resolveSessionId(typed);
   const projectDir = projectOf(io).dir;
@@ -208,9 +208,10 @@ async function replayOne(
   kernel: Awaited<ReturnType<typeof createKernel>>,
   id: string,
   out: CoalescingWriter,
-  opts: { expand?: boolean },
+  opts: { expand?: boolean; verbose?: boolean },
 ): Promise<void> {
-  const conn = kernel.frontends.connect({ name: "replay", interactive: false });
+  // Context contributions only with --verbose, as a live run shows them.
+  const conn = kernel.frontends.connect({ name: "replay", interactive: false, verbose: !!opts.verbose });
   try {
     conn.send({ event: { case: "attachSession", value: { requestId: "replay", sessionId: id } } });
     let n = 0;

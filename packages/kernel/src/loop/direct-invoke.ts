@@ -270,7 +270,9 @@ export async function runDirectInvocation(
     );
   const rewound = session.rewoundTo;
   if (rewound) {
-    // After the command's result, so every frontend shows what was done before it moves on.
+    // After the command's result, so every frontend shows what was done before it moves on:
+    // the result may still be queued for the end of this tick (persistSoon).
+    session.log.flushPersistSoon();
     session.rewoundTo = undefined;
     session.channel.publish({
       event: {
