@@ -1,8 +1,9 @@
 // The documentation's cross-references resolve: every relative Markdown link in a tracked
 // .md file points at a file that exists (and, with a #fragment, at a heading of that file),
 // and every `docs/….md` path a document or a source comment cites exists. A cited decision
-// section (`docs/decisions/<subject>.md, "Title"`) must be a heading or a bold entry title
-// of that file, so a renamed or removed decision is caught where it is cited.
+// section (`docs/decisions/<subject>.md, "Title"`, the title possibly on the next comment
+// line) must be a heading or a bold entry title of that file, so a renamed or removed
+// decision is caught where it is cited.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -122,7 +123,7 @@ describe("documentation links", () => {
     const titles = new Map<string, string[]>();
     for (const file of tracked("*.md", "*.ts", "*.mjs", "*.go", "*.proto")) {
       const text = prose(file);
-      for (const m of text.matchAll(/docs\/decisions\/([\w-]+\.md)`?,\s*"([^"\n]+)"/g)) {
+      for (const m of text.matchAll(/docs\/decisions\/([\w-]+\.md)`?,\s*(?:(?:\/\/|\*)\s*)?"([^"\n]+)"/g)) {
         const subject = join(ROOT, "docs", "decisions", m[1]!);
         if (!existsSync(subject)) continue; // reported by the test above
         if (!titles.has(subject)) titles.set(subject, decisionTitles(readFileSync(subject, "utf8")));
