@@ -1,5 +1,5 @@
 // End-to-end: AGENT_TRACE writes the kernel's per-step timeline of a headless run, the
-// instrument behind the tool-dispatch figures in docs/decisions.md, "Performance".
+// instrument behind the tool-dispatch figures in docs/decisions/performance.md.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";

@@ -1,6 +1,6 @@
 // Argument-scoped policy matching: `command` patterns for shell tools and `path` globs
 // for file tools (configuration/policy-dsl.md has only the four schema fields; these
-// two are this project's extension, recorded in docs/decisions.md).
+// two are this project's extension, recorded in docs/decisions/sandbox-and-policy.md).
 //
 // A command pattern is a list of words, written like a shell line: each word matches
 // one argv word exactly, a word containing `*`/`?` is a glob within one word, and a

@@ -1,4 +1,4 @@
-// The built-in rule set (docs/decisions.md, "Security"): what a shell tool may run without
+// The built-in rule set (docs/decisions/sandbox-and-policy.md): what a shell tool may run without
 // asking, and what it may never run unless the operator writes a rule for exactly that.
 //
 // - BUILTIN_DENY rules sit in the operator's layer: they beat every operator rule that is

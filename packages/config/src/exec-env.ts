@@ -1,5 +1,4 @@
-// The environment a user's commands run with (the env policy, docs/decisions.md
-// "Security"): the user's own environment, as they would have it in their shell, minus
+// The environment a user's commands run with (the env policy, docs/decisions/sandbox-and-policy.md): the user's own environment, as they would have it in their shell, minus
 // every variable the configuration reads with env() (those are the agent's secrets) and
 // every name matching a secret pattern, and without the agent's private Node.js on PATH.
 

@@ -1,4 +1,4 @@
-// Secrets reach an MCP server only through env() (docs/decisions.md, "MCP"). The bridge's
+// Secrets reach an MCP server only through env() (docs/decisions/mcp.md). The bridge's
 // `env` and `headers` maps are ordinary maps (any number of names), so the schema bridge
 // cannot mark their values sensitive; this load-time rule does instead: a value under a
 // secret-looking name, or of an authentication header, must read the environment. A literal

@@ -189,8 +189,7 @@ export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
 export interface Settings {
   default_frontend?: string;
   /**
-   * The bubblewrap sandbox for tool plugins and third-party plugins (docs/decisions.md,
-   * "Security"): "required" fails a launch where it cannot run, "best_effort" runs them
+   * The bubblewrap sandbox for tool plugins and third-party plugins (docs/decisions/sandbox-and-policy.md): "required" fails a launch where it cannot run, "best_effort" runs them
    * unconfined there and warns once, "off" never sandboxes.
    */
   sandbox: "required" | "best_effort" | "off";

@@ -42,7 +42,7 @@ export const DEFAULT_OBSERVABILITY: Readonly<ObservabilitySettings> = {
   resource_attrs: {},
 };
 
-/** Compaction defaults (docs/decisions.md, "Compaction (issue 19, point 1)"). */
+/** Compaction defaults (docs/decisions/compaction.md). */
 export const DEFAULT_COMPACTION: Readonly<CompactionSettings> = {
   enabled: true,
   threshold: { kind: "percent", value: 80 },
@@ -74,7 +74,7 @@ export function parseCompactAt(value: string | number): CompactAt | string {
 /**
  * The default stream idle timeout: five minutes of silence, as Codex and pi use. Reasoning
  * models can think for minutes between two events; the HTTP client (undici) gives up on a
- * silent connection after 300 s anyway (docs/decisions.md, "Reliability under faults, part B").
+ * silent connection after 300 s anyway (docs/decisions/reliability.md, "Never hang: bounded stalls, no orphans, validate = run").
  */
 export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
 

@@ -161,7 +161,7 @@ describe.each(TRANSPORTS)("over the %s transport", (isolation) => {
       );
       expect(sources.length).toBeGreaterThanOrEqual(6);
       // background_read advances its process's read cursor: reads of one process serialize
-      // on its id (docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints").
+      // on its id (docs/decisions/tools.md, "Shell, diagnostics, checkpoints").
       const keyed: Record<string, string[]> = { "exec.background_read": ["id"] };
       for (const { p, t } of sources) {
         expect(t.concurrency, `${p}.${t.name}`).toMatchObject({

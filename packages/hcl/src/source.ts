@@ -71,7 +71,7 @@ export class SourceFile {
   constructor(filename: string, text: string) {
     this.filename = filename;
     this.text = text;
-    // A leading BOM is skipped (see docs/decisions.md "HCL"), but byte offsets
+    // A leading BOM is skipped (see docs/decisions/hcl.md), but byte offsets
     // stay true file offsets so they can be used to slice the original bytes.
     const bom = text.startsWith(BOM) ? 1 : 0;
     this.lineStarts = [bom];

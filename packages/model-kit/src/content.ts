@@ -1,4 +1,4 @@
-// Content rules every adapter shares (docs/decisions.md, "Model providers"):
+// Content rules every adapter shares (docs/decisions/vendors.md):
 //
 // 1. Opaque reasoning state (thinking signatures, redacted thinking) is only meaningful to
 //    the vendor that produced it. A thinking or redacted_thinking block in an assistant

@@ -129,8 +129,7 @@ export interface HttpFailure {
 }
 
 /**
- * Status-based classification shared by every vendor. The rules (docs/decisions.md, "Model
- * providers"): 429 rate_limited; 408, 409, 5xx and 529 overloaded; 401, 402, 403
+ * Status-based classification shared by every vendor. The rules (docs/decisions/vendors.md): 429 rate_limited; 408, 409, 5xx and 529 overloaded; 401, 402, 403
  * auth_error (a human must fix credentials or billing); 413 context_length_exceeded (the
  * request must shrink); any other 4xx invalid_request; anything else unknown. Vendor verdicts
  * (context length, content filter) win. `x-should-retry` is honoured as the vendor's explicit

@@ -2,8 +2,8 @@
 // GenerationParams first, then from provider_options (the older spelling of top_p/top_k),
 // and never one the model's catalog entry says it refuses. Models differ per id, not per
 // vendor: Claude Opus 4.7 and later answer any of them with a 400, OpenAI's GPT-5.x take
-// temperature/top_p only at effort "none", Gemini takes all three (docs/decisions.md,
-// "Sampling parameters per model"). The kernel already drops what a model refuses; this is
+// temperature/top_p only at effort "none", Gemini takes all three (docs/decisions/vendors.md,
+// "Sampling parameters are declared per model"). The kernel already drops what a model refuses; this is
 // the adapter's own guard, so no kernel and no provider_options can put one on the wire.
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";

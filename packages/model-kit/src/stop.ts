@@ -4,7 +4,7 @@
 // parameter at all; yet StreamEvent.stop must name the match. So the adapter does not send the
 // parameter and watches the text itself: text is held back only while it could still be the
 // start of a sequence, the text before the earliest match is forwarded, and everything the
-// model produces after it is for the adapter to drop (docs/decisions.md, "Model providers").
+// model produces after it is for the adapter to drop (docs/decisions/vendors.md).
 export class StopSequenceMatcher {
   readonly #sequences: string[];
   #held = "";

@@ -1,6 +1,6 @@
 // Canonical request -> Chat Completions body (`POST …/chat/completions`, stream: true).
 //
-// Translation rules (docs/decisions.md, "Model providers (OpenAI, xAI, compatible)"):
+// Translation rules (docs/decisions/vendors.md, "OpenAI, xAI and OpenAI-compatible"):
 // - assembled_context becomes one leading `system` message (sections joined by blank lines).
 // - A user message's tool results become `tool` messages, placed first because they must
 //   answer the previous assistant message's tool_calls. What a tool message cannot hold

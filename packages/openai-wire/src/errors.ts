@@ -3,8 +3,7 @@
 // `{"error":{message,type,code,param}}`, Ollama's native `{"error":"text"}`, Mistral's flat
 // `{"object":"error",message,type,code}` and FastAPI's `{"detail":...}`.
 //
-// Vendor codes refine the status rules of the kit (docs/decisions.md, "Model providers
-// (OpenAI, xAI, compatible)"):
+// Vendor codes refine the status rules of the kit (docs/decisions/vendors.md):
 // - insufficient_quota (a 429 on OpenAI) is a billing problem a human must fix: auth_error,
 //   never retried. A plain 429 stays rate_limited.
 // - context_length_exceeded, or a message saying the prompt is too long for the context,
@@ -136,7 +135,7 @@ const TRANSIENT = new Set([
 export function classifyStreamError(info: OpenAIErrorInfo, frame?: string): ModelFailure {
   const code = info.code ?? info.type;
   const what = `the vendor reported an error mid-stream${info.message ? `: ${info.message}` : ""}`;
-  // In-band: the HTTP answer itself was a 200 (docs/decisions.md, "Model providers").
+  // In-band: the HTTP answer itself was a 200 (docs/decisions/vendors.md).
   const init = { vendorCode: code, vendorBody: frame, httpStatus: 200 };
   const key = (c: string | undefined) => c ?? "";
   if (QUOTA.has(key(info.code)) || QUOTA.has(key(info.type)))

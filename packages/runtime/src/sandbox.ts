@@ -1,5 +1,5 @@
 // The OS sandbox on Linux, bubblewrap, for `bash` commands (providers/exec) and for plugin
-// processes (the launcher) (docs/decisions.md, "Security"). Each
+// processes (the launcher) (docs/decisions/sandbox-and-policy.md). Each
 // command runs in a mount namespace where everything is read-only except the writable
 // roots and a private /tmp, the kernel-owned paths are read-only even inside a root, a
 // new PID namespace hides every other process (no /proc/<kernel pid>/environ), the

@@ -79,7 +79,7 @@ export const DEFAULT_WATCHDOG: WatchdogPolicy = {
  * about 1 GiB) plus what a runaway allocates between two checks. Young generation: 2 MiB,
  * the counterpart of the `--max-semi-space-size=1` flag first-party plugin processes run
  * with: in the scripted task 1, 2, 4 and 8 MiB gave 234, 236, 246 and 257 MB at the peak,
- * 1 MiB visibly slower (see docs/decisions.md, "Plugin transports").
+ * 1 MiB visibly slower (see docs/decisions/plugin-runtime.md, "Transports").
  */
 export const DEFAULT_WORKER_LIMITS: ResourceLimits = {
   maxOldGenerationSizeMb: 2_048,

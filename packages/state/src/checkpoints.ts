@@ -15,7 +15,7 @@
 // the project, never the user's decisions. A rewind writes nothing through a symbolic
 // link: a file whose directory has become a link since is reported, not restored, so a
 // link planted by a command cannot turn a restore into a write outside the project.
-// docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
+// docs/decisions/tools.md, "Shell, diagnostics, checkpoints".
 import { createHash } from "node:crypto";
 import {
   appendFileSync,

@@ -1,4 +1,4 @@
-// Text forms of enum values in TEXT columns. The rule (recorded in docs/decisions.md):
+// Text forms of enum values in TEXT columns. The rule (docs/decisions/sessions-and-state.md):
 // the enum value's name without its shared prefix, in lower snake case —
 // EVENT_KIND_TOOL_RESULT -> "tool_result", SESSION_STATUS_ERROR_MAX_TURNS ->
 // "error_max_turns", PLUGIN_CATEGORY_MODEL -> "model", PLAN_DECISION_ALLOW -> "allow".

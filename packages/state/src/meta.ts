@@ -131,7 +131,7 @@ export const REPLAY_ONLY_STATUSES: ReadonlySet<SessionStatus> = new Set([
  * Terminal statuses a new message may re-open to RUNNING. FAILED is one of them, unlike
  * in the spec: a failed run (a model that kept failing, a tripped breaker) leaves a
  * consistent conversation, and the operator must be able to go on from it
- * (docs/decisions.md, "Reliability").
+ * (docs/decisions/reliability.md).
  */
 export const REOPENABLE_STATUSES: ReadonlySet<SessionStatus> = new Set([
   STATUS_COMPLETED,

@@ -4,7 +4,7 @@
 // prompts; the plan says what the fork keeps and what each file the later turns touched
 // does; applying it writes the fork (a new root session holding every event before the
 // prompt, its checkpoints up to there) and restores the files from the checkpoints.
-// docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints" and "/rewind in every frontend".
+// docs/decisions/tools.md, "Shell, diagnostics, checkpoints" and "/rewind in every frontend".
 import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";

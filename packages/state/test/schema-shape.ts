@@ -69,8 +69,8 @@ export function shapeOf(path: string): Shape {
 
 /**
  * The state-backend spec's five tables, as shapeOf renders them, plus the nullable
- * session_meta columns of schema 3 (working_directory, title; docs/decisions.md,
- * "Terminal experience") and 4 (model_override; "Session settings across resume").
+ * session_meta columns of schema 3 (working_directory, title; docs/decisions/cli-and-tui.md,
+ * "Terminal experience") and 4 (model_override; docs/decisions/sessions-and-state.md).
  */
 export const SPEC_SHAPE: Shape["tables"] = {
   events: {

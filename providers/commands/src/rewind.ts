@@ -4,7 +4,7 @@
 // does it, but only the plan this provider showed for that prompt: the kernel recomputes
 // the plan and refuses to act on one that changed since (it answers with the new plan,
 // which is shown and must be confirmed again). The kernel then tells every frontend
-// attached to the session to continue in the fork. docs/decisions.md, "/rewind in every frontend".
+// attached to the session to continue in the fork. docs/decisions/sessions-and-state.md, "/rewind in every frontend".
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { RewindAnchor, RewindPlan } from "@pluggableharness/protocol/kernel";
 import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";

@@ -3,7 +3,7 @@
 // for timeouts, cancellation and for background processes left behind when the shell
 // exits. Every group still alive when the plugin exits is killed with it, and so is a
 // group whose plugin died without a chance to clean up (SIGKILL, OOM): each group holds
-// a watchdog on a lifeline to the plugin (docs/decisions.md, "Reliability under faults, part B").
+// a watchdog on a lifeline to the plugin (docs/decisions/reliability.md, "Never hang: bounded stalls, no orphans, validate = run").
 import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, readdirSync, readFileSync } from "node:fs";
 import type { Socket } from "node:net";

@@ -2,7 +2,7 @@
 // leaves for the next. Each command still runs in a fresh shell (its own process group and
 // sandbox, so a command that exits the shell or hangs takes nothing else with it); the
 // shell writes its state on exit through an EXIT trap, and the next call starts there.
-// docs/decisions.md, "Tool catalog: shell, diagnostics, checkpoints (issue 26)".
+// docs/decisions/tools.md, "Shell, diagnostics, checkpoints".
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, isAbsolute, join, relative, sep } from "node:path";
 import { socketBase } from "@pluggableharness/runtime/socket-dirs";

@@ -52,7 +52,7 @@ const base = () => ({
 });
 
 // "Prompts <= 200K tokens" pay the first rate card: the second starts at 200,001. The
-// prompt is the whole promptTokenCount, cached content included (docs/decisions.md).
+// prompt is the whole promptTokenCount, cached content included (docs/decisions/vendors.md).
 const LONG = 200_001;
 
 // Explicit-cache storage, USD per million tokens per hour (pricing page, "Context caching

@@ -1,4 +1,4 @@
-// The bridge's agent.hcl block: one block is one MCP server (docs/decisions.md, "MCP").
+// The bridge's agent.hcl block: one block is one MCP server (docs/decisions/mcp.md).
 import { resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";

@@ -1,5 +1,4 @@
-// The canonical form of OpenAI reasoning items (docs/decisions.md, "Model providers (OpenAI,
-// xAI, compatible)").
+// The canonical form of OpenAI reasoning items (docs/decisions/vendors.md).
 //
 // A Responses `reasoning` output item is opaque state the API wants back verbatim on the next
 // request (we run with store: false, so its encrypted_content is the only copy). The whole

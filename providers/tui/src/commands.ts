@@ -3,7 +3,7 @@
 // commands provider, user commands from .agent/commands) plus the few the UI answers
 // itself because they act on the UI's own connection rather than on the session:
 // /help (lists the registry), /clear (a fresh session here), /resume (switch to another
-// session), /exit. See docs/decisions.md, "Terminal UX (issue 23, remainder)".
+// session), /exit. See docs/decisions/cli-and-tui.md, "Slash commands and widgets".
 import { type PlacedContent, TextStyle } from "@pluggableharness/protocol/render";
 import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcommand";
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";

@@ -3,7 +3,7 @@
 // (`tty = "/dev/pts/N"`), it dials the kernel's FrontendService.Attach over the
 // go-plugin broker and runs the terminal UI on that device. Without one it stays
 // passive: `agent run` runs this same UI in its own process on its own terminal
-// (see docs/decisions.md, "CLI and terminal UI").
+// (see docs/decisions/cli-and-tui.md, "CLI and terminal UI").
 import { closeSync, createReadStream, createWriteStream, openSync } from "node:fs";
 import { isatty, ReadStream, WriteStream } from "node:tty";
 import type { JsonObject } from "@bufbuild/protobuf";

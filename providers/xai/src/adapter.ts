@@ -1,7 +1,7 @@
 // The xAI model provider: Grok models over xAI's Chat Completions endpoint
 // (`POST {base_url}/chat/completions`), streamed.
 //
-// xAI specifics (docs/decisions.md, "Model providers (OpenAI, xAI, compatible)"):
+// xAI specifics (docs/decisions/vendors.md, "OpenAI, xAI and OpenAI-compatible"):
 // - reasoning text arrives as `delta.reasoning_content` and becomes thinking deltas; it has
 //   no signature and Chat Completions cannot take it back, so it is never replayed;
 // - completion_tokens leaves reasoning out, so reasoning_tokens is a distinct count;

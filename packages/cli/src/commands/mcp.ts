@@ -1,5 +1,5 @@
 // `agent mcp add|list|remove`: MCP servers in agent.hcl, each one provider instance of the
-// first-party bridge (docs/decisions.md, "MCP"). The conventions follow `claude mcp add` and
+// first-party bridge (docs/decisions/mcp.md). The conventions follow `claude mcp add` and
 // `codex mcp add`: a name, then the command after `--` (or a URL), `-e/--env`, `--header`,
 // `--transport`. A secret is never written into the file: `-e NAME` writes env("NAME").
 import { readFileSync, renameSync, writeFileSync } from "node:fs";

@@ -1,7 +1,6 @@
 // `agent run`: one kernel in this process, one session, and a frontend on it. With -p
 // (or a prompt on stdin) the frontend is the headless printer; on a terminal it is the
-// terminal UI, run in-process on this process's own TTY (see docs/decisions.md, "CLI
-// and terminal UI"). Both are ordinary FrontendPort connections, exactly what a
+// terminal UI, run in-process on this process's own TTY (see docs/decisions/cli-and-tui.md). Both are ordinary FrontendPort connections, exactly what a
 // frontend plugin gets through Attach.
 
 import { once } from "node:events";

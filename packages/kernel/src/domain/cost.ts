@@ -5,8 +5,8 @@
 //   says reasoning is already inside output_tokens), every rate per million tokens,
 //   + cache storage token-seconds x storage rate per million tokens per hour.
 // The prompt size that picks an input-size tier is the whole prompt, as every vendor with
-// such tiers counts it: uncached input + cache reads + cache writes (docs/decisions.md,
-// "Input-size pricing tiers").
+// such tiers counts it: uncached input + cache reads + cache writes (docs/decisions/vendors.md,
+// "Input-size tiers count the whole prompt").
 // The vendor's own figures (vendor_cost, vendor_total_tokens, rate_limits, components)
 // are kept exactly as reported: never converted, derived, synthesised or summed.
 import { clone, create } from "@bufbuild/protobuf";

@@ -5,7 +5,7 @@
 // Whatever the terminating call's outcome (a result, an error, a denial), its hook having
 // fired ends the loop: the seed makes the DoneCheck depend on the hook alone, and the model
 // meant to stop; a failed or denied completion report reaches the user, who can answer it
-// (docs/decisions.md, "Conformance (issue 25)").
+// (docs/decisions/testing.md, "Loop conformance").
 import type { Message } from "@pluggableharness/protocol/content";
 import { ToolKind, type ToolSchema } from "@pluggableharness/protocol/tool";
 

@@ -1,7 +1,7 @@
 // The common JSON-Schema subset (type, properties, required, enum, items, description)
 // carried by schema.v1.Schema, and what the kernel does with keywords outside it.
 //
-// Decision (docs/decisions.md, "Seed domain model"): keywords that change which values
+// Decision (docs/decisions/domain-model.md): keywords that change which values
 // are valid in ways the subset cannot express (composition, references, conditionals,
 // pattern-keyed or schema-valued additional properties, tuple forms) reject the whole
 // GetSchema response. `const` is translated into a one-value `enum`. Every other keyword

@@ -1,5 +1,4 @@
-// What the model reads for a tool's result payload (docs/decisions.md, "Tool results as
-// text"). The persisted payload stays the exact JSON the tool returned; this is only the
+// What the model reads for a tool's result payload (docs/decisions/tools.md). The persisted payload stays the exact JSON the tool returned; this is only the
 // model-facing rendering, the same for every vendor:
 // - a schema naming a model_text_field (a top-level string of output_schema) has that
 //   value read verbatim, real newlines and quotes, after one line of compact JSON holding

@@ -14,7 +14,7 @@
 //   message event with synthetic_reason "compaction_summary".
 // - Record: a compaction event holds the whole new history, so a resume and a replay
 //   rebuild exactly what the model is sent next (resume.ts).
-// docs/decisions.md, "Compaction (issue 19, point 1)".
+// docs/decisions/compaction.md.
 import { clone, create, toBinary } from "@bufbuild/protobuf";
 import type { CompactAt, SecretMask } from "@pluggableharness/config";
 import {

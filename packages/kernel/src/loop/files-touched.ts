@@ -1,6 +1,5 @@
 // ContextRequest.files_touched / RecallRequest.files_touched: the files the session's tool
-// calls named, derived by the kernel from the conversation itself (docs/decisions.md,
-// "Dynamic context and memory"). A call counts once its result came back without error;
+// calls named, derived by the kernel from the conversation itself (docs/decisions/context-and-memory.md). A call counts once its result came back without error;
 // its path is whatever a path-shaped argument held (`path`, `file_path`, `notebook_path`,
 // `file`, or the elements of `paths` / `files`), whichever provider served it. Paths are
 // resolved against the working directory and given relative to it when inside it. The set

@@ -1,5 +1,4 @@
-// Images are fitted to the target model before each request (docs/decisions.md, "Images
-// fitted to each model"): the session keeps the original bytes (history is exact), the
+// Images are fitted to the target model before each request (docs/decisions/images.md): the session keeps the original bytes (history is exact), the
 // plugin receives a copy within the model's ModelSpec.image_limits (the kernel's
 // conservative default when a vision model declares none). Fitting is deterministic and
 // cached by content, so a long session re-encodes nothing and prompt caching sees the same

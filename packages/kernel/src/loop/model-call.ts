@@ -16,7 +16,7 @@
 // is cut and counts as overloaded, and the call's waiting for an answer to begin, summed
 // over its attempts and retry waits, ends at settings.max_model_wait_ms (model-wait.ts).
 // The run's wall-clock deadline cuts an attempt and any retry wait that would end after
-// it (a "bound" result; docs/decisions.md, "Reliability under faults, part B").
+// it (a "bound" result; docs/decisions/reliability.md, "Never hang: bounded stalls, no orphans, validate = run").
 // An attempt that was billed before it failed is persisted as its own message event.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";

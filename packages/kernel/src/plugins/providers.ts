@@ -196,7 +196,7 @@ export interface LoadProvidersOptions {
 /**
  * V8 flags for first-party plugin processes: a 1 MiB young generation (the default grows
  * to 16 MiB per semi-space) keeps each plugin's resident memory lower at no measurable
- * cost in speed; see docs/decisions.md, "Performance".
+ * cost in speed; see docs/decisions/performance.md.
  */
 export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
@@ -507,7 +507,7 @@ function launchTarget(
 }
 
 /**
- * The transport a provider runs on (docs/decisions.md, "Plugin transports", isolation and
+ * The transport a provider runs on (docs/decisions/plugin-runtime.md, "Transports", isolation and
  * the plugin sandbox). Anything but a first-party provider: its own process, always. A
  * provider the kernel puts in the plugin sandbox (a tool provider, unless settings.sandbox
  * is "off" or the sandbox cannot run under "best_effort"): a process too, whatever was

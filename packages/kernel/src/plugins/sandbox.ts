@@ -1,4 +1,4 @@
-// Which sandbox a tool plugin's process runs in (docs/decisions.md, "Security"). Decided
+// Which sandbox a tool plugin's process runs in (docs/decisions/sandbox-and-policy.md). Decided
 // by what the plugin declares: every operation data_source or read_only → a read-only
 // filesystem; otherwise write access only to its configured `roots` (or the project).
 // Kernel-owned paths stay read-only either way, no other process is visible, and the

@@ -14,7 +14,7 @@
 // It gives no isolation at all: a plugin that throws out of a timer, loops or really
 // exits takes the kernel with it. That is why it exists for tests and embedding only
 // (KernelOptions.inProcessProviders), never as a setting of agent.hcl; see
-// docs/decisions.md, "Provider seam".
+// docs/decisions/turn-loop.md, "The provider seam".
 import {
   create,
   type DescMessage,

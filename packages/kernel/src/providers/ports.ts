@@ -3,7 +3,7 @@
 // plugin is reached. The loop, the gate, sessions, hooks, callbacks and rendering call
 // these only; a transport implements them: grpc.ts over go-plugin (a subprocess, or a
 // worker thread speaking the same clients), in-process.ts by calling a plugin's service
-// implementations directly. See docs/decisions.md, "Provider seam".
+// implementations directly. See docs/decisions/turn-loop.md, "The provider seam".
 //
 // Requests are the messages' init shapes (what `create(Schema, init)` takes), answers the
 // messages. Failures are transport-neutral: ProviderCallError carries the contract's

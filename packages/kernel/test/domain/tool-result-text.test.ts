@@ -1,4 +1,4 @@
-// How a ToolResult payload reads to the model (docs/decisions.md, "Tool results as text").
+// How a ToolResult payload reads to the model (docs/decisions/tools.md, "Tool results as text").
 import { create, fromJson } from "@bufbuild/protobuf";
 import { GetSchemaResponseSchema, ToolSchemaSchema } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";

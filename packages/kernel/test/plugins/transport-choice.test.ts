@@ -1,5 +1,5 @@
-// Which transport a provider runs on once the plugin sandbox is in play (docs/decisions.md,
-// "Plugin transports", the sandbox): a worker thread shares the kernel's process and cannot
+// Which transport a provider runs on once the plugin sandbox is in play (docs/decisions/plugin-runtime.md,
+// "Transports", the sandbox): a worker thread shares the kernel's process and cannot
 // be put in bubblewrap, so a tool provider the sandbox confines runs as its own process,
 // by default and even when agent.hcl asks for a worker. The hazard fixture is installed as
 // the first-party "task" package, so it is resolved exactly as a shipped tool provider.
