@@ -7,7 +7,7 @@ import { MemoryService } from "@pluggableharness/protocol/memory";
 import { ModelService } from "@pluggableharness/protocol/model";
 import { ToolService } from "@pluggableharness/protocol/tool";
 import { WidgetService } from "@pluggableharness/protocol/widget";
-import type { CategoryProbe } from "./instance.ts";
+import type { CategoryProbe } from "./plugin-types.ts";
 
 export const CATEGORY_PROBES: readonly CategoryProbe[] = [
   { category: "model", service: ModelService },

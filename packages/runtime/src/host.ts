@@ -14,14 +14,15 @@ import {
 import { CATEGORY_PROBES } from "./categories.ts";
 import type { EnvironmentSpec } from "./env.ts";
 import { PluginCrashedError, PluginLaunchError } from "./errors.ts";
-import {
-  type CallbackRegistration,
-  type CategoryProbe,
-  launchInstance,
-  type PluginDescription,
-  type PluginLogRecord,
-} from "./instance.ts";
+import { type LaunchOptions, launchPlugin, type Transport } from "./launch.ts";
+import type {
+  CallbackRegistration,
+  CategoryProbe,
+  PluginDescription,
+  PluginLogRecord,
+} from "./plugin-types.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
+import { ProcessTransport } from "./process-transport.ts";
 import type { PluginSandbox } from "./sandbox.ts";
 import type { LaunchedPlugin, PluginIsolation, PluginTransportHost } from "./transport.ts";
 
@@ -129,7 +130,7 @@ function sleep(ms: number): Promise<void> {
 export class PluginHost implements PluginTransportHost {
   readonly name: string;
   readonly isolation: PluginIsolation = "process";
-  private readonly opts: PluginHostOptions;
+  protected readonly opts: PluginHostOptions;
   private readonly backoff: BackoffPolicy;
   private instance: LaunchedPlugin | undefined;
   private starting: Promise<LaunchedPlugin> | undefined;
@@ -217,11 +218,28 @@ export class PluginHost implements PluginTransportHost {
   }
 
   /**
-   * Another transport's launch (WorkerPluginHost starts a thread); undefined launches the
-   * go-plugin subprocess. Supervision (backoff, onLaunch, crash reports) is shared.
+   * The transport for one launch: a go-plugin subprocess here; WorkerPluginHost starts a
+   * thread instead. The launch sequence and supervision (backoff, onLaunch, crash reports)
+   * are the same for every transport.
    */
-  protected launchOne(_id: number): Promise<LaunchedPlugin> | undefined {
-    return undefined;
+  protected transport(common: LaunchOptions): Transport {
+    const o = this.opts;
+    return new ProcessTransport({
+      ...common,
+      command: o.command,
+      args: o.args ?? [],
+      nodeArgs: o.nodeArgs ?? [],
+      cwd: o.cwd,
+      autoMTLS: o.autoMTLS ?? true,
+      nodeCompileCache: this.compileCache(),
+      ...(o.sandbox ? { sandbox: o.sandbox } : {}),
+    });
+  }
+
+  /** The compile cache directory for Node plugins, or undefined for none. */
+  protected compileCache(): string | undefined {
+    const c = this.opts.nodeCompileCache;
+    return c === false ? undefined : (c ?? defaultCompileCache());
   }
 
   private ensure(): Promise<LaunchedPlugin> {
@@ -242,35 +260,22 @@ export class PluginHost implements PluginTransportHost {
     const id = ++this.launches;
     let inst: LaunchedPlugin;
     try {
-      inst = await (this.launchOne(id) ??
-        launchInstance(
-          {
-            name: this.name,
-            command: this.opts.command,
-            args: this.opts.args ?? [],
-            nodeArgs: this.opts.nodeArgs ?? [],
-            cwd: this.opts.cwd,
-            env: this.opts.env ?? {},
-            cookie: this.opts.cookie ?? PLUGGABLEHARNESS_COOKIE,
-            versions: this.opts.protocolVersions ?? APP_PROTOCOL_VERSIONS,
-            launchTimeoutMs: this.opts.launchTimeoutMs ?? 30_000,
-            healthTimeoutMs: this.opts.healthTimeoutMs ?? 5_000,
-            socketDir: this.opts.socketDir,
-            autoMTLS: this.opts.autoMTLS ?? true,
-            logSink: this.opts.logSink,
-            callbacks: this.opts.callbacks,
-            categories: this.opts.categories ?? CATEGORY_PROBES,
-            nodeCompileCache:
-              this.opts.nodeCompileCache === false
-                ? undefined
-                : (this.opts.nodeCompileCache ?? defaultCompileCache()),
-            onSpawn: (spec) => {
-              this.spawned = spec;
-            },
-            ...(this.opts.sandbox ? { sandbox: this.opts.sandbox } : {}),
-          },
-          id,
-        ));
+      const common: LaunchOptions = {
+        name: this.name,
+        env: this.opts.env ?? {},
+        cookie: this.opts.cookie ?? PLUGGABLEHARNESS_COOKIE,
+        versions: this.opts.protocolVersions ?? APP_PROTOCOL_VERSIONS,
+        launchTimeoutMs: this.opts.launchTimeoutMs ?? 30_000,
+        healthTimeoutMs: this.opts.healthTimeoutMs ?? 5_000,
+        socketDir: this.opts.socketDir,
+        logSink: this.opts.logSink,
+        callbacks: this.opts.callbacks,
+        categories: this.opts.categories ?? CATEGORY_PROBES,
+        onSpawn: (spec) => {
+          this.spawned = spec;
+        },
+      };
+      inst = await launchPlugin(this.transport(common), common, id);
     } catch (err) {
       if (err instanceof PluginLaunchError) this.recordFailure(err, 0);
       throw err;

@@ -43,16 +43,16 @@ export {
   PluginHost,
   type PluginHostOptions,
 } from "./host.ts";
-export {
-  type CallbackContext,
-  type CallbackPeer,
-  type CallbackRegistration,
-  type CategoryProbe,
-  discover,
-  type ExtraService,
-  type PluginDescription,
-  type PluginLogRecord,
-} from "./instance.ts";
+export { discover } from "./launch.ts";
+export type {
+  CallbackContext,
+  CallbackPeer,
+  CallbackRegistration,
+  CategoryProbe,
+  ExtraService,
+  PluginDescription,
+  PluginLogRecord,
+} from "./plugin-types.ts";
 export {
   adoptPrelaunched,
   adoptPrelaunchedWorker,
@@ -84,5 +84,4 @@ export {
   DEFAULT_WORKER_LIMITS,
   runsInWorker,
   type WatchdogPolicy,
-  WorkerInstance,
-} from "./worker-instance.ts";
+} from "./worker-transport.ts";

@@ -6,7 +6,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Handshake, Lease, ServiceClient } from "@pluggableharness/goplugin";
 import type { PluginCrashedError, PluginStoppedError } from "./errors.ts";
-import type { PluginDescription } from "./instance.ts";
+import type { PluginDescription } from "./plugin-types.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
 
 /** How a plugin is isolated from the kernel: its own process, or its own thread. */

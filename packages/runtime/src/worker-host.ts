@@ -1,21 +1,19 @@
 // WorkerPluginHost: a trusted first-party JavaScript plugin in a worker thread of the
 // kernel process, supervised exactly like a subprocess plugin (PluginHost: launch on first
 // use, typed clients, crash reports, relaunch with backoff, onLaunch before any other call).
-// Only the launch differs: a thread with its own isolate and heap limit, spoken to over a
+// Only the transport differs: a thread with its own isolate and heap limit, spoken to over a
 // MessagePort, and a watchdog that ends a thread whose event loop stops answering.
 import type { ResourceLimits } from "node:worker_threads";
-import { APP_PROTOCOL_VERSIONS, PLUGGABLEHARNESS_COOKIE } from "@pluggableharness/goplugin";
-import { CATEGORY_PROBES } from "./categories.ts";
-import { defaultCompileCache, PluginHost, type PluginHostOptions } from "./host.ts";
-import type { SpawnedSpec } from "./prelaunch.ts";
-import type { LaunchedPlugin, PluginIsolation } from "./transport.ts";
+import { PluginHost, type PluginHostOptions } from "./host.ts";
+import type { LaunchOptions, Transport } from "./launch.ts";
+import type { PluginIsolation } from "./transport.ts";
 import {
   DEFAULT_WATCHDOG,
   DEFAULT_WORKER_LIMITS,
-  launchWorker,
   runsInWorker,
   type WatchdogPolicy,
-} from "./worker-instance.ts";
+  WorkerTransport,
+} from "./worker-transport.ts";
 
 export interface WorkerPluginHostOptions extends Omit<PluginHostOptions, "nodeArgs" | "autoMTLS"> {
   /** V8 heap limits of the thread (defaults: DEFAULT_WORKER_LIMITS). */
@@ -27,7 +25,6 @@ export interface WorkerPluginHostOptions extends Omit<PluginHostOptions, "nodeAr
 export class WorkerPluginHost extends PluginHost {
   override readonly isolation: PluginIsolation = "worker";
   readonly #opts: WorkerPluginHostOptions;
-  #spawned: SpawnedSpec | undefined;
 
   constructor(opts: WorkerPluginHostOptions) {
     if (!runsInWorker(opts.command)) {
@@ -39,38 +36,17 @@ export class WorkerPluginHost extends PluginHost {
     this.#opts = opts;
   }
 
-  /** What the latest launch started (a thread spec: what a prelaunch plan records). */
-  override get lastSpawn(): SpawnedSpec | undefined {
-    return this.#spawned;
-  }
-
-  protected override launchOne(id: number): Promise<LaunchedPlugin> {
+  protected override transport(common: LaunchOptions): Transport {
     const o = this.#opts;
-    return launchWorker(
-      {
-        name: this.name,
-        command: o.command,
-        args: o.args ?? [],
-        cwd: o.cwd,
-        env: o.env ?? {},
-        cookie: o.cookie ?? PLUGGABLEHARNESS_COOKIE,
-        versions: o.protocolVersions ?? APP_PROTOCOL_VERSIONS,
-        launchTimeoutMs: o.launchTimeoutMs ?? 30_000,
-        healthTimeoutMs: o.healthTimeoutMs ?? 5_000,
-        socketDir: o.socketDir,
-        logSink: o.logSink,
-        callbacks: o.callbacks,
-        categories: o.categories ?? CATEGORY_PROBES,
-        nodeCompileCache:
-          o.nodeCompileCache === false ? undefined : (o.nodeCompileCache ?? defaultCompileCache()),
-        resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
-        watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
-        onSpawn: (spec) => {
-          this.#spawned = spec;
-        },
-      },
-      id,
-    );
+    return new WorkerTransport({
+      ...common,
+      command: o.command,
+      args: o.args ?? [],
+      cwd: o.cwd,
+      nodeCompileCache: this.compileCache(),
+      resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
+      watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
+    });
   }
 }
 
