@@ -69,11 +69,11 @@ function knownTypes(schema: z.ZodMiniType, key: string): ReadonlySet<unknown> | 
  */
 export function readEvent<S extends z.ZodMiniType>(
   schema: S,
-  value: Record<string, unknown>,
+  value: unknown,
   notices: WireNotices,
   key = "type",
 ): z.infer<S> | undefined {
-  const type = value[key];
+  const type = typeof value === "object" && value !== null ? Reflect.get(value, key) : undefined;
   const known = knownTypes(schema, key);
   if (known && !known.has(type)) {
     notices.unknown(typeof type === "string" ? type : `(${key} missing)`);
