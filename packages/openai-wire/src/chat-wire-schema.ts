@@ -60,6 +60,10 @@ export const ContentPart = z.discriminatedUnion("type", [
 export const ErrorFrame = z.looseObject({
   error: z.union([
     z.string(),
-    z.looseObject({ code: z.optional(z.unknown()), type: z.optional(z.unknown()), message: z.optional(z.unknown()) }),
+    z.looseObject({
+      code: z.optional(z.unknown()),
+      type: z.optional(z.unknown()),
+      message: z.optional(z.unknown()),
+    }),
   ]),
 });

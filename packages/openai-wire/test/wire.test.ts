@@ -332,16 +332,16 @@ describe("typed chat chunks (issue 33)", () => {
       log,
     );
     expect(kinds(events)).not.toContain("toolCallStart");
-    const text = events
-      .map((e) => (e.event?.case === "textDelta" ? e.event.value.text : ""))
-      .join("");
+    const text = events.map((e) => (e.event?.case === "textDelta" ? e.event.value.text : "")).join("");
     expect(text).toBe("Hello big world");
     expect(events.at(-1)?.event).toMatchObject({ case: "stop", value: { reason: StopReason.END_TURN } });
     const of = (type: string) => warnings.filter((w) => w.attrs?.["type"] === type);
     expect(of("reference")).toHaveLength(1);
     expect(of("reference")[0]!.message).toContain("unknown type");
     expect(of("tool_call")).toHaveLength(1);
-    expect(String(of("tool_call")[0]!.attrs?.["issues"])).toContain("function.name: invalid_type (expected string)");
+    expect(String(of("tool_call")[0]!.attrs?.["issues"])).toContain(
+      "function.name: invalid_type (expected string)",
+    );
     expect(warnings).toHaveLength(2);
   });
 });

@@ -54,7 +54,9 @@ export const StreamEvent = z.discriminatedUnion("type", [
       stop_reason: z.optional(z.nullable(z.string())),
       stop_sequence: z.optional(z.nullable(z.string())),
       stop_details: z.optional(
-        z.nullable(z.looseObject({ type: str, category: str, explanation: z.optional(z.nullable(z.string())) })),
+        z.nullable(
+          z.looseObject({ type: str, category: str, explanation: z.optional(z.nullable(z.string())) }),
+        ),
       ),
     }),
     usage: z.optional(Usage),

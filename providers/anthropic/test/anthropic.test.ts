@@ -731,7 +731,10 @@ describe("typed stream events (issue 33)", () => {
       kind: "raw",
       headers: { "content-type": "text/event-stream" },
       frames: [
-        frame({ type: "message_start", message: { model: SONNET, usage: { input_tokens: 5, output_tokens: 1 } } }),
+        frame({
+          type: "message_start",
+          message: { model: SONNET, usage: { input_tokens: 5, output_tokens: 1 } },
+        }),
         frame({ type: "message_annotation", note: "new in some future API" }),
         frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
         frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello " } }),

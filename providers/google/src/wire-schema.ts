@@ -14,7 +14,9 @@ export const UsageMetadata = z.looseObject({
   toolUsePromptTokenCount: count,
   totalTokenCount: count,
   serviceTier: z.optional(z.string()),
-  promptTokensDetails: z.optional(z.array(z.looseObject({ modality: z.optional(z.string()), tokenCount: count }))),
+  promptTokensDetails: z.optional(
+    z.array(z.looseObject({ modality: z.optional(z.string()), tokenCount: count })),
+  ),
 });
 export type UsageMetadata = z.infer<typeof UsageMetadata>;
 
@@ -51,7 +53,12 @@ export const Part = z.looseObject({
 export type Part = z.infer<typeof Part>;
 
 /** Fields that make a part one the adapter reads. */
-export const PART_FIELDS: ReadonlySet<string> = new Set(["text", "thought", "thoughtSignature", "functionCall"]);
+export const PART_FIELDS: ReadonlySet<string> = new Set([
+  "text",
+  "thought",
+  "thoughtSignature",
+  "functionCall",
+]);
 
 /** A Google RPC error body ({"error": {code, message, status, details}}). */
 export const ErrorBody = z.looseObject({
@@ -62,7 +69,11 @@ export const ErrorBody = z.looseObject({
       message: z.optional(z.string()),
       details: z.optional(
         z.array(
-          z.looseObject({ "@type": z.optional(z.string()), retryDelay: z.optional(z.string()), reason: z.optional(z.string()) }),
+          z.looseObject({
+            "@type": z.optional(z.string()),
+            retryDelay: z.optional(z.string()),
+            reason: z.optional(z.string()),
+          }),
         ),
       ),
     }),

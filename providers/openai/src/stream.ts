@@ -293,7 +293,11 @@ export async function* parseResponsesStream(
             rateLimits: options.rateLimits,
           });
         const incomplete = response.incomplete_details?.reason;
-        if (type === "response.incomplete" && typeof incomplete === "string" && isContextWindowStop(incomplete))
+        if (
+          type === "response.incomplete" &&
+          typeof incomplete === "string" &&
+          isContextWindowStop(incomplete)
+        )
           throw contextWindowStopFailure(incomplete);
         const reason = stopReason(type, incomplete ?? undefined, stop.matched, refusal, toolCalls);
         // The vendor's filter interposed: say so beside the stop reason.

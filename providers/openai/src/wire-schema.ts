@@ -63,7 +63,10 @@ export const StreamEvent = z.discriminatedUnion("type", [
     summary_index: z.optional(z.number()),
     content_index: z.optional(z.number()),
   }),
-  z.looseObject({ type: z.enum(["response.output_item.added", "response.output_item.done"]), item: typedItem }),
+  z.looseObject({
+    type: z.enum(["response.output_item.added", "response.output_item.done"]),
+    item: typedItem,
+  }),
   z.looseObject({ type: z.literal("response.function_call_arguments.delta"), ...delta }),
   z.looseObject({ type: z.enum(["response.completed", "response.incomplete"]), response: Response }),
   z.looseObject({ type: z.literal("response.failed"), response: z.optional(Response) }),
