@@ -34,9 +34,7 @@ import {
 import { classifyStreamError, detailComponents, errorInfoOf, num } from "@pluggableharness/openai-wire";
 import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { summaryText } from "./reasoning.ts";
-import { OutputItem, StreamEvent } from "./wire-schema.ts";
-
-type Json = Record<string, unknown>;
+import { OutputItem, StreamEvent, type Usage } from "./wire-schema.ts";
 
 export interface ResponsesStreamOptions {
   names: ToolNameMap;
@@ -51,16 +49,14 @@ export interface ResponsesStreamOptions {
   notices: WireNotices;
 }
 
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null ? (v as Json) : {});
-
 /**
  * Responses usage in canonical counters. input_tokens includes cached reads and cache
  * writes, so both are taken out; output_tokens includes reasoning, which is reported as
  * reasoning_tokens only with the vendor's explicit signal, else as a component.
  */
-export function responsesUsage(u: Json, reasoningIncluded: boolean): UsageInit {
-  const inDetails = obj(u.input_tokens_details);
-  const outDetails = obj(u.output_tokens_details);
+export function responsesUsage(u: Usage, reasoningIncluded: boolean): UsageInit {
+  const inDetails = u.input_tokens_details ?? {};
+  const outDetails = u.output_tokens_details ?? {};
   const cached = num(inDetails.cached_tokens) ?? 0;
   const written = num(inDetails.cache_write_tokens) ?? 0;
   const reasoning = num(outDetails.reasoning_tokens);

@@ -7,11 +7,23 @@ import * as z from "zod/mini";
 const str = z.optional(z.string());
 const loose = z.looseObject({});
 
+const details = z.optional(z.nullable(z.record(z.string(), z.unknown())));
+
+/** The usage of a finished response (counts are read by `num`, which drops non-counts). */
+export const Usage = z.looseObject({
+  input_tokens: z.optional(z.unknown()),
+  output_tokens: z.optional(z.unknown()),
+  total_tokens: z.optional(z.unknown()),
+  input_tokens_details: details,
+  output_tokens_details: details,
+});
+export type Usage = z.infer<typeof Usage>;
+
 /** The response object of created / in_progress / completed / incomplete / failed. */
 export const Response = z.looseObject({
   model: str,
   service_tier: z.optional(z.nullable(z.string())),
-  usage: z.optional(z.nullable(z.record(z.string(), z.unknown()))),
+  usage: z.optional(z.nullable(Usage)),
   incomplete_details: z.optional(z.nullable(z.looseObject({ reason: z.optional(z.nullable(z.string())) }))),
   error: z.optional(z.unknown()),
 });
