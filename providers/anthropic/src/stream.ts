@@ -11,6 +11,7 @@ import {
   rateLimitsFromHeaders,
   readEvent,
   readSse,
+  readValue,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
@@ -18,7 +19,7 @@ import {
   type WireNotices,
 } from "@pluggableharness/model-kit";
 import { RateLimitKind, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
-import { ContentBlock, Delta, ErrorBody, StreamEvent, type Usage } from "./wire-schema.ts";
+import { ContentBlock, Delta, ErrorBody, StreamEvent, Usage } from "./wire-schema.ts";
 
 const family = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
   kind,
@@ -120,6 +121,11 @@ interface UsageState {
   components: Map<string, number>;
 }
 
+/** Reads a usage object on its own, so a malformed count costs the usage, not the event. */
+function readUsage(value: unknown, notices: WireNotices): Usage | undefined {
+  return value === undefined || value === null ? undefined : readValue(Usage, value, "usage", notices);
+}
+
 function mergeUsage(state: UsageState, u: Usage | undefined): void {
   if (!u) return;
   // Counts are cumulative: the latest value wins, nothing is summed.
@@ -131,7 +137,7 @@ function mergeUsage(state: UsageState, u: Usage | undefined): void {
     if (typeof v === "number") state.components.set(`cache_creation.${k}`, v);
   const thinking = u.output_tokens_details?.thinking_tokens;
   // Thinking is inside output_tokens; it is reported as a component, never as reasoning_tokens.
-  if (thinking !== undefined) state.components.set("output_tokens_details.thinking_tokens", thinking);
+  if (typeof thinking === "number") state.components.set("output_tokens_details.thinking_tokens", thinking);
 }
 
 /**
@@ -161,7 +167,8 @@ export async function* translateStream(
     switch (data.type) {
       case "message_start": {
         sawStart = true;
-        const { model, usage: u } = data.message;
+        const { model } = data.message;
+        const u = readUsage(data.message.usage, notices);
         mergeUsage(usage, u);
         const tier = u?.service_tier ?? undefined;
         yield ev.metadata({
@@ -223,7 +230,7 @@ export async function* translateStream(
         if (typeof delta.stop_reason === "string") stopReason = delta.stop_reason;
         if (typeof delta.stop_sequence === "string") stopSequence = delta.stop_sequence;
         if (delta.stop_details) stopDetails = delta.stop_details;
-        mergeUsage(usage, data.usage);
+        mergeUsage(usage, readUsage(data.usage, notices));
         break;
       }
       case "message_stop": {

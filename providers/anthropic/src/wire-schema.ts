@@ -4,7 +4,8 @@
 import * as z from "zod/mini";
 
 const str = z.optional(z.string());
-const count = z.optional(z.number());
+// The Messages API sends null for counts a message_delta does not restate.
+const count = z.optional(z.nullable(z.number()));
 
 export const Usage = z.looseObject({
   input_tokens: count,
@@ -38,7 +39,8 @@ export const StreamEvent = z.discriminatedUnion("type", [
   z.looseObject({ type: z.literal("ping") }),
   z.looseObject({
     type: z.literal("message_start"),
-    message: z.looseObject({ model: str, usage: z.optional(Usage) }),
+    // usage is read on its own (Usage), so a bad count does not cost the event.
+    message: z.looseObject({ model: str, usage: z.optional(z.unknown()) }),
   }),
   z.looseObject({
     type: z.literal("content_block_start"),
@@ -59,7 +61,7 @@ export const StreamEvent = z.discriminatedUnion("type", [
         ),
       ),
     }),
-    usage: z.optional(Usage),
+    usage: z.optional(z.unknown()),
   }),
   z.looseObject({ type: z.literal("message_stop") }),
   z.looseObject({ type: z.literal("error"), error: z.optional(z.unknown()) }),

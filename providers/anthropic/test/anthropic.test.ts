@@ -744,7 +744,12 @@ describe("typed stream events (issue 33)", () => {
         frame({ type: "content_block_delta", index: 0, delta: { type: "citations_delta", citation: {} } }),
         frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "world" } }),
         frame({ type: "content_block_stop", index: 0 }),
-        frame({ type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { output_tokens: 2 } }),
+        // Counts the delta does not restate come as null.
+        frame({
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { input_tokens: null, output_tokens: 2, cache_read_input_tokens: null },
+        }),
         frame({ type: "message_stop" }),
       ],
     });
