@@ -111,3 +111,4 @@ export {
 } from "./serve.ts";
 export { parseEventJson, readSse, type SseEvent } from "./sse.ts";
 export { StopSequenceMatcher } from "./stop.ts";
+export { readEvent, readValue, type WireLog, WireNotices } from "./wire.ts";

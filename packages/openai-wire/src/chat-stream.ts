@@ -13,14 +13,18 @@ import {
   ev,
   isContextWindowStop,
   malformedFrame,
+  readEvent,
   readSse,
+  readValue,
   type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
   type UsageInit,
+  type WireNotices,
 } from "@pluggableharness/model-kit";
 import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
+import { ChatChunk, ChatDelta, ContentPart, ErrorFrame, ToolCallFragment } from "./chat-wire-schema.ts";
 import { classifyStreamError } from "./errors.ts";
 
 type Json = Record<string, unknown>;
@@ -35,6 +39,8 @@ export interface ChatStreamOptions {
   /** Forward reasoning text as thinking deltas (only for models that declare thinking). */
   thinking: boolean;
   signal: AbortSignal;
+  /** Where malformed chunks and unknown content parts are reported (once per type). */
+  notices: WireNotices;
 }
 
 interface CallState {
@@ -53,7 +59,7 @@ const STOP: Record<string, StopReason> = {
   content_filter: StopReason.CONTENT_FILTERED,
 };
 
-function parseChunk(data: string): Json {
+function parseChunk(data: string): unknown {
   let value: unknown;
   try {
     value = JSON.parse(data);
@@ -62,22 +68,20 @@ function parseChunk(data: string): Json {
   }
   if (typeof value !== "object" || value === null || Array.isArray(value))
     throw malformedFrame("a chunk is not a JSON object", data);
-  return value as Json;
+  return value;
 }
 
 /** Text and thinking pieces of a Mistral-style content array. */
-function contentArray(parts: unknown[]): Array<{ kind: "text" | "thinking"; text: string }> {
+function contentArray(
+  parts: unknown[],
+  notices: WireNotices,
+): Array<{ kind: "text" | "thinking"; text: string }> {
   const out: Array<{ kind: "text" | "thinking"; text: string }> = [];
   for (const p of parts) {
-    if (typeof p !== "object" || p === null) continue;
-    const part = p as Json;
-    if (part.type === "text" && typeof part.text === "string") out.push({ kind: "text", text: part.text });
-    else if (part.type === "thinking") {
-      const inner = Array.isArray(part.thinking) ? part.thinking : [];
-      for (const t of inner)
-        if (typeof t === "object" && t !== null && typeof (t as Json).text === "string")
-          out.push({ kind: "thinking", text: (t as Json).text as string });
-    }
+    const part = readEvent(ContentPart, p, notices);
+    if (part?.type === "text") out.push({ kind: "text", text: part.text });
+    else if (part?.type === "thinking")
+      for (const t of part.thinking) if (t.text !== undefined) out.push({ kind: "thinking", text: t.text });
   }
   return out;
 }
@@ -108,9 +112,11 @@ export async function* parseChatStream(
       done = true;
       break;
     }
-    const chunk = parseChunk(data);
-    if (chunk.error !== undefined && chunk.error !== null)
-      throw classifyStreamError({ ...errorInfo(chunk) }, data);
+    const raw = parseChunk(data);
+    const rawError = (raw as { error?: unknown }).error;
+    if (rawError !== undefined && rawError !== null) throw classifyStreamError(errorInfo(rawError), data);
+    const chunk = readValue(ChatChunk, raw, "chat.completion.chunk", options.notices);
+    if (!chunk) continue;
 
     if (!metadataSent && (typeof chunk.model === "string" || typeof chunk.system_fingerprint === "string")) {
       metadataSent = true;
@@ -122,28 +128,23 @@ export async function* parseChatStream(
         ...(typeof chunk.service_tier === "string" ? { serviceTier: chunk.service_tier } : {}),
       });
     }
-    if (chunk.usage && typeof chunk.usage === "object") usage = options.usage(chunk.usage as Json, data);
+    if (chunk.usage) usage = options.usage(chunk.usage, data);
 
-    const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
-    const choice = choices[0] as Json | undefined;
+    const choice = chunk.choices?.[0];
     if (!choice) continue;
-    const delta = (choice.delta ?? choice.message ?? {}) as Json;
+    const rawDelta = choice.delta ?? choice.message ?? {};
+    const delta = readValue(ChatDelta, rawDelta, "delta", options.notices) ?? {};
     const matchedBefore = stop.matched !== undefined;
 
     if (!matchedBefore) {
-      const reasoning =
-        typeof delta.reasoning_content === "string"
-          ? delta.reasoning_content
-          : typeof delta.reasoning === "string"
-            ? delta.reasoning
-            : undefined;
+      const reasoning = delta.reasoning_content ?? delta.reasoning ?? undefined;
       if (reasoning && options.thinking) yield ev.thinking(reasoning);
 
       if (typeof delta.content === "string" && delta.content !== "") {
         const out = stop.push(delta.content);
         if (out) yield ev.text(out);
       } else if (Array.isArray(delta.content)) {
-        for (const piece of contentArray(delta.content)) {
+        for (const piece of contentArray(delta.content, options.notices)) {
           if (piece.kind === "thinking") {
             if (options.thinking && piece.text) yield ev.thinking(piece.text);
           } else if (piece.text) {
@@ -152,21 +153,23 @@ export async function* parseChatStream(
           }
         }
       }
-      if (typeof delta.refusal === "string" && delta.refusal !== "") {
+      if (delta.refusal) {
         refusal = true;
         const out = stop.push(delta.refusal);
         if (out) yield ev.text(out);
       }
 
-      if (Array.isArray(delta.tool_calls) && stop.matched === undefined) {
+      if (delta.tool_calls && stop.matched === undefined) {
         yield* flushText();
-        for (const raw of delta.tool_calls as Json[]) {
-          const fn = (raw.function ?? {}) as Json;
-          const key = typeof raw.index === "number" ? `i${raw.index}` : `n${anonymous++}`;
+        for (const item of delta.tool_calls) {
+          const raw = readValue(ToolCallFragment, item, "tool_call", options.notices);
+          if (!raw) continue;
+          const fn = raw.function ?? {};
+          const key = raw.index !== undefined ? `i${raw.index}` : `n${anonymous++}`;
           let state = calls.get(key);
           if (!state) {
-            const id = typeof raw.id === "string" && raw.id !== "" ? raw.id : `call_${order.length + 1}`;
-            const name = typeof fn.name === "string" ? fn.name : "";
+            const id = raw.id ? raw.id : `call_${order.length + 1}`;
+            const name = fn.name ?? "";
             state = { id, name, fragments: 0 };
             calls.set(key, state);
             order.push(state);
@@ -216,10 +219,9 @@ export async function* parseChatStream(
   yield ev.stop(reason);
 }
 
-function errorInfo(chunk: Json) {
-  const e = chunk.error;
+function errorInfo(value: unknown) {
+  const e = ErrorFrame.safeParse({ error: value }).data?.error;
   if (typeof e === "string") return { message: e };
-  const o = (e ?? {}) as Json;
   const s = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
-  return { code: s(o.code), type: s(o.type), message: s(o.message) };
+  return { code: s(e?.code), type: s(e?.type), message: s(e?.message) };
 }

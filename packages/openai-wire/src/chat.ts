@@ -5,11 +5,15 @@ import {
   StopSequenceMatcher,
   type StreamEventInit,
   type UsageInit,
+  WireNotices,
 } from "@pluggableharness/model-kit";
 import type { StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { buildChatRequest, type ChatRequestOptions } from "./chat-request.ts";
 import { parseChatStream } from "./chat-stream.ts";
 import { streamOpenAI } from "./run.ts";
+
+/** Stream oddities already reported by this process (each is logged once, not every turn). */
+const WIRE_SEEN = new Set<string>();
 
 export interface ChatCompletionSetup {
   /** The full `…/chat/completions` URL. */
@@ -53,6 +57,7 @@ export async function* streamChatCompletion<S>(
         usage: setup.usage,
         thinking: call.model.thinking !== undefined,
         signal: call.signal,
+        notices: new WireNotices(call.self.name, call.log, WIRE_SEEN),
       }),
   );
 }

@@ -6,6 +6,8 @@ import {
   StopSequenceMatcher,
   type StreamEventInit,
   toolNameMap,
+  type WireLog,
+  WireNotices,
 } from "@pluggableharness/model-kit";
 import { MessageSchema, Role } from "@pluggableharness/protocol/content";
 import { StopReason, StreamCompletionRequestSchema } from "@pluggableharness/protocol/model";
@@ -152,7 +154,7 @@ function sse(...frames: string[]): ReadableStream<Uint8Array> {
   });
 }
 
-async function parse(body: ReadableStream<Uint8Array>, stop: string[] = []) {
+async function parse(body: ReadableStream<Uint8Array>, stop: string[] = [], log?: WireLog) {
   const out: StreamEventInit[] = [];
   for await (const e of parseChatStream(body, {
     names: toolNameMap(["get.weather"], OPENAI_TOOL_NAMES),
@@ -161,6 +163,7 @@ async function parse(body: ReadableStream<Uint8Array>, stop: string[] = []) {
     usage: (u) => chatUsage(u),
     thinking: true,
     signal: new AbortController().signal,
+    notices: new WireNotices("test", log),
   }))
     out.push(e);
   return out;
@@ -307,5 +310,38 @@ describe("chat request", () => {
       },
     ]);
     expect(body["stream_options"]).toBeUndefined();
+  });
+});
+
+describe("typed chat chunks (issue 33)", () => {
+  it("skips and logs once an unknown content part and a malformed chunk piece; the stream completes intact", async () => {
+    const warnings: Array<{ message: string; attrs?: Record<string, unknown> }> = [];
+    const log: WireLog = { warn: (message, attrs) => warnings.push({ message, attrs }) };
+    const events = await parse(
+      sse(
+        '{"model":"m","choices":[{"index":0,"delta":{"content":"Hello "}}]}',
+        // A part type no dialect here defines (twice), beside a text part that must survive.
+        '{"choices":[{"index":0,"delta":{"content":[{"type":"reference","ids":[1]},{"type":"text","text":"big "}]}}]}',
+        '{"choices":[{"index":0,"delta":{"content":[{"type":"reference","ids":[2]}]}}]}',
+        // A known piece that breaks its schema: a tool call's name must be text.
+        '{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":7,"arguments":"{}"}}]}}]}',
+        '{"choices":[{"index":0,"delta":{"content":"world"},"finish_reason":"stop"}]}',
+        "[DONE]",
+      ),
+      [],
+      log,
+    );
+    expect(kinds(events)).not.toContain("toolCallStart");
+    const text = events.map((e) => (e.event?.case === "textDelta" ? e.event.value.text : "")).join("");
+    expect(text).toBe("Hello big world");
+    expect(events.at(-1)?.event).toMatchObject({ case: "stop", value: { reason: StopReason.END_TURN } });
+    const of = (type: string) => warnings.filter((w) => w.attrs?.["type"] === type);
+    expect(of("reference")).toHaveLength(1);
+    expect(of("reference")[0]!.message).toContain("unknown type");
+    expect(of("tool_call")).toHaveLength(1);
+    expect(String(of("tool_call")[0]!.attrs?.["issues"])).toContain(
+      "function.name: invalid_type (expected string)",
+    );
+    expect(warnings).toHaveLength(2);
   });
 });

@@ -60,10 +60,19 @@ export {
 export { KeyedMutex } from "./mutex.ts";
 export { AsyncQueue } from "./queue.ts";
 export { type RenderNodeInit, r, type StyleName } from "./render.ts";
-export { checkValue, type JsonSchema, type ObjectSchema, s, toWireSchema } from "./schema.ts";
+export {
+  checkValue,
+  type Infer,
+  type JsonSchema,
+  type ObjectSchema,
+  type StringSchema,
+  s,
+  toWireSchema,
+} from "./schema.ts";
 export { looksBinary, plural, truncateUtf8 } from "./text.ts";
 export {
   type ConfigureContext,
+  defineTool,
   type InvokeOutput,
   type KindName,
   type PreviewContext,

@@ -6,42 +6,93 @@ import { type SchemaSchema, SchemaType } from "@pluggableharness/protocol/schema
 
 export type JsonSchema =
   | ObjectSchema
-  | { type: "string"; description?: string; enum?: readonly string[] }
+  | StringSchema
   | { type: "integer"; description?: string }
   | { type: "number"; description?: string }
   | { type: "boolean"; description?: string }
   | { type: "array"; description?: string; items: JsonSchema };
 
-export interface ObjectSchema {
+export interface StringSchema<V extends readonly string[] = readonly string[]> {
+  type: "string";
+  description?: string;
+  enum?: V;
+}
+
+export interface ObjectSchema<
+  P extends Readonly<Record<string, JsonSchema>> = Readonly<Record<string, JsonSchema>>,
+  R extends readonly string[] = readonly string[],
+> {
   type: "object";
   description?: string;
   /** Declaration order is the order models see. */
-  properties: Readonly<Record<string, JsonSchema>>;
-  required?: readonly string[];
+  properties: P;
+  required?: R;
 }
 
-/** Terse builders: `s.object({ path: s.string("...") }, ["path"])`. */
+/**
+ * The TypeScript type of a value that passes `checkValue(schema, …)`: what a tool's
+ * handler receives for its declared input. Properties not in `required` are optional;
+ * an enum is the union of its values.
+ */
+export type Infer<S> =
+  S extends ObjectSchema<infer P, infer R>
+    ? Flatten<
+        { -readonly [K in keyof P & R[number]]: Infer<P[K]> } & {
+          -readonly [K in Exclude<keyof P, R[number]>]?: Infer<P[K]>;
+        }
+      >
+    : S extends { type: "array"; items: infer I }
+      ? Infer<I>[]
+      : S extends { type: "string"; enum?: infer V }
+        ? V extends readonly (infer E extends string)[]
+          ? string extends E
+            ? string
+            : E
+          : string
+        : S extends { type: "integer" | "number" }
+          ? number
+          : S extends { type: "boolean" }
+            ? boolean
+            : never;
+
+type Flatten<T> = { [K in keyof T]: T[K] };
+
+/**
+ * Terse builders: `s.object({ path: s.string("...") }, ["path"])`. Each keeps its literal
+ * shape in its type, so `Infer` can read the argument type off a declared schema.
+ */
 export const s = {
-  object(
-    properties: Readonly<Record<string, JsonSchema>>,
-    required: readonly string[] = [],
+  object<const P extends Readonly<Record<string, JsonSchema>>, const R extends readonly string[] = []>(
+    properties: P,
+    required?: R,
     description?: string,
-  ): ObjectSchema {
-    return { type: "object", properties, required, ...(description ? { description } : {}) };
+  ): ObjectSchema<P, R> {
+    return {
+      type: "object",
+      properties,
+      required: required ?? ([] as unknown as R),
+      ...(description ? { description } : {}),
+    };
   },
-  string(description?: string, values?: readonly string[]): JsonSchema {
+  string<const V extends readonly string[] = readonly string[]>(
+    description?: string,
+    values?: V,
+  ): StringSchema<V> {
     return { type: "string", ...(description ? { description } : {}), ...(values ? { enum: values } : {}) };
   },
-  integer(description?: string): JsonSchema {
+  integer(description?: string): { type: "integer"; description?: string } {
     return { type: "integer", ...(description ? { description } : {}) };
   },
-  number(description?: string): JsonSchema {
+  number(description?: string): { type: "number"; description?: string } {
     return { type: "number", ...(description ? { description } : {}) };
   },
-  boolean(description?: string): JsonSchema {
+  boolean(description?: string): { type: "boolean"; description?: string } {
     return { type: "boolean", ...(description ? { description } : {}) };
   },
-  array(items: JsonSchema, description?: string): JsonSchema {
+  array<const I extends JsonSchema>(
+    items: I,
+    description?: string,
+  ): { type: "array"; description?: string; items: I } {
     return { type: "array", items, ...(description ? { description } : {}) };
   },
 };

@@ -19,7 +19,7 @@ import { RiskClass, ToolKind, ToolService } from "@pluggableharness/protocol/too
 import { type ConfigField, configSchema, type Diagnostic, readConfig } from "./config.ts";
 import { errorEvent, partialResult, resultEvent, type ToolEventInit, ToolFailure } from "./events.ts";
 import type { RenderNodeInit } from "./render.ts";
-import { checkValue, type ObjectSchema, toWireSchema } from "./schema.ts";
+import { checkValue, type Infer, type ObjectSchema, toWireSchema } from "./schema.ts";
 
 export type KindName = "resource" | "data_source" | "interactive";
 export type RiskName = "read_only" | "low" | "moderate" | "high" | "critical";
@@ -122,6 +122,17 @@ export interface ToolDefinition<A = JsonObject> {
   /** Side-effect-free description of what invoke would do. */
   preview?(args: A, ctx: PreviewContext): Promise<RenderNodeInit | undefined> | RenderNodeInit | undefined;
   render?(input: RenderInput): RenderNodeInit | undefined;
+}
+
+/**
+ * A tool whose handler arguments are typed from its declared input schema (`Infer`), so the
+ * schema the model sees and the type the code reads cannot drift apart; the service checks
+ * every call against the same schema (checkValue) before invoke runs.
+ */
+export function defineTool<const I extends ObjectSchema>(
+  tool: ToolDefinition<Infer<I>> & { input: I },
+): ToolDefinition<Infer<I>> {
+  return tool;
 }
 
 /** What Configure gives a provider besides its values: the kernel's callbacks (its owned paths, say). */

@@ -11,6 +11,7 @@ import {
   rateLimitsFromHeaders,
   refuseHtml,
   sendVendorRequest,
+  WireNotices,
 } from "@pluggableharness/model-kit";
 import { ANTHROPIC_MODELS } from "./catalog.ts";
 import { Keepalive } from "./keepalive.ts";
@@ -62,6 +63,9 @@ export const ATTRIBUTES: AttributeDef[] = [
         : "must be an integer from 1 to 100",
   },
 ];
+
+/** Stream oddities already reported by this process (each is logged once, not every turn). */
+const WIRE_SEEN = new Set<string>();
 
 export interface AnthropicState {
   apiKey: string;
@@ -120,7 +124,13 @@ export const adapter: ModelAdapter<AnthropicState> = {
     }
     await refuseHtml(res);
     let completed = false;
-    for await (const event of translateStream(res.body, res.headers, signal, built.names)) {
+    for await (const event of translateStream(
+      res.body,
+      res.headers,
+      signal,
+      built.names,
+      new WireNotices("anthropic", call.log, WIRE_SEEN),
+    )) {
       if (event.event?.case === "stop") completed = true;
       yield event;
     }

@@ -9,15 +9,17 @@ import {
   parseEventJson,
   type RateLimitHeaderFamily,
   rateLimitsFromHeaders,
+  readEvent,
   readSse,
+  readValue,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
   type UsageInit,
+  type WireNotices,
 } from "@pluggableharness/model-kit";
 import { RateLimitKind, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
-
-type Json = Record<string, unknown>;
+import { ContentBlock, Delta, ErrorBody, StreamEvent, Usage } from "./wire-schema.ts";
 
 const family = (kind: RateLimitKind, name: string): RateLimitHeaderFamily => ({
   kind,
@@ -60,12 +62,9 @@ export function anthropicFailure(status: number, bodyText: string, headers?: Hea
   let type: string | undefined;
   let message: string | undefined;
   try {
-    const body = JSON.parse(bodyText) as Json;
-    const err = body["error"] as Json | undefined;
-    if (err && typeof err === "object") {
-      type = typeof err["type"] === "string" ? err["type"] : undefined;
-      message = typeof err["message"] === "string" ? err["message"] : undefined;
-    }
+    const err = ErrorBody.safeParse(JSON.parse(bodyText)).data?.error;
+    type = err?.type;
+    message = err?.message;
   } catch {
     // not JSON: classified by status alone
   }
@@ -114,8 +113,6 @@ const STOP: Record<string, StopReason> = {
   // model_context_window_exceeded is no stop: it becomes a context_length_exceeded error.
 };
 
-const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
-
 interface UsageState {
   input: number;
   output: number;
@@ -124,93 +121,95 @@ interface UsageState {
   components: Map<string, number>;
 }
 
-function mergeUsage(state: UsageState, u: Json | undefined): void {
-  if (!u) return;
-  // Counts are cumulative: the latest value wins, nothing is summed.
-  state.input = num(u["input_tokens"]) ?? state.input;
-  state.output = num(u["output_tokens"]) ?? state.output;
-  const read = num(u["cache_read_input_tokens"]);
-  if (read !== undefined) state.cacheRead = read;
-  const write = num(u["cache_creation_input_tokens"]);
-  if (write !== undefined) state.cacheWrite = write;
-  const creation = u["cache_creation"] as Json | undefined;
-  if (creation && typeof creation === "object") {
-    for (const [k, v] of Object.entries(creation))
-      if (typeof v === "number") state.components.set(`cache_creation.${k}`, v);
-  }
-  const details = u["output_tokens_details"] as Json | undefined;
-  const thinking = details && typeof details === "object" ? num(details["thinking_tokens"]) : undefined;
-  // Thinking is inside output_tokens; it is reported as a component, never as reasoning_tokens.
-  if (thinking !== undefined) state.components.set("output_tokens_details.thinking_tokens", thinking);
+/** Reads a usage object on its own, so a malformed count costs the usage, not the event. */
+function readUsage(value: unknown, notices: WireNotices): Usage | undefined {
+  return value === undefined || value === null ? undefined : readValue(Usage, value, "usage", notices);
 }
 
-/** Translates one streaming response body into StreamEvents (stream_start is the caller's). */
+function mergeUsage(state: UsageState, u: Usage | undefined): void {
+  if (!u) return;
+  // Counts are cumulative: the latest value wins, nothing is summed.
+  state.input = u.input_tokens ?? state.input;
+  state.output = u.output_tokens ?? state.output;
+  if (typeof u.cache_read_input_tokens === "number") state.cacheRead = u.cache_read_input_tokens;
+  if (typeof u.cache_creation_input_tokens === "number") state.cacheWrite = u.cache_creation_input_tokens;
+  for (const [k, v] of Object.entries(u.cache_creation ?? {}))
+    if (typeof v === "number") state.components.set(`cache_creation.${k}`, v);
+  const thinking = u.output_tokens_details?.thinking_tokens;
+  // Thinking is inside output_tokens; it is reported as a component, never as reasoning_tokens.
+  if (typeof thinking === "number") state.components.set("output_tokens_details.thinking_tokens", thinking);
+}
+
+/**
+ * Translates one streaming response body into StreamEvents (stream_start is the caller's).
+ * Every event is read through the typed schemas in wire-schema.ts; an event, block or delta
+ * of a type they do not list, or one that contradicts its schema, is skipped and reported
+ * through `notices` (once per type), never ending the stream.
+ */
 export async function* translateStream(
   body: ReadableStream<Uint8Array> | null,
   headers: Headers,
   signal: AbortSignal,
   names: ToolNameMap,
+  notices: WireNotices,
 ): AsyncGenerator<StreamEventInit> {
   const rateLimits = rateLimitsFromHeaders(headers, RATE_LIMIT_FAMILIES);
   const usage: UsageState = { input: 0, output: 0, components: new Map() };
   const blocks = new Map<number, { type: string; id?: string; args: boolean }>();
   let stopReason: string | undefined;
   let stopSequence: string | undefined;
-  let stopDetails: Json | undefined;
+  let stopDetails: Record<string, unknown> | undefined;
   let sawStart = false;
 
   for await (const sse of readSse(body, signal)) {
-    const data = parseEventJson(sse);
-    const type = data["type"];
-    switch (type) {
+    const data = readEvent(StreamEvent, parseEventJson(sse), notices);
+    if (!data) continue;
+    switch (data.type) {
       case "message_start": {
         sawStart = true;
-        const message = (data["message"] ?? {}) as Json;
-        const u = message["usage"] as Json | undefined;
+        const { model } = data.message;
+        const u = readUsage(data.message.usage, notices);
         mergeUsage(usage, u);
-        const tier = u && typeof u["service_tier"] === "string" ? u["service_tier"] : undefined;
+        const tier = u?.service_tier ?? undefined;
         yield ev.metadata({
-          ...(typeof message["model"] === "string" ? { actualModel: message["model"] } : {}),
+          ...(model !== undefined ? { actualModel: model } : {}),
           ...(tier ? { serviceTier: tier } : {}),
           rateLimits,
         });
         break;
       }
       case "content_block_start": {
-        const index = Number(data["index"]);
-        const block = (data["content_block"] ?? {}) as Json;
-        const kind = String(block["type"]);
-        if (kind === "tool_use") {
-          const id = String(block["id"]);
-          blocks.set(index, { type: kind, id, args: false });
-          yield ev.toolStart(id, names.fromVendor(String(block["name"])));
+        const index = data.index;
+        const block = readEvent(ContentBlock, data.content_block, notices);
+        // A block of a kind not read here is still tracked, so its deltas and stop are known.
+        if (!block) blocks.set(index, { type: data.content_block.type, args: false });
+        else if (block.type === "tool_use") {
+          blocks.set(index, { type: block.type, id: block.id, args: false });
+          yield ev.toolStart(block.id, names.fromVendor(block.name));
         } else {
-          blocks.set(index, { type: kind, args: false });
-          if (kind === "redacted_thinking") yield ev.redacted(String(block["data"] ?? ""));
-          else if (kind === "text" && typeof block["text"] === "string" && block["text"] !== "")
-            yield ev.text(block["text"]);
+          blocks.set(index, { type: block.type, args: false });
+          if (block.type === "redacted_thinking") yield ev.redacted(block.data);
+          else if (block.type === "text" && block.text) yield ev.text(block.text);
         }
         break;
       }
       case "content_block_delta": {
-        const index = Number(data["index"]);
-        const delta = (data["delta"] ?? {}) as Json;
-        switch (delta["type"]) {
+        const delta = readEvent(Delta, data.delta, notices);
+        switch (delta?.type) {
           case "text_delta":
-            if (delta["text"]) yield ev.text(String(delta["text"]));
+            if (delta.text) yield ev.text(delta.text);
             break;
           case "thinking_delta":
-            if (delta["thinking"]) yield ev.thinking(String(delta["thinking"]));
+            if (delta.thinking) yield ev.thinking(delta.thinking);
             break;
           case "signature_delta":
-            yield ev.signature(String(delta["signature"] ?? ""));
+            yield ev.signature(delta.signature);
             break;
           case "input_json_delta": {
-            const b = blocks.get(index);
-            const fragment = String(delta["partial_json"] ?? "");
-            if (b?.id && fragment !== "") {
+            const b = blocks.get(data.index);
+            if (b?.id && delta.partial_json !== "") {
               b.args = true;
-              yield ev.toolDelta(b.id, fragment);
+              yield ev.toolDelta(b.id, delta.partial_json);
             }
             break;
           }
@@ -218,7 +217,7 @@ export async function* translateStream(
         break;
       }
       case "content_block_stop": {
-        const b = blocks.get(Number(data["index"]));
+        const b = blocks.get(data.index);
         if (b?.id) {
           // A tool without arguments streams only "" (meaning {}).
           if (!b.args) yield ev.toolDelta(b.id, "{}");
@@ -227,12 +226,11 @@ export async function* translateStream(
         break;
       }
       case "message_delta": {
-        const delta = (data["delta"] ?? {}) as Json;
-        if (typeof delta["stop_reason"] === "string") stopReason = delta["stop_reason"];
-        if (typeof delta["stop_sequence"] === "string") stopSequence = delta["stop_sequence"];
-        if (delta["stop_details"] && typeof delta["stop_details"] === "object")
-          stopDetails = delta["stop_details"] as Json;
-        mergeUsage(usage, data["usage"] as Json | undefined);
+        const { delta } = data;
+        if (typeof delta.stop_reason === "string") stopReason = delta.stop_reason;
+        if (typeof delta.stop_sequence === "string") stopSequence = delta.stop_sequence;
+        if (delta.stop_details) stopDetails = delta.stop_details;
+        mergeUsage(usage, readUsage(data.usage, notices));
         break;
       }
       case "message_stop": {
@@ -240,8 +238,10 @@ export async function* translateStream(
         if (isContextWindowStop(stopReason)) throw contextWindowStopFailure(stopReason!);
         if (stopReason === "refusal" && stopDetails) {
           const attrs: Record<string, string> = {};
-          for (const k of ["type", "category", "explanation"])
-            if (typeof stopDetails[k] === "string") attrs[k] = stopDetails[k] as string;
+          for (const k of ["type", "category", "explanation"]) {
+            const v = stopDetails[k];
+            if (typeof v === "string") attrs[k] = v;
+          }
           yield ev.safety(SafetyKind.MODERATION, attrs["explanation"], attrs);
         }
         const reason = STOP[stopReason ?? "end_turn"] ?? StopReason.END_TURN;
@@ -250,8 +250,7 @@ export async function* translateStream(
       }
       case "error":
         throw anthropicFailure(200, sse.data);
-      default:
-        // ping and event types added later are ignored, as the vendor asks.
+      case "ping":
         break;
     }
   }

@@ -719,3 +719,51 @@ describe("vendor fidelity (issue 17)", () => {
     expect(priority.every((r) => r.resetsAt !== undefined)).toBe(true);
   });
 });
+
+describe("typed stream events (issue 33)", () => {
+  const frame = (data: Record<string, unknown>) =>
+    `event: ${String(data["type"])}\ndata: ${JSON.stringify(data)}\n\n`;
+  const warned = (type: string) =>
+    logs.filter((l) => l.level === "warn" && JSON.stringify(l).includes(`"type":"${type}"`));
+
+  it("skips and logs once an unknown event type and a malformed known event; the turn completes intact", async () => {
+    fake.push({
+      kind: "raw",
+      headers: { "content-type": "text/event-stream" },
+      frames: [
+        frame({
+          type: "message_start",
+          message: { model: SONNET, usage: { input_tokens: 5, output_tokens: 1 } },
+        }),
+        frame({ type: "message_annotation", note: "new in some future API" }),
+        frame({ type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+        frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Hello " } }),
+        // A known event that breaks its schema: text must be a string.
+        frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: 42 } }),
+        frame({ type: "message_annotation", note: "again" }),
+        frame({ type: "content_block_delta", index: 0, delta: { type: "citations_delta", citation: {} } }),
+        frame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "world" } }),
+        frame({ type: "content_block_stop", index: 0 }),
+        // Counts the delta does not restate come as null.
+        frame({
+          type: "message_delta",
+          delta: { stop_reason: "end_turn", stop_sequence: null },
+          usage: { input_tokens: null, output_tokens: 2, cache_read_input_tokens: null },
+        }),
+        frame({ type: "message_stop" }),
+      ],
+    });
+    const { events, error } = await complete();
+    expect(error).toBeUndefined();
+    expect(only(events, "stop")[0]).toMatchObject({ reason: StopReason.END_TURN });
+    const done = accumulate(events, specs.get(SONNET)!, "anthropic");
+    expect(done.message.content.map((b) => b.block.value)).toEqual([
+      expect.objectContaining({ text: "Hello world" }),
+    ]);
+    expect(only(events, "usage")[0]!.outputTokens).toBe(2n);
+    await expect.poll(() => warned("message_annotation").length).toBe(1);
+    expect(warned("text_delta")).toHaveLength(1);
+    expect(JSON.stringify(warned("text_delta")[0])).toContain("text: invalid_type (expected string)");
+    expect(warned("citations_delta")).toHaveLength(1);
+  });
+});

@@ -4,6 +4,7 @@
 // approves is the diff that is applied, provided the file did not change in between.
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
+  defineTool,
   diffLines,
   formatUnified,
   type Hunk,
@@ -14,7 +15,6 @@ import {
   r,
   s,
   type ToolContext,
-  type ToolDefinition,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { fileLocks, readTextForChange, resolvePath, writeAtomically } from "./files.ts";
@@ -188,7 +188,7 @@ const editFields = {
   replace_all: s.boolean("Replace every occurrence instead of requiring exactly one (default false)."),
 };
 
-export const writeFileTool: ToolDefinition<{ path: string; content: string }> = {
+export const writeFileTool = defineTool({
   name: "write_file",
   kind: "resource",
   risk: "moderate",
@@ -224,9 +224,9 @@ export const writeFileTool: ToolDefinition<{ path: string; content: string }> = 
     return previewOf(plan.before === undefined ? "Create" : "Overwrite", plan);
   },
   render: (input) => renderChange(input, "Wrote"),
-};
+});
 
-export const editFileTool: ToolDefinition<{ path: string } & Edit> = {
+export const editFileTool = defineTool({
   name: "edit_file",
   kind: "resource",
   risk: "moderate",
@@ -258,9 +258,9 @@ export const editFileTool: ToolDefinition<{ path: string } & Edit> = {
     return previewOf("Edit", await planEdits(args.path, [args], ctx));
   },
   render: (input) => renderChange(input, "Edited"),
-};
+});
 
-export const multiEditTool: ToolDefinition<{ path: string; edits: Edit[] }> = {
+export const multiEditTool = defineTool({
   name: "multi_edit",
   kind: "resource",
   risk: "moderate",
@@ -297,4 +297,4 @@ export const multiEditTool: ToolDefinition<{ path: string; edits: Edit[] }> = {
     return previewOf("Edit", await planEdits(args.path, args.edits, ctx));
   },
   render: (input) => renderChange(input, "Edited"),
-};
+});

@@ -1,6 +1,6 @@
 // list_directory: the entries of one directory, without following symbolic links.
 import { lstat, readdir } from "node:fs/promises";
-import { type DirHandle, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { type DirHandle, defineTool, r, s, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, resolvePath } from "./files.ts";
 import { settings } from "./state.ts";
 
@@ -21,7 +21,7 @@ function listingLine(e: { name: string; type: EntryType; size: number }): string
   }
 }
 
-export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
+export const listDirectoryTool = defineTool({
   name: "list_directory",
   kind: "data_source",
   risk: "read_only",
@@ -85,7 +85,7 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
       ),
     ]);
   },
-};
+});
 
 async function listOpened(dir: DirHandle, path: string) {
   const dirents = await readdir(dir.self, { withFileTypes: true });

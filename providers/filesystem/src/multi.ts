@@ -4,13 +4,13 @@
 // JSON, with edit_file's exact-match edits. Preview and Invoke share one planner.
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
+  defineTool,
   parseUnified,
   type RenderInput,
   type RenderNodeInit,
   r,
   s,
   type ToolContext,
-  type ToolDefinition,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { applyEdit, type Edit, MAX_RESULT_DIFF_CHARS } from "./change.ts";
@@ -250,7 +250,7 @@ function renderResult(input: RenderInput, title: string): RenderNodeInit | undef
   ]);
 }
 
-export const applyPatchTool: ToolDefinition<{ patch: string }> = {
+export const applyPatchTool = defineTool({
   name: "apply_patch",
   kind: "resource",
   risk: "moderate",
@@ -288,7 +288,7 @@ export const applyPatchTool: ToolDefinition<{ patch: string }> = {
     return previewChanges(await planPatch(args.patch, ctx));
   },
   render: (input) => renderResult(input, "Patched"),
-};
+});
 
 const editSchema = s.object(
   {
@@ -299,7 +299,7 @@ const editSchema = s.object(
   ["old_str", "new_str"],
 );
 
-export const editFilesTool: ToolDefinition<{ changes: StructuredChange[] }> = {
+export const editFilesTool = defineTool({
   name: "edit_files",
   kind: "resource",
   risk: "moderate",
@@ -339,4 +339,4 @@ export const editFilesTool: ToolDefinition<{ changes: StructuredChange[] }> = {
     return previewChanges(await planStructured(args.changes, ctx));
   },
   render: (input) => renderResult(input, "Edited"),
-};
+});

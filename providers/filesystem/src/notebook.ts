@@ -7,13 +7,13 @@
 import { randomBytes } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
+  defineTool,
   diffLines,
   formatUnified,
   type RenderNodeInit,
   r,
   s,
   type ToolContext,
-  type ToolDefinition,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { fileLocks, readTextForChange, resolvePath, writeAtomically } from "./files.ts";
@@ -218,7 +218,7 @@ function sourceDiff(p: Planned) {
   return diffLines(withNl(p.oldSource), withNl(p.newSource));
 }
 
-export const notebookEditTool: ToolDefinition<NotebookArgs> = {
+export const notebookEditTool = defineTool({
   name: "notebook_edit",
   kind: "resource",
   risk: "moderate",
@@ -286,4 +286,4 @@ export const notebookEditTool: ToolDefinition<NotebookArgs> = {
     const p = input.payload;
     return r.text(`${p["mode"]} cell ${p["index"]} of ${p["path"]} (${p["total_cells"]} cells)`, "bold");
   },
-};
+});

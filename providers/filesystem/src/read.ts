@@ -1,5 +1,5 @@
 // read_file: a line range of a text file, line-numbered, within a byte budget.
-import { looksBinary, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
+import { defineTool, looksBinary, r, s, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, readUpTo, resolvePath } from "./files.ts";
 import { type ImageInfo, imageInfo } from "./image.ts";
 import { settings } from "./state.ts";
@@ -7,13 +7,7 @@ import { settings } from "./state.ts";
 const DEFAULT_LIMIT = 2000;
 const MAX_LINE_CHARS = 2000;
 
-interface ReadArgs {
-  path: string;
-  offset?: number;
-  limit?: number;
-}
-
-export const readFileTool: ToolDefinition<ReadArgs> = {
+export const readFileTool = defineTool({
   name: "read_file",
   kind: "data_source",
   risk: "read_only",
@@ -196,7 +190,7 @@ export const readFileTool: ToolDefinition<ReadArgs> = {
     if (p["notice"]) children.push(r.text(String(p["notice"]), "warning"));
     return r.collapsible(summary, children, true);
   },
-};
+});
 
 function readImage(bytes: Buffer | undefined, path: string, size: number, info: ImageInfo, max: number) {
   const dims = info.width && info.height ? `${info.width}x${info.height} pixels, ` : "";

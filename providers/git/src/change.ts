@@ -3,6 +3,7 @@
 // change to a kernel-owned file before git runs, and runs under a per-repository lock
 // (the kernel keys on the literal repo argument; the plugin on the resolved .git).
 import {
+  type JsonSchema,
   KeyedMutex,
   type PreviewContext,
   type RenderNodeInit,
@@ -31,7 +32,7 @@ const resource = {
   modelText: { field: "output" },
 };
 
-const resultOutput = (extra: Record<string, ReturnType<typeof s.string>> = {}, required: string[] = []) =>
+const resultOutput = (extra: Record<string, JsonSchema> = {}, required: string[] = []) =>
   s.object({ ...extra, output: s.string("What git did, in its own words.") }, ["output", ...required]);
 
 async function locked<T>(

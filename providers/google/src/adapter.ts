@@ -11,11 +11,15 @@ import {
   refuseHtml,
   StopSequenceMatcher,
   sendVendorRequest,
+  WireNotices,
 } from "@pluggableharness/model-kit";
 import { GEMINI_MODELS } from "./catalog.ts";
 import { cachedPrefix, ExplicitCaches } from "./explicit-cache.ts";
 import { buildRequest } from "./request.ts";
 import { geminiFailure, translateStream } from "./stream.ts";
+
+/** Stream oddities already reported by this process (each is logged once, not every turn). */
+const WIRE_SEEN = new Set<string>();
 
 export const DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com";
 export const API_VERSION = "v1beta";
@@ -131,6 +135,7 @@ export const adapter: ModelAdapter<GeminiState> = {
       signal,
       built.names,
       new StopSequenceMatcher(req.params?.stopSequences ?? []),
+      new WireNotices("google", call.log, WIRE_SEEN),
     );
   },
 

@@ -9,14 +9,15 @@ import {
   parseDurationSeconds,
   parseEventJson,
   readSse,
+  readValue,
   type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
+  type WireNotices,
 } from "@pluggableharness/model-kit";
 import { SafetyKind, StopReason } from "@pluggableharness/protocol/model";
-
-type Json = Record<string, unknown>;
+import { Chunk, ErrorBody, PART_FIELDS, Part, UsageMetadata } from "./wire-schema.ts";
 
 const CONTEXT_LENGTH =
   /input token count|exceeds the maximum number of tokens|too many tokens|context (window|length)/i;
@@ -30,15 +31,13 @@ export function geminiFailure(httpStatus: number, bodyText: string, headers?: He
   let retryDelay: number | undefined;
   let reasons = "";
   try {
-    const err = (JSON.parse(bodyText) as Json)["error"] as Json | undefined;
-    if (err && typeof err === "object") {
-      code = typeof err["code"] === "number" ? err["code"] : undefined;
-      status = typeof err["status"] === "string" ? err["status"] : undefined;
-      message = typeof err["message"] === "string" ? err["message"] : undefined;
-      for (const d of Array.isArray(err["details"]) ? (err["details"] as Json[]) : []) {
-        if (String(d["@type"]).endsWith("google.rpc.RetryInfo") && typeof d["retryDelay"] === "string")
-          retryDelay = parseDurationSeconds(d["retryDelay"]);
-        if (typeof d["reason"] === "string") reasons += ` ${d["reason"]}`;
+    const err = ErrorBody.safeParse(JSON.parse(bodyText)).data?.error;
+    if (err) {
+      ({ code, status, message } = err);
+      for (const d of err.details ?? []) {
+        if (d["@type"]?.endsWith("google.rpc.RetryInfo") && d.retryDelay !== undefined)
+          retryDelay = parseDurationSeconds(d.retryDelay);
+        if (d.reason !== undefined) reasons += ` ${d.reason}`;
       }
     }
   } catch {
@@ -85,10 +84,8 @@ export function isVendorCallId(id: string): boolean {
 
 const FILTERED = new Set(["SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"]);
 
-const num = (v: unknown): number | undefined => (typeof v === "number" ? v : undefined);
-
 interface State {
-  usage: Json | undefined;
+  usage: UsageMetadata | undefined;
   finish: string | undefined;
   sawCall: boolean;
   calls: number;
@@ -108,6 +105,7 @@ export async function* translateStream(
   signal: AbortSignal,
   names: ToolNameMap,
   stop: StopSequenceMatcher,
+  notices: WireNotices,
 ): AsyncGenerator<StreamEventInit> {
   const s: State = {
     usage: undefined,
@@ -118,7 +116,7 @@ export async function* translateStream(
     model: undefined,
     tier: undefined,
   };
-  let blocked: Json | undefined;
+  let blocked: string | undefined;
   // Text held back as a possible start of a stop sequence goes out before any other part, so
   // the event order follows the parts (a sequence cannot span a non-text part).
   const release = function* (): Generator<StreamEventInit> {
@@ -126,15 +124,20 @@ export async function* translateStream(
     if (held) yield ev.text(held);
   };
   for await (const sse of readSse(body, signal)) {
-    const chunk = parseEventJson(sse);
-    if (chunk["error"]) throw geminiFailure(200, sse.data);
-    if (s.responseId === undefined && typeof chunk["responseId"] === "string") {
-      s.responseId = chunk["responseId"];
+    const raw = parseEventJson(sse);
+    if (raw["error"]) throw geminiFailure(200, sse.data);
+    const chunk = readValue(Chunk, raw, "GenerateContentResponse", notices);
+    if (!chunk) continue;
+    if (s.responseId === undefined && chunk.responseId !== undefined) {
+      s.responseId = chunk.responseId;
       yield ev.start(s.responseId);
     }
-    const model = typeof chunk["modelVersion"] === "string" ? chunk["modelVersion"] : undefined;
-    const usage = chunk["usageMetadata"] as Json | undefined;
-    const tier = usage && typeof usage["serviceTier"] === "string" ? usage["serviceTier"] : undefined;
+    const model = chunk.modelVersion;
+    const usage =
+      chunk.usageMetadata === undefined
+        ? undefined
+        : readValue(UsageMetadata, chunk.usageMetadata, "usageMetadata", notices);
+    const tier = usage?.serviceTier;
     if ((model && model !== s.model) || (tier && tier !== s.tier)) {
       s.model = model ?? s.model;
       s.tier = tier ?? s.tier;
@@ -142,41 +145,36 @@ export async function* translateStream(
     }
     // Usage is cumulative on every chunk: the latest wins.
     if (usage) s.usage = usage;
-    const feedback = chunk["promptFeedback"] as Json | undefined;
-    if (feedback && typeof feedback["blockReason"] === "string") blocked = feedback;
-    const candidate = (Array.isArray(chunk["candidates"]) ? chunk["candidates"][0] : undefined) as
-      | Json
-      | undefined;
+    if (chunk.promptFeedback?.blockReason !== undefined) blocked = chunk.promptFeedback.blockReason;
+    const candidate = chunk.candidates?.[0];
     if (!candidate) continue;
-    const content = candidate["content"] as Json | undefined;
-    for (const part of Array.isArray(content?.["parts"]) ? (content["parts"] as Json[]) : []) {
+    for (const rawPart of candidate.content?.parts ?? []) {
       if (stop.matched !== undefined) break;
-      const signature = typeof part["thoughtSignature"] === "string" ? part["thoughtSignature"] : undefined;
-      const call = part["functionCall"] as Json | undefined;
-      if (part["thought"] === true || signature !== undefined || call) yield* release();
-      if (part["thought"] === true) {
-        if (typeof part["text"] === "string" && part["text"] !== "") yield ev.thinking(part["text"]);
+      const part = readPart(rawPart, notices);
+      if (!part) continue;
+      const signature = part.thoughtSignature;
+      const call = part.functionCall;
+      if (part.thought === true || signature !== undefined || call) yield* release();
+      if (part.thought === true) {
+        if (part.text) yield ev.thinking(part.text);
         if (signature !== undefined) yield ev.signature(signature);
         continue;
       }
       // The signature belongs to the reasoning before this part: it comes first.
       if (signature !== undefined) yield ev.signature(signature);
       if (call) {
-        const id =
-          typeof call["id"] === "string" && call["id"] !== ""
-            ? call["id"]
-            : `${LOCAL_CALL_ID_PREFIX}${s.responseId ?? "call"}_${s.calls}`;
+        const id = call.id ? call.id : `${LOCAL_CALL_ID_PREFIX}${s.responseId ?? "call"}_${s.calls}`;
         s.calls++;
         s.sawCall = true;
-        yield ev.toolStart(id, names.fromVendor(String(call["name"])));
-        yield ev.toolDelta(id, argumentsJson(call["args"] ?? {}));
+        yield ev.toolStart(id, names.fromVendor(call.name));
+        yield ev.toolDelta(id, argumentsJson(call.args ?? {}));
         yield ev.toolDone(id);
-      } else if (typeof part["text"] === "string" && part["text"] !== "") {
-        const out = stop.push(part["text"]);
+      } else if (part.text) {
+        const out = stop.push(part.text);
         if (out) yield ev.text(out);
       }
     }
-    if (typeof candidate["finishReason"] === "string") s.finish = candidate["finishReason"];
+    if (candidate.finishReason !== undefined) s.finish = candidate.finishReason;
   }
 
   if (s.finish === undefined && !blocked) throw transportFailure("the stream ended without a finishReason");
@@ -187,8 +185,8 @@ export async function* translateStream(
     yield ev.stop(StopReason.STOP_SEQUENCE, stop.matched);
     return;
   }
-  if (blocked) {
-    const reason = String(blocked["blockReason"]);
+  if (blocked !== undefined) {
+    const reason = blocked;
     yield ev.safety(SafetyKind.MODERATION, `the prompt was blocked (${reason})`, { block_reason: reason });
     yield ev.stop(StopReason.CONTENT_FILTERED);
     return;
@@ -212,25 +210,38 @@ export async function* translateStream(
   else yield ev.stop(StopReason.END_TURN, undefined, finish === "STOP");
 }
 
-function usageOf(u: Json | undefined) {
-  const prompt = num(u?.["promptTokenCount"]) ?? 0;
-  const cached = num(u?.["cachedContentTokenCount"]);
-  const thoughts = num(u?.["thoughtsTokenCount"]);
+/**
+ * A part of a kind the adapter reads, typed; a part of another kind (code execution, inline
+ * data, …) is reported by its field name, and a malformed one as malformed.
+ */
+function readPart(raw: unknown, notices: WireNotices): Part | undefined {
+  const fields = typeof raw === "object" && raw !== null ? Object.keys(raw) : [];
+  if (!fields.some((f) => PART_FIELDS.has(f))) {
+    notices.unknown(`part.${fields[0] ?? "(empty)"}`);
+    return undefined;
+  }
+  return readValue(Part, raw, "part", notices);
+}
+
+function usageOf(u: UsageMetadata | undefined) {
+  const prompt = u?.promptTokenCount ?? 0;
+  const cached = u?.cachedContentTokenCount;
+  const thoughts = u?.thoughtsTokenCount;
   const components: Array<{ name: string; value: number }> = [];
-  const toolPrompt = num(u?.["toolUsePromptTokenCount"]);
+  const toolPrompt = u?.toolUsePromptTokenCount;
   if (toolPrompt !== undefined) components.push({ name: "toolUsePromptTokenCount", value: toolPrompt });
-  for (const d of Array.isArray(u?.["promptTokensDetails"]) ? (u["promptTokensDetails"] as Json[]) : []) {
-    if (typeof d["modality"] === "string" && typeof d["tokenCount"] === "number")
-      components.push({ name: `promptTokensDetails.${d["modality"]}`, value: d["tokenCount"] });
+  for (const d of u?.promptTokensDetails ?? []) {
+    if (d.modality !== undefined && d.tokenCount !== undefined)
+      components.push({ name: `promptTokensDetails.${d.modality}`, value: d.tokenCount });
   }
   return {
     // promptTokenCount includes the cached part; the kernel's counters do not overlap.
     input: prompt - (cached ?? 0),
-    output: num(u?.["candidatesTokenCount"]) ?? 0,
+    output: u?.candidatesTokenCount ?? 0,
     cacheRead: cached,
     // Thoughts are counted apart from candidates by the vendor.
     reasoning: thoughts,
-    vendorTotal: num(u?.["totalTokenCount"]),
+    vendorTotal: u?.totalTokenCount,
     components,
   };
 }

@@ -739,3 +739,39 @@ describe("thought signatures and call ids across fallback (Gemini 3)", () => {
     expect(err.message).toContain("is missing a `thought_signature`");
   });
 });
+
+describe("typed stream chunks (issue 33)", () => {
+  const frame = (data: Record<string, unknown>) => `data: ${JSON.stringify(data)}\n\n`;
+  const parts = (...p: unknown[]) => ({ candidates: [{ content: { role: "model", parts: p } }] });
+  const warned = (type: string) =>
+    logs.filter((l) => l.level === "warn" && JSON.stringify(l).includes(`"type":"${type}"`));
+
+  it("skips and logs once an unknown kind of part and a malformed part; the turn completes intact", async () => {
+    fake.push({
+      kind: "raw",
+      headers: { "content-type": "text/event-stream" },
+      frames: [
+        frame({ responseId: "resp-typed", modelVersion: FLASH, ...parts({ text: "Hello " }) }),
+        frame(parts({ executableCode: { language: "PYTHON", code: "print(1)" } })),
+        // A known part that breaks its schema: a function call's name must be a string.
+        frame(parts({ functionCall: { name: 42, args: {} } })),
+        frame(parts({ executableCode: { language: "PYTHON", code: "print(2)" } })),
+        frame({
+          ...parts({ text: "world" }),
+          candidates: [{ content: { role: "model", parts: [{ text: "world" }] }, finishReason: "STOP" }],
+          usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 2, totalTokenCount: 7 },
+        }),
+      ],
+    });
+    const { events, error } = await complete();
+    expect(error).toBeUndefined();
+    expect(only(events, "toolCallStart")).toEqual([]);
+    expect(only(events, "stop")[0]).toMatchObject({ reason: StopReason.END_TURN });
+    const msg = accumulate(events, specs.get(FLASH)!, "google").message;
+    expect(msg.content.map((b) => b.block.value)).toEqual([expect.objectContaining({ text: "Hello world" })]);
+    expect(only(events, "usage")[0]!.outputTokens).toBe(2n);
+    await expect.poll(() => warned("part.executableCode").length).toBe(1);
+    expect(warned("part")).toHaveLength(1);
+    expect(JSON.stringify(warned("part")[0])).toContain("functionCall.name: invalid_type (expected string)");
+  });
+});

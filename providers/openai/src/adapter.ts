@@ -11,12 +11,16 @@ import {
   plainHttpWarning,
   StopSequenceMatcher,
   sendVendorRequest,
+  WireNotices,
 } from "@pluggableharness/model-kit";
 import { classifyHttpError, streamOpenAI } from "@pluggableharness/openai-wire";
 import type { CountTokensRequest, StreamCompletionRequest } from "@pluggableharness/protocol/model";
 import { isOpenAIModel, OPENAI_MODELS } from "./catalog.ts";
 import { buildResponsesRequest } from "./request.ts";
 import { parseResponsesStream } from "./stream.ts";
+
+/** Stream oddities already reported by this process (each is logged once, not every turn). */
+const WIRE_SEEN = new Set<string>();
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 
@@ -92,6 +96,7 @@ export const adapter: ModelAdapter<OpenAIState> = {
           rateLimits,
           reasoningIncluded: response.headers.get(REASONING_INCLUDED)?.trim().toLowerCase() === "true",
           signal: call.signal,
+          notices: new WireNotices("openai", call.log, WIRE_SEEN),
         }),
     );
   },

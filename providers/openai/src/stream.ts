@@ -22,18 +22,19 @@ import {
   ev,
   isContextWindowStop,
   parseEventJson,
+  readEvent,
   readSse,
   type StopSequenceMatcher,
   type StreamEventInit,
   type ToolNameMap,
   transportFailure,
   type UsageInit,
+  type WireNotices,
 } from "@pluggableharness/model-kit";
 import { classifyStreamError, detailComponents, errorInfoOf, num } from "@pluggableharness/openai-wire";
 import { type RateLimitSnapshot, SafetyKind, StopReason } from "@pluggableharness/protocol/model";
 import { summaryText } from "./reasoning.ts";
-
-type Json = Record<string, unknown>;
+import { OutputItem, StreamEvent, type Usage } from "./wire-schema.ts";
 
 export interface ResponsesStreamOptions {
   names: ToolNameMap;
@@ -44,18 +45,18 @@ export interface ResponsesStreamOptions {
   /** The vendor said explicitly (x-reasoning-included) that reasoning is inside output_tokens. */
   reasoningIncluded: boolean;
   signal: AbortSignal;
+  /** Where unknown and malformed events are reported (once per type). */
+  notices: WireNotices;
 }
-
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null ? (v as Json) : {});
 
 /**
  * Responses usage in canonical counters. input_tokens includes cached reads and cache
  * writes, so both are taken out; output_tokens includes reasoning, which is reported as
  * reasoning_tokens only with the vendor's explicit signal, else as a component.
  */
-export function responsesUsage(u: Json, reasoningIncluded: boolean): UsageInit {
-  const inDetails = obj(u.input_tokens_details);
-  const outDetails = obj(u.output_tokens_details);
+export function responsesUsage(u: Usage, reasoningIncluded: boolean): UsageInit {
+  const inDetails = u.input_tokens_details ?? {};
+  const outDetails = u.output_tokens_details ?? {};
   const cached = num(inDetails.cached_tokens) ?? 0;
   const written = num(inDetails.cache_write_tokens) ?? 0;
   const reasoning = num(outDetails.reasoning_tokens);
@@ -152,9 +153,12 @@ export async function* parseResponsesStream(
     const held = stop.flush();
     if (held) yield ev.text(held);
   };
-  const metadataFrom = function* (response: Json): Generator<StreamEventInit> {
-    const m = typeof response.model === "string" ? response.model : undefined;
-    const t = typeof response.service_tier === "string" ? response.service_tier : undefined;
+  const metadataFrom = function* (response: {
+    model?: string;
+    service_tier?: string | null;
+  }): Generator<StreamEventInit> {
+    const m = response.model;
+    const t = response.service_tier ?? undefined;
     if ((m !== undefined && m !== model) || (t !== undefined && t !== tier)) {
       yield ev.metadata({
         ...(m !== undefined && m !== model ? { actualModel: m } : {}),
@@ -174,22 +178,28 @@ export async function* parseResponsesStream(
 
   for await (const frame of readSse(body, options.signal)) {
     if (frame.data.trim() === "[DONE]") break;
-    const e = parseEventJson(frame);
-    const type = typeof e.type === "string" ? e.type : frame.event;
+    const raw = parseEventJson(frame);
+    // The type is in the data; the SSE event name stands in for a frame without one.
+    const e = readEvent(
+      StreamEvent,
+      typeof raw.type === "string" || frame.event === undefined ? raw : { ...raw, type: frame.event },
+      options.notices,
+    );
+    if (!e) continue;
     const matched = stop.matched !== undefined;
-    switch (type) {
+    switch (e.type) {
       case "response.created":
       case "response.in_progress":
-        yield* metadataFrom(obj(e.response));
+        yield* metadataFrom(e.response);
         break;
       case "response.output_text.delta":
-        if (!matched && typeof e.delta === "string") {
+        if (!matched) {
           const out = stop.push(e.delta);
           if (out) yield ev.text(out);
         }
         break;
       case "response.refusal.delta":
-        if (!matched && typeof e.delta === "string") {
+        if (!matched) {
           refusal = true;
           const out = stop.push(e.delta);
           if (out) yield ev.text(out);
@@ -197,23 +207,20 @@ export async function* parseResponsesStream(
         break;
       case "response.reasoning_summary_text.delta":
       case "response.reasoning_text.delta":
-        if (!matched && typeof e.delta === "string") {
-          const index = num(e.summary_index) ?? num(e.content_index) ?? 0;
-          yield* thinkingDelta(String(e.item_id ?? ""), index, e.delta);
-        }
+        if (!matched) yield* thinkingDelta(e.item_id ?? "", e.summary_index ?? e.content_index ?? 0, e.delta);
         break;
       case "response.output_item.added": {
-        const item = obj(e.item);
-        if (item.type === "message" && !matched) {
+        const item = readEvent(OutputItem, e.item, options.notices);
+        if (item?.type === "message" && !matched) {
           // Each output message is its own text block (commentary apart from the answer).
           yield* flushText();
           yield ev.textBlock("", phaseState(item));
-        } else if (item.type === "function_call" && !matched) {
+        } else if (item?.type === "function_call" && !matched) {
           yield* flushText();
-          const callId = String(item.call_id ?? item.id ?? `call_${calls.size + 1}`);
-          const name = String(item.name ?? "");
+          const callId = item.call_id ?? item.id ?? `call_${calls.size + 1}`;
+          const name = item.name ?? "";
           const wrapper = isParallelWrapper(name, options.declared);
-          calls.set(String(item.id ?? callId), {
+          calls.set(item.id ?? callId, {
             callId,
             deltas: 0,
             ...(wrapper ? { wrapper: name, held: [] } : {}),
@@ -222,14 +229,14 @@ export async function* parseResponsesStream(
             toolCalls++;
             yield ev.toolStart(callId, names.fromVendor(name));
           }
-        } else if (item.type === "reasoning") {
+        } else if (item?.type === "reasoning") {
           yield* flushText();
         }
         break;
       }
       case "response.function_call_arguments.delta": {
-        const call = calls.get(String(e.item_id ?? ""));
-        if (call && typeof e.delta === "string" && e.delta !== "") {
+        const call = calls.get(e.item_id ?? "");
+        if (call && e.delta !== "") {
           call.deltas++;
           if (call.held) call.held.push(e.delta);
           else yield ev.toolDelta(call.callId, e.delta);
@@ -237,15 +244,12 @@ export async function* parseResponsesStream(
         break;
       }
       case "response.output_item.done": {
-        const item = obj(e.item);
-        if (item.type === "function_call") {
-          const call = calls.get(String(item.id ?? item.call_id ?? ""));
+        const item = readEvent(OutputItem, e.item, options.notices);
+        if (item?.type === "function_call") {
+          const call = calls.get(item.id ?? item.call_id ?? "");
           if (!call) break;
           if (call.wrapper !== undefined) {
-            const args =
-              typeof item.arguments === "string" && item.arguments !== ""
-                ? item.arguments
-                : (call.held ?? []).join("") || "{}";
+            const args = item.arguments ? item.arguments : (call.held ?? []).join("") || "{}";
             const expanded = expandParallel(args, options.declared);
             const parts = expanded ?? [{ name: call.wrapper, args }];
             for (const [i, part] of parts.entries()) {
@@ -258,19 +262,17 @@ export async function* parseResponsesStream(
             }
             break;
           }
-          if (call.deltas === 0) {
-            const args = typeof item.arguments === "string" && item.arguments !== "" ? item.arguments : "{}";
-            yield ev.toolDelta(call.callId, args);
-          }
+          if (call.deltas === 0) yield ev.toolDelta(call.callId, item.arguments || "{}");
           yield ev.toolDone(call.callId);
-        } else if (item.type === "reasoning" && !matched) {
-          const id = String(item.id ?? "");
+        } else if (item?.type === "reasoning" && !matched) {
+          const id = item.id ?? "";
           const text = summaryText(item);
-          const json = JSON.stringify(item);
+          // The item goes back to the API verbatim: serialised from the frame as received.
+          const json = JSON.stringify(raw.item);
           if (text !== "") {
             if (!thought.has(id)) yield ev.thinking(text);
             yield ev.signature(json);
-          } else if (typeof item.encrypted_content === "string" && item.encrypted_content !== "") {
+          } else if (item.encrypted_content) {
             yield ev.redacted(json);
           }
         }
@@ -278,22 +280,22 @@ export async function* parseResponsesStream(
       }
       case "response.completed":
       case "response.incomplete": {
-        const response = obj(e.response);
+        const { response, type } = e;
         yield* flushText();
         yield* metadataFrom(response);
-        if (response.usage && typeof response.usage === "object")
+        if (response.usage)
           yield ev.usage({
-            ...responsesUsage(obj(response.usage), options.reasoningIncluded),
+            ...responsesUsage(response.usage, options.reasoningIncluded),
             rateLimits: options.rateLimits,
           });
-        const incomplete = obj(response.incomplete_details).reason;
+        const incomplete = response.incomplete_details?.reason;
         if (
           type === "response.incomplete" &&
           typeof incomplete === "string" &&
           isContextWindowStop(incomplete)
         )
           throw contextWindowStopFailure(incomplete);
-        const reason = stopReason(type, response, stop.matched, refusal, toolCalls);
+        const reason = stopReason(type, incomplete ?? undefined, stop.matched, refusal, toolCalls);
         // The vendor's filter interposed: say so beside the stop reason.
         if (reason === StopReason.CONTENT_FILTERED)
           yield ev.safety(SafetyKind.MODERATION, "OpenAI's content filter stopped the output", {
@@ -302,16 +304,15 @@ export async function* parseResponsesStream(
         yield ev.stop(reason, stop.matched);
         return;
       }
-      case "response.failed": {
-        const response = obj(e.response);
+      case "response.failed":
         throw classifyStreamError(
-          errorInfoOf(response.error ?? { message: "the response failed" }),
+          errorInfoOf(e.response?.error ?? { message: "the response failed" }),
           frame.data,
         );
-      }
       case "error":
         throw classifyStreamError(errorInfoOf(e), frame.data);
       default:
+        // Documented events the adapter has no use for.
         break;
     }
   }
@@ -320,15 +321,14 @@ export async function* parseResponsesStream(
 
 function stopReason(
   type: string,
-  response: Json,
+  incompleteReason: string | undefined,
   matched: string | undefined,
   refusal: boolean,
   toolCalls: number,
 ): StopReason {
   if (matched !== undefined) return StopReason.STOP_SEQUENCE;
   if (type === "response.incomplete") {
-    const reason = obj(response.incomplete_details).reason;
-    if (reason === "content_filter") return StopReason.CONTENT_FILTERED;
+    if (incompleteReason === "content_filter") return StopReason.CONTENT_FILTERED;
     return StopReason.MAX_TOKENS;
   }
   if (refusal) return StopReason.REFUSAL;

@@ -918,3 +918,49 @@ describe("vendor fidelity (issue 17)", () => {
     expect([e.categoryName, e.retryable, e.modelNotFound]).toEqual(["INVALID_REQUEST", false, true]);
   });
 });
+
+describe("typed stream events (issue 33)", () => {
+  const frame = (data: Record<string, unknown>) =>
+    `event: ${String(data["type"])}\ndata: ${JSON.stringify(data)}\n\n`;
+  const warned = (type: string) =>
+    plugin.logs.filter((l) => l.level === "warn" && JSON.stringify(l).includes(`"type":"${type}"`));
+
+  it("skips and logs once an unknown event type and a malformed known event; the turn completes intact", async () => {
+    // Key order differs from the schema's: the item must still come back byte for byte.
+    const item = { encrypted_content: "gAAAAB-opaque", summary: [], id: "rs_1", type: "reasoning", extra: 1 };
+    const response = { id: "resp_1", model: MODEL, status: "completed", output: [] };
+    fake.push({
+      kind: "raw",
+      headers: { "content-type": "text/event-stream" },
+      frames: [
+        frame({ type: "response.created", response: { ...response, status: "in_progress" } }),
+        frame({ type: "response.future_thing", detail: 1 }),
+        frame({ type: "response.output_item.done", output_index: 0, item }),
+        frame({ type: "response.output_item.added", output_index: 1, item: { type: "message", id: "m1" } }),
+        frame({ type: "response.output_text.delta", item_id: "m1", delta: "Hello " }),
+        // A known event that breaks its schema: delta must be a string.
+        frame({ type: "response.output_text.delta", item_id: "m1", delta: 42 }),
+        frame({ type: "response.future_thing", detail: 2 }),
+        frame({ type: "response.output_text.delta", item_id: "m1", delta: "world" }),
+        frame({
+          type: "response.completed",
+          response: { ...response, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } },
+        }),
+      ],
+    });
+    const { events, error } = await complete();
+    expect(error).toBeUndefined();
+    expect(only(events, "stop")[0]).toMatchObject({ reason: StopReason.END_TURN });
+    const done = accumulate(events, specs.get(MODEL)!, "openai").message;
+    const texts = done.content.filter((b) => b.block.case === "text").map((b) => b.block.value);
+    expect(texts).toEqual([expect.objectContaining({ text: "Hello world" })]);
+    const redacted = only(events, "redactedThinking")[0]!;
+    expect(new TextDecoder().decode(redacted.data)).toBe(JSON.stringify(item));
+    expect(only(events, "usage")[0]!.outputTokens).toBe(2n);
+    await expect.poll(() => warned("response.future_thing").length).toBe(1);
+    expect(warned("response.output_text.delta")).toHaveLength(1);
+    expect(JSON.stringify(warned("response.output_text.delta")[0])).toContain(
+      "delta: invalid_type (expected string)",
+    );
+  });
+});
