@@ -71,7 +71,10 @@ class FakeTransport implements Transport {
       serviceDefinition(Health),
       implement(Health, {
         check: async (req) => {
-          if (req.service === "hang") return new Promise(() => {});
+          if (req.service === "hang") {
+            hangsReceived++;
+            return new Promise(() => {});
+          }
           if (req.service === "reject") throw new StatusError(INVALID_ARGUMENT, "bad request");
           if (req.service === "die") {
             // The reply races the death, as a dropped socket does.
@@ -160,6 +163,9 @@ class FakeHost extends PluginHost {
   }
 }
 
+/** "hang" calls the fake plugins have received: a call is in flight once it is counted. */
+let hangsReceived = 0;
+
 describe("the shared plugin lifecycle over a fake transport", () => {
   it("classifies crashes into their kinds, quotes the plugin's output and relaunches with backoff", async () => {
     const reports: CrashReport[] = [];
@@ -175,8 +181,7 @@ describe("the shared plugin lifecycle over a fake transport", () => {
 
     // A call in flight when the plugin runs out of memory fails with that crash.
     const hung = health.check({ service: "hang" });
-    await expect.poll(() => host.launched.length).toBe(1);
-    await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(() => hangsReceived).toBe(1);
     host.current.end({ kind: "out_of_memory", code: 1, signal: null, detail: "600 MiB of heap" });
     const oom = await hung.then(
       () => undefined,
@@ -222,7 +227,7 @@ describe("the shared plugin lifecycle over a fake transport", () => {
 
     // A kill is a crash with the signal; a shutdown fails calls in flight as stopped.
     const killed = health.check({ service: "hang" });
-    await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(() => hangsReceived).toBe(2);
     host.kill();
     const k = await killed.then(
       () => undefined,
@@ -231,7 +236,7 @@ describe("the shared plugin lifecycle over a fake transport", () => {
     expect((k as PluginCrashedError).signal).toBe("SIGKILL");
     expect((k as PluginCrashedError).message).toContain("was killed by SIGKILL");
     const stopped = health.check({ service: "hang" }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 20));
+    await expect.poll(() => hangsReceived).toBe(3);
     const crashesBefore = reports.length;
     await host.shutdown();
     expect(await stopped).toBeInstanceOf(PluginStoppedError);
