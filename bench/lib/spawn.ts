@@ -19,6 +19,8 @@ export interface RunOptions {
   timeoutMs: number;
   sampleMemory?: boolean;
   lineTimes?: boolean;
+  /** Record when this text first appears on stdout (`RunResult.watchedAt`). */
+  watchFor?: string;
 }
 
 export interface StdoutLine {
@@ -33,6 +35,8 @@ export interface RunResult {
   spawnAt: bigint;
   exitAt: bigint;
   firstStdoutAt?: bigint;
+  /** With `watchFor`: when the chunk that completed its first occurrence arrived. */
+  watchedAt?: bigint;
   lastStdoutAt?: bigint;
   code: number | null;
   signal: NodeJS.Signals | null;
@@ -106,6 +110,8 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
   let kept = 0;
   let err = "";
   let firstStdoutAt: bigint | undefined;
+  let watchedAt: bigint | undefined;
+  let watchTail = "";
   let lastStdoutAt: bigint | undefined;
   let timedOut = false;
 
@@ -150,6 +156,11 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
         lines.push({ at: now, type, ...(role ? { role } : {}) });
         nl = partial.indexOf("\n");
       }
+    }
+    if (options.watchFor && watchedAt === undefined) {
+      const text = watchTail + chunk.toString("utf8");
+      if (text.includes(options.watchFor)) watchedAt = now;
+      else watchTail = text.slice(-options.watchFor.length);
     }
     firstStdoutAt ??= now;
     lastStdoutAt = now;
@@ -202,6 +213,7 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
     spawnAt,
     exitAt: exited.at,
     firstStdoutAt,
+    ...(watchedAt !== undefined ? { watchedAt } : {}),
     lastStdoutAt,
     code: exited.code,
     signal: exited.signal,

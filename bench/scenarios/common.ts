@@ -38,6 +38,7 @@ export async function runHarness(
     output: "text" | "stream";
     handler: (problems: string[]) => Handler;
     sampleMemory?: boolean;
+    watchFor?: string;
   },
 ): Promise<HarnessRun> {
   const problems: string[] = [];
@@ -49,6 +50,7 @@ export async function runHarness(
   const result = await runProcess(spec, {
     timeoutMs: ctx.timeoutMs,
     ...(options.sampleMemory ? { sampleMemory: true } : {}),
+    ...(options.watchFor ? { watchFor: options.watchFor } : {}),
     ...(ctx.trace ? { lineTimes: true } : {}),
   });
   const requests = view.model.filter(isModelRequest);

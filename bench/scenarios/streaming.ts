@@ -22,13 +22,16 @@ export function streamingScenario(events: number): Scenario {
       "model request to the last byte the harness printed (so it includes the provider, the kernel, persistence " +
       "and the headless printer, but not shutdown); events/s = deltas / stream phase. Added latency per event = " +
       "(stream phase − the floor's stream phase) / deltas, against the bare Node client in the same run. Ours " +
-      "prints `--output-format stream-json` (one line per delta); peers print their default text output. A run " +
+      "prints `--output-format stream-json` (a `delta` record per merged run of deltas); peers print their default " +
+      "text output. First delta = first byte of the model request to ours' first `delta` record (the floor: its " +
+      "first output); not measured for peers, some of which print only at the end. A run " +
       `counts only if the output contains the last delta (\`${last}\`).`,
     defaultRuns: 5,
     metrics: [
       { key: "events_per_s", label: "events/s", unit: "events/s", better: "higher" },
       { key: "stream_ms", label: "stream phase", unit: "ms", better: "lower" },
       { key: "added_us", label: "added per event", unit: "µs", better: "lower" },
+      { key: "first_delta_ms", label: "first delta", unit: "ms", better: "lower" },
       { key: "wall_ms", label: "wall (to exit)", unit: "ms", better: "lower" },
     ],
     primary: "events_per_s",
@@ -38,6 +41,9 @@ export function streamingScenario(events: number): Scenario {
         cwd: projectDir(h, ctx),
         prompt: "Write a very long answer.",
         output: "stream",
+        // Ours prints a record per delta; the floor prints text as it arrives. Peers print
+        // their answer in their own way (some only at the end), so theirs is not measured.
+        ...(h.kind === "ours" ? { watchFor: '{"type":"delta"' } : {}),
         handler: () => (req) =>
           isSideRequest(req) && h.kind !== "baseline" ? SIDE_ANSWER : scenarios.longStream(events),
       });
@@ -52,11 +58,16 @@ export function streamingScenario(events: number): Scenario {
         };
       }
       const streamMs = nsToMs(result.lastStdoutAt - main.receivedAt.hrtime);
+      const firstDelta =
+        h.kind === "ours" ? result.watchedAt : h.kind === "baseline" ? result.firstStdoutAt : undefined;
       return {
         ok: true,
         metrics: {
           events_per_s: events / (streamMs / 1000),
           stream_ms: streamMs,
+          ...(firstDelta !== undefined
+            ? { first_delta_ms: nsToMs(firstDelta - main.receivedAt.hrtime) }
+            : {}),
           wall_ms: nsToMs(result.exitAt - result.spawnAt),
         },
       };

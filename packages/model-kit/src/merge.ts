@@ -1,16 +1,31 @@
 // Delta merging for the provider → kernel stream. A vendor's network read often carries
-// hundreds of SSE frames; sent one StreamEvent each, every text delta pays for a gRPC
-// message, an HTTP/2 frame and a decode in the kernel. Adjacent text deltas (or thinking
-// deltas, or argument fragments of the same tool call) that are already buffered when the
-// next event is asked for therefore travel as one StreamEvent. Nothing waits for more
-// input: when the source has no further event ready before the event loop's next check
-// phase (it is waiting for the network), the held text goes out at once. Order is kept
-// and nothing is dropped: any other event, a different delta kind or call, the end of the
-// source or its failure releases the held text first.
+// hundreds of SSE frames; sent one StreamEvent each, every text delta pays for a port
+// message and a decode in the kernel. Adjacent text deltas (or thinking deltas, or argument
+// fragments of the same tool call) that are already buffered when the next event is asked
+// for therefore travel as one StreamEvent. Nothing waits for more input: when the source
+// has no further event ready before the event loop's next check phase (it is waiting for
+// the network), the held text goes out at once. A source that never waits (the body is
+// already buffered faster than it is parsed) must not hide the answer either: the first
+// delta of the stream goes out alone, and a run is released once it has been held for
+// MAX_HOLD_MS, so what the user sees keeps flowing. Order is kept and nothing is dropped:
+// any other event, a different delta kind or call, the end of the source or its failure
+// releases the held text first.
 import type { StreamEventInit } from "./events.ts";
 
 /** A merged delta never grows beyond this many characters (keeps gRPC messages small). */
 export const MAX_MERGED_CHARS = 64 * 1024;
+
+/** A run is released once held this long, though more is buffered (half a 60 Hz frame). */
+export const MAX_HOLD_MS = 8;
+
+export interface MergeOptions {
+  /** Characters a merged delta may hold (default MAX_MERGED_CHARS). */
+  maxChars?: number;
+  /** Milliseconds a run may be held while the source keeps delivering (default MAX_HOLD_MS). */
+  maxHoldMs?: number;
+  /** The clock runs are timed with (default performance.now). */
+  now?: () => number;
+}
 
 const TICK: unique symbol = Symbol("tick");
 
@@ -49,9 +64,16 @@ function withText(first: StreamEventInit, text: string): StreamEventInit {
  */
 export async function* mergeBufferedDeltas(
   source: AsyncIterable<StreamEventInit>,
-  maxChars = MAX_MERGED_CHARS,
+  options: MergeOptions = {},
 ): AsyncGenerator<StreamEventInit> {
+  const maxChars = options.maxChars ?? MAX_MERGED_CHARS;
+  const maxHoldMs = options.maxHoldMs ?? MAX_HOLD_MS;
+  const now = options.now ?? (() => performance.now());
   const it = source[Symbol.asyncIterator]();
+  // No delta has gone out yet: the first one is the answer's first token, never held.
+  let firstDelta = true;
+  // When the held run began (its first event's arrival).
+  let heldSince = 0;
   // The held run: its first event as received, and the texts of the ones merged into it.
   let first: StreamEventInit | undefined;
   let heldKey: string | undefined;
@@ -106,14 +128,21 @@ export async function* mergeBufferedDeltas(
         if (size + text.length <= maxChars) {
           parts.push(text);
           size += text.length;
+          if (now() - heldSince >= maxHoldMs) yield release();
           continue;
         }
       }
       if (first) yield release();
       if (key !== undefined) {
+        if (firstDelta) {
+          firstDelta = false;
+          yield event;
+          continue;
+        }
         first = event;
         heldKey = key;
         size = textOf(event).length;
+        heldSince = now();
         continue;
       }
       yield event;

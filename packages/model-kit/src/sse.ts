@@ -4,6 +4,14 @@ import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { invalidResponse, isAbortError, malformedFrame, transportFailure } from "./errors.ts";
 import { CancelledError } from "./http.ts";
 
+/**
+ * Longest stretch, in milliseconds, that parsing may keep the event loop. A body that
+ * arrives faster than it is parsed is read chunk after chunk in microtasks, so without a
+ * break nothing scheduled for the next macrotask (the port's batched messages, held
+ * deltas, a cancel or ping from the kernel) runs until the whole answer has been parsed.
+ */
+export const PARSE_SLICE_MS = 4;
+
 export interface SseEvent {
   /** The `event:` name, when the vendor sends one (Anthropic, OpenAI Responses). */
   event: string | undefined;
@@ -20,6 +28,7 @@ export interface SseEvent {
 export async function* readSse(
   body: ReadableStream<Uint8Array> | null,
   signal: AbortSignal,
+  sliceMs = PARSE_SLICE_MS,
 ): AsyncGenerator<SseEvent> {
   if (!body) throw invalidResponse("the vendor answered 200 without a body");
   const queue: SseEvent[] = [];
@@ -35,8 +44,15 @@ export async function* readSse(
   let head = "";
   /** The last decoded text, to tell whether the body ended on a complete line. */
   let last = "";
+  let sliceStart = performance.now();
+  /** Lets the event loop turn (call once the current slice is used up). */
+  const breathe = async (): Promise<void> => {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    sliceStart = performance.now();
+  };
   try {
     for (;;) {
+      if (performance.now() - sliceStart >= sliceMs) await breathe();
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
         chunk = await reader.read();
@@ -75,6 +91,7 @@ export async function* readSse(
         events++;
         yield queue.shift()!;
         if (signal.aborted) throw new CancelledError();
+        if (queue.length > 0 && performance.now() - sliceStart >= sliceMs) await breathe();
       }
     }
   } finally {

@@ -59,7 +59,8 @@ describe("mergeBufferedDeltas", () => {
     const out = await collect(mergeBufferedDeltas(source(steps)));
     expect(out.map((e) => [caseOf(e), textOf(e)])).toEqual([
       ["streamStart", ""],
-      ["textDelta", "abc"],
+      ["textDelta", "a"],
+      ["textDelta", "bc"],
       ["thinkingDelta", "xy"],
       ["textDelta", "d"],
       ["stop", ""],
@@ -81,13 +82,14 @@ describe("mergeBufferedDeltas", () => {
     const out = await collect(mergeBufferedDeltas(source(steps)));
     expect(out.map((e) => [caseOf(e), textOf(e)])).toEqual([
       ["toolCallStart", ""],
-      ["toolCallDelta", '{"path":"x"}'],
+      ["toolCallDelta", '{"pa'],
+      ["toolCallDelta", 'th":"x"}'],
       ["toolCallDelta", "{}"],
       ["toolCallDelta", ""],
       ["toolCallDone", ""],
     ]);
-    expect(out[1]!.event).toMatchObject({ value: { id: "a" } });
-    expect(out[2]!.event).toMatchObject({ value: { id: "b" } });
+    expect(out[2]!.event).toMatchObject({ value: { id: "a" } });
+    expect(out[3]!.event).toMatchObject({ value: { id: "b" } });
   });
 
   it("sends held text as soon as the source waits for input", async () => {
@@ -98,19 +100,22 @@ describe("mergeBufferedDeltas", () => {
     async function* slow(): AsyncGenerator<StreamEventInit> {
       yield ev.text("a");
       yield ev.text("b");
-      await gate; // the vendor has sent nothing more yet
       yield ev.text("c");
+      await gate; // the vendor has sent nothing more yet
+      yield ev.text("d");
     }
     const it = mergeBufferedDeltas(slow())[Symbol.asyncIterator]();
-    // Resolves although the source is still blocked: nothing waits for "c".
-    expect(textOf((await it.next()).value as StreamEventInit)).toBe("ab");
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("a");
+    // Resolves although the source is still blocked: nothing waits for "d".
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("bc");
     release();
-    expect(textOf((await it.next()).value as StreamEventInit)).toBe("c");
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("d");
     expect((await it.next()).done).toBe(true);
   });
 
   it("releases held text before a failure of the source", async () => {
     async function* failing(): AsyncGenerator<StreamEventInit> {
+      yield ev.text("The ");
       yield ev.text("partial ");
       yield ev.text("answer");
       throw new Error("stream broke off");
@@ -121,13 +126,20 @@ describe("mergeBufferedDeltas", () => {
         for await (const e of mergeBufferedDeltas(failing())) out.push(e);
       })(),
     ).rejects.toThrow("stream broke off");
-    expect(out.map(textOf)).toEqual(["partial answer"]);
+    expect(out.map(textOf)).toEqual(["The ", "partial answer"]);
   });
 
   it("never grows a merged event beyond the limit", async () => {
     const steps = Array.from({ length: 10 }, () => ({ event: ev.text("12345"), waitBefore: false }));
-    const out = await collect(mergeBufferedDeltas(source(steps), 12));
-    expect(out.map(textOf)).toEqual(["1234512345", "1234512345", "1234512345", "1234512345", "1234512345"]);
+    const out = await collect(mergeBufferedDeltas(source(steps), { maxChars: 12 }));
+    expect(out.map(textOf)).toEqual([
+      "12345",
+      "1234512345",
+      "1234512345",
+      "1234512345",
+      "1234512345",
+      "12345",
+    ]);
   });
 
   it("closes the source when the consumer stops early", async () => {
@@ -149,6 +161,27 @@ describe("mergeBufferedDeltas", () => {
     expect(closed).toBe(true);
   });
 
+  it("sends the answer's first delta alone, without waiting for the rest of a buffered body", async () => {
+    // A body read faster than it is parsed never makes the source wait: before, the first
+    // event out held every delta up to the 64 KiB limit, which delayed the first token.
+    const steps = Array.from({ length: 5_000 }, (_, i) => ({
+      event: ev.text(`tok${i} `),
+      waitBefore: false,
+    }));
+    const it = mergeBufferedDeltas(source(steps))[Symbol.asyncIterator]();
+    expect(textOf((await it.next()).value as StreamEventInit)).toBe("tok0 ");
+    await it.return?.(undefined);
+  });
+
+  it("releases a run held for maxHoldMs although the source keeps delivering", async () => {
+    let t = 0;
+    const now = () => t++; // every look at the clock is one "millisecond" later
+    const steps = Array.from({ length: 50 }, () => ({ event: ev.text("x"), waitBefore: false }));
+    const out = await collect(mergeBufferedDeltas(source(steps), { maxHoldMs: 5, now }));
+    // The first delta alone, then runs released after 5 ms of holding (6 deltas), then the rest.
+    expect(out.map(textOf)).toEqual(["x", ...Array.from({ length: 8 }, () => "xxxxxx"), "x"]);
+  });
+
   it("never reorders or drops anything, wherever the network reads fall", async () => {
     const event = fc.oneof(
       fc.string({ maxLength: 4 }).map((t) => ev.text(t)),
@@ -162,7 +195,7 @@ describe("mergeBufferedDeltas", () => {
         fc.array(fc.record({ event, waitBefore: fc.boolean() }), { maxLength: 30 }),
         fc.integer({ min: 1, max: 12 }),
         async (steps, limit) => {
-          const out = await collect(mergeBufferedDeltas(source(steps), limit));
+          const out = await collect(mergeBufferedDeltas(source(steps), { maxChars: limit }));
           expect(normalized(out)).toEqual(normalized(steps.map((s) => s.event)));
           for (const e of out) expect(textOf(e).length).toBeLessThanOrEqual(Math.max(limit, 4));
         },
@@ -184,10 +217,11 @@ describe("text block starts", () => {
         (e.event?.value as { startsBlock?: boolean } | undefined)?.startsBlock ?? false,
       ]),
     ).toEqual([
-      ["Got it", false],
+      ["Got ", false],
+      ["it", false],
       ["Here are", true],
     ]);
-    const v = out[1]!.event?.value as { vendorState?: Uint8Array };
+    const v = out[2]!.event?.value as { vendorState?: Uint8Array };
     expect(new TextDecoder().decode(v.vendorState)).toBe("S");
   });
 });

@@ -54,6 +54,8 @@ export interface AcquireOptions {
   readonly isolation?: PluginIsolation;
   /** The sandbox for each launch (PluginHostOptions.sandbox). */
   readonly sandbox?: PluginHostOptions["sandbox"];
+  /** Heap limits of this worker-thread plugin, over the pool's workerOptions. */
+  readonly resourceLimits?: WorkerPluginHostOptions["resourceLimits"];
 }
 
 interface Entry {
@@ -109,6 +111,9 @@ export class PluginPool {
     (entry as { host: PluginTransportHost }).host = createPluginHost(isolation, {
       ...this.#options.hostOptions,
       ...(isolation === "worker" ? this.#options.workerOptions : {}),
+      ...(isolation === "worker" && options.resourceLimits
+        ? { resourceLimits: { ...this.#options.workerOptions?.resourceLimits, ...options.resourceLimits } }
+        : {}),
       name,
       command,
       ...(options.env ? { env: options.env } : {}),

@@ -200,6 +200,16 @@ export interface LoadProvidersOptions {
  */
 export const FIRST_PARTY_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
 
+/**
+ * Heap limits of a model provider's worker thread. Parsing a streamed answer allocates a
+ * few small objects per SSE frame; in the 2 MiB young generation every worker gets, the
+ * scavenger ran so often that it took about a third of the worker's CPU while streaming
+ * (20,000 deltas: 146 ms of worker CPU at 2 MiB, 101-110 ms at 8 MiB). Only model
+ * providers get the larger one, so idle tool workers keep their small footprint; see
+ * docs/decisions/streaming.md.
+ */
+export const MODEL_WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 } as const;
+
 /** Diagnostics about a profile's model candidates, judged once the models are final. */
 const MODEL_REFERENCE_CATEGORIES: ReadonlySet<string> = new Set(["unknown_model", "unsupported_parameter"]);
 /** Diagnostics about a profile's tool patterns, judged once every provider's operations are final. */
@@ -575,6 +585,9 @@ async function loadProvider(
     options.pool.acquire(name, target.command, options.owner, {
       cwd: options.config.projectDir,
       ...(resolved.origin === "first_party" ? { nodeArgs: FIRST_PARTY_NODE_FLAGS } : {}),
+      // Known from the describe cache; a provider described for the first time starts with
+      // the default limits and gets these from its next session on.
+      ...(sandbox.categories?.includes("model") ? { resourceLimits: MODEL_WORKER_LIMITS } : {}),
       sandbox: sandbox.forLaunch,
       isolation,
     });

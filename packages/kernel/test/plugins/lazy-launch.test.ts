@@ -18,7 +18,9 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { ProducerRefSchema } from "@pluggableharness/protocol/common";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createKernel, type Kernel, type KernelLogRecord } from "../../src/index.ts";
+import { createKernel, type Kernel, type KernelLogRecord, PluginPool } from "../../src/index.ts";
+import type { AcquireOptions, PoolOwner } from "../../src/plugins/pool.ts";
+import { MODEL_WORKER_LIMITS } from "../../src/plugins/providers.ts";
 import { calls, FIXTURES, reply, tool } from "../loop/harness.ts";
 
 let root: string;
@@ -63,8 +65,9 @@ const invocations = (): Array<Record<string, unknown>> => {
   }
 };
 
-async function kernel(logsInto: KernelLogRecord[] = []): Promise<Kernel> {
+async function kernel(logsInto: KernelLogRecord[] = [], pool?: PluginPool): Promise<Kernel> {
   const k = await createKernel({
+    ...(pool ? { pool } : {}),
     projectDir: project,
     installationRoot: root,
     env: { HOME: root },
@@ -195,6 +198,26 @@ describe("the describe cache and lazy launch", () => {
     expect(await h.idle()).toBe(SessionStatus.COMPLETED);
     expect(starts().filter((s) => s === "filesystem")).toHaveLength(1);
     expect(invocations().filter((e) => e["phase"] === "start")).toHaveLength(1);
+  });
+
+  it("a model provider known from the cache gets the model worker's larger young generation", async () => {
+    await (await kernel()).shutdown();
+    const seen = new Map<string, AcquireOptions>();
+    class RecordingPool extends PluginPool {
+      override acquire(name: string, command: string, owner: PoolOwner, options: AcquireOptions = {}) {
+        seen.set(name, options);
+        return super.acquire(name, command, owner, options);
+      }
+    }
+    const pool = new RecordingPool();
+    const k = await kernel([], pool);
+    expect(seen.get("model")?.resourceLimits).toEqual(MODEL_WORKER_LIMITS);
+    expect(MODEL_WORKER_LIMITS.maxYoungGenerationSizeMb).toBeGreaterThan(2);
+    // Tool and context workers keep the small default.
+    expect(seen.get("tools")?.resourceLimits).toBeUndefined();
+    expect(seen.get("context")?.resourceLimits).toBeUndefined();
+    await k.shutdown();
+    await pool.shutdown();
   });
 
   it("a provider that is never used is never started", async () => {
