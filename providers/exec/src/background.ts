@@ -236,8 +236,7 @@ export const backgroundList: ToolDefinition<Record<string, never>> = {
   name: "background_list",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "List this session's background processes.",
+  description: "List this session's background processes.",
   input: s.object({}, []),
   output: s.object(
     {
@@ -280,8 +279,7 @@ export const backgroundRead: ToolDefinition<ReadArgs> = {
   name: "background_read",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "Read a background process's output since the last read; wait_ms waits for new output.",
+  description: "Read a background process's output since the last read; wait_ms waits for new output.",
   input: s.object(
     {
       id: s.string(),
@@ -357,7 +355,7 @@ export const backgroundWrite: ToolDefinition<WriteArgs> = {
     {
       id: s.string(),
       input: s.string(),
-      close: s.boolean("Close stdin after writing (the process reads end-of-file)."),
+      close: s.boolean(),
     },
     ["id", "input"],
   ),
@@ -393,8 +391,7 @@ export const backgroundStop: ToolDefinition<StopArgs> = {
   kind: "resource",
   // Ends only a process this session started; nothing else is touched.
   risk: "low",
-  description:
-    "Stop a background process and its children; returns its exit status and unread output.",
+  description: "Stop a background process and its children; returns its exit status and unread output.",
   input: s.object({ id: s.string() }, ["id"]),
   output: s.object(
     {

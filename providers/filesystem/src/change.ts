@@ -229,10 +229,7 @@ export const editFileTool: ToolDefinition<{ path: string } & Edit> = {
   risk: "moderate",
   description:
     "Replace exact text in a file. old_str must match exactly, whitespace included, and occur once unless replace_all; otherwise nothing changes.",
-  input: s.object(
-    { path: s.string(), ...editFields },
-    ["path", "old_str", "new_str"],
-  ),
+  input: s.object({ path: s.string(), ...editFields }, ["path", "old_str", "new_str"]),
   output: s.object({ ...changeOutput, replacements: s.integer("Occurrences replaced.") }, [
     "path",
     "diff",
@@ -259,12 +256,11 @@ export const multiEditTool: ToolDefinition<{ path: string; edits: Edit[] }> = {
   name: "multi_edit",
   kind: "resource",
   risk: "moderate",
-  description:
-    "Apply several edit_file replacements to one file in order, all or nothing.",
+  description: "Apply several edit_file replacements to one file in order, all or nothing.",
   input: s.object(
     {
       path: s.string(),
-      edits: s.array(s.object(editFields, ["old_str", "new_str"]), "Replacements, applied in order."),
+      edits: s.array(s.object(editFields, ["old_str", "new_str"])),
     },
     ["path", "edits"],
   ),

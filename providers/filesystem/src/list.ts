@@ -25,8 +25,7 @@ export const listDirectoryTool: ToolDefinition<{ path?: string }> = {
   name: "list_directory",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "List a directory's entries (name, type, size), directories first.",
+  description: "List a directory's entries (name, type, size), directories first.",
   input: s.object({ path: s.string() }),
   output: s.object(
     {

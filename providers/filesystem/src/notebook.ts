@@ -231,11 +231,7 @@ export const notebookEditTool: ToolDefinition<NotebookArgs> = {
       cell_id: s.string(),
       index: s.integer(),
       source: s.string(),
-      cell_type: s.string("Default: code.", [
-        "code",
-        "markdown",
-        "raw",
-      ]),
+      cell_type: s.string("Default: code.", ["code", "markdown", "raw"]),
     },
     ["path", "mode"],
   ),

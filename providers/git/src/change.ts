@@ -19,7 +19,8 @@ import { checkPaths, checkRev, statusOf } from "./read.ts";
 const repoLocks = new KeyedMutex();
 
 const repoField = {
-  repo: s.string("Default: the working directory."),
+  // Defaults to the working directory; the name says the rest.
+  repo: s.string(),
 };
 
 const resource = {
@@ -179,8 +180,7 @@ export const commitTool: ToolDefinition<CommitArgs> = {
   ...resource,
   name: "git_commit",
   risk: "moderate",
-  description:
-    "Commit the staged changes (all: also unstaged changes to tracked files). Never amends.",
+  description: "Commit the staged changes (all: also unstaged changes to tracked files). Never amends.",
   input: s.object(
     {
       ...repoField,
@@ -237,8 +237,7 @@ export const branchCreateTool: ToolDefinition<{ repo?: string; name: string; sta
   ...resource,
   name: "git_branch_create",
   risk: "moderate",
-  description:
-    "Create a branch at start_point (default HEAD) without switching to it.",
+  description: "Create a branch at start_point (default HEAD) without switching to it.",
   input: s.object(
     {
       ...repoField,
@@ -404,8 +403,7 @@ export const stashTool: ToolDefinition<StashArgs> = {
   ...resource,
   name: "git_stash",
   risk: "moderate",
-  description:
-    "Stash local changes (push), restore them (pop, or apply to keep the stash), or list stashes.",
+  description: "Stash local changes (push), restore them (pop, or apply to keep the stash), or list stashes.",
   input: s.object(
     {
       ...repoField,

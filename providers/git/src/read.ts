@@ -4,7 +4,8 @@ import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-k
 import { git, repoOf } from "./git.ts";
 
 const repoField = {
-  repo: s.string("Default: the working directory."),
+  // Defaults to the working directory; the name says the rest.
+  repo: s.string(),
 };
 
 function textResult(stdout: string, truncated: boolean, extra: Record<string, unknown> = {}) {
@@ -93,8 +94,7 @@ export async function statusOf(repo: Awaited<ReturnType<typeof repoOf>>, ctx: Pa
 export const statusTool: ToolDefinition<{ repo?: string }> = {
   ...common,
   name: "git_status",
-  description:
-    "Current branch, upstream ahead/behind, and changed, staged, untracked or conflicted files.",
+  description: "Current branch, upstream ahead/behind, and changed, staged, untracked or conflicted files.",
   input: s.object(repoField),
   output: s.object(
     {
@@ -204,8 +204,7 @@ export const logTool: ToolDefinition<{
 }> = {
   ...common,
   name: "git_log",
-  description:
-    "Commit history of ref (default HEAD), newest first, with optional filters.",
+  description: "Commit history of ref (default HEAD), newest first, with optional filters.",
   input: s.object({
     ...repoField,
     ref: s.string("Revision or range."),
@@ -239,8 +238,7 @@ export const logTool: ToolDefinition<{
 export const showTool: ToolDefinition<{ repo?: string; rev?: string; path?: string; stat?: boolean }> = {
   ...common,
   name: "git_show",
-  description:
-    "A commit's message and patch, or with path a file's content at rev.",
+  description: "A commit's message and patch, or with path a file's content at rev.",
   input: s.object({
     ...repoField,
     rev: s.string(),
@@ -269,8 +267,7 @@ export const blameTool: ToolDefinition<{
 }> = {
   ...common,
   name: "git_blame",
-  description:
-    "Who last changed each line of a file.",
+  description: "Who last changed each line of a file.",
   input: s.object(
     {
       ...repoField,

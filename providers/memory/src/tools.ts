@@ -177,8 +177,7 @@ export function forgetTool(host: ToolHost): ToolDefinition<{ id: string }> {
     name: "forget",
     kind: "resource",
     risk: "moderate",
-    description:
-      "Delete a saved memory record.",
+    description: "Delete a saved memory record.",
     input: s.object({ id: s.string() }, ["id"]),
     output: outcome,
     streaming: false,
@@ -224,8 +223,7 @@ export function searchTool(host: ToolHost): ToolDefinition<SearchArgs> {
     name: "search",
     kind: "data_source",
     risk: "read_only",
-    description:
-      "Search saved memory records beyond those already in context.",
+    description: "Search saved memory records beyond those already in context.",
     input: s.object(
       {
         query: s.string(),

@@ -21,7 +21,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
   kind: "data_source",
   risk: "read_only",
   description:
-    "Find files by glob pattern (e.g. \"src/**/*.ts\") relative to path. Skips .gitignored files unless include_ignored.",
+    'Find files by glob pattern (e.g. "src/**/*.ts") relative to path. Skips .gitignored files unless include_ignored.',
   input: s.object(
     {
       pattern: s.string(),

@@ -72,8 +72,7 @@ export const taskCreateTool: ToolDefinition<{
   name: "task_create",
   kind: "resource",
   risk: "low",
-  description:
-    "Add tasks to this session's task list. Returns the list.",
+  description: "Add tasks to this session's task list. Returns the list.",
   input: s.object(
     {
       tasks: s.array(
@@ -85,7 +84,6 @@ export const taskCreateTool: ToolDefinition<{
           },
           ["title"],
         ),
-        "Tasks to add, in order.",
       ),
     },
     ["tasks"],
@@ -128,8 +126,7 @@ export const taskUpdateTool: ToolDefinition<{
   name: "task_update",
   kind: "resource",
   risk: "low",
-  description:
-    "Change a task's status, title or description. Returns the list.",
+  description: "Change a task's status, title or description. Returns the list.",
   input: s.object(
     {
       id: s.string(),
@@ -166,8 +163,7 @@ export const taskListTool: ToolDefinition<{ status?: Status }> = {
   name: "task_list",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "Show this session's task list.",
+  description: "Show this session's task list.",
   input: s.object({ status: s.string(undefined, STATUSES) }),
   output: listOutput,
   streaming: false,

@@ -82,10 +82,7 @@ export const askUserTool: ToolDefinition<AskArgs> = {
       question: s.string(),
       header: s.string('Short label, e.g. "Database".'),
       options: s.array(
-        s.object(
-          { label: s.string(), description: s.string() },
-          ["label"],
-        ),
+        s.object({ label: s.string(), description: s.string() }, ["label"]),
         `Choices to offer (at most ${MAX_OPTIONS}).`,
       ),
       allow_free_text: s.boolean("Default true."),

@@ -32,8 +32,7 @@ export const webSearchTool: ToolDefinition<SearchArgs> = {
   name: "web_search",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "Search the web; returns title, URL and snippet per result.",
+  description: "Search the web; returns title, URL and snippet per result.",
   input: s.object(
     {
       query: s.string(),
