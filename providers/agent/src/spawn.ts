@@ -92,19 +92,18 @@ export function spawnProvider(): ToolProviderOptions {
         .map(([name, what]) => `- ${name}: ${what}`)
         .join("\n");
       return (
-        "Delegate a self-contained task to a sub-agent: a separate session with its own context, tools and " +
-        "limits, which works on the task alone and returns only its final answer. Give it everything it needs " +
-        "in the prompt (it does not see this conversation). Several calls in one turn run in parallel.\n" +
-        `Agent profiles:\n${list || "- (none configured)"}`
+        "Delegate a task to a sub-agent, which returns only its final answer. It does not see this " +
+        "conversation: the prompt must hold everything it needs. Calls in one turn run in parallel. Profiles:\n" +
+        (list || "- (none configured)")
       );
     },
     get input() {
       const names = Object.keys(profiles);
       return s.object(
         {
-          profile: s.string("Which agent profile runs the task.", names.length > 0 ? names : undefined),
-          prompt: s.string("The task, complete and self-contained: goal, context, what to return."),
-          description: s.string("A few words naming the task, shown to the user while it runs."),
+          profile: s.string(undefined, names.length > 0 ? names : undefined),
+          prompt: s.string("Goal, context and what to return."),
+          description: s.string("A few words shown to the user."),
         },
         ["profile", "prompt"],
       );

@@ -132,20 +132,14 @@ export const backgroundStart: ToolDefinition<StartArgs> = {
   kind: "resource",
   risk: "high",
   description:
-    "Start a long-running command (a dev server, a watcher, a REPL) in the background and return its id at once. " +
-    "It starts in the shell's current directory with its exported variables, in the same sandbox as bash, and " +
-    "runs until it exits, background_stop stops it, or the session ends. Read its output with background_read " +
-    "(only what is new since the last read), send it input with background_write (start it with " +
-    "keep_stdin_open: true), list processes with background_list.",
+    "Start a long-running command (dev server, watcher, REPL) in the background, in bash's directory and sandbox, and return its id. It runs until it exits, background_stop, or the session ends.",
   input: s.object(
     {
-      command: s.string("The command line to run in the background."),
-      description: s.string("A few words on what the process is, shown to the person approving it."),
-      pty: s.boolean("Run on a pseudo-terminal (stdout and stderr then arrive merged)."),
-      stdin: s.string(
-        "Text given to the process on its standard input (then end-of-file, unless kept open).",
-      ),
-      keep_stdin_open: s.boolean("Keep stdin open for background_write (default: closed after `stdin`)."),
+      command: s.string(),
+      description: s.string("A few words shown to the approver."),
+      pty: s.boolean(),
+      stdin: s.string(),
+      keep_stdin_open: s.boolean("Keep stdin open for background_write."),
     },
     ["command"],
   ),
@@ -242,8 +236,7 @@ export const backgroundList: ToolDefinition<Record<string, never>> = {
   name: "background_list",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "List this session's background processes: id, command, running or exit code, unread output bytes.",
+  description: "List this session's background processes.",
   input: s.object({}, []),
   output: s.object(
     {
@@ -286,14 +279,12 @@ export const backgroundRead: ToolDefinition<ReadArgs> = {
   name: "background_read",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "Read a background process's output written since the last read (stdout and stderr as they arrived). " +
-    "With wait_ms, waits up to that long for new output or the exit when there is none yet.",
+  description: "Read a background process's output since the last read; wait_ms waits for new output.",
   input: s.object(
     {
-      id: s.string("The id background_start returned."),
-      wait_ms: s.integer("Wait up to this long (at most 30000) for output when none is unread."),
-      max_bytes: s.integer("Return at most this many bytes (default: the provider's output limit)."),
+      id: s.string(),
+      wait_ms: s.integer("At most 30000."),
+      max_bytes: s.integer(),
     },
     ["id"],
   ),
@@ -359,13 +350,12 @@ export const backgroundWrite: ToolDefinition<WriteArgs> = {
   kind: "resource",
   risk: "high",
   description:
-    "Write text to a background process's stdin (started with keep_stdin_open: true); close: true then sends " +
-    "end-of-file. Include the newline a line-reading program waits for.",
+    "Write to a background process's stdin (needs keep_stdin_open); close sends end-of-file. Include the trailing newline.",
   input: s.object(
     {
-      id: s.string("The id background_start returned."),
-      input: s.string("Text to write."),
-      close: s.boolean("Close stdin after writing (the process reads end-of-file)."),
+      id: s.string(),
+      input: s.string(),
+      close: s.boolean(),
     },
     ["id", "input"],
   ),
@@ -401,10 +391,8 @@ export const backgroundStop: ToolDefinition<StopArgs> = {
   kind: "resource",
   // Ends only a process this session started; nothing else is touched.
   risk: "low",
-  description:
-    "Stop a background process and everything it started (SIGTERM to its process group, SIGKILL after the grace " +
-    "period) and return its exit status and the output not yet read.",
-  input: s.object({ id: s.string("The id background_start returned.") }, ["id"]),
+  description: "Stop a background process and its children; returns its exit status and unread output.",
+  input: s.object({ id: s.string() }, ["id"]),
   output: s.object(
     {
       id: s.string("The process."),

@@ -44,24 +44,14 @@ export const bashTool: ToolDefinition<BashArgs> = {
   kind: "resource",
   risk: "high",
   description:
-    "Run a shell command with bash -c and return its combined output and exit code. " +
-    "The shell keeps its state between calls of a session: the working directory a command leaves (cd) and the " +
-    "variables it exports carry over to the next call; a directory outside the project is reset. " +
-    "Output streams live. stdin is the `stdin` argument, else closed (interactive programs get end-of-file); " +
-    "`pty: true` runs the command on a terminal. For servers and watchers use background_start. The command is stopped " +
-    "(SIGTERM, then SIGKILL) at its timeout (default 2 minutes, at most 10); background processes it leaves " +
-    "running are stopped when it exits. Output beyond the provider's limit is dropped with a notice. " +
-    "Where the sandbox runs (Linux with bubblewrap), only the project's roots and a private /tmp are writable, " +
-    "the agent's own files are read-only, other processes are invisible and there is no network unless configured.",
+    "Run a command with bash -c; returns its output and exit code. The working directory and exported variables carry over between calls. stdin is closed unless given; pty runs it on a terminal. Times out after 2 minutes by default (at most 10); use background_start for servers and watchers.",
   input: s.object(
     {
-      command: s.string("The command line to run."),
-      timeout_ms: s.integer("Deadline in milliseconds (default 120000, at most 600000)."),
-      description: s.string("A few words on what the command does, shown to the person approving it."),
-      stdin: s.string("Text given to the command on its standard input (then end-of-file)."),
-      pty: s.boolean(
-        "Run on a pseudo-terminal, for programs that need a terminal (stdout and stderr then arrive merged).",
-      ),
+      command: s.string(),
+      timeout_ms: s.integer(),
+      description: s.string("A few words shown to the approver."),
+      stdin: s.string(),
+      pty: s.boolean(),
     },
     ["command"],
   ),

@@ -181,11 +181,9 @@ const changeOutput = {
 };
 
 const editFields = {
-  old_str: s.string(
-    "Exact text to replace, whitespace and indentation included. Must occur once unless replace_all is set.",
-  ),
-  new_str: s.string("Replacement text."),
-  replace_all: s.boolean("Replace every occurrence instead of requiring exactly one (default false)."),
+  old_str: s.string(),
+  new_str: s.string(),
+  replace_all: s.boolean(),
 };
 
 export const writeFileTool = defineTool({
@@ -193,12 +191,11 @@ export const writeFileTool = defineTool({
   kind: "resource",
   risk: "moderate",
   description:
-    "Create a file, or replace a file's whole content. Missing parent directories are created. " +
-    "Prefer edit_file for changing part of an existing file. Only paths inside the configured roots are allowed.",
+    "Create or overwrite a whole file (parent directories are created). Use edit_file to change part of a file.",
   input: s.object(
     {
-      path: s.string("File to write, absolute or relative to the working directory."),
-      content: s.string("The complete new content of the file."),
+      path: s.string(),
+      content: s.string(),
     },
     ["path", "content"],
   ),
@@ -231,13 +228,8 @@ export const editFileTool = defineTool({
   kind: "resource",
   risk: "moderate",
   description:
-    "Replace an exact piece of text in an existing file. old_str must match the file exactly (whitespace included) " +
-    "and occur exactly once, unless replace_all is set; the call fails without changing anything when old_str is " +
-    "missing or ambiguous. Only paths inside the configured roots are allowed.",
-  input: s.object(
-    { path: s.string("File to edit, absolute or relative to the working directory."), ...editFields },
-    ["path", "old_str", "new_str"],
-  ),
+    "Replace exact text in a file. old_str must match exactly, whitespace included, and occur once unless replace_all; otherwise nothing changes.",
+  input: s.object({ path: s.string(), ...editFields }, ["path", "old_str", "new_str"]),
   output: s.object({ ...changeOutput, replacements: s.integer("Occurrences replaced.") }, [
     "path",
     "diff",
@@ -264,13 +256,11 @@ export const multiEditTool = defineTool({
   name: "multi_edit",
   kind: "resource",
   risk: "moderate",
-  description:
-    "Apply several exact-match replacements to one file as a single change: edits run in order, each on the result " +
-    "of the previous ones, with edit_file's matching rules. If any edit fails, the file is left untouched.",
+  description: "Apply several edit_file replacements to one file in order, all or nothing.",
   input: s.object(
     {
-      path: s.string("File to edit, absolute or relative to the working directory."),
-      edits: s.array(s.object(editFields, ["old_str", "new_str"]), "Replacements, applied in order."),
+      path: s.string(),
+      edits: s.array(s.object(editFields, ["old_str", "new_str"])),
     },
     ["path", "edits"],
   ),

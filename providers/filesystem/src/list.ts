@@ -25,10 +25,8 @@ export const listDirectoryTool = defineTool({
   name: "list_directory",
   kind: "data_source",
   risk: "read_only",
-  description:
-    `List the entries of a directory (name, type, size), directories first, at most ${MAX_ENTRIES}. ` +
-    "Symbolic links are listed as links and not followed. Only paths inside the configured roots are allowed.",
-  input: s.object({ path: s.string("Directory to list (default: the working directory).") }),
+  description: "List a directory's entries (name, type, size), directories first.",
+  input: s.object({ path: s.string() }),
   output: s.object(
     {
       path: s.string("The directory as requested."),

@@ -255,23 +255,19 @@ export const applyPatchTool = defineTool({
   kind: "resource",
   risk: "moderate",
   description: [
-    "Apply one change to several files at once: create, update, delete and rename, all or nothing (if any part",
-    "fails, no file is changed). The patch format:",
+    "Create, update, delete or rename several files in one all-or-nothing change. Format:",
     "*** Begin Patch",
-    "*** Add File: <path>        then the new file's lines, each prefixed with +",
+    "*** Add File: <path>   (then the file's lines, each prefixed +)",
     "*** Delete File: <path>",
     "*** Update File: <path>",
-    "*** Move to: <new path>     (optional, right after Update File: rename as well)",
-    "@@ <optional line to find first, e.g. a function signature>",
-    " unchanged context line (prefix: one space)",
+    "*** Move to: <path>    (optional rename)",
+    "@@ <optional line to find first>",
+    " context line (about 3 before and after each change)",
     "-removed line",
     "+added line",
-    "*** End of File             (optional: the change is at the end of the file)",
     "*** End Patch",
-    "Give about 3 lines of context before and after each change; several @@ sections per file are allowed.",
-    "Paths are relative to the working directory (or absolute) and must lie inside the configured roots.",
   ].join("\n"),
-  input: s.object({ patch: s.string("The patch, from *** Begin Patch to *** End Patch.") }, ["patch"]),
+  input: s.object({ patch: s.string() }, ["patch"]),
   output: resultSchema,
   streaming: false,
   // The files a patch touches are inside its text, which the kernel cannot key on: the
@@ -292,9 +288,9 @@ export const applyPatchTool = defineTool({
 
 const editSchema = s.object(
   {
-    old_str: s.string("Exact text to replace, whitespace included; must occur once unless replace_all."),
-    new_str: s.string("Replacement text."),
-    replace_all: s.boolean("Replace every occurrence (default false)."),
+    old_str: s.string(),
+    new_str: s.string(),
+    replace_all: s.boolean(),
   },
   ["old_str", "new_str"],
 );
@@ -304,24 +300,20 @@ export const editFilesTool = defineTool({
   kind: "resource",
   risk: "moderate",
   description:
-    "Change several files as one all-or-nothing step. Each entry of changes names a path and an action: " +
-    '"create" (content; the file must not exist), "write" (content; create or replace), "edit" (edits: ' +
-    'exact-match replacements as in edit_file, applied in order), "delete", or "move" (to; optional edits ' +
-    "applied on the way). If any entry fails, no file is changed. Paths must lie inside the configured roots.",
+    "Change several files at once, all or nothing. Each change has a path and an action: create or write (content), edit (edits as in edit_file), delete, or move (to, optional edits).",
   input: s.object(
     {
       changes: s.array(
         s.object(
           {
-            path: s.string("The file, absolute or relative to the working directory."),
-            action: s.string("What to do.", ["create", "write", "edit", "delete", "move"]),
-            content: s.string("create / write: the complete new content."),
-            edits: s.array(editSchema, "edit / move: replacements, in order."),
-            to: s.string("move: the new path."),
+            path: s.string(),
+            action: s.string(undefined, ["create", "write", "edit", "delete", "move"]),
+            content: s.string(),
+            edits: s.array(editSchema),
+            to: s.string(),
           },
           ["path", "action"],
         ),
-        "The changes, applied together.",
       ),
     },
     ["changes"],

@@ -223,22 +223,15 @@ export const notebookEditTool = defineTool({
   kind: "resource",
   risk: "moderate",
   description:
-    "Edit one cell of a Jupyter notebook (.ipynb): replace its source (mode replace; cell_type may change it), " +
-    "insert a new cell (mode insert: after cell_id, or at index, or at the end), or delete it (mode delete). " +
-    "Cells are named by cell_id or by 0-based index. Other cells, outputs and metadata are kept; a replaced code " +
-    "cell's outputs are cleared. Only paths inside the configured roots are allowed.",
+    "Edit one Jupyter notebook cell, named by cell_id or 0-based index: replace its source, insert a new cell (after cell_id, at index, or at the end) or delete it.",
   input: s.object(
     {
-      path: s.string("The .ipynb file, absolute or relative to the working directory."),
-      mode: s.string("What to do with the cell.", ["replace", "insert", "delete"]),
-      cell_id: s.string("The cell's id (replace/delete: that cell; insert: after it)."),
-      index: s.integer("0-based cell position, when not named by cell_id (insert: the new cell's position)."),
-      source: s.string("replace/insert: the cell's complete new source."),
-      cell_type: s.string("replace/insert: the cell type (insert default: code).", [
-        "code",
-        "markdown",
-        "raw",
-      ]),
+      path: s.string(),
+      mode: s.string(undefined, ["replace", "insert", "delete"]),
+      cell_id: s.string(),
+      index: s.integer(),
+      source: s.string(),
+      cell_type: s.string("Default: code.", ["code", "markdown", "raw"]),
     },
     ["path", "mode"],
   ),

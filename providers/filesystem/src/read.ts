@@ -12,17 +12,12 @@ export const readFileTool = defineTool({
   kind: "data_source",
   risk: "read_only",
   description:
-    "Read a text file. Returns the lines prefixed with their 1-based line numbers and a tab. " +
-    `Reads up to ${DEFAULT_LIMIT} lines from offset (default: line 1); use offset and limit to page through long files. ` +
-    "Lines longer than 2000 characters are shortened. PNG, JPEG, GIF and WebP images are returned as images " +
-    "(shown to models that take images; others get a note saying what the image is). Other binary files are " +
-    "detected and not shown. " +
-    "Relative paths resolve against the working directory; only paths inside the configured roots are allowed.",
+    "Read a text file; lines come back numbered. Reads up to 2000 lines from offset; page long files with offset and limit. Images are returned as images.",
   input: s.object(
     {
-      path: s.string("File to read, absolute or relative to the working directory."),
-      offset: s.integer("1-based line number to start reading at (default 1)."),
-      limit: s.integer(`Most lines to return (default ${DEFAULT_LIMIT}).`),
+      path: s.string(),
+      offset: s.integer("1-based first line."),
+      limit: s.integer(),
     },
     ["path"],
   ),

@@ -20,7 +20,8 @@ import { checkPaths, checkRev, statusOf } from "./read.ts";
 const repoLocks = new KeyedMutex();
 
 const repoField = {
-  repo: s.string("The repository (any directory inside it); default: the working directory."),
+  // Defaults to the working directory; the name says the rest.
+  repo: s.string(),
 };
 
 const resource = {
@@ -105,13 +106,12 @@ export const stageTool: ToolDefinition<StageArgs> = {
   name: "git_stage",
   risk: "moderate",
   description:
-    "Stage changes for the next commit (git add: paths, or all = true for every change including new files), or " +
-    "with unstage = true take them out of the index again (git restore --staged). Files in the worktree are not changed.",
+    "Stage paths (or all changes) for the next commit, or unstage them. The worktree is not changed.",
   input: s.object({
     ...repoField,
-    paths: s.array(s.string(), "Files or directories to stage (relative to the working directory)."),
-    all: s.boolean("Stage every change, new files and deletions included (git add -A)."),
-    unstage: s.boolean("Unstage the paths instead (all: everything)."),
+    paths: s.array(s.string()),
+    all: s.boolean("git add -A."),
+    unstage: s.boolean(),
   }),
   output: s.object(
     {
@@ -181,14 +181,12 @@ export const commitTool: ToolDefinition<CommitArgs> = {
   ...resource,
   name: "git_commit",
   risk: "moderate",
-  description:
-    "Record the staged changes as a new commit on the current branch, with message (first line: a short summary). " +
-    "all = true also commits every change to tracked files (git commit -a). Never amends or rewrites history.",
+  description: "Commit the staged changes (all: also unstaged changes to tracked files). Never amends.",
   input: s.object(
     {
       ...repoField,
-      message: s.string("The commit message."),
-      all: s.boolean("Also commit unstaged changes to tracked files (not new files)."),
+      message: s.string(),
+      all: s.boolean(),
     },
     ["message"],
   ),
@@ -240,13 +238,12 @@ export const branchCreateTool: ToolDefinition<{ repo?: string; name: string; sta
   ...resource,
   name: "git_branch_create",
   risk: "moderate",
-  description:
-    "Create a branch at start_point (default HEAD) without switching to it (git_switch does that).",
+  description: "Create a branch at start_point (default HEAD) without switching to it.",
   input: s.object(
     {
       ...repoField,
-      name: s.string("The new branch's name."),
-      start_point: s.string("Where it starts (default HEAD)."),
+      name: s.string(),
+      start_point: s.string(),
     },
     ["name"],
   ),
@@ -313,14 +310,13 @@ export const switchTool: ToolDefinition<SwitchArgs> = {
   name: "git_switch",
   risk: "moderate",
   description:
-    "Switch the worktree to another branch (create = true: a new branch at start_point, default HEAD). Local " +
-    "changes are carried over; git refuses when they would be overwritten, and nothing is discarded.",
+    "Switch to a branch (create: make it first, at start_point). Local changes are kept; git refuses if they would be overwritten.",
   input: s.object(
     {
       ...repoField,
-      branch: s.string("The branch to switch to."),
-      create: s.boolean("Create the branch first."),
-      start_point: s.string("With create: where the new branch starts (default HEAD)."),
+      branch: s.string(),
+      create: s.boolean(),
+      start_point: s.string(),
     },
     ["branch"],
   ),
@@ -408,17 +404,14 @@ export const stashTool: ToolDefinition<StashArgs> = {
   ...resource,
   name: "git_stash",
   risk: "moderate",
-  description:
-    "Set local changes aside (action push: the worktree and index return to HEAD; include_untracked for new " +
-    "files too) or bring them back (pop: apply and drop, apply: keep the stash; index picks stash@{index}). " +
-    "action list shows the stashes. Stashes are never dropped without being applied.",
+  description: "Stash local changes (push), restore them (pop, or apply to keep the stash), or list stashes.",
   input: s.object(
     {
       ...repoField,
-      action: s.string("What to do.", ["push", "pop", "apply", "list"]),
-      message: s.string("push: a description of the stash."),
-      include_untracked: s.boolean("push: stash untracked files too."),
-      index: s.integer("pop/apply: which stash (0 = the latest)."),
+      action: s.string(undefined, ["push", "pop", "apply", "list"]),
+      message: s.string(),
+      include_untracked: s.boolean(),
+      index: s.integer("0 = the latest."),
     },
     ["action"],
   ),
@@ -505,17 +498,13 @@ export const pushTool: ToolDefinition<PushArgs> = {
   name: "git_push",
   risk: "critical",
   description:
-    "Publish a branch's commits to a remote (default: the branch's upstream remote, else origin; default branch: " +
-    "the current one). set_upstream records the remote branch as upstream; force_with_lease overwrites the remote " +
-    "branch only if it is where this repository last saw it. Others see pushed commits: this cannot be taken back.",
+    "Push a branch (default: current) to a remote (default: its upstream, else origin). Cannot be taken back.",
   input: s.object({
     ...repoField,
-    remote: s.string("The remote's name."),
-    branch: s.string("The local branch to push (default: the current one)."),
-    set_upstream: s.boolean("Make remote/branch the branch's upstream (git push -u)."),
-    force_with_lease: s.boolean(
-      "Replace the remote branch even if not a fast-forward, unless someone else pushed to it.",
-    ),
+    remote: s.string(),
+    branch: s.string(),
+    set_upstream: s.boolean("git push -u."),
+    force_with_lease: s.boolean("Overwrite unless someone else pushed."),
   }),
   output: resultOutput({ remote: s.string(), branch: s.string(), commits: s.integer("Commits published.") }, [
     "remote",

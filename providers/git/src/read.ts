@@ -4,7 +4,8 @@ import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-k
 import { git, repoOf } from "./git.ts";
 
 const repoField = {
-  repo: s.string("The repository (any directory inside it); default: the working directory."),
+  // Defaults to the working directory; the name says the rest.
+  repo: s.string(),
 };
 
 function textResult(stdout: string, truncated: boolean, extra: Record<string, unknown> = {}) {
@@ -93,9 +94,7 @@ export async function statusOf(repo: Awaited<ReturnType<typeof repoOf>>, ctx: Pa
 export const statusTool: ToolDefinition<{ repo?: string }> = {
   ...common,
   name: "git_status",
-  description:
-    "The repository's state: current branch, upstream and how far ahead/behind, and every changed, staged, " +
-    "untracked or conflicted file (index and worktree status letters as in git status --short).",
+  description: "Current branch, upstream ahead/behind, and changed, staged, untracked or conflicted files.",
   input: s.object(repoField),
   output: s.object(
     {
@@ -156,17 +155,15 @@ export const diffTool: ToolDefinition<DiffArgs> = {
   ...common,
   name: "git_diff",
   description:
-    "A unified diff: of the worktree against the index (default), of the index against HEAD (staged), or " +
-    "between two revisions (from, optional to; from alone compares that revision with the worktree). " +
-    "paths limits it to files; stat gives a summary instead of the patch.",
+    "Unified diff: worktree against index (default), staged (index against HEAD), or from/to revisions (from alone: against the worktree).",
   input: s.object({
     ...repoField,
-    staged: s.boolean("Diff what is staged for the next commit (index against HEAD)."),
-    from: s.string("A revision (commit, branch, tag) to compare from."),
-    to: s.string("A revision to compare to (needs from)."),
-    paths: s.array(s.string(), "Limit the diff to these paths."),
-    stat: s.boolean("A per-file summary instead of the patch."),
-    context_lines: s.integer("Lines of context around each change (default 3)."),
+    staged: s.boolean(),
+    from: s.string(),
+    to: s.string(),
+    paths: s.array(s.string()),
+    stat: s.boolean("Summary instead of the patch."),
+    context_lines: s.integer(),
   }),
   output: textOutput(),
   async invoke(args, ctx) {
@@ -207,17 +204,15 @@ export const logTool: ToolDefinition<{
 }> = {
   ...common,
   name: "git_log",
-  description:
-    "Commit history, newest first: hash, author, date and subject of each commit of ref (default HEAD), at most " +
-    "max_count (default 20), optionally only those touching paths, by author, since a date, or whose message matches grep.",
+  description: "Commit history of ref (default HEAD), newest first, with optional filters.",
   input: s.object({
     ...repoField,
-    ref: s.string("Revision or range (e.g. main, v1.0..HEAD); default HEAD."),
-    max_count: s.integer("Most commits to list (default 20, at most 500)."),
-    paths: s.array(s.string(), "Only commits touching these paths."),
-    author: s.string("Only commits whose author matches (git log --author)."),
-    since: s.string("Only commits after this date (git log --since, e.g. '2 weeks ago')."),
-    grep: s.string("Only commits whose message matches this pattern."),
+    ref: s.string("Revision or range."),
+    max_count: s.integer("Default 20."),
+    paths: s.array(s.string()),
+    author: s.string(),
+    since: s.string("e.g. '2 weeks ago'."),
+    grep: s.string("Message pattern."),
   }),
   output: textOutput(),
   async invoke(args, ctx) {
@@ -243,14 +238,12 @@ export const logTool: ToolDefinition<{
 export const showTool: ToolDefinition<{ repo?: string; rev?: string; path?: string; stat?: boolean }> = {
   ...common,
   name: "git_show",
-  description:
-    "One commit: its message and patch (rev, default HEAD; stat for a summary), or a file's content at a " +
-    "revision (rev with path).",
+  description: "A commit's message and patch, or with path a file's content at rev.",
   input: s.object({
     ...repoField,
-    rev: s.string("Commit, branch or tag (default HEAD)."),
-    path: s.string("With rev: show this file as it was at that revision."),
-    stat: s.boolean("The commit's per-file summary instead of its patch."),
+    rev: s.string(),
+    path: s.string(),
+    stat: s.boolean("Summary instead of the patch."),
   }),
   output: textOutput(),
   async invoke(args, ctx) {
@@ -274,15 +267,14 @@ export const blameTool: ToolDefinition<{
 }> = {
   ...common,
   name: "git_blame",
-  description:
-    "Who last changed each line of a file: commit, author, date and the line (optionally a line range, at a revision).",
+  description: "Who last changed each line of a file.",
   input: s.object(
     {
       ...repoField,
-      path: s.string("The file, relative to the repository (or the working directory)."),
-      rev: s.string("Blame the file as of this revision (default: the worktree)."),
-      start_line: s.integer("First line (1-based)."),
-      end_line: s.integer("Last line."),
+      path: s.string(),
+      rev: s.string(),
+      start_line: s.integer(),
+      end_line: s.integer(),
     },
     ["path"],
   ),

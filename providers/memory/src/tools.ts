@@ -71,26 +71,15 @@ export function rememberTool(host: ToolHost): ToolDefinition<RememberArgs> {
     kind: "resource",
     risk: "moderate",
     description:
-      "Save a fact worth knowing in later sessions (it is shown in future sessions' context). Types: " +
-      "user (who the user is: role, goals, what they know; usually scope global), feedback (how to work, " +
-      "from corrections and from confirmed approaches), project (ongoing work, decisions, incidents not " +
-      "evident from code or git), reference (where information lives: a tracker, a dashboard, a runbook URL). " +
-      "Keep each record to one short, self-contained fact; update an existing record by passing its id " +
-      "rather than adding a near-duplicate; link related records with [[record-id]]. Never store secrets, " +
-      "credentials or anything derivable from the code or git history.",
+      "Save one short fact for later sessions. type: user (who the user is), feedback (how to work), project (work and decisions not evident from code or git) or reference (where information lives). Pass an existing id to update rather than duplicate; link records with [[id]]. Never store secrets.",
     input: s.object(
       {
-        type: s.string("Kind of knowledge.", TYPES),
-        scope: s.string(
-          "Who recalls it: global (every project), project (this project), session (this session only). Default: global for user, project otherwise.",
-          SCOPES,
-        ),
-        id: s.string("Slug of the record to update, or the slug for a new one (default: from the title)."),
-        title: s.string("One-line title."),
-        content: s.string("The fact itself, in a few sentences at most."),
-        create_new: s.boolean(
-          "Create a new record even though similar ones exist (after a needs_confirmation answer).",
-        ),
+        type: s.string(undefined, TYPES),
+        scope: s.string("Default: global for user, else project.", SCOPES),
+        id: s.string("Slug; default from the title."),
+        title: s.string(),
+        content: s.string(),
+        create_new: s.boolean("Add even though similar records exist."),
       },
       ["type", "title", "content"],
     ),
@@ -188,9 +177,8 @@ export function forgetTool(host: ToolHost): ToolDefinition<{ id: string }> {
     name: "forget",
     kind: "resource",
     risk: "moderate",
-    description:
-      "Delete a saved memory record by id (when it is wrong, obsolete or the user asks to forget it).",
-    input: s.object({ id: s.string("The record's id.") }, ["id"]),
+    description: "Delete a saved memory record.",
+    input: s.object({ id: s.string() }, ["id"]),
     output: outcome,
     streaming: false,
     concurrency: { safe: true, keyFields: ["id"] },
@@ -235,14 +223,13 @@ export function searchTool(host: ToolHost): ToolDefinition<SearchArgs> {
     name: "search",
     kind: "data_source",
     risk: "read_only",
-    description:
-      "Search saved memory records (full text) beyond what this turn's context already shows. Returns the best matches first.",
+    description: "Search saved memory records beyond those already in context.",
     input: s.object(
       {
-        query: s.string("Words to look for."),
-        type: s.string("Only records of this type.", TYPES),
-        scope: s.string("Only records of this scope.", SCOPES),
-        limit: s.integer("At most this many records (default 10, at most 50)."),
+        query: s.string(),
+        type: s.string(undefined, TYPES),
+        scope: s.string(undefined, SCOPES),
+        limit: s.integer(),
       },
       ["query"],
     ),

@@ -21,17 +21,14 @@ export const globTool: ToolDefinition<GlobArgs> = {
   kind: "data_source",
   risk: "read_only",
   description:
-    'Find files by path pattern, e.g. "**/*.ts" or "src/**/test_*.{js,ts}". The pattern is matched against paths ' +
-    "relative to the search directory: * and ? stay within one path segment, ** spans directories. Files ignored by " +
-    ".gitignore and the .git directory are skipped unless include_ignored is set; symbolic links are listed, not followed. " +
-    `Returns at most ${DEFAULT_LIMIT} paths by default.`,
+    'Find files by glob pattern (e.g. "src/**/*.ts") relative to path. Skips .gitignored files unless include_ignored.',
   input: s.object(
     {
-      pattern: s.string("Glob pattern relative to the search directory."),
-      path: s.string("Directory to search (default: the working directory)."),
-      sort: s.string("Order of results (default path).", ["path", "modified"]),
-      limit: s.integer(`Most paths to return (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT}).`),
-      include_ignored: s.boolean("Also match files ignored by .gitignore (default false)."),
+      pattern: s.string(),
+      path: s.string(),
+      sort: s.string(undefined, ["path", "modified"]),
+      limit: s.integer(`Default ${DEFAULT_LIMIT}.`),
+      include_ignored: s.boolean(),
     },
     ["pattern"],
   ),

@@ -104,26 +104,18 @@ export const grepTool: ToolDefinition<GrepArgs> = {
   kind: "data_source",
   risk: "read_only",
   description:
-    "Search file contents with a regular expression (JavaScript syntax; set literal for a plain string). " +
-    "output_mode content (default) returns matching lines with line numbers and optional context lines; " +
-    'files_with_matches returns file paths; count returns matches per file. Narrow files with glob ("*.ts" matches ' +
-    'names at any depth, "src/**/*.ts" matches paths). Files ignored by .gitignore, the .git directory, binary files, ' +
-    `symbolic links and files with more than one hard link are skipped. At most ${DEFAULT_MAX_RESULTS} results by default.`,
+    "Search file contents with a JavaScript regular expression (literal: plain text). output_mode: content (matching lines, numbered; the default), files_with_matches or count. Skips .gitignored and binary files unless include_ignored.",
   input: s.object(
     {
-      pattern: s.string("Regular expression (or plain text with literal) to look for, matched line by line."),
-      path: s.string("Directory or file to search (default: the working directory)."),
-      glob: s.string("Only search files matching this glob."),
-      case_insensitive: s.boolean("Ignore case (default false)."),
-      literal: s.boolean("Treat pattern as plain text (default false)."),
-      context_lines: s.integer(
-        `Lines of context before and after each match in content mode (default 0, at most ${MAX_CONTEXT}).`,
-      ),
-      output_mode: s.string("What to return (default content).", ["content", "files_with_matches", "count"]),
-      max_results: s.integer(
-        `Most matches (content) or files (other modes) to return (default ${DEFAULT_MAX_RESULTS}, at most ${MAX_RESULTS}).`,
-      ),
-      include_ignored: s.boolean("Also search files ignored by .gitignore (default false)."),
+      pattern: s.string(),
+      path: s.string(),
+      glob: s.string('File filter, e.g. "*.ts".'),
+      case_insensitive: s.boolean(),
+      literal: s.boolean(),
+      context_lines: s.integer(`Lines around each match (at most ${MAX_CONTEXT}).`),
+      output_mode: s.string(undefined, ["content", "files_with_matches", "count"]),
+      max_results: s.integer(`Default ${DEFAULT_MAX_RESULTS}.`),
+      include_ignored: s.boolean(),
     },
     ["pattern"],
   ),

@@ -72,21 +72,18 @@ export const taskCreateTool: ToolDefinition<{
   name: "task_create",
   kind: "resource",
   risk: "low",
-  description:
-    "Add tasks to this session's task list, to plan and track multi-step work. Returns the whole list. " +
-    "New tasks are pending unless a status is given.",
+  description: "Add tasks to this session's task list. Returns the list.",
   input: s.object(
     {
       tasks: s.array(
         s.object(
           {
-            title: s.string("Short imperative title."),
-            description: s.string("Details, if any."),
-            status: s.string("Initial status (default pending).", STATUSES),
+            title: s.string(),
+            description: s.string(),
+            status: s.string(undefined, STATUSES),
           },
           ["title"],
         ),
-        "Tasks to add, in order.",
       ),
     },
     ["tasks"],
@@ -129,13 +126,13 @@ export const taskUpdateTool: ToolDefinition<{
   name: "task_update",
   kind: "resource",
   risk: "low",
-  description: "Change a task's status, title or description. Returns the whole list.",
+  description: "Change a task's status, title or description. Returns the list.",
   input: s.object(
     {
-      id: s.string("The task's id."),
-      status: s.string("New status.", STATUSES),
-      title: s.string("New title."),
-      description: s.string("New description."),
+      id: s.string(),
+      status: s.string(undefined, STATUSES),
+      title: s.string(),
+      description: s.string(),
     },
     ["id"],
   ),
@@ -166,8 +163,8 @@ export const taskListTool: ToolDefinition<{ status?: Status }> = {
   name: "task_list",
   kind: "data_source",
   risk: "read_only",
-  description: "Show this session's task list, optionally only tasks with one status.",
-  input: s.object({ status: s.string("Only tasks with this status.", STATUSES) }),
+  description: "Show this session's task list.",
+  input: s.object({ status: s.string(undefined, STATUSES) }),
   output: listOutput,
   streaming: false,
   concurrency: { safe: true },

@@ -76,21 +76,16 @@ export const askUserTool: ToolDefinition<AskArgs> = {
   kind: "interactive",
   risk: "read_only",
   description:
-    "Ask the user a question and wait for the answer. Use it when a decision only the user can make blocks the work " +
-    "(which approach, which target, whether to proceed); offer options when the choices are known. Unavailable in " +
-    "unattended runs.",
+    "Ask the user a question and wait for the answer, when a decision only they can make blocks the work. Unavailable in unattended runs.",
   input: s.object(
     {
-      question: s.string("The question, complete and self-contained."),
-      header: s.string('A short label for the question, e.g. "Database".'),
+      question: s.string(),
+      header: s.string('Short label, e.g. "Database".'),
       options: s.array(
-        s.object(
-          { label: s.string("The choice as shown."), description: s.string("What picking it means.") },
-          ["label"],
-        ),
+        s.object({ label: s.string(), description: s.string() }, ["label"]),
         `Choices to offer (at most ${MAX_OPTIONS}).`,
       ),
-      allow_free_text: s.boolean("Accept an answer outside the options (default true)."),
+      allow_free_text: s.boolean("Default true."),
     },
     ["question"],
   ),

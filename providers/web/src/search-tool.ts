@@ -32,15 +32,13 @@ export const webSearchTool: ToolDefinition<SearchArgs> = {
   name: "web_search",
   kind: "data_source",
   risk: "read_only",
-  description:
-    "Search the web and return ranked results (title, URL, snippet). Use web_fetch to read a result. " +
-    "Results can be limited to, or exclude, given domains.",
+  description: "Search the web; returns title, URL and snippet per result.",
   input: s.object(
     {
-      query: s.string("Search query."),
-      count: s.integer(`Results wanted (default 10, at most ${MAX_COUNT}).`),
-      allowed_domains: s.array(s.string(), "Only return results from these domains (and their subdomains)."),
-      blocked_domains: s.array(s.string(), "Never return results from these domains (and their subdomains)."),
+      query: s.string(),
+      count: s.integer(`At most ${MAX_COUNT}.`),
+      allowed_domains: s.array(s.string()),
+      blocked_domains: s.array(s.string()),
     },
     ["query"],
   ),
