@@ -21,7 +21,8 @@ import { SessionStatus } from "@pluggableharness/protocol/session";
 import type { StoredEvent } from "@pluggableharness/state";
 import { describe, expect, it } from "vitest";
 import { initConfigText, vendorsFound } from "../src/commands/init.ts";
-import { applyOverrides, configFailure, idleFrontendReason, pluginFrontendOf } from "../src/commands/run.ts";
+import { configFailure } from "../src/commands/kernel-start.ts";
+import { applyOverrides, idleFrontendReason, pluginFrontendOf } from "../src/commands/run.ts";
 import { runPrune } from "../src/commands/sessions.ts";
 import { parseDuration } from "../src/duration.ts";
 import { EXIT, exitCodeFor } from "../src/exit-codes.ts";
@@ -501,9 +502,10 @@ describe("start-up cost of the read-only session commands", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  // runtime's socket-dirs.ts (where serve's record is) needs Node's built-ins only.
+  // runtime's socket-dirs.ts (where serve's record is) needs Node's built-ins only; the loop's
+  // stored-events.ts (the write half of stored inputs) only protobuf and the protocol.
   const HEAVY =
-    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs|argument-summary)\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs|argument-summary)\.ts|loop\/stored-events\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
 
   it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
     const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);

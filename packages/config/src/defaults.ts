@@ -18,9 +18,7 @@ import {
   explorerTools,
   SUBAGENT_PROFILES,
 } from "./default-capabilities.ts";
-import { fileDiag } from "./diagnostics.ts";
-import type { LoadResult } from "./load.ts";
-import { loadConfigSource } from "./load.ts";
+import { type ConfigDiagnostic, fileDiag } from "./diagnostics.ts";
 import type { Environment } from "./secrets.ts";
 import { type FirstPartyName, firstPartySource } from "./source-address.ts";
 
@@ -230,25 +228,13 @@ export function lspMaps(
   return out;
 }
 
-/**
- * The configuration used when a project has no agent.hcl, or an error saying
- * which variables to set.
- */
-export function defaultConfig(env: Environment = process.env, projectDir = process.cwd()): LoadResult {
-  const source = defaultConfigSource(env, projectDir);
-  if (source === undefined) {
-    return {
-      ok: false,
-      diagnostics: [
-        fileDiag(
-          "error",
-          "no_model_provider",
-          BUILTIN_CONFIG_FILE,
-          "No model provider configured",
-          halfSet(env) ?? NONE_SET,
-        ),
-      ],
-    };
-  }
-  return loadConfigSource(source, BUILTIN_CONFIG_FILE, projectDir, "builtin");
+/** The error of a project with no agent.hcl and no usable vendor key: which variables to set. */
+export function noVendorDiagnostic(env: Environment): ConfigDiagnostic {
+  return fileDiag(
+    "error",
+    "no_model_provider",
+    BUILTIN_CONFIG_FILE,
+    "No model provider configured",
+    halfSet(env) ?? NONE_SET,
+  );
 }

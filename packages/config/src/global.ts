@@ -11,8 +11,12 @@ import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parseFile, type Range } from "@pluggableharness/hcl";
 import { type Diags, decodeBody, readString } from "./decode.ts";
 import { type ConfigDiagnostic, errorAt, fileDiag, fromHcl, hasErrors } from "./diagnostics.ts";
-import type { ConfigLogger } from "./load.ts";
 import { type Environment, envShape, resolveEnv, Secret, scrub } from "./secrets.ts";
+
+/** Where the loader reports what it does: only file paths, at debug level. */
+export interface ConfigLogger {
+  debug(message: string, fields?: Record<string, string>): void;
+}
 
 export interface DevOverride {
   /** Absolute path of the plugin executable (relative paths are taken from the config file's directory). */

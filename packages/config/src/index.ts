@@ -37,7 +37,6 @@ export {
   BUILTIN_CONFIG_FILE,
   chooseVendor,
   DEFAULT_TOOL_PROVIDERS,
-  defaultConfig,
   defaultConfigSource,
   lspMaps,
 } from "./defaults.ts";
@@ -61,6 +60,7 @@ export {
 } from "./exec-env.ts";
 export { gitMetadataPaths } from "./git-paths.ts";
 export {
+  type ConfigLogger,
   type DevOverride,
   devOverridePaths,
   type GlobalConfig,
@@ -76,7 +76,7 @@ export {
 export { HOOK_MODES, HOOK_POINTS, hookPointName, VETO_POINTS } from "./hooks.ts";
 export {
   CONFIG_FILE,
-  type ConfigLogger,
+  defaultConfig,
   type LoadOptions,
   type LoadResult,
   loadConfigSource,

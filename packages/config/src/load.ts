@@ -6,7 +6,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Attribute, type Block, parseFile, type Range } from "@pluggableharness/hcl";
 import { type Diags, decodeBody, evalStatic, label, objectEntries, readBool, readString } from "./decode.ts";
-import { defaultConfig } from "./defaults.ts";
+import { BUILTIN_CONFIG_FILE, defaultConfigSource, noVendorDiagnostic } from "./defaults.ts";
 import {
   type ConfigDiagnostic,
   ConfigError,
@@ -16,6 +16,7 @@ import {
   hasErrors,
   warningAt,
 } from "./diagnostics.ts";
+import type { ConfigLogger } from "./global.ts";
 import { decodeHookBlock } from "./hooks.ts";
 import { mcpSecretDiagnostics } from "./mcp-secrets.ts";
 import type {
@@ -48,11 +49,6 @@ export const TOP_LEVEL_BLOCKS = [
   "hook",
   "settings",
 ] as const;
-
-/** Where the loader reports what it does: only file paths, at debug level. */
-export interface ConfigLogger {
-  debug(message: string, fields?: Record<string, string>): void;
-}
 
 export interface LoadOptions {
   /** Used by the built-in default (vendor keys) when there is no agent.hcl. */
@@ -118,6 +114,16 @@ function siblingHclFiles(dir: string): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The configuration used when a project has no agent.hcl, or an error saying
+ * which variables to set.
+ */
+export function defaultConfig(env: Environment = process.env, projectDir = process.cwd()): LoadResult {
+  const source = defaultConfigSource(env, projectDir);
+  if (source === undefined) return { ok: false, diagnostics: [noVendorDiagnostic(env)] };
+  return loadConfigSource(source, BUILTIN_CONFIG_FILE, projectDir, "builtin");
 }
 
 /** Parses and decodes configuration text. `file` names it in diagnostics. */

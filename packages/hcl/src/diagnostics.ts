@@ -1,6 +1,6 @@
 // Diagnostics are plain data: nothing in this package throws on bad input.
 
-import type { Range } from "./source.ts";
+import type { Range } from "./range.ts";
 
 export type Severity = "error" | "warning";
 

@@ -3,23 +3,9 @@
 // 1-based column counted in grapheme clusters (a tab is one), 0-based UTF-8 byte.
 
 import { type Diagnostic, errorDiag } from "./diagnostics.ts";
+import type { Pos, Range } from "./range.ts";
 
-/** A point in a source file. */
-export interface Pos {
-  /** 1-based line number. */
-  line: number;
-  /** 1-based column, counted in grapheme clusters (a tab counts as one). */
-  column: number;
-  /** 0-based offset in UTF-8 bytes from the start of the file. */
-  byte: number;
-}
-
-/** A half-open span of source text: `start` is included, `end` is not. */
-export interface Range {
-  filename: string;
-  start: Pos;
-  end: Pos;
-}
+export type { Pos, Range } from "./range.ts";
 
 const BOM = "\uFEFF";
 // Every UTF-16 code unit below 0x80.

@@ -6,13 +6,9 @@ import omggif from "omggif";
 import pngjs from "pngjs";
 import type { ImageMediaType } from "./header.ts";
 import { jpegOrientation, type Orientation, orient } from "./orientation.ts";
+import type { Rgba } from "./rgba.ts";
 
-export interface Rgba {
-  width: number;
-  height: number;
-  /** width * height * 4 bytes, row-major, not premultiplied. */
-  data: Uint8Array;
-}
+export type { Rgba } from "./rgba.ts";
 
 /** Largest image decoded at all (a decompression bomb is refused before it allocates). */
 export const MAX_DECODE_PIXELS = 100_000_000;

@@ -1,7 +1,7 @@
 // A camera JPEG often stores its pixels sideways with an EXIF Orientation tag saying how to
 // show them. Re-encoding drops EXIF, so the turn is applied to the pixels first; otherwise
 // a downscaled phone photo would reach the model rotated.
-import type { Rgba } from "./codec.ts";
+import type { Rgba } from "./rgba.ts";
 
 /** EXIF orientation 1-8 (1: as stored). */
 export type Orientation = number;

@@ -3,7 +3,7 @@
 // darken their neighbours. For shrinking this is the filter that keeps thin text legible
 // (a bilinear or bicubic kernel samples only a few source pixels and aliases past 2x).
 // One output row at a time: memory is one accumulator row, whatever the source size.
-import type { Rgba } from "./codec.ts";
+import type { Rgba } from "./rgba.ts";
 
 interface Tap {
   index: number;

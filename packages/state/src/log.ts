@@ -1,7 +1,7 @@
 // The state backend reports recoveries, unreadable files and upgrades through a log
 // callback. Recovery must never be silent, so without a callback it goes to stderr.
 
-import type { RecoveryReport } from "./recover.ts";
+import type { RecoveryReport } from "./recovery-report.ts";
 
 export type StateLogLevel = "info" | "warn" | "error";
 

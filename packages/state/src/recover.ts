@@ -16,29 +16,11 @@ import type { DatabaseSync, SQLOutputValue } from "node:sqlite";
 import { SessionUnreadableError } from "./errors.ts";
 import type { StateLogger } from "./log.ts";
 import { CORRUPT_SUFFIX, UNREADABLE_SUFFIX } from "./paths.ts";
+import type { RecoveryReport, TableSalvage } from "./recovery-report.ts";
 import { createSchema, readUserVersion, SESSION_TABLES, type SessionTable } from "./schema.ts";
 import { closeQuietly, connect, integrityProblems } from "./sqlite.ts";
 
-export interface TableSalvage {
-  /** Rows copied into the replacement file. */
-  readonly recovered: number;
-  /** Rows that were seen or probed but could not be read or stored. */
-  readonly lost: number;
-}
-
-export interface RecoveryReport {
-  readonly sessionId: string;
-  /** The salvaged replacement, at the original name. */
-  readonly path: string;
-  /** Where the damaged original now lives. */
-  readonly corruptPath: string;
-  /** What integrity_check reported (first lines). */
-  readonly integrityErrors: readonly string[];
-  readonly tables: Readonly<Record<SessionTable, TableSalvage>>;
-  /** cost_ledger/plan_items rows kept although the event they reference was lost. */
-  readonly orphanedRows: number;
-  readonly recoveredAt: string;
-}
+export type { RecoveryReport, TableSalvage } from "./recovery-report.ts";
 
 export interface UnreadableFlag {
   readonly sessionId: string;

@@ -18,7 +18,7 @@ import {
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { fileLocks, readTextForChange, resolvePath, writeAtomically } from "./files.ts";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 
 interface Planned {
   file: ResolvedPath;

@@ -2,7 +2,7 @@
 // error categories, reading text safely and writing atomically.
 import type { FileHandle } from "node:fs/promises";
 import { KeyedMutex, looksBinary, type ResolvedPath, ToolFailure } from "@pluggableharness/tool-kit";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 
 /**
  * Mutations of one file run one at a time, keyed on the resolved path: the kernel's

@@ -2,7 +2,7 @@
 import { lstat, readdir } from "node:fs/promises";
 import { type DirHandle, defineTool, r, s, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, resolvePath } from "./files.ts";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 
 const MAX_ENTRIES = 1000;
 

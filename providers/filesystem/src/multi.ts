@@ -16,7 +16,7 @@ import {
 import { applyEdit, type Edit, MAX_RESULT_DIFF_CHARS } from "./change.ts";
 import { readTextForChange, resolvePath } from "./files.ts";
 import { applyChunks, parsePatch } from "./patch-format.ts";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 import {
   checkDistinct,
   commitChanges,

@@ -2,7 +2,7 @@
 import { defineTool, looksBinary, r, s, ToolFailure } from "@pluggableharness/tool-kit";
 import { guard, readUpTo, resolvePath } from "./files.ts";
 import { type ImageInfo, imageInfo } from "./image.ts";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 
 const DEFAULT_LIMIT = 2000;
 const MAX_LINE_CHARS = 2000;

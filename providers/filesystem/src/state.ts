@@ -12,6 +12,7 @@ import {
   readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { useSettings } from "./settings.ts";
 import { recoverJournals } from "./transaction.ts";
 
 export const CONFIG: readonly ConfigField[] = [
@@ -52,25 +53,6 @@ export const CONFIG: readonly ConfigField[] = [
       "Read files that have more than one hard link. Off by default: another link to such a file may be outside the roots (a hard link to a secret), and nothing tells where the others are.",
   },
 ];
-
-export interface Settings {
-  jail: Jail;
-  maxReadBytes: number;
-  maxFileBytes: number;
-  maxImageBytes: number;
-}
-
-let current: Settings | undefined;
-
-export function settings(): Settings {
-  if (!current) {
-    throw new ToolFailure(
-      "permission_denied",
-      "the filesystem provider has no configured roots, so no path is allowed",
-    );
-  }
-  return current;
-}
 
 /**
  * The kernel's own paths (agent.hcl, .agent/, its config, state and cache directories),
@@ -136,7 +118,7 @@ export async function configure(values: JsonObject, ctx: ConfigureContext): Prom
   } catch (err) {
     return [configError(["roots"], "Invalid root", (err as Error).message)];
   }
-  current = { jail, maxReadBytes, maxFileBytes, maxImageBytes };
+  useSettings({ jail, maxReadBytes, maxFileBytes, maxImageBytes });
   // A multi-file change a crash cut short is rolled back before any call runs.
   const left = await recoverJournals(jail);
   return left.map((j) =>

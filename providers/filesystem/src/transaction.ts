@@ -29,7 +29,7 @@ import {
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { fileLocks, guard } from "./files.ts";
-import { settings } from "./state.ts";
+import { settings } from "./settings.ts";
 
 export interface FileChange {
   /** The path as the call named it. */

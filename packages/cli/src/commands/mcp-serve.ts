@@ -28,7 +28,7 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
 import { projectOf } from "../project.ts";
-import { configFailure, formatLog, inProcessFrontends, logLevel } from "./run.ts";
+import { configFailure, formatLog, inProcessFrontends, logLevel } from "./kernel-start.ts";
 
 const pkg = { name: "pluggableharness", version: "0.1.0" };
 

@@ -22,7 +22,7 @@ import { EXIT } from "../exit-codes.ts";
 import { installationRoot } from "../inspect.ts";
 import { CliError, type Io, line } from "../io.ts";
 import { projectOf } from "../project.ts";
-import { configFailure, inProcessFrontends } from "./run.ts";
+import { configFailure, inProcessFrontends } from "./kernel-start.ts";
 
 export type MemoryAction = "list" | "show" | "approve" | "reject" | "forget";
 

@@ -26,7 +26,7 @@ import { CliError, CoalescingWriter, type Io } from "../io.ts";
 import { projectOf } from "../project.ts";
 import { cachedBuildsFor, howToGet, originOf, producerKey, type ReplayBuild } from "../replay-builds.ts";
 import { resolveSessionId } from "../session-ids.ts";
-import { configFailure } from "./run.ts";
+import { configFailure } from "./kernel-start.ts";
 import { damageOf, descendantsOf, eventProblems, openReader, reportDamage, subagentHeading } from "./show.ts";
 
 const CATEGORIES = [

@@ -10,10 +10,8 @@ import {
   type AgentConfig,
   BUILTIN_CONFIG_FILE,
   builtinRootProfile,
-  type ConfigDiagnostic,
   ConfigError,
   firstPartyName,
-  formatDiagnostics,
   kernelProtectedPaths,
   loadGlobalConfig,
   loadProjectConfig,
@@ -24,7 +22,6 @@ import {
   createKernel,
   type FrontendConnection,
   type Kernel,
-  type KernelLogLevel,
   type KernelLogRecord,
   LOG_LEVEL_ORDER,
   type SessionHandle,
@@ -66,6 +63,7 @@ import {
 } from "../session-ids.ts";
 import { RunSignals } from "../signals.ts";
 import { unavailableNotice } from "../unavailable.ts";
+import { configFailure, formatLog, inProcessFrontends, logLevel } from "./kernel-start.ts";
 
 export interface RunOptions {
   /** The headless prompt; true: -p without one (the prompt comes from stdin). */
@@ -103,13 +101,6 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(typeof c === "string" ? Buffer.from(c) : (c as Buffer));
   return Buffer.concat(chunks).toString("utf8");
-}
-
-/** The friendliest form of a configuration failure: the no-key case is one sentence. */
-export function configFailure(diags: readonly ConfigDiagnostic[]): CliError {
-  const noKey = diags.find((d) => d.category === "no_model_provider");
-  if (noKey) return new CliError(`agent: ${noKey.detail}`, EXIT.ERROR);
-  return new CliError(formatDiagnostics([...diags]), EXIT.ERROR);
 }
 
 /** Applies --model and the bound flags to a copy of the profile they run with. */
@@ -197,17 +188,6 @@ export function withUserDefaults(
   return { profile, opts: { ...opts, model: model.text } };
 }
 
-/** Frontend providers the CLI runs itself: the first-party tui, unless its block names a terminal. */
-export function inProcessFrontends(config: AgentConfig): string[] {
-  return config.requiredProviders
-    .filter((r) => firstPartyName(r.source) === "tui")
-    .filter((r) => {
-      const block = config.providers.find((p) => p.name === r.localName);
-      return !block || block.body.items.length === 0;
-    })
-    .map((r) => r.localName);
-}
-
 /**
  * The frontend plugin an interactive run is handed to (`settings.default_frontend`), or
  * undefined when the CLI's own terminal UI serves it: the setting is unset, names a
@@ -239,17 +219,6 @@ export function idleFrontendReason(config: AgentConfig, name: string): string | 
     default:
       return undefined;
   }
-}
-
-export function logLevel(env: NodeJS.ProcessEnv, fallback: KernelLogLevel): KernelLogLevel {
-  const v = env["AGENT_LOG_LEVEL"]?.toLowerCase();
-  return v && v in LOG_LEVEL_ORDER ? (v as KernelLogLevel) : fallback;
-}
-
-export function formatLog(r: KernelLogRecord): string {
-  const who = r.source === "plugin" ? `plugin ${r.plugin ?? r.logger}` : r.logger;
-  const fields = r.fields && Object.keys(r.fields).length > 0 ? ` ${JSON.stringify(r.fields)}` : "";
-  return `${r.time.toISOString()} ${r.level.toUpperCase()} [${who}] ${r.message}${fields}`;
 }
 
 /** The log file of interactive sessions: the terminal belongs to the UI. */

@@ -24,7 +24,7 @@ import {
   writeRecord,
 } from "../serve/endpoint.ts";
 import { type Endpoint, startEndpoint } from "../serve/server.ts";
-import { configFailure, formatLog, inProcessFrontends, logLevel } from "./run.ts";
+import { configFailure, formatLog, inProcessFrontends, logLevel } from "./kernel-start.ts";
 
 export interface ServeOptions {
   /** Also listen on loopback TCP: a port (0 or true: any free one). */

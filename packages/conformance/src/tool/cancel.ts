@@ -7,7 +7,7 @@ import type { ValidatedToolset } from "@pluggableharness/kernel/domain";
 import type { GetSchemaResponse } from "@pluggableharness/protocol/tool";
 import { ToolKind, ToolService } from "@pluggableharness/protocol/tool";
 import type { CheckContext } from "../runner.ts";
-import { deadlineFor, nextCallId, SESSION_ID } from "./invoke.ts";
+import { deadlineFor, nextCallId, SESSION_ID } from "./calls.ts";
 import { runInvoke } from "./stream.ts";
 
 const REPORT_WAIT_MS = 3_000;

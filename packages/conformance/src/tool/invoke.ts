@@ -10,27 +10,12 @@ import {
   type ToolEvent,
   ToolEventSchema,
   ToolKind,
-  type ToolSchema,
 } from "@pluggableharness/protocol/tool";
 import type { CheckContext, SampleCall } from "../runner.ts";
 import { sampleArguments } from "./args.ts";
+import { type CapturedResult, deadlineFor, nextCallId, SESSION_ID } from "./calls.ts";
 import { checkPreviewOnce } from "./preview-render.ts";
 import { categoryName, describeOutcome, type InvokeRun, runInvoke } from "./stream.ts";
-
-export const SESSION_ID = "01CONFORMANCESESSION000000";
-const MAX_DEADLINE_MS = 60_000;
-
-let callCounter = 0;
-export function nextCallId(): string {
-  callCounter += 1;
-  return `conformance-${process.pid}-${callCounter}`;
-}
-
-export function deadlineFor(schema: ToolSchema | undefined): number {
-  const d = schema?.defaultTimeout;
-  const ms = d ? Number(d.seconds) * 1000 + Math.floor(d.nanos / 1e6) : 30_000;
-  return Math.min(Math.max(ms, 1_000), MAX_DEADLINE_MS);
-}
 
 /** Sensitive configuration values (4+ characters) that must never come back. */
 export function secretsOf(ctx: CheckContext, response: GetSchemaResponse): string[] {
@@ -67,12 +52,6 @@ export function judge(run: InvokeRun, expect: string | undefined, secrets: reado
     }
   }
   return problems;
-}
-
-export interface CapturedResult {
-  tool: string;
-  payload: JsonObject;
-  run: InvokeRun;
 }
 
 export async function checkInvocations(

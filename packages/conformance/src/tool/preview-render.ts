@@ -8,8 +8,7 @@ import { ToolResultEventSchema } from "@pluggableharness/protocol/event";
 import { type GetSchemaResponse, ToolService } from "@pluggableharness/protocol/tool";
 import type { CheckContext } from "../runner.ts";
 import { sampleArguments } from "./args.ts";
-import type { CapturedResult } from "./invoke.ts";
-import { nextCallId, SESSION_ID } from "./invoke.ts";
+import { type CapturedResult, nextCallId, SESSION_ID } from "./calls.ts";
 
 const SNAPSHOT_LIMIT = 20_000;
 

@@ -19,7 +19,7 @@ import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcomma
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import { REPLAY_ONLY_STATUSES } from "@pluggableharness/state";
 import type { KernelLogger } from "../log.ts";
-import type { DirectInvocation, InvocationOrigin } from "../loop/direct-invoke.ts";
+import type { DirectInvocation, InvocationOrigin } from "../loop/direct-invocation.ts";
 import type {
   ClientEventInit,
   ConnectOptions,

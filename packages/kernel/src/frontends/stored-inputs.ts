@@ -6,48 +6,18 @@
 // always comes first, holds them. Whatever reads events from a file (a backfill, `agent
 // sessions show`, the headless printer) puts them back with StoredInputs, so a producer's
 // Render and every other reader see whole events. Live renders get the whole event anyway.
-import { create, fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
-import {
-  MessageEventSchema,
-  type PlanEvent,
-  PlanEventSchema,
-  type ToolCallEvent,
-  ToolCallEventSchema,
-} from "@pluggableharness/protocol/event";
+import { MessageEventSchema, PlanEventSchema, ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
+import { isLargeInput, LARGE_INPUT_BYTES } from "../loop/stored-events.ts";
 
-/** Inputs whose JSON is longer than this are stored only in the assistant message. */
-export const LARGE_INPUT_BYTES = 1024;
-
-export function isLargeInput(input: JsonObject | undefined): boolean {
-  return input !== undefined && JSON.stringify(input).length > LARGE_INPUT_BYTES;
-}
-
-/** The tool_call event as stored: without its arguments when they are large. */
-export function storedToolCallEvent(event: ToolCallEvent): ToolCallEvent {
-  if (!event.call || !isLargeInput(event.call.arguments)) return event;
-  return create(ToolCallEventSchema, {
-    ...event,
-    call: { ...event.call, arguments: {} },
-    argumentsInMessage: true,
-  });
-}
-
-/** The plan event as stored: items without their input when it is large. */
-export function storedPlanEvent(event: PlanEvent): PlanEvent {
-  const plan = event.plan;
-  if (!plan) return event;
-  const large = plan.items.filter((i) => isLargeInput(i.input)).map((i) => i.toolCallId);
-  if (large.length === 0) return event;
-  return create(PlanEventSchema, {
-    plan: {
-      ...plan,
-      items: plan.items.map((i) => (large.includes(i.toolCallId) ? { ...i, input: {} } : i)),
-    },
-    inputsInMessage: large,
-  });
-}
+export {
+  isLargeInput,
+  LARGE_INPUT_BYTES,
+  storedPlanEvent,
+  storedToolCallEvent,
+} from "../loop/stored-events.ts";
 
 interface EventLike {
   readonly kind: EventKind;

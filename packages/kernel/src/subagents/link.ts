@@ -3,14 +3,27 @@
 // sent as a SessionTreeUpdate to the channel of each ancestor, so a frontend attached to
 // the root watches the whole tree without subscribing to every child.
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import type { Session } from "../loop/session.ts";
+import type { ServerEventInit } from "../frontends/channel.ts";
+
+/** What the link reads of its session and of each ancestor; Session provides it. */
+export interface LinkedSession {
+  readonly id: string;
+  readonly parentId: string | undefined;
+  readonly parent: LinkedSession | undefined;
+  readonly depth: number;
+  readonly profile: { readonly name: string };
+  readonly cost: { readonly turns: number; readonly spentUsd: number };
+  readonly lastStatusDetail: string;
+  readonly channel: { publish(init: ServerEventInit): void };
+  status(): SessionStatus;
+}
 
 export class SubagentLink {
-  readonly #s: Session;
+  readonly #s: LinkedSession;
   readonly title: string;
   #activity = "";
 
-  constructor(session: Session, title: string) {
+  constructor(session: LinkedSession, title: string) {
     this.#s = session;
     this.title = title.split("\n")[0]!.slice(0, 200);
   }

@@ -303,12 +303,13 @@ describe("session channel without subscribers", () => {
 
 describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
-    // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it), the one
-    // it summarises tool arguments with and the pure memory-link parser it renders
-    // [[references]] with.
+    // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it) with the
+    // gate's write half of that rule (loop/stored-events.ts), the one it summarises tool
+    // arguments with and the pure memory-link parser it renders [[references]] with.
     const specifiers = [
       "frontends/generic-render.ts",
       "frontends/stored-inputs.ts",
+      "loop/stored-events.ts",
       "frontends/argument-summary.ts",
       "memory/links.ts",
     ].flatMap((f) => {
@@ -319,7 +320,7 @@ describe("the generic renderer module", () => {
     expect(
       specifiers.filter(
         (s) =>
-          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/memory\/links\.ts)$/.test(
+          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/(memory\/links|loop\/stored-events)\.ts)$/.test(
             s,
           ),
       ),

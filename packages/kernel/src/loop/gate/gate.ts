@@ -20,12 +20,12 @@ import { ChildDenialSchema, EventKind } from "@pluggableharness/protocol/kernel"
 import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
 import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
 import { ConcurrencyScheduler, canonicalJson, checkToolCall, lockClaim } from "../../domain/index.ts";
-import { storedToolCallEvent } from "../../frontends/stored-inputs.ts";
 import type { HookContext } from "../../hooks/dispatcher.ts";
 import { callRisk } from "../../subagents/risk.ts";
 import { callHash, type StopReason } from "../bounds.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, Session } from "../session.ts";
+import { storedToolCallEvent } from "../stored-events.ts";
 import { buildToolCall, executeTool } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
 import {

@@ -17,9 +17,9 @@ import {
 import type { RenderTree } from "@pluggableharness/protocol/render";
 import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import { capRenderTree } from "../../domain/index.ts";
-import { storedPlanEvent } from "../../frontends/stored-inputs.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, Session } from "../session.ts";
+import { storedPlanEvent } from "../stored-events.ts";
 import { buildToolCall } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
 import type { CallRecord } from "./call.ts";

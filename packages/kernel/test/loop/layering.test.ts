@@ -1,0 +1,119 @@
+// The turn and the gate sit below the session: they may take narrow types from anywhere,
+// but nothing they load at runtime, directly or through the loop modules they import,
+// may be the Session class module, a frontend, the plugin registry, the go-plugin
+// package or the plugin runtime. An `import type` is erased; a `{ type X }` list is not
+// (verbatimModuleSyntax keeps the import), so only the former counts as type-only.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const src = resolve(import.meta.dirname, "../../src");
+const loop = join(src, "loop");
+
+/** Today's flat files that hold the steps of one turn (prepare → model → tools → guards). */
+const TURN_STEPS = [
+  "turn.ts",
+  "context-assembly.ts",
+  "memory-recall.ts",
+  "files-touched.ts",
+  "image-fit.ts",
+  "model-call.ts",
+  "model-wait.ts",
+  "tool-exec.ts",
+  "secret-output.ts",
+  "stored-events.ts",
+  "records.ts",
+  "bounds.ts",
+];
+const GATE = readdirSync(join(loop, "gate"))
+  .filter((f) => f.endsWith(".ts"))
+  .map((f) => `gate/${f}`);
+
+/** What a turn step or the gate must not load at runtime, by import specifier or resolved path. */
+const FORBIDDEN: readonly { name: string; test: (spec: string, file: string | undefined) => boolean }[] = [
+  { name: "loop/session.ts", test: (_s, f) => f === join(loop, "session.ts") },
+  { name: "frontends/", test: (_s, f) => f?.startsWith(join(src, "frontends") + "/") ?? false },
+  { name: "plugins/", test: (_s, f) => f?.startsWith(join(src, "plugins") + "/") ?? false },
+  { name: "@pluggableharness/goplugin", test: (s) => s.startsWith("@pluggableharness/goplugin") },
+  { name: "@pluggableharness/runtime", test: (s) => s.startsWith("@pluggableharness/runtime") },
+];
+
+interface Import {
+  readonly spec: string;
+  /** The file a relative specifier names, undefined for a package. */
+  readonly file: string | undefined;
+  readonly typeOnly: boolean;
+}
+
+const parsed = new Map<string, Import[]>();
+
+function importsOf(file: string): Import[] {
+  const known = parsed.get(file);
+  if (known) return known;
+  const sf = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const out: Import[] = [];
+  const add = (spec: string, typeOnly: boolean) =>
+    out.push({ spec, typeOnly, file: spec.startsWith(".") ? resolve(dirname(file), spec) : undefined });
+  const visit = (n: ts.Node): void => {
+    if (ts.isImportDeclaration(n) && ts.isStringLiteral(n.moduleSpecifier)) {
+      add(n.moduleSpecifier.text, n.importClause?.isTypeOnly ?? false);
+    } else if (ts.isExportDeclaration(n) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) {
+      add(n.moduleSpecifier.text, n.isTypeOnly);
+    } else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteral(n.arguments[0])
+    ) {
+      add(n.arguments[0].text, false);
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  parsed.set(file, out);
+  return out;
+}
+
+/**
+ * Every forbidden module `entry` loads at runtime, with the chain of kernel modules that
+ * leads there; the walk follows runtime imports of the kernel's own sources only.
+ */
+function violations(entry: string): string[] {
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const walk = (file: string, chain: readonly string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const imp of importsOf(file)) {
+      if (imp.typeOnly) continue;
+      const bad = FORBIDDEN.find((f) => f.test(imp.spec, imp.file));
+      const path = [...chain, imp.file ? relative(src, imp.file) : imp.spec];
+      if (bad) found.push(path.join(" → "));
+      else if (imp.file?.startsWith(src + "/")) walk(imp.file, path);
+    }
+  };
+  walk(join(loop, entry), [`loop/${entry}`]);
+  return found;
+}
+
+describe("layering of the turn and the gate", () => {
+  it("the turn steps and the gate exist where the test looks for them", () => {
+    expect(GATE).toContain("gate/gate.ts");
+    for (const f of [...TURN_STEPS, ...GATE])
+      expect(readFileSync(join(loop, f), "utf8").length).toBeGreaterThan(0);
+  });
+
+  it("no turn step and no gate module loads session.ts, a frontend, plugins/, goplugin or runtime", () => {
+    const bad = [...TURN_STEPS, ...GATE].flatMap(violations);
+    expect(bad).toEqual([]);
+  });
+
+  it("the check sees a runtime import and ignores an import type", () => {
+    // session.ts itself loads the gate's callers and frontends at runtime: the walk must
+    // report it, or the assertion above could pass by reading nothing.
+    expect(violations("session.ts").some((v) => v.includes("frontends/"))).toBe(true);
+    const turn = importsOf(join(loop, "turn.ts")).find((i) => i.file === join(loop, "session.ts"));
+    expect(turn?.typeOnly).toBe(true);
+  });
+});
