@@ -59,6 +59,13 @@ export {
 export { memoryContentNode, memoryLinkUrl, memorySlug, parseMemoryLinks } from "./memory/links.ts";
 export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
 export {
+  DescribeCache,
+  defaultDescribeCacheDir,
+  type ProviderDescription,
+} from "./plugins/describe-cache.ts";
+export {
+  acceptedDigest,
+  describeCacheKey,
   ProviderConfigureError,
   ProviderLoadError,
   type ProviderStatus,
