@@ -124,12 +124,12 @@ export async function inspectProviders(
   // A provider configured with a secret may repeat it (an MCP server's stderr in its
   // Configure warning): masked as the kernel masks it (docs/security/mcp.md).
   const mask = new SecretMask(withheldValues(config.projectDir, env));
-  const cacheDir = env["AGENT_NO_DESCRIBE_CACHE"] === "1" ? undefined : defaultDescribeCacheDir(env);
-  const cache = cacheDir ? new DescribeCache(cacheDir) : undefined;
+  // The kernel's own cache (kernel.ts), so what one command learns the other reuses.
+  const cache = new DescribeCache(defaultDescribeCacheDir(env));
   const keyOptions = {
     installationRoot: installationRoot(),
     bundles: env["AGENT_NO_BUNDLES"] !== "1",
-    ...(cache ? { describeCache: cache } : {}),
+    describeCache: cache,
   };
   try {
     return await Promise.all(
@@ -149,9 +149,9 @@ export async function inspectProviders(
           isolation: providerTransport(r, r.isolation, false).isolation,
           started: false,
         };
-        const key = cache ? describeCacheKey(r, keyOptions) : undefined;
-        const entry = key && !options.live ? cache!.read(r.source, key) : undefined;
-        if (entry && fromCache(facts, entry, key!, cache!, options)) {
+        const key = describeCacheKey(r, keyOptions);
+        const entry = key && !options.live ? cache.read(r.source, key) : undefined;
+        if (entry && fromCache(facts, entry, key!, cache, options)) {
           if (options.transports !== false) facts.isolation = runTransport(config, r, facts.categories);
           return facts;
         }
@@ -177,7 +177,7 @@ export async function inspectProviders(
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
           const described = await describeCategories(host, facts);
           // Stored before Configure, as the kernel stores it: a description carries no secret.
-          if (key && !entry) cache!.write(r.source, key, described);
+          if (key && !entry) cache.write(r.source, key, described);
           const values = options.configure?.(r.localName, facts.configSchema);
           // As in a session, only a provider given a secret has what it reports masked: the
           // others' reports are about the user's own values (a missing root's path).
@@ -185,7 +185,7 @@ export async function inspectProviders(
           if (values !== undefined) {
             await configureAll(host, facts, values);
             if (key && !facts.configureDiagnostics.some((x) => x.severity === "error"))
-              cache!.accept(r.source, key, acceptedDigest(values, facts.configSchema));
+              cache.accept(r.source, key, acceptedDigest(values, facts.configSchema));
             // A bridge's operations exist once its configuration is applied (the MCP bridge).
             if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
             if (facts.categories.includes("model")) {
