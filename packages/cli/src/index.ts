@@ -249,6 +249,7 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     )
     .option("-C, --dir <dir>", "project directory (default: the current one)")
     .option("--json", "print JSON")
+    .option("--check", "launch every provider and check its health, even one described from the cache")
     .action(async (opts) => {
       const { runProviders } = await import("./commands/providers.ts");
       finish(await runProviders(io, opts));

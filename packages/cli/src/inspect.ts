@@ -2,7 +2,7 @@
 // for its static description: identity (Describe), config schema, tools, models,
 // hook points, health. `agent validate` and `agent providers` use it; neither runs a
 // session, so nothing here needs the agent loop.
-import { readFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
@@ -11,7 +11,15 @@ import {
   SecretMask,
   withheldValues,
 } from "@pluggableharness/config";
-import { outsidePluginSandbox, providerTransport } from "@pluggableharness/kernel";
+import {
+  acceptedDigest,
+  DescribeCache,
+  defaultDescribeCacheDir,
+  describeCacheKey,
+  outsidePluginSandbox,
+  type ProviderDescription,
+  providerTransport,
+} from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { ContextService } from "@pluggableharness/protocol/context";
@@ -65,6 +73,11 @@ export interface ProviderFacts {
   modelCapabilities?: ModelCapabilities;
   /** The transport `agent run` would use for it (known once it is described). */
   isolation: PluginIsolation;
+  /**
+   * false: not launched; its description came from the describe cache and its configuration
+   * (if asked for) is one its Configure accepted before, so there was nothing to check live.
+   */
+  started: boolean;
 }
 
 export interface ConfigureDiagnostic {
@@ -80,25 +93,44 @@ function toolKind(kind: number): string {
   return kind === 1 ? "resource" : kind === 2 ? "data_source" : kind === 3 ? "interactive" : "unknown";
 }
 
+/** What inspectProviders may be asked to do. */
+export interface InspectOptions {
+  configure?: (name: string, schema: ConfigSchema | undefined) => JsonObject | undefined;
+  log?: (line: string) => void;
+  /** The environment the configuration reads (its env() values are masked in what is reported). */
+  env?: NodeJS.ProcessEnv;
+  /** Launch every provider, even one the describe cache answers for (`agent providers --check`). */
+  live?: boolean;
+  /** Work out the transport `agent run` would use (probes bubblewrap once); default true. */
+  transports?: boolean;
+}
+
 /**
- * Launches every resolved provider (in parallel) and collects its facts. With
- * `configure`, each provider whose block decodes is configured first, so model
- * providers whose models come from configuration list them.
+ * Collects every resolved provider's facts, launching (in parallel) only those that must
+ * run: the kernel's describe cache (describe-cache.ts) answers for a first-party provider
+ * whose exact build was described before, and a provider whose configuration its Configure
+ * accepted before (the same record `agent run` trusts to leave it dormant) has nothing
+ * left to check. A provider launched here is described into the cache, and a configuration
+ * it accepts is recorded, as the kernel does. With `configure`, each provider whose block
+ * decodes is configured, so model providers whose models come from configuration list them.
  */
 export async function inspectProviders(
   config: AgentConfig,
   resolved: readonly ResolvedProvider[],
-  options: {
-    configure?: (name: string, schema: ConfigSchema | undefined) => JsonObject | undefined;
-    log?: (line: string) => void;
-    /** The environment the configuration reads (its env() values are masked in what is reported). */
-    env?: NodeJS.ProcessEnv;
-  } = {},
+  options: InspectOptions = {},
 ): Promise<ProviderFacts[]> {
   const hosts: PluginTransportHost[] = [];
+  const env = options.env ?? process.env;
   // A provider configured with a secret may repeat it (an MCP server's stderr in its
   // Configure warning): masked as the kernel masks it (docs/security/mcp.md).
-  const mask = new SecretMask(withheldValues(config.projectDir, options.env ?? process.env));
+  const mask = new SecretMask(withheldValues(config.projectDir, env));
+  // The kernel's own cache (kernel.ts), so what one command learns the other reuses.
+  const cache = new DescribeCache(defaultDescribeCacheDir(env));
+  const keyOptions = {
+    installationRoot: installationRoot(),
+    bundles: env["AGENT_NO_BUNDLES"] !== "1",
+    describeCache: cache,
+  };
   try {
     return await Promise.all(
       resolved.map(async (r): Promise<ProviderFacts> => {
@@ -115,7 +147,16 @@ export async function inspectProviders(
           configureProblems: [],
           configureDiagnostics: [],
           isolation: providerTransport(r, r.isolation, false).isolation,
+          started: false,
         };
+        const key = describeCacheKey(r, keyOptions);
+        const entry = key && !options.live ? cache.read(r.source, key) : undefined;
+        if (entry && fromCache(facts, entry, key!, cache, options)) {
+          if (options.transports !== false) facts.isolation = runTransport(config, r, facts.categories);
+          return facts;
+        }
+        facts.started = true;
+        noteLaunch(env, r.localName);
         // Described where the kernel describes it: a first-party provider in a worker thread by default.
         const host = createPluginHost(facts.isolation, {
           name: r.localName,
@@ -131,16 +172,20 @@ export async function inspectProviders(
           const d = await host.describe();
           facts.categories = d.categories;
           facts.producers = d.producers;
-          facts.isolation = runTransport(config, r, d.categories);
+          if (options.transports !== false) facts.isolation = runTransport(config, r, d.categories);
           const health = await host.client(Health).check({ service: "plugin" }, { timeoutMs: TIMEOUT_MS });
           facts.healthy = health.status === HealthCheckResponse_ServingStatus.SERVING;
-          await describeCategories(host, facts);
+          const described = await describeCategories(host, facts);
+          // Stored before Configure, as the kernel stores it: a description carries no secret.
+          if (key && !entry) cache.write(r.source, key, described);
           const values = options.configure?.(r.localName, facts.configSchema);
           // As in a session, only a provider given a secret has what it reports masked: the
           // others' reports are about the user's own values (a missing root's path).
           holdsSecret = values !== undefined && mask.contains(JSON.stringify(values));
           if (values !== undefined) {
             await configureAll(host, facts, values);
+            if (key && !facts.configureDiagnostics.some((x) => x.severity === "error"))
+              cache.accept(r.source, key, acceptedDigest(values, facts.configSchema));
             // A bridge's operations exist once its configuration is applied (the MCP bridge).
             if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
             if (facts.categories.includes("model")) {
@@ -160,6 +205,47 @@ export async function inspectProviders(
     );
   } finally {
     await Promise.all(hosts.map((h) => h.shutdown().catch(() => {})));
+  }
+}
+
+/**
+ * Fills `facts` from a cached description when the provider need not run: not a bridge
+ * (its operations come from its configuration), not a model provider asked to be
+ * configured (its models may; `agent run` activates it at start anyway), and a
+ * configuration, if asked for, that its Configure accepted before. false: launch it.
+ */
+function fromCache(
+  facts: ProviderFacts,
+  d: ProviderDescription,
+  key: string,
+  cache: DescribeCache,
+  options: InspectOptions,
+): boolean {
+  if (d.toolSchema?.operationsFromConfig) return false;
+  if (options.configure && d.categories.includes("model")) return false;
+  const f: ProviderFacts = { ...facts, categories: [...d.categories], producers: { ...d.producers } };
+  applyDescription(f, d);
+  if (options.configure) {
+    const values = options.configure(f.resolved.localName, f.configSchema);
+    const digest = values === undefined ? undefined : acceptedDigest(values, f.configSchema);
+    if (digest !== undefined && !cache.accepted(f.resolved.source, key, digest)) return false;
+  }
+  // The same build answered every description when it was cached; it has not run since.
+  Object.assign(facts, f, { healthy: true });
+  return true;
+}
+
+/**
+ * With AGENT_DEBUG_LAUNCH_LOG set to a file, each provider launched here appends its name
+ * to it: how tests see what a command started.
+ */
+function noteLaunch(env: NodeJS.ProcessEnv, name: string): void {
+  const file = env["AGENT_DEBUG_LAUNCH_LOG"];
+  if (!file) return;
+  try {
+    appendFileSync(file, `${name}\n`);
+  } catch {
+    // a debugging aid only
   }
 }
 
@@ -192,12 +278,58 @@ function runTransport(
   return providerTransport(r, r.isolation, sandboxed).isolation;
 }
 
+/** Asks the provider for the description of each category it serves (all, or `only`) and applies it. */
 async function describeCategories(
   host: PluginTransportHost,
   facts: ProviderFacts,
   only?: readonly string[],
-): Promise<void> {
+): Promise<ProviderDescription> {
   const call = { timeoutMs: TIMEOUT_MS };
+  const d: { -readonly [K in keyof ProviderDescription]: ProviderDescription[K] } = {
+    categories: facts.categories,
+    producers: facts.producers,
+  };
+  for (const category of only ?? facts.categories) {
+    switch (category) {
+      case "tool":
+        d.toolSchema = await host.client(ToolService).getSchema({}, call);
+        break;
+      case "model": {
+        const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
+        if (caps) d.model = caps;
+        else facts.models = [];
+        break;
+      }
+      case "context": {
+        const caps = (await host.client(ContextService).getCapabilities({}, call)).capabilities;
+        if (caps) d.context = caps;
+        break;
+      }
+      case "memory": {
+        const caps = (await host.client(MemoryService).getCapabilities({}, call)).capabilities;
+        if (caps) d.memory = caps;
+        break;
+      }
+      case "frontend": {
+        const caps = (await host.client(FrontendService).getCapabilities({}, call)).capabilities;
+        if (caps) d.frontend = caps;
+        break;
+      }
+      case "widget": {
+        const caps = (await host.client(WidgetService).getCapabilities({}, call)).capabilities;
+        if (caps) d.widget = caps;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  applyDescription(facts, d);
+  return d;
+}
+
+/** Sets what a description says about a provider: tools, models, hook points, commands, config schema. */
+function applyDescription(facts: ProviderFacts, d: ProviderDescription): void {
   const schema = (s: ConfigSchema | undefined) => {
     if (s && s.attributes.length > 0 && facts.configSchema === undefined) facts.configSchema = s;
   };
@@ -205,56 +337,25 @@ async function describeCategories(
     for (const p of points) if (!facts.hookPoints.includes(p)) facts.hookPoints.push(p);
     for (const c of commands) facts.slashCommands.push(c.name);
   };
-  for (const category of only ?? facts.categories) {
-    switch (category) {
-      case "tool": {
-        const res = await host.client(ToolService).getSchema({}, call);
-        facts.toolSchema = res;
-        facts.tools = res.tools.map((t) => ({
-          name: t.name,
-          kind: toolKind(t.kind),
-          risk: riskName(t.risk),
-        }));
-        hooks(res.supportedHookPoints, res.slashCommands);
-        schema(res.configSchema);
-        break;
-      }
-      case "model": {
-        const caps = (await host.client(ModelService).getCapabilities({}, call)).capabilities;
-        facts.models = caps?.models.map((m) => m.id) ?? [];
-        if (caps) facts.modelCapabilities = caps;
-        facts.specs = caps?.models ?? [];
-        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
-        schema(caps?.configSchema);
-        break;
-      }
-      case "context": {
-        const caps = (await host.client(ContextService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
-        schema(caps?.configSchema);
-        break;
-      }
-      case "memory": {
-        const caps = (await host.client(MemoryService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
-        schema(caps?.configSchema);
-        break;
-      }
-      case "frontend": {
-        const caps = (await host.client(FrontendService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
-        schema(caps?.configSchema);
-        break;
-      }
-      case "widget": {
-        const caps = (await host.client(WidgetService).getCapabilities({}, call)).capabilities;
-        hooks(caps?.supportedHookPoints ?? [], caps?.slashCommands ?? []);
-        schema(caps?.configSchema);
-        break;
-      }
-      default:
-        break;
-    }
+  if (d.toolSchema) {
+    const res = d.toolSchema;
+    facts.toolSchema = res;
+    facts.tools = res.tools.map((t) => ({ name: t.name, kind: toolKind(t.kind), risk: riskName(t.risk) }));
+    hooks(res.supportedHookPoints, res.slashCommands);
+    schema(res.configSchema);
+  }
+  if (d.model) {
+    const caps = d.model;
+    facts.models = caps.models.map((m) => m.id);
+    facts.modelCapabilities = caps;
+    facts.specs = caps.models;
+    hooks(caps.supportedHookPoints, caps.slashCommands);
+    schema(caps.configSchema);
+  }
+  for (const caps of [d.context, d.memory, d.frontend, d.widget]) {
+    if (!caps) continue;
+    hooks(caps.supportedHookPoints, caps.slashCommands);
+    schema(caps.configSchema);
   }
 }
 

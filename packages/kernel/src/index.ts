@@ -57,8 +57,15 @@ export {
   recordText,
 } from "./memory/audit.ts";
 export { memoryContentNode, memoryLinkUrl, memorySlug, parseMemoryLinks } from "./memory/links.ts";
+export {
+  DescribeCache,
+  defaultDescribeCacheDir,
+  type ProviderDescription,
+} from "./plugins/describe-cache.ts";
 export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
 export {
+  acceptedDigest,
+  describeCacheKey,
   ProviderConfigureError,
   ProviderLoadError,
   type ProviderStatus,

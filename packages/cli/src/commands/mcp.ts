@@ -304,6 +304,7 @@ async function check(io: Io, file: string, servers: ListedServer[]): Promise<voi
         return d.ok ? d.config.values : undefined;
       },
       env: io.env,
+      transports: false,
     },
   );
   for (const s of servers) {

@@ -1,7 +1,9 @@
-// `agent providers`: the providers this project resolves to, launched and asked who
-// they are (Describe), what they serve (categories, tools with kind and risk, models)
-// and whether they are healthy. Providers are configured from agent.hcl first, so a
-// server whose models come from configuration lists them.
+// `agent providers`: the providers this project resolves to: who they are (Describe),
+// what they serve (categories, tools with kind and risk, models) and whether they are
+// healthy. A first-party build described before is answered from the describe cache
+// without starting it, unless its configuration has not passed its Configure yet or
+// --check asks for every provider to be launched (inspect.ts). Providers are configured
+// from agent.hcl first, so a server whose models come from configuration lists them.
 import {
   decodeProviderConfig,
   formatDiagnostics,
@@ -14,7 +16,10 @@ import { resolveProject } from "../install.ts";
 import { CliError, type Io, line } from "../io.ts";
 import { projectOf } from "../project.ts";
 
-export async function runProviders(io: Io, opts: { dir?: string; json?: boolean }): Promise<number> {
+export async function runProviders(
+  io: Io,
+  opts: { dir?: string; json?: boolean; check?: boolean },
+): Promise<number> {
   const dir = projectOf(io, opts.dir).dir;
   const loaded = loadProjectConfig(dir, { env: io.env });
   if (!loaded.ok) throw new CliError(formatDiagnostics(loaded.diagnostics), EXIT.ERROR);
@@ -30,6 +35,7 @@ export async function runProviders(io: Io, opts: { dir?: string; json?: boolean 
       return undefined;
     },
     env: io.env,
+    live: !!opts.check,
   });
   if (opts.json) {
     line(
@@ -50,6 +56,7 @@ export async function runProviders(io: Io, opts: { dir?: string; json?: boolean 
           tools: f.tools,
           models: f.models,
           healthy: f.healthy,
+          started: f.started,
           ...(f.error ? { error: f.error } : {}),
           problems: [
             ...(decodeProblems.has(f.resolved.localName) ? [decodeProblems.get(f.resolved.localName)!] : []),
@@ -73,7 +80,11 @@ function printProvider(io: Io, f: ProviderFacts, decodeProblem: string | undefin
   const who = identity
     ? `${identity.name} ${identity.version}${identity.source ? ` (${identity.source})` : ""}`
     : f.resolved.source;
-  const health = f.healthy ? "healthy" : `unhealthy${f.error ? `: ${f.error.split("\n")[0]}` : ""}`;
+  const health = !f.healthy
+    ? `unhealthy${f.error ? `: ${f.error.split("\n")[0]}` : ""}`
+    : f.started
+      ? "healthy"
+      : "not started (described from the cache; --check starts it)";
   line(
     io.out,
     `${f.resolved.localName}  [${f.categories.filter((c) => c !== "hook").join(", ") || "?"}]  ${who}  ${health}`,

@@ -1,7 +1,9 @@
 // `agent validate [dir]`: everything a session start would check about the
 // configuration, without starting one. Loads agent.hcl (or the built-in default) and
-// the global config, resolves and verifies providers against the lock file, launches
-// each plugin for its schema, decodes every provider block against it, and runs the
+// the global config, resolves and verifies providers against the lock file, gets each
+// plugin's schema (from the describe cache, or by launching it), has Configure check every
+// block `agent run` would have checked (inspect.ts: a configuration Configure accepted
+// before is not sent again, as `agent run` does not), decodes every block, and runs the
 // second pass against the tools and models the plugins actually offer. Every
 // diagnostic is printed as file:line:col; the exit status is 0 when there is no error.
 import {
@@ -70,6 +72,8 @@ export async function runValidate(io: Io, dirArg: string | undefined): Promise<n
       return d.ok ? d.config.values : undefined; // decode problems come from the second pass
     },
     env: io.env,
+    // Which transport `agent run` picks is not a configuration problem: no sandbox probe.
+    transports: false,
   });
   const loadedFacts: Record<string, LoadedProviders[string]> = {};
   for (const f of facts) {

@@ -494,10 +494,25 @@ function sameIdentity(
   });
 }
 
+/**
+ * The describe-cache key of a provider as a kernel with these options would run it
+ * (undefined: not cacheable). `agent validate` and `agent providers` read the entries the
+ * kernel writes, and write the same, under this key.
+ */
+export function describeCacheKey(
+  resolved: ResolvedProvider,
+  options: Pick<LoadProvidersOptions, "installationRoot" | "bundles" | "describeCache">,
+): string | undefined {
+  const { codeDigest } = launchTarget(resolved, options);
+  return options.describeCache && codeDigest
+    ? DescribeCache.key(resolved, codeDigest, KERNEL_VERSION)
+    : undefined;
+}
+
 /** What runs for a resolved provider: its fresh bundle (first party) or its executable. */
 function launchTarget(
   resolved: ResolvedProvider,
-  options: LoadProvidersOptions,
+  options: Pick<LoadProvidersOptions, "installationRoot" | "bundles" | "describeCache">,
 ): { command: string; codeDigest: string | undefined } {
   const root = options.installationRoot;
   // A forge build is identified by its verified release asset: describe-cacheable.
@@ -568,8 +583,7 @@ async function loadProvider(
   const target = launchTarget(resolved, options);
   const sandbox = new PluginSandboxState(resolved, options.config, options.env, options.log);
   const cache = options.describeCache;
-  const cacheKey =
-    cache && target.codeDigest ? DescribeCache.key(resolved, target.codeDigest, KERNEL_VERSION) : undefined;
+  const cacheKey = describeCacheKey(resolved, options);
   const entry = cacheKey ? cache!.read(resolved.source, cacheKey) : undefined;
   if (entry) {
     sandbox.isTool = entry.categories.includes("tool");
@@ -864,8 +878,13 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
 }
 
 function digestOf(p: LoadedProvider): string {
-  const sensitive = new Set((p.configSchema?.attributes ?? []).filter((a) => a.sensitive).map((a) => a.name));
-  return configDigest(p.config, sensitive);
+  return acceptedDigest(p.config, p.configSchema);
+}
+
+/** The digest a provider's decoded configuration is remembered under once Configure accepts it. */
+export function acceptedDigest(values: JsonObject, schema: ConfigSchema | undefined): string {
+  const sensitive = new Set((schema?.attributes ?? []).filter((a) => a.sensitive).map((a) => a.name));
+  return configDigest(values, sensitive);
 }
 
 function accepted(p: LoadedProvider, cache: DescribeCache | undefined): boolean {
