@@ -186,9 +186,11 @@ describe("headless runs as CI expects", () => {
     // process busy for a second or more); the signal lands in the middle of it.
     await new Promise((r) => setTimeout(r, 700));
     child.kill("SIGINT");
+    // Bounded here, so a run that never ends fails with what it printed (and is not left behind).
+    const hung = setTimeout(() => child.kill("SIGKILL"), 50_000);
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-    expect(stderr).toBe("");
-    expect(code).toBe(4);
+    clearTimeout(hung);
+    expect({ code, stdout, stderr }).toMatchObject({ code: 4, stderr: "" });
     expect(JSON.parse(stdout)).toMatchObject({
       type: "result",
       subtype: "cancelled",
@@ -197,7 +199,7 @@ describe("headless runs as CI expects", () => {
       detail: "interrupted during start-up; the prompt was not sent",
     });
     expect(fake.requests.length).toBe(before);
-  });
+  }, 60_000);
 
   it("waits on a silent vendor for max_model_wait_ms in all, saying what it waits for; Ctrl-C ends the wait", async () => {
     const silent = await startFakeVendor({ vendor: "anthropic", script: [] });

@@ -167,10 +167,11 @@ describe("agent run in a terminal after a successful run (prelaunch)", () => {
         .map((k) => `unset ${k}`)
         .join("\n");
       // The status file appears whole (renamed into place): the test polls for it, and a
-      // shell's `>` creates the file before it writes the status.
+      // shell's `>` creates the file before it writes the status. The shell leaves the
+      // project first, so only what the agent left behind can be found in it.
       writeFileSync(
         script,
-        `#!/bin/sh\ncd '${repo}'\n${exports}\n${unset}\n'${AGENT_BIN}' run 2>'${errFile}'\necho "$?" > '${status}.tmp'\nmv '${status}.tmp' '${status}'\ncd /\nsleep 600\n`,
+        `#!/bin/sh\ncd '${repo}'\n${exports}\n${unset}\n'${AGENT_BIN}' run 2>'${errFile}'\necho "$?" > '${status}.tmp'\ncd /\nmv '${status}.tmp' '${status}'\nsleep 600\n`,
         { mode: 0o755 },
       );
       const session = `s${Date.now()}`;
