@@ -97,7 +97,7 @@ import { repairInterrupted } from "./loop/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
 import { restoreSettings, setPlanMode } from "./loop/session-settings.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
-import { implicitMemorySubscriptions, implicitWidgetSubscriptions } from "./loop/widgets.ts";
+import { implicitMemorySubscriptions, implicitWidgetSubscriptions, widgetFeedView } from "./loop/widgets.ts";
 import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
@@ -411,6 +411,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       log: this.#log.child("hooks"),
       trace,
       onHookError: (sessionId, error) => this.#recordHookError(sessionId, error),
+      observeView: widgetFeedView(providers),
     });
     const newUlid = ulidGenerator(() => clock.now());
     this.#deps = {

@@ -1,14 +1,15 @@
 // The widgets provider's executable: a WidgetService whose Attach streams the status
 // line (REGION_INPUT_BAR) and the task list (REGION_SIDEBAR) of one session, and a
 // HookSubscriberService the kernel implicitly subscribes, in observe mode, to the points
-// GetCapabilities names (post-model-response, post-tool-call). Nothing else feeds it.
+// GetCapabilities names (post-model-response, post-tool-call). Nothing else feeds it, and
+// its feed asks the kernel for only what it draws (no response text, no other tools' results).
 import { StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { HookPoint } from "@pluggableharness/protocol/common";
 import { HookSubscriberService } from "@pluggableharness/protocol/hook";
 import { Region } from "@pluggableharness/protocol/render";
 import { WidgetService } from "@pluggableharness/protocol/widget";
 import { statusText, statusTree, taskTree } from "./render.ts";
-import { changed, nextChange, tasksFromResult, viewOf } from "./state.ts";
+import { changed, nextChange, TASK_TOOL_NAMES, tasksFromResult, viewOf } from "./state.ts";
 
 await serve({
   packageJson: new URL("../package.json", import.meta.url),
@@ -19,6 +20,8 @@ await serve({
           regions: [Region.INPUT_BAR, Region.SIDEBAR],
           configSchema: { attributes: [] },
           supportedHookPoints: [HookPoint.POST_MODEL_RESPONSE, HookPoint.POST_TOOL_CALL],
+          // Only what is drawn crosses: the task tools' results and the response's numbers.
+          feed: { tools: [...TASK_TOOL_NAMES], usageOnly: true },
         },
       }),
       configure: () => ({ result: {} }),

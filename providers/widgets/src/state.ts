@@ -71,7 +71,9 @@ export function nextChange(v: SessionView, signal: AbortSignal): Promise<void> {
   });
 }
 
-const TASK_TOOLS = new Set(["task_create", "task_update", "task_list"]);
+/** The task tools whose results hold the list (also what the widget asks the kernel to send it). */
+export const TASK_TOOL_NAMES = ["task_create", "task_update", "task_list"] as const;
+const TASK_TOOLS = new Set<string>(TASK_TOOL_NAMES);
 
 /** The task list a task tool's result holds, if this is one (task_list filtered by status is not the whole list). */
 export function tasksFromResult(

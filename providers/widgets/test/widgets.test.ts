@@ -186,6 +186,13 @@ describe("the provider as a process", () => {
     expect(plugin.host.crashCount).toBe(0);
   }, 30_000);
 
+  it("declares a feed of what it draws: the task tools' results and usage only", async () => {
+    // Without it the kernel sends every tool result and response text to this process.
+    const caps = (await plugin.host.client(WidgetService).getCapabilities({})).capabilities;
+    expect(caps?.feed?.tools.slice().sort()).toEqual(["task_create", "task_list", "task_update"]);
+    expect(caps?.feed?.usageOnly).toBe(true);
+  });
+
   it("refuses an Attach without a session with INVALID_ARGUMENT", async () => {
     const attempt = async () => {
       for await (const _ of plugin.host

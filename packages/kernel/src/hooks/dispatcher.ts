@@ -54,6 +54,11 @@ export interface HookDispatcherOptions {
   readonly trace: Tracer;
   /** Persists (and publishes) a hook_error for the session. */
   readonly onHookError: (sessionId: string, error: HookError) => void;
+  /**
+   * What an observe-mode subscriber is sent: the payload, a narrower copy, or undefined
+   * (nothing: it is skipped). Transform and veto subscribers always get the whole payload.
+   */
+  readonly observeView?: (sub: HookSubscription, payload: HookPayload) => HookPayload | undefined;
 }
 
 /** The variant of HookPayload each point carries. */
@@ -111,6 +116,9 @@ export class HookDispatcher {
     let current = payload;
     for (const sub of subs) {
       const mode = HOOK_MODES[sub.mode];
+      const sent =
+        sub.mode === "observe" && this.#opts.observeView ? this.#opts.observeView(sub, current) : current;
+      if (!sent) continue;
       this.#opts.trace({
         name: "hook.subscriber",
         sessionId: ctx.sessionId,
@@ -118,7 +126,7 @@ export class HookDispatcher {
         attrs: { point, subscriber: sub.provider, mode: sub.mode },
       });
       try {
-        const next = await this.#invoke(sub, mode, current, ctx);
+        const next = await this.#invoke(sub, mode, sent, ctx);
         if (sub.mode === "transform" && next.payload) current = next.payload;
         if (sub.mode === "veto" && next.decision === HookDecision.DENY) {
           return {

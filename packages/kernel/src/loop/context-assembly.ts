@@ -5,7 +5,8 @@
 // answer discarded; sections over budget (or carrying non-text content) are dropped and
 // logged; a provider that fails or times out is skipped for this turn. Each provider's
 // contribution is persisted as a context_contribution event, with its budget and what it
-// returned (agent run --verbose shows them). Memory providers take part at their declaration
+// returned (agent run --verbose shows them), unless it is identical to that provider's last
+// one in this session (see persistContribution). Memory providers take part at their declaration
 // position through Recall (memory-recall.ts); both get the session's files_touched
 // (files-touched.ts).
 import { create, equals, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
@@ -20,7 +21,7 @@ import type { Session } from "./session.ts";
 
 export interface AssembledContext {
   readonly sections: ContextSection[];
-  /** A compactor's replacement for the conversation history, if one sent it. */
+  /** Never set: compactors rewrite the history only when asked (compaction.ts). Kept for turn.ts. */
   readonly rewrittenHistory?: Message[];
   readonly totalTokens: number;
 }
@@ -58,7 +59,6 @@ export async function assembleContext(
 ): Promise<AssembledContext> {
   const log = deps.log.child("context");
   let chain: ContextSection[] = [];
-  let rewrittenHistory: Message[] | undefined;
   session.filesTouched.observe(input.history, session.workingDirectory);
   const filesTouched = session.filesTouched.list();
   for (const p of deps.providers.contextAssemblers()) {
@@ -92,7 +92,9 @@ export async function assembleContext(
             filesTouched,
             workingDirectory: session.workingDirectory,
             priorSections: chain,
-            conversationHistory: compactor ? [...input.history] : [],
+            // The conversation goes to a compactor only when the kernel asks it to compact
+            // (compaction.ts); an ordinary firing leaves the chain alone, so it gets none.
+            conversationHistory: [],
             historyTokens: BigInt(input.historyTokens),
             assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
           },
@@ -163,7 +165,14 @@ export async function assembleContext(
     if (compactor) next = next.filter((s) => !own.includes(s) || kept.includes(s));
     else next.push(...kept);
     chain = next;
-    if (compactor && response.rewrittenHistory) rewrittenHistory = [...response.rewrittenHistory.messages];
+    if (compactor && response.rewrittenHistory) {
+      // It was not given the conversation, so whatever it sent cannot be a rewrite of it.
+      log.warn(
+        `compactor "${p.name}" sent rewritten_history outside a compaction; ignored (the kernel asks when to compact)`,
+        undefined,
+        session.id,
+      );
+    }
 
     persistContribution(session, p, "context", {
       turnId: input.turnId,
@@ -174,12 +183,17 @@ export async function assembleContext(
       notes,
     });
   }
-  return {
-    sections: chain,
-    ...(rewrittenHistory ? { rewrittenHistory } : {}),
-    totalTokens: sectionTokens(chain),
-  };
+  return { sections: chain, totalTokens: sectionTokens(chain) };
 }
+
+/**
+ * Per session, per provider: the last contribution persisted, without its turn id. Most
+ * firings return what the previous one did (convention files, an unchanged git state);
+ * persisting and publishing it again every model call only grows the log, so a firing
+ * identical to the last one is left out. Kept beside the session, not on it: a resumed
+ * session (a new Session) records its first firing again.
+ */
+const lastContribution = new WeakMap<Session, Map<string, Uint8Array>>();
 
 function persistContribution(
   session: Session,
@@ -189,9 +203,23 @@ function persistContribution(
 ): void {
   const producer = p.producers[category];
   if (!producer) return;
+  const message = create(ContextContributionEventSchema, event);
+  const key = toBinary(
+    ContextContributionEventSchema,
+    create(ContextContributionEventSchema, { ...event, turnId: "" }),
+  );
+  const seen = lastContribution.get(session) ?? new Map<string, Uint8Array>();
+  lastContribution.set(session, seen);
+  const last = seen.get(`${category}\u0000${p.name}`);
+  if (last && sameBytes(last, key)) return;
+  seen.set(`${category}\u0000${p.name}`, key);
   session.log.persist(
     EventKind.CONTEXT_CONTRIBUTION,
     producer,
-    toBinary(ContextContributionEventSchema, create(ContextContributionEventSchema, event)),
+    toBinary(ContextContributionEventSchema, message),
   );
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

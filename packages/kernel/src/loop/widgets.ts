@@ -3,8 +3,9 @@
 // render in the region it names. The latest content per widget and region is kept, so
 // a frontend attaching later (the terminal UI attaches after the session started) sees
 // the widget at once rather than after its next update. A widget whose stream fails is
-// logged and left off; it never takes the session down.
-import type { MessageInitShape } from "@bufbuild/protobuf";
+// logged and left off; it never takes the session down. What a widget is sent of the
+// hooks it observes is narrowed to what it declared it draws (widgetFeedView).
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
   type HookPointName,
@@ -12,6 +13,7 @@ import {
   hookPointName,
 } from "@pluggableharness/config";
 import type { ServerEventSchema } from "@pluggableharness/protocol/frontend";
+import { type HookPayload, HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { Region } from "@pluggableharness/protocol/render";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { LoopDeps } from "./deps.ts";
@@ -76,6 +78,35 @@ export function implicitWidgetSubscriptions(
 }
 
 type LoadedProvider = ReturnType<ProviderRegistry["all"]>[number];
+
+/**
+ * The hook dispatcher's observe view for widgets: a widget that declared a feed
+ * (WidgetCapabilities.feed) gets post-tool-call only for the tools it names, and, when it
+ * asked for usage only, post-model-response without the response message and run prompt.
+ * A status line is drawn from a few numbers; a 1 MB tool result or a long answer would
+ * cross to its worker for nothing. A widget without a feed gets whole payloads.
+ */
+export function widgetFeedView(
+  providers: Pick<ProviderRegistry, "get">,
+): (sub: HookSubscription, payload: HookPayload) => HookPayload | undefined {
+  return (sub, payload) => {
+    const feed = providers.get(sub.provider)?.widgetFeed;
+    if (!feed) return payload;
+    const p = payload.point;
+    if (p.case === "postToolCall")
+      return feed.tools.includes(p.value.call?.toolName ?? "") ? payload : undefined;
+    if (p.case === "postModelResponse" && feed.usageOnly) {
+      const { model, usage, costUsd, contextWindow } = p.value;
+      return create(HookPayloadSchema, {
+        point: {
+          case: "postModelResponse",
+          value: { ...(model ? { model } : {}), ...(usage ? { usage } : {}), costUsd, contextWindow },
+        },
+      });
+    }
+    return payload;
+  };
+}
 
 /**
  * Observe-mode subscriptions of each provider declared in agent.hcl to the points

@@ -31,6 +31,7 @@ import type { ContextCapabilities } from "@pluggableharness/protocol/context";
 import type { MemoryCapabilities } from "@pluggableharness/protocol/memory";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
 import { GetSchemaResponseSchema } from "@pluggableharness/protocol/tool";
+import type { WidgetFeed } from "@pluggableharness/protocol/widget";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
   type ValidatedCapabilities,
@@ -79,6 +80,8 @@ export interface LoadedProvider {
   readonly context?: ContextCapabilities;
   /** MemoryService.GetCapabilities, for a memory provider (recalled at context-assemble). */
   readonly memory?: MemoryCapabilities;
+  /** WidgetCapabilities.feed: what a widget reads from the hooks it observes (loop/widgets.ts). */
+  readonly widgetFeed?: WidgetFeed;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];
   /** Refreshed with the operations of an operations_from_config tool provider. */
@@ -747,6 +750,7 @@ function buildLoaded(
     ...(models ? { models } : {}),
     ...(context ? { context } : {}),
     ...(categories.has("memory") && d.memory ? { memory: d.memory } : {}),
+    ...(categories.has("widget") && d.widget?.feed ? { widgetFeed: d.widget.feed } : {}),
     hookPoints: [...hookPoints],
     slashCommands,
     ...(configSchema ? { configSchema } : {}),

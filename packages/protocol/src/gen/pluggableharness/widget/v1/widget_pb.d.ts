@@ -49,6 +49,16 @@ export declare type WidgetCapabilities = Message<"pluggableharness.widget.v1.Wid
    * @generated from field: repeated pluggableharness.slashcommand.v1.SlashCommandSpec slash_commands = 4;
    */
   slashCommands: SlashCommandSpec[];
+
+  /**
+   * What the widget reads from the hook payloads it observes through its implicit
+   * subscriptions. Unset: whole payloads for every call. Set: the kernel sends only
+   * what it names, so a large tool result or response never crosses to a widget that
+   * draws a status line from it.
+   *
+   * @generated from field: pluggableharness.widget.v1.WidgetFeed feed = 5;
+   */
+  feed?: WidgetFeed | undefined;
 };
 
 /**
@@ -56,6 +66,35 @@ export declare type WidgetCapabilities = Message<"pluggableharness.widget.v1.Wid
  * Use `create(WidgetCapabilitiesSchema)` to create a new message.
  */
 export declare const WidgetCapabilitiesSchema: GenMessage<WidgetCapabilities>;
+
+/**
+ * The parts of hook payloads a widget draws from.
+ *
+ * @generated from message pluggableharness.widget.v1.WidgetFeed
+ */
+export declare type WidgetFeed = Message<"pluggableharness.widget.v1.WidgetFeed"> & {
+  /**
+   * post-tool-call is dispatched to the widget only for calls of these tools (names as
+   * their provider declares them, without a prefix); an empty list: none.
+   *
+   * @generated from field: repeated string tools = 1;
+   */
+  tools: string[];
+
+  /**
+   * post-model-response arrives without the response message and the run prompt: the
+   * model, usage, cost and context window only.
+   *
+   * @generated from field: bool usage_only = 2;
+   */
+  usageOnly: boolean;
+};
+
+/**
+ * Describes the message pluggableharness.widget.v1.WidgetFeed.
+ * Use `create(WidgetFeedSchema)` to create a new message.
+ */
+export declare const WidgetFeedSchema: GenMessage<WidgetFeed>;
 
 /**
  * @generated from message pluggableharness.widget.v1.GetCapabilitiesRequest
