@@ -60,17 +60,11 @@ import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.
 import type { LoopDeps } from "./deps.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import { firstNoticeMs, ModelWait } from "./model-wait.ts";
+import type { ModelCandidate } from "./ports.ts";
 import type { Session } from "./session.ts";
 import { declaredToolName } from "./tool-registry.ts";
 
-export interface ModelCandidate {
-  /** Local name of the model provider. */
-  readonly provider: string;
-  readonly modelId: string;
-  readonly params?: GenerationParams;
-  /** The candidate's `provider_options`, copied into its requests and never read here. */
-  readonly providerOptions?: JsonObject;
-}
+export type { ModelCandidate };
 
 export interface ResolvedCandidate {
   readonly index: number;

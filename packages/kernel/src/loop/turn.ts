@@ -43,6 +43,7 @@ import type { LoopDeps } from "./deps.ts";
 import { type CallRecord, resultBlock } from "./gate/call.ts";
 import { CallGate } from "./gate/gate.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
+import type { TurnContext } from "./ports.ts";
 import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
 
@@ -71,10 +72,10 @@ export interface TurnInput {
 }
 
 export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput): Promise<TurnOutcome> {
-  const turnId = input.turnId ?? deps.newId();
-  const signal = input.signal;
+  const ctx = turnContext(session, input, input.turnId ?? deps.newId());
+  const { turnId, signal } = ctx;
+  const hookCtx = ctx.hook;
   const trace = (step: string) => deps.trace({ name: "step", sessionId: session.id, turnId, step });
-  const hookCtx = { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal };
   deps.trace({
     name: "turn.begin",
     sessionId: session.id,
@@ -88,9 +89,9 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
   // ---- 1. context-assemble -------------------------------------------------------------
   trace("1");
-  const tools = input.final ? [] : session.tools.declarations({ planMode: session.planMode });
+  const tools = [...ctx.tools];
   const declared = new Set(tools.map((t) => t.name));
-  const candidates = session.candidates();
+  const candidates = [...ctx.candidates];
   // The turn is routed once, here: context is assembled for the chosen model's window, and
   // the model call goes to it (routing again only to fall back after a failure).
   let pre = routeCandidates(
@@ -253,7 +254,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         : {}),
       ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
       signal,
-      ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
+      ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
     });
     session.previousToolsFingerprint = toolListFingerprint(tools);
     session.previousRequest = requestPrefix(tools, assembled.sections, messages);
@@ -467,10 +468,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     trace("17");
     const bound =
       checkBounds({
-        ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
-        ...(session.profile.max_wall_clock_s !== undefined
-          ? { maxWallClockS: session.profile.max_wall_clock_s }
-          : {}),
+        ...ctx.limits,
         turns: input.turnsBefore + 1,
         elapsedMs: deps.clock.now() - input.runStartedAt,
         cost: session.cost,
@@ -532,6 +530,29 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     }
     return { kind: "failed", detail };
   }
+}
+
+/** The turn's fixed facts, read from the session once, before step 1. */
+function turnContext(session: Session, input: TurnInput, turnId: string): TurnContext {
+  const { signal } = input;
+  const p = session.profile;
+  return {
+    sessionId: session.id,
+    turnId,
+    workingDirectory: session.workingDirectory,
+    lockOwner: session.lockOwner,
+    remainingDepth: session.remainingDepth,
+    signal,
+    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
+    tools: input.final ? [] : session.tools.declarations({ planMode: session.planMode }),
+    candidates: session.candidates(),
+    limits: {
+      ...(p.max_turns !== undefined ? { maxTurns: p.max_turns } : {}),
+      ...(p.max_wall_clock_s !== undefined ? { maxWallClockS: p.max_wall_clock_s } : {}),
+    },
+    policy: session.policy,
+    hook: { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal },
+  };
 }
 
 function persistAssistant(
