@@ -210,7 +210,7 @@ export async function controlSession(
               costUsd: u.costUsd,
             })),
             ...(Number.isFinite(remaining) ? { remainingCostBudgetUsd: remaining } : {}),
-            contextTokens: BigInt(session.assembledTokensLastTurn),
+            contextTokens: BigInt(session.compaction.assembledTokensLastTurn),
             contextWindow: spec?.contextWindow ?? 0n,
           },
         },

@@ -94,7 +94,7 @@ export async function assembleContext(
             priorSections: chain,
             conversationHistory: compactor ? [...input.history] : [],
             historyTokens: BigInt(input.historyTokens),
-            assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
+            assembledTokensLastTurn: BigInt(session.compaction.assembledTokensLastTurn),
           },
           { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
         ),

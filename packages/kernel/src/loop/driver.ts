@@ -56,7 +56,7 @@ export async function runSessionRun(
   session.cost.reset();
   session.doom.reset();
   session.breaker.reset();
-  session.retriesUsed = 0;
+  session.modelCalls.startRun();
   const runStartedAt = deps.clock.now();
   const ctx = { sessionId: session.id, turnId: "", workingDirectory: session.workingDirectory };
   deps.trace({ name: "session.start", sessionId: session.id });

@@ -74,6 +74,29 @@ export interface ResolvedCandidate {
   readonly providerOptions?: JsonObject;
 }
 
+/**
+ * What a session's model calls carry from one request to the next: the retry budget of the
+ * run, and the previous request's tool list and prefix (cache breakpoints start from them).
+ */
+export class ModelCallState {
+  /** Retries this run spent on failed model attempts (bounded by limits.maxSessionRetries). */
+  retriesUsed = 0;
+  /** The fingerprint of the tool list the previous request declared. */
+  previousToolsFingerprint: string | undefined;
+  /** The previous model request's prefix, for conversation cache breakpoints. */
+  previousRequest: PreviousRequestPrefix | undefined;
+
+  /** A run starts with its whole retry budget. */
+  startRun(): void {
+    this.retriesUsed = 0;
+  }
+
+  /** The conversation's prefix changed (a compaction): breakpoints start over. */
+  prefixChanged(): void {
+    this.previousRequest = undefined;
+  }
+}
+
 export interface ModelCallInput {
   readonly turnId: string;
   readonly candidates: readonly ModelCandidate[];
@@ -510,7 +533,7 @@ export async function callModel(
         reaction.retrySameRequest &&
         error.retryable &&
         retries < perCall &&
-        session.retriesUsed < deps.limits.maxSessionRetries
+        session.modelCalls.retriesUsed < deps.limits.maxSessionRetries
       ) {
         const wait: RetryWait =
           error.category === "process_crashed"
@@ -532,7 +555,7 @@ export async function callModel(
           break;
         }
         retries++;
-        session.retriesUsed++;
+        session.modelCalls.retriesUsed++;
         // A vendor asking for longer than the kernel waits is told no, and so is the operator.
         const cappedNote =
           wait.capped && wait.askedMs !== undefined && wait.askedMs > delay

@@ -23,7 +23,7 @@ import {
 } from "@pluggableharness/protocol/slashcommand";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import { REOPENABLE_STATUSES, type SessionWriter } from "@pluggableharness/state";
-import { checkArguments, type LockOwner, type PreviousRequestPrefix } from "../domain/index.ts";
+import { checkArguments, type LockOwner } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { StoredInputs } from "../frontends/stored-inputs.ts";
@@ -35,7 +35,7 @@ import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
-import { type ModelCandidate, paramsFromConfig } from "./model-call.ts";
+import { type ModelCandidate, ModelCallState, paramsFromConfig } from "./model-call.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
@@ -125,7 +125,6 @@ export class Session implements HubSession, SessionControl {
   modelOverride: ModelCandidate | undefined;
   /** What resuming had to change in the settings the file recorded (session-settings.ts). */
   resumeWarnings: readonly string[] = [];
-  retriesUsed = 0;
   /** The widgets' latest renders (widgets.ts), and what stops their streams. */
   readonly widgetContent = new Map<string, ServerEventInit>();
   readonly widgetAbort = new AbortController();
@@ -147,16 +146,15 @@ export class Session implements HubSession, SessionControl {
    * with its message: routing skips them for the rest of the session.
    */
   readonly unavailableModels = new Map<string, string>();
-  assembledTokensLastTurn = 0;
   /** The files its tool calls named, for context-assemble (files-touched.ts). */
   readonly filesTouched = new FilesTouched();
-  /** When to compact, what the operator asked, the estimate's calibration (compaction.ts). */
+  /**
+   * When to compact, what the operator asked, the estimate's calibration, the last turn's
+   * section size and the size of the request being sent (compaction.ts).
+   */
   readonly compaction = new CompactionState();
-  /** The size of the request about to be sent and its model's ceiling (usage updates carry it). */
-  contextUsage: { tokens: number; ceiling: number } | undefined;
-  previousToolsFingerprint: string | undefined;
-  /** The previous model request's prefix, for conversation cache breakpoints. */
-  previousRequest: PreviousRequestPrefix | undefined;
+  /** The run's retry budget and the previous request, for cache breakpoints (model-call.ts). */
+  readonly modelCalls = new ModelCallState();
   #status: SessionStatus;
   /** The session file as the loop writes it (session-log.ts). */
   readonly log: SessionLog;

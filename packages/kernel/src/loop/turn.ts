@@ -146,12 +146,12 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   };
   const due = overflow
     ? CompactionReason.OVERFLOW
-    : compactionDue(deps, session, target, session.assembledTokensLastTurn);
+    : compactionDue(deps, session, target, session.compaction.assembledTokensLastTurn);
   deps.log.debug(
     "context usage",
     {
       history: calibratedHistoryTokens(session),
-      sections: session.assembledTokensLastTurn,
+      sections: session.compaction.assembledTokensLastTurn,
       ceiling: Number(target.effectiveCeiling),
       compaction: due === undefined ? "" : String(due),
     },
@@ -176,7 +176,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       reason: CompactionReason.UNSPECIFIED,
     });
   }
-  session.assembledTokensLastTurn = assembled.totalTokens;
+  session.compaction.assembledTokensLastTurn = assembled.totalTokens;
   if (signal.aborted) return { kind: "cancelled" };
   // This turn's sections are known now: a request that would still cross the ceiling is
   // compacted before it is sent, not refused by the vendor.
@@ -207,6 +207,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   let result: Awaited<ReturnType<typeof callModel>>;
   let messages: typeof session.history;
   let overflowRetried = false;
+  const modelCalls = session.modelCalls;
   for (;;) {
     // ---- 2. pre-model-call ------------------------------------------------------------------
     trace("2");
@@ -241,7 +242,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     trace("3");
     const chosen = pre.chosen;
     const estimated = Number(estimateInputTokens(messages, assembled.sections, tools));
-    session.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
+    session.compaction.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
     result = await callModel(deps, session, {
       turnId,
       candidates,
@@ -249,15 +250,15 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       messages,
       tools,
       sections: assembled.sections,
-      ...(session.previousToolsFingerprint !== undefined
-        ? { previousToolsFingerprint: session.previousToolsFingerprint }
+      ...(modelCalls.previousToolsFingerprint !== undefined
+        ? { previousToolsFingerprint: modelCalls.previousToolsFingerprint }
         : {}),
-      ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
+      ...(modelCalls.previousRequest ? { previousRequest: modelCalls.previousRequest } : {}),
       signal,
       ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
     });
-    session.previousToolsFingerprint = toolListFingerprint(tools);
-    session.previousRequest = requestPrefix(tools, assembled.sections, messages);
+    modelCalls.previousToolsFingerprint = toolListFingerprint(tools);
+    modelCalls.previousRequest = requestPrefix(tools, assembled.sections, messages);
     if (result.kind === "ok") {
       const u = result.completion.usage.at(-1)?.usage;
       if (u)
