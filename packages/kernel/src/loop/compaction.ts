@@ -586,7 +586,7 @@ export async function compactNow(
   instructions: string,
   signal: AbortSignal,
 ): Promise<CompactOutcome> {
-  const tools = session.tools.declarations({ planMode: session.planMode });
+  const tools = session.tools.declarations({ planMode: session.settings.planMode });
   const route = routeCandidates(
     deps,
     session.candidates(),

@@ -35,10 +35,11 @@ import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
-import { type ModelCandidate, ModelCallState, paramsFromConfig } from "./model-call.ts";
+import { ModelCallState, type ModelCandidate, paramsFromConfig } from "./model-call.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
+import { SettingsState } from "./settings-state.ts";
 import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
 import { attachWidgets } from "./widgets.ts";
 
@@ -117,14 +118,11 @@ export class Session implements HubSession, SessionControl {
   readonly breaker: CircuitBreaker;
   readonly deps: LoopDeps;
   history: Message[];
-  planMode = false;
   /**
-   * The operator's /model choice: the next turns use it ahead of the profile's chain. Set it
-   * and planMode through session-settings.ts, which records them for a resume.
+   * Plan mode, the operator's /model choice and what a resume changed; set them through
+   * session-settings.ts, which records each change for a resume.
    */
-  modelOverride: ModelCandidate | undefined;
-  /** What resuming had to change in the settings the file recorded (session-settings.ts). */
-  resumeWarnings: readonly string[] = [];
+  readonly settings = new SettingsState();
   /** The widgets' latest renders (widgets.ts), and what stops their streams. */
   readonly widgetContent = new Map<string, ServerEventInit>();
   readonly widgetAbort = new AbortController();
@@ -306,7 +304,7 @@ export class Session implements HubSession, SessionControl {
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {
     const chain = profileCandidates(this.profile, this.deps);
-    const o = this.modelOverride;
+    const o = this.settings.modelOverride;
     if (!o) return chain;
     // The chosen model first; the profile's fallbacks stay behind it.
     return [o, ...chain.filter((c) => !(c.provider === o.provider && c.modelId === o.modelId))];
@@ -367,7 +365,7 @@ export class Session implements HubSession, SessionControl {
         `${what}: ${request.provider}.${request.toolName} is not one of this session's tools (profile "${this.profile.name}")`,
       );
     }
-    if (this.planMode && tool.tool.schema.kind === ToolKind.RESOURCE) {
+    if (this.settings.planMode && tool.tool.schema.kind === ToolKind.RESOURCE) {
       return invalid(
         `${what}: ${request.provider}.${request.toolName} changes things, and the session is in plan mode`,
       );

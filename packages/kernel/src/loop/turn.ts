@@ -545,7 +545,7 @@ function turnContext(session: Session, input: TurnInput, turnId: string): TurnCo
     remainingDepth: session.remainingDepth,
     signal,
     ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
-    tools: input.final ? [] : session.tools.declarations({ planMode: session.planMode }),
+    tools: input.final ? [] : session.tools.declarations({ planMode: session.settings.planMode }),
     candidates: session.candidates(),
     limits: {
       ...(p.max_turns !== undefined ? { maxTurns: p.max_turns } : {}),
