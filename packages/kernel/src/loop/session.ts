@@ -32,7 +32,7 @@ import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
 import { CompactionState } from "./compaction.ts";
 import type { LoopDeps } from "./deps.ts";
-import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
+import { commandArguments, type DirectInvocation, PendingRewind } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
 import { ModelCallState, type ModelCandidate, paramsFromConfig } from "./model-call.ts";
@@ -106,8 +106,6 @@ export class Session implements HubSession, SessionControl {
    * from one of them, and `ended` aborts when that Invoke ends (its children with it).
    */
   readonly inflight = new Map<string, InflightCall>();
-  /** The current run's wall-clock deadline (ms), which bounds its sub-agents too. */
-  runDeadline: number | undefined;
   readonly workingDirectory: string;
   readonly writer: SessionWriter;
   readonly channel: SessionChannel;
@@ -163,10 +161,10 @@ export class Session implements HubSession, SessionControl {
   /** File checkpoints around resource calls, for rewind (checkpoints.ts). */
   readonly checkpoints: SessionCheckpoints;
   /**
-   * Set when the operator's command rewound this session (callbacks/rewind.ts): once the
+   * Marked when the operator's command rewound this session (callbacks/rewind.ts): once the
    * command's call is over, every subscriber is told to go on in the fork (direct-invoke.ts).
    */
-  rewoundTo: { forkId: string; promptText: string; anchorMessageId: string } | undefined;
+  readonly rewind = new PendingRewind();
 
   constructor(deps: LoopDeps, init: SessionInit, startRun: RunStarter) {
     this.deps = deps;
@@ -294,12 +292,16 @@ export class Session implements HubSession, SessionControl {
     this.channel.publish({
       event: { case: "sessionStatusUpdate", value: { status, previousStatus: previous, detail } },
     });
-    this.lastStatusDetail = detail;
+    this.#lastStatusDetail = detail;
     this.subagent?.progress();
   }
 
-  /** The detail of the last status change (why the session ended). */
-  lastStatusDetail = "";
+  #lastStatusDetail = "";
+
+  /** The detail of the last status change (why the session ended); setStatus() sets it. */
+  get lastStatusDetail(): string {
+    return this.#lastStatusDetail;
+  }
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {

@@ -475,7 +475,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         cost: session.cost,
       }) ??
       // A sub-agent's inherited deadline (its parent's run ends then).
-      (session.parent && session.runDeadline !== undefined && deps.clock.now() >= session.runDeadline
+      (session.parent && session.runs.deadline !== undefined && deps.clock.now() >= session.runs.deadline
         ? "max_wall_clock_s"
         : undefined);
 
