@@ -117,3 +117,42 @@ describe("layering of the turn and the gate", () => {
     expect(turn?.typeOnly).toBe(true);
   });
 });
+
+/** The public instance fields of `Session` anyone may assign (not readonly, not #private, not private). */
+function mutableSessionFields(): string[] {
+  const file = join(loop, "session.ts");
+  const sf = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const cls = sf.statements.find(
+    (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === "Session",
+  );
+  if (!cls) throw new Error("no class Session in loop/session.ts");
+  const kinds = (m: ts.ClassElement) => (ts.canHaveModifiers(m) ? (ts.getModifiers(m) ?? []) : []);
+  const hidden = (m: ts.ClassElement) =>
+    kinds(m).some(
+      (k) =>
+        k.kind === ts.SyntaxKind.ReadonlyKeyword ||
+        k.kind === ts.SyntaxKind.PrivateKeyword ||
+        k.kind === ts.SyntaxKind.ProtectedKeyword ||
+        k.kind === ts.SyntaxKind.StaticKeyword,
+    );
+  return cls.members.flatMap((m) => {
+    if (!m.name || ts.isPrivateIdentifier(m.name) || hidden(m)) return [];
+    if (ts.isPropertyDeclaration(m) || ts.isSetAccessorDeclaration(m)) return [m.name.getText(sf)];
+    return [];
+  });
+}
+
+describe("Session is composition", () => {
+  // Each mutable field moved to the module that owns it (docs/decisions/module-structure.md);
+  // only the conversation history is still assigned through Session.
+  it("has at most one public field anyone may assign", () => {
+    expect(mutableSessionFields()).toEqual(["history"]);
+  });
+
+  it("the count sees an assignable field and skips readonly and #private ones", () => {
+    const fields = mutableSessionFields();
+    expect(fields).not.toContain("id");
+    expect(fields).not.toContain("status");
+    expect(fields).toContain("history");
+  });
+});
