@@ -198,10 +198,8 @@ export async function runDirectInvocation(
     resultPersisted: false,
     hookable: true,
   };
-  const gate = new CallGate(deps, session, {
-    turnId,
+  const gate = new CallGate(deps, session.callContext(turnId, signal), session.ports, {
     calls: [call],
-    signal,
     serializeAll: false,
     trace: (step) => deps.trace({ name: "step", sessionId: session.id, turnId, step }),
   });

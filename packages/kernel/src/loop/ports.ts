@@ -122,9 +122,30 @@ export interface Guards {
   readonly denials: ChildDenial[];
 }
 
-/** What a turn step writes through. */
+/** A tool call whose Invoke is running now (RunSession accepts a spawn only from one). */
+export interface InflightCall {
+  readonly tool: SessionTool;
+  readonly args: JsonObject;
+  /** Aborts when that Invoke ends (the sub-agents it spawned with it). */
+  readonly ended: AbortController;
+}
+
+/** What running a tool call touches of its session (tool-exec.ts). */
+export interface ToolCallScope {
+  readonly sessionId: string;
+  readonly workingDirectory: string;
+  /** The calls running now, by call id. */
+  readonly inflight: Map<string, InflightCall>;
+  /** Tells a sub-agent's ancestors what it is doing now ("" when idle); nothing for a root session. */
+  progress(activity: string): void;
+  /** A live-only event for the session's frontends (streamed tool output). */
+  publish(event: ServerEventInit): void;
+}
+
+/** What a turn step and the gate write through; the session builds it once. */
 export interface TurnPorts {
   readonly sink: EventSink;
   readonly humans: HumanPort;
   readonly guards: Guards;
+  readonly tools: ToolCallScope;
 }

@@ -165,7 +165,8 @@ export class SessionLog {
       },
     );
     // Context usage (the TUI's used/ceiling indicator) for the turn's own model calls.
-    const ctx = event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.compaction.contextUsage;
+    const ctx =
+      event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.compaction.contextUsage;
     for (const c of costs) {
       this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;

@@ -36,14 +36,16 @@ import { commandArguments, type DirectInvocation, PendingRewind } from "./direct
 import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
 import { ModelCallState, type ModelCandidate, paramsFromConfig } from "./model-call.ts";
+import type { CallContext, InflightCall, TurnPorts } from "./ports.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
 import { SettingsState } from "./settings-state.ts";
-import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
+import { ToolRegistry } from "./tool-registry.ts";
 import { attachWidgets } from "./widgets.ts";
 
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
+export type { InflightCall } from "./ports.ts";
 
 /** What a run starts from: a user message, or a tool call the operator made directly. */
 export type SessionInput =
@@ -64,12 +66,6 @@ export interface SessionInit {
   readonly subagent?: SubagentInit;
   /** The depth budget of a root session (profile max_depth, else the kernel default). */
   readonly remainingDepth?: number;
-}
-
-export interface InflightCall {
-  readonly tool: SessionTool;
-  readonly args: JsonObject;
-  readonly ended: AbortController;
 }
 
 /** What a sub-agent session is given at spawn (subagents/run-session.ts). */
@@ -152,6 +148,8 @@ export class Session implements HubSession, SessionControl {
   /** The run's retry budget and the previous request, for cache breakpoints (model-call.ts). */
   readonly modelCalls = new ModelCallState();
   #status: SessionStatus;
+  /** What the turn and the gate act through: this session's parts, each narrowed (ports.ts). */
+  readonly ports: TurnPorts;
   /** The session file as the loop writes it (session-log.ts). */
   readonly log: SessionLog;
   /** What waits for a human: permission requests and interactive questions (human-requests.ts). */
@@ -211,6 +209,39 @@ export class Session implements HubSession, SessionControl {
       },
       deps.limits.crashBreaker,
     );
+    const log = this.log;
+    const channel = this.channel;
+    this.ports = {
+      sink: {
+        persist: (kind, producer, payload, extras) => log.persist(kind, producer, payload, extras),
+        persistBatch: (events) => log.persistBatch(events),
+        persistSoon: (kind, producer, payload) => log.persistSoon(kind, producer, payload),
+        publish: (event) => channel.publish(event),
+      },
+      humans: this.humans,
+      guards: { breaker: this.breaker, doom: this.doom, cost: this.cost, denials: this.denials },
+      tools: {
+        sessionId: this.id,
+        workingDirectory: this.workingDirectory,
+        inflight: this.inflight,
+        progress: (activity) => this.subagent?.progress(activity),
+        publish: (event) => channel.publish(event),
+      },
+    };
+  }
+
+  /** What the gate knows of this session for one batch of calls (a turn's, or an operator's). */
+  callContext(turnId: string, signal: AbortSignal): CallContext {
+    return {
+      sessionId: this.id,
+      turnId,
+      workingDirectory: this.workingDirectory,
+      lockOwner: this.lockOwner,
+      remainingDepth: this.remainingDepth,
+      signal,
+      policy: this.policy,
+      hook: { sessionId: this.id, turnId, workingDirectory: this.workingDirectory, signal },
+    };
   }
 
   /**

@@ -312,10 +312,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           const use = b.block.value as ToolUseBlock;
           return { index, block: use, args: use.input ?? {}, resultPersisted: false, hookable: false };
         });
-        new CallGate(deps, session, {
-          turnId,
+        new CallGate(deps, ctx, session.ports, {
           calls: unrun,
-          signal,
           serializeAll: false,
           trace,
         }).cancelRemaining();
@@ -397,10 +395,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         hookable: tool !== undefined,
       };
     });
-    const gate = new CallGate(deps, session, {
-      turnId,
+    const gate = new CallGate(deps, ctx, session.ports, {
       calls,
-      signal,
       serializeAll: serializeAllFor(result.candidate.spec),
       trace,
       onPostToolCall: (c) => done.postToolCallFired(c.block.id),

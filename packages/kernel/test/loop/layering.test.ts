@@ -156,3 +156,35 @@ describe("Session is composition", () => {
     expect(fields).toContain("history");
   });
 });
+
+/** The chains by which `entry` reaches session.ts, counting type imports too (what biome's noImportCycles counts). */
+function reachesSession(entry: string): string[] {
+  const target = join(loop, "session.ts");
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const walk = (file: string, chain: readonly string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const imp of importsOf(file)) {
+      if (!imp.file?.startsWith(src + "/")) continue;
+      const path = [...chain, relative(src, imp.file)];
+      if (imp.file === target) found.push(path.join(" → "));
+      else walk(imp.file, path);
+    }
+  };
+  walk(join(loop, entry), [`loop/${entry}`]);
+  return found;
+}
+
+describe("the gate takes (deps, ctx, ports), not Session", () => {
+  it("no gate module, tool-exec.ts or ports.ts names session.ts, even for a type", () => {
+    const bad = [...GATE, "tool-exec.ts", "ports.ts", "settings-state.ts", "retry-wait.ts"].flatMap(
+      reachesSession,
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it("the check sees a type-only path to session.ts", () => {
+    expect(reachesSession("turn.ts")).toContain("loop/turn.ts → loop/session.ts");
+  });
+});
