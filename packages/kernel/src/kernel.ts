@@ -642,7 +642,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
-      session.history = conversation.history;
+      session.conversation.replace(conversation.history);
       // The operator's /model choice and plan mode, as the file last recorded them.
       session.settings.resumeWarnings = await restoreSettings(session, {
         model: options.restoreModel !== false,

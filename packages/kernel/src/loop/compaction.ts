@@ -390,7 +390,7 @@ export function applyRewrittenHistory(
       }),
     ),
   );
-  session.history = history;
+  session.conversation.replace(history);
   // The conversation prefix changed: cache breakpoints start over.
   session.modelCalls.prefixChanged();
   session.compaction.count++;

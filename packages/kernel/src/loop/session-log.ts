@@ -213,7 +213,7 @@ export class SessionLog {
   appendUserMessage(turnId: string, content: ContentBlock[], syntheticReason = ""): Message {
     const message = create(MessageSchema, { role: Role.USER, content, id: this.#s.deps.newId() });
     this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason }));
-    this.#s.history.push(message);
+    this.#s.conversation.append(message);
     return message;
   }
 

@@ -31,6 +31,7 @@ import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
 import { CompactionState } from "./compaction.ts";
+import { Conversation } from "./conversation.ts";
 import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation, PendingRewind } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
@@ -111,7 +112,8 @@ export class Session implements HubSession, SessionControl {
   readonly doom: DoomLoopDetector;
   readonly breaker: CircuitBreaker;
   readonly deps: LoopDeps;
-  history: Message[];
+  /** What the models are sent (conversation.ts): appended by the loop, replaced by compaction or a resume. */
+  readonly conversation: Conversation;
   /**
    * Plan mode, the operator's /model choice and what a resume changed; set them through
    * session-settings.ts, which records each change for a resume.
@@ -179,7 +181,7 @@ export class Session implements HubSession, SessionControl {
       init.profile.max_depth ??
       deps.settings.default_max_depth;
     this.workingDirectory = init.workingDirectory;
-    this.history = init.history ?? [];
+    this.conversation = new Conversation(init.history ?? []);
     this.#status = init.writer.meta().status;
     this.log = new SessionLog(this);
     this.humans = new HumanRequests(this);
@@ -259,6 +261,11 @@ export class Session implements HubSession, SessionControl {
 
   static historyFromFile(writer: SessionWriter): Message[] {
     return Session.conversationFromFile(writer).history;
+  }
+
+  /** The conversation's messages now (read-only; write through `conversation`). */
+  get history(): readonly Message[] {
+    return this.conversation.messages;
   }
 
   /** Who this session's tool calls hold locks as (the kernel-wide ToolLocks). */

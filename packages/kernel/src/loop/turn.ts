@@ -13,7 +13,7 @@
 // tools and pending questions are cancelled, every tool_use still gets exactly one
 // tool_result, and the turn reports "cancelled".
 import { create } from "@bufbuild/protobuf";
-import type { ToolUseBlock } from "@pluggableharness/protocol/content";
+import type { Message, ToolUseBlock } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
@@ -218,7 +218,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           case: "preModelCall",
           value: {
             model: { provider: pre.chosen.provider.name, id: pre.chosen.spec.id },
-            messages: session.history,
+            // The hook's payload is built from the conversation as it stands (no copy made here).
+            messages: session.history as Message[],
             tools,
             ...(pre.chosen.params ? { params: pre.chosen.params } : {}),
           },
@@ -303,7 +304,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         partial,
         result.kind === "bound" ? "limit_reached:max_wall_clock_s" : "cancelled",
       );
-      session.history.push(budgetToolInputs(partial.message));
+      session.conversation.append(budgetToolInputs(partial.message));
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
         // Calls the model named before the interrupt: none ran, each gets a cancelled
@@ -375,7 +376,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     if (check.kind === "done_no_tool_calls") {
       trace("15");
       closed = true;
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       trace("18");
       return { kind: "done" };
     }
@@ -423,7 +424,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     openGate = gate;
     const cancel = (): TurnOutcome => {
       gate.cancelRemaining();
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       session.log.appendUserMessage(
         turnId,
         calls.map((c) => resultBlock(c, true, undefined, calls.length)),
@@ -446,7 +447,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
     // ---- 15. history ------------------------------------------------------------------------------------
     trace("15");
-    session.history.push(forModels);
+    session.conversation.append(forModels);
     session.log.appendUserMessage(
       turnId,
       calls.map((c) => resultBlock(c, false, result.candidate?.spec, calls.length)),
@@ -490,7 +491,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     );
     try {
       openGate?.cancelRemaining();
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
       if (uses.length > 0) {
         session.log.appendUserMessage(

@@ -120,8 +120,11 @@ describe("layering of the turn and the gate", () => {
 
 /** The public instance fields of `Session` anyone may assign (not readonly, not #private, not private). */
 function mutableSessionFields(): string[] {
-  const file = join(loop, "session.ts");
-  const sf = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  return mutableSessionFieldsOf(readFileSync(join(loop, "session.ts"), "utf8"));
+}
+
+function mutableSessionFieldsOf(source: string): string[] {
+  const sf = ts.createSourceFile("session.ts", source, ts.ScriptTarget.Latest, true);
   const cls = sf.statements.find(
     (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === "Session",
   );
@@ -143,17 +146,16 @@ function mutableSessionFields(): string[] {
 }
 
 describe("Session is composition", () => {
-  // Each mutable field moved to the module that owns it (docs/decisions/module-structure.md);
-  // only the conversation history is still assigned through Session.
-  it("has at most one public field anyone may assign", () => {
-    expect(mutableSessionFields()).toEqual(["history"]);
+  // Each mutable field moved to the module that owns it (docs/decisions/module-structure.md).
+  it("has no public field anyone may assign", () => {
+    expect(mutableSessionFields()).toEqual([]);
   });
 
-  it("the count sees an assignable field and skips readonly and #private ones", () => {
-    const fields = mutableSessionFields();
-    expect(fields).not.toContain("id");
-    expect(fields).not.toContain("status");
-    expect(fields).toContain("history");
+  it("the count sees an assignable field and skips readonly, #private and getter-only ones", () => {
+    const probe = mutableSessionFieldsOf(
+      "class Session { readonly id = 1; #s = 2; get history() { return []; } planMode = false; set mode(v: boolean) {} }",
+    );
+    expect(probe).toEqual(["planMode", "mode"]);
   });
 });
 
@@ -186,5 +188,27 @@ describe("the gate takes (deps, ctx, ports), not Session", () => {
 
   it("the check sees a type-only path to session.ts", () => {
     expect(reachesSession("turn.ts")).toContain("loop/turn.ts → loop/session.ts");
+  });
+});
+
+describe("the conversation's writers", () => {
+  /** Files under src/ that call `.conversation.<op>(`, relative to src. */
+  function writersOf(op: "append" | "replace"): string[] {
+    const files: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".ts") && readFileSync(p, "utf8").includes(`.conversation.${op}(`))
+          files.push(relative(src, p));
+      }
+    };
+    walk(src);
+    return files.sort();
+  }
+
+  it("only the loop appends, and only compaction and a resume replace", () => {
+    expect(writersOf("append")).toEqual(["loop/session-log.ts", "loop/turn.ts", "subagents/run-session.ts"]);
+    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/compaction.ts"]);
   });
 });
