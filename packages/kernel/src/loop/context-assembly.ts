@@ -16,7 +16,7 @@ import type { ModelTarget } from "@pluggableharness/protocol/model";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import type { LoopDeps } from "./deps.ts";
 import { recallSections } from "./memory-recall.ts";
-import type { Session } from "./session.ts";
+import type { EventSink, TurnContext, TurnPorts } from "./ports.ts";
 
 export interface AssembledContext {
   readonly sections: ContextSection[];
@@ -26,11 +26,11 @@ export interface AssembledContext {
 }
 
 export interface AssembleInput {
-  readonly turnId: string;
   readonly target: ModelTarget;
   readonly history: readonly Message[];
   readonly historyTokens: number;
-  readonly signal: AbortSignal;
+  /** What the previous turn's sections came to (providers are told it). */
+  readonly assembledTokensLastTurn: number;
 }
 
 /** A provider's cap: agent.hcl's token_budget, else its declared default, never above the ceiling. */
@@ -53,22 +53,23 @@ function textOnly(s: ContextSection): boolean {
 
 export async function assembleContext(
   deps: LoopDeps,
-  session: Session,
+  ctx: TurnContext,
+  ports: Pick<TurnPorts, "sink" | "filesTouched">,
   input: AssembleInput,
 ): Promise<AssembledContext> {
   const log = deps.log.child("context");
   let chain: ContextSection[] = [];
   let rewrittenHistory: Message[] | undefined;
-  session.filesTouched.observe(input.history, session.workingDirectory);
-  const filesTouched = session.filesTouched.list();
+  ports.filesTouched.observe(input.history, ctx.workingDirectory);
+  const filesTouched = ports.filesTouched.list();
   for (const p of deps.providers.contextAssemblers()) {
-    if (input.signal.aborted) break;
+    if (ctx.signal.aborted) break;
     if (!p.context) {
-      const recalled = await recallSections(deps, session, p, { ...input, filesTouched });
-      if (input.signal.aborted) break;
+      const recalled = await recallSections(deps, ctx, p, { target: input.target, filesTouched });
+      if (ctx.signal.aborted) break;
       chain = [...chain, ...recalled.sections];
-      persistContribution(session, p, "memory", {
-        turnId: input.turnId,
+      persistContribution(ports.sink, p, "memory", {
+        turnId: ctx.turnId,
         sections: recalled.sections,
         droppedLabels: recalled.dropped,
         tokenBudget: BigInt(recalled.budget),
@@ -81,32 +82,32 @@ export async function assembleContext(
     const compactor = p.context?.compactor === true;
     let response: Awaited<ReturnType<typeof p.ports.context.contribute>>;
     try {
-      response = await deps.tracker.run(p.name, session.id, "context", () =>
+      response = await deps.tracker.run(p.name, ctx.sessionId, "context", () =>
         p.ports.context.contribute(
           {
-            sessionId: session.id,
-            parentSessionId: session.parentId ?? "",
-            turnId: input.turnId,
+            sessionId: ctx.sessionId,
+            parentSessionId: ctx.parentSessionId ?? "",
+            turnId: ctx.turnId,
             tokenBudget: BigInt(budget),
             modelTarget: input.target,
             filesTouched,
-            workingDirectory: session.workingDirectory,
+            workingDirectory: ctx.workingDirectory,
             priorSections: chain,
             conversationHistory: compactor ? [...input.history] : [],
             historyTokens: BigInt(input.historyTokens),
-            assembledTokensLastTurn: BigInt(session.compaction.assembledTokensLastTurn),
+            assembledTokensLastTurn: BigInt(input.assembledTokensLastTurn),
           },
-          { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
+          { timeoutMs: deps.limits.contributeTimeoutMs, signal: ctx.signal },
         ),
       );
     } catch (err) {
-      if (input.signal.aborted) break;
+      if (ctx.signal.aborted) break;
       log.warn(
         `context provider "${p.name}" failed; its sections are left out this turn`,
         {
           error: (err as Error).message,
         },
-        session.id,
+        ctx.sessionId,
       );
       continue;
     }
@@ -120,7 +121,7 @@ export async function assembleContext(
         log.warn(
           `compactor "${p.name}" returned a chain over its budget (${sectionTokens(next)} > ${budget}); discarded`,
           undefined,
-          session.id,
+          ctx.sessionId,
         );
         continue;
       }
@@ -132,7 +133,7 @@ export async function assembleContext(
         log.warn(
           `context provider "${p.name}" changed sections it does not own (scope violation); its answer is discarded`,
           undefined,
-          session.id,
+          ctx.sessionId,
         );
         continue;
       }
@@ -148,14 +149,14 @@ export async function assembleContext(
       s.provider = p.name;
       if (!textOnly(s)) {
         const note = `context section "${s.label}" from "${p.name}" carries non-text content; dropped`;
-        log.warn(note, undefined, session.id);
+        log.warn(note, undefined, ctx.sessionId);
         notes.push(note);
         dropped.push(s.label);
       } else kept.push(s);
     }
     if (!compactor && sectionTokens(kept) > budget) {
       const note = `context provider "${p.name}" exceeded its budget (${sectionTokens(kept)} > ${budget} tokens); its sections are dropped`;
-      log.warn(note, { labels: kept.map((s) => s.label) }, session.id);
+      log.warn(note, { labels: kept.map((s) => s.label) }, ctx.sessionId);
       notes.push(note);
       dropped.push(...kept.map((s) => s.label));
       kept.length = 0;
@@ -165,8 +166,8 @@ export async function assembleContext(
     chain = next;
     if (compactor && response.rewrittenHistory) rewrittenHistory = [...response.rewrittenHistory.messages];
 
-    persistContribution(session, p, "context", {
-      turnId: input.turnId,
+    persistContribution(ports.sink, p, "context", {
+      turnId: ctx.turnId,
       sections: kept,
       droppedLabels: dropped,
       tokenBudget: BigInt(budget),
@@ -182,14 +183,14 @@ export async function assembleContext(
 }
 
 function persistContribution(
-  session: Session,
+  sink: EventSink,
   p: LoadedProvider,
   category: "context" | "memory",
   event: MessageInitShape<typeof ContextContributionEventSchema>,
 ): void {
   const producer = p.producers[category];
   if (!producer) return;
-  session.log.persist(
+  sink.persist(
     EventKind.CONTEXT_CONTRIBUTION,
     producer,
     toBinary(ContextContributionEventSchema, create(ContextContributionEventSchema, event)),

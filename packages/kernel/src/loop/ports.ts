@@ -15,6 +15,7 @@ import type { LockOwner } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { HookContext } from "../hooks/dispatcher.ts";
 import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
+import type { FilesTouched } from "./files-touched.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
 /** One model in a session's chain (the profile's entry, or the operator's /model choice). */
@@ -36,6 +37,9 @@ export interface TurnLimits {
 /** Everything a turn knows when it starts; nothing in it changes until the turn ends. */
 export interface TurnContext {
   readonly sessionId: string;
+  /** The spawning session of a sub-agent, and every session above it (nearest first). */
+  readonly parentSessionId?: string;
+  readonly ancestors: readonly string[];
   readonly turnId: string;
   readonly workingDirectory: string;
   /** Who the turn's tool calls hold the kernel-wide locks as. */
@@ -148,4 +152,6 @@ export interface TurnPorts {
   readonly humans: HumanPort;
   readonly guards: Guards;
   readonly tools: ToolCallScope;
+  /** The files the session's tool calls named, for context providers (files-touched.ts). */
+  readonly filesTouched: FilesTouched;
 }

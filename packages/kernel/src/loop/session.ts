@@ -229,6 +229,7 @@ export class Session implements HubSession, SessionControl {
         progress: (activity) => this.subagent?.progress(activity),
         publish: (event) => channel.publish(event),
       },
+      filesTouched: this.filesTouched,
     };
   }
 

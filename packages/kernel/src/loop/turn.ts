@@ -159,12 +159,11 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   );
   if (due !== undefined) await compact(due);
   if (signal.aborted) return { kind: "cancelled" };
-  const assembled = await assembleContext(deps, session, {
-    turnId,
+  const assembled = await assembleContext(deps, ctx, session.ports, {
     target,
     history: session.history,
     historyTokens: calibratedHistoryTokens(session),
-    signal,
+    assembledTokensLastTurn: session.compaction.assembledTokensLastTurn,
   });
   if (assembled.rewrittenHistory) {
     // A compactor that rewrote the history on its own initiative: persisted like any other.
@@ -536,6 +535,8 @@ function turnContext(session: Session, input: TurnInput, turnId: string): TurnCo
   const p = session.profile;
   return {
     sessionId: session.id,
+    ...(session.parentId !== undefined ? { parentSessionId: session.parentId } : {}),
+    ancestors: session.ancestors,
     turnId,
     workingDirectory: session.workingDirectory,
     lockOwner: session.lockOwner,

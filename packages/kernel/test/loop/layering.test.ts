@@ -178,11 +178,18 @@ function reachesSession(entry: string): string[] {
   return found;
 }
 
-describe("the gate takes (deps, ctx, ports), not Session", () => {
-  it("no gate module, tool-exec.ts or ports.ts names session.ts, even for a type", () => {
-    const bad = [...GATE, "tool-exec.ts", "ports.ts", "settings-state.ts", "retry-wait.ts"].flatMap(
-      reachesSession,
-    );
+describe("the gate and context assembly take (deps, ctx, ports), not Session", () => {
+  it("no gate module, tool execution, context assembly, memory recall or ports.ts names session.ts, even for a type", () => {
+    const bad = [
+      ...GATE,
+      "tool-exec.ts",
+      "context-assembly.ts",
+      "memory-recall.ts",
+      "ports.ts",
+      "settings-state.ts",
+      "retry-wait.ts",
+      "conversation.ts",
+    ].flatMap(reachesSession);
     expect(bad).toEqual([]);
   });
 
