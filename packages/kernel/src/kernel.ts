@@ -643,9 +643,9 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
       const conversation = Session.conversationFromFile(writer, session.tools);
-      session.history = conversation.history;
+      session.conversation.replace(conversation.history);
       // The operator's /model choice and plan mode, as the file last recorded them.
-      session.resumeWarnings = await restoreSettings(session, {
+      session.settings.resumeWarnings = await restoreSettings(session, {
         model: options.restoreModel !== false,
       });
       if (session.status() === SessionStatus.RUNNING) {
@@ -791,7 +791,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       { writer, profile, workingDirectory: parent.workingDirectory, parent, subagent: init },
       (s, input, signal) => runSessionRun(deps, s, input, signal),
     );
-    session.planMode = parent.planMode;
+    session.settings.planMode = parent.settings.planMode;
     this.#sessions.set(session.id, session);
     return session;
   }
@@ -943,12 +943,14 @@ function handleFor(session: Session): SessionHandle {
     interrupt: () => session.interrupt(),
     compact: (instructions = "") => session.compact(instructions, { mayReopen: true })?.message,
     setPlanMode: (on, origin = "api") => setPlanMode(session, on, origin),
-    planMode: () => session.planMode,
-    resumeWarnings: session.resumeWarnings,
-    tools: () => session.tools.describe({ planMode: session.planMode }),
+    planMode: () => session.settings.planMode,
+    resumeWarnings: session.settings.resumeWarnings,
+    tools: () => session.tools.describe({ planMode: session.settings.planMode }),
     idle: () => session.runs.idle(),
     toolDefinitions: () => {
-      const info = new Map(session.tools.describe({ planMode: session.planMode }).map((t) => [t.name, t]));
+      const info = new Map(
+        session.tools.describe({ planMode: session.settings.planMode }).map((t) => [t.name, t]),
+      );
       // Operator-only tools (session controls) are not a client's to call.
       return session.tools
         .all()

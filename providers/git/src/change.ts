@@ -67,11 +67,6 @@ async function nameStatus(
   });
 }
 
-async function headLine(repo: Repo, ctx: PreviewContext): Promise<string> {
-  const r0 = await runGit(repo.cwd, ["log", "-1", "--format=%h %s"], ctx);
-  return r0.code === 0 ? r0.stdout.trim() : "(no commits yet)";
-}
-
 // ---- stage --------------------------------------------------------------------------------
 
 interface StageArgs {

@@ -92,7 +92,6 @@ export class Connection {
 /** The local server's program line, wrapped in the sandbox when it should and can be. */
 function localCommand(
   settings: Settings,
-  projectDir: string,
   protectedPaths: readonly string[],
 ): { file: string; args: string[]; notice?: string } {
   const [file, ...args] = settings.command;
@@ -170,7 +169,7 @@ export async function connect(
   let toolsNotice: string | undefined;
   if (settings.transport === "stdio") {
     const env = await environment(kernel, settings);
-    const line = localCommand(settings, projectDir, env.protectedPaths);
+    const line = localCommand(settings, env.protectedPaths);
     notice = line.notice;
     transport = new ProcessTransport({
       file: line.file,

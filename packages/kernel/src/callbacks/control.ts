@@ -108,7 +108,7 @@ export async function controlSession(
           value: {
             models,
             current: choiceOf(providers, session.candidates()[0]),
-            overridden: !!session.modelOverride,
+            overridden: !!session.settings.modelOverride,
           },
         },
       };
@@ -139,14 +139,14 @@ export async function controlSession(
           case: "models",
           value: {
             current: choiceOf(providers, session.candidates()[0]),
-            overridden: !!session.modelOverride,
+            overridden: !!session.settings.modelOverride,
           },
         },
       };
     }
     case "setPlanMode": {
       if (op.value.on !== undefined) setPlanMode(session, op.value.on, "/plan");
-      return { result: { case: "planMode", value: { on: session.planMode } } };
+      return { result: { case: "planMode", value: { on: session.settings.planMode } } };
     }
     case "compact": {
       // The kernel's "compact now" (issue 19): queued like a message, it runs right after
@@ -210,7 +210,7 @@ export async function controlSession(
               costUsd: u.costUsd,
             })),
             ...(Number.isFinite(remaining) ? { remainingCostBudgetUsd: remaining } : {}),
-            contextTokens: BigInt(session.assembledTokensLastTurn),
+            contextTokens: BigInt(session.compaction.assembledTokensLastTurn),
             contextWindow: spec?.contextWindow ?? 0n,
           },
         },

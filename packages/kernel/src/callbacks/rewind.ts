@@ -97,11 +97,11 @@ export function applyRewindOf(
   const p = plan(session, to);
   if (digest !== p.digest) return { stale: planMessage(p) };
   const done = applySessionRewind(p, durability ? { durability } : {});
-  session.rewoundTo = {
+  session.rewind.mark({
     forkId: done.forkId,
     promptText: p.anchor.text,
     anchorMessageId: p.anchor.messageId,
-  };
+  });
   return {
     forkSessionId: done.forkId,
     changed: [...done.changed],

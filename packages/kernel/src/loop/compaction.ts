@@ -62,6 +62,10 @@ export class CompactionState {
   skipCompactors = 0;
   /** Summary calls made in the running pass. */
   summaryCalls = 0;
+  /** What the previous turn's context sections came to (the next turn's compaction check uses it). */
+  assembledTokensLastTurn = 0;
+  /** The size of the request about to be sent and its model's ceiling (usage updates carry it). */
+  contextUsage: { tokens: number; ceiling: number } | undefined;
 }
 
 /** Failed passes in a row after which compactors rest and the oldest turns are dropped instead. */
@@ -246,7 +250,7 @@ export async function compactHistory(
               priorSections: [],
               conversationHistory: [...session.history],
               historyTokens: BigInt(before),
-              assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
+              assembledTokensLastTurn: BigInt(session.compaction.assembledTokensLastTurn),
               compaction: {
                 reason: input.reason,
                 targetHistoryTokens: BigInt(goal),
@@ -386,9 +390,9 @@ export function applyRewrittenHistory(
       }),
     ),
   );
-  session.history = history;
+  session.conversation.replace(history);
   // The conversation prefix changed: cache breakpoints start over.
-  session.previousRequest = undefined;
+  session.modelCalls.prefixChanged();
   session.compaction.count++;
   session.compaction.pending = undefined;
   deps.log.info(
@@ -582,7 +586,7 @@ export async function compactNow(
   instructions: string,
   signal: AbortSignal,
 ): Promise<CompactOutcome> {
-  const tools = session.tools.declarations({ planMode: session.planMode });
+  const tools = session.tools.declarations({ planMode: session.settings.planMode });
   const route = routeCandidates(
     deps,
     session.candidates(),

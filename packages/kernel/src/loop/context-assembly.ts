@@ -17,7 +17,7 @@ import type { ModelTarget } from "@pluggableharness/protocol/model";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import type { LoopDeps } from "./deps.ts";
 import { recallSections } from "./memory-recall.ts";
-import type { Session } from "./session.ts";
+import type { EventSink, TurnContext, TurnPorts } from "./ports.ts";
 
 export interface AssembledContext {
   readonly sections: ContextSection[];
@@ -27,11 +27,11 @@ export interface AssembledContext {
 }
 
 export interface AssembleInput {
-  readonly turnId: string;
   readonly target: ModelTarget;
   readonly history: readonly Message[];
   readonly historyTokens: number;
-  readonly signal: AbortSignal;
+  /** What the previous turn's sections came to (providers are told it). */
+  readonly assembledTokensLastTurn: number;
 }
 
 /** A provider's cap: agent.hcl's token_budget, else its declared default, never above the ceiling. */
@@ -54,21 +54,22 @@ function textOnly(s: ContextSection): boolean {
 
 export async function assembleContext(
   deps: LoopDeps,
-  session: Session,
+  ctx: TurnContext,
+  ports: Pick<TurnPorts, "sink" | "filesTouched">,
   input: AssembleInput,
 ): Promise<AssembledContext> {
   const log = deps.log.child("context");
   let chain: ContextSection[] = [];
-  session.filesTouched.observe(input.history, session.workingDirectory);
-  const filesTouched = session.filesTouched.list();
+  ports.filesTouched.observe(input.history, ctx.workingDirectory);
+  const filesTouched = ports.filesTouched.list();
   for (const p of deps.providers.contextAssemblers()) {
-    if (input.signal.aborted) break;
+    if (ctx.signal.aborted) break;
     if (!p.context) {
-      const recalled = await recallSections(deps, session, p, { ...input, filesTouched });
-      if (input.signal.aborted) break;
+      const recalled = await recallSections(deps, ctx, p, { target: input.target, filesTouched });
+      if (ctx.signal.aborted) break;
       chain = [...chain, ...recalled.sections];
-      persistContribution(session, p, "memory", {
-        turnId: input.turnId,
+      persistContribution(ports.sink, p, "memory", {
+        turnId: ctx.turnId,
         sections: recalled.sections,
         droppedLabels: recalled.dropped,
         tokenBudget: BigInt(recalled.budget),
@@ -81,34 +82,34 @@ export async function assembleContext(
     const compactor = p.context?.compactor === true;
     let response: Awaited<ReturnType<typeof p.ports.context.contribute>>;
     try {
-      response = await deps.tracker.run(p.name, session.id, "context", () =>
+      response = await deps.tracker.run(p.name, ctx.sessionId, "context", () =>
         p.ports.context.contribute(
           {
-            sessionId: session.id,
-            parentSessionId: session.parentId ?? "",
-            turnId: input.turnId,
+            sessionId: ctx.sessionId,
+            parentSessionId: ctx.parentSessionId ?? "",
+            turnId: ctx.turnId,
             tokenBudget: BigInt(budget),
             modelTarget: input.target,
             filesTouched,
-            workingDirectory: session.workingDirectory,
+            workingDirectory: ctx.workingDirectory,
             priorSections: chain,
             // The conversation goes to a compactor only when the kernel asks it to compact
             // (compaction.ts); an ordinary firing leaves the chain alone, so it gets none.
             conversationHistory: [],
             historyTokens: BigInt(input.historyTokens),
-            assembledTokensLastTurn: BigInt(session.assembledTokensLastTurn),
+            assembledTokensLastTurn: BigInt(input.assembledTokensLastTurn),
           },
-          { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
+          { timeoutMs: deps.limits.contributeTimeoutMs, signal: ctx.signal },
         ),
       );
     } catch (err) {
-      if (input.signal.aborted) break;
+      if (ctx.signal.aborted) break;
       log.warn(
         `context provider "${p.name}" failed; its sections are left out this turn`,
         {
           error: (err as Error).message,
         },
-        session.id,
+        ctx.sessionId,
       );
       continue;
     }
@@ -122,7 +123,7 @@ export async function assembleContext(
         log.warn(
           `compactor "${p.name}" returned a chain over its budget (${sectionTokens(next)} > ${budget}); discarded`,
           undefined,
-          session.id,
+          ctx.sessionId,
         );
         continue;
       }
@@ -134,7 +135,7 @@ export async function assembleContext(
         log.warn(
           `context provider "${p.name}" changed sections it does not own (scope violation); its answer is discarded`,
           undefined,
-          session.id,
+          ctx.sessionId,
         );
         continue;
       }
@@ -150,14 +151,14 @@ export async function assembleContext(
       s.provider = p.name;
       if (!textOnly(s)) {
         const note = `context section "${s.label}" from "${p.name}" carries non-text content; dropped`;
-        log.warn(note, undefined, session.id);
+        log.warn(note, undefined, ctx.sessionId);
         notes.push(note);
         dropped.push(s.label);
       } else kept.push(s);
     }
     if (!compactor && sectionTokens(kept) > budget) {
       const note = `context provider "${p.name}" exceeded its budget (${sectionTokens(kept)} > ${budget} tokens); its sections are dropped`;
-      log.warn(note, { labels: kept.map((s) => s.label) }, session.id);
+      log.warn(note, { labels: kept.map((s) => s.label) }, ctx.sessionId);
       notes.push(note);
       dropped.push(...kept.map((s) => s.label));
       kept.length = 0;
@@ -170,12 +171,12 @@ export async function assembleContext(
       log.warn(
         `compactor "${p.name}" sent rewritten_history outside a compaction; ignored (the kernel asks when to compact)`,
         undefined,
-        session.id,
+        ctx.sessionId,
       );
     }
 
-    persistContribution(session, p, "context", {
-      turnId: input.turnId,
+    persistContribution(ports.sink, p, "context", {
+      turnId: ctx.turnId,
       sections: kept,
       droppedLabels: dropped,
       tokenBudget: BigInt(budget),
@@ -190,13 +191,13 @@ export async function assembleContext(
  * Per session, per provider: the last contribution persisted, without its turn id. Most
  * firings return what the previous one did (convention files, an unchanged git state);
  * persisting and publishing it again every model call only grows the log, so a firing
- * identical to the last one is left out. Kept beside the session, not on it: a resumed
- * session (a new Session) records its first firing again.
+ * identical to the last one is left out. Kept beside the session's event sink, not on the
+ * session: a resumed session (a new sink) records its first firing again.
  */
-const lastContribution = new WeakMap<Session, Map<string, Uint8Array>>();
+const lastContribution = new WeakMap<EventSink, Map<string, Uint8Array>>();
 
 function persistContribution(
-  session: Session,
+  sink: EventSink,
   p: LoadedProvider,
   category: "context" | "memory",
   event: MessageInitShape<typeof ContextContributionEventSchema>,
@@ -208,16 +209,12 @@ function persistContribution(
     ContextContributionEventSchema,
     create(ContextContributionEventSchema, { ...event, turnId: "" }),
   );
-  const seen = lastContribution.get(session) ?? new Map<string, Uint8Array>();
-  lastContribution.set(session, seen);
+  const seen = lastContribution.get(sink) ?? new Map<string, Uint8Array>();
+  lastContribution.set(sink, seen);
   const last = seen.get(`${category}\u0000${p.name}`);
   if (last && sameBytes(last, key)) return;
   seen.set(`${category}\u0000${p.name}`, key);
-  session.log.persist(
-    EventKind.CONTEXT_CONTRIBUTION,
-    producer,
-    toBinary(ContextContributionEventSchema, message),
-  );
+  sink.persist(EventKind.CONTEXT_CONTRIBUTION, producer, toBinary(ContextContributionEventSchema, message));
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -198,10 +198,8 @@ export async function runDirectInvocation(
     resultPersisted: false,
     hookable: true,
   };
-  const gate = new CallGate(deps, session, {
-    turnId,
+  const gate = new CallGate(deps, session.callContext(turnId, signal), session.ports, {
     calls: [call],
-    signal,
     serializeAll: false,
     trace: (step) => deps.trace({ name: "step", sessionId: session.id, turnId, step }),
   });
@@ -243,12 +241,11 @@ export async function runDirectInvocation(
       ],
       DIRECT_INVOKE_REASON,
     );
-  const rewound = session.rewoundTo;
+  const rewound = session.rewind.take();
   if (rewound) {
     // After the command's result, so every frontend shows what was done before it moves on:
     // the result may still be queued for the end of this tick (persistSoon).
     session.log.flushPersistSoon();
-    session.rewoundTo = undefined;
     session.channel.publish({
       event: {
         case: "sessionRewound",
@@ -261,4 +258,35 @@ export async function runDirectInvocation(
     });
   }
   return outcome;
+}
+
+/** Where the operator's command rewound the session to (the fork and the prompt it goes on from). */
+export interface RewindTarget {
+  readonly forkId: string;
+  readonly promptText: string;
+  readonly anchorMessageId: string;
+}
+
+/**
+ * A rewind the operator's command made (callbacks/rewind.ts marks it): once the command's
+ * call is over, invokeDirect takes it and tells every subscriber to go on in the fork.
+ */
+export class PendingRewind {
+  #target: RewindTarget | undefined;
+
+  mark(target: RewindTarget): void {
+    this.#target = target;
+  }
+
+  /** The rewind not yet announced, if any. */
+  get current(): RewindTarget | undefined {
+    return this.#target;
+  }
+
+  /** The rewind to announce now, cleared so it is announced once. */
+  take(): RewindTarget | undefined {
+    const t = this.#target;
+    this.#target = undefined;
+    return t;
+  }
 }

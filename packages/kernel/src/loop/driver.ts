@@ -56,7 +56,7 @@ export async function runSessionRun(
   session.cost.reset();
   session.doom.reset();
   session.breaker.reset();
-  session.retriesUsed = 0;
+  session.modelCalls.startRun();
   const runStartedAt = deps.clock.now();
   const ctx = { sessionId: session.id, turnId: "", workingDirectory: session.workingDirectory };
   deps.trace({ name: "session.start", sessionId: session.id });
@@ -118,10 +118,10 @@ export async function runSessionRun(
           ? runStartedAt + session.profile.max_wall_clock_s * 1000
           : undefined;
       // A sub-agent's time runs out with its parent's run at the latest.
-      const inherited = session.parent?.runDeadline;
+      const inherited = session.parent?.runs.deadline;
       const wallClock =
         own === undefined ? inherited : inherited === undefined ? own : Math.min(own, inherited);
-      session.runDeadline = wallClock;
+      session.runs.deadline = wallClock;
       for (;;) {
         // The final-answer turn after the time limit gets a short grace of its own.
         const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;

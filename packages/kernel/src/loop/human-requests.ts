@@ -20,22 +20,11 @@ import { checkArguments } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { FrontendErrorInit } from "../frontends/hub.ts";
 import { headlessDenyReason } from "./gate/refusal-hints.ts";
+import type { AskResolution, InteractiveResolution } from "./ports.ts";
 import type { Session } from "./session.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
-/** How a plan item's ask was settled. */
-export interface AskResolution {
-  readonly decision: "allow" | "deny" | "cancelled";
-  readonly decidedBy: string;
-  readonly reason?: string;
-  readonly correctedInput?: JsonObject;
-}
-
-/** How an interactive call's question was settled. */
-export type InteractiveResolution =
-  | { readonly kind: "answered"; readonly payload: JsonObject }
-  | { readonly kind: "unanswered"; readonly reason: string }
-  | { readonly kind: "cancelled" };
+export type { AskResolution, InteractiveResolution } from "./ports.ts";
 
 interface PendingAsk {
   /** The session whose call it is: the root itself, or one of its sub-agents. */

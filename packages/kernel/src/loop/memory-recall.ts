@@ -13,7 +13,7 @@ import type { ModelTarget } from "@pluggableharness/protocol/model";
 import type { LoadedProvider } from "../plugins/providers.ts";
 import { ProviderCallError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
-import type { Session } from "./session.ts";
+import type { TurnContext } from "./ports.ts";
 
 const RESOURCE_EXHAUSTED = 8;
 
@@ -28,10 +28,8 @@ export interface RecallOutcome {
 }
 
 export interface RecallInput {
-  readonly turnId: string;
   readonly target: ModelTarget;
   readonly filesTouched: readonly string[];
-  readonly signal: AbortSignal;
 }
 
 /** A memory provider's cap, resolved like a context provider's. */
@@ -74,31 +72,31 @@ export function translateRecord(provider: string, r: MemoryRecord): ContextSecti
 
 export async function recallSections(
   deps: LoopDeps,
-  session: Session,
+  ctx: TurnContext,
   p: LoadedProvider,
   input: RecallInput,
 ): Promise<RecallOutcome> {
   const log = deps.log.child("memory");
   const budget = memoryBudget(p, input.target);
   const refused = (note: string, returnedTokens = 0, dropped: string[] = []): RecallOutcome => {
-    log.warn(note, undefined, session.id);
+    log.warn(note, undefined, ctx.sessionId);
     return { sections: [], budget, returnedTokens, dropped, notes: [note] };
   };
   let records: MemoryRecord[];
   try {
-    const res = await deps.tracker.run(p.name, session.id, "memory", () =>
+    const res = await deps.tracker.run(p.name, ctx.sessionId, "memory", () =>
       p.ports.memory.recall(
         {
-          sessionId: session.id,
-          turnId: input.turnId,
+          sessionId: ctx.sessionId,
+          turnId: ctx.turnId,
           tokenBudget: BigInt(budget),
           modelTarget: input.target,
           filesTouched: [...input.filesTouched],
-          workingDirectory: session.workingDirectory,
+          workingDirectory: ctx.workingDirectory,
           includePending: false,
-          ancestorSessionIds: [...session.ancestors],
+          ancestorSessionIds: [...ctx.ancestors],
         },
-        { timeoutMs: deps.limits.contributeTimeoutMs, signal: input.signal },
+        { timeoutMs: deps.limits.contributeTimeoutMs, signal: ctx.signal },
       ),
     );
     records = res.records;
@@ -118,10 +116,10 @@ export async function recallSections(
   const kept: ContextSection[] = [];
   let returnedTokens = 0;
   // A session-scoped record is visible to the session that wrote it and its descendants.
-  const sessionTree = new Set([session.id, ...session.ancestors]);
+  const sessionTree = new Set([ctx.sessionId, ...ctx.ancestors]);
   const note = (text: string) => {
     notes.push(text);
-    log.warn(text, undefined, session.id);
+    log.warn(text, undefined, ctx.sessionId);
   };
   for (const r of records) {
     returnedTokens += Number(r.tokens);

@@ -60,17 +60,13 @@ import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.
 import type { LoopDeps } from "./deps.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import { firstNoticeMs, ModelWait } from "./model-wait.ts";
+import type { ModelCandidate } from "./ports.ts";
+import { type RetryWait, retryDelayMs, retryWait } from "./retry-wait.ts";
 import type { Session } from "./session.ts";
 import { declaredToolName } from "./tool-registry.ts";
 
-export interface ModelCandidate {
-  /** Local name of the model provider. */
-  readonly provider: string;
-  readonly modelId: string;
-  readonly params?: GenerationParams;
-  /** The candidate's `provider_options`, copied into its requests and never read here. */
-  readonly providerOptions?: JsonObject;
-}
+export type { ModelCandidate, RetryWait };
+export { retryDelayMs, retryWait };
 
 export interface ResolvedCandidate {
   readonly index: number;
@@ -78,6 +74,29 @@ export interface ResolvedCandidate {
   readonly spec: ModelSpec;
   readonly params?: GenerationParams;
   readonly providerOptions?: JsonObject;
+}
+
+/**
+ * What a session's model calls carry from one request to the next: the retry budget of the
+ * run, and the previous request's tool list and prefix (cache breakpoints start from them).
+ */
+export class ModelCallState {
+  /** Retries this run spent on failed model attempts (bounded by limits.maxSessionRetries). */
+  retriesUsed = 0;
+  /** The fingerprint of the tool list the previous request declared. */
+  previousToolsFingerprint: string | undefined;
+  /** The previous model request's prefix, for conversation cache breakpoints. */
+  previousRequest: PreviousRequestPrefix | undefined;
+
+  /** A run starts with its whole retry budget. */
+  startRun(): void {
+    this.retriesUsed = 0;
+  }
+
+  /** The conversation's prefix changed (a compaction): breakpoints start over. */
+  prefixChanged(): void {
+    this.previousRequest = undefined;
+  }
 }
 
 export interface ModelCallInput {
@@ -273,50 +292,6 @@ export function routeCandidates(
 
 /** vendor_code of an attempt the kernel cut because it delivered nothing for too long. */
 export const STALL_CODE = "stream_idle_timeout";
-
-export interface RetryWait {
-  /** What the kernel waits: the backoff or the vendor's retry-after, at most max_retry_delay_ms. */
-  readonly delayMs: number;
-  /** What the vendor's retry-after asked for, when it gave one. */
-  readonly askedMs?: number;
-  /** The wait was cut to settings.max_retry_delay_ms. */
-  readonly capped: boolean;
-}
-
-/**
- * The wait before retry `n` (0-based): base * factor^n with equal jitter, never below the
- * vendor's retry_after, and never above settings.max_retry_delay_ms. A retry_after that is
- * not a number is ignored; one that is infinite or huge is cut like any other.
- */
-export function retryWait(
-  deps: Pick<LoopDeps, "settings" | "clock">,
-  n: number,
-  retryAfterSeconds: number | undefined,
-): RetryWait {
-  const r = deps.settings.retry;
-  const cap = deps.settings.max_retry_delay_ms;
-  const exp = r.base_delay_ms * r.backoff_factor ** n;
-  const jittered = exp / 2 + (exp / 2) * deps.clock.random();
-  const asked =
-    retryAfterSeconds === undefined || Number.isNaN(retryAfterSeconds)
-      ? undefined
-      : Math.max(0, retryAfterSeconds) * 1000;
-  const wanted = Math.max(Number.isNaN(jittered) ? 0 : jittered, asked ?? 0);
-  return {
-    delayMs: Math.min(wanted, cap),
-    ...(asked !== undefined ? { askedMs: asked } : {}),
-    capped: wanted > cap,
-  };
-}
-
-/** The wait before retry `n` in ms (retryWait's delay). */
-export function retryDelayMs(
-  deps: Pick<LoopDeps, "settings" | "clock">,
-  n: number,
-  retryAfterSeconds: number | undefined,
-): number {
-  return retryWait(deps, n, retryAfterSeconds).delayMs;
-}
 
 type AttemptOutcome =
   | { kind: "ok"; completion: AccumulatedCompletion }
@@ -516,7 +491,7 @@ export async function callModel(
         reaction.retrySameRequest &&
         error.retryable &&
         retries < perCall &&
-        session.retriesUsed < deps.limits.maxSessionRetries
+        session.modelCalls.retriesUsed < deps.limits.maxSessionRetries
       ) {
         const wait: RetryWait =
           error.category === "process_crashed"
@@ -538,7 +513,7 @@ export async function callModel(
           break;
         }
         retries++;
-        session.retriesUsed++;
+        session.modelCalls.retriesUsed++;
         // A vendor asking for longer than the kernel waits is told no, and so is the operator.
         const cappedNote =
           wait.capped && wait.askedMs !== undefined && wait.askedMs > delay

@@ -15,6 +15,8 @@ export class RunQueue {
   #run: { controller: AbortController; done: Promise<void> } | undefined;
   #idleWaiters: Array<(s: SessionStatus) => void> = [];
   #stopped = false;
+  /** The current run's wall-clock deadline (clock ms), which bounds its sub-agents too (driver.ts sets it). */
+  deadline: number | undefined;
 
   constructor(session: Session, startRun: RunStarter) {
     this.#s = session;

@@ -165,7 +165,8 @@ export class SessionLog {
       },
     );
     // Context usage (the TUI's used/ceiling indicator) for the turn's own model calls.
-    const ctx = event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.contextUsage;
+    const ctx =
+      event.syntheticReason === COMPACTION_SUMMARY_REASON ? undefined : this.#s.compaction.contextUsage;
     for (const c of costs) {
       this.#s.cost.charge(c.costUsd, { input: Number(c.inputTokens), output: Number(c.outputTokens) });
       running += c.costUsd;
@@ -212,7 +213,7 @@ export class SessionLog {
   appendUserMessage(turnId: string, content: ContentBlock[], syntheticReason = ""): Message {
     const message = create(MessageSchema, { role: Role.USER, content, id: this.#s.deps.newId() });
     this.persistMessage(create(MessageEventSchema, { message, turnId, syntheticReason }));
-    this.#s.history.push(message);
+    this.#s.conversation.append(message);
     return message;
   }
 

@@ -51,9 +51,9 @@ export function chooseModel(
   origin: string,
   detail = "",
 ): void {
-  const before = session.modelOverride;
+  const before = session.settings.modelOverride;
   const previous = label(session.candidates()[0]);
-  session.modelOverride = choice;
+  session.settings.modelOverride = choice;
   if (label(before) === label(choice)) return;
   persist(
     session,
@@ -71,8 +71,8 @@ export function chooseModel(
 
 /** Turns plan mode on or off and records the change (nothing when it is already so). */
 export function setPlanMode(session: Session, on: boolean, origin: string): void {
-  if (session.planMode === on) return;
-  session.planMode = on;
+  if (session.settings.planMode === on) return;
+  session.settings.planMode = on;
   persist(
     session,
     create(SessionSettingEventSchema, { change: { case: "planMode", value: { on } }, origin }),
@@ -135,7 +135,7 @@ export async function restoreSettings(
   options: { readonly model?: boolean } = {},
 ): Promise<string[]> {
   const stored = storedSettings(session);
-  if (stored.planMode !== undefined) session.planMode = stored.planMode;
+  if (stored.planMode !== undefined) session.settings.planMode = stored.planMode;
   const m = stored.model;
   // The events are the record; the listing column follows them (a file copied or forked
   // without its session_meta column, e.g. by a rewind, is put right here).
@@ -144,11 +144,11 @@ export async function restoreSettings(
   if (!m || options.model === false) return [];
   const why = await unavailable(session, m.provider, m.modelId);
   if (why === undefined) {
-    session.modelOverride = overrideCandidate(session, m.provider, m.modelId);
+    session.settings.modelOverride = overrideCandidate(session, m.provider, m.modelId);
     return [];
   }
   // Recorded as a change from the stored choice, so the history says what was dropped.
-  session.modelOverride = { provider: m.provider, modelId: m.modelId };
+  session.settings.modelOverride = { provider: m.provider, modelId: m.modelId };
   const fallback = label(profileCandidates(session.profile, session.deps)[0]) || "the profile's chain";
   const warning = `the model this session was switched to, ${m.provider}/${m.modelId}, is no longer available (${why}); it continues with its profile's model (${fallback})`;
   chooseModel(session, undefined, "resume", why);

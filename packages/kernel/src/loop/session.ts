@@ -23,7 +23,7 @@ import {
 } from "@pluggableharness/protocol/slashcommand";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import { REOPENABLE_STATUSES, type SessionWriter } from "@pluggableharness/state";
-import { checkArguments, type LockOwner, type PreviousRequestPrefix } from "../domain/index.ts";
+import { checkArguments, type LockOwner } from "../domain/index.ts";
 import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
 import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
 import { StoredInputs } from "../frontends/stored-inputs.ts";
@@ -31,18 +31,22 @@ import { SubagentLink } from "../subagents/link.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
 import { CompactionState } from "./compaction.ts";
+import { Conversation } from "./conversation.ts";
 import type { LoopDeps } from "./deps.ts";
-import { commandArguments, type DirectInvocation } from "./direct-invoke.ts";
+import { commandArguments, type DirectInvocation, PendingRewind } from "./direct-invoke.ts";
 import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
-import { type ModelCandidate, paramsFromConfig } from "./model-call.ts";
+import { ModelCallState, type ModelCandidate, paramsFromConfig } from "./model-call.ts";
+import type { CallContext, InflightCall, TurnPorts } from "./ports.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
-import { type SessionTool, ToolRegistry } from "./tool-registry.ts";
+import { SettingsState } from "./settings-state.ts";
+import { ToolRegistry } from "./tool-registry.ts";
 import { attachWidgets } from "./widgets.ts";
 
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
+export type { InflightCall } from "./ports.ts";
 
 /** What a run starts from: a user message, or a tool call the operator made directly. */
 export type SessionInput =
@@ -63,12 +67,6 @@ export interface SessionInit {
   readonly subagent?: SubagentInit;
   /** The depth budget of a root session (profile max_depth, else the kernel default). */
   readonly remainingDepth?: number;
-}
-
-export interface InflightCall {
-  readonly tool: SessionTool;
-  readonly args: JsonObject;
-  readonly ended: AbortController;
 }
 
 /** What a sub-agent session is given at spawn (subagents/run-session.ts). */
@@ -105,8 +103,6 @@ export class Session implements HubSession, SessionControl {
    * from one of them, and `ended` aborts when that Invoke ends (its children with it).
    */
   readonly inflight = new Map<string, InflightCall>();
-  /** The current run's wall-clock deadline (ms), which bounds its sub-agents too. */
-  runDeadline: number | undefined;
   readonly workingDirectory: string;
   readonly writer: SessionWriter;
   readonly channel: SessionChannel;
@@ -116,16 +112,13 @@ export class Session implements HubSession, SessionControl {
   readonly doom: DoomLoopDetector;
   readonly breaker: CircuitBreaker;
   readonly deps: LoopDeps;
-  history: Message[];
-  planMode = false;
+  /** What the models are sent (conversation.ts): appended by the loop, replaced by compaction or a resume. */
+  readonly conversation: Conversation;
   /**
-   * The operator's /model choice: the next turns use it ahead of the profile's chain. Set it
-   * and planMode through session-settings.ts, which records them for a resume.
+   * Plan mode, the operator's /model choice and what a resume changed; set them through
+   * session-settings.ts, which records each change for a resume.
    */
-  modelOverride: ModelCandidate | undefined;
-  /** What resuming had to change in the settings the file recorded (session-settings.ts). */
-  resumeWarnings: readonly string[] = [];
-  retriesUsed = 0;
+  readonly settings = new SettingsState();
   /** The widgets' latest renders (widgets.ts), and what stops their streams. */
   readonly widgetContent = new Map<string, ServerEventInit>();
   readonly widgetAbort = new AbortController();
@@ -147,17 +140,18 @@ export class Session implements HubSession, SessionControl {
    * with its message: routing skips them for the rest of the session.
    */
   readonly unavailableModels = new Map<string, string>();
-  assembledTokensLastTurn = 0;
   /** The files its tool calls named, for context-assemble (files-touched.ts). */
   readonly filesTouched = new FilesTouched();
-  /** When to compact, what the operator asked, the estimate's calibration (compaction.ts). */
+  /**
+   * When to compact, what the operator asked, the estimate's calibration, the last turn's
+   * section size and the size of the request being sent (compaction.ts).
+   */
   readonly compaction = new CompactionState();
-  /** The size of the request about to be sent and its model's ceiling (usage updates carry it). */
-  contextUsage: { tokens: number; ceiling: number } | undefined;
-  previousToolsFingerprint: string | undefined;
-  /** The previous model request's prefix, for conversation cache breakpoints. */
-  previousRequest: PreviousRequestPrefix | undefined;
+  /** The run's retry budget and the previous request, for cache breakpoints (model-call.ts). */
+  readonly modelCalls = new ModelCallState();
   #status: SessionStatus;
+  /** What the turn and the gate act through: this session's parts, each narrowed (ports.ts). */
+  readonly ports: TurnPorts;
   /** The session file as the loop writes it (session-log.ts). */
   readonly log: SessionLog;
   /** What waits for a human: permission requests and interactive questions (human-requests.ts). */
@@ -167,10 +161,10 @@ export class Session implements HubSession, SessionControl {
   /** File checkpoints around resource calls, for rewind (checkpoints.ts). */
   readonly checkpoints: SessionCheckpoints;
   /**
-   * Set when the operator's command rewound this session (callbacks/rewind.ts): once the
+   * Marked when the operator's command rewound this session (callbacks/rewind.ts): once the
    * command's call is over, every subscriber is told to go on in the fork (direct-invoke.ts).
    */
-  rewoundTo: { forkId: string; promptText: string; anchorMessageId: string } | undefined;
+  readonly rewind = new PendingRewind();
 
   constructor(deps: LoopDeps, init: SessionInit, startRun: RunStarter) {
     this.deps = deps;
@@ -187,7 +181,7 @@ export class Session implements HubSession, SessionControl {
       init.profile.max_depth ??
       deps.settings.default_max_depth;
     this.workingDirectory = init.workingDirectory;
-    this.history = init.history ?? [];
+    this.conversation = new Conversation(init.history ?? []);
     this.#status = init.writer.meta().status;
     this.log = new SessionLog(this);
     this.humans = new HumanRequests(this);
@@ -217,6 +211,40 @@ export class Session implements HubSession, SessionControl {
       },
       deps.limits.crashBreaker,
     );
+    const log = this.log;
+    const channel = this.channel;
+    this.ports = {
+      sink: {
+        persist: (kind, producer, payload, extras) => log.persist(kind, producer, payload, extras),
+        persistBatch: (events) => log.persistBatch(events),
+        persistSoon: (kind, producer, payload) => log.persistSoon(kind, producer, payload),
+        publish: (event) => channel.publish(event),
+      },
+      humans: this.humans,
+      guards: { breaker: this.breaker, doom: this.doom, cost: this.cost, denials: this.denials },
+      tools: {
+        sessionId: this.id,
+        workingDirectory: this.workingDirectory,
+        inflight: this.inflight,
+        progress: (activity) => this.subagent?.progress(activity),
+        publish: (event) => channel.publish(event),
+      },
+      filesTouched: this.filesTouched,
+    };
+  }
+
+  /** What the gate knows of this session for one batch of calls (a turn's, or an operator's). */
+  callContext(turnId: string, signal: AbortSignal): CallContext {
+    return {
+      sessionId: this.id,
+      turnId,
+      workingDirectory: this.workingDirectory,
+      lockOwner: this.lockOwner,
+      remainingDepth: this.remainingDepth,
+      signal,
+      policy: this.policy,
+      hook: { sessionId: this.id, turnId, workingDirectory: this.workingDirectory, signal },
+    };
   }
 
   /**
@@ -234,6 +262,11 @@ export class Session implements HubSession, SessionControl {
 
   static historyFromFile(writer: SessionWriter): Message[] {
     return Session.conversationFromFile(writer).history;
+  }
+
+  /** The conversation's messages now (read-only; write through `conversation`). */
+  get history(): readonly Message[] {
+    return this.conversation.messages;
   }
 
   /** Who this session's tool calls hold locks as (the kernel-wide ToolLocks). */
@@ -298,17 +331,21 @@ export class Session implements HubSession, SessionControl {
     this.channel.publish({
       event: { case: "sessionStatusUpdate", value: { status, previousStatus: previous, detail } },
     });
-    this.lastStatusDetail = detail;
+    this.#lastStatusDetail = detail;
     this.subagent?.progress();
   }
 
-  /** The detail of the last status change (why the session ended). */
-  lastStatusDetail = "";
+  #lastStatusDetail = "";
+
+  /** The detail of the last status change (why the session ended); setStatus() sets it. */
+  get lastStatusDetail(): string {
+    return this.#lastStatusDetail;
+  }
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */
   candidates(): ModelCandidate[] {
     const chain = profileCandidates(this.profile, this.deps);
-    const o = this.modelOverride;
+    const o = this.settings.modelOverride;
     if (!o) return chain;
     // The chosen model first; the profile's fallbacks stay behind it.
     return [o, ...chain.filter((c) => !(c.provider === o.provider && c.modelId === o.modelId))];
@@ -369,7 +406,7 @@ export class Session implements HubSession, SessionControl {
         `${what}: ${request.provider}.${request.toolName} is not one of this session's tools (profile "${this.profile.name}")`,
       );
     }
-    if (this.planMode && tool.tool.schema.kind === ToolKind.RESOURCE) {
+    if (this.settings.planMode && tool.tool.schema.kind === ToolKind.RESOURCE) {
       return invalid(
         `${what}: ${request.provider}.${request.toolName} changes things, and the session is in plan mode`,
       );

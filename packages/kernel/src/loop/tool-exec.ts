@@ -23,9 +23,9 @@ import {
 } from "../domain/index.ts";
 import { ProviderUnavailableError } from "../providers/ports.ts";
 import type { LoopDeps } from "./deps.ts";
-import { retryDelayMs } from "./model-call.ts";
+import type { ToolCallScope } from "./ports.ts";
+import { retryDelayMs } from "./retry-wait.ts";
 import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "./secret-output.ts";
-import type { Session } from "./session.ts";
 import type { SessionTool } from "./tool-registry.ts";
 
 export type ToolOutcome =
@@ -65,18 +65,25 @@ export function toolError(category: ToolErrorCategory, message: string, retryabl
   return create(ToolErrorSchema, { category, message, retryable });
 }
 
-export function buildToolCall(session: Session, input: ToolCallInput): ToolCall {
+export function buildToolCall(
+  scope: { readonly sessionId: string; readonly workingDirectory: string },
+  input: ToolCallInput,
+): ToolCall {
   return create(ToolCallSchema, {
     id: input.callId,
     toolName: input.tool.tool.schema.name,
     arguments: input.args,
-    callContext: { sessionId: session.id, turnId: input.turnId, workingDirectory: session.workingDirectory },
+    callContext: {
+      sessionId: scope.sessionId,
+      turnId: input.turnId,
+      workingDirectory: scope.workingDirectory,
+    },
   });
 }
 
 export async function executeTool(
   deps: LoopDeps,
-  session: Session,
+  scope: ToolCallScope,
   input: ExecuteInput,
 ): Promise<ToolExecution> {
   const started = deps.clock.now();
@@ -91,7 +98,7 @@ export async function executeTool(
   let retries = 0;
   for (;;) {
     attempts++;
-    const once = await invokeOnce(deps, session, input, call, output, partials);
+    const once = await invokeOnce(deps, scope, input, call, output, partials);
     const mask = outputMask(deps.secretMask, input.tool.provider);
     if (mask) once.outcome = maskOutcome(mask, once.outcome);
     const finish = (): ToolExecution => ({
@@ -113,7 +120,7 @@ export async function executeTool(
           error: once.outcome.error.message,
           details: once.outcome.error.details,
         },
-        session.id,
+        scope.sessionId,
       );
     }
     if (!reaction.autoRetry.allowed || retries >= deps.settings.retry.max_retries || input.signal.aborted) {
@@ -134,7 +141,7 @@ interface Once {
 
 async function invokeOnce(
   deps: LoopDeps,
-  session: Session,
+  scope: ToolCallScope,
   input: ExecuteInput,
   call: ToolCall,
   output: ToolEvent_OutputChunk[],
@@ -155,19 +162,19 @@ async function invokeOnce(
     controller.abort(new Error("tool deadline exceeded"));
   }, timeout.ms);
   const validator = new InvokeStreamValidator(tool.tool);
-  const end = deps.tracker.begin(tool.provider.name, session.id, "tool");
+  const end = deps.tracker.begin(tool.provider.name, scope.sessionId, "tool");
   const inflight = { tool, args: call.arguments ?? {}, ended: new AbortController() };
-  session.inflight.set(call.id, inflight);
-  session.subagent?.progress(`calling ${tool.provider.name}.${schema.name}`);
+  scope.inflight.set(call.id, inflight);
+  scope.progress(`calling ${tool.provider.name}.${schema.name}`);
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
-  deps.trace({ name: "tool.invoke", sessionId: session.id, turnId: input.turnId, attrs: traced });
+  deps.trace({ name: "tool.invoke", sessionId: scope.sessionId, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
   // A provider handed a secret in its configuration has all it sends masked (secret-output.ts).
   const mask = outputMask(deps.secretMask, tool.provider);
   const masker = mask ? new ChunkMasker(mask) : undefined;
   const pass = (chunk: ToolEvent_OutputChunk) => {
     output.push(chunk);
-    session.channel.publish({
+    scope.publish({
       event: {
         case: "streamDelta",
         value: {
@@ -240,16 +247,16 @@ async function invokeOnce(
     input.signal.removeEventListener("abort", onAbort);
     end();
     // Whatever ended the Invoke (result, crash, deadline, interrupt), its sub-agents end too.
-    if (session.inflight.get(call.id) === inflight) session.inflight.delete(call.id);
+    if (scope.inflight.get(call.id) === inflight) scope.inflight.delete(call.id);
     inflight.ended.abort(new Error("the spawning call ended"));
-    session.subagent?.progress("");
-    deps.trace({ name: "tool.invoked", sessionId: session.id, turnId: input.turnId, attrs: traced });
+    scope.progress("");
+    deps.trace({ name: "tool.invoked", sessionId: scope.sessionId, turnId: input.turnId, attrs: traced });
   }
   for (const v of validator.violations) {
     deps.log.warn(
       `tool ${tool.provider.name}.${schema.name} broke the Invoke stream rules: ${v.message}`,
       { rule: v.rule },
-      session.id,
+      scope.sessionId,
     );
   }
   const outcome = validator.finish();

@@ -13,7 +13,7 @@
 // tools and pending questions are cancelled, every tool_use still gets exactly one
 // tool_result, and the turn reports "cancelled".
 import { create } from "@bufbuild/protobuf";
-import type { ToolUseBlock } from "@pluggableharness/protocol/content";
+import type { Message, ToolUseBlock } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
@@ -43,6 +43,7 @@ import type { LoopDeps } from "./deps.ts";
 import { type CallRecord, resultBlock } from "./gate/call.ts";
 import { CallGate } from "./gate/gate.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
+import type { TurnContext } from "./ports.ts";
 import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
 
@@ -71,10 +72,10 @@ export interface TurnInput {
 }
 
 export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput): Promise<TurnOutcome> {
-  const turnId = input.turnId ?? deps.newId();
-  const signal = input.signal;
+  const ctx = turnContext(session, input, input.turnId ?? deps.newId());
+  const { turnId, signal } = ctx;
+  const hookCtx = ctx.hook;
   const trace = (step: string) => deps.trace({ name: "step", sessionId: session.id, turnId, step });
-  const hookCtx = { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal };
   deps.trace({
     name: "turn.begin",
     sessionId: session.id,
@@ -88,9 +89,9 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
   // ---- 1. context-assemble -------------------------------------------------------------
   trace("1");
-  const tools = input.final ? [] : session.tools.declarations({ planMode: session.planMode });
+  const tools = [...ctx.tools];
   const declared = new Set(tools.map((t) => t.name));
-  const candidates = session.candidates();
+  const candidates = [...ctx.candidates];
   // The turn is routed once, here: context is assembled for the chosen model's window, and
   // the model call goes to it (routing again only to fall back after a failure).
   let pre = routeCandidates(
@@ -145,12 +146,12 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   };
   const due = overflow
     ? CompactionReason.OVERFLOW
-    : compactionDue(deps, session, target, session.assembledTokensLastTurn);
+    : compactionDue(deps, session, target, session.compaction.assembledTokensLastTurn);
   deps.log.debug(
     "context usage",
     {
       history: calibratedHistoryTokens(session),
-      sections: session.assembledTokensLastTurn,
+      sections: session.compaction.assembledTokensLastTurn,
       ceiling: Number(target.effectiveCeiling),
       compaction: due === undefined ? "" : String(due),
     },
@@ -158,12 +159,11 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   );
   if (due !== undefined) await compact(due);
   if (signal.aborted) return { kind: "cancelled" };
-  const assembled = await assembleContext(deps, session, {
-    turnId,
+  const assembled = await assembleContext(deps, ctx, session.ports, {
     target,
     history: session.history,
     historyTokens: calibratedHistoryTokens(session),
-    signal,
+    assembledTokensLastTurn: session.compaction.assembledTokensLastTurn,
   });
   if (assembled.rewrittenHistory) {
     // A compactor that rewrote the history on its own initiative: persisted like any other.
@@ -175,7 +175,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       reason: CompactionReason.UNSPECIFIED,
     });
   }
-  session.assembledTokensLastTurn = assembled.totalTokens;
+  session.compaction.assembledTokensLastTurn = assembled.totalTokens;
   if (signal.aborted) return { kind: "cancelled" };
   // This turn's sections are known now: a request that would still cross the ceiling is
   // compacted before it is sent, not refused by the vendor.
@@ -206,6 +206,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   let result: Awaited<ReturnType<typeof callModel>>;
   let messages: typeof session.history;
   let overflowRetried = false;
+  const modelCalls = session.modelCalls;
   for (;;) {
     // ---- 2. pre-model-call ------------------------------------------------------------------
     trace("2");
@@ -216,7 +217,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           case: "preModelCall",
           value: {
             model: { provider: pre.chosen.provider.name, id: pre.chosen.spec.id },
-            messages: session.history,
+            // The hook's payload is built from the conversation as it stands (no copy made here).
+            messages: session.history as Message[],
             tools,
             ...(pre.chosen.params ? { params: pre.chosen.params } : {}),
           },
@@ -240,7 +242,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     trace("3");
     const chosen = pre.chosen;
     const estimated = Number(estimateInputTokens(messages, assembled.sections, tools));
-    session.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
+    session.compaction.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
     result = await callModel(deps, session, {
       turnId,
       candidates,
@@ -248,15 +250,15 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       messages,
       tools,
       sections: assembled.sections,
-      ...(session.previousToolsFingerprint !== undefined
-        ? { previousToolsFingerprint: session.previousToolsFingerprint }
+      ...(modelCalls.previousToolsFingerprint !== undefined
+        ? { previousToolsFingerprint: modelCalls.previousToolsFingerprint }
         : {}),
-      ...(session.previousRequest ? { previousRequest: session.previousRequest } : {}),
+      ...(modelCalls.previousRequest ? { previousRequest: modelCalls.previousRequest } : {}),
       signal,
-      ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
+      ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
     });
-    session.previousToolsFingerprint = toolListFingerprint(tools);
-    session.previousRequest = requestPrefix(tools, assembled.sections, messages);
+    modelCalls.previousToolsFingerprint = toolListFingerprint(tools);
+    modelCalls.previousRequest = requestPrefix(tools, assembled.sections, messages);
     if (result.kind === "ok") {
       const u = result.completion.usage.at(-1)?.usage;
       if (u)
@@ -301,7 +303,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         partial,
         result.kind === "bound" ? "limit_reached:max_wall_clock_s" : "cancelled",
       );
-      session.history.push(budgetToolInputs(partial.message));
+      session.conversation.append(budgetToolInputs(partial.message));
       const uses = partial.message.content.filter((b) => b.block.case === "toolUse");
       if (uses.length > 0) {
         // Calls the model named before the interrupt: none ran, each gets a cancelled
@@ -310,10 +312,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
           const use = b.block.value as ToolUseBlock;
           return { index, block: use, args: use.input ?? {}, resultPersisted: false, hookable: false };
         });
-        new CallGate(deps, session, {
-          turnId,
+        new CallGate(deps, ctx, session.ports, {
           calls: unrun,
-          signal,
           serializeAll: false,
           trace,
         }).cancelRemaining();
@@ -375,7 +375,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     if (check.kind === "done_no_tool_calls") {
       trace("15");
       closed = true;
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       trace("18");
       return { kind: "done" };
     }
@@ -395,10 +395,8 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
         hookable: tool !== undefined,
       };
     });
-    const gate = new CallGate(deps, session, {
-      turnId,
+    const gate = new CallGate(deps, ctx, session.ports, {
       calls,
-      signal,
       serializeAll: serializeAllFor(result.candidate.spec),
       trace,
       onPostToolCall: (c) => done.postToolCallFired(c.block.id),
@@ -425,7 +423,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     openGate = gate;
     const cancel = (): TurnOutcome => {
       gate.cancelRemaining();
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       session.log.appendUserMessage(
         turnId,
         calls.map((c) => resultBlock(c, true, undefined, calls.length)),
@@ -448,7 +446,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
 
     // ---- 15. history ------------------------------------------------------------------------------------
     trace("15");
-    session.history.push(forModels);
+    session.conversation.append(forModels);
     session.log.appendUserMessage(
       turnId,
       calls.map((c) => resultBlock(c, false, result.candidate?.spec, calls.length)),
@@ -467,16 +465,13 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     trace("17");
     const bound =
       checkBounds({
-        ...(session.profile.max_turns !== undefined ? { maxTurns: session.profile.max_turns } : {}),
-        ...(session.profile.max_wall_clock_s !== undefined
-          ? { maxWallClockS: session.profile.max_wall_clock_s }
-          : {}),
+        ...ctx.limits,
         turns: input.turnsBefore + 1,
         elapsedMs: deps.clock.now() - input.runStartedAt,
         cost: session.cost,
       }) ??
       // A sub-agent's inherited deadline (its parent's run ends then).
-      (session.parent && session.runDeadline !== undefined && deps.clock.now() >= session.runDeadline
+      (session.parent && session.runs.deadline !== undefined && deps.clock.now() >= session.runs.deadline
         ? "max_wall_clock_s"
         : undefined);
 
@@ -495,7 +490,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     );
     try {
       openGate?.cancelRemaining();
-      session.history.push(forModels);
+      session.conversation.append(forModels);
       const uses = message.content.flatMap((b) => (b.block.case === "toolUse" ? [b.block.value] : []));
       if (uses.length > 0) {
         session.log.appendUserMessage(
@@ -532,6 +527,31 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     }
     return { kind: "failed", detail };
   }
+}
+
+/** The turn's fixed facts, read from the session once, before step 1. */
+function turnContext(session: Session, input: TurnInput, turnId: string): TurnContext {
+  const { signal } = input;
+  const p = session.profile;
+  return {
+    sessionId: session.id,
+    ...(session.parentId !== undefined ? { parentSessionId: session.parentId } : {}),
+    ancestors: session.ancestors,
+    turnId,
+    workingDirectory: session.workingDirectory,
+    lockOwner: session.lockOwner,
+    remainingDepth: session.remainingDepth,
+    signal,
+    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
+    tools: input.final ? [] : session.tools.declarations({ planMode: session.settings.planMode }),
+    candidates: session.candidates(),
+    limits: {
+      ...(p.max_turns !== undefined ? { maxTurns: p.max_turns } : {}),
+      ...(p.max_wall_clock_s !== undefined ? { maxWallClockS: p.max_wall_clock_s } : {}),
+    },
+    policy: session.policy,
+    hook: { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal },
+  };
 }
 
 function persistAssistant(

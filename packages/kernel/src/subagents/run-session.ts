@@ -206,7 +206,7 @@ export async function runSubagent(
           c.log.persistMessage(
             create(MessageEventSchema, { message, turnId: "", syntheticReason: FORKED_FROM_PARENT }),
           );
-          c.history.push(message);
+          c.conversation.append(message);
         }
       }
       c.subagent?.progress("starting");

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { type ControlDeps, controlSession } from "../../src/callbacks/control.ts";
 import { InvocationTracker } from "../../src/callbacks/invocations.ts";
 import type { Session } from "../../src/loop/session.ts";
+import { SettingsState } from "../../src/loop/settings-state.ts";
 import type { ProviderRegistry } from "../../src/plugins/providers.ts";
 
 const PEER = { plugin: "commands", instance: "1", producers: new Map() } as never;
@@ -66,12 +67,12 @@ function fixture() {
       model: { primary: { provider: "vendor", id: "big", params: {} }, fallbacks: [] },
     },
     policy,
-    planMode: false,
-    modelOverride: undefined,
+    settings: new SettingsState(),
     unavailableModels: new Map(),
     candidates(this: Session) {
       const chain = [{ provider: "vendor", modelId: "big" }];
-      return this.modelOverride ? [this.modelOverride, ...chain] : chain;
+      const o = this.settings.modelOverride;
+      return o ? [o, ...chain] : chain;
     },
   } as unknown as Session;
   const deps: ControlDeps = {
@@ -103,7 +104,7 @@ describe("ControlSession", () => {
   it("refuses a plugin that serves no operator call: a model's tool call, nothing at all, another session", async () => {
     const { tracker, call, session, recorded } = fixture();
     const plan = { case: "setPlanMode" as const, value: { on: false } };
-    session.planMode = true;
+    session.settings.planMode = true;
     await expect(call(plan)).rejects.toMatchObject({ code: 7 });
     // A model's call of the same tool: the tracker has a tool call, but no operator call.
     const endModelCall = tracker.begin("commands", "S1", "tool");
@@ -117,12 +118,12 @@ describe("ControlSession", () => {
     const other = operatorCall(tracker, "someone-else");
     await expect(call(plan)).rejects.toMatchObject({ code: 7 });
     other();
-    expect(session.planMode).toBe(true);
+    expect(session.settings.planMode).toBe(true);
     // The operator's own call: plan mode goes off.
     const mine = operatorCall(tracker);
     await expect(call(plan)).resolves.toMatchObject({ result: { case: "planMode", value: { on: false } } });
     mine();
-    expect(session.planMode).toBe(false);
+    expect(session.settings.planMode).toBe(false);
     // Recorded once, for the one change the operator made.
     expect(recorded.events.map((e) => [e.change.case, e.change.value, e.origin])).toEqual([
       ["planMode", expect.objectContaining({ on: false }), "/plan"],

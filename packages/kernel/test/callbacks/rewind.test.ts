@@ -25,6 +25,7 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { type ControlDeps, controlSession } from "../../src/callbacks/control.ts";
 import { InvocationTracker } from "../../src/callbacks/invocations.ts";
+import { PendingRewind } from "../../src/loop/direct-invoke.ts";
 import type { Session } from "../../src/loop/session.ts";
 
 const PEER = { plugin: "commands", instance: "1", producers: new Map() } as never;
@@ -77,7 +78,7 @@ function fixture() {
     writer,
     workingDirectory: root,
     log: { flushPersistSoon() {} },
-    rewoundTo: undefined,
+    rewind: new PendingRewind(),
   } as unknown as Session;
   const tracker = new InvocationTracker();
   const deps: ControlDeps = {
@@ -126,7 +127,7 @@ describe("ControlSession rewind", () => {
     endModelCall();
     expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("two\n");
     expect(sessions()).toHaveLength(1);
-    expect(session.rewoundTo).toBeUndefined();
+    expect(session.rewind.current).toBeUndefined();
   });
 
   it("lists the prompts, plans without changing anything, and applies only the plan shown", async () => {
@@ -172,7 +173,7 @@ describe("ControlSession rewind", () => {
     expect(moved.result.value.stale?.files[0]).toMatchObject({ path: "a.txt", changedSince: true });
     expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("edited by hand\n");
     expect(sessions()).toHaveLength(1);
-    expect(session.rewoundTo).toBeUndefined();
+    expect(session.rewind.current).toBeUndefined();
 
     // The plan as it is now, confirmed: forked and restored.
     const done = await call({
@@ -186,7 +187,7 @@ describe("ControlSession rewind", () => {
     expect(done.result.value.changed).toEqual(["a.txt"]);
     expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("one\n");
     expect(sessions()).toHaveLength(2);
-    expect(session.rewoundTo).toEqual({
+    expect(session.rewind.current).toEqual({
       forkId: fork,
       promptText: "second: change a",
       anchorMessageId: "M2",

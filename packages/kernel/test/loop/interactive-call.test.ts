@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { LoopDeps } from "../../src/loop/deps.ts";
 import type { CallRecord } from "../../src/loop/gate/call.ts";
 import { askInteractive, NO_ANSWER_RULE } from "../../src/loop/gate/interactive.ts";
-import type { Session } from "../../src/loop/session.ts";
+import type { CallContext, HumanPort } from "../../src/loop/ports.ts";
 
 const OUTPUT_SCHEMA = { type: "object", properties: { answer: { type: "string" } } };
 
@@ -32,15 +32,13 @@ function setup(answer: Answer, outputSchema: unknown = OUTPUT_SCHEMA) {
       },
     },
   };
-  const session = {
-    id: "s1",
-    humans: {
-      question: async (callId: string, request: never) => {
-        asked.push({ callId, request });
-        return answer;
-      },
+  const humans = {
+    question: async (callId: string, request: never) => {
+      asked.push({ callId, request });
+      return answer;
     },
-  } as unknown as Session;
+  } as unknown as HumanPort;
+  const ctx = { sessionId: "s1", turnId: "turn-1", signal: new AbortController().signal } as CallContext;
   const c = {
     index: 0,
     block: { id: "call-9", name: "tools__confirm" },
@@ -50,7 +48,7 @@ function setup(answer: Answer, outputSchema: unknown = OUTPUT_SCHEMA) {
     hookable: true,
   } as unknown as CallRecord;
   const deps = {} as LoopDeps;
-  return { asked, run: () => askInteractive(deps, session, "turn-1", c, new AbortController().signal) };
+  return { asked, run: () => askInteractive(deps, ctx, humans, c) };
 }
 
 describe("an interactive call", () => {

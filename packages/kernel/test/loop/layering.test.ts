@@ -117,3 +117,105 @@ describe("layering of the turn and the gate", () => {
     expect(turn?.typeOnly).toBe(true);
   });
 });
+
+/** The public instance fields of `Session` anyone may assign (not readonly, not #private, not private). */
+function mutableSessionFields(): string[] {
+  return mutableSessionFieldsOf(readFileSync(join(loop, "session.ts"), "utf8"));
+}
+
+function mutableSessionFieldsOf(source: string): string[] {
+  const sf = ts.createSourceFile("session.ts", source, ts.ScriptTarget.Latest, true);
+  const cls = sf.statements.find(
+    (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === "Session",
+  );
+  if (!cls) throw new Error("no class Session in loop/session.ts");
+  const kinds = (m: ts.ClassElement) => (ts.canHaveModifiers(m) ? (ts.getModifiers(m) ?? []) : []);
+  const hidden = (m: ts.ClassElement) =>
+    kinds(m).some(
+      (k) =>
+        k.kind === ts.SyntaxKind.ReadonlyKeyword ||
+        k.kind === ts.SyntaxKind.PrivateKeyword ||
+        k.kind === ts.SyntaxKind.ProtectedKeyword ||
+        k.kind === ts.SyntaxKind.StaticKeyword,
+    );
+  return cls.members.flatMap((m) => {
+    if (!m.name || ts.isPrivateIdentifier(m.name) || hidden(m)) return [];
+    if (ts.isPropertyDeclaration(m) || ts.isSetAccessorDeclaration(m)) return [m.name.getText(sf)];
+    return [];
+  });
+}
+
+describe("Session is composition", () => {
+  // Each mutable field moved to the module that owns it (docs/decisions/module-structure.md).
+  it("has no public field anyone may assign", () => {
+    expect(mutableSessionFields()).toEqual([]);
+  });
+
+  it("the count sees an assignable field and skips readonly, #private and getter-only ones", () => {
+    const probe = mutableSessionFieldsOf(
+      "class Session { readonly id = 1; #s = 2; get history() { return []; } planMode = false; set mode(v: boolean) {} }",
+    );
+    expect(probe).toEqual(["planMode", "mode"]);
+  });
+});
+
+/** The chains by which `entry` reaches session.ts, counting type imports too (what biome's noImportCycles counts). */
+function reachesSession(entry: string): string[] {
+  const target = join(loop, "session.ts");
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const walk = (file: string, chain: readonly string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const imp of importsOf(file)) {
+      if (!imp.file?.startsWith(src + "/")) continue;
+      const path = [...chain, relative(src, imp.file)];
+      if (imp.file === target) found.push(path.join(" → "));
+      else walk(imp.file, path);
+    }
+  };
+  walk(join(loop, entry), [`loop/${entry}`]);
+  return found;
+}
+
+describe("the gate and context assembly take (deps, ctx, ports), not Session", () => {
+  it("no gate module, tool execution, context assembly, memory recall or ports.ts names session.ts, even for a type", () => {
+    const bad = [
+      ...GATE,
+      "tool-exec.ts",
+      "context-assembly.ts",
+      "memory-recall.ts",
+      "ports.ts",
+      "settings-state.ts",
+      "retry-wait.ts",
+      "conversation.ts",
+    ].flatMap(reachesSession);
+    expect(bad).toEqual([]);
+  });
+
+  it("the check sees a type-only path to session.ts", () => {
+    expect(reachesSession("turn.ts")).toContain("loop/turn.ts → loop/session.ts");
+  });
+});
+
+describe("the conversation's writers", () => {
+  /** Files under src/ that call `.conversation.<op>(`, relative to src. */
+  function writersOf(op: "append" | "replace"): string[] {
+    const files: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (e.name.endsWith(".ts") && readFileSync(p, "utf8").includes(`.conversation.${op}(`))
+          files.push(relative(src, p));
+      }
+    };
+    walk(src);
+    return files.sort();
+  }
+
+  it("only the loop appends, and only compaction and a resume replace", () => {
+    expect(writersOf("append")).toEqual(["loop/session-log.ts", "loop/turn.ts", "subagents/run-session.ts"]);
+    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/compaction.ts"]);
+  });
+});

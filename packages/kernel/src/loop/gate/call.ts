@@ -18,7 +18,7 @@ import {
   toolErrorReaction,
 } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
-import type { Session } from "../session.ts";
+import type { EventSink } from "../ports.ts";
 import { type ToolExecution, type ToolOutcome, toolError } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
 
@@ -98,14 +98,13 @@ export function toolProducer(deps: LoopDeps, tool: SessionTool) {
 }
 
 /** The call's tool_result event, queued to share a transaction with its neighbours. */
-export function persistToolResult(session: Session, turnId: string, call: CallRecord): void {
+export function persistToolResult(deps: LoopDeps, sink: EventSink, turnId: string, call: CallRecord): void {
   if (call.resultPersisted || !call.result) return;
   call.resultPersisted = true;
   const r = call.result;
   const exec = r.execution;
-  const deps = session.deps;
   // Results of parallel calls often arrive together: they share a transaction.
-  session.log.persistSoon(
+  sink.persistSoon(
     EventKind.TOOL_RESULT,
     call.tool ? toolProducer(deps, call.tool) : deps.kernelProducer,
     toBinary(

@@ -20,11 +20,10 @@ import { ChildDenialSchema, EventKind } from "@pluggableharness/protocol/kernel"
 import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
 import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
 import { ConcurrencyScheduler, canonicalJson, checkToolCall, lockClaim } from "../../domain/index.ts";
-import type { HookContext } from "../../hooks/dispatcher.ts";
 import { callRisk } from "../../subagents/risk.ts";
 import { callHash, type StopReason } from "../bounds.ts";
 import type { LoopDeps } from "../deps.ts";
-import type { AskResolution, Session } from "../session.ts";
+import type { AskResolution, CallContext, TurnPorts } from "../ports.ts";
 import { storedToolCallEvent } from "../stored-events.ts";
 import { buildToolCall, executeTool } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
@@ -42,10 +41,9 @@ import { askInteractive } from "./interactive.ts";
 import { applyResult, buildPlanItem, type PlanState, persistApply, persistPlan } from "./plan.ts";
 import { admitUnplanned, decidePlanItem, PROTECTED_PATHS_RULE, protectedReason } from "./policy.ts";
 
+/** One batch of calls; the turn id, the signal and the session's place come in the CallContext. */
 export interface GateInput {
-  readonly turnId: string;
   readonly calls: readonly CallRecord[];
-  readonly signal: AbortSignal;
   /** Run every call one at a time (a model without parallel tool calls). */
   readonly serializeAll: boolean;
   readonly trace: (step: string) => void;
@@ -67,25 +65,20 @@ export class CallGate {
   /** Set when a deny streak or a crash streak trips the session's breaker. */
   breakerTripped: StopReason | undefined;
   readonly #deps: LoopDeps;
-  readonly #session: Session;
+  readonly #ctx: CallContext;
+  readonly #ports: TurnPorts;
   readonly #input: GateInput;
-  readonly #hookCtx: HookContext;
   /** The ToolCall each call's hooks, Preview and Invoke see, built once in step 7. */
   readonly #toolCalls = new Map<CallRecord, ToolCall>();
   #plan: PlanState | undefined;
   /** How each plan item's decision was settled in step 12 (an ask's answer). */
   readonly #applied = new Map<CallRecord, AskResolution>();
 
-  constructor(deps: LoopDeps, session: Session, input: GateInput) {
+  constructor(deps: LoopDeps, ctx: CallContext, ports: TurnPorts, input: GateInput) {
     this.#deps = deps;
-    this.#session = session;
+    this.#ctx = ctx;
+    this.#ports = ports;
     this.#input = input;
-    this.#hookCtx = {
-      sessionId: session.id,
-      turnId: input.turnId,
-      workingDirectory: session.workingDirectory,
-      signal: input.signal,
-    };
   }
 
   async run(): Promise<Step> {
@@ -112,11 +105,11 @@ export class CallGate {
       trace("11");
       await this.#planReady(plan, batch.resources);
       if (this.#aborted) return "cancelled";
-      persistPlan(this.#deps, this.#session, this.#input.turnId, plan);
+      persistPlan(this.#deps, this.#ports.sink, this.#ctx.turnId, plan);
 
       trace("12");
       await this.#apply(batch.resources);
-      persistApply(this.#session, this.#input.turnId, plan, calls, this.#applied);
+      persistApply(this.#deps, this.#ports.sink, this.#ctx.turnId, plan, calls, this.#applied);
       if (this.#aborted) return "cancelled";
     } else {
       trace("11");
@@ -130,7 +123,7 @@ export class CallGate {
     await this.#postApply(plan);
 
     // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
-    if (this.#session.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
+    if (this.#ports.guards.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
       this.breakerTripped ??= "denial_breaker";
     return "ok";
   }
@@ -140,9 +133,9 @@ export class CallGate {
     if (call.result) return;
     call.result = r;
     if (r.denied && call.tool && r.outcome.kind === "error") {
-      this.#session.denials.push(
+      this.#ports.guards.denials.push(
         create(ChildDenialSchema, {
-          sessionId: this.#session.id,
+          sessionId: this.#ctx.sessionId,
           tool: `${call.tool.provider.name}.${call.tool.tool.schema.name}`,
           reason: r.outcome.error.message,
         }),
@@ -151,22 +144,23 @@ export class CallGate {
     if (
       r.execution &&
       call.tool &&
-      this.#session.breaker.callEnded(call.tool.provider.name, r.execution.crashed)
+      this.#ports.guards.breaker.callEnded(call.tool.provider.name, r.execution.crashed)
     ) {
       this.breakerTripped ??= "crash_breaker";
     }
-    persistToolResult(this.#session, this.#input.turnId, call);
+    persistToolResult(this.#deps, this.#ports.sink, this.#ctx.turnId, call);
   }
 
   /** After an interrupt: a cancelled result for every call without one, and the apply record. */
   cancelRemaining(): void {
     for (const c of this.#input.calls) if (!c.result) this.setResult(c, cancelledResult());
     const plan = this.#plan;
-    if (plan?.persisted) persistApply(this.#session, this.#input.turnId, plan, this.#input.calls);
+    if (plan?.persisted)
+      persistApply(this.#deps, this.#ports.sink, this.#ctx.turnId, plan, this.#input.calls);
   }
 
   get #aborted(): boolean {
-    return this.#input.signal.aborted;
+    return this.#ctx.signal.aborted;
   }
 
   // ---- 7. pre-tool-call ------------------------------------------------------------------
@@ -181,14 +175,14 @@ export class CallGate {
     const routed = calls.filter((c) => c.tool !== undefined);
     for (const c of routed) {
       this.#toolCalls.set(c, this.#toolCall(c, c.args));
-      c.risk = callRisk(deps, this.#session, c.tool!, c.args);
+      c.risk = callRisk(deps, this.#ctx, c.tool!, c.args);
     }
     const eachRecordedAlone = deps.hooks.subscribers("pre-tool-call").length > 0;
-    if (!eachRecordedAlone) this.#session.log.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
+    if (!eachRecordedAlone) this.#ports.sink.persistBatch(routed.map((c) => this.#toolCallEvent(c)));
     for (const c of routed) {
       if (eachRecordedAlone) {
         const e = this.#toolCallEvent(c);
-        this.#session.log.persist(e.kind, e.producer, e.payload, { live: e.live });
+        this.#ports.sink.persist(e.kind, e.producer, e.payload, { live: e.live });
       }
       const schema = c.tool!.tool.schema;
       const veto = await deps.hooks.dispatch(
@@ -204,7 +198,7 @@ export class CallGate {
             },
           },
         }),
-        this.#hookCtx,
+        this.#ctx.hook,
       );
       if (this.#aborted) return "cancelled";
       if (veto.decision === "deny")
@@ -226,8 +220,8 @@ export class CallGate {
       if (!invalid && !c.argumentsChecked) {
         this.#deps.trace({
           name: "tool.arguments_checked",
-          sessionId: this.#session.id,
-          turnId: this.#input.turnId,
+          sessionId: this.#ctx.sessionId,
+          turnId: this.#ctx.turnId,
           attrs: { callId: c.block.id },
         });
         invalid = checkToolCall(this.#toolCalls.get(c)!, c.tool.tool);
@@ -256,8 +250,7 @@ export class CallGate {
   async #runInteractive(interactive: readonly CallRecord[]): Promise<Step> {
     for (const c of interactive) {
       if (!this.#admit(c)) continue;
-      const { turnId, signal } = this.#input;
-      this.setResult(c, await askInteractive(this.#deps, this.#session, turnId, c, signal));
+      this.setResult(c, await askInteractive(this.#deps, this.#ctx, this.#ports.humans, c));
       if (this.#aborted) return "cancelled";
     }
     return "ok";
@@ -266,7 +259,7 @@ export class CallGate {
   /** Policy for a call without a plan: allowed, or denied here (an ask cannot be put). */
   #admit(c: CallRecord): boolean {
     if (c.result) return false;
-    const verdict = admitUnplanned(this.#deps, this.#session, c);
+    const verdict = admitUnplanned(this.#deps, this.#ctx, c);
     this.#noteDecision(c, !verdict.allowed);
     if (!verdict.allowed) this.setResult(c, deniedResult(verdict.by, verdict.reason));
     return verdict.allowed;
@@ -275,14 +268,13 @@ export class CallGate {
   // ---- 10. plan: snapshots and Previews of the resource calls ----------------------------------------
 
   async #buildPlan(resources: readonly CallRecord[]): Promise<PlanState> {
-    const { deps, session } = { deps: this.#deps, session: this.#session };
+    const { deps, ctx } = { deps: this.#deps, ctx: this.#ctx };
     const planned = resources.filter((c) => !c.result);
     for (const c of planned) {
-      const hit = protectedHitOf(c.args, session.workingDirectory, deps.protectedPaths);
+      const hit = protectedHitOf(c.args, ctx.workingDirectory, deps.protectedPaths);
       if (hit) c.protectedHit = hit;
     }
-    const { turnId, signal } = this.#input;
-    const items = await Promise.all(planned.map((c) => buildPlanItem(deps, session, turnId, c, signal)));
+    const items = await Promise.all(planned.map((c) => buildPlanItem(deps, ctx, c)));
     planned.forEach((c, i) => {
       c.item = items[i]!;
     });
@@ -293,17 +285,17 @@ export class CallGate {
   // ---- 11. plan-ready: policy first (per item), then third-party veto subscribers ------------------------
 
   async #planReady(plan: PlanState, resources: readonly CallRecord[]): Promise<void> {
-    for (const c of resources) if (c.item) decidePlanItem(this.#deps, this.#session, c);
+    for (const c of resources) if (c.item) decidePlanItem(this.#deps, this.#ctx, c);
     if (plan.items.every((i) => i.decision === PlanDecision.DENY)) return;
     const veto = await this.#deps.hooks.dispatch(
       "plan-ready",
       create(HookPayloadSchema, {
         point: {
           case: "planReady",
-          value: { plan: create(PlanSchema, { turnId: this.#input.turnId, items: plan.items }) },
+          value: { plan: create(PlanSchema, { turnId: this.#ctx.turnId, items: plan.items }) },
         },
       }),
-      this.#hookCtx,
+      this.#ctx.hook,
     );
     if (veto.decision !== "deny") return;
     for (const item of plan.items) {
@@ -318,7 +310,8 @@ export class CallGate {
 
   async #apply(resources: readonly CallRecord[]): Promise<void> {
     const planned = resources.filter((c) => c.item);
-    const { signal, serializeAll } = this.#input;
+    const { signal } = this.#ctx;
+    const { serializeAll } = this.#input;
     // Every ask goes out at once; each call runs as soon as its answer and its turn came.
     const decisions = planned.map((c): Promise<AskResolution> => {
       const item = c.item!;
@@ -330,7 +323,7 @@ export class CallGate {
           decidedBy: item.decidedBy,
           reason: item.reason ?? "denied",
         });
-      return this.#session.humans.ask(item, c.tool!, signal);
+      return this.#ports.humans.ask(item, c.tool!, signal);
     });
     const scheduler = new ConcurrencyScheduler({ serializeAll });
     await Promise.all(
@@ -347,7 +340,7 @@ export class CallGate {
             // A human's corrected input may not reach what the original could not.
             const hit = protectedHitOf(
               d.correctedInput,
-              this.#session.workingDirectory,
+              this.#ctx.workingDirectory,
               this.#deps.protectedPaths,
             );
             if (hit)
@@ -386,7 +379,7 @@ export class CallGate {
             },
           },
         }),
-        this.#hookCtx,
+        this.#ctx.hook,
       );
       this.#input.onPostToolCall?.(c);
       if (this.#aborted) return "cancelled";
@@ -403,19 +396,19 @@ export class CallGate {
       create(HookPayloadSchema, {
         point: {
           case: "postApply",
-          value: { apply: applyResult(this.#input.turnId, plan.items, this.#input.calls) },
+          value: { apply: applyResult(this.#ctx.turnId, plan.items, this.#input.calls) },
         },
       }),
-      this.#hookCtx,
+      this.#ctx.hook,
     );
   }
 
   // ---- shared by the steps -------------------------------------------------------------------------------------
 
   #toolCall(c: CallRecord, args: JsonObject): ToolCall {
-    return buildToolCall(this.#session, {
+    return buildToolCall(this.#ctx, {
       callId: c.block.id,
-      turnId: this.#input.turnId,
+      turnId: this.#ctx.turnId,
       tool: c.tool!,
       args,
     });
@@ -425,7 +418,7 @@ export class CallGate {
   #toolCallEvent(c: CallRecord) {
     const tool: SessionTool = c.tool!;
     const event = create(ToolCallEventSchema, {
-      turnId: this.#input.turnId,
+      turnId: this.#ctx.turnId,
       provider: tool.provider.name,
       call: this.#toolCalls.get(c)!,
       kind: tool.tool.schema.kind,
@@ -442,14 +435,14 @@ export class CallGate {
   }
 
   async #execute(c: CallRecord, args: JsonObject): Promise<void> {
-    const { turnId, signal } = this.#input;
+    const { turnId, signal } = this.#ctx;
     const call = args === c.args ? this.#toolCalls.get(c)! : this.#toolCall(c, args);
     // The kernel-wide lock (every session's calls of the provider), taken only now: the
     // turn's own order was kept by its scheduler, and nobody waits on a human under it.
     const release = await this.#lock(c, args);
     if (!release) return this.setResult(c, cancelledResult());
     try {
-      const exec = await executeTool(this.#deps, this.#session, { call, turnId, tool: c.tool!, signal });
+      const exec = await executeTool(this.#deps, this.#ports.tools, { call, turnId, tool: c.tool!, signal });
       this.setResult(c, executedResult(exec, args));
     } finally {
       release();
@@ -458,20 +451,20 @@ export class CallGate {
 
   /** The call's ConcurrencySpec claim on the kernel-wide locks; undefined when interrupted first. */
   async #lock(c: CallRecord, args: JsonObject): Promise<(() => void) | undefined> {
-    const session = this.#session;
+    const ctx = this.#ctx;
     const tool = c.tool!.tool;
     let claim = lockClaim({ id: c.block.id, tool, arguments: args });
     // A per-call key is unique to its call; call ids are only unique within a session.
     if (tool.concurrency.kind === "per_call")
-      claim = { ...claim, key: canonicalJson([claim.key ?? "", session.id]) };
+      claim = { ...claim, key: canonicalJson([claim.key ?? "", ctx.sessionId]) };
     try {
-      return await this.#deps.locks.acquire(claim, session.lockOwner, {
-        signal: this.#input.signal,
+      return await this.#deps.locks.acquire(claim, ctx.lockOwner, {
+        signal: ctx.signal,
         onWait: () =>
           this.#deps.trace({
             name: "tool.lock_wait",
-            sessionId: session.id,
-            turnId: this.#input.turnId,
+            sessionId: ctx.sessionId,
+            turnId: ctx.turnId,
             attrs: { callId: c.block.id, tool: `${c.tool!.provider.name}.${tool.schema.name}` },
           }),
       });
@@ -483,7 +476,7 @@ export class CallGate {
   /** Every allow/deny counts toward the denial breaker (a denial of the same call more). */
   #noteDecision(c: CallRecord, denied: boolean): void {
     const call = denied && c.tool ? callHash(c.tool.declaredName, c.args) : undefined;
-    if (this.#session.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
+    if (this.#ports.guards.breaker.decision(denied, call)) this.breakerTripped ??= "denial_breaker";
   }
 }
 

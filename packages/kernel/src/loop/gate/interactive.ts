@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import { RenderTreeSchema, TextStyle } from "@pluggableharness/protocol/render";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import type { LoopDeps } from "../deps.ts";
-import type { Session } from "../session.ts";
+import type { CallContext, HumanPort } from "../ports.ts";
 import { toolError } from "../tool-exec.ts";
 import { type CallRecord, type CallResult, cancelledResult } from "./call.ts";
 import { previewOf } from "./plan.ts";
@@ -15,15 +15,15 @@ export const NO_ANSWER_RULE =
 
 export async function askInteractive(
   deps: LoopDeps,
-  session: Session,
-  turnId: string,
+  ctx: CallContext,
+  humans: HumanPort,
   c: CallRecord,
-  signal: AbortSignal,
 ): Promise<CallResult> {
+  const { signal } = ctx;
   const tool = c.tool!;
   const schema = tool.tool.schema;
   const prompt =
-    (await previewOf(deps, session, turnId, tool, c, signal)) ??
+    (await previewOf(deps, ctx, tool, c)) ??
     create(RenderTreeSchema, {
       root: {
         node: {
@@ -42,7 +42,7 @@ export async function askInteractive(
         },
       },
     });
-  const answer = await session.humans.question(
+  const answer = await humans.question(
     c.block.id,
     {
       event: {

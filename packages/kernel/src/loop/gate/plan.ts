@@ -18,7 +18,7 @@ import type { RenderTree } from "@pluggableharness/protocol/render";
 import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import { capRenderTree } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
-import type { AskResolution, Session } from "../session.ts";
+import type { AskResolution, CallContext, EventSink } from "../ports.ts";
 import { storedPlanEvent } from "../stored-events.ts";
 import { buildToolCall } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
@@ -32,13 +32,7 @@ export interface PlanState {
 }
 
 /** Step 10 for one resource call: the plan item with its snapshot fields and, when offered, a Preview. */
-export async function buildPlanItem(
-  deps: LoopDeps,
-  session: Session,
-  turnId: string,
-  c: CallRecord,
-  signal: AbortSignal,
-): Promise<PlanItem> {
+export async function buildPlanItem(deps: LoopDeps, ctx: CallContext, c: CallRecord): Promise<PlanItem> {
   const tool = c.tool!;
   const schema = tool.tool.schema;
   const item = create(PlanItemSchema, {
@@ -54,7 +48,7 @@ export async function buildPlanItem(
     description: schema.description,
   });
   // A call the kernel refuses outright is never previewed: nothing of it runs.
-  const preview = c.protectedHit ? undefined : await previewOf(deps, session, turnId, tool, c, signal);
+  const preview = c.protectedHit ? undefined : await previewOf(deps, ctx, tool, c);
   if (preview) item.preview = capRenderTree(preview);
   return item;
 }
@@ -62,17 +56,16 @@ export async function buildPlanItem(
 /** The tool's Preview of a call, when it offers one; nothing when it fails or is slow. */
 export async function previewOf(
   deps: LoopDeps,
-  session: Session,
-  turnId: string,
+  ctx: CallContext,
   tool: SessionTool,
   c: CallRecord,
-  signal: AbortSignal,
 ): Promise<RenderTree | undefined> {
   if (!tool.provider.previewSupported.has(tool.tool.schema.name)) return undefined;
+  const { turnId, signal } = ctx;
   try {
-    const res = await deps.tracker.run(tool.provider.name, session.id, "tool", () =>
+    const res = await deps.tracker.run(tool.provider.name, ctx.sessionId, "tool", () =>
       tool.provider.ports.tool.preview(
-        { call: buildToolCall(session, { callId: c.block.id, turnId, tool, args: c.args }) },
+        { call: buildToolCall(ctx, { callId: c.block.id, turnId, tool, args: c.args }) },
         { timeoutMs: deps.limits.previewTimeoutMs, signal },
       ),
     );
@@ -81,23 +74,23 @@ export async function previewOf(
     deps.log.debug(
       `Preview of ${tool.provider.name}.${tool.tool.schema.name} gave nothing`,
       { error: (err as Error).message },
-      session.id,
+      ctx.sessionId,
     );
     return undefined;
   }
 }
 
 /** The decided plan: written (large inputs stored once) and shown to frontends. */
-export function persistPlan(deps: LoopDeps, session: Session, turnId: string, plan: PlanState): Plan {
+export function persistPlan(deps: LoopDeps, sink: EventSink, turnId: string, plan: PlanState): Plan {
   const planMessage = create(PlanSchema, { turnId, items: plan.items });
   const planEvent = create(PlanEventSchema, { plan: planMessage });
   const storedPlan = storedPlanEvent(planEvent);
-  session.log.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
+  sink.persist(EventKind.PLAN, deps.kernelProducer, toBinary(PlanEventSchema, storedPlan), {
     planItems: planItemEntriesFromPlan(planMessage),
     ...(storedPlan === planEvent ? {} : { live: toBinary(PlanEventSchema, planEvent) }),
   });
   plan.persisted = true;
-  session.channel.publish({ event: { case: "planReady", value: { plan: planMessage } } });
+  sink.publish({ event: { case: "planReady", value: { plan: planMessage } } });
   return planMessage;
 }
 
@@ -144,7 +137,8 @@ export function applyResult(
 
 /** The apply event, written once per plan (after apply, or when an interrupt cut it short). */
 export function persistApply(
-  session: Session,
+  deps: LoopDeps,
+  sink: EventSink,
   turnId: string,
   plan: PlanState,
   calls: readonly CallRecord[],
@@ -152,9 +146,9 @@ export function persistApply(
 ): void {
   if (plan.applyPersisted) return;
   plan.applyPersisted = true;
-  session.log.persist(
+  sink.persist(
     EventKind.APPLY,
-    session.deps.kernelProducer,
+    deps.kernelProducer,
     toBinary(
       ApplyEventSchema,
       create(ApplyEventSchema, { apply: applyResult(turnId, plan.items, calls, applied) }),

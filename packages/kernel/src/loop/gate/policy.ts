@@ -12,7 +12,7 @@ import {
 import { PlanDecision } from "@pluggableharness/protocol/plan";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import type { LoopDeps } from "../deps.ts";
-import type { Session } from "../session.ts";
+import type { CallContext } from "../ports.ts";
 import type { CallRecord } from "./call.ts";
 import { MEMORY_SECRETS_REASON, MEMORY_SECRETS_RULE, memorySecretHit } from "./memory-secrets.ts";
 import { denyHint } from "./refusal-hints.ts";
@@ -32,7 +32,7 @@ export function denyReason(v: PolicyEvaluation): string {
 }
 
 /** What policy sees of a call: its kind, provider, tool, risk, arguments and working directory. */
-export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
+export function policyCall(ctx: CallContext, c: CallRecord, kind: PolicyCall["kind"]): PolicyCall {
   const schema = c.tool!.tool.schema;
   const risk = riskNameOf(c.risk ?? schema.risk);
   return {
@@ -41,27 +41,25 @@ export function policyCall(session: Session, c: CallRecord, kind: PolicyCall["ki
     tool_name: schema.name,
     ...(risk ? { risk } : {}),
     args: c.args,
-    cwd: session.workingDirectory,
+    cwd: ctx.workingDirectory,
   };
 }
 
 /** Allow or deny a call that runs without a plan (a data source, an interactive call). */
 export function admitUnplanned(
   deps: LoopDeps,
-  session: Session,
+  ctx: CallContext,
   c: CallRecord,
 ): { readonly allowed: true } | { readonly allowed: false; readonly by: string; readonly reason: string } {
   if (c.vetoed) return { allowed: false, by: c.vetoed.by, reason: c.vetoed.reason };
   const schema = c.tool!.tool.schema;
   const interactive = schema.kind === ToolKind.INTERACTIVE;
-  const verdict = session.policy.evaluate(
-    policyCall(session, c, interactive ? "interactive" : "data_source"),
-  );
+  const verdict = ctx.policy.evaluate(policyCall(ctx, c, interactive ? "interactive" : "data_source"));
   if (verdict.downgraded) {
     deps.log.warn(
       `policy rule "${verdict.rule}" resolved to ask for ${interactive ? "an interactive" : "a data_source"} call; no apply step exists for it, so it is denied`,
       { tool: `${c.tool!.provider.name}.${schema.name}` },
-      session.id,
+      ctx.sessionId,
     );
   }
   if (verdict.decision === "allow") return { allowed: true };
@@ -78,7 +76,7 @@ export function admitUnplanned(
  * Step 11 for one plan item: a pre-tool-call veto, else the kernel's protected paths,
  * else policy. An `ask` records what a SESSION/ALWAYS answer would remember.
  */
-export function decidePlanItem(deps: LoopDeps, session: Session, c: CallRecord): void {
+export function decidePlanItem(deps: LoopDeps, ctx: CallContext, c: CallRecord): void {
   const item = c.item!;
   if (c.vetoed) {
     item.decision = PlanDecision.DENY;
@@ -99,8 +97,8 @@ export function decidePlanItem(deps: LoopDeps, session: Session, c: CallRecord):
     item.reason = MEMORY_SECRETS_REASON;
     return;
   }
-  const call = policyCall(session, c, "resource");
-  const verdict = session.policy.evaluate(call);
+  const call = policyCall(ctx, c, "resource");
+  const verdict = ctx.policy.evaluate(call);
   item.decision = toPlanDecision(verdict.decision);
   item.decidedBy = verdict.rule === "default" ? "policy:default" : verdict.rule;
   if (verdict.decision === "deny") item.reason = denyReason(verdict);
