@@ -4,7 +4,7 @@
 // stdin, Ctrl-C during start-up still ends with the result record and exit 4, and a silent
 // vendor is waited on for settings.max_model_wait_ms in all, saying what is waited for.
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, scenarios, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -169,9 +169,10 @@ describe("headless runs as CI expects", () => {
 
   it("a first Ctrl-C during start-up still prints the result record and exits 4", async () => {
     const before = fake.requests.length;
+    const cacheHome = sb.dir("ctrl-c-cache");
     const child = spawn(bin, ["run", "-p", "never sent", "--output-format", "json"], {
       cwd: repo,
-      env,
+      env: { ...env, XDG_CACHE_HOME: cacheHome },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -182,9 +183,14 @@ describe("headless runs as CI expects", () => {
     child.stderr.setEncoding("utf8").on("data", (d: string) => {
       stderr += d;
     });
-    // Start-up is under way once the kernel launches its plugins (their workers make the
-    // process busy for a second or more); the signal lands in the middle of it.
-    await new Promise((r) => setTimeout(r, 700));
+    // The signal lands just after bin/start.mjs began: it turns the compile cache on (its
+    // directory appears, in a cache home of this run's own) and then installs the handler,
+    // before the CLI and the kernel load, so it always lands during start-up. A fixed
+    // delay landed after start-up once providers started lazily.
+    const compileCache = join(cacheHome, "agent", "node-compile-cache");
+    for (const end = Date.now() + 20_000; !existsSync(compileCache) && Date.now() < end; )
+      await new Promise((r) => setTimeout(r, 2));
+    await new Promise((r) => setTimeout(r, 20));
     child.kill("SIGINT");
     // Bounded here, so a run that never ends fails with what it printed (and is not left behind).
     const hung = setTimeout(() => child.kill("SIGKILL"), 50_000);

@@ -492,8 +492,10 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     if (frontendPlugin !== undefined) return await runOnPluginFrontend(io, kernel, handle, frontendPlugin);
     return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message, !!opts.verbose);
   } finally {
-    signals?.dispose();
+    // The run's signal handling stays until its plugins are stopped: a Ctrl-C during the
+    // shutdown must not kill the agent by default and leave them running.
     await kernel.shutdown().catch(() => {});
+    signals?.dispose();
     // Every connection to the file is closed now: leave it as one self-contained .sqlite.
     if (sessionId) tidySessionFile(sessionId);
     trace?.close();
