@@ -346,6 +346,106 @@ describe("the describe cache and lazy launch", () => {
     expect(JSON.stringify(warm)).not.toContain("frontend-token-0123456789");
   });
 
+  it("bridges whose operations come from their configuration alone stay dormant on a warm cache until used", async () => {
+    // The real agent and commands providers (operations_cacheable): before their
+    // post-Configure answers were cached, both were launched at every start, and the first
+    // request waited for them.
+    for (const name of ["agent", "commands"]) {
+      const dir = join(root, "providers", name, "src");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(root, "providers", name, "package.json"),
+        JSON.stringify({ name: `test-${name}`, version: "1.0.0", type: "module" }),
+      );
+      const real = pathToFileURL(
+        join(import.meta.dirname, "..", "..", "..", "..", "providers", name, "src", "main.ts"),
+      ).href;
+      writeFileSync(
+        join(dir, "main.ts"),
+        `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "${name}\\n");\nawait import(${JSON.stringify(real)});\n`,
+      );
+    }
+    const commandsDir = join(project, "cmds");
+    mkdirSync(commandsDir);
+    writeFileSync(join(commandsDir, "hello.md"), "---\ndescription: Say hello\n---\nSay hello to {1}\n");
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8")
+        .replace(
+          "required_providers {",
+          `required_providers {
+  agent    = { source = "pluggableharness/agent", version = ">= 0.0.0" }
+  commands = { source = "pluggableharness/commands", version = ">= 0.0.0" }`,
+        )
+        .replace('tools = ["tools.*"]', 'tools = ["tools.*", "agent.*"]')
+        .concat(`provider "agent" {
+  profiles = { helper = "answers small questions" }
+}
+provider "commands" {
+  directories = [${JSON.stringify(commandsDir)}]
+}
+agent_profile "helper" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools = ["tools.*"]
+}
+policy "allow_all" {
+  match  = { kind = "resource" }
+  action = "allow"
+}
+`),
+    );
+    writeFileSync(
+      join(scripts, "spawn.json"),
+      JSON.stringify({
+        turns: [
+          calls(tool("s1", "agent__spawn_subagent", { profile: "helper", prompt: "[child] say hi" })),
+          reply("done"),
+        ],
+      }),
+    );
+    writeFileSync(join(scripts, "child.json"), JSON.stringify({ turns: [reply("hi from the child")] }));
+
+    // Cold: everything is launched and described; the bridges' configured answers are kept.
+    await (await kernel()).shutdown();
+    expect(starts()).toEqual(expect.arrayContaining(["agent", "commands"]));
+    rmSync(join(root, "starts.log"));
+
+    const warm: KernelLogRecord[] = [];
+    const k = await kernel(warm);
+    expect(starts()).toEqual([]);
+    const h = await k.startSession();
+    expect(starts()).not.toContain("agent");
+    expect(starts()).not.toContain("commands");
+    // Declared from the kept answer: the spawn tool lists the configured profile.
+    const spawn = h.toolDefinitions().find((t) => t.name === "agent__spawn_subagent");
+    expect(JSON.stringify(spawn?.inputSchema)).toContain("helper");
+    expect(k.listProviders().find((p) => p.name === "commands")?.state).toBe("loaded");
+
+    // The model calls the spawn tool: the agent provider starts then, configured, and the
+    // child session runs.
+    h.send("[spawn] ask a helper");
+    expect(await h.idle()).toBe(SessionStatus.COMPLETED);
+    expect(starts().filter((s) => s === "agent")).toHaveLength(1);
+    expect(starts()).not.toContain("commands");
+    const parent = readFileSync(join(scripts, "spawn.requests.jsonl"), "utf8").trim().split("\n");
+    expect(parent).toHaveLength(2);
+    expect(parent[1]).toContain("hi from the child");
+    expect(warm.some((r) => r.message.includes("other operations"))).toBe(false);
+
+    // A new command file changes the commands provider's sources: the next start asks it.
+    await k.shutdown();
+    rmSync(join(root, "starts.log"));
+    writeFileSync(join(commandsDir, "bye.md"), "---\ndescription: Say bye\n---\nSay bye\n");
+    await kernel();
+    expect(starts()).toEqual(["commands"]);
+  });
+
   it("a provider that describes itself differently once started drops its cache entry", async () => {
     await (await kernel()).shutdown();
     // Same package checksum, another identity: only a launch can tell.
