@@ -446,6 +446,32 @@ policy "allow_all" {
     expect(starts()).toEqual(["commands"]);
   });
 
+  it("a session starts its memory provider with its model provider, before the first turn recalls", async () => {
+    provider("memory", FIXTURES.memory);
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8")
+        .replace(
+          "required_providers {",
+          'required_providers {\n  memory = { source = "pluggableharness/memory", version = ">= 0.0.0" }',
+        )
+        .concat(
+          `provider "memory" {\n  id       = "m1"\n  text     = "remembered"\n  log_file = ${JSON.stringify(join(logs, "memory.jsonl"))}\n}\n`,
+        ),
+    );
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    const k = await kernel();
+    expect(starts()).toEqual([]);
+    // Started alongside the model provider: its launch no longer follows it on the way to
+    // the first request (the first turn's context assembly recalls from it).
+    await k.startSession();
+    for (let i = 0; i < 200 && !starts().includes("memory"); i++) await new Promise((r) => setTimeout(r, 25));
+    expect(starts()).toContain("memory");
+    expect(starts()).not.toContain("filesystem");
+  });
+
   it("a provider that describes itself differently once started drops its cache entry", async () => {
     await (await kernel()).shutdown();
     // Same package checksum, another identity: only a launch can tell.
