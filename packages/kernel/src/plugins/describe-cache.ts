@@ -233,7 +233,10 @@ export class DescribeCache {
   }
 
   #operationsFile(source: string, key: string, digest: string): string {
-    return join(`${this.dir}${OPERATIONS_SUFFIX}`, `${filePrefix(source)}${key.slice(0, 32)}-${digest.slice(0, 32)}.json`);
+    return join(
+      `${this.dir}${OPERATIONS_SUFFIX}`,
+      `${filePrefix(source)}${key.slice(0, 32)}-${digest.slice(0, 32)}.json`,
+    );
   }
 
   /** What the bridge answered after Configure for this accepted configuration, if kept. */
@@ -360,7 +363,8 @@ export class DescribeCache {
       const operations = `${this.dir}${OPERATIONS_SUFFIX}`;
       const current = `${prefix}${key.slice(0, 32)}-`;
       for (const name of existsSync(operations) ? readdirSync(operations) : []) {
-        if (name.startsWith(prefix) && !name.startsWith(current)) rmSync(join(operations, name), { force: true });
+        if (name.startsWith(prefix) && !name.startsWith(current))
+          rmSync(join(operations, name), { force: true });
       }
     } catch {
       // a cache that cannot be written only costs the next start a launch

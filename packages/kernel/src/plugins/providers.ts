@@ -421,9 +421,7 @@ export class ProviderRegistry {
     await Promise.all(
       [...registry.#loaded.values()]
         .filter(
-          (p) =>
-            p.dormant &&
-            ((p.operationsFromConfig && !p.operationsKept) || p.categories.has("frontend")),
+          (p) => p.dormant && ((p.operationsFromConfig && !p.operationsKept) || p.categories.has("frontend")),
         )
         .map(async (p) => {
           await p.host.start();
@@ -438,7 +436,10 @@ export class ProviderRegistry {
     await Promise.all(running.map((p) => refreshModels(p, options)));
     // Likewise a bridge's operations (an MCP server's tools) exist once it is configured.
     await Promise.all(running.map((p) => refreshTools(p, options)));
-    for (const p of [...running, ...[...registry.#loaded.values()].filter((q) => q.dormant && q.operationsKept)]) {
+    for (const p of [
+      ...running,
+      ...[...registry.#loaded.values()].filter((q) => q.dormant && q.operationsKept),
+    ]) {
       const why = unavailableReason(
         !!p.operationsFromConfig,
         p.tools?.tools.size ?? 0,
