@@ -856,6 +856,13 @@ async function refreshTools(
 /** Stores a cacheable bridge's post-Configure answer under its entry and accepted configuration. */
 function keepOperations(p: LoadedProvider, res: GetSchemaResponse, cache: DescribeCache | undefined): void {
   if (!cache || !p.cacheKey || !p.configured) return;
+  // The accepted digest tells sensitive values apart only as set or not: operations
+  // described under one secret must not stand in for another's.
+  const sensitive = (p.configSchema?.attributes ?? []).filter((a) => a.sensitive).map((a) => a.name);
+  if (
+    sensitive.some((name) => p.config[name] !== undefined && p.config[name] !== null && p.config[name] !== "")
+  )
+    return;
   const digest = digestOf(p);
   // What it answered is only worth keeping for a configuration its Configure accepted.
   cache.accept(p.resolved.source, p.cacheKey, digest);

@@ -65,12 +65,16 @@ const invocations = (): Array<Record<string, unknown>> => {
   }
 };
 
-async function kernel(logsInto: KernelLogRecord[] = [], pool?: PluginPool): Promise<Kernel> {
+async function kernel(
+  logsInto: KernelLogRecord[] = [],
+  pool?: PluginPool,
+  env: Record<string, string> = {},
+): Promise<Kernel> {
   const k = await createKernel({
     ...(pool ? { pool } : {}),
     projectDir: project,
     installationRoot: root,
-    env: { HOME: root },
+    env: { HOME: root, ...env },
     stateDir: join(root, "state"),
     globalConfig: false,
     describeCache: cacheDir,
@@ -444,6 +448,41 @@ policy "allow_all" {
     writeFileSync(join(commandsDir, "bye.md"), "---\ndescription: Say bye\n---\nSay bye\n");
     await kernel();
     expect(starts()).toEqual(["commands"]);
+  });
+
+  it("a cacheable bridge given a secret is asked at every start, and nothing it answered is kept", async () => {
+    // Any first-party name serves: the package under the scratch root runs the fixture.
+    provider("search", join(import.meta.dirname, "fixtures", "keyed-bridge.ts"));
+    const hcl = join(project, "agent.hcl");
+    const base = readFileSync(hcl, "utf8").replace(
+      "required_providers {",
+      'required_providers {\n  keyed = { source = "pluggableharness/search", version = ">= 0.0.0" }',
+    );
+    writeFileSync(
+      hcl,
+      `${base}provider "keyed" {\n  operation = "find"\n  token     = env("KEYED_TOKEN")\n}\n`,
+    );
+    const withToken = (token: string) => kernel([], undefined, { KEYED_TOKEN: token });
+    const kept = () => {
+      const dir = `${cacheDir}.operations`;
+      return existsSync(dir) ? readdirSync(dir).filter((f) => f.includes("search")) : [];
+    };
+    await (await withToken("secret-one-0123456789")).shutdown();
+    await (await withToken("secret-one-0123456789")).shutdown();
+    expect(kept()).toEqual([]);
+    rmSync(join(root, "starts.log"));
+    // Another secret, the same accepted digest: the bridge is asked again, not trusted.
+    await (await withToken("secret-two-0123456789")).shutdown();
+    expect(starts()).toEqual(["search"]);
+
+    // Without the secret the same bridge is kept, and a warm start leaves it dormant.
+    writeFileSync(hcl, `${base}provider "keyed" {\n  operation = "find"\n}\n`);
+    await (await kernel()).shutdown();
+    expect(kept()).toHaveLength(1);
+    rmSync(join(root, "starts.log"));
+    const k = await kernel();
+    expect(starts()).toEqual([]);
+    expect(k.listProviders().find((p) => p.name === "keyed")?.state).toBe("loaded");
   });
 
   it("a session starts its memory provider with its model provider, before the first turn recalls", async () => {
