@@ -799,11 +799,13 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   /**
    * Providers described from the cache start when first used. A session's model providers
    * are started (and configured) now, since routing needs their configured models; its
-   * context providers start alongside, as the first turn calls them at once.
+   * context and memory providers start alongside, as the first turn calls them (Contribute,
+   * Recall) before its first request: started here, their launch overlaps the model
+   * provider's instead of following it.
    */
   async #activateFor(profile: NonNullable<ReturnType<typeof getProfile>>): Promise<void> {
     const providers = this.#d.providers;
-    for (const p of providers.contextProviders()) {
+    for (const p of providers.contextAssemblers()) {
       providers.activate(p.name).catch(() => {
         // Contribute reports the failure (the provider is skipped for that turn)
       });

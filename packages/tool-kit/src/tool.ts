@@ -155,6 +155,14 @@ export interface ToolProviderOptions {
   slashCommands?(): SlashCommandSpecInit[];
   /** The operations (and slash commands) depend on the configuration: the kernel asks again after Configure. */
   operationsFromConfig?: boolean;
+  /**
+   * With operationsFromConfig: the operations depend on the configuration and on the
+   * paths operationSources names only, so the kernel may keep them and start the provider
+   * at its first use (never set for operations that change on their own).
+   */
+  operationsCacheable?: boolean;
+  /** The files and directories the configured operations were read from. */
+  operationSources?(): string[];
 }
 
 export interface SlashCommandSpecInit {
@@ -298,6 +306,9 @@ export function toolService(options: ToolProviderOptions) {
               },
         ),
         ...(options.operationsFromConfig ? { operationsFromConfig: true } : {}),
+        ...(options.operationsFromConfig && options.operationsCacheable
+          ? { operationsCacheable: true, operationSources: options.operationSources?.() ?? [] }
+          : {}),
       };
     },
 

@@ -194,6 +194,8 @@ export function spawnProvider(): ToolProviderOptions {
   return {
     tools: [tool],
     operationsFromConfig: true,
+    // Its one operation is described from the profiles it is given, and nothing else.
+    operationsCacheable: true,
     config: [
       {
         name: "profiles",

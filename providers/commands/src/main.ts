@@ -21,6 +21,7 @@ const BUILTIN: { name: string; description: string }[] = [
 ];
 
 let user: UserCommand[] = [];
+let dirs: string[] = [];
 
 await serveTools(new URL("../package.json", import.meta.url), {
   tools: [...TOOLS, rewindTool, memoryTool],
@@ -34,9 +35,13 @@ await serveTools(new URL("../package.json", import.meta.url), {
     },
   ],
   operationsFromConfig: true,
+  // User commands come from the files in these directories: the kernel keeps the answer
+  // while they are unchanged.
+  operationsCacheable: true,
+  operationSources: () => dirs,
   configure(values) {
     const given = values["directories"];
-    const dirs =
+    dirs =
       Array.isArray(given) && given.length > 0
         ? (given as string[])
         : [join(process.cwd(), ".agent", "commands")];

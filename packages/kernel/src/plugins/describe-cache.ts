@@ -16,9 +16,20 @@
 // (in the sibling directory `<cache>.accepted/`): a dormant provider whose configuration is not among them is launched and
 // configured at start, so a block its own checks refuse stops `agent run` as it stops
 // `agent validate`, instead of failing at its first call (configDigest: secrets count
-// only as set or not).
+// only as set or not). And, for a bridge whose operations come from its configuration
+// alone (operations_cacheable), what it answered after Configure, per accepted
+// configuration (`<cache>.operations/`), so it too can stay dormant until first use.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
@@ -133,6 +144,44 @@ export function workspaceDependencyDigest(packageDir: string, installationRoot: 
   return digest;
 }
 
+/**
+ * The operations a cacheable bridge (operations_cacheable: the agent and commands
+ * providers) answered after Configure, kept per entry and accepted configuration, with the
+ * fingerprint of the paths they were read from and the warnings its Configure gave.
+ */
+export interface KeptOperations {
+  readonly schema: GetSchemaResponse;
+  readonly fingerprint: string;
+  readonly warnings: readonly string[];
+}
+
+/** Sizes and modification times of `paths` (a directory's entries included), or "missing". */
+export function sourcesFingerprint(paths: readonly string[]): string {
+  const stamp = (p: string) => {
+    try {
+      const st = statSync(p);
+      return `${st.size}:${st.mtimeMs}`;
+    } catch {
+      return "missing";
+    }
+  };
+  const lines: string[] = [];
+  for (const path of paths) {
+    lines.push(`${path}\u0000${stamp(path)}`);
+    let names: string[] = [];
+    try {
+      if (statSync(path).isDirectory()) names = readdirSync(path).sort();
+    } catch {
+      // a missing path is stamped as such above
+    }
+    for (const n of names) lines.push(`${path}/${n}\u0000${stamp(join(path, n))}`);
+  }
+  return createHash("sha256").update(lines.join("\n")).digest("hex");
+}
+
+/** Kept operations live beside the cache too: `describe.operations/`. */
+const OPERATIONS_SUFFIX = ".operations";
+
 /** Accepted configurations remembered per provider entry. */
 const MAX_ACCEPTED = 16;
 /** Beside the cache directory (whose listing holds entries only): `describe.accepted/`. */
@@ -181,6 +230,53 @@ export class DescribeCache {
   /** Accepted configurations live in a directory of their own, one file per entry. */
   #acceptedFile(source: string, key: string): string {
     return join(`${this.dir}${ACCEPTED_SUFFIX}`, `${filePrefix(source)}${key.slice(0, 32)}`);
+  }
+
+  #operationsFile(source: string, key: string, digest: string): string {
+    return join(
+      `${this.dir}${OPERATIONS_SUFFIX}`,
+      `${filePrefix(source)}${key.slice(0, 32)}-${digest.slice(0, 32)}.json`,
+    );
+  }
+
+  /** What the bridge answered after Configure for this accepted configuration, if kept. */
+  readOperations(source: string, key: string, digest: string): KeptOperations | undefined {
+    try {
+      const e = JSON.parse(readFileSync(this.#operationsFile(source, key, digest), "utf8")) as {
+        schema: string;
+        fingerprint: string;
+        warnings: string[];
+      };
+      return {
+        schema: decode(GetSchemaResponseSchema, e.schema),
+        fingerprint: e.fingerprint,
+        warnings: e.warnings,
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
+  writeOperations(source: string, key: string, digest: string, kept: KeptOperations): void {
+    const file = this.#operationsFile(source, key, digest);
+    try {
+      mkdirSync(`${this.dir}${OPERATIONS_SUFFIX}`, { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      const text = JSON.stringify({
+        schema: b64(toBinary(GetSchemaResponseSchema, kept.schema)),
+        fingerprint: kept.fingerprint,
+        warnings: kept.warnings,
+      });
+      writeFileSync(tmp, text, { mode: 0o600 });
+      renameSync(tmp, file);
+    } catch {
+      // not kept: the next start launches the bridge to ask
+    }
+  }
+
+  /** Forgets what was kept for one configuration (the bridge answered otherwise once launched). */
+  dropOperations(source: string, key: string, digest: string): void {
+    rmSync(this.#operationsFile(source, key, digest), { force: true });
   }
 
   /** Whether the provider's Configure accepted a configuration of this digest before. */
@@ -257,12 +353,18 @@ export class DescribeCache {
           rmSync(join(this.dir, name), { force: true });
         }
       }
-      // What older code accepted says nothing about this code.
+      // What older code accepted or answered says nothing about this code.
       const accepted = `${this.dir}${ACCEPTED_SUFFIX}`;
       for (const name of existsSync(accepted) ? readdirSync(accepted) : []) {
         if (name.startsWith(prefix) && join(accepted, name) !== this.#acceptedFile(source, key)) {
           rmSync(join(accepted, name), { force: true });
         }
+      }
+      const operations = `${this.dir}${OPERATIONS_SUFFIX}`;
+      const current = `${prefix}${key.slice(0, 32)}-`;
+      for (const name of existsSync(operations) ? readdirSync(operations) : []) {
+        if (name.startsWith(prefix) && !name.startsWith(current))
+          rmSync(join(operations, name), { force: true });
       }
     } catch {
       // a cache that cannot be written only costs the next start a launch
@@ -273,5 +375,10 @@ export class DescribeCache {
   invalidate(source: string, key: string): void {
     rmSync(this.#file(source, key), { force: true });
     rmSync(this.#acceptedFile(source, key), { force: true });
+    const operations = `${this.dir}${OPERATIONS_SUFFIX}`;
+    const current = `${filePrefix(source)}${key.slice(0, 32)}-`;
+    for (const name of existsSync(operations) ? readdirSync(operations) : []) {
+      if (name.startsWith(current)) rmSync(join(operations, name), { force: true });
+    }
   }
 }

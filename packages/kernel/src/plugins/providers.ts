@@ -30,7 +30,7 @@ import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protoco
 import type { ContextCapabilities } from "@pluggableharness/protocol/context";
 import type { MemoryCapabilities } from "@pluggableharness/protocol/memory";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
-import { GetSchemaResponseSchema } from "@pluggableharness/protocol/tool";
+import { type GetSchemaResponse, GetSchemaResponseSchema } from "@pluggableharness/protocol/tool";
 import type { WidgetFeed } from "@pluggableharness/protocol/widget";
 import { freshBundle, type PluginIsolation, type PluginTransportHost } from "@pluggableharness/runtime";
 import {
@@ -49,6 +49,7 @@ import {
   configDigest,
   DescribeCache,
   type ProviderDescription,
+  sourcesFingerprint,
   workspaceDependencyDigest,
 } from "./describe-cache.ts";
 import type { PluginPool, PoolOwner } from "./pool.ts";
@@ -75,6 +76,8 @@ export interface LoadedProvider {
   previewSupported: ReadonlySet<string>;
   /** GetSchemaResponse.operations_from_config: the operations exist once Configure has run. */
   readonly operationsFromConfig?: boolean;
+  /** Its post-Configure operations were taken from the describe cache (operations_cacheable). */
+  operationsKept?: boolean;
   /** Refreshed after Configure: a provider may serve models its configuration declares. */
   models?: ValidatedCapabilities;
   readonly context?: ContextCapabilities;
@@ -271,6 +274,7 @@ export class ProviderRegistry {
           await refreshModels(p, { log: this.#log!, describeTimeoutMs: this.#timeoutMs });
           this.#checkModelReferences([p]);
         }
+        if (p.operationsKept) await this.#checkKept(p);
         p.dormant = false;
       } catch (err) {
         p.activation = undefined;
@@ -278,6 +282,25 @@ export class ProviderRegistry {
       }
     })();
     return p.activation;
+  }
+
+  /**
+   * A bridge declared from its kept operations, now running: if it answers otherwise (a
+   * change its sources' stamps missed), this session keeps what it declared and the next
+   * start asks the bridge again.
+   */
+  async #checkKept(p: LoadedProvider): Promise<void> {
+    const live = await p.ports.tool.getSchema({}, { timeoutMs: this.#timeoutMs });
+    const names = (xs: Iterable<string>) => [...xs].sort().join("\u0000");
+    const same =
+      names(live.tools.map((t) => t.name)) === names(p.tools?.tools.keys() ?? []) &&
+      names(live.slashCommands.map((c) => c.name)) === names(p.tools?.slashCommands.map((c) => c.name) ?? []);
+    if (same || !this.#cache || !p.cacheKey) return;
+    this.#cache.dropOperations(p.resolved.source, p.cacheKey, digestOf(p));
+    this.#log?.warn(
+      `provider "${p.name}" offers other operations than it did when they were cached; the next start asks it again`,
+      { provider: p.name },
+    );
   }
 
   /**
@@ -390,13 +413,16 @@ export class ProviderRegistry {
     registry.#log = options.log;
     registry.#cache = options.describeCache;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
-    // A bridge's operations exist only once it runs configured: it is never left dormant
-    // (one described in a worker that belongs in the sandbox launches now). Nor is a
+    // A bridge's operations exist only once it runs configured: it is not left dormant
+    // (one described in a worker that belongs in the sandbox launches now), unless the
+    // cache kept what it answered for this configuration (operations_cacheable). Nor is a
     // frontend plugin: it serves its users (the web UI's HTTP server) from its Configure
     // on, and no session call would ever wake it.
     await Promise.all(
       [...registry.#loaded.values()]
-        .filter((p) => p.dormant && (p.operationsFromConfig || p.categories.has("frontend")))
+        .filter(
+          (p) => p.dormant && ((p.operationsFromConfig && !p.operationsKept) || p.categories.has("frontend")),
+        )
         .map(async (p) => {
           await p.host.start();
           // The launch hook reaches this registry only once load() has returned: configure
@@ -410,7 +436,10 @@ export class ProviderRegistry {
     await Promise.all(running.map((p) => refreshModels(p, options)));
     // Likewise a bridge's operations (an MCP server's tools) exist once it is configured.
     await Promise.all(running.map((p) => refreshTools(p, options)));
-    for (const p of running) {
+    for (const p of [
+      ...running,
+      ...[...registry.#loaded.values()].filter((q) => q.dormant && q.operationsKept),
+    ]) {
       const why = unavailableReason(
         !!p.operationsFromConfig,
         p.tools?.tools.size ?? 0,
@@ -610,8 +639,11 @@ async function loadProvider(
     });
   let host = acquire(where.isolation);
   // A process some other kernel already runs (a shared pool) is configured here, not lazily.
-  // Operations that come from the configuration cannot be known without running it.
-  const cached = entry && !host.running && !entry.toolSchema?.operationsFromConfig ? entry : undefined;
+  // Operations that come from the configuration cannot be known without running it, unless
+  // the bridge says they depend on nothing else (its kept answer is read at Configure).
+  const bridge = entry?.toolSchema?.operationsFromConfig;
+  const cached =
+    entry && !host.running && (!bridge || entry.toolSchema?.operationsCacheable) ? entry : undefined;
   if (cached) {
     try {
       return { ...buildLoaded(resolved, host, cached, { ...options, cacheKey, dormant: true }), sandbox };
@@ -788,7 +820,7 @@ async function refreshModels(
  */
 async function refreshTools(
   p: LoadedProvider,
-  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs" | "secretMask">,
+  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs" | "secretMask" | "describeCache">,
 ): Promise<void> {
   if (!p.categories.has("tool") || !p.operationsFromConfig) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
@@ -796,7 +828,11 @@ async function refreshTools(
   // Operations described from a configuration that holds a secret (an MCP server's tools)
   // reach every model request: what they say is masked like the provider's output.
   const mask = options.secretMask;
-  if (mask && !mask.empty && mask.contains(JSON.stringify(p.config))) {
+  const secret = !!mask && !mask.empty && mask.contains(JSON.stringify(p.config));
+  // Kept for the next start only from a configuration without secrets, so nothing derived
+  // from one is written to disk.
+  if (res.operationsCacheable && !secret) keepOperations(p, res, options.describeCache);
+  if (mask && secret) {
     // A name cannot be masked (it is how the operation is called): one that holds a secret
     // leaves the operation out.
     const named = res.tools.filter((t) => mask.contains(t.name));
@@ -815,6 +851,53 @@ async function refreshTools(
   // of its other categories stay.
   p.slashCommands = [...p.tools.slashCommands, ...p.slashCommands.filter((c) => !before.has(c))];
   for (const w of p.tools.warnings) options.log.warn(w.message, { provider: p.name, rule: w.rule });
+}
+
+/** Stores a cacheable bridge's post-Configure answer under its entry and accepted configuration. */
+function keepOperations(p: LoadedProvider, res: GetSchemaResponse, cache: DescribeCache | undefined): void {
+  if (!cache || !p.cacheKey || !p.configured) return;
+  // The accepted digest tells sensitive values apart only as set or not: operations
+  // described under one secret must not stand in for another's.
+  const sensitive = (p.configSchema?.attributes ?? []).filter((a) => a.sensitive).map((a) => a.name);
+  if (
+    sensitive.some((name) => p.config[name] !== undefined && p.config[name] !== null && p.config[name] !== "")
+  )
+    return;
+  const digest = digestOf(p);
+  // What it answered is only worth keeping for a configuration its Configure accepted.
+  cache.accept(p.resolved.source, p.cacheKey, digest);
+  cache.writeOperations(p.resolved.source, p.cacheKey, digest, {
+    schema: res,
+    fingerprint: sourcesFingerprint(res.operationSources),
+    warnings: [...(p.configureWarnings ?? [])],
+  });
+}
+
+/**
+ * A dormant cacheable bridge takes its operations from the answer kept for this exact
+ * build and configuration, while the paths they were read from are unchanged; it then
+ * starts at its first use like any provider. False: it must be launched to be asked.
+ */
+function useKeptOperations(p: LoadedProvider, options: LoadProvidersOptions): boolean {
+  const cache = options.describeCache;
+  if (!cache || !p.cacheKey) return false;
+  const kept = cache.readOperations(p.resolved.source, p.cacheKey, digestOf(p));
+  if (!kept || kept.fingerprint !== sourcesFingerprint(kept.schema.operationSources)) return false;
+  try {
+    const tools = validateToolSchemas(p.name, kept.schema);
+    const before = new Set(p.tools?.slashCommands ?? []);
+    p.tools = tools;
+    p.previewSupported = new Set(kept.schema.previewSupported);
+    p.slashCommands = [...tools.slashCommands, ...p.slashCommands.filter((c) => !before.has(c))];
+  } catch {
+    cache.dropOperations(p.resolved.source, p.cacheKey, digestOf(p));
+    return false;
+  }
+  // Its Configure warnings (a command file that is not a command) are said at every start.
+  for (const w of kept.warnings) options.log.warn(`provider "${p.name}": ${w}`);
+  p.configureWarnings = kept.warnings;
+  p.operationsKept = true;
+  return true;
 }
 
 /** Profile tool patterns against every provider's final operations. */
@@ -860,7 +943,10 @@ async function configureProvider(p: LoadedProvider, options: LoadProvidersOption
     // Configure goes out from the launch hook, before any other call, once this exact
     // configuration is known to be accepted; otherwise it is checked now, so `agent run`
     // refuses at start what `agent validate` refuses (describe-cache.ts, "accepted").
-    if (accepted(p, options.describeCache)) return;
+    if (accepted(p, options.describeCache)) {
+      if (p.operationsFromConfig) useKeptOperations(p, options);
+      return;
+    }
     // A kernel that tolerates failures (`agent memory`, which calls no model) leaves the
     // check to first use, as a provider it never uses cannot stop it.
     if (options.tolerateFailures) return;

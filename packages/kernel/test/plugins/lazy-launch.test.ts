@@ -65,12 +65,16 @@ const invocations = (): Array<Record<string, unknown>> => {
   }
 };
 
-async function kernel(logsInto: KernelLogRecord[] = [], pool?: PluginPool): Promise<Kernel> {
+async function kernel(
+  logsInto: KernelLogRecord[] = [],
+  pool?: PluginPool,
+  env: Record<string, string> = {},
+): Promise<Kernel> {
   const k = await createKernel({
     ...(pool ? { pool } : {}),
     projectDir: project,
     installationRoot: root,
-    env: { HOME: root },
+    env: { HOME: root, ...env },
     stateDir: join(root, "state"),
     globalConfig: false,
     describeCache: cacheDir,
@@ -344,6 +348,167 @@ describe("the describe cache and lazy launch", () => {
     expect(starts()).toEqual(["web-ui"]);
     expect(listening(warm)).toHaveLength(1);
     expect(JSON.stringify(warm)).not.toContain("frontend-token-0123456789");
+  });
+
+  it("bridges whose operations come from their configuration alone stay dormant on a warm cache until used", async () => {
+    // The real agent and commands providers (operations_cacheable): before their
+    // post-Configure answers were cached, both were launched at every start, and the first
+    // request waited for them.
+    for (const name of ["agent", "commands"]) {
+      const dir = join(root, "providers", name, "src");
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(
+        join(root, "providers", name, "package.json"),
+        JSON.stringify({ name: `test-${name}`, version: "1.0.0", type: "module" }),
+      );
+      const real = pathToFileURL(
+        join(import.meta.dirname, "..", "..", "..", "..", "providers", name, "src", "main.ts"),
+      ).href;
+      writeFileSync(
+        join(dir, "main.ts"),
+        `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "${name}\\n");\nawait import(${JSON.stringify(real)});\n`,
+      );
+    }
+    const commandsDir = join(project, "cmds");
+    mkdirSync(commandsDir);
+    writeFileSync(join(commandsDir, "hello.md"), "---\ndescription: Say hello\n---\nSay hello to {1}\n");
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8")
+        .replace(
+          "required_providers {",
+          `required_providers {
+  agent    = { source = "pluggableharness/agent", version = ">= 0.0.0" }
+  commands = { source = "pluggableharness/commands", version = ">= 0.0.0" }`,
+        )
+        .replace('tools = ["tools.*"]', 'tools = ["tools.*", "agent.*"]')
+        .concat(`provider "agent" {
+  profiles = { helper = "answers small questions" }
+}
+provider "commands" {
+  directories = [${JSON.stringify(commandsDir)}]
+}
+agent_profile "helper" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+  tools = ["tools.*"]
+}
+policy "allow_all" {
+  match  = { kind = "resource" }
+  action = "allow"
+}
+`),
+    );
+    writeFileSync(
+      join(scripts, "spawn.json"),
+      JSON.stringify({
+        turns: [
+          calls(tool("s1", "agent__spawn_subagent", { profile: "helper", prompt: "[child] say hi" })),
+          reply("done"),
+        ],
+      }),
+    );
+    writeFileSync(join(scripts, "child.json"), JSON.stringify({ turns: [reply("hi from the child")] }));
+
+    // Cold: everything is launched and described; the bridges' configured answers are kept.
+    await (await kernel()).shutdown();
+    expect(starts()).toEqual(expect.arrayContaining(["agent", "commands"]));
+    rmSync(join(root, "starts.log"));
+
+    const warm: KernelLogRecord[] = [];
+    const k = await kernel(warm);
+    expect(starts()).toEqual([]);
+    const h = await k.startSession();
+    expect(starts()).not.toContain("agent");
+    expect(starts()).not.toContain("commands");
+    // Declared from the kept answer: the spawn tool lists the configured profile.
+    const spawn = h.toolDefinitions().find((t) => t.name === "agent__spawn_subagent");
+    expect(JSON.stringify(spawn?.inputSchema)).toContain("helper");
+    expect(k.listProviders().find((p) => p.name === "commands")?.state).toBe("loaded");
+
+    // The model calls the spawn tool: the agent provider starts then, configured, and the
+    // child session runs.
+    h.send("[spawn] ask a helper");
+    expect(await h.idle()).toBe(SessionStatus.COMPLETED);
+    expect(starts().filter((s) => s === "agent")).toHaveLength(1);
+    expect(starts()).not.toContain("commands");
+    const parent = readFileSync(join(scripts, "spawn.requests.jsonl"), "utf8").trim().split("\n");
+    expect(parent).toHaveLength(2);
+    expect(parent[1]).toContain("hi from the child");
+    expect(warm.some((r) => r.message.includes("other operations"))).toBe(false);
+
+    // A new command file changes the commands provider's sources: the next start asks it.
+    await k.shutdown();
+    rmSync(join(root, "starts.log"));
+    writeFileSync(join(commandsDir, "bye.md"), "---\ndescription: Say bye\n---\nSay bye\n");
+    await kernel();
+    expect(starts()).toEqual(["commands"]);
+  });
+
+  it("a cacheable bridge given a secret is asked at every start, and nothing it answered is kept", async () => {
+    // Any first-party name serves: the package under the scratch root runs the fixture.
+    provider("search", join(import.meta.dirname, "fixtures", "keyed-bridge.ts"));
+    const hcl = join(project, "agent.hcl");
+    const base = readFileSync(hcl, "utf8").replace(
+      "required_providers {",
+      'required_providers {\n  keyed = { source = "pluggableharness/search", version = ">= 0.0.0" }',
+    );
+    writeFileSync(
+      hcl,
+      `${base}provider "keyed" {\n  operation = "find"\n  token     = env("KEYED_TOKEN")\n}\n`,
+    );
+    const withToken = (token: string) => kernel([], undefined, { KEYED_TOKEN: token });
+    const kept = () => {
+      const dir = `${cacheDir}.operations`;
+      return existsSync(dir) ? readdirSync(dir).filter((f) => f.includes("search")) : [];
+    };
+    await (await withToken("secret-one-0123456789")).shutdown();
+    await (await withToken("secret-one-0123456789")).shutdown();
+    expect(kept()).toEqual([]);
+    rmSync(join(root, "starts.log"));
+    // Another secret, the same accepted digest: the bridge is asked again, not trusted.
+    await (await withToken("secret-two-0123456789")).shutdown();
+    expect(starts()).toEqual(["search"]);
+
+    // Without the secret the same bridge is kept, and a warm start leaves it dormant.
+    writeFileSync(hcl, `${base}provider "keyed" {\n  operation = "find"\n}\n`);
+    await (await kernel()).shutdown();
+    expect(kept()).toHaveLength(1);
+    rmSync(join(root, "starts.log"));
+    const k = await kernel();
+    expect(starts()).toEqual([]);
+    expect(k.listProviders().find((p) => p.name === "keyed")?.state).toBe("loaded");
+  });
+
+  it("a session starts its memory provider with its model provider, before the first turn recalls", async () => {
+    provider("memory", FIXTURES.memory);
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8")
+        .replace(
+          "required_providers {",
+          'required_providers {\n  memory = { source = "pluggableharness/memory", version = ">= 0.0.0" }',
+        )
+        .concat(
+          `provider "memory" {\n  id       = "m1"\n  text     = "remembered"\n  log_file = ${JSON.stringify(join(logs, "memory.jsonl"))}\n}\n`,
+        ),
+    );
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    const k = await kernel();
+    expect(starts()).toEqual([]);
+    // Started alongside the model provider: its launch no longer follows it on the way to
+    // the first request (the first turn's context assembly recalls from it).
+    await k.startSession();
+    for (let i = 0; i < 200 && !starts().includes("memory"); i++) await new Promise((r) => setTimeout(r, 25));
+    expect(starts()).toContain("memory");
+    expect(starts()).not.toContain("filesystem");
   });
 
   it("a provider that describes itself differently once started drops its cache entry", async () => {

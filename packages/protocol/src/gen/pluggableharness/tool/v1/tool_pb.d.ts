@@ -243,6 +243,25 @@ export declare type GetSchemaResponse = Message<"pluggableharness.tool.v1.GetSch
    * @generated from field: bool operations_from_config = 6;
    */
   operationsFromConfig: boolean;
+
+  /**
+   * With operations_from_config: the answer after Configure depends on nothing but the
+   * configuration and the paths in operation_sources, so the kernel may keep it (for this
+   * build and an accepted configuration) and leave the provider unlaunched until its first
+   * use. Left unset by a bridge whose operations change on their own (an MCP server's).
+   *
+   * @generated from field: bool operations_cacheable = 7;
+   */
+  operationsCacheable: boolean;
+
+  /**
+   * Files and directories the operations after Configure were read from: a kept answer is
+   * used only while each still has the same size and modification time (for a directory,
+   * each of its entries too).
+   *
+   * @generated from field: repeated string operation_sources = 8;
+   */
+  operationSources: string[];
 };
 
 /**
