@@ -14,9 +14,9 @@ import type { AppendedEvent, CostEntry, PlanItemEntry, ProducerIdentity } from "
 import type { LockOwner } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { HookContext } from "../hooks/dispatcher.ts";
-import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
-import type { FilesTouched } from "./files-touched.ts";
 import type { SessionTool } from "./tool-registry.ts";
+import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./turn/bounds.ts";
+import type { FilesTouched } from "./turn/files-touched.ts";
 
 /** One model in a session's chain (the profile's entry, or the operator's /model choice). */
 export interface ModelCandidate {

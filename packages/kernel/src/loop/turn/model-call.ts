@@ -54,16 +54,16 @@ import {
   timestampFromMillis,
   unmetNeeds,
   withVendorToolCallIds,
-} from "../domain/index.ts";
-import type { LoadedProvider } from "../plugins/providers.ts";
-import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
-import type { LoopDeps } from "./deps.ts";
+} from "../../domain/index.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import { ProviderCallError, ProviderUnavailableError } from "../../providers/ports.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { ModelCandidate } from "../ports.ts";
+import type { Session } from "../session/session.ts";
+import { declaredToolName } from "../tool-registry.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import { firstNoticeMs, ModelWait } from "./model-wait.ts";
-import type { ModelCandidate } from "./ports.ts";
 import { type RetryWait, retryDelayMs, retryWait } from "./retry-wait.ts";
-import type { Session } from "./session.ts";
-import { declaredToolName } from "./tool-registry.ts";
 
 export type { ModelCandidate, RetryWait };
 export { retryDelayMs, retryWait };

@@ -11,12 +11,12 @@ import { create } from "@bufbuild/protobuf";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { type StopReason, statusForStop } from "./bounds.ts";
-import { compactNow } from "./compaction.ts";
-import type { LoopDeps } from "./deps.ts";
+import type { LoopDeps } from "../deps.ts";
+import { type StopReason, statusForStop } from "../turn/bounds.ts";
+import { compactNow } from "../turn/compaction.ts";
+import { runTurn } from "../turn/turn.ts";
 import { runDirectInvocation } from "./direct-invoke.ts";
 import type { Session, SessionInput } from "./session.ts";
-import { runTurn } from "./turn.ts";
 
 const STOP_TEXT: Record<StopReason, string> = {
   max_turns: "the maximum number of turns for this session was reached",

@@ -25,7 +25,12 @@ import {
   serializeAllFor,
   TurnDoneTracker,
   toolListFingerprint,
-} from "../domain/index.ts";
+} from "../../domain/index.ts";
+import type { LoopDeps } from "../deps.ts";
+import { type CallRecord, resultBlock } from "../gate/call.ts";
+import { CallGate } from "../gate/gate.ts";
+import type { TurnContext } from "../ports.ts";
+import type { Session } from "../session/session.ts";
 import { callHash, checkBounds, type StopReason } from "./bounds.ts";
 import {
   applyRewrittenHistory,
@@ -39,12 +44,7 @@ import {
   modelTarget,
 } from "./compaction.ts";
 import { assembleContext } from "./context-assembly.ts";
-import type { LoopDeps } from "./deps.ts";
-import { type CallRecord, resultBlock } from "./gate/call.ts";
-import { CallGate } from "./gate/gate.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
-import type { TurnContext } from "./ports.ts";
-import type { Session } from "./session.ts";
 import { toolError } from "./tool-exec.ts";
 
 export type TurnOutcome =

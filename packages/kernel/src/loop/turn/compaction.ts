@@ -30,14 +30,14 @@ import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/pro
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
-import { fallbackTokenCount } from "../domain/index.ts";
-import type { LoadedProvider } from "../plugins/providers.ts";
+import { fallbackTokenCount } from "../../domain/index.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { Session } from "../session/session.ts";
 import { tokenBudget } from "./context-assembly.ts";
-import type { LoopDeps } from "./deps.ts";
 import { dropOldestTurns } from "./drop-oldest.ts";
 import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
 import { COMPACTION_SUMMARY_REASON } from "./records.ts";
-import type { Session } from "./session.ts";
 
 export { CompactionReason };
 
