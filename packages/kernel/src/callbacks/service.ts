@@ -211,6 +211,9 @@ export function callbackImplementation(
       }
       try {
         const r = await summarize(
+          session.deps,
+          session.compactionContext(),
+          session.ports,
           session,
           {
             instructions: req.instructions,

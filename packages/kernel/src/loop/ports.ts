@@ -7,14 +7,16 @@
 // frontends, the human port asks, the guards count.
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { PolicyEngine } from "@pluggableharness/config";
+import type { Message } from "@pluggableharness/protocol/content";
+import type { MessageEvent } from "@pluggableharness/protocol/event";
 import type { ChildDenial, EventKind } from "@pluggableharness/protocol/kernel";
 import type { GenerationParams, ToolDeclaration } from "@pluggableharness/protocol/model";
 import type { PlanItem } from "@pluggableharness/protocol/plan";
 import type { AppendedEvent, CostEntry, PlanItemEntry, ProducerIdentity } from "@pluggableharness/state";
-import type { LockOwner } from "../domain/index.ts";
+import type { AccumulatedCompletion, LockOwner } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { HookContext } from "../hooks/dispatcher.ts";
-import type { SessionTool } from "./tool-registry.ts";
+import type { SessionTool, ToolRegistry } from "./tool-registry.ts";
 import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./turn/bounds.ts";
 import type { FilesTouched } from "./turn/files-touched.ts";
 
@@ -146,6 +148,31 @@ export interface ToolCallScope {
   publish(event: ServerEventInit): void;
 }
 
+/** The model the kernel sent a request to (a routed candidate, as a record names it). */
+export interface ServedBy {
+  readonly provider: { readonly name: string };
+  readonly spec: { readonly id: string };
+}
+
+/** The session's message events as the model call and compaction write them (session-log.ts). */
+export interface MessageLog {
+  /** A message event with its ledger rows; its cost is charged and usage reported. */
+  persistMessage(event: MessageEvent, servedBy?: { providerName: string; modelId: string }): AppendedEvent;
+  /** A failed attempt that was billed or got a request id: kept for the ledger, not the history. */
+  persistFailedAttempt(
+    turnId: string,
+    candidate: ServedBy,
+    completion: AccumulatedCompletion,
+    category: string,
+  ): void;
+}
+
+/** The conversation the models are sent, as a compaction reads and replaces it (conversation.ts). */
+export interface ConversationPort {
+  readonly messages: readonly Message[];
+  replace(messages: Message[]): void;
+}
+
 /** What a turn step and the gate write through; the session builds it once. */
 export interface TurnPorts {
   readonly sink: EventSink;
@@ -154,4 +181,8 @@ export interface TurnPorts {
   readonly tools: ToolCallScope;
   /** The files the session's tool calls named, for context providers (files-touched.ts). */
   readonly filesTouched: FilesTouched;
+  readonly messages: MessageLog;
+  readonly conversation: ConversationPort;
+  /** The session's tools: declarations for a request, a streamed call's tool by name. */
+  readonly registry: Pick<ToolRegistry, "get" | "declarations">;
 }

@@ -177,12 +177,14 @@ function reachesSession(entry: string): string[] {
 }
 
 describe("the gate and context assembly take (deps, ctx, ports), not Session", () => {
-  it("no gate module, tool execution, context assembly, memory recall or ports.ts names session.ts, even for a type", () => {
+  it("no gate module, tool execution, context assembly, memory recall, the model call, compaction or ports.ts names session.ts, even for a type", () => {
     const bad = [
       ...GATE,
       "turn/tool-exec.ts",
       "turn/context-assembly.ts",
       "turn/memory-recall.ts",
+      "turn/model-call.ts",
+      "turn/compaction.ts",
       "ports.ts",
       "session/settings-state.ts",
       "turn/retry-wait.ts",

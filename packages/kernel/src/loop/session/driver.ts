@@ -98,7 +98,14 @@ export async function runSessionRun(
     } else if (input.kind === "compact") {
       // The operator's "compact now": no model turn; a compactor that could not shrink the
       // history leaves it as it was, and the session goes on either way.
-      const outcome = await compactNow(deps, session, input.instructions, signal);
+      const outcome = await compactNow(
+        deps,
+        session.compactionContext(),
+        session.ports,
+        session,
+        input.instructions,
+        signal,
+      );
       status = signal.aborted ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
       if (outcome.kind === "unchanged") detail = `not compacted: ${outcome.why}`;
     } else {

@@ -37,7 +37,7 @@ import type { LoopDeps } from "../deps.ts";
 import type { CallContext, InflightCall, TurnPorts } from "../ports.ts";
 import { ToolRegistry } from "../tool-registry.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "../turn/bounds.ts";
-import { CompactionState } from "../turn/compaction.ts";
+import { type CompactionContext, CompactionState } from "../turn/compaction.ts";
 import { FilesTouched } from "../turn/files-touched.ts";
 import { ModelCallState, type ModelCandidate, paramsFromConfig } from "../turn/model-call.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
@@ -144,7 +144,9 @@ export class Session implements HubSession, SessionControl {
    * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
    * with its message: routing skips them for the rest of the session.
    */
-  readonly unavailableModels = new Map<string, string>();
+  get unavailableModels(): Map<string, string> {
+    return this.modelCalls.unavailable;
+  }
   /** The files its tool calls named, for context-assemble (files-touched.ts). */
   readonly filesTouched = new FilesTouched();
   /**
@@ -235,6 +237,9 @@ export class Session implements HubSession, SessionControl {
         publish: (event) => channel.publish(event),
       },
       filesTouched: this.filesTouched,
+      messages: log,
+      conversation: this.conversation,
+      registry: this.tools,
     };
   }
 
@@ -345,6 +350,17 @@ export class Session implements HubSession, SessionControl {
   /** The detail of the last status change (why the session ended); setStatus() sets it. */
   get lastStatusDetail(): string {
     return this.#lastStatusDetail;
+  }
+
+  /** What a compaction knows of this session outside a turn (/compact, a compactor's summary call). */
+  compactionContext(): CompactionContext {
+    return {
+      sessionId: this.id,
+      ...(this.parentId !== undefined ? { parentSessionId: this.parentId } : {}),
+      workingDirectory: this.workingDirectory,
+      candidates: this.candidates(),
+      tools: this.tools.declarations({ planMode: this.settings.planMode }),
+    };
   }
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */

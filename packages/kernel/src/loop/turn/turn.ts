@@ -131,10 +131,12 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   }
   const toolTokens = Number(estimateInputTokens([], [], tools));
   const target = modelTarget(deps, pre.chosen, toolTokens);
+  const states = { compaction: session.compaction, modelCalls: session.modelCalls };
+  const historySize = () => calibratedHistoryTokens(states.compaction, session.history);
   let compacted = false;
   const compact = async (reason: CompactionReason): Promise<boolean> => {
     const instructions = session.compaction.pending?.instructions ?? "";
-    const outcome = await compactHistory(deps, session, {
+    const outcome = await compactHistory(deps, ctx, session.ports, states, {
       turnId,
       target,
       reason,
@@ -146,11 +148,17 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   };
   const due = overflow
     ? CompactionReason.OVERFLOW
-    : compactionDue(deps, session, target, session.compaction.assembledTokensLastTurn);
+    : compactionDue(
+        deps,
+        states.compaction,
+        session.history,
+        target,
+        states.compaction.assembledTokensLastTurn,
+      );
   deps.log.debug(
     "context usage",
     {
-      history: calibratedHistoryTokens(session),
+      history: historySize(),
       sections: session.compaction.assembledTokensLastTurn,
       ceiling: Number(target.effectiveCeiling),
       compaction: due === undefined ? "" : String(due),
@@ -162,13 +170,13 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const assembled = await assembleContext(deps, ctx, session.ports, {
     target,
     history: session.history,
-    historyTokens: calibratedHistoryTokens(session),
+    historyTokens: historySize(),
     assembledTokensLastTurn: session.compaction.assembledTokensLastTurn,
   });
   if (assembled.rewrittenHistory) {
     // A compactor that rewrote the history on its own initiative: persisted like any other.
     const p = compactors(deps)[0];
-    applyRewrittenHistory(session, {
+    applyRewrittenHistory(deps, ctx, session.ports, states, {
       turnId,
       compactor: p?.name ?? "",
       history: assembled.rewrittenHistory,
@@ -179,7 +187,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   if (signal.aborted) return { kind: "cancelled" };
   // This turn's sections are known now: a request that would still cross the ceiling is
   // compacted before it is sent, not refused by the vendor.
-  const requestTokens = () => calibratedHistoryTokens(session) + assembled.totalTokens + toolTokens;
+  const requestTokens = () => historySize() + assembled.totalTokens + toolTokens;
   if (!compacted && compactors(deps).length > 0 && requestTokens() > Number(target.effectiveCeiling)) {
     await compact(CompactionReason.OVERFLOW);
     if (signal.aborted) return { kind: "cancelled" };
@@ -189,7 +197,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   const window = Number(target.contextWindow);
   if (deps.settings.compaction.enabled && compactors(deps).length > 0 && requestTokens() > window) {
     const goal = Math.max(1, Number(target.effectiveCeiling) - assembled.totalTokens - toolTokens);
-    dropOldest(session, {
+    dropOldest(deps, ctx, session.ports, states, {
       turnId,
       reason: CompactionReason.OVERFLOW,
       goal,
@@ -243,7 +251,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     const chosen = pre.chosen;
     const estimated = Number(estimateInputTokens(messages, assembled.sections, tools));
     session.compaction.contextUsage = { tokens: requestTokens(), ceiling: Number(target.contextWindow) };
-    result = await callModel(deps, session, {
+    result = await callModel(deps, ctx, session.ports, modelCalls, {
       turnId,
       candidates,
       route: { ...pre, chosen },
@@ -263,7 +271,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
       const u = result.completion.usage.at(-1)?.usage;
       if (u)
         calibrate(
-          session,
+          states.compaction,
           estimated,
           Number(u.inputTokens + (u.cacheReadTokens ?? 0n) + (u.cacheWriteTokens ?? 0n)),
         );
