@@ -7,7 +7,7 @@
 // frontends, the human port asks, the guards count.
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { PolicyEngine } from "@pluggableharness/config";
-import type { Message } from "@pluggableharness/protocol/content";
+import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
 import type { MessageEvent } from "@pluggableharness/protocol/event";
 import type { ChildDenial, EventKind } from "@pluggableharness/protocol/kernel";
 import type { GenerationParams, ToolDeclaration } from "@pluggableharness/protocol/model";
@@ -34,6 +34,8 @@ export interface ModelCandidate {
 export interface TurnLimits {
   readonly maxTurns?: number;
   readonly maxWallClockS?: number;
+  /** A sub-agent's deadline inherited from its parent's run (clock ms): its parent's run ends then. */
+  readonly inheritedDeadline?: number;
 }
 
 /** Everything a turn knows when it starts; nothing in it changes until the turn ends. */
@@ -165,12 +167,22 @@ export interface MessageLog {
     completion: AccumulatedCompletion,
     category: string,
   ): void;
+  /** A user-role message (tool results, a kernel instruction): persisted and appended to the conversation. */
+  appendUserMessage(turnId: string, content: ContentBlock[], syntheticReason?: string): Message;
 }
 
 /** The conversation the models are sent, as a compaction reads and replaces it (conversation.ts). */
 export interface ConversationPort {
   readonly messages: readonly Message[];
+  /** The turn's assistant message, as the models will be sent it. */
+  append(message: Message): void;
   replace(messages: Message[]): void;
+}
+
+/** File checkpoints around a turn's resource calls, for rewind (checkpoints.ts). */
+export interface CheckpointPort {
+  before(): void;
+  after(turnId: string): void;
 }
 
 /** What a turn step and the gate write through; the session builds it once. */
@@ -185,4 +197,5 @@ export interface TurnPorts {
   readonly conversation: ConversationPort;
   /** The session's tools: declarations for a request, a streamed call's tool by name. */
   readonly registry: Pick<ToolRegistry, "get" | "declarations">;
+  readonly checkpoints: CheckpointPort;
 }

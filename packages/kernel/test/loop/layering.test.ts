@@ -217,9 +217,37 @@ describe("the conversation's writers", () => {
   it("only the loop appends, and only compaction and a resume replace", () => {
     expect(writersOf("append")).toEqual([
       "loop/session/session-log.ts",
-      "loop/turn/turn.ts",
+      "loop/turn/append.ts",
       "subagents/run-session.ts",
     ]);
     expect(writersOf("replace")).toEqual(["kernel.ts", "loop/turn/compaction.ts"]);
+  });
+});
+
+/** The lines of the body of the function `name` declared in `file` (braces included). */
+function bodyLines(file: string, name: string): number {
+  return bodyLinesOf(readFileSync(file, "utf8"), name);
+}
+
+function bodyLinesOf(source: string, name: string): number {
+  const sf = ts.createSourceFile("probe.ts", source, ts.ScriptTarget.Latest, true);
+  const fn = sf.statements.find(
+    (s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === name,
+  );
+  if (!fn?.body) throw new Error(`no function ${name}`);
+  const line = (pos: number) => sf.getLineAndCharacterOfPosition(pos).line;
+  return line(fn.body.getEnd()) - line(fn.body.getStart(sf)) + 1;
+}
+
+describe("runTurn is a short pipeline", () => {
+  // prepare → model → gate → append → guards, each step a module of its own under loop/turn/.
+  it("runTurn's body is at most 150 lines", () => {
+    expect(bodyLines(join(loop, "turn/turn.ts"), "runTurn")).toBeLessThanOrEqual(150);
+  });
+
+  it("the count reads the body of the named function", () => {
+    expect(
+      bodyLinesOf("function a() {\n  1;\n}\nasync function runTurn() {\n  2;\n  3;\n}\n", "runTurn"),
+    ).toBe(4);
   });
 });

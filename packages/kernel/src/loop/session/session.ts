@@ -240,6 +240,7 @@ export class Session implements HubSession, SessionControl {
       messages: log,
       conversation: this.conversation,
       registry: this.tools,
+      checkpoints: this.checkpoints,
     };
   }
 
