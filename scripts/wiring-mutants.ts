@@ -84,8 +84,8 @@ const MUTANTS: readonly Mutant[] = [
   {
     name: "request-turn-id-dropped",
     file: "packages/kernel/src/loop/turn/model-call.ts",
-    from: "          turnId: input.turnId,\n          workingDirectory: session.workingDirectory,",
-    to: "          workingDirectory: session.workingDirectory,",
+    from: "          turnId: input.turnId,\n          workingDirectory: ctx.workingDirectory,",
+    to: "          workingDirectory: ctx.workingDirectory,",
     test: "packages/kernel/test/loop/wiring.test.ts",
     only: "call_context",
   },
@@ -156,7 +156,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "terminates-only-on-success",
-    file: "packages/kernel/src/loop/turn/turn.ts",
+    file: "packages/kernel/src/loop/turn/gate-step.ts",
     from: "onPostToolCall: (c) => done.postToolCallFired(c.block.id),",
     to: 'onPostToolCall: (c) => c.result!.status === "succeeded" && done.postToolCallFired(c.block.id),',
     test: "packages/kernel/test/loop/gate.test.ts",
