@@ -144,8 +144,11 @@ export interface ToolCallScope {
   readonly workingDirectory: string;
   /** The calls running now, by call id. */
   readonly inflight: Map<string, InflightCall>;
-  /** Tells a sub-agent's ancestors what it is doing now ("" when idle); nothing for a root session. */
-  progress(activity: string): void;
+  /**
+   * Tells a sub-agent's ancestors what it is doing now ("" when idle; no argument: only its
+   * counters changed, a turn began); nothing for a root session.
+   */
+  progress(activity?: string): void;
   /** A live-only event for the session's frontends (streamed tool output). */
   publish(event: ServerEventInit): void;
 }

@@ -109,10 +109,10 @@ describe("layering of the turn and the gate", () => {
     // session.ts itself loads the gate's callers and frontends at runtime: the walk must
     // report it, or the assertion above could pass by reading nothing.
     expect(violations("session/session.ts").some((v) => v.includes("frontends/"))).toBe(true);
-    const turn = importsOf(join(loop, "turn/turn.ts")).find(
+    const checkpoints = importsOf(join(loop, "session/checkpoints.ts")).find(
       (i) => i.file === join(SESSION_DIR, "session.ts"),
     );
-    expect(turn?.typeOnly).toBe(true);
+    expect(checkpoints?.typeOnly).toBe(true);
   });
 });
 
@@ -177,14 +177,10 @@ function reachesSession(entry: string): string[] {
 }
 
 describe("the gate and context assembly take (deps, ctx, ports), not Session", () => {
-  it("no gate module, tool execution, context assembly, memory recall, the model call, compaction or ports.ts names session.ts, even for a type", () => {
+  it("nothing under loop/turn/ or loop/gate/, and not ports.ts, names session.ts, even for a type", () => {
     const bad = [
       ...GATE,
-      "turn/tool-exec.ts",
-      "turn/context-assembly.ts",
-      "turn/memory-recall.ts",
-      "turn/model-call.ts",
-      "turn/compaction.ts",
+      ...TURN_STEPS,
       "ports.ts",
       "session/settings-state.ts",
       "turn/retry-wait.ts",
@@ -194,7 +190,9 @@ describe("the gate and context assembly take (deps, ctx, ports), not Session", (
   });
 
   it("the check sees a type-only path to session.ts", () => {
-    expect(reachesSession("turn/turn.ts")).toContain("loop/turn/turn.ts → loop/session/session.ts");
+    expect(reachesSession("session/checkpoints.ts")).toContain(
+      "loop/session/checkpoints.ts → loop/session/session.ts",
+    );
   });
 });
 

@@ -17,6 +17,7 @@ import { compactNow } from "../turn/compaction.ts";
 import { runTurn } from "../turn/turn.ts";
 import { runDirectInvocation } from "./direct-invoke.ts";
 import type { Session, SessionInput } from "./session.ts";
+import { turnContext } from "./turn-context.ts";
 
 const STOP_TEXT: Record<StopReason, string> = {
   max_turns: "the maximum number of turns for this session was reached",
@@ -132,7 +133,7 @@ export async function runSessionRun(
       for (;;) {
         // The final-answer turn after the time limit gets a short grace of its own.
         const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;
-        const outcome = await runTurn(deps, session, {
+        const turn = {
           turnId,
           signal,
           ...(final ? { final } : {}),
@@ -140,7 +141,10 @@ export async function runSessionRun(
           ...(turns === 0 && prompt ? { runPrompt: prompt } : {}),
           runStartedAt,
           ...(deadline !== undefined ? { deadline } : {}),
-        });
+        };
+        const states = { compaction: session.compaction, modelCalls: session.modelCalls };
+        const ctx = turnContext(session, turn, turnId);
+        const outcome = await runTurn(deps, ctx, session.ports, states, turn);
         turns++;
         if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
         turnId = deps.newId();

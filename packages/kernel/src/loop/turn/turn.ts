@@ -13,8 +13,7 @@
 // tools and pending questions are cancelled, every tool_use still gets exactly one
 // tool_result, and the turn reports "cancelled".
 import type { LoopDeps } from "../deps.ts";
-import type { TurnContext } from "../ports.ts";
-import type { Session } from "../session/session.ts";
+import type { TurnContext, TurnPorts } from "../ports.ts";
 import {
   appendAnswer,
   appendCancelled,
@@ -25,6 +24,7 @@ import {
   type TurnAnswer,
 } from "./append.ts";
 import type { StopReason } from "./bounds.ts";
+import type { CompactionStates } from "./compaction.ts";
 import { gateStep } from "./gate-step.ts";
 import { guardsStep } from "./guards-step.ts";
 import { modelStep } from "./model-step.ts";
@@ -54,11 +54,18 @@ export interface TurnInput {
   readonly deadline?: number;
 }
 
-export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput): Promise<TurnOutcome> {
-  // The only use of the Session: what the steps run with, read once.
-  const ctx = turnContext(session, input, input.turnId ?? deps.newId());
-  const ports = session.ports;
-  const states = { compaction: session.compaction, modelCalls: session.modelCalls };
+/**
+ * One turn: prepare → model → gate → append → guards. The session gives it its context
+ * (session/turn-context.ts, built once per turn), its ports and the model-call and
+ * compaction states; the turn never sees the Session.
+ */
+export async function runTurn(
+  deps: LoopDeps,
+  ctx: TurnContext,
+  ports: TurnPorts,
+  states: CompactionStates,
+  input: TurnInput,
+): Promise<TurnOutcome> {
   const { turnId } = ctx;
   const trace = (step: string) => deps.trace({ name: "step", sessionId: ctx.sessionId, turnId, step });
   deps.trace({
@@ -69,7 +76,7 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
   });
   // Counted up the session tree: an ancestor's max_turns covers its sub-agents' turns.
   ports.guards.cost.chargeTurn();
-  session.subagent?.progress();
+  ports.tools.progress();
 
   // ---- prepare: 1. context-assemble ----------------------------------------------------------
   trace("1");
@@ -157,33 +164,4 @@ export async function runTurn(deps: LoopDeps, session: Session, input: TurnInput
     closeAfterError(ctx, ports, answer, detail);
     return { kind: "failed", detail };
   }
-}
-
-/** The turn's fixed facts, read from the session once, before step 1. */
-function turnContext(session: Session, input: TurnInput, turnId: string): TurnContext {
-  const { signal } = input;
-  const p = session.profile;
-  return {
-    sessionId: session.id,
-    ...(session.parentId !== undefined ? { parentSessionId: session.parentId } : {}),
-    ancestors: session.ancestors,
-    turnId,
-    workingDirectory: session.workingDirectory,
-    lockOwner: session.lockOwner,
-    remainingDepth: session.remainingDepth,
-    signal,
-    ...(input.deadline !== undefined ? { deadline: input.deadline } : {}),
-    tools: input.final ? [] : session.tools.declarations({ planMode: session.settings.planMode }),
-    candidates: session.candidates(),
-    limits: {
-      ...(p.max_turns !== undefined ? { maxTurns: p.max_turns } : {}),
-      ...(p.max_wall_clock_s !== undefined ? { maxWallClockS: p.max_wall_clock_s } : {}),
-      // A sub-agent's run ends when its parent's does (driver.ts sets it before the first turn).
-      ...(session.parent && session.runs.deadline !== undefined
-        ? { inheritedDeadline: session.runs.deadline }
-        : {}),
-    },
-    policy: session.policy,
-    hook: { sessionId: session.id, turnId, workingDirectory: session.workingDirectory, signal },
-  };
 }
