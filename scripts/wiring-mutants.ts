@@ -67,7 +67,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "tier-at-request-time",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "    clock: () => timestampFromMillis(deps.clock.now()),",
     to: "    clock: ((t) => () => t)(timestampFromMillis(deps.clock.now())),",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -75,7 +75,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "toolcall-turn-id-dropped",
-    file: "packages/kernel/src/loop/tool-exec.ts",
+    file: "packages/kernel/src/loop/turn/tool-exec.ts",
     from: "    callContext: { sessionId: session.id, turnId: input.turnId, workingDirectory: session.workingDirectory },",
     to: "    callContext: { sessionId: session.id, workingDirectory: session.workingDirectory },",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -83,15 +83,15 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "request-turn-id-dropped",
-    file: "packages/kernel/src/loop/model-call.ts",
-    from: "          turnId: input.turnId,\n          workingDirectory: session.workingDirectory,",
-    to: "          workingDirectory: session.workingDirectory,",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
+    from: "          turnId: input.turnId,\n          workingDirectory: ctx.workingDirectory,",
+    to: "          workingDirectory: ctx.workingDirectory,",
     test: "packages/kernel/test/loop/wiring.test.ts",
     only: "call_context",
   },
   {
     name: "tool-choice-not-sent",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "    ...(p.tool_choice !== undefined ? { toolChoice: toolChoiceFromConfig(p.tool_choice) } : {}),",
     to: "",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -99,7 +99,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "tool-choice-kept-without-tools",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "    const wanted = paramsForRequest(c.params, toolNames);",
     to: "    const wanted = c.params;",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -115,7 +115,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "content-as-routing-exhausted",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: '    category: asked > 0 && refusedContent === asked ? "invalid_request" : "routing_exhausted",',
     to: '    category: "routing_exhausted",',
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -123,7 +123,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "unbilled-attempt-not-persisted",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "(outcome.completion.usage.length > 0 || requestId)",
     to: "(outcome.completion.usage.length > 0)",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -131,7 +131,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "request-id-not-logged",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "          ...(requestId ? { vendorRequestId: requestId } : {}),\n",
     to: "",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -139,7 +139,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "request-id-not-shown",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     // biome-ignore lint/suspicious/noTemplateCurlyInString: source text to find, not a template
     from: '  return requestId ? ` [vendor request id ${requestId}]` : "";',
     to: '  return "";',
@@ -156,7 +156,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "terminates-only-on-success",
-    file: "packages/kernel/src/loop/turn.ts",
+    file: "packages/kernel/src/loop/turn/gate-step.ts",
     from: "onPostToolCall: (c) => done.postToolCallFired(c.block.id),",
     to: 'onPostToolCall: (c) => c.result!.status === "succeeded" && done.postToolCallFired(c.block.id),',
     test: "packages/kernel/test/loop/gate.test.ts",
@@ -164,7 +164,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "vendor-tool-call-ids-kept",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "    newToolCallId: () => deps.newId(),\n",
     to: "",
     test: "packages/kernel/test/loop/wiring.test.ts",
@@ -172,7 +172,7 @@ const MUTANTS: readonly Mutant[] = [
   },
   {
     name: "kernel-ids-sent-to-vendor",
-    file: "packages/kernel/src/loop/model-call.ts",
+    file: "packages/kernel/src/loop/turn/model-call.ts",
     from: "      messages: withVendorToolCallIds(fitted.messages),",
     to: "      messages: [...fitted.messages],",
     test: "packages/kernel/test/loop/wiring.test.ts",

@@ -6,7 +6,7 @@
 // Usage: node bench/images/run.ts [--runs N]
 import { parseArgs } from "node:util";
 import { encodeJpeg, encodePng, fitImage, type ImageLimits, type Rgba } from "@pluggableharness/image-kit";
-import { ImageFitCache } from "../../packages/kernel/src/loop/image-fit.ts";
+import { ImageFitCache } from "../../packages/kernel/src/loop/turn/image-fit.ts";
 
 const { values } = parseArgs({ options: { runs: { type: "string", default: "5" } } });
 const runs = Number(values.runs);

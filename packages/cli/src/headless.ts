@@ -31,7 +31,7 @@ export type OutputFormat = "text" | "json" | "stream-json";
 const ATTEMPT_FAILED = "attempt_failed:";
 /** The kernel's record of why a turn failed (a message event kept out of the conversation). */
 const TURN_FAILED = "turn_failed";
-/** A compactor's summary call (the kernel's loop/records.ts): not the model's answer. */
+/** A compactor's summary call (the kernel's loop/turn/records.ts): not the model's answer. */
 const COMPACTION_SUMMARY = "compaction_summary";
 
 /** A tool as the init record lists it: the model's name for it, where it comes from, kind and risk. */

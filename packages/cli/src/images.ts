@@ -2,7 +2,7 @@
 // image blocks. A file that is not a PNG, JPEG, GIF or WebP image (by its first bytes,
 // whatever its name), or is over MAX_IMAGE_BYTES, is a usage error before anything
 // starts. The blocks carry the file's bytes as they are (the session file keeps them);
-// the kernel fits each image to the model it is sent to (loop/image-fit.ts). Whether the
+// the kernel fits each image to the model it is sent to (loop/turn/image-fit.ts). Whether the
 // model can take images is the kernel's call too: one without vision answers invalid_request.
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";

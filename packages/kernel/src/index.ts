@@ -25,22 +25,20 @@ export {
   type KernelLogSink,
   LOG_LEVEL_ORDER,
 } from "./log.ts";
-export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/bounds.ts";
 export { DEFAULT_LIMITS, type LoopLimits } from "./loop/deps.ts";
-export {
-  commandArguments,
-  DIRECT_INVOKE_REASON,
-  type DirectInvokeOutcome,
-  type InvocationOrigin,
-} from "./loop/direct-invoke.ts";
-export { finalAnswerInstruction } from "./loop/driver.ts";
 export type {
   ClientEventInit,
   ConnectOptions,
   FrontendConnection,
   FrontendPort,
 } from "./loop/frontend-port.ts";
-export { type RetryWait, retryDelayMs, retryWait } from "./loop/model-call.ts";
+export {
+  commandArguments,
+  DIRECT_INVOKE_REASON,
+  type DirectInvokeOutcome,
+  type InvocationOrigin,
+} from "./loop/session/direct-invoke.ts";
+export { finalAnswerInstruction } from "./loop/session/driver.ts";
 export {
   declaredToolName,
   type SessionToolInfo,
@@ -48,6 +46,8 @@ export {
   type ToolKindName,
   ToolNameCollisionError,
 } from "./loop/tool-registry.ts";
+export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/turn/bounds.ts";
+export { type RetryWait, retryDelayMs, retryWait } from "./loop/turn/model-call.ts";
 export {
   entryLine,
   MemoryAudit,

@@ -89,15 +89,19 @@ import { StoredInputs } from "./frontends/stored-inputs.ts";
 import { HookDispatcher } from "./hooks/dispatcher.ts";
 import { discardLog, KernelLogger, type KernelLogLevel, type KernelLogSink } from "./log.ts";
 import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
-import type { DirectInvokeOutcome, InvocationOrigin } from "./loop/direct-invoke.ts";
-import { runSessionRun } from "./loop/driver.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
-import { routeCandidates } from "./loop/model-call.ts";
-import { repairInterrupted } from "./loop/resume.ts";
-import { profileCandidates, Session, type SubagentInit } from "./loop/session.ts";
-import { restoreSettings, setPlanMode } from "./loop/session-settings.ts";
+import type { DirectInvokeOutcome, InvocationOrigin } from "./loop/session/direct-invoke.ts";
+import { runSessionRun } from "./loop/session/driver.ts";
+import { repairInterrupted } from "./loop/session/resume.ts";
+import { profileCandidates, Session, type SubagentInit } from "./loop/session/session.ts";
+import { restoreSettings, setPlanMode } from "./loop/session/session-settings.ts";
+import {
+  implicitMemorySubscriptions,
+  implicitWidgetSubscriptions,
+  widgetFeedView,
+} from "./loop/session/widgets.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
-import { implicitMemorySubscriptions, implicitWidgetSubscriptions, widgetFeedView } from "./loop/widgets.ts";
+import { routeCandidates } from "./loop/turn/model-call.ts";
 import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";

@@ -21,9 +21,9 @@ import type {
 } from "@pluggableharness/protocol/kernel";
 import type { SessionInfo } from "@pluggableharness/protocol/session";
 import type { CallbackPeer } from "@pluggableharness/runtime";
-import type { ModelCandidate } from "../loop/model-call.ts";
-import type { Session } from "../loop/session.ts";
-import { chooseModel, overrideCandidate, setPlanMode } from "../loop/session-settings.ts";
+import type { Session } from "../loop/session/session.ts";
+import { chooseModel, overrideCandidate, setPlanMode } from "../loop/session/session-settings.ts";
+import type { ModelCandidate } from "../loop/turn/model-call.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { InvocationTracker } from "./invocations.ts";
 import { memoryAudit } from "./memory-audit.ts";
@@ -48,7 +48,7 @@ export interface ControlDeps {
 }
 
 type Response = MessageInitShape<typeof ControlSessionResponseSchema>;
-/** Session.compact as the compaction machinery defines it (loop/compaction.ts). */
+/** Session.compact as the compaction machinery defines it (loop/turn/compaction.ts). */
 type CompactNow = (instructions: string, options: { mayReopen: boolean }) => { message: string } | undefined;
 type Choice = MessageInitShape<typeof ModelChoiceSchema>;
 
@@ -130,7 +130,7 @@ export async function controlSession(
           );
         }
         // A model of the profile's own chain keeps its configured parameters. Recorded in
-        // the session file, so a resume uses it again (loop/session-settings.ts).
+        // the session file, so a resume uses it again (loop/session/session-settings.ts).
         chooseModel(session, overrideCandidate(session, provider, modelId), "/model");
         session.unavailableModels.delete(`${provider}/${modelId}`);
       }

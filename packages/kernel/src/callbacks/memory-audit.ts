@@ -9,7 +9,7 @@ import {
   type MemoryAuditResultSchema,
 } from "@pluggableharness/protocol/kernel";
 import { RecordStatus } from "@pluggableharness/protocol/memory";
-import type { Session } from "../loop/session.ts";
+import type { Session } from "../loop/session/session.ts";
 import {
   entryLine,
   MemoryAudit,

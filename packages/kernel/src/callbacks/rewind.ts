@@ -4,7 +4,7 @@
 // (packages/state/src/rewind.ts), the same code `agent sessions rewind` runs; this module
 // reads the live session's file, checks that what is applied is the plan the operator was
 // shown, and marks the session so its frontends are moved to the fork once the command
-// is over (loop/direct-invoke.ts). Only reached through controlSession's operator check.
+// is over (loop/session/direct-invoke.ts). Only reached through controlSession's operator check.
 import { dirname } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { StatusError } from "@pluggableharness/goplugin";
@@ -24,7 +24,7 @@ import {
   rewindAnchors,
   rewindSource,
 } from "@pluggableharness/state";
-import type { Session } from "../loop/session.ts";
+import type { Session } from "../loop/session/session.ts";
 
 const INVALID_ARGUMENT = 3;
 const NOT_FOUND = 5;

@@ -5,7 +5,7 @@
 // is exact through a model provider's own tokenizer when it has one (an exact count of a
 // text already counted is answered from token-counts.ts), otherwise the one documented
 // fallback; Summarize runs a compactor's summary call through the session's model chain
-// (loop/compaction.ts); RunSession runs a sub-agent for a spawn call the plugin is serving
+// (loop/turn/compaction.ts); RunSession runs a sub-agent for a spawn call the plugin is serving
 // (subagents/run-session.ts).
 
 import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
@@ -20,8 +20,8 @@ import { LogLevel } from "@pluggableharness/protocol/log";
 import type { CallbackContext, CallbackPeer } from "@pluggableharness/runtime";
 import { fallbackTokenCountOfBlocks } from "../domain/index.ts";
 import type { KernelLogger, KernelLogLevel } from "../log.ts";
-import { SummarizeError, summarize } from "../loop/compaction.ts";
-import type { Session } from "../loop/session.ts";
+import type { Session } from "../loop/session/session.ts";
+import { SummarizeError, summarize } from "../loop/turn/compaction.ts";
 import { sessionMemorySink } from "../memory/session-events.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import { type ControlDeps, controlSession } from "./control.ts";
@@ -211,6 +211,9 @@ export function callbackImplementation(
       }
       try {
         const r = await summarize(
+          session.deps,
+          session.compactionContext(),
+          session.ports,
           session,
           {
             instructions: req.instructions,

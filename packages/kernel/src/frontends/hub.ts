@@ -19,7 +19,6 @@ import type { SlashCommandRegistry } from "@pluggableharness/protocol/slashcomma
 import { Dispatch } from "@pluggableharness/protocol/slashcommand";
 import { REPLAY_ONLY_STATUSES } from "@pluggableharness/state";
 import type { KernelLogger } from "../log.ts";
-import type { DirectInvocation, InvocationOrigin } from "../loop/direct-invocation.ts";
 import type {
   ClientEventInit,
   ConnectOptions,
@@ -27,6 +26,7 @@ import type {
   FrontendPort,
   RenderPreference,
 } from "../loop/frontend-port.ts";
+import type { DirectInvocation, InvocationOrigin } from "../loop/session/direct-invocation.ts";
 import type { BackfillSource, ServerEventInit, SessionChannel, Subscriber } from "./channel.ts";
 import { AsyncQueue } from "./queue.ts";
 
@@ -64,7 +64,7 @@ export interface SessionControl {
   /** A tool call with no model turn, queued like a message. */
   invoke(request: DirectInvokeRequest, options: { mayReopen: boolean }): FrontendErrorInit | undefined;
   interrupt(): void;
-  /** "Compact now" (/compact): one compaction pass, queued like a message (loop/compaction.ts). */
+  /** "Compact now" (/compact): one compaction pass, queued like a message (loop/turn/compaction.ts). */
   compact(instructions: string, options: { mayReopen: boolean }): FrontendErrorInit | undefined;
   decide(decision: ClientEvent_PlanDecision): FrontendErrorInit | undefined;
   respond(response: ClientEvent_InteractiveResponse): FrontendErrorInit | undefined;

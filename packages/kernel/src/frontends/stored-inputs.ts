@@ -10,14 +10,14 @@ import { fromBinary, type JsonObject, toBinary } from "@bufbuild/protobuf";
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { MessageEventSchema, PlanEventSchema, ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
-import { isLargeInput, LARGE_INPUT_BYTES } from "../loop/stored-events.ts";
+import { isLargeInput, LARGE_INPUT_BYTES } from "../loop/turn/stored-events.ts";
 
 export {
   isLargeInput,
   LARGE_INPUT_BYTES,
   storedPlanEvent,
   storedToolCallEvent,
-} from "../loop/stored-events.ts";
+} from "../loop/turn/stored-events.ts";
 
 interface EventLike {
   readonly kind: EventKind;

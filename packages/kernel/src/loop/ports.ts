@@ -7,16 +7,18 @@
 // frontends, the human port asks, the guards count.
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { PolicyEngine } from "@pluggableharness/config";
+import type { ContentBlock, Message } from "@pluggableharness/protocol/content";
+import type { MessageEvent } from "@pluggableharness/protocol/event";
 import type { ChildDenial, EventKind } from "@pluggableharness/protocol/kernel";
 import type { GenerationParams, ToolDeclaration } from "@pluggableharness/protocol/model";
 import type { PlanItem } from "@pluggableharness/protocol/plan";
 import type { AppendedEvent, CostEntry, PlanItemEntry, ProducerIdentity } from "@pluggableharness/state";
-import type { LockOwner } from "../domain/index.ts";
+import type { AccumulatedCompletion, LockOwner } from "../domain/index.ts";
 import type { ServerEventInit } from "../frontends/channel.ts";
 import type { HookContext } from "../hooks/dispatcher.ts";
-import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
-import type { FilesTouched } from "./files-touched.ts";
-import type { SessionTool } from "./tool-registry.ts";
+import type { SessionTool, ToolRegistry } from "./tool-registry.ts";
+import type { CircuitBreaker, CostNode, DoomLoopDetector } from "./turn/bounds.ts";
+import type { FilesTouched } from "./turn/files-touched.ts";
 
 /** One model in a session's chain (the profile's entry, or the operator's /model choice). */
 export interface ModelCandidate {
@@ -32,6 +34,8 @@ export interface ModelCandidate {
 export interface TurnLimits {
   readonly maxTurns?: number;
   readonly maxWallClockS?: number;
+  /** A sub-agent's deadline inherited from its parent's run (clock ms): its parent's run ends then. */
+  readonly inheritedDeadline?: number;
 }
 
 /** Everything a turn knows when it starts; nothing in it changes until the turn ends. */
@@ -140,10 +144,48 @@ export interface ToolCallScope {
   readonly workingDirectory: string;
   /** The calls running now, by call id. */
   readonly inflight: Map<string, InflightCall>;
-  /** Tells a sub-agent's ancestors what it is doing now ("" when idle); nothing for a root session. */
-  progress(activity: string): void;
+  /**
+   * Tells a sub-agent's ancestors what it is doing now ("" when idle; no argument: only its
+   * counters changed, a turn began); nothing for a root session.
+   */
+  progress(activity?: string): void;
   /** A live-only event for the session's frontends (streamed tool output). */
   publish(event: ServerEventInit): void;
+}
+
+/** The model the kernel sent a request to (a routed candidate, as a record names it). */
+export interface ServedBy {
+  readonly provider: { readonly name: string };
+  readonly spec: { readonly id: string };
+}
+
+/** The session's message events as the model call and compaction write them (session-log.ts). */
+export interface MessageLog {
+  /** A message event with its ledger rows; its cost is charged and usage reported. */
+  persistMessage(event: MessageEvent, servedBy?: { providerName: string; modelId: string }): AppendedEvent;
+  /** A failed attempt that was billed or got a request id: kept for the ledger, not the history. */
+  persistFailedAttempt(
+    turnId: string,
+    candidate: ServedBy,
+    completion: AccumulatedCompletion,
+    category: string,
+  ): void;
+  /** A user-role message (tool results, a kernel instruction): persisted and appended to the conversation. */
+  appendUserMessage(turnId: string, content: ContentBlock[], syntheticReason?: string): Message;
+}
+
+/** The conversation the models are sent, as a compaction reads and replaces it (conversation.ts). */
+export interface ConversationPort {
+  readonly messages: readonly Message[];
+  /** The turn's assistant message, as the models will be sent it. */
+  append(message: Message): void;
+  replace(messages: Message[]): void;
+}
+
+/** File checkpoints around a turn's resource calls, for rewind (checkpoints.ts). */
+export interface CheckpointPort {
+  before(): void;
+  after(turnId: string): void;
 }
 
 /** What a turn step and the gate write through; the session builds it once. */
@@ -154,4 +196,9 @@ export interface TurnPorts {
   readonly tools: ToolCallScope;
   /** The files the session's tool calls named, for context providers (files-touched.ts). */
   readonly filesTouched: FilesTouched;
+  readonly messages: MessageLog;
+  readonly conversation: ConversationPort;
+  /** The session's tools: declarations for a request, a streamed call's tool by name. */
+  readonly registry: Pick<ToolRegistry, "get" | "declarations">;
+  readonly checkpoints: CheckpointPort;
 }

@@ -4,7 +4,7 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { MemoryMutationEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
-import type { Session } from "../loop/session.ts";
+import type { Session } from "../loop/session/session.ts";
 import type { MemoryEventKind, MemoryEventSink } from "./audit.ts";
 
 const KINDS: Record<MemoryEventKind, EventKind> = {

@@ -83,7 +83,7 @@ export interface LoadedProvider {
   readonly context?: ContextCapabilities;
   /** MemoryService.GetCapabilities, for a memory provider (recalled at context-assemble). */
   readonly memory?: MemoryCapabilities;
-  /** WidgetCapabilities.feed: what a widget reads from the hooks it observes (loop/widgets.ts). */
+  /** WidgetCapabilities.feed: what a widget reads from the hooks it observes (loop/session/widgets.ts). */
   readonly widgetFeed?: WidgetFeed;
   /** supported_hook_points from every category description. */
   readonly hookPoints: readonly HookPoint[];

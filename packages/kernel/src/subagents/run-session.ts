@@ -18,7 +18,7 @@ import {
 } from "@pluggableharness/protocol/kernel";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import type { LoopDeps } from "../loop/deps.ts";
-import type { InflightCall, Session, SubagentInit } from "../loop/session.ts";
+import type { InflightCall, Session, SubagentInit } from "../loop/session/session.ts";
 import { ToolRegistry } from "../loop/tool-registry.ts";
 import { childRemainingDepth, spawnedProfileName } from "./risk.ts";
 

@@ -9,8 +9,8 @@ import { ControlSessionRequestSchema, EventKind } from "@pluggableharness/protoc
 import { describe, expect, it } from "vitest";
 import { type ControlDeps, controlSession } from "../../src/callbacks/control.ts";
 import { InvocationTracker } from "../../src/callbacks/invocations.ts";
-import type { Session } from "../../src/loop/session.ts";
-import { SettingsState } from "../../src/loop/settings-state.ts";
+import type { Session } from "../../src/loop/session/session.ts";
+import { SettingsState } from "../../src/loop/session/settings-state.ts";
 import type { ProviderRegistry } from "../../src/plugins/providers.ts";
 
 const PEER = { plugin: "commands", instance: "1", producers: new Map() } as never;

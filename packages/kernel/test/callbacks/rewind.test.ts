@@ -25,8 +25,8 @@ import {
 import { afterEach, describe, expect, it } from "vitest";
 import { type ControlDeps, controlSession } from "../../src/callbacks/control.ts";
 import { InvocationTracker } from "../../src/callbacks/invocations.ts";
-import { PendingRewind } from "../../src/loop/direct-invoke.ts";
-import type { Session } from "../../src/loop/session.ts";
+import { PendingRewind } from "../../src/loop/session/direct-invoke.ts";
+import type { Session } from "../../src/loop/session/session.ts";
 
 const PEER = { plugin: "commands", instance: "1", producers: new Map() } as never;
 const dirs: string[] = [];

@@ -7,7 +7,7 @@ import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
 import { type LockClaim, type LockOwner, ToolLocks } from "../../src/domain/scheduler.ts";
 import { ToolSchemaRule, validateToolSchemas } from "../../src/domain/tool-schema.ts";
-import { CostNode, checkBounds } from "../../src/loop/bounds.ts";
+import { CostNode, checkBounds } from "../../src/loop/turn/bounds.ts";
 import { childRemainingDepth } from "../../src/subagents/risk.ts";
 import { objectSchema, resource, schemaResponse } from "./fixtures.ts";
 

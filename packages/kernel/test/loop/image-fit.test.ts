@@ -18,7 +18,7 @@ import {
   ImageFitCache,
   imageLimitsFor,
   newNotes,
-} from "../../src/loop/image-fit.ts";
+} from "../../src/loop/turn/image-fit.ts";
 
 function pixels(width: number, height: number): Rgba {
   const data = new Uint8Array(width * height * 4);

@@ -11,28 +11,21 @@ import { describe, expect, it } from "vitest";
 const src = resolve(import.meta.dirname, "../../src");
 const loop = join(src, "loop");
 
-/** Today's flat files that hold the steps of one turn (prepare → model → tools → guards). */
-const TURN_STEPS = [
-  "turn.ts",
-  "context-assembly.ts",
-  "memory-recall.ts",
-  "files-touched.ts",
-  "image-fit.ts",
-  "model-call.ts",
-  "model-wait.ts",
-  "tool-exec.ts",
-  "secret-output.ts",
-  "stored-events.ts",
-  "records.ts",
-  "bounds.ts",
-];
-const GATE = readdirSync(join(loop, "gate"))
-  .filter((f) => f.endsWith(".ts"))
-  .map((f) => `gate/${f}`);
+/** Every module of a folder under loop/, as a path relative to loop/. */
+function modulesOf(folder: string): string[] {
+  return readdirSync(join(loop, folder))
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => `${folder}/${f}`);
+}
+
+/** The steps of one turn (prepare → model → gate → append → guards) and the gate. */
+const TURN_STEPS = modulesOf("turn");
+const GATE = modulesOf("gate");
+const SESSION_DIR = join(loop, "session");
 
 /** What a turn step or the gate must not load at runtime, by import specifier or resolved path. */
 const FORBIDDEN: readonly { name: string; test: (spec: string, file: string | undefined) => boolean }[] = [
-  { name: "loop/session.ts", test: (_s, f) => f === join(loop, "session.ts") },
+  { name: "loop/session/", test: (_s, f) => f?.startsWith(SESSION_DIR + "/") ?? false },
   { name: "frontends/", test: (_s, f) => f?.startsWith(join(src, "frontends") + "/") ?? false },
   { name: "plugins/", test: (_s, f) => f?.startsWith(join(src, "plugins") + "/") ?? false },
   { name: "@pluggableharness/goplugin", test: (s) => s.startsWith("@pluggableharness/goplugin") },
@@ -100,11 +93,14 @@ function violations(entry: string): string[] {
 describe("layering of the turn and the gate", () => {
   it("the turn steps and the gate exist where the test looks for them", () => {
     expect(GATE).toContain("gate/gate.ts");
+    expect(TURN_STEPS).toEqual(
+      expect.arrayContaining(["turn/turn.ts", "turn/model-call.ts", "turn/tool-exec.ts"]),
+    );
     for (const f of [...TURN_STEPS, ...GATE])
       expect(readFileSync(join(loop, f), "utf8").length).toBeGreaterThan(0);
   });
 
-  it("no turn step and no gate module loads session.ts, a frontend, plugins/, goplugin or runtime", () => {
+  it("nothing under loop/turn/ or loop/gate/ loads loop/session/, a frontend, plugins/, goplugin or runtime", () => {
     const bad = [...TURN_STEPS, ...GATE].flatMap(violations);
     expect(bad).toEqual([]);
   });
@@ -112,15 +108,17 @@ describe("layering of the turn and the gate", () => {
   it("the check sees a runtime import and ignores an import type", () => {
     // session.ts itself loads the gate's callers and frontends at runtime: the walk must
     // report it, or the assertion above could pass by reading nothing.
-    expect(violations("session.ts").some((v) => v.includes("frontends/"))).toBe(true);
-    const turn = importsOf(join(loop, "turn.ts")).find((i) => i.file === join(loop, "session.ts"));
-    expect(turn?.typeOnly).toBe(true);
+    expect(violations("session/session.ts").some((v) => v.includes("frontends/"))).toBe(true);
+    const checkpoints = importsOf(join(loop, "session/checkpoints.ts")).find(
+      (i) => i.file === join(SESSION_DIR, "session.ts"),
+    );
+    expect(checkpoints?.typeOnly).toBe(true);
   });
 });
 
 /** The public instance fields of `Session` anyone may assign (not readonly, not #private, not private). */
 function mutableSessionFields(): string[] {
-  return mutableSessionFieldsOf(readFileSync(join(loop, "session.ts"), "utf8"));
+  return mutableSessionFieldsOf(readFileSync(join(SESSION_DIR, "session.ts"), "utf8"));
 }
 
 function mutableSessionFieldsOf(source: string): string[] {
@@ -128,7 +126,7 @@ function mutableSessionFieldsOf(source: string): string[] {
   const cls = sf.statements.find(
     (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === "Session",
   );
-  if (!cls) throw new Error("no class Session in loop/session.ts");
+  if (!cls) throw new Error("no class Session in loop/session/session.ts");
   const kinds = (m: ts.ClassElement) => (ts.canHaveModifiers(m) ? (ts.getModifiers(m) ?? []) : []);
   const hidden = (m: ts.ClassElement) =>
     kinds(m).some(
@@ -161,7 +159,7 @@ describe("Session is composition", () => {
 
 /** The chains by which `entry` reaches session.ts, counting type imports too (what biome's noImportCycles counts). */
 function reachesSession(entry: string): string[] {
-  const target = join(loop, "session.ts");
+  const target = join(SESSION_DIR, "session.ts");
   const found: string[] = [];
   const seen = new Set<string>();
   const walk = (file: string, chain: readonly string[]): void => {
@@ -179,22 +177,22 @@ function reachesSession(entry: string): string[] {
 }
 
 describe("the gate and context assembly take (deps, ctx, ports), not Session", () => {
-  it("no gate module, tool execution, context assembly, memory recall or ports.ts names session.ts, even for a type", () => {
+  it("nothing under loop/turn/ or loop/gate/, and not ports.ts, names session.ts, even for a type", () => {
     const bad = [
       ...GATE,
-      "tool-exec.ts",
-      "context-assembly.ts",
-      "memory-recall.ts",
+      ...TURN_STEPS,
       "ports.ts",
-      "settings-state.ts",
-      "retry-wait.ts",
-      "conversation.ts",
+      "session/settings-state.ts",
+      "turn/retry-wait.ts",
+      "session/conversation.ts",
     ].flatMap(reachesSession);
     expect(bad).toEqual([]);
   });
 
   it("the check sees a type-only path to session.ts", () => {
-    expect(reachesSession("turn.ts")).toContain("loop/turn.ts → loop/session.ts");
+    expect(reachesSession("session/checkpoints.ts")).toContain(
+      "loop/session/checkpoints.ts → loop/session/session.ts",
+    );
   });
 });
 
@@ -215,7 +213,39 @@ describe("the conversation's writers", () => {
   }
 
   it("only the loop appends, and only compaction and a resume replace", () => {
-    expect(writersOf("append")).toEqual(["loop/session-log.ts", "loop/turn.ts", "subagents/run-session.ts"]);
-    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/compaction.ts"]);
+    expect(writersOf("append")).toEqual([
+      "loop/session/session-log.ts",
+      "loop/turn/append.ts",
+      "subagents/run-session.ts",
+    ]);
+    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/turn/compaction.ts"]);
+  });
+});
+
+/** The lines of the body of the function `name` declared in `file` (braces included). */
+function bodyLines(file: string, name: string): number {
+  return bodyLinesOf(readFileSync(file, "utf8"), name);
+}
+
+function bodyLinesOf(source: string, name: string): number {
+  const sf = ts.createSourceFile("probe.ts", source, ts.ScriptTarget.Latest, true);
+  const fn = sf.statements.find(
+    (s): s is ts.FunctionDeclaration => ts.isFunctionDeclaration(s) && s.name?.text === name,
+  );
+  if (!fn?.body) throw new Error(`no function ${name}`);
+  const line = (pos: number) => sf.getLineAndCharacterOfPosition(pos).line;
+  return line(fn.body.getEnd()) - line(fn.body.getStart(sf)) + 1;
+}
+
+describe("runTurn is a short pipeline", () => {
+  // prepare → model → gate → append → guards, each step a module of its own under loop/turn/.
+  it("runTurn's body is at most 150 lines", () => {
+    expect(bodyLines(join(loop, "turn/turn.ts"), "runTurn")).toBeLessThanOrEqual(150);
+  });
+
+  it("the count reads the body of the named function", () => {
+    expect(
+      bodyLinesOf("function a() {\n  1;\n}\nasync function runTurn() {\n  2;\n  3;\n}\n", "runTurn"),
+    ).toBe(4);
   });
 });

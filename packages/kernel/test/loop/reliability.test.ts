@@ -14,7 +14,7 @@ import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
 import { afterAll, describe, expect, it } from "vitest";
 import { StoredInputs, storedPlanEvent, storedToolCallEvent } from "../../src/frontends/stored-inputs.ts";
-import { rebuildConversation } from "../../src/loop/resume.ts";
+import { rebuildConversation } from "../../src/loop/session/resume.ts";
 import {
   calls,
   Harness,

@@ -19,7 +19,7 @@ import {
   resultBlock,
   resultText,
 } from "../../src/loop/gate/call.ts";
-import { type ToolExecution, toolError } from "../../src/loop/tool-exec.ts";
+import { type ToolExecution, toolError } from "../../src/loop/turn/tool-exec.ts";
 
 const PIXEL = Buffer.from("iVBORw0KGgo=", "base64");
 

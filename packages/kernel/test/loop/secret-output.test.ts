@@ -1,4 +1,4 @@
-// Which tool output the kernel masks (loop/secret-output.ts): everything a provider sends
+// Which tool output the kernel masks (loop/turn/secret-output.ts): everything a provider sends
 // when its configuration holds a withheld value — result, error, output chunks, partial
 // results — and nothing of a provider given none (its output is the user's own data).
 import { create, type JsonObject } from "@bufbuild/protobuf";
@@ -11,7 +11,7 @@ import {
   ToolEvent_PartialResultSchema,
 } from "@pluggableharness/protocol/tool";
 import { describe, expect, it } from "vitest";
-import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "../../src/loop/secret-output.ts";
+import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "../../src/loop/turn/secret-output.ts";
 import type { LoadedProvider } from "../../src/plugins/providers.ts";
 
 const PLAIN = "Zq7vK2pW9xR4mT8n";

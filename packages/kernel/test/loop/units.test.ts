@@ -35,7 +35,7 @@ import {
   retryDelayMs,
   retryWait,
 } from "../../src/index.ts";
-import { checkBounds } from "../../src/loop/bounds.ts";
+import { checkBounds } from "../../src/loop/turn/bounds.ts";
 
 describe("bounds", () => {
   it("rolls cost up the session tree; the tightest remaining budget on the path wins", () => {
@@ -304,12 +304,12 @@ describe("session channel without subscribers", () => {
 describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
     // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it) with the
-    // gate's write half of that rule (loop/stored-events.ts), the one it summarises tool
+    // gate's write half of that rule (loop/turn/stored-events.ts), the one it summarises tool
     // arguments with and the pure memory-link parser it renders [[references]] with.
     const specifiers = [
       "frontends/generic-render.ts",
       "frontends/stored-inputs.ts",
-      "loop/stored-events.ts",
+      "loop/turn/stored-events.ts",
       "frontends/argument-summary.ts",
       "memory/links.ts",
     ].flatMap((f) => {
@@ -320,7 +320,7 @@ describe("the generic renderer module", () => {
     expect(
       specifiers.filter(
         (s) =>
-          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/(memory\/links|loop\/stored-events)\.ts)$/.test(
+          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/(memory\/links|loop\/turn\/stored-events)\.ts)$/.test(
             s,
           ),
       ),

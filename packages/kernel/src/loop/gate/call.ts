@@ -19,8 +19,8 @@ import {
 } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { EventSink } from "../ports.ts";
-import { type ToolExecution, type ToolOutcome, toolError } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
+import { type ToolExecution, type ToolOutcome, toolError } from "../turn/tool-exec.ts";
 
 export interface CallResult {
   readonly status: CallOutcomeKind;

@@ -21,12 +21,12 @@ import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
 import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
 import { ConcurrencyScheduler, canonicalJson, checkToolCall, lockClaim } from "../../domain/index.ts";
 import { callRisk } from "../../subagents/risk.ts";
-import { callHash, type StopReason } from "../bounds.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, CallContext, TurnPorts } from "../ports.ts";
-import { storedToolCallEvent } from "../stored-events.ts";
-import { buildToolCall, executeTool } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
+import { callHash, type StopReason } from "../turn/bounds.ts";
+import { storedToolCallEvent } from "../turn/stored-events.ts";
+import { buildToolCall, executeTool } from "../turn/tool-exec.ts";
 import {
   type CallRecord,
   type CallResult,

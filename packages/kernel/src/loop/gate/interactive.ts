@@ -5,7 +5,7 @@ import { RenderTreeSchema, TextStyle } from "@pluggableharness/protocol/render";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import type { LoopDeps } from "../deps.ts";
 import type { CallContext, HumanPort } from "../ports.ts";
-import { toolError } from "../tool-exec.ts";
+import { toolError } from "../turn/tool-exec.ts";
 import { type CallRecord, type CallResult, cancelledResult } from "./call.ts";
 import { previewOf } from "./plan.ts";
 

@@ -19,9 +19,9 @@ import { planItemEntriesFromPlan } from "@pluggableharness/state";
 import { capRenderTree } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, CallContext, EventSink } from "../ports.ts";
-import { storedPlanEvent } from "../stored-events.ts";
-import { buildToolCall } from "../tool-exec.ts";
 import type { SessionTool } from "../tool-registry.ts";
+import { storedPlanEvent } from "../turn/stored-events.ts";
+import { buildToolCall } from "../turn/tool-exec.ts";
 import type { CallRecord } from "./call.ts";
 
 /** One batch's plan as the gate tracks it (what has been written of it). */

@@ -1,7 +1,7 @@
 // A tool call the operator asked for without a model turn, as the frontend hub queues it
 // and the loop runs it (direct-invoke.ts). Plain types, so the hub needs nothing of the loop.
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { SessionTool } from "./tool-registry.ts";
+import type { SessionTool } from "../tool-registry.ts";
 
 /** Who asked for the call, for the history message and the synthetic reason. */
 export type InvocationOrigin =

@@ -15,8 +15,8 @@ import {
 import type { ServerEventSchema } from "@pluggableharness/protocol/frontend";
 import { type HookPayload, HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { Region } from "@pluggableharness/protocol/render";
-import type { ProviderRegistry } from "../plugins/providers.ts";
-import type { LoopDeps } from "./deps.ts";
+import type { ProviderRegistry } from "../../plugins/providers.ts";
+import type { LoopDeps } from "../deps.ts";
 
 type ServerEventInit = MessageInitShape<typeof ServerEventSchema>;
 

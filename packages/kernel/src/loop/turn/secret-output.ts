@@ -19,7 +19,7 @@ import {
   type ToolEvent_PartialResult,
   ToolEvent_PartialResultSchema,
 } from "@pluggableharness/protocol/tool";
-import type { LoadedProvider } from "../plugins/providers.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
 
 /** Per decoded configuration object: whether it holds a secret. */
 const holdsSecret = new WeakMap<JsonObject, boolean>();

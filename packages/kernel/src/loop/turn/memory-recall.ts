@@ -10,10 +10,10 @@ import { create } from "@bufbuild/protobuf";
 import { type ContextSection, ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
 import { type MemoryRecord, MemoryScope, MemoryType, RecordStatus } from "@pluggableharness/protocol/memory";
 import type { ModelTarget } from "@pluggableharness/protocol/model";
-import type { LoadedProvider } from "../plugins/providers.ts";
-import { ProviderCallError } from "../providers/ports.ts";
-import type { LoopDeps } from "./deps.ts";
-import type { TurnContext } from "./ports.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import { ProviderCallError } from "../../providers/ports.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { TurnContext } from "../ports.ts";
 
 const RESOURCE_EXHAUSTED = 8;
 

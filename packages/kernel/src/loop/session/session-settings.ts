@@ -6,7 +6,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type SessionSettingEvent, SessionSettingEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
-import type { ModelCandidate } from "./model-call.ts";
+import type { ModelCandidate } from "../turn/model-call.ts";
 import { profileCandidates, type Session } from "./session.ts";
 
 /** What the latest session_setting events of a file say, each absent when none set it. */

@@ -13,9 +13,9 @@ import {
   type PlanItemEntry,
   type ProducerIdentity,
 } from "@pluggableharness/state";
-import type { AccumulatedCompletion } from "../domain/index.ts";
-import type { ResolvedCandidate } from "./model-call.ts";
-import { ATTEMPT_FAILED_PREFIX, COMPACTION_SUMMARY_REASON, TURN_FAILED_REASON } from "./records.ts";
+import type { AccumulatedCompletion } from "../../domain/index.ts";
+import type { ResolvedCandidate } from "../turn/model-call.ts";
+import { ATTEMPT_FAILED_PREFIX, COMPACTION_SUMMARY_REASON, TURN_FAILED_REASON } from "../turn/records.ts";
 import type { Session } from "./session.ts";
 
 /** An event written in a batch (schema version "1"). */

@@ -1,7 +1,7 @@
 // How long to wait before retrying a failed model or tool attempt: exponential backoff with
 // jitter, the vendor's retry-after as a floor, the operator's cap as a ceiling. A leaf, so
 // tool-exec.ts need not load model-call.ts for it.
-import type { LoopDeps } from "./deps.ts";
+import type { LoopDeps } from "../deps.ts";
 
 export interface RetryWait {
   /** What the kernel waits: the backoff or the vendor's retry-after, at most max_retry_delay_ms. */

@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { canonicalJson } from "../domain/index.ts";
+import { canonicalJson } from "../../domain/index.ts";
 
 export type StopReason =
   | "max_turns"

@@ -23,30 +23,35 @@ import {
 } from "@pluggableharness/protocol/slashcommand";
 import { ToolKind } from "@pluggableharness/protocol/tool";
 import { REOPENABLE_STATUSES, type SessionWriter } from "@pluggableharness/state";
-import { checkArguments, type LockOwner } from "../domain/index.ts";
-import { type ServerEventInit, SessionChannel } from "../frontends/channel.ts";
-import type { DirectInvokeRequest, FrontendErrorInit, HubSession, SessionControl } from "../frontends/hub.ts";
-import { StoredInputs } from "../frontends/stored-inputs.ts";
-import { SubagentLink } from "../subagents/link.ts";
-import { CircuitBreaker, CostNode, DoomLoopDetector } from "./bounds.ts";
+import { checkArguments, type LockOwner } from "../../domain/index.ts";
+import { type ServerEventInit, SessionChannel } from "../../frontends/channel.ts";
+import type {
+  DirectInvokeRequest,
+  FrontendErrorInit,
+  HubSession,
+  SessionControl,
+} from "../../frontends/hub.ts";
+import { StoredInputs } from "../../frontends/stored-inputs.ts";
+import { SubagentLink } from "../../subagents/link.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { CallContext, InflightCall, TurnPorts } from "../ports.ts";
+import { ToolRegistry } from "../tool-registry.ts";
+import { CircuitBreaker, CostNode, DoomLoopDetector } from "../turn/bounds.ts";
+import { type CompactionContext, CompactionState } from "../turn/compaction.ts";
+import { FilesTouched } from "../turn/files-touched.ts";
+import { ModelCallState, type ModelCandidate, paramsFromConfig } from "../turn/model-call.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
-import { CompactionState } from "./compaction.ts";
 import { Conversation } from "./conversation.ts";
-import type { LoopDeps } from "./deps.ts";
 import { commandArguments, type DirectInvocation, PendingRewind } from "./direct-invoke.ts";
-import { FilesTouched } from "./files-touched.ts";
 import { HumanRequests } from "./human-requests.ts";
-import { ModelCallState, type ModelCandidate, paramsFromConfig } from "./model-call.ts";
-import type { CallContext, InflightCall, TurnPorts } from "./ports.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
 import { SessionLog } from "./session-log.ts";
 import { SettingsState } from "./settings-state.ts";
-import { ToolRegistry } from "./tool-registry.ts";
 import { attachWidgets } from "./widgets.ts";
 
+export type { InflightCall } from "../ports.ts";
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
-export type { InflightCall } from "./ports.ts";
 
 /** What a run starts from: a user message, or a tool call the operator made directly. */
 export type SessionInput =
@@ -139,7 +144,9 @@ export class Session implements HubSession, SessionControl {
    * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
    * with its message: routing skips them for the rest of the session.
    */
-  readonly unavailableModels = new Map<string, string>();
+  get unavailableModels(): Map<string, string> {
+    return this.modelCalls.unavailable;
+  }
   /** The files its tool calls named, for context-assemble (files-touched.ts). */
   readonly filesTouched = new FilesTouched();
   /**
@@ -230,6 +237,10 @@ export class Session implements HubSession, SessionControl {
         publish: (event) => channel.publish(event),
       },
       filesTouched: this.filesTouched,
+      messages: log,
+      conversation: this.conversation,
+      registry: this.tools,
+      checkpoints: this.checkpoints,
     };
   }
 
@@ -340,6 +351,17 @@ export class Session implements HubSession, SessionControl {
   /** The detail of the last status change (why the session ended); setStatus() sets it. */
   get lastStatusDetail(): string {
     return this.#lastStatusDetail;
+  }
+
+  /** What a compaction knows of this session outside a turn (/compact, a compactor's summary call). */
+  compactionContext(): CompactionContext {
+    return {
+      sessionId: this.id,
+      ...(this.parentId !== undefined ? { parentSessionId: this.parentId } : {}),
+      workingDirectory: this.workingDirectory,
+      candidates: this.candidates(),
+      tools: this.tools.declarations({ planMode: this.settings.planMode }),
+    };
   }
 
   /** The profile's model chain (primary, then fallbacks); without one, the first model loaded. */

@@ -14,10 +14,10 @@ import { type ContextSection, ContextSectionSchema, type Message } from "@plugga
 import { ContextContributionEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { ModelTarget } from "@pluggableharness/protocol/model";
-import type { LoadedProvider } from "../plugins/providers.ts";
-import type { LoopDeps } from "./deps.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { EventSink, TurnContext, TurnPorts } from "../ports.ts";
 import { recallSections } from "./memory-recall.ts";
-import type { EventSink, TurnContext, TurnPorts } from "./ports.ts";
 
 export interface AssembledContext {
   readonly sections: ContextSection[];

@@ -54,16 +54,15 @@ import {
   timestampFromMillis,
   unmetNeeds,
   withVendorToolCallIds,
-} from "../domain/index.ts";
-import type { LoadedProvider } from "../plugins/providers.ts";
-import { ProviderCallError, ProviderUnavailableError } from "../providers/ports.ts";
-import type { LoopDeps } from "./deps.ts";
+} from "../../domain/index.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import { ProviderCallError, ProviderUnavailableError } from "../../providers/ports.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { ModelCandidate, TurnContext, TurnPorts } from "../ports.ts";
+import { declaredToolName } from "../tool-registry.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import { firstNoticeMs, ModelWait } from "./model-wait.ts";
-import type { ModelCandidate } from "./ports.ts";
 import { type RetryWait, retryDelayMs, retryWait } from "./retry-wait.ts";
-import type { Session } from "./session.ts";
-import { declaredToolName } from "./tool-registry.ts";
 
 export type { ModelCandidate, RetryWait };
 export { retryDelayMs, retryWait };
@@ -87,6 +86,11 @@ export class ModelCallState {
   previousToolsFingerprint: string | undefined;
   /** The previous model request's prefix, for conversation cache breakpoints. */
   previousRequest: PreviousRequestPrefix | undefined;
+  /**
+   * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
+   * with its message: routing skips them for the rest of the session.
+   */
+  readonly unavailable = new Map<string, string>();
 
   /** A run starts with its whole retry budget. */
   startRun(): void {
@@ -98,6 +102,12 @@ export class ModelCallState {
     this.previousRequest = undefined;
   }
 }
+
+/** What a model call knows of its session (a turn's context, or a summary call's). */
+export type ModelCallContext = Pick<TurnContext, "sessionId" | "workingDirectory">;
+
+/** What a model call writes through: live events, failed attempts, the tools a streamed call names. */
+export type ModelCallPorts = Pick<TurnPorts, "sink" | "messages" | "registry">;
 
 export interface ModelCallInput {
   readonly turnId: string;
@@ -307,7 +317,9 @@ type AttemptOutcome =
 
 export async function callModel(
   deps: LoopDeps,
-  session: Session,
+  ctx: ModelCallContext,
+  ports: ModelCallPorts,
+  state: ModelCallState,
   input: ModelCallInput,
 ): Promise<ModelCallResult> {
   const log = deps.log.child("model");
@@ -334,8 +346,8 @@ export async function callModel(
               messages: input.messages,
               tools: input.tools,
             },
-            session.unavailableModels,
-            { sessionId: session.id, turnId: input.turnId },
+            state.unavailable,
+            { sessionId: ctx.sessionId, turnId: input.turnId },
           );
     if (!route.chosen && cutWait) {
       return {
@@ -358,7 +370,7 @@ export async function callModel(
       };
     }
     const candidate = route.chosen;
-    for (const s of route.skipped) log.info(`skipped model candidate ${s}`, undefined, session.id);
+    for (const s of route.skipped) log.info(`skipped model candidate ${s}`, undefined, ctx.sessionId);
 
     let request: StreamCompletionRequest;
     try {
@@ -375,9 +387,9 @@ export async function callModel(
         ...(candidate.providerOptions ? { providerOptions: candidate.providerOptions } : {}),
         assembledContext: [...input.sections],
         callContext: {
-          sessionId: session.id,
+          sessionId: ctx.sessionId,
           turnId: input.turnId,
-          workingDirectory: session.workingDirectory,
+          workingDirectory: ctx.workingDirectory,
         },
         cacheBreakpoints: placeCacheBreakpoints({
           caching: candidate.spec.caching,
@@ -402,7 +414,7 @@ export async function callModel(
     // What the plugin receives: images fitted to this model (the session keeps the
     // originals), and the vendor's own ids on its tool calls (ToolCall.id is the kernel's).
     const fitted = fitRequestImages(request.messages, candidate.spec);
-    reportImageFits(session, candidate, fitted.notes, log);
+    reportImageFits(ctx, ports, state, candidate, fitted.notes, log);
     const wire = create(StreamCompletionRequestSchema, {
       ...request,
       messages: withVendorToolCallIds(fitted.messages),
@@ -421,7 +433,7 @@ export async function callModel(
       attemptNo++;
       deps.trace({
         name: "model.attempt",
-        sessionId: session.id,
+        sessionId: ctx.sessionId,
         turnId: input.turnId,
         attrs: { provider: candidate.provider.name, model: candidate.spec.id, attempt: attemptNo },
       });
@@ -431,7 +443,7 @@ export async function callModel(
         deps,
         candidate,
         wire,
-        await attempt(deps, session, candidate, wire, input, attemptNo, waiting),
+        await attempt(deps, ctx, ports, candidate, wire, input, attemptNo, waiting),
       );
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
@@ -450,13 +462,13 @@ export async function callModel(
       // the vendor's request id, which is what its support asks for, in the file and the log.
       const requestId = outcome.completion?.providerRequestId;
       if (outcome.completion) {
-        session.log.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
+        ports.messages.persistFailedAttempt(input.turnId, candidate, outcome.completion, error.category);
       }
       lastRequestId = requestId;
       const reaction = modelErrorReaction(error);
       if (error.modelNotFound) {
         // Remembered for the session: later turns go straight to the next candidate.
-        session.unavailableModels.set(`${candidate.provider.name}/${candidate.spec.id}`, error.message);
+        state.unavailable.set(`${candidate.provider.name}/${candidate.spec.id}`, error.message);
       }
       log.warn(
         `model call failed: ${error.category}`,
@@ -468,7 +480,7 @@ export async function callModel(
           retryable: error.retryable,
           ...(requestId ? { vendorRequestId: requestId } : {}),
         },
-        session.id,
+        ctx.sessionId,
       );
       if (waiting.leftMs() <= 0) {
         // The call waited all it may for an answer to begin: no retry, no other candidate.
@@ -491,7 +503,7 @@ export async function callModel(
         reaction.retrySameRequest &&
         error.retryable &&
         retries < perCall &&
-        session.modelCalls.retriesUsed < deps.limits.maxSessionRetries
+        state.retriesUsed < deps.limits.maxSessionRetries
       ) {
         const wait: RetryWait =
           error.category === "process_crashed"
@@ -513,7 +525,7 @@ export async function callModel(
           break;
         }
         retries++;
-        session.modelCalls.retriesUsed++;
+        state.retriesUsed++;
         // A vendor asking for longer than the kernel waits is told no, and so is the operator.
         const cappedNote =
           wait.capped && wait.askedMs !== undefined && wait.askedMs > delay
@@ -528,7 +540,7 @@ export async function callModel(
               askedMs: wait.askedMs ?? 0,
               waitMs: delay,
             },
-            session.id,
+            ctx.sessionId,
           );
         }
         if (error.category === "rate_limited" || error.category === "overloaded") {
@@ -539,7 +551,7 @@ export async function callModel(
               : error.vendorCode === STALL_CODE
                 ? "stalled"
                 : "overloaded";
-          session.channel.publish({
+          ports.sink.publish({
             event: {
               case: "render",
               value: {
@@ -575,7 +587,8 @@ export async function callModel(
 
 async function attempt(
   deps: LoopDeps,
-  session: Session,
+  ctx: ModelCallContext,
+  ports: ModelCallPorts,
   candidate: ResolvedCandidate,
   request: StreamCompletionRequest,
   input: ModelCallInput,
@@ -590,7 +603,7 @@ async function attempt(
     newToolCallId: () => deps.newId(),
   });
   const targetId = `${input.turnId}.${attemptNo}`;
-  const end = deps.tracker.begin(candidate.provider.name, session.id, "model");
+  const end = deps.tracker.begin(candidate.provider.name, ctx.sessionId, "model");
   const controller = new AbortController();
   const onAbort = () => controller.abort(input.signal.reason);
   input.signal.addEventListener("abort", onAbort, { once: true });
@@ -621,7 +634,7 @@ async function attempt(
   let notice: NodeJS.Timeout | undefined;
   let noticeShown = false;
   const statusLine = (text: string) =>
-    session.channel.publish({
+    ports.sink.publish({
       event: {
         case: "render",
         value: {
@@ -681,7 +694,7 @@ async function attempt(
       if (first) {
         first = false;
         firstEventArrived();
-        deps.trace({ name: "model.first_event", sessionId: session.id, turnId: input.turnId });
+        deps.trace({ name: "model.first_event", sessionId: ctx.sessionId, turnId: input.turnId });
       }
       // A vendor holding output back for review says so: that silence is expected.
       arm(event.event.case === "safetyNotice" && event.event.value.kind === SafetyKind.BUFFERING);
@@ -697,10 +710,10 @@ async function attempt(
         // Work the call will need is started while the rest of the answer streams in: the
         // input-schema validator compiles, and a provider still dormant launches (a failed
         // launch here is retried by the call itself).
-        const tool = session.tools.get(e.value.name);
+        const tool = ports.registry.get(e.value.name);
         if (tool) {
           setImmediate(precompilePayloadSchema, tool.tool.inputJsonSchema);
-          session.deps.providers.activate(tool.provider.name).catch(() => {});
+          deps.providers.activate(tool.provider.name).catch(() => {});
         }
       } else if (e.case === "textDelta" && (e.value.text || e.value.startsBlock)) {
         // A new text block of the same answer (e.g. commentary, then the final answer) is
@@ -711,11 +724,11 @@ async function attempt(
         pendingBreak = false;
         streamedText = true;
         if (input.quiet) continue;
-        session.channel.publish({
+        ports.sink.publish({
           event: { case: "streamDelta", value: { targetId, text, kind: StreamDeltaKind.TEXT } },
         });
       } else if (e.case === "thinkingDelta" && e.value.text && !input.quiet) {
-        session.channel.publish({
+        ports.sink.publish({
           event: {
             case: "streamDelta",
             value: { targetId, text: e.value.text, kind: StreamDeltaKind.THINKING },
@@ -752,7 +765,7 @@ async function attempt(
     clearTimeout(deadline);
     input.signal.removeEventListener("abort", onAbort);
     end();
-    deps.trace({ name: "model.stream_end", sessionId: session.id, turnId: input.turnId });
+    deps.trace({ name: "model.stream_end", sessionId: ctx.sessionId, turnId: input.turnId });
   }
   if (input.signal.aborted) return { kind: "cancelled", completion: acc.finish() };
   if (cut === "deadline") return { kind: "bound", completion: acc.finish() };
@@ -832,19 +845,21 @@ function withAttemptUsage(
  * could not be sent is also shown to the operator (a warning notice).
  */
 function reportImageFits(
-  session: Session,
+  ctx: ModelCallContext,
+  ports: ModelCallPorts,
+  state: ModelCallState,
   candidate: ResolvedCandidate,
   notes: readonly ImageFitNote[],
   log: LoopDeps["log"],
 ): void {
-  for (const n of newNotes(session, notes)) {
+  for (const n of newNotes(state, notes)) {
     const fields = { provider: candidate.provider.name, model: candidate.spec.id };
     if (n.kind === "fitted") {
-      log.info(n.text, fields, session.id);
+      log.info(n.text, fields, ctx.sessionId);
       continue;
     }
-    log.warn(n.text, fields, session.id);
-    session.channel.publish({
+    log.warn(n.text, fields, ctx.sessionId);
+    ports.sink.publish({
       event: {
         case: "render",
         value: {

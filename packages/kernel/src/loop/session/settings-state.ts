@@ -2,7 +2,7 @@
 // and what resuming had to change. A leaf holder: session-settings.ts is its one writer
 // (each change is recorded there for a resume), a sub-agent copies its parent's plan mode
 // at spawn, and everything else only reads it.
-import type { ModelCandidate } from "./ports.ts";
+import type { ModelCandidate } from "../ports.ts";
 
 export class SettingsState {
   planMode = false;

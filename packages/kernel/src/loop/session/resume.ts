@@ -39,12 +39,12 @@ import {
 } from "@pluggableharness/protocol/plan";
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
-import { budgetToolInputs } from "../domain/index.ts";
-import { type CallRecord, type CallResult, resultText } from "./gate/call.ts";
-import { outsideConversation } from "./records.ts";
+import { budgetToolInputs } from "../../domain/index.ts";
+import { type CallRecord, type CallResult, resultText } from "../gate/call.ts";
+import type { ToolRegistry } from "../tool-registry.ts";
+import { outsideConversation } from "../turn/records.ts";
+import { type ToolExecution, toolError } from "../turn/tool-exec.ts";
 import type { Session } from "./session.ts";
-import { type ToolExecution, toolError } from "./tool-exec.ts";
-import type { ToolRegistry } from "./tool-registry.ts";
 
 /** The synthetic reason of the user message a resume adds to answer interrupted calls. */
 export const INTERRUPTED_REASON = "interrupted";

@@ -20,13 +20,13 @@ import {
   precompilePayloadSchema,
   resolveToolTimeout,
   toolErrorReaction,
-} from "../domain/index.ts";
-import { ProviderUnavailableError } from "../providers/ports.ts";
-import type { LoopDeps } from "./deps.ts";
-import type { ToolCallScope } from "./ports.ts";
+} from "../../domain/index.ts";
+import { ProviderUnavailableError } from "../../providers/ports.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { ToolCallScope } from "../ports.ts";
+import type { SessionTool } from "../tool-registry.ts";
 import { retryDelayMs } from "./retry-wait.ts";
 import { ChunkMasker, maskOutcome, maskPartial, outputMask } from "./secret-output.ts";
-import type { SessionTool } from "./tool-registry.ts";
 
 export type ToolOutcome =
   | { readonly kind: "result"; readonly payload: JsonObject }

@@ -16,15 +16,15 @@ import {
   ServerEvent_RequestOriginSchema,
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
-import { checkArguments } from "../domain/index.ts";
-import type { ServerEventInit } from "../frontends/channel.ts";
-import type { FrontendErrorInit } from "../frontends/hub.ts";
-import { headlessDenyReason } from "./gate/refusal-hints.ts";
-import type { AskResolution, InteractiveResolution } from "./ports.ts";
+import { checkArguments } from "../../domain/index.ts";
+import type { ServerEventInit } from "../../frontends/channel.ts";
+import type { FrontendErrorInit } from "../../frontends/hub.ts";
+import { headlessDenyReason } from "../gate/refusal-hints.ts";
+import type { AskResolution, InteractiveResolution } from "../ports.ts";
+import type { SessionTool } from "../tool-registry.ts";
 import type { Session } from "./session.ts";
-import type { SessionTool } from "./tool-registry.ts";
 
-export type { AskResolution, InteractiveResolution } from "./ports.ts";
+export type { AskResolution, InteractiveResolution } from "../ports.ts";
 
 interface PendingAsk {
   /** The session whose call it is: the root itself, or one of its sub-agents. */

@@ -11,12 +11,13 @@ import { create } from "@bufbuild/protobuf";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { type StopReason, statusForStop } from "./bounds.ts";
-import { compactNow } from "./compaction.ts";
-import type { LoopDeps } from "./deps.ts";
+import type { LoopDeps } from "../deps.ts";
+import { type StopReason, statusForStop } from "../turn/bounds.ts";
+import { compactNow } from "../turn/compaction.ts";
+import { runTurn } from "../turn/turn.ts";
 import { runDirectInvocation } from "./direct-invoke.ts";
 import type { Session, SessionInput } from "./session.ts";
-import { runTurn } from "./turn.ts";
+import { turnContext } from "./turn-context.ts";
 
 const STOP_TEXT: Record<StopReason, string> = {
   max_turns: "the maximum number of turns for this session was reached",
@@ -98,7 +99,14 @@ export async function runSessionRun(
     } else if (input.kind === "compact") {
       // The operator's "compact now": no model turn; a compactor that could not shrink the
       // history leaves it as it was, and the session goes on either way.
-      const outcome = await compactNow(deps, session, input.instructions, signal);
+      const outcome = await compactNow(
+        deps,
+        session.compactionContext(),
+        session.ports,
+        session,
+        input.instructions,
+        signal,
+      );
       status = signal.aborted ? SessionStatus.CANCELLED : SessionStatus.COMPLETED;
       if (outcome.kind === "unchanged") detail = `not compacted: ${outcome.why}`;
     } else {
@@ -125,7 +133,7 @@ export async function runSessionRun(
       for (;;) {
         // The final-answer turn after the time limit gets a short grace of its own.
         const deadline = final === "max_wall_clock_s" ? deps.clock.now() + FINAL_ANSWER_GRACE_MS : wallClock;
-        const outcome = await runTurn(deps, session, {
+        const turn = {
           turnId,
           signal,
           ...(final ? { final } : {}),
@@ -133,7 +141,10 @@ export async function runSessionRun(
           ...(turns === 0 && prompt ? { runPrompt: prompt } : {}),
           runStartedAt,
           ...(deadline !== undefined ? { deadline } : {}),
-        });
+        };
+        const states = { compaction: session.compaction, modelCalls: session.modelCalls };
+        const ctx = turnContext(session, turn, turnId);
+        const outcome = await runTurn(deps, ctx, session.ports, states, turn);
         turns++;
         if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
         turnId = deps.newId();

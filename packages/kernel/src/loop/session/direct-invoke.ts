@@ -8,11 +8,11 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { type ToolUseBlock, ToolUseBlockSchema } from "@pluggableharness/protocol/content";
-import { budgetToolInput } from "../domain/index.ts";
-import type { LoopDeps } from "./deps.ts";
+import { budgetToolInput } from "../../domain/index.ts";
+import type { LoopDeps } from "../deps.ts";
+import { type CallRecord, resultText } from "../gate/call.ts";
+import { CallGate } from "../gate/gate.ts";
 import type { DirectInvocation } from "./direct-invocation.ts";
-import { type CallRecord, resultText } from "./gate/call.ts";
-import { CallGate } from "./gate/gate.ts";
 import type { Session } from "./session.ts";
 
 export type { DirectInvocation, DirectInvokeOutcome, InvocationOrigin } from "./direct-invocation.ts";

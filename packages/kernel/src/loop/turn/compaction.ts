@@ -30,14 +30,20 @@ import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/pro
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@pluggableharness/protocol/model";
 import { Region, TextStyle } from "@pluggableharness/protocol/render";
-import { fallbackTokenCount } from "../domain/index.ts";
-import type { LoadedProvider } from "../plugins/providers.ts";
+import { fallbackTokenCount } from "../../domain/index.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { TurnContext, TurnPorts } from "../ports.ts";
 import { tokenBudget } from "./context-assembly.ts";
-import type { LoopDeps } from "./deps.ts";
 import { dropOldestTurns } from "./drop-oldest.ts";
-import { callModel, estimateInputTokens, type ResolvedCandidate, routeCandidates } from "./model-call.ts";
+import {
+  callModel,
+  estimateInputTokens,
+  type ModelCallState,
+  type ResolvedCandidate,
+  routeCandidates,
+} from "./model-call.ts";
 import { COMPACTION_SUMMARY_REASON } from "./records.ts";
-import type { Session } from "./session.ts";
 
 export { CompactionReason };
 
@@ -66,6 +72,21 @@ export class CompactionState {
   assembledTokensLastTurn = 0;
   /** The size of the request about to be sent and its model's ceiling (usage updates carry it). */
   contextUsage: { tokens: number; ceiling: number } | undefined;
+}
+
+/** What a compaction knows of its session: identity, place, and the model chain and tools it routes for. */
+export type CompactionContext = Pick<
+  TurnContext,
+  "sessionId" | "parentSessionId" | "workingDirectory" | "candidates" | "tools"
+>;
+
+/** What a compaction writes through: the compaction event, the summary's message, the new history. */
+export type CompactionPorts = Pick<TurnPorts, "sink" | "messages" | "registry" | "conversation">;
+
+/** The states a compaction updates: its own, and the model calls' (a rewrite resets cache breakpoints). */
+export interface CompactionStates {
+  readonly compaction: CompactionState;
+  readonly modelCalls: ModelCallState;
 }
 
 /** Failed passes in a row after which compactors rest and the oldest turns are dropped instead. */
@@ -109,15 +130,15 @@ export function thresholdTokens(at: CompactAt, ceiling: number): number {
 }
 
 /** The calibrated estimate of a history's size. */
-export function historyTokens(session: Session, history: readonly Message[] = session.history): number {
-  return Math.ceil(Number(estimateInputTokens(history, [], [])) * session.compaction.calibration);
+export function historyTokens(state: CompactionState, history: readonly Message[]): number {
+  return Math.ceil(Number(estimateInputTokens(history, [], [])) * state.calibration);
 }
 
 /** After a call: how far the estimate was below the vendor's own count of the same request. */
-export function calibrate(session: Session, estimated: number, reportedInput: number): void {
+export function calibrate(state: CompactionState, estimated: number, reportedInput: number): void {
   if (estimated <= 0 || reportedInput <= 0) return;
   const ratio = reportedInput / estimated;
-  session.compaction.calibration = Math.min(3, Math.max(1, ratio));
+  state.calibration = Math.min(3, Math.max(1, ratio));
 }
 
 export function compactors(deps: Pick<LoopDeps, "providers">): LoadedProvider[] {
@@ -130,16 +151,17 @@ export function compactors(deps: Pick<LoopDeps, "providers">): LoadedProvider[] 
  */
 export function compactionDue(
   deps: LoopDeps,
-  session: Session,
+  state: CompactionState,
+  history: readonly Message[],
   target: ModelTarget,
   sectionTokens: number,
 ): CompactionReason | undefined {
-  if (session.compaction.pending) return CompactionReason.OPERATOR;
+  if (state.pending) return CompactionReason.OPERATOR;
   if (!deps.settings.compaction.enabled) return undefined;
   const ceiling = Number(target.effectiveCeiling);
   if (ceiling <= 0) return undefined;
   const at = deps.settings.compaction.threshold;
-  return historyTokens(session) + sectionTokens >= thresholdTokens(at, ceiling)
+  return historyTokens(state, history) + sectionTokens >= thresholdTokens(at, ceiling)
     ? CompactionReason.THRESHOLD
     : undefined;
 }
@@ -166,8 +188,8 @@ export function historyProblem(messages: readonly Message[]): string | undefined
   return undefined;
 }
 
-function topBar(session: Session, content: string, style = TextStyle.DIM): void {
-  session.channel.publish({
+function topBar(ports: CompactionPorts, content: string, style = TextStyle.DIM): void {
+  ports.sink.publish({
     event: {
       case: "render",
       value: {
@@ -205,16 +227,18 @@ const REASON_TEXT: Record<number, string> = {
 /** Asks every compactor in turn until one rewrites the history soundly; persists the rewrite. */
 export async function compactHistory(
   deps: LoopDeps,
-  session: Session,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
   input: CompactInput,
 ): Promise<CompactOutcome> {
   const log = deps.log.child("compaction");
   const all = compactors(deps);
   if (all.length === 0) {
-    log.info("compaction is due, but no compactor context provider is loaded", undefined, session.id);
+    log.info("compaction is due, but no compactor context provider is loaded", undefined, ctx.sessionId);
     return { kind: "unchanged", why: "no compactor context provider is loaded" };
   }
-  const before = historyTokens(session);
+  const before = historyTokens(states.compaction, ports.conversation.messages);
   const ceiling = Number(input.target.effectiveCeiling);
   const at = deps.settings.compaction.threshold;
   // Half the threshold leaves room for many turns before the next compaction; a request
@@ -222,14 +246,14 @@ export async function compactHistory(
   let goal = input.targetTokens ?? Math.max(1, Math.floor(thresholdTokens(at, ceiling) / 2));
   if (input.reason === CompactionReason.OVERFLOW) goal = Math.min(goal, Math.max(1, Math.floor(before / 2)));
   const why: string[] = [];
-  const state = session.compaction;
+  const state = states.compaction;
   // After repeated failures the compactors rest for a few passes: each failed pass costs
   // summary calls, and a conversation that keeps growing would otherwise retry every turn.
   const resting = state.skipCompactors > 0 && input.reason !== CompactionReason.OPERATOR;
   if (resting) {
     state.skipCompactors--;
     why.push(`the compactors failed ${MAX_FAILED_COMPACTIONS} times in a row and rest for this pass`);
-  } else topBar(session, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
+  } else topBar(ports, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
   state.turnId = input.turnId;
   state.summaryCalls = 0;
   try {
@@ -237,20 +261,20 @@ export async function compactHistory(
       if (input.signal.aborted) break;
       let rewritten: Message[] | undefined;
       try {
-        const response = await deps.tracker.run(p.name, session.id, "context", () =>
+        const response = await deps.tracker.run(p.name, ctx.sessionId, "context", () =>
           p.ports.context.contribute(
             {
-              sessionId: session.id,
-              parentSessionId: session.parentId ?? "",
+              sessionId: ctx.sessionId,
+              parentSessionId: ctx.parentSessionId ?? "",
               turnId: input.turnId,
               tokenBudget: BigInt(tokenBudget(p, input.target)),
               modelTarget: input.target,
               filesTouched: [],
-              workingDirectory: session.workingDirectory,
+              workingDirectory: ctx.workingDirectory,
               priorSections: [],
-              conversationHistory: [...session.history],
+              conversationHistory: [...ports.conversation.messages],
               historyTokens: BigInt(before),
-              assembledTokensLastTurn: BigInt(session.compaction.assembledTokensLastTurn),
+              assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
               compaction: {
                 reason: input.reason,
                 targetHistoryTokens: BigInt(goal),
@@ -268,14 +292,14 @@ export async function compactHistory(
       } catch (err) {
         if (input.signal.aborted) break;
         why.push(`${p.name} failed: ${(err as Error).message}`);
-        log.warn(`compactor "${p.name}" failed`, { error: (err as Error).message }, session.id);
+        log.warn(`compactor "${p.name}" failed`, { error: (err as Error).message }, ctx.sessionId);
         continue;
       }
       if (!rewritten) {
         why.push(`${p.name} left the history as it was`);
         continue;
       }
-      const outcome = applyRewrittenHistory(session, {
+      const outcome = applyRewrittenHistory(deps, ctx, ports, states, {
         turnId: input.turnId,
         compactor: p.name,
         history: rewritten,
@@ -283,26 +307,26 @@ export async function compactHistory(
       });
       if (outcome.kind === "compacted") {
         state.failures = 0;
-        topBar(session, `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`);
+        topBar(ports, `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`);
         return outcome;
       }
       why.push(`${p.name}: ${outcome.why}`);
     }
   } finally {
-    session.compaction.turnId = undefined;
+    state.turnId = undefined;
   }
   const text = why.join("; ") || "interrupted";
   if (input.signal.aborted || input.reason === CompactionReason.OPERATOR) {
     // The operator asked for a summary: dropping turns is not what was asked.
-    log.info(`the conversation was not compacted: ${text}`, undefined, session.id);
-    topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    log.info(`the conversation was not compacted: ${text}`, undefined, ctx.sessionId);
+    topBar(ports, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
     return { kind: "unchanged", why: text };
   }
   if (!resting && ++state.failures >= MAX_FAILED_COMPACTIONS) {
     state.failures = MAX_FAILED_COMPACTIONS - 1; // one more failure after the rest re-rests them
     state.skipCompactors = COMPACTOR_REST_PASSES;
   }
-  return dropOldest(session, {
+  return dropOldest(deps, ctx, ports, states, {
     turnId: input.turnId,
     reason: input.reason,
     goal,
@@ -316,16 +340,24 @@ export async function compactHistory(
  * compaction by "kernel".
  */
 export function dropOldest(
-  session: Session,
+  deps: LoopDeps,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
   input: { turnId: string; reason: CompactionReason; goal: number; why: string },
 ): CompactOutcome {
-  const dropped = dropOldestTurns(session.history, input.goal, (h) => historyTokens(session, h), input.why);
+  const dropped = dropOldestTurns(
+    ports.conversation.messages,
+    input.goal,
+    (h) => historyTokens(states.compaction, h),
+    input.why,
+  );
   if (!dropped) {
     const text = `${input.why}; no older turn can be dropped`;
-    topBar(session, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    topBar(ports, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
     return { kind: "unchanged", why: text };
   }
-  const outcome = applyRewrittenHistory(session, {
+  const outcome = applyRewrittenHistory(deps, ctx, ports, states, {
     turnId: input.turnId,
     compactor: KERNEL_DROP,
     history: dropped.history,
@@ -333,8 +365,8 @@ export function dropOldest(
   });
   if (outcome.kind === "compacted") {
     const note = `dropped the ${dropped.droppedMessages} oldest messages (~${outcome.before} → ~${outcome.after} tokens): ${input.why}`;
-    session.deps.log.warn(note, undefined, session.id);
-    topBar(session, note, TextStyle.WARNING);
+    deps.log.warn(note, undefined, ctx.sessionId);
+    topBar(ports, note, TextStyle.WARNING);
   }
   return outcome;
 }
@@ -348,7 +380,10 @@ export const KERNEL_DROP = "kernel (oldest turns dropped)";
  * vendor accepts such a conversation.
  */
 export function applyRewrittenHistory(
-  session: Session,
+  deps: LoopDeps,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
   rewrite: {
     readonly turnId: string;
     readonly compactor: string;
@@ -356,13 +391,12 @@ export function applyRewrittenHistory(
     readonly reason: CompactionReason;
   },
 ): CompactOutcome {
-  const deps = session.deps;
   const problem = historyProblem(rewrite.history);
   if (problem) {
     deps.log.warn(
       `compactor "${rewrite.compactor}" returned a history that breaks tool pairing (${problem}); it is discarded`,
       undefined,
-      session.id,
+      ctx.sessionId,
     );
     return { kind: "unchanged", why: `its rewrite breaks tool pairing (${problem})` };
   }
@@ -370,10 +404,10 @@ export function applyRewrittenHistory(
   // replaced in it, so compaction never writes a secret again (text only: thinking and its
   // signature stay byte for byte).
   const history = redact(rewrite.history, deps.secretMask);
-  const before = historyTokens(session);
-  const after = historyTokens(session, history);
-  const messagesBefore = session.history.length;
-  session.log.persist(
+  const before = historyTokens(states.compaction, ports.conversation.messages);
+  const after = historyTokens(states.compaction, history);
+  const messagesBefore = ports.conversation.messages.length;
+  ports.sink.persist(
     EventKind.COMPACTION,
     deps.kernelProducer,
     toBinary(
@@ -390,11 +424,11 @@ export function applyRewrittenHistory(
       }),
     ),
   );
-  session.conversation.replace(history);
+  ports.conversation.replace(history);
   // The conversation prefix changed: cache breakpoints start over.
-  session.modelCalls.prefixChanged();
-  session.compaction.count++;
-  session.compaction.pending = undefined;
+  states.modelCalls.prefixChanged();
+  states.compaction.count++;
+  states.compaction.pending = undefined;
   deps.log.info(
     "conversation compacted",
     {
@@ -405,7 +439,7 @@ export function applyRewrittenHistory(
       messages_before: messagesBefore,
       messages_after: history.length,
     },
-    session.id,
+    ctx.sessionId,
   );
   return { kind: "compacted", before, after };
 }
@@ -451,12 +485,14 @@ export interface SummaryResult {
  * the kernel withholds from commands are replaced before anything is sent.
  */
 export async function summarize(
-  session: Session,
+  deps: LoopDeps,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
   request: { instructions: string; messages: readonly Message[]; maxOutputTokens: number },
   signal: AbortSignal,
 ): Promise<SummaryResult> {
-  const deps = session.deps;
-  const turnId = session.compaction.turnId ?? deps.newId();
+  const turnId = states.compaction.turnId ?? deps.newId();
   const messages = redact(request.messages, deps.secretMask);
   const [instructions] = redact(
     [
@@ -470,7 +506,7 @@ export async function summarize(
     instructions!.content[0]?.block.case === "text" ? instructions!.content[0].block.value.text : "";
   if (messages.length === 0)
     throw new SummarizeError("invalid_request", "SummarizeRequest.messages is empty");
-  const state = session.compaction;
+  const state = states.compaction;
   if (state.summaryCalls >= MAX_SUMMARY_CALLS_PER_PASS) {
     throw new SummarizeError(
       "resource_exhausted",
@@ -488,7 +524,7 @@ export async function summarize(
         }),
       ]
     : [];
-  const candidates = session.candidates().map((c) => {
+  const candidates = ctx.candidates.map((c) => {
     if (request.maxOutputTokens <= 0) return c;
     const params = c.params ? clone(GenerationParamsSchema, c.params) : create(GenerationParamsSchema, {});
     params.maxOutputTokens = BigInt(request.maxOutputTokens);
@@ -499,8 +535,8 @@ export async function summarize(
     candidates,
     0,
     { inputTokens: estimateInputTokens(messages, sections, []), messages, tools: [] },
-    session.unavailableModels,
-    { sessionId: session.id, turnId },
+    states.modelCalls.unavailable,
+    { sessionId: ctx.sessionId, turnId },
   );
   if (!route.chosen) {
     throw new SummarizeError(
@@ -521,7 +557,7 @@ export async function summarize(
     );
   }
   state.summaryCalls++;
-  const result = await callModel(deps, session, {
+  const result = await callModel(deps, ctx, ports, states.modelCalls, {
     turnId,
     candidates,
     route: { ...route, chosen: route.chosen },
@@ -534,7 +570,7 @@ export async function summarize(
   if (result.kind === "cancelled" || result.kind === "bound") {
     // The cut summary call was (maybe) billed: it is recorded for the ledger all the same.
     if (result.completion && result.candidate) {
-      session.log.persistFailedAttempt(
+      ports.messages.persistFailedAttempt(
         turnId,
         result.candidate,
         result.completion,
@@ -545,7 +581,7 @@ export async function summarize(
   }
   if (result.kind === "failed") throw new SummarizeError(result.category, result.message);
   const c = result.completion;
-  session.log.persistMessage(
+  ports.messages.persistMessage(
     create(MessageEventSchema, {
       message: c.message,
       turnId,
@@ -582,33 +618,35 @@ export async function summarize(
  */
 export async function compactNow(
   deps: LoopDeps,
-  session: Session,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
   instructions: string,
   signal: AbortSignal,
 ): Promise<CompactOutcome> {
-  const tools = session.tools.declarations({ planMode: session.settings.planMode });
+  const tools = ctx.tools;
+  const history = ports.conversation.messages;
   const route = routeCandidates(
     deps,
-    session.candidates(),
+    ctx.candidates,
     0,
-    { inputTokens: 0n, messages: session.history, tools },
-    session.unavailableModels,
+    { inputTokens: 0n, messages: history, tools },
+    states.modelCalls.unavailable,
   );
   if (!route.chosen) {
     return { kind: "unchanged", why: `no model can serve this session: ${route.skipped.join("; ")}` };
   }
-  if (session.history.length < 2)
-    return { kind: "unchanged", why: "the conversation is too short to compact" };
+  if (history.length < 2) return { kind: "unchanged", why: "the conversation is too short to compact" };
   const target = modelTarget(deps, route.chosen, Number(estimateInputTokens([], [], tools)));
-  const outcome = await compactHistory(deps, session, {
+  const outcome = await compactHistory(deps, ctx, ports, states, {
     turnId: deps.newId(),
     target,
     reason: CompactionReason.OPERATOR,
     signal,
     instructions,
     // The operator asked: shrink as far as the compactor's tail allows.
-    targetTokens: Math.max(1, Math.floor(historyTokens(session) / 4)),
+    targetTokens: Math.max(1, Math.floor(historyTokens(states.compaction, history) / 4)),
   });
-  session.compaction.pending = undefined;
+  states.compaction.pending = undefined;
   return outcome;
 }
