@@ -9,6 +9,7 @@
 // activates it (its model providers, which routing needs configured), and Configure
 // reaches it from the launch hook before any other call. Without an entry the provider
 // is launched, described, cached and configured right away.
+import { createHash } from "node:crypto";
 import { fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
@@ -226,6 +227,7 @@ const DESCRIBE_TIMEOUT_MS = 10_000;
 const CONFIGURE_TIMEOUT_MS = 30_000;
 
 export class ProviderRegistry {
+  #projectDir = "";
   readonly #loaded = new Map<string, LoadedProvider>();
   readonly #statuses: ProviderStatus[] = [];
   #config: AgentConfig | undefined;
@@ -296,7 +298,7 @@ export class ProviderRegistry {
       names(live.tools.map((t) => t.name)) === names(p.tools?.tools.keys() ?? []) &&
       names(live.slashCommands.map((c) => c.name)) === names(p.tools?.slashCommands.map((c) => c.name) ?? []);
     if (same || !this.#cache || !p.cacheKey) return;
-    this.#cache.dropOperations(p.resolved.source, p.cacheKey, digestOf(p));
+    this.#cache.dropOperations(p.resolved.source, p.cacheKey, operationsDigest(p, this.#projectDir));
     this.#log?.warn(
       `provider "${p.name}" offers other operations than it did when they were cached; the next start asks it again`,
       { provider: p.name },
@@ -412,6 +414,7 @@ export class ProviderRegistry {
     registry.#env = options.env;
     registry.#log = options.log;
     registry.#cache = options.describeCache;
+    registry.#projectDir = options.config.projectDir;
     registry.#timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
     // A bridge's operations exist only once it runs configured: it is not left dormant
     // (one described in a worker that belongs in the sandbox launches now), unless the
@@ -820,7 +823,10 @@ async function refreshModels(
  */
 async function refreshTools(
   p: LoadedProvider,
-  options: Pick<LoadProvidersOptions, "log" | "describeTimeoutMs" | "secretMask" | "describeCache">,
+  options: Pick<
+    LoadProvidersOptions,
+    "log" | "describeTimeoutMs" | "secretMask" | "describeCache" | "config"
+  >,
 ): Promise<void> {
   if (!p.categories.has("tool") || !p.operationsFromConfig) return;
   const timeoutMs = options.describeTimeoutMs ?? DESCRIBE_TIMEOUT_MS;
@@ -831,7 +837,7 @@ async function refreshTools(
   const secret = !!mask && !mask.empty && mask.contains(JSON.stringify(p.config));
   // Kept for the next start only from a configuration without secrets, so nothing derived
   // from one is written to disk.
-  if (res.operationsCacheable && !secret) keepOperations(p, res, options.describeCache);
+  if (res.operationsCacheable && !secret) keepOperations(p, res, options);
   if (mask && secret) {
     // A name cannot be masked (it is how the operation is called): one that holds a secret
     // leaves the operation out.
@@ -854,7 +860,12 @@ async function refreshTools(
 }
 
 /** Stores a cacheable bridge's post-Configure answer under its entry and accepted configuration. */
-function keepOperations(p: LoadedProvider, res: GetSchemaResponse, cache: DescribeCache | undefined): void {
+function keepOperations(
+  p: LoadedProvider,
+  res: GetSchemaResponse,
+  options: Pick<LoadProvidersOptions, "describeCache" | "config">,
+): void {
+  const cache = options.describeCache;
   if (!cache || !p.cacheKey || !p.configured) return;
   // The accepted digest tells sensitive values apart only as set or not: operations
   // described under one secret must not stand in for another's.
@@ -866,11 +877,23 @@ function keepOperations(p: LoadedProvider, res: GetSchemaResponse, cache: Descri
   const digest = digestOf(p);
   // What it answered is only worth keeping for a configuration its Configure accepted.
   cache.accept(p.resolved.source, p.cacheKey, digest);
-  cache.writeOperations(p.resolved.source, p.cacheKey, digest, {
+  cache.writeOperations(p.resolved.source, p.cacheKey, operationsDigest(p, options.config.projectDir), {
     schema: res,
     fingerprint: sourcesFingerprint(res.operationSources),
     warnings: [...(p.configureWarnings ?? [])],
   });
+}
+
+/**
+ * What kept operations are filed under: the accepted configuration and the project the
+ * bridge runs in, whose files a default may name (the commands provider reads
+ * `.agent/commands` of its working directory): one project's answer never stands in for
+ * another's under the same configuration.
+ */
+function operationsDigest(p: LoadedProvider, projectDir: string): string {
+  return createHash("sha256")
+    .update(`${digestOf(p)}\u0000${projectDir}`)
+    .digest("hex");
 }
 
 /**
@@ -881,7 +904,11 @@ function keepOperations(p: LoadedProvider, res: GetSchemaResponse, cache: Descri
 function useKeptOperations(p: LoadedProvider, options: LoadProvidersOptions): boolean {
   const cache = options.describeCache;
   if (!cache || !p.cacheKey) return false;
-  const kept = cache.readOperations(p.resolved.source, p.cacheKey, digestOf(p));
+  const kept = cache.readOperations(
+    p.resolved.source,
+    p.cacheKey,
+    operationsDigest(p, options.config.projectDir),
+  );
   if (!kept || kept.fingerprint !== sourcesFingerprint(kept.schema.operationSources)) return false;
   try {
     const tools = validateToolSchemas(p.name, kept.schema);
@@ -890,7 +917,7 @@ function useKeptOperations(p: LoadedProvider, options: LoadProvidersOptions): bo
     p.previewSupported = new Set(kept.schema.previewSupported);
     p.slashCommands = [...tools.slashCommands, ...p.slashCommands.filter((c) => !before.has(c))];
   } catch {
-    cache.dropOperations(p.resolved.source, p.cacheKey, digestOf(p));
+    cache.dropOperations(p.resolved.source, p.cacheKey, operationsDigest(p, options.config.projectDir));
     return false;
   }
   // Its Configure warnings (a command file that is not a command) are said at every start.

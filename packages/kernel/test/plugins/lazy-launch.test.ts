@@ -3,6 +3,7 @@
 // whose entry records each start, then runs one of the agent-loop test fixtures.
 import {
   appendFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -447,6 +448,51 @@ policy "allow_all" {
     rmSync(join(root, "starts.log"));
     writeFileSync(join(commandsDir, "bye.md"), "---\ndescription: Say bye\n---\nSay bye\n");
     await kernel();
+    expect(starts()).toEqual(["commands"]);
+  });
+
+  it("a bridge's kept operations belong to its project: another project with the same block asks it", async () => {
+    // The commands provider reads `.agent/commands` of the project it runs in by default, so
+    // the same (empty) configuration means other commands in another project. Its kept
+    // answer from a project without commands once hid a project's /review (pty-commands).
+    const dir = join(root, "providers", "commands", "src");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(root, "providers", "commands", "package.json"),
+      JSON.stringify({ name: "test-commands", version: "1.0.0", type: "module" }),
+    );
+    const real = pathToFileURL(
+      join(import.meta.dirname, "..", "..", "..", "..", "providers", "commands", "src", "main.ts"),
+    ).href;
+    writeFileSync(
+      join(dir, "main.ts"),
+      `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "commands\\n");\nawait import(${JSON.stringify(real)});\n`,
+    );
+    const hcl = join(project, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8").replace(
+        "required_providers {",
+        'required_providers {\n  commands = { source = "pluggableharness/commands", version = ">= 0.0.0" }',
+      ),
+    );
+    // Project A, no commands of its own: cold, then warm (dormant).
+    await (await kernel()).shutdown();
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    await (await kernel()).shutdown();
+    expect(starts()).toEqual([]);
+    // Project B: the same agent.hcl and lock, and a command file.
+    const other = join(root, "project-b");
+    cpSync(project, other, { recursive: true });
+    mkdirSync(join(other, ".agent", "commands"), { recursive: true });
+    writeFileSync(
+      join(other, ".agent", "commands", "audit.md"),
+      "---\ndescription: Audit\n---\nAudit {1}\n",
+    );
+    project = other;
+    // Asked in B, whose commands it then offers (B's own answer is kept from now on).
+    await (await kernel()).shutdown();
     expect(starts()).toEqual(["commands"]);
   });
 
