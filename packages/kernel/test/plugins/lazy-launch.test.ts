@@ -486,10 +486,7 @@ policy "allow_all" {
     const other = join(root, "project-b");
     cpSync(project, other, { recursive: true });
     mkdirSync(join(other, ".agent", "commands"), { recursive: true });
-    writeFileSync(
-      join(other, ".agent", "commands", "audit.md"),
-      "---\ndescription: Audit\n---\nAudit {1}\n",
-    );
+    writeFileSync(join(other, ".agent", "commands", "audit.md"), "---\ndescription: Audit\n---\nAudit {1}\n");
     project = other;
     // Asked in B, whose commands it then offers (B's own answer is kept from now on).
     await (await kernel()).shutdown();
