@@ -152,11 +152,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string, onTimeout: () =
 }
 
 /** Starts (or dials) the server, initializes it and lists what it offers. */
-export async function connect(
-  settings: Settings,
-  kernel: KernelClient,
-  projectDir: string,
-): Promise<Started> {
+export async function connect(settings: Settings, kernel: KernelClient): Promise<Started> {
   const redactor = new Redactor([
     ...Object.entries(settings.env)
       .filter(([name]) => secretName(name, settings.secretPatterns))

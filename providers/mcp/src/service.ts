@@ -65,7 +65,7 @@ async function configure(values: JsonObject, ctx: PluginContext): Promise<Diagno
   if (previous) await previous.connection.close();
   let started: Awaited<ReturnType<typeof connect>>;
   try {
-    started = await connect(settings, ctx.kernel, process.cwd());
+    started = await connect(settings, ctx.kernel);
   } catch (err) {
     // A server that cannot start leaves the session without its tools, not without a session.
     const message = (err as Error).message;
