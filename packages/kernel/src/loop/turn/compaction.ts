@@ -29,7 +29,7 @@ import { CompactionReason } from "@pluggableharness/protocol/context";
 import { CompactionEventSchema, MessageEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@pluggableharness/protocol/model";
-import { Region, TextStyle } from "@pluggableharness/protocol/render";
+import { TextStyle } from "@pluggableharness/protocol/render";
 import { fallbackTokenCount } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
 import type { LoopDeps } from "../deps.ts";
@@ -43,6 +43,7 @@ import {
   type ResolvedCandidate,
   routeCandidates,
 } from "./model-call.ts";
+import { publishNotice } from "./notice.ts";
 import { COMPACTION_SUMMARY_REASON } from "./records.ts";
 
 export { CompactionReason };
@@ -188,21 +189,6 @@ export function historyProblem(messages: readonly Message[]): string | undefined
   return undefined;
 }
 
-function topBar(ports: CompactionPorts, content: string, style = TextStyle.DIM): void {
-  ports.sink.publish({
-    event: {
-      case: "render",
-      value: {
-        content: {
-          region: Region.TOP_BAR,
-          replace: true,
-          content: { root: { node: { case: "text", value: { content, style } } } },
-        },
-      },
-    },
-  });
-}
-
 export interface CompactInput {
   readonly turnId: string;
   readonly target: ModelTarget;
@@ -253,7 +239,11 @@ export async function compactHistory(
   if (resting) {
     state.skipCompactors--;
     why.push(`the compactors failed ${MAX_FAILED_COMPACTIONS} times in a row and rest for this pass`);
-  } else topBar(ports, `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`);
+  } else
+    publishNotice(
+      ports.sink,
+      `compacting the conversation (${REASON_TEXT[input.reason]}, ~${before} tokens)…`,
+    );
   state.turnId = input.turnId;
   state.summaryCalls = 0;
   try {
@@ -307,7 +297,10 @@ export async function compactHistory(
       });
       if (outcome.kind === "compacted") {
         state.failures = 0;
-        topBar(ports, `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`);
+        publishNotice(
+          ports.sink,
+          `compacted the conversation: ~${outcome.before} → ~${outcome.after} tokens`,
+        );
         return outcome;
       }
       why.push(`${p.name}: ${outcome.why}`);
@@ -319,7 +312,7 @@ export async function compactHistory(
   if (input.signal.aborted || input.reason === CompactionReason.OPERATOR) {
     // The operator asked for a summary: dropping turns is not what was asked.
     log.info(`the conversation was not compacted: ${text}`, undefined, ctx.sessionId);
-    topBar(ports, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    publishNotice(ports.sink, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
     return { kind: "unchanged", why: text };
   }
   if (!resting && ++state.failures >= MAX_FAILED_COMPACTIONS) {
@@ -354,7 +347,7 @@ export function dropOldest(
   );
   if (!dropped) {
     const text = `${input.why}; no older turn can be dropped`;
-    topBar(ports, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
+    publishNotice(ports.sink, `the conversation was not compacted: ${text}`, TextStyle.WARNING);
     return { kind: "unchanged", why: text };
   }
   const outcome = applyRewrittenHistory(deps, ctx, ports, states, {
@@ -366,7 +359,7 @@ export function dropOldest(
   if (outcome.kind === "compacted") {
     const note = `dropped the ${dropped.droppedMessages} oldest messages (~${outcome.before} → ~${outcome.after} tokens): ${input.why}`;
     deps.log.warn(note, undefined, ctx.sessionId);
-    topBar(ports, note, TextStyle.WARNING);
+    publishNotice(ports.sink, note, TextStyle.WARNING);
   }
   return outcome;
 }

@@ -35,7 +35,7 @@ import {
   type ToolDeclaration,
   UsageSchema,
 } from "@pluggableharness/protocol/model";
-import { Region, TextStyle } from "@pluggableharness/protocol/render";
+import { TextStyle } from "@pluggableharness/protocol/render";
 import {
   type AccumulatedCompletion,
   assertContentSupported,
@@ -62,6 +62,7 @@ import type { ModelCandidate, TurnContext, TurnPorts } from "../ports.ts";
 import { declaredToolName } from "../tool-registry.ts";
 import { fitRequestImages, type ImageFitNote, newNotes } from "./image-fit.ts";
 import { firstNoticeMs, ModelWait } from "./model-wait.ts";
+import { publishNotice } from "./notice.ts";
 import { type RetryWait, retryDelayMs, retryWait } from "./retry-wait.ts";
 
 export type { ModelCandidate, RetryWait };
@@ -551,28 +552,11 @@ export async function callModel(
               : error.vendorCode === STALL_CODE
                 ? "stalled"
                 : "overloaded";
-          ports.sink.publish({
-            event: {
-              case: "render",
-              value: {
-                content: {
-                  region: Region.TOP_BAR,
-                  replace: true,
-                  content: {
-                    root: {
-                      node: {
-                        case: "text",
-                        value: {
-                          content: `${candidate.provider.name}/${candidate.spec.id} is ${what}; ${cappedNote}retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
-                          style: TextStyle.WARNING,
-                        },
-                      },
-                    },
-                  },
-                },
-              },
-            },
-          });
+          publishNotice(
+            ports.sink,
+            `${candidate.provider.name}/${candidate.spec.id} is ${what}; ${cappedNote}retry ${retries} of ${perCall} in ${Math.ceil(delay / 1000)}s`,
+            TextStyle.WARNING,
+          );
         }
         await deps.clock.sleep(delay, input.signal);
         waiting.add(delay);
@@ -633,19 +617,7 @@ async function attempt(
   let noticeIn = firstNoticeMs(idleMs);
   let notice: NodeJS.Timeout | undefined;
   let noticeShown = false;
-  const statusLine = (text: string) =>
-    ports.sink.publish({
-      event: {
-        case: "render",
-        value: {
-          content: {
-            region: Region.TOP_BAR,
-            replace: true,
-            content: { root: { node: { case: "text", value: { content: text, style: TextStyle.DIM } } } },
-          },
-        },
-      },
-    });
+  const statusLine = (text: string) => publishNotice(ports.sink, text);
   const scheduleNotice = () => {
     notice = setTimeout(() => {
       if (!first || input.quiet) return;
@@ -859,21 +831,8 @@ function reportImageFits(
       continue;
     }
     log.warn(n.text, fields, ctx.sessionId);
-    ports.sink.publish({
-      event: {
-        case: "render",
-        value: {
-          content: {
-            // A notice, like a retry's: a headless run prints it on stderr.
-            region: Region.TOP_BAR,
-            replace: true,
-            content: {
-              root: { node: { case: "text", value: { content: n.text, style: TextStyle.WARNING } } },
-            },
-          },
-        },
-      },
-    });
+    // A notice, like a retry's: a headless run prints it on stderr.
+    publishNotice(ports.sink, n.text, TextStyle.WARNING);
   }
 }
 
