@@ -47,6 +47,10 @@ function provider(name: string, fixture: string, version = "1.0.0"): void {
   );
 }
 
+/** A first-party provider's real entry, run through provider() so its starts are counted. */
+const firstParty = (name: string) =>
+  join(import.meta.dirname, "..", "..", "..", "..", "providers", name, "src", "main.ts");
+
 const starts = (): string[] => {
   try {
     return readFileSync(join(root, "starts.log"), "utf8").split("\n").filter(Boolean);
@@ -296,19 +300,7 @@ describe("the describe cache and lazy launch", () => {
   it("a frontend plugin is launched and configured at start even from a warm cache", async () => {
     // The real web-ui plugin: it serves its UI from Configure on, and no session call would
     // ever wake it. Left dormant, a warm cache meant `agent serve` never served the web UI.
-    const dir = join(root, "providers", "web-ui", "src");
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(root, "providers", "web-ui", "package.json"),
-      JSON.stringify({ name: "test-web-ui", version: "1.0.0", type: "module" }),
-    );
-    const real = pathToFileURL(
-      join(import.meta.dirname, "..", "..", "..", "..", "providers", "web-ui", "src", "main.ts"),
-    ).href;
-    writeFileSync(
-      join(dir, "main.ts"),
-      `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "web-ui\\n");\nawait import(${JSON.stringify(real)});\n`,
-    );
+    provider("web-ui", firstParty("web-ui"));
     const hcl = join(project, "agent.hcl");
     writeFileSync(
       hcl,
@@ -355,21 +347,7 @@ describe("the describe cache and lazy launch", () => {
     // The real agent and commands providers (operations_cacheable): before their
     // post-Configure answers were cached, both were launched at every start, and the first
     // request waited for them.
-    for (const name of ["agent", "commands"]) {
-      const dir = join(root, "providers", name, "src");
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(
-        join(root, "providers", name, "package.json"),
-        JSON.stringify({ name: `test-${name}`, version: "1.0.0", type: "module" }),
-      );
-      const real = pathToFileURL(
-        join(import.meta.dirname, "..", "..", "..", "..", "providers", name, "src", "main.ts"),
-      ).href;
-      writeFileSync(
-        join(dir, "main.ts"),
-        `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "${name}\\n");\nawait import(${JSON.stringify(real)});\n`,
-      );
-    }
+    for (const name of ["agent", "commands"]) provider(name, firstParty(name));
     const commandsDir = join(project, "cmds");
     mkdirSync(commandsDir);
     writeFileSync(join(commandsDir, "hello.md"), "---\ndescription: Say hello\n---\nSay hello to {1}\n");
@@ -455,19 +433,7 @@ policy "allow_all" {
     // The commands provider reads `.agent/commands` of the project it runs in by default, so
     // the same (empty) configuration means other commands in another project. Its kept
     // answer from a project without commands once hid a project's /review (pty-commands).
-    const dir = join(root, "providers", "commands", "src");
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(
-      join(root, "providers", "commands", "package.json"),
-      JSON.stringify({ name: "test-commands", version: "1.0.0", type: "module" }),
-    );
-    const real = pathToFileURL(
-      join(import.meta.dirname, "..", "..", "..", "..", "providers", "commands", "src", "main.ts"),
-    ).href;
-    writeFileSync(
-      join(dir, "main.ts"),
-      `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(join(root, "starts.log"))}, "commands\\n");\nawait import(${JSON.stringify(real)});\n`,
-    );
+    provider("commands", firstParty("commands"));
     const hcl = join(project, "agent.hcl");
     writeFileSync(
       hcl,
