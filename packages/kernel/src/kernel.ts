@@ -92,7 +92,7 @@ import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import type { DirectInvokeOutcome, InvocationOrigin } from "./loop/session/direct-invoke.ts";
 import { runSessionRun } from "./loop/session/driver.ts";
-import { repairInterrupted } from "./loop/session/resume.ts";
+import { type RebuiltConversation, repairInterrupted } from "./loop/session/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session/session.ts";
 import { restoreSettings, setPlanMode } from "./loop/session/session-settings.ts";
 import {
@@ -640,14 +640,23 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
       await this.#activateFor(profile);
+      // The conversation the file holds, rebuilt with the session's tools (the resumed
+      // session starts from it; nothing replaces it afterwards).
+      let conversation: RebuiltConversation = { history: [], dangling: [] };
       const session = new Session(
         this.#d,
-        // The directory it was started in, when the file recorded one and it still exists.
-        { writer, profile, workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir },
+        {
+          writer,
+          profile,
+          // The directory it was started in, when the file recorded one and it still exists.
+          workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir,
+          history: (tools) => {
+            conversation = Session.conversationFromFile(writer, tools);
+            return conversation.history;
+          },
+        },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
-      const conversation = Session.conversationFromFile(writer, session.tools);
-      session.conversation.replace(conversation.history);
       // The operator's /model choice and plan mode, as the file last recorded them.
       session.settings.resumeWarnings = await restoreSettings(session, {
         model: options.restoreModel !== false,

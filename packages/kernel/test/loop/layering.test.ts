@@ -249,14 +249,14 @@ describe("the session's services take narrow deps, not Session", () => {
 });
 
 describe("the conversation's writers", () => {
-  /** Files under src/ that call `.conversation.<op>(`, relative to src. */
-  function writersOf(op: "append" | "replace"): string[] {
+  /** Files under src/ whose text matches `pattern`, relative to src. */
+  function filesMatching(pattern: RegExp): string[] {
     const files: string[] = [];
     const walk = (dir: string): void => {
       for (const e of readdirSync(dir, { withFileTypes: true })) {
         const p = join(dir, e.name);
         if (e.isDirectory()) walk(p);
-        else if (e.name.endsWith(".ts") && readFileSync(p, "utf8").includes(`.conversation.${op}(`))
+        else if (e.name.endsWith(".ts") && pattern.test(readFileSync(p, "utf8")))
           files.push(relative(src, p));
       }
     };
@@ -264,13 +264,21 @@ describe("the conversation's writers", () => {
     return files.sort();
   }
 
-  it("only the loop appends, and only compaction and a resume replace", () => {
-    expect(writersOf("append")).toEqual([
+  it("exactly two modules write it: the session log and the turn's conversation step", () => {
+    // append and replace together: a user message as the log records it, and the turn's
+    // answers and a compaction's rewrite (conversation.ts says why these two).
+    expect(filesMatching(/\.conversation\.(append|replace)\(/)).toEqual([
       "loop/session/session-log.ts",
       "loop/turn/append.ts",
-      "subagents/run-session.ts",
     ]);
-    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/turn/compaction.ts"]);
+    // What a session starts from (a resume, a fork) goes to the constructor, in one place.
+    expect(filesMatching(/new Conversation\(/)).toEqual(["loop/session/session.ts"]);
+  });
+
+  it("the search sees a write through any receiver named conversation", () => {
+    expect(/\.conversation\.(append|replace)\(/.test("c.conversation.replace(history);")).toBe(true);
+    expect(/\.conversation\.(append|replace)\(/.test("this.#s.conversation.append(m);")).toBe(true);
+    expect(/\.conversation\.(append|replace)\(/.test("ports.conversation.messages.length")).toBe(false);
   });
 });
 

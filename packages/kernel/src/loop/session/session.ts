@@ -64,7 +64,12 @@ export interface SessionInit {
   readonly writer: SessionWriter;
   readonly profile: AgentProfile;
   readonly workingDirectory: string;
-  readonly history?: Message[];
+  /**
+   * The conversation it starts from (a sub-agent's fork of its parent's), or how to rebuild
+   * it once its tools are known (a resume: `Session.conversationFromFile`). Not a write:
+   * after this only the two writers change it (conversation.ts).
+   */
+  readonly history?: Message[] | ((tools: ToolRegistry) => Message[]);
   /** Set for a sub-agent: its parent, and what RunSession resolved for it (subagents/). */
   readonly parent?: Session;
   readonly subagent?: SubagentInit;
@@ -81,6 +86,8 @@ export interface SubagentInit {
   readonly costLimitUsd?: number;
   /** What it was asked (the title of its tree entry). */
   readonly title: string;
+  /** The parent's messages it starts from (profile fork_parent_history), copied. */
+  readonly history?: Message[];
 }
 
 export class Session implements HubSession, SessionControl {
@@ -175,7 +182,6 @@ export class Session implements HubSession, SessionControl {
       init.profile.max_depth ??
       deps.settings.default_max_depth;
     this.workingDirectory = init.workingDirectory;
-    this.conversation = new Conversation(init.history ?? []);
     this.#status = init.writer.meta().status;
     this.log = new SessionLog(this);
     this.humans = new HumanRequests(this);
@@ -193,6 +199,8 @@ export class Session implements HubSession, SessionControl {
     this.tools =
       init.subagent?.tools ??
       ToolRegistry.forProfile(init.profile, deps.providers, { spawn: this.remainingDepth > 0 });
+    const history = init.history ?? init.subagent?.history ?? [];
+    this.conversation = new Conversation(typeof history === "function" ? history(this.tools) : history);
     const parentCost =
       init.parent && init.subagent?.costLimitUsd !== undefined
         ? new CostNode(init.subagent.costLimitUsd, init.parent.cost)
