@@ -745,17 +745,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
     }
     await this.#activateFor(profile);
-    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
-      inputTokens: 0n,
-      messages: [],
-      tools: [],
-    });
-    if (!route.chosen) {
-      throw new FrontendRequestError(
-        FrontendErrorCategory.SESSION_CREATE_FAILED,
-        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
-      );
-    }
+    const unusable = noUsableModel(deps, profile);
+    if (unusable) throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, unusable);
     const dir = this.#options.stateDir;
     const writer = createSession(
       { profile: profile.name, depth: 0, workingDirectory: wd },
@@ -776,16 +767,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     if (this.#closed) throw new Error("the kernel is shutting down");
     const deps = this.#d;
     await this.#activateFor(profile);
-    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
-      inputTokens: 0n,
-      messages: [],
-      tools: [],
-    });
-    if (!route.chosen) {
-      throw new Error(
-        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
-      );
-    }
+    const unusable = noUsableModel(deps, profile);
+    if (unusable) throw new Error(unusable);
     const dir = this.#options.stateDir;
     const writer = createSession(
       {
@@ -1137,4 +1120,15 @@ function isolationOverride(
     throw new Error(`AGENT_PLUGIN_ISOLATION must be "process" or "worker", not ${JSON.stringify(value)}`);
   }
   return { isolation: value };
+}
+
+/** Why no model of the profile's chain can serve a session now, or undefined when one can. */
+function noUsableModel(deps: LoopDeps, profile: AgentProfile): string | undefined {
+  const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
+    inputTokens: 0n,
+    messages: [],
+    tools: [],
+  });
+  if (route.chosen) return undefined;
+  return `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`;
 }

@@ -1,7 +1,7 @@
 // The plugin's client for KernelCallbackService (Emit, Log, CountTokens, RunSession),
 // dialled through the go-plugin broker at the fixed kernel callback ID. The generated
 // kernel contract is imported on first use only, keeping plugin start-up lean.
-import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ChannelCredentials, Client, credentials } from "@grpc/grpc-js";
 import {
   type Broker,
@@ -15,7 +15,7 @@ import {
   unixTarget,
 } from "@pluggableharness/goplugin";
 import type { PortEndpoint } from "@pluggableharness/port-rpc";
-import type { CallContext } from "@pluggableharness/protocol/common";
+import { type CallContext, CallContextSchema } from "@pluggableharness/protocol/common";
 import type {
   CountTokensRequestSchema,
   CountTokensResponse,
@@ -70,6 +70,23 @@ export interface KernelClient {
   channel(): Promise<Client>;
   /** The same client attributed to another call. */
   withCallContext(callContext: CallContext | undefined): KernelClient;
+}
+
+/**
+ * The kernel client attributed to the session, turn and working directory a request names
+ * (a Contribute or Recall): its calls (CountTokens, Emit) are charged and logged to them.
+ */
+export function kernelForRequest(
+  kernel: KernelClient,
+  req: { readonly sessionId: string; readonly turnId: string; readonly workingDirectory: string },
+): KernelClient {
+  return kernel.withCallContext(
+    create(CallContextSchema, {
+      sessionId: req.sessionId,
+      turnId: req.turnId,
+      workingDirectory: req.workingDirectory,
+    }),
+  );
 }
 
 export class NoSessionError extends Error {

@@ -11,6 +11,7 @@ import {
   readRulesFrom,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { type WalkResult, walk } from "./walk.ts";
 
 export const CONFIG: readonly ConfigField[] = [
   {
@@ -39,6 +40,26 @@ export const CONFIG: readonly ConfigField[] = [
 
 /** Most entries one walk visits. */
 export const WALK_LIMIT = 200_000;
+
+/**
+ * Walks a resolved search path inside its configured root, under the configured jail:
+ * at most WALK_LIMIT entries, and what the jail hides is not even listed.
+ */
+export function walkSearchPath(
+  target: { readonly root: string; readonly real: string },
+  includeIgnored: boolean,
+  signal: AbortSignal,
+): Promise<WalkResult> {
+  return walk({
+    jail: settings().jail,
+    root: target.root,
+    start: target.real,
+    includeIgnored,
+    limit: WALK_LIMIT,
+    signal,
+    skip: (abs) => settings().jail.skipInWalk(abs),
+  });
+}
 
 interface Settings {
   jail: Jail;

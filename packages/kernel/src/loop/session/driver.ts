@@ -9,11 +9,11 @@
 // error_max_wall_clock, since no further model call could finish in time.
 import { create } from "@bufbuild/protobuf";
 import type { AgentProfile } from "@pluggableharness/config";
-import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import type { SessionWriter } from "@pluggableharness/state";
 import type { LoopDeps } from "../deps.ts";
+import { textBlock } from "../gate/call.ts";
 import {
   type CircuitBreaker,
   type CostNode,
@@ -67,13 +67,6 @@ export const FINAL_ANSWER_GRACE_MS = 30_000;
 /** The kernel's synthetic instruction for the final-answer turn. */
 export function finalAnswerInstruction(reason: StopReason): string {
   return `[kernel] Stop: ${STOP_TEXT[reason]}. No tools are available any more. Give your final answer now from what you already have, and say plainly what is left undone.`;
-}
-
-function textBlock(text: string): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
-  };
 }
 
 export async function runSessionRun(

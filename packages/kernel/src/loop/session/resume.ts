@@ -41,7 +41,7 @@ import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
 import { budgetToolInputs } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
-import { type CallRecord, type CallResult, resultText } from "../gate/call.ts";
+import { type CallRecord, type CallResult, resultText, textBlock, toolResultBlock } from "../gate/call.ts";
 import type { ToolRegistry } from "../tool-registry.ts";
 import { outsideConversation } from "../turn/records.ts";
 import { type ToolExecution, toolError } from "../turn/tool-exec.ts";
@@ -104,26 +104,9 @@ export function interruptedResult(d: DanglingCall): { text: string; mayHaveAppli
   };
 }
 
-function textBlock(text: string): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
-  };
-}
-
+/** A one-text tool_result block. */
 function resultBlock(toolUseId: string, text: string, isError: boolean): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: {
-      case: "toolResult",
-      value: {
-        $typeName: "pluggableharness.content.v1.ToolResultBlock",
-        toolUseId,
-        content: [textBlock(text)],
-        isError,
-      },
-    },
-  };
+  return toolResultBlock(toolUseId, [textBlock(text)], isError);
 }
 
 /** The recorded result of a call, as the model would have been sent it. */
