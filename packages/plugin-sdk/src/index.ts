@@ -6,9 +6,10 @@ export {
   type KernelClient,
   kernelForRequest,
   type LogOptions,
+  logRequest,
   NoSessionError,
 } from "./kernel.ts";
-export { createLogger, type Logger } from "./logger.ts";
+export { createLogger, type Logger, loggerOver } from "./logger.ts";
 export {
   categoryFromName,
   categoryOfService,

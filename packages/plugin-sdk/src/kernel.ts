@@ -190,6 +190,31 @@ const LEVEL_NUMBERS = { trace: 1, debug: 2, info: 3, warn: 4, error: 5, fatal: 6
   LogLevel
 >;
 
+/** The Log request for one entry (the kernel's in-process client sends the same). */
+export function logRequest(
+  level: Level,
+  message: string,
+  fields: JsonObject | undefined,
+  options: LogOptions | undefined,
+  sessionId: string | undefined,
+) {
+  const ms = (options?.time ?? new Date()).getTime();
+  return {
+    ...(sessionId ? { sessionId } : {}),
+    entry: {
+      // A level name an untyped caller made up logs as info.
+      level: LEVEL_NUMBERS[level] ?? LEVEL_NUMBERS.info,
+      logger: options?.logger ?? "",
+      message,
+      ...(fields ? { fields } : {}),
+      time: {
+        seconds: BigInt(Math.floor(ms / 1000)),
+        nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
+      },
+    },
+  };
+}
+
 export function kernelClient(conn: KernelConnection, callContext?: CallContext): KernelClient {
   const session = (explicit: string | undefined) => explicit || callContext?.sessionId || undefined;
   return {
@@ -204,24 +229,7 @@ export function kernelClient(conn: KernelConnection, callContext?: CallContext):
     },
     async log(level, message, fields, options) {
       const k = await conn.service();
-      const ms = (options?.time ?? new Date()).getTime();
-      const sessionId = session(options?.sessionId);
-      await k.log(
-        {
-          ...(sessionId ? { sessionId } : {}),
-          entry: {
-            level: LEVEL_NUMBERS[level],
-            logger: options?.logger ?? "",
-            message,
-            ...(fields ? { fields } : {}),
-            time: {
-              seconds: BigInt(Math.floor(ms / 1000)),
-              nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
-            },
-          },
-        },
-        options,
-      );
+      await k.log(logRequest(level, message, fields, options, session(options?.sessionId)), options);
     },
     async countTokens(request, options) {
       return (await conn.service()).countTokens(request, options);

@@ -9,19 +9,16 @@ import {
   type ResolvedPath,
   readRuleFields,
   readRulesFrom,
+  rootsField,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { type WalkResult, walk } from "./walk.ts";
 
 export const CONFIG: readonly ConfigField[] = [
-  {
-    name: "roots",
-    type: "list_string",
-    required: true,
-    path: true,
-    description:
-      "Directories that may be searched (relative ones are taken from the directory of agent.hcl); search paths must resolve inside one of them.",
-  },
+  rootsField(
+    "Directories that may be searched (relative ones are taken from the directory of agent.hcl); search paths must resolve inside one of them.",
+    { required: true },
+  ),
   {
     name: "max_file_bytes",
     type: "number",
