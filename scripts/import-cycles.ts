@@ -1,6 +1,6 @@
 // Counts the repository's import cycles twice: over runtime imports only, and with
-// `import type` edges too. `npm run lint` enforces the rule (biome.json, noImportCycles,
-// with its one listed exception); this prints the numbers behind it, exception included:
+// `import type` edges too. `npm run lint` enforces the rule (biome.json, noImportCycles
+// counting type imports, no exception); this prints the numbers behind it:
 //   node scripts/import-cycles.ts [--list]
 import { readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";

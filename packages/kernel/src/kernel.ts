@@ -92,7 +92,7 @@ import { DEFAULT_LIMITS, type LoopDeps, type LoopLimits } from "./loop/deps.ts";
 import type { FrontendPort } from "./loop/frontend-port.ts";
 import type { DirectInvokeOutcome, InvocationOrigin } from "./loop/session/direct-invoke.ts";
 import { runSessionRun } from "./loop/session/driver.ts";
-import { repairInterrupted } from "./loop/session/resume.ts";
+import { type RebuiltConversation, repairInterrupted } from "./loop/session/resume.ts";
 import { profileCandidates, Session, type SubagentInit } from "./loop/session/session.ts";
 import { restoreSettings, setPlanMode } from "./loop/session/session-settings.ts";
 import {
@@ -640,14 +640,23 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
       await this.#activateFor(profile);
+      // The conversation the file holds, rebuilt with the session's tools (the resumed
+      // session starts from it; nothing replaces it afterwards).
+      let conversation: RebuiltConversation = { history: [], dangling: [] };
       const session = new Session(
         this.#d,
-        // The directory it was started in, when the file recorded one and it still exists.
-        { writer, profile, workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir },
+        {
+          writer,
+          profile,
+          // The directory it was started in, when the file recorded one and it still exists.
+          workingDirectory: recordedDirectory(writer.meta()) ?? this.config.projectDir,
+          history: (tools) => {
+            conversation = Session.conversationFromFile(writer, tools);
+            return conversation.history;
+          },
+        },
         (s, input, signal) => runSessionRun(this.#d, s, input, signal),
       );
-      const conversation = Session.conversationFromFile(writer, session.tools);
-      session.conversation.replace(conversation.history);
       // The operator's /model choice and plan mode, as the file last recorded them.
       session.settings.resumeWarnings = await restoreSettings(session, {
         model: options.restoreModel !== false,
@@ -736,17 +745,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
     }
     await this.#activateFor(profile);
-    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
-      inputTokens: 0n,
-      messages: [],
-      tools: [],
-    });
-    if (!route.chosen) {
-      throw new FrontendRequestError(
-        FrontendErrorCategory.SESSION_CREATE_FAILED,
-        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
-      );
-    }
+    const unusable = noUsableModel(deps, profile);
+    if (unusable) throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, unusable);
     const dir = this.#options.stateDir;
     const writer = createSession(
       { profile: profile.name, depth: 0, workingDirectory: wd },
@@ -767,16 +767,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     if (this.#closed) throw new Error("the kernel is shutting down");
     const deps = this.#d;
     await this.#activateFor(profile);
-    const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
-      inputTokens: 0n,
-      messages: [],
-      tools: [],
-    });
-    if (!route.chosen) {
-      throw new Error(
-        `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`,
-      );
-    }
+    const unusable = noUsableModel(deps, profile);
+    if (unusable) throw new Error(unusable);
     const dir = this.#options.stateDir;
     const writer = createSession(
       {
@@ -1128,4 +1120,15 @@ function isolationOverride(
     throw new Error(`AGENT_PLUGIN_ISOLATION must be "process" or "worker", not ${JSON.stringify(value)}`);
   }
   return { isolation: value };
+}
+
+/** Why no model of the profile's chain can serve a session now, or undefined when one can. */
+function noUsableModel(deps: LoopDeps, profile: AgentProfile): string | undefined {
+  const route = routeCandidates(deps, profileCandidates(profile, deps), 0, {
+    inputTokens: 0n,
+    messages: [],
+    tools: [],
+  });
+  if (route.chosen) return undefined;
+  return `profile "${profile.name}" has no usable model: ${route.skipped.join("; ") || "no model provider is loaded"}`;
 }

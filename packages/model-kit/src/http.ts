@@ -121,3 +121,22 @@ export function hostOf(url: string): string {
 export function joinUrl(base: string, path: string): string {
   return `${base.replace(/\/+$/, "")}/${path.replace(/^\/+/, "")}`;
 }
+
+/**
+ * Sends a token-count request and reads the count from `field` of its JSON answer. An error
+ * status is the vendor's failure as `failure` classifies it; an answer without a numeric
+ * count is one too, as a 502 (the vendor answered, but not with a count).
+ */
+export async function requestTokenCount(
+  req: VendorRequest,
+  field: string,
+  failure: (status: number, body: string, headers?: Headers) => Error,
+): Promise<number> {
+  const res = await sendVendorRequest(req);
+  const text = await res.text();
+  if (!res.ok) throw failure(res.status, text, res.headers);
+  const parsed: unknown = JSON.parse(text);
+  const count = typeof parsed === "object" && parsed !== null ? Reflect.get(parsed, field) : undefined;
+  if (typeof count !== "number") throw failure(502, text);
+  return count;
+}

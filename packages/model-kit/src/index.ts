@@ -77,6 +77,7 @@ export {
   hostOf,
   joinUrl,
   refuseHtml,
+  requestTokenCount,
   sendVendorRequest,
   type VendorRequest,
   type VendorResponse,

@@ -106,6 +106,20 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
     return { configured: current, model };
   }
 
+  /** What the adapter is handed for one call of `modelId` (its configured state, the model, the call's signal and log). */
+  function callFor(modelId: string, redact: (t: string) => string, ctx: PluginContext) {
+    const { configured, model } = resolve(modelId, redact);
+    const call: AdapterCall<S> = {
+      state: configured.state,
+      model,
+      signal: ctx.signal,
+      log: ctx.log,
+      redact: configured.redact,
+      self,
+    };
+    return { model, call };
+  }
+
   const failureFrom = (err: unknown, redact: (t: string) => string): ModelFailure =>
     err instanceof ModelFailure
       ? err
@@ -171,16 +185,8 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
       const started = Date.now();
       let events = 0;
       try {
-        const { configured, model } = resolve(req.modelId, redact);
+        const { model, call } = callFor(req.modelId, redact, ctx);
         checkContentSupport(model, req.messages);
-        const call: AdapterCall<S> = {
-          state: configured.state,
-          model,
-          signal: ctx.signal,
-          log: ctx.log,
-          redact: configured.redact,
-          self,
-        };
         // Deltas already buffered travel as one event (merge.ts); none waits for the network.
         for await (const event of mergeBufferedDeltas(adapter.stream(req, call))) {
           if (ctx.signal.aborted) return;
@@ -212,15 +218,7 @@ export function createModelService<S>(adapter: ModelAdapter<S>) {
           countTokens: async (req: CountTokensRequest, ctx: PluginContext) => {
             const redact = current?.redact ?? ((t: string) => t);
             try {
-              const { configured, model } = resolve(req.modelId, redact);
-              const count = await adapter.countTokens!(req, {
-                state: configured.state,
-                model,
-                signal: ctx.signal,
-                log: ctx.log,
-                redact: configured.redact,
-                self,
-              });
+              const count = await adapter.countTokens!(req, callFor(req.modelId, redact, ctx).call);
               return { count: BigInt(count) };
             } catch (err) {
               if (err instanceof CancelledError) throw new StatusError(1, "cancelled");

@@ -67,3 +67,28 @@ export const ErrorFrame = z.looseObject({
     }),
   ]),
 });
+
+/** A token count: a non-negative finite number; anything else reads as absent, never throws. */
+export const Count = z.catch(z.optional(z.number().check(z.nonnegative())), undefined);
+
+/** A `*_tokens_details` object; not an object (an array, a string) reads as absent. */
+export const UsageDetails = z.catch(z.optional(z.nullable(z.record(z.string(), z.unknown()))), undefined);
+
+/** The cache fields of `prompt_tokens_details`, typed; its other fields pass through as components. */
+const PromptDetails = z.catch(
+  z.optional(z.nullable(z.looseObject({ cached_tokens: Count, cache_write_tokens: Count }))),
+  undefined,
+);
+
+/**
+ * Chat Completions `usage`. Loose: fields a dialect adds pass through, and the `*_details`
+ * objects' unknown numeric fields are kept as usage components. A field of the wrong type
+ * reads as absent, so it can neither be billed nor turn on the cache split.
+ */
+export const ChatUsage = z.looseObject({
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  total_tokens: Count,
+  prompt_tokens_details: PromptDetails,
+  completion_tokens_details: UsageDetails,
+});

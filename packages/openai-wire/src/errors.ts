@@ -22,6 +22,7 @@ import {
   parseDurationSeconds,
   saysModelNotFound,
 } from "@pluggableharness/model-kit";
+import * as z from "zod/mini";
 
 export interface OpenAIErrorInfo {
   code?: string | undefined;
@@ -30,27 +31,56 @@ export interface OpenAIErrorInfo {
   param?: string | undefined;
 }
 
-const str = (v: unknown): string | undefined =>
-  typeof v === "string" && v !== "" ? v : typeof v === "number" ? String(v) : undefined;
+/** A code, type, message or param: text, or a number (a status code); anything else is absent. */
+const Field = z.catch(z.optional(z.union([z.string(), z.number()])), undefined);
 
-/** The error fields of a parsed error object (or of an in-band `error` frame). */
+/** Every error object of the family (header comment); loose, so the rest of the body passes. */
+const ErrorBody = z.looseObject({
+  code: Field,
+  type: Field,
+  message: Field,
+  param: Field,
+  error: z.optional(z.unknown()),
+  detail: z.optional(z.unknown()),
+});
+
+const text = (v: string | number | undefined): string | undefined =>
+  v === undefined || v === "" ? undefined : String(v);
+
+/** How much of a body of unknown shape is kept as the message. */
+const UNKNOWN_SHAPE_CHARS = 500;
+
+/**
+ * The error fields of a parsed error object (or of an in-band `error` frame). Never throws;
+ * a body of a shape none of the servers above sends keeps its JSON text as the message, so
+ * what the vendor said reaches the operator.
+ */
 export function errorInfoOf(value: unknown): OpenAIErrorInfo {
   if (typeof value === "string") return { message: value };
-  if (typeof value !== "object" || value === null) return {};
-  const o = value as Record<string, unknown>;
+  if (Array.isArray(value)) return value.length > 0 ? { message: jsonText(value) } : {};
+  const parsed = ErrorBody.safeParse(value);
+  if (!parsed.success) return {};
+  const o = parsed.data;
   if (o.error !== undefined && o.error !== null) {
     const inner = errorInfoOf(o.error);
     // Some frames put code/message beside a nested error (Responses `error` events).
     return {
-      code: inner.code ?? str(o.code),
+      code: inner.code ?? text(o.code),
       type: inner.type,
-      message: inner.message ?? str(o.message),
+      message: inner.message ?? text(o.message),
       param: inner.param,
     };
   }
   if (typeof o.detail === "string") return { message: o.detail };
-  if (Array.isArray(o.detail)) return { message: JSON.stringify(o.detail) };
-  return { code: str(o.code), type: str(o.type), message: str(o.message), param: str(o.param) };
+  // FastAPI's validation list, or a detail object.
+  if (o.detail !== undefined && o.detail !== null) return { message: jsonText(o.detail) };
+  const info = { code: text(o.code), type: text(o.type), message: text(o.message), param: text(o.param) };
+  const known = Object.values(info).some((v) => v !== undefined);
+  return known || Object.keys(o).length === 0 ? info : { message: jsonText(o) };
+}
+
+function jsonText(value: unknown): string {
+  return JSON.stringify(value).slice(0, UNKNOWN_SHAPE_CHARS);
 }
 
 /** Parses an error body; text that is not JSON becomes the message. */

@@ -4,13 +4,13 @@
 // folds into completion_tokens stay there: without an explicit signal they are reported as a
 // component, never as reasoning_tokens, so nothing is billed twice.
 import type { UsageInit } from "@pluggableharness/model-kit";
+import { ChatUsage, Count, UsageDetails } from "./chat-wire-schema.ts";
 
-type Json = Record<string, unknown>;
-
-export const num = (v: unknown): number | undefined =>
-  typeof v === "number" && Number.isFinite(v) && v >= 0 ? Math.trunc(v) : undefined;
-
-const obj = (v: unknown): Json => (typeof v === "object" && v !== null ? (v as Json) : {});
+/** A token count the vendor reported, as a whole number; undefined for anything else. */
+export const num = (v: unknown): number | undefined => {
+  const r = Count.safeParse(v);
+  return r.success && r.data !== undefined ? Math.trunc(r.data) : undefined;
+};
 
 /** Non-zero numeric fields of `details`, named `<prefix>.<field>`, except the `skip` ones. */
 export function detailComponents(
@@ -19,7 +19,7 @@ export function detailComponents(
   skip: readonly string[] = [],
 ): Array<{ name: string; value: number }> {
   const out: Array<{ name: string; value: number }> = [];
-  for (const [k, v] of Object.entries(obj(details))) {
+  for (const [k, v] of Object.entries(UsageDetails.parse(details) ?? {})) {
     const n = num(v);
     if (n !== undefined && n > 0 && !skip.includes(k)) out.push({ name: `${prefix}.${k}`, value: n });
   }
@@ -32,9 +32,12 @@ export function detailComponents(
  * tokens stay inside input_tokens and are only reported as a component, because the kernel
  * cannot price a cache read the model never declared.
  */
-export function chatUsage(u: Json, options: { caching: boolean } = { caching: true }): UsageInit {
+export function chatUsage(usage: unknown, options: { caching: boolean } = { caching: true }): UsageInit {
+  // Never throws: a field of the wrong type reads as absent (ChatUsage catches it), so a
+  // string "60" cached_tokens neither splits the cache read out nor counts as a component.
+  const u = ChatUsage.safeParse(usage).data ?? {};
   const prompt = num(u.prompt_tokens) ?? 0;
-  const promptDetails = obj(u.prompt_tokens_details);
+  const promptDetails = u.prompt_tokens_details ?? {};
   const cached = num(promptDetails.cached_tokens) ?? 0;
   const split = options.caching && promptDetails.cached_tokens !== undefined;
   // GPT-5.6 and later also report (and bill) cache writes, inside prompt_tokens.

@@ -18,6 +18,7 @@ import {
   classifyHttpError,
   classifyStreamError,
   decimalText,
+  errorInfoOf,
   parseChatStream,
   parseErrorBody,
   plainDecimal,
@@ -45,6 +46,27 @@ describe("error bodies", () => {
     expect(parseErrorBody('{"detail":"Not Found"}')).toEqual({ message: "Not Found" });
     expect(parseErrorBody("<html>Bad Gateway</html>")).toEqual({ message: "<html>Bad Gateway</html>" });
     expect(parseErrorBody("")).toEqual({});
+  });
+
+  it("parses error bodies through a schema: unknown shapes keep their text, wrong types are absent", () => {
+    // A detail object (FastAPI) or an error object with none of the known fields: what the
+    // vendor said becomes the message instead of being dropped.
+    expect(errorInfoOf({ detail: { msg: "field required", loc: ["body", "model"] } }).message).toContain(
+      "field required",
+    );
+    expect(errorInfoOf({ error: { status: "UNAVAILABLE", reason: "backend down" } }).message).toContain(
+      "backend down",
+    );
+    expect(errorInfoOf([{ error: { message: "listed" } }]).message).toContain("listed");
+    // A numeric code is kept as text; a field of another type is absent, never "[object Object]".
+    expect(errorInfoOf({ code: 429, message: "slow down", type: { nested: true } })).toEqual({
+      code: "429",
+      message: "slow down",
+      type: undefined,
+      param: undefined,
+    });
+    expect(errorInfoOf(null)).toEqual({});
+    expect(errorInfoOf({})).toEqual({});
   });
 
   it("finds retry hints in messages", () => {
@@ -122,6 +144,27 @@ describe("exact amounts", () => {
     expect(plainDecimal("12.50")).toBe("12.5");
     expect(plainDecimal("25e-3")).toBe("0.025");
     expect(plainDecimal("-0.0")).toBe("0");
+  });
+
+  it("reads chat usage through a schema: a field of the wrong type is absent, nothing throws", () => {
+    // A string cached_tokens neither turns the cache split on (a claimed read of 0) nor counts.
+    const u = chatUsage({
+      prompt_tokens: 100,
+      completion_tokens: "7",
+      prompt_tokens_details: { cached_tokens: "60" },
+    });
+    expect(u).toMatchObject({ input: 100, output: 0 });
+    expect(u.cacheRead).toBeUndefined();
+    expect(u.components).toEqual([]);
+    // Details that are not an object (a list) add no components named by index.
+    expect(chatUsage({ prompt_tokens: 5, prompt_tokens_details: [3, 4] }).components).toEqual([]);
+    // Not an object at all: zero usage, no TypeError.
+    expect(chatUsage(null)).toMatchObject({ input: 0, output: 0, components: [] });
+    // Unknown numeric detail fields are kept as components.
+    expect(
+      chatUsage({ prompt_tokens: 5, completion_tokens_details: { accepted_prediction_tokens: 2 } })
+        .components,
+    ).toEqual([{ name: "completion_tokens_details.accepted_prediction_tokens", value: 2 }]);
   });
 
   it("maps chat usage without overlapping counters", () => {

@@ -1,8 +1,15 @@
 // The plugin side of PluggableHarness: serve() and the helpers plugin authors use.
 export { type CallOptions, StatusError } from "@pluggableharness/goplugin";
 export { callContextPath, extractCallContext } from "./call-context.ts";
-export { type EmitInput, type KernelClient, type LogOptions, NoSessionError } from "./kernel.ts";
-export { createLogger, type Logger } from "./logger.ts";
+export {
+  type EmitInput,
+  type KernelClient,
+  kernelForRequest,
+  type LogOptions,
+  logRequest,
+  NoSessionError,
+} from "./kernel.ts";
+export { createLogger, type Logger, loggerOver } from "./logger.ts";
 export {
   categoryFromName,
   categoryOfService,

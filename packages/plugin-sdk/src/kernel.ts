@@ -1,7 +1,7 @@
 // The plugin's client for KernelCallbackService (Emit, Log, CountTokens, RunSession),
 // dialled through the go-plugin broker at the fixed kernel callback ID. The generated
 // kernel contract is imported on first use only, keeping plugin start-up lean.
-import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { type ChannelCredentials, Client, credentials } from "@grpc/grpc-js";
 import {
   type Broker,
@@ -15,7 +15,7 @@ import {
   unixTarget,
 } from "@pluggableharness/goplugin";
 import type { PortEndpoint } from "@pluggableharness/port-rpc";
-import type { CallContext } from "@pluggableharness/protocol/common";
+import { type CallContext, CallContextSchema } from "@pluggableharness/protocol/common";
 import type {
   CountTokensRequestSchema,
   CountTokensResponse,
@@ -70,6 +70,23 @@ export interface KernelClient {
   channel(): Promise<Client>;
   /** The same client attributed to another call. */
   withCallContext(callContext: CallContext | undefined): KernelClient;
+}
+
+/**
+ * The kernel client attributed to the session, turn and working directory a request names
+ * (a Contribute or Recall): its calls (CountTokens, Emit) are charged and logged to them.
+ */
+export function kernelForRequest(
+  kernel: KernelClient,
+  req: { readonly sessionId: string; readonly turnId: string; readonly workingDirectory: string },
+): KernelClient {
+  return kernel.withCallContext(
+    create(CallContextSchema, {
+      sessionId: req.sessionId,
+      turnId: req.turnId,
+      workingDirectory: req.workingDirectory,
+    }),
+  );
 }
 
 export class NoSessionError extends Error {
@@ -173,6 +190,31 @@ const LEVEL_NUMBERS = { trace: 1, debug: 2, info: 3, warn: 4, error: 5, fatal: 6
   LogLevel
 >;
 
+/** The Log request for one entry (the kernel's in-process client sends the same). */
+export function logRequest(
+  level: Level,
+  message: string,
+  fields: JsonObject | undefined,
+  options: LogOptions | undefined,
+  sessionId: string | undefined,
+) {
+  const ms = (options?.time ?? new Date()).getTime();
+  return {
+    ...(sessionId ? { sessionId } : {}),
+    entry: {
+      // A level name an untyped caller made up logs as info.
+      level: LEVEL_NUMBERS[level] ?? LEVEL_NUMBERS.info,
+      logger: options?.logger ?? "",
+      message,
+      ...(fields ? { fields } : {}),
+      time: {
+        seconds: BigInt(Math.floor(ms / 1000)),
+        nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
+      },
+    },
+  };
+}
+
 export function kernelClient(conn: KernelConnection, callContext?: CallContext): KernelClient {
   const session = (explicit: string | undefined) => explicit || callContext?.sessionId || undefined;
   return {
@@ -187,24 +229,7 @@ export function kernelClient(conn: KernelConnection, callContext?: CallContext):
     },
     async log(level, message, fields, options) {
       const k = await conn.service();
-      const ms = (options?.time ?? new Date()).getTime();
-      const sessionId = session(options?.sessionId);
-      await k.log(
-        {
-          ...(sessionId ? { sessionId } : {}),
-          entry: {
-            level: LEVEL_NUMBERS[level],
-            logger: options?.logger ?? "",
-            message,
-            ...(fields ? { fields } : {}),
-            time: {
-              seconds: BigInt(Math.floor(ms / 1000)),
-              nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
-            },
-          },
-        },
-        options,
-      );
+      await k.log(logRequest(level, message, fields, options, session(options?.sessionId)), options);
     },
     async countTokens(request, options) {
       return (await conn.service()).countTokens(request, options);

@@ -38,6 +38,24 @@ export interface Logger {
   named(sub: string): Logger;
 }
 
+/** A Logger named `name` whose every level goes through `write`; `named` makes its sub-loggers. */
+export function loggerOver(
+  name: string,
+  write: (level: Level, message: string, fields?: Record<string, unknown>) => void,
+  named: (sub: string) => Logger,
+): Logger {
+  return {
+    name,
+    trace: (m, f) => write("trace", m, f),
+    debug: (m, f) => write("debug", m, f),
+    info: (m, f) => write("info", m, f),
+    warn: (m, f) => write("warn", m, f),
+    error: (m, f) => write("error", m, f),
+    fatal: (m, f) => write("fatal", m, f),
+    named,
+  };
+}
+
 /** Writes synchronously to fd 2 so lines survive a crash right after logging. */
 export function createLogger(name = "", minLevel: Level = "trace", fd = 2): Logger {
   const min = LEVELS.indexOf(minLevel);
@@ -49,14 +67,5 @@ export function createLogger(name = "", minLevel: Level = "trace", fd = 2): Logg
       // stderr closed: nowhere left to log
     }
   };
-  return {
-    name,
-    trace: (m, f) => write("trace", m, f),
-    debug: (m, f) => write("debug", m, f),
-    info: (m, f) => write("info", m, f),
-    warn: (m, f) => write("warn", m, f),
-    error: (m, f) => write("error", m, f),
-    fatal: (m, f) => write("fatal", m, f),
-    named: (sub) => createLogger(name ? `${name}.${sub}` : sub, minLevel, fd),
-  };
+  return loggerOver(name, write, (sub) => createLogger(name ? `${name}.${sub}` : sub, minLevel, fd));
 }

@@ -28,6 +28,20 @@ export interface ConfigField {
 
 export type Diagnostic = MessageInitShape<typeof ConfigDiagnosticSchema>;
 
+/**
+ * The `roots` attribute a provider confines itself with: a list of directories, relative
+ * ones taken from the directory of agent.hcl. `description` says what they bound here.
+ */
+export function rootsField(description: string, options: { required?: boolean } = {}): ConfigField {
+  return {
+    name: "roots",
+    type: "list_string",
+    ...(options.required ? { required: true } : {}),
+    path: true,
+    description,
+  };
+}
+
 const ATTRIBUTE_TYPES: Record<ConfigFieldType, AttributeType> = {
   string: AttributeType.STRING,
   number: AttributeType.NUMBER,

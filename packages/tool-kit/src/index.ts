@@ -14,6 +14,7 @@ export {
   configWarning,
   type Diagnostic,
   readConfig,
+  rootsField,
 } from "./config.ts";
 export {
   CREDENTIAL_PATH_VARIABLES,

@@ -10,6 +10,7 @@ import {
   plainHttpWarning,
   rateLimitsFromHeaders,
   refuseHtml,
+  requestTokenCount,
   sendVendorRequest,
   WireNotices,
 } from "@pluggableharness/model-kit";
@@ -141,17 +142,16 @@ export const adapter: ModelAdapter<AnthropicState> = {
 
   async countTokens(req, call) {
     const { state, model, signal } = call;
-    const res = await sendVendorRequest({
-      url: joinUrl(state.baseUrl, "/v1/messages/count_tokens"),
-      headers: { "x-api-key": state.apiKey, "anthropic-version": ANTHROPIC_VERSION },
-      body: { model: model.id, messages: [{ role: "user", content: req.text }] },
-      signal,
-    });
-    const text = await res.text();
-    if (!res.ok) throw anthropicFailure(res.status, text, res.headers);
-    const parsed = JSON.parse(text) as { input_tokens?: unknown };
-    if (typeof parsed.input_tokens !== "number") throw anthropicFailure(502, text);
-    return parsed.input_tokens;
+    return requestTokenCount(
+      {
+        url: joinUrl(state.baseUrl, "/v1/messages/count_tokens"),
+        headers: { "x-api-key": state.apiKey, "anthropic-version": ANTHROPIC_VERSION },
+        body: { model: model.id, messages: [{ role: "user", content: req.text }] },
+        signal,
+      },
+      "input_tokens",
+      anthropicFailure,
+    );
   },
 
   dispose(state) {

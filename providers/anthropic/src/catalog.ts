@@ -48,6 +48,20 @@ const common = {
   caching: { explicitMarkers: true, implicitAutomatic: false, keepalive: true },
 } as const;
 
+/** What Opus 4.6 and Sonnet 4.6 share: 1M context, 128K output, effort with a deprecated budget. */
+const GEN_4_6 = {
+  contextWindow: 1_000_000,
+  maxOutputTokens: 128_000,
+  thinking: {
+    effort: { levels: ["low", "medium", "high", "max"], default: "high" },
+    budget: { min: 1024, max: 127_999, deprecated: true },
+    adaptiveByDefault: false,
+    disable: "always",
+  },
+  toolChoiceModes: ["auto", "any", "none", "specific"],
+  sampling: { accepted: ["temperature", "top_p", "top_k"] },
+} satisfies Partial<CatalogModel>;
+
 export const ANTHROPIC_MODELS: CatalogModel[] = [
   {
     id: "claude-opus-4-8",
@@ -103,16 +117,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
   {
     id: "claude-opus-4-6",
     ...common,
-    contextWindow: 1_000_000,
-    maxOutputTokens: 128_000,
-    thinking: {
-      effort: { levels: ["low", "medium", "high", "max"], default: "high" },
-      budget: { min: 1024, max: 127_999, deprecated: true },
-      adaptiveByDefault: false,
-      disable: "always",
-    },
-    toolChoiceModes: ["auto", "any", "none", "specific"],
-    sampling: { accepted: ["temperature", "top_p", "top_k"] },
+    ...GEN_4_6,
     pricing: {
       tiers: [{ input: 5, output: 25, cacheWrite: 6.25, cacheRead: 0.5, batchInput: 2.5, batchOutput: 12.5 }],
     },
@@ -128,16 +133,7 @@ export const ANTHROPIC_MODELS: CatalogModel[] = [
   {
     id: "claude-sonnet-4-6",
     ...common,
-    contextWindow: 1_000_000,
-    maxOutputTokens: 128_000,
-    thinking: {
-      effort: { levels: ["low", "medium", "high", "max"], default: "high" },
-      budget: { min: 1024, max: 127_999, deprecated: true },
-      adaptiveByDefault: false,
-      disable: "always",
-    },
-    toolChoiceModes: ["auto", "any", "none", "specific"],
-    sampling: { accepted: ["temperature", "top_p", "top_k"] },
+    ...GEN_4_6,
     pricing: {
       tiers: [{ input: 3, output: 15, cacheWrite: 3.75, cacheRead: 0.3, batchInput: 1.5, batchOutput: 7.5 }],
     },

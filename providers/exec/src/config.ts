@@ -8,6 +8,7 @@ import {
   Jail,
   readRuleFields,
   readRulesFrom,
+  rootsField,
 } from "@pluggableharness/tool-kit";
 import { SANDBOX_MODES, type SandboxMode } from "./sandbox.ts";
 
@@ -18,15 +19,11 @@ export const CONFIG: readonly ConfigField[] = [
     default: "/bin/bash",
     description: "Shell that runs commands as `<shell> -c <command>`.",
   },
-  {
-    name: "roots",
-    type: "list_string",
-    path: true,
-    description:
-      "If set, commands only run when call_context.working_directory lies inside one of these directories " +
+  rootsField(
+    "If set, commands only run when call_context.working_directory lies inside one of these directories " +
       "(relative ones are taken from the directory of agent.hcl), " +
       "and in the sandbox these are the directories a command may write (without roots: the working directory).",
-  },
+  ),
   {
     name: "sandbox",
     type: "string",

@@ -170,6 +170,17 @@ function renderChange(input: RenderInput, verb: string): RenderNodeInit | undefi
   return hunks.length > 0 ? r.group([title, r.diff(hunks)]) : r.group([title, r.text("no change", "dim")]);
 }
 
+/**
+ * What every tool that changes one file declares: no streaming, calls on different paths
+ * run together (one path at a time), 30 s, and the diff is what the model reads.
+ */
+export const CHANGES_ONE_FILE = {
+  streaming: false,
+  concurrency: { safe: true, keyFields: ["path"] },
+  defaultTimeoutMs: 30_000,
+  modelText: { field: "diff" },
+} as const;
+
 const changeOutput = {
   path: s.string("The path as requested."),
   diff: s.string("Unified diff of the change; empty when the content did not change."),
@@ -207,11 +218,8 @@ export const writeFileTool = defineTool({
     },
     ["path", "diff", "additions", "deletions", "created", "bytes_written"],
   ),
-  streaming: false,
-  concurrency: { safe: true, keyFields: ["path"] },
-  defaultTimeoutMs: 30_000,
+  ...CHANGES_ONE_FILE,
   idempotent: true,
-  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planWrite(args.path, args.content, ctx), ctx);
     return { ...payload, created: plan.before === undefined, bytes_written: Buffer.byteLength(args.content) };
@@ -237,11 +245,8 @@ export const editFileTool = defineTool({
     "deletions",
     "replacements",
   ]),
-  streaming: false,
-  concurrency: { safe: true, keyFields: ["path"] },
-  defaultTimeoutMs: 30_000,
+  ...CHANGES_ONE_FILE,
   idempotent: false,
-  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, [args], ctx), ctx);
     return { ...payload, replacements: plan.replacements };
@@ -272,11 +277,8 @@ export const multiEditTool = defineTool({
     },
     ["path", "diff", "additions", "deletions", "replacements", "edits_applied"],
   ),
-  streaming: false,
-  concurrency: { safe: true, keyFields: ["path"] },
-  defaultTimeoutMs: 30_000,
+  ...CHANGES_ONE_FILE,
   idempotent: false,
-  modelText: { field: "diff" },
   async invoke(args, ctx) {
     if (args.edits.length === 0) throw new ToolFailure("invalid_arguments", "edits must not be empty");
     const { plan, payload } = await commit(args.path, () => planEdits(args.path, args.edits, ctx), ctx);

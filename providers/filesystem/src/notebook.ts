@@ -16,6 +16,7 @@ import {
   type ToolContext,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { CHANGES_ONE_FILE } from "./change.ts";
 import { fileLocks, readTextForChange, resolvePath, writeAtomically } from "./files.ts";
 
 type CellType = "code" | "markdown" | "raw";
@@ -247,11 +248,8 @@ export const notebookEditTool = defineTool({
     },
     ["path", "mode", "index", "cell_type", "total_cells", "diff"],
   ),
-  streaming: false,
-  concurrency: { safe: true, keyFields: ["path"] },
-  defaultTimeoutMs: 30_000,
+  ...CHANGES_ONE_FILE,
   idempotent: false,
-  modelText: { field: "diff" },
   async invoke(args, ctx) {
     const first = await plan(args, ctx);
     return fileLocks.run(first.file.real, async () => {

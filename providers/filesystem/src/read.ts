@@ -95,35 +95,24 @@ export const readFileTool = defineTool({
       const base = { path: args.path, size_bytes: st.size };
       const info = imageInfo(data);
       if (info) return readImage(whole, args.path, st.size, info, maxImageBytes);
-      if (looksBinary(data)) {
-        return {
-          ...base,
-          content: "",
-          start_line: 0,
-          end_line: 0,
-          total_lines: 0,
-          binary: true,
-          truncated: false,
-          notice: `binary file (${st.size} bytes); content not shown`,
-        };
-      }
+      // A read with no lines to show: a binary file, or an empty one.
+      const nothing = (binary: boolean, notice: string) => ({
+        ...base,
+        content: "",
+        start_line: 0,
+        end_line: 0,
+        total_lines: 0,
+        binary,
+        truncated: false,
+        notice,
+      });
+      if (looksBinary(data)) return nothing(true, `binary file (${st.size} bytes); content not shown`);
       const scanCut = st.size > data.length;
       const text = data.toString("utf8");
       const lines = text.split("\n");
       if (lines.at(-1) === "") lines.pop();
       const total = lines.length;
-      if (total === 0) {
-        return {
-          ...base,
-          content: "",
-          start_line: 0,
-          end_line: 0,
-          total_lines: 0,
-          binary: false,
-          truncated: false,
-          notice: "",
-        };
-      }
+      if (total === 0) return nothing(false, "");
       if (offset > total) {
         throw new ToolFailure(
           "invalid_arguments",

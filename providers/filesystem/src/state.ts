@@ -10,20 +10,17 @@ import {
   Jail,
   readRuleFields,
   readRulesFrom,
+  rootsField,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
 import { useSettings } from "./settings.ts";
 import { recoverJournals } from "./transaction.ts";
 
 export const CONFIG: readonly ConfigField[] = [
-  {
-    name: "roots",
-    type: "list_string",
-    required: true,
-    path: true,
-    description:
-      "Directories the tools may touch (relative ones are taken from the directory of agent.hcl). Every path argument must resolve, symbolic links followed, inside one of them.",
-  },
+  rootsField(
+    "Directories the tools may touch (relative ones are taken from the directory of agent.hcl). Every path argument must resolve, symbolic links followed, inside one of them.",
+    { required: true },
+  ),
   {
     name: "max_read_bytes",
     type: "number",

@@ -1,17 +1,13 @@
 // The git provider's agent.hcl block.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
-import { type ConfigField, configError, type Diagnostic, Jail } from "@pluggableharness/tool-kit";
+import { type ConfigField, configError, type Diagnostic, Jail, rootsField } from "@pluggableharness/tool-kit";
 
 export const CONFIG: readonly ConfigField[] = [
-  {
-    name: "roots",
-    type: "list_string",
-    path: true,
-    description:
-      "If set, every repository (the repo argument, else the working directory) must lie inside one of these " +
+  rootsField(
+    "If set, every repository (the repo argument, else the working directory) must lie inside one of these " +
       "directories, and in the sandbox they are what git may write (without roots: the repository).",
-  },
+  ),
   {
     name: "git",
     type: "string",

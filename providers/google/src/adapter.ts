@@ -9,6 +9,7 @@ import {
   type ModelAdapter,
   plainHttpWarning,
   refuseHtml,
+  requestTokenCount,
   StopSequenceMatcher,
   sendVendorRequest,
   WireNotices,
@@ -141,17 +142,16 @@ export const adapter: ModelAdapter<GeminiState> = {
 
   async countTokens(req, call) {
     const { state, model, signal } = call;
-    const res = await sendVendorRequest({
-      url: modelPath(state, model.id, "countTokens"),
-      headers: { "x-goog-api-key": state.apiKey },
-      body: { contents: [{ role: "user", parts: [{ text: req.text }] }] },
-      signal,
-    });
-    const text = await res.text();
-    if (!res.ok) throw geminiFailure(res.status, text, res.headers);
-    const parsed = JSON.parse(text) as { totalTokens?: unknown };
-    if (typeof parsed.totalTokens !== "number") throw geminiFailure(502, text);
-    return parsed.totalTokens;
+    return requestTokenCount(
+      {
+        url: modelPath(state, model.id, "countTokens"),
+        headers: { "x-goog-api-key": state.apiKey },
+        body: { contents: [{ role: "user", parts: [{ text: req.text }] }] },
+        signal,
+      },
+      "totalTokens",
+      geminiFailure,
+    );
   },
 
   dispose(state) {

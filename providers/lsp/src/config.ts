@@ -11,17 +11,14 @@ import {
   type ReadRules,
   readRuleFields,
   readRulesFrom,
+  rootsField,
 } from "@pluggableharness/tool-kit";
 
 export const CONFIG: readonly ConfigField[] = [
-  {
-    name: "roots",
-    type: "list_string",
-    path: true,
-    description:
-      "Project roots (relative ones from the directory of agent.hcl): a file must lie inside one, and the root " +
+  rootsField(
+    "Project roots (relative ones from the directory of agent.hcl): a file must lie inside one, and the root " +
       "holding it is the language server's workspace. Without roots: the call's working directory.",
-  },
+  ),
   {
     name: "servers",
     type: "map_string",

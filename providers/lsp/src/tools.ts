@@ -460,6 +460,29 @@ async function locations(found: LocationLike | LocationLike[] | null, ctx: ToolC
   return { locations: out, summary };
 }
 
+/**
+ * Asks the language server for the locations of the symbol at a position (`method` is a
+ * textDocument request answered with locations), the file synced first.
+ */
+async function locationQuery(
+  method: "textDocument/definition" | "textDocument/references",
+  args: PositionArgs,
+  ctx: ToolContext,
+  extra: Record<string, unknown>,
+) {
+  const t = await target(args.path, ctx);
+  const pos = await position(t, args);
+  return withServer(t, ctx, async (server) => {
+    const { uri } = await server.sync(t.path, await readText(t.path, t.file));
+    const found = await server.request<LocationLike | LocationLike[] | null>(method, {
+      textDocument: { uri },
+      position: pos,
+      ...extra,
+    });
+    return locations(found, ctx);
+  });
+}
+
 export const definitionTool: ToolDefinition<PositionArgs> = {
   name: "definition",
   kind: "data_source",
@@ -474,18 +497,7 @@ export const definitionTool: ToolDefinition<PositionArgs> = {
   defaultTimeoutMs: 120_000,
   idempotent: true,
   modelText: { field: "summary", omit: ["locations"] },
-  async invoke(args, ctx) {
-    const t = await target(args.path, ctx);
-    const pos = await position(t, args);
-    return withServer(t, ctx, async (server) => {
-      const { uri } = await server.sync(t.path, await readText(t.path, t.file));
-      const found = await server.request<LocationLike | LocationLike[] | null>("textDocument/definition", {
-        textDocument: { uri },
-        position: pos,
-      });
-      return locations(found, ctx);
-    });
-  },
+  invoke: (args, ctx) => locationQuery("textDocument/definition", args, ctx, {}),
 };
 
 export const referencesTool: ToolDefinition<PositionArgs> = {
@@ -502,19 +514,10 @@ export const referencesTool: ToolDefinition<PositionArgs> = {
   defaultTimeoutMs: 120_000,
   idempotent: true,
   modelText: { field: "summary", omit: ["locations"] },
-  async invoke(args, ctx) {
-    const t = await target(args.path, ctx);
-    const pos = await position(t, args);
-    return withServer(t, ctx, async (server) => {
-      const { uri } = await server.sync(t.path, await readText(t.path, t.file));
-      const found = await server.request<LocationLike[] | null>("textDocument/references", {
-        textDocument: { uri },
-        position: pos,
-        context: { includeDeclaration: args.include_declaration !== false },
-      });
-      return locations(found, ctx);
-    });
-  },
+  invoke: (args, ctx) =>
+    locationQuery("textDocument/references", args, ctx, {
+      context: { includeDeclaration: args.include_declaration !== false },
+    }),
 };
 
 export const TOOLS = [diagnosticsTool, definitionTool, referencesTool];

@@ -2,7 +2,7 @@
 import { resolve } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
-import { type ConfigField, configError, type Diagnostic } from "@pluggableharness/tool-kit";
+import { type ConfigField, configError, type Diagnostic, rootsField } from "@pluggableharness/tool-kit";
 import { DEFAULT_MAX_OUTPUT_BYTES, MAX_MAX_OUTPUT_BYTES, MIN_MAX_OUTPUT_BYTES } from "./budget.ts";
 
 export const CONFIG: readonly ConfigField[] = [
@@ -94,12 +94,7 @@ export const CONFIG: readonly ConfigField[] = [
     default: false,
     description: "Whether a sandboxed local server may use the network (default: none, like bash).",
   },
-  {
-    name: "roots",
-    type: "list_string",
-    path: true,
-    description: "Directories a sandboxed local server may write (default: the directory of agent.hcl).",
-  },
+  rootsField("Directories a sandboxed local server may write (default: the directory of agent.hcl)."),
   {
     name: "secret_env_patterns",
     type: "list_string",

@@ -5,8 +5,8 @@
 import { isAbsolute, join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type PluginContext, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
-import { CallContextSchema, HookPoint } from "@pluggableharness/protocol/common";
+import { kernelForRequest, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
+import { HookPoint } from "@pluggableharness/protocol/common";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { HookSubscriberService } from "@pluggableharness/protocol/hook";
 import {
@@ -161,10 +161,6 @@ function asStatus(err: unknown): never {
   throw new StatusError(13, (err as Error)?.message ?? String(err));
 }
 
-function kernelFor(ctx: PluginContext, sessionId: string, turnId: string, workingDirectory: string) {
-  return ctx.kernel.withCallContext(create(CallContextSchema, { sessionId, turnId, workingDirectory }));
-}
-
 const host = { memory: () => memory, roots, now: () => new Date() };
 
 await serve({
@@ -186,10 +182,7 @@ await serve({
       async recall(req, ctx) {
         if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
         if (!recallEnabled && req.query === undefined) return { records: [] };
-        const count = tokenCounter(
-          kernelFor(ctx, req.sessionId, req.turnId, req.workingDirectory),
-          req.modelTarget,
-        );
+        const count = tokenCounter(kernelForRequest(ctx.kernel, req), req.modelTarget);
         try {
           const found = await memory.recall(
             roots(req.workingDirectory),

@@ -52,6 +52,14 @@ const S = {
     "Responses API SSE event sequence (notes/vendor-wire.md §3, recorded gpt-5.1 and gpt-5.1-codex-max streams)",
 };
 
+/** Where the GPT-5.6 variants' figures come from (the same sources for each). */
+const SOURCES_5_6 = {
+  context_window: S.roster,
+  max_output_tokens: S.roster,
+  thinking: `${S.gpt56Effort}; default medium assumed as for GPT-5.5`,
+  pricing: `${S.gpt56Launch}; ${S.gpt56}; cache write at 1.25x input (${S.gpt56CacheWrite}); ${S.longContext}`,
+};
+
 const ALL_CHOICES: ToolChoiceName[] = ["auto", "any", "none", "specific"];
 const THRESHOLD = 272_001; // first input-token count billed at the long-context rate
 
@@ -178,12 +186,7 @@ export const OPENAI_MODELS: readonly CatalogModel[] = [
       ),
       ...period({ input: 2, output: 12, cacheRead: 0.2, cacheWrite: 2.5 }, { from: CUT_56, long: true }),
     ],
-    sources: {
-      context_window: S.roster,
-      max_output_tokens: S.roster,
-      thinking: `${S.gpt56Effort}; default medium assumed as for GPT-5.5`,
-      pricing: `${S.gpt56Launch}; ${S.gpt56}; cache write at 1.25x input (${S.gpt56CacheWrite}); ${S.longContext}`,
-    },
+    sources: SOURCES_5_6,
   }),
   model({
     id: "gpt-5.6-luna",
@@ -194,12 +197,7 @@ export const OPENAI_MODELS: readonly CatalogModel[] = [
       ...period({ input: 1, output: 6, cacheRead: 0.1, cacheWrite: 1.25 }, { until: CUT_56, long: true }),
       ...period({ input: 0.2, output: 1.2, cacheRead: 0.02, cacheWrite: 0.25 }, { from: CUT_56, long: true }),
     ],
-    sources: {
-      context_window: S.roster,
-      max_output_tokens: S.roster,
-      thinking: `${S.gpt56Effort}; default medium assumed as for GPT-5.5`,
-      pricing: `${S.gpt56Launch}; ${S.gpt56}; cache write at 1.25x input (${S.gpt56CacheWrite}); ${S.longContext}`,
-    },
+    sources: SOURCES_5_6,
   }),
   model({
     id: "gpt-5.5",

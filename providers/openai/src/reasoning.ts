@@ -12,6 +12,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { opaqueToString } from "@pluggableharness/model-kit";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
+import { ReasoningSummary } from "./wire-schema.ts";
 
 /** The item JSON carried by a thinking signature or redacted data, when it is one. */
 export function reasoningItemOf(block: ContentBlock): JsonObject | undefined {
@@ -34,14 +35,12 @@ export function reasoningItemOf(block: ContentBlock): JsonObject | undefined {
   }
 }
 
-/** The summary text of a reasoning item (parts joined by blank lines). */
-export function summaryText(item: Record<string, unknown>): string {
-  const summary = Array.isArray(item.summary) ? item.summary : [];
-  return summary
-    .flatMap((p) =>
-      typeof p === "object" && p !== null && typeof (p as Record<string, unknown>).text === "string"
-        ? [(p as Record<string, unknown>).text as string]
-        : [],
-    )
-    .join("\n\n");
+/**
+ * The summary text of a reasoning item (parts joined by blank lines). A part without text,
+ * or with empty text, adds nothing: an item whose parts are all empty has no readable
+ * summary (it is kept as redacted thinking, not as a thinking block of blank lines).
+ */
+export function summaryText(item: unknown): string {
+  const parts = ReasoningSummary.parse(item)?.summary ?? [];
+  return parts.flatMap((p) => (p.text ? [p.text] : [])).join("\n\n");
 }

@@ -46,6 +46,17 @@ export const OutputItem = z.discriminatedUnion("type", [
   }),
 ]);
 
+/**
+ * The summary of a reasoning item as summaryText reads it. A part whose text is not a
+ * string reads as having none; a summary that is not a list, or an item that is not an
+ * object, reads as no summary (never throws: the item itself is kept verbatim).
+ */
+const SummaryPart = z.catch(z.looseObject({ text: z.catch(str, undefined) }), {});
+export const ReasoningSummary = z.catch(
+  z.optional(z.looseObject({ summary: z.catch(z.optional(z.array(SummaryPart)), undefined) })),
+  undefined,
+);
+
 const delta = { delta: z.string(), item_id: str };
 const typedItem = z.looseObject({ type: z.string() });
 

@@ -35,6 +35,7 @@ import {
 } from "@pluggableharness/protocol/model";
 import { SchemaSchema } from "@pluggableharness/protocol/schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { summaryText } from "../src/reasoning.ts";
 
 const CANARY = "sk-proj-CANARY-5d1e9b7a3c";
 const MAIN = new URL("../src/main.ts", import.meta.url);
@@ -320,6 +321,18 @@ describe("streaming", () => {
         detail: "auto",
       },
     ]);
+  });
+});
+
+describe("reasoning summaries", () => {
+  it("reads the summary parts through a schema: empty or non-text parts add nothing", () => {
+    expect(
+      summaryText({ summary: [{ type: "summary_text", text: "a" }, { text: 5 }, "b", { text: "c" }] }),
+    ).toBe("a\n\nc");
+    // All parts empty: no readable summary, so the item is kept as redacted thinking.
+    expect(summaryText({ summary: [{ text: "" }, { text: "" }] })).toBe("");
+    expect(summaryText({ summary: "not a list" })).toBe("");
+    expect(summaryText(null)).toBe("");
   });
 });
 

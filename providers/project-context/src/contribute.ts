@@ -12,7 +12,7 @@ import {
   Stability,
 } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
-import { type TokenCounter, tokenCounter } from "@pluggableharness/tool-kit";
+import { fitLines, tokenCounter } from "@pluggableharness/tool-kit";
 import { BASE_INSTRUCTIONS } from "./instructions.ts";
 import { conventionFiles, readSource, touchedConventionFiles } from "./sources.ts";
 
@@ -36,30 +36,6 @@ interface Candidate {
   priority: number;
   /** Reading order in the chain. */
   order: number;
-}
-
-/** The longest prefix (whole lines, plus the note) whose count fits `room`. */
-async function fit(
-  text: string,
-  room: number,
-  count: TokenCounter,
-): Promise<{ text: string; tokens: number } | undefined> {
-  const lines = text.split("\n");
-  let lo = 0;
-  let hi = lines.length - 1;
-  let best: { text: string; tokens: number } | undefined;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const candidate = lines.slice(0, mid + 1).join("\n") + TRUNCATION_NOTE;
-    const tokens = await count(candidate);
-    if (tokens <= room) {
-      best = { text: candidate, tokens };
-      lo = mid + 1;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return best;
 }
 
 export async function contribute(
@@ -113,7 +89,7 @@ export async function contribute(
       used += tokens;
       continue;
     }
-    const cut = await fit(c.text, room, count);
+    const cut = await fitLines(c.text, room, count, TRUNCATION_NOTE);
     if (cut) {
       chosen.push({ c, text: cut.text, tokens: cut.tokens, truncated: true });
       used += cut.tokens;

@@ -2,9 +2,8 @@
 
 import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
-import { create, type JsonObject } from "@bufbuild/protobuf";
-import { StatusError, serve, service } from "@pluggableharness/plugin-sdk";
-import { CallContextSchema } from "@pluggableharness/protocol/common";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { kernelForRequest, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { Stability } from "@pluggableharness/protocol/content";
 import { ContextService } from "@pluggableharness/protocol/context";
 import {
@@ -100,13 +99,7 @@ await serve({
       async contribute(req, ctx) {
         if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
         // CountTokens is attributed to the request's session.
-        const kernel = ctx.kernel.withCallContext(
-          create(CallContextSchema, {
-            sessionId: req.sessionId,
-            turnId: req.turnId,
-            workingDirectory: req.workingDirectory,
-          }),
-        );
+        const kernel = kernelForRequest(ctx.kernel, req);
         const own = await contribute(req, kernel, options);
         return { sections: chain(req.priorSections, own) };
       },

@@ -2,8 +2,7 @@
 import { lstat } from "node:fs/promises";
 import { r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { compileGlob } from "./glob.ts";
-import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
-import { walk } from "./walk.ts";
+import { namer, searchTarget, walkSearchPath } from "./state.ts";
 
 const DEFAULT_LIMIT = 200;
 const MAX_LIMIT = 2000;
@@ -59,15 +58,7 @@ export const globTool: ToolDefinition<GlobArgs> = {
     const st = await lstat(target.real);
     if (!st.isDirectory()) throw new ToolFailure("invalid_arguments", `${args.path} is not a directory`);
     const re = compileGlob(args.pattern);
-    const { entries } = await walk({
-      jail: settings().jail,
-      root: target.root,
-      start: target.real,
-      includeIgnored: args.include_ignored === true,
-      limit: WALK_LIMIT,
-      signal: ctx.signal,
-      skip: (abs) => settings().jail.skipInWalk(abs),
-    });
+    const { entries } = await walkSearchPath(target, args.include_ignored === true, ctx.signal);
     const prefix = target.relative ? `${target.relative}/` : "";
     const matched = entries.filter((e) => re.test(e.rel.slice(prefix.length)));
     let ordered = matched;

@@ -4,8 +4,8 @@ import { stat } from "node:fs/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type Jail, r, s, type ToolDefinition, ToolFailure } from "@pluggableharness/tool-kit";
 import { fileFilter } from "./glob.ts";
-import { namer, searchTarget, settings, WALK_LIMIT } from "./state.ts";
-import { type Entry, walk } from "./walk.ts";
+import { namer, searchTarget, settings, walkSearchPath } from "./state.ts";
+import type { Entry } from "./walk.ts";
 
 const DEFAULT_MAX_RESULTS = 100;
 const MAX_RESULTS = 2000;
@@ -182,15 +182,7 @@ export const grepTool: ToolDefinition<GrepArgs> = {
     let files: Entry[];
     let walkCapped = false;
     if ((await stat(target.real)).isDirectory()) {
-      const w = await walk({
-        jail: settings().jail,
-        root: target.root,
-        start: target.real,
-        includeIgnored: args.include_ignored === true,
-        limit: WALK_LIMIT,
-        signal: ctx.signal,
-        skip: (abs) => settings().jail.skipInWalk(abs),
-      });
+      const w = await walkSearchPath(target, args.include_ignored === true, ctx.signal);
       walkCapped = w.capped;
       const prefix = target.relative ? `${target.relative}/` : "";
       const keep = args.glob ? fileFilter(args.glob) : () => true;

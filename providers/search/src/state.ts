@@ -9,18 +9,16 @@ import {
   type ResolvedPath,
   readRuleFields,
   readRulesFrom,
+  rootsField,
   ToolFailure,
 } from "@pluggableharness/tool-kit";
+import { type WalkResult, walk } from "./walk.ts";
 
 export const CONFIG: readonly ConfigField[] = [
-  {
-    name: "roots",
-    type: "list_string",
-    required: true,
-    path: true,
-    description:
-      "Directories that may be searched (relative ones are taken from the directory of agent.hcl); search paths must resolve inside one of them.",
-  },
+  rootsField(
+    "Directories that may be searched (relative ones are taken from the directory of agent.hcl); search paths must resolve inside one of them.",
+    { required: true },
+  ),
   {
     name: "max_file_bytes",
     type: "number",
@@ -39,6 +37,26 @@ export const CONFIG: readonly ConfigField[] = [
 
 /** Most entries one walk visits. */
 export const WALK_LIMIT = 200_000;
+
+/**
+ * Walks a resolved search path inside its configured root, under the configured jail:
+ * at most WALK_LIMIT entries, and what the jail hides is not even listed.
+ */
+export function walkSearchPath(
+  target: { readonly root: string; readonly real: string },
+  includeIgnored: boolean,
+  signal: AbortSignal,
+): Promise<WalkResult> {
+  return walk({
+    jail: settings().jail,
+    root: target.root,
+    start: target.real,
+    includeIgnored,
+    limit: WALK_LIMIT,
+    signal,
+    skip: (abs) => settings().jail.skipInWalk(abs),
+  });
+}
 
 interface Settings {
   jail: Jail;

@@ -239,6 +239,14 @@ function once(url: URL, opts: GetOptions, signal: AbortSignal): Promise<GetRespo
             const chunks: Buffer[] = [];
             let size = 0;
             let truncated = false;
+            const done = () =>
+              resolve({
+                url: url.href,
+                status,
+                headers: res.headers,
+                body: Buffer.concat(chunks),
+                truncated,
+              });
             body.on("data", (c: Buffer) => {
               if (truncated) return;
               const room = opts.maxBytes - size;
@@ -248,27 +256,13 @@ function once(url: URL, opts: GetOptions, signal: AbortSignal): Promise<GetRespo
                 truncated = true;
                 res.destroy();
                 body.destroy();
-                resolve({
-                  url: url.href,
-                  status,
-                  headers: res.headers,
-                  body: Buffer.concat(chunks),
-                  truncated,
-                });
+                done();
                 return;
               }
               chunks.push(c);
               size += c.length;
             });
-            body.on("end", () =>
-              resolve({
-                url: url.href,
-                status,
-                headers: res.headers,
-                body: Buffer.concat(chunks),
-                truncated,
-              }),
-            );
+            body.on("end", done);
             body.on("error", (e) => (truncated ? undefined : reject(e)));
           })().catch(reject);
         },

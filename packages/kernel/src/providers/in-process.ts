@@ -31,6 +31,8 @@ import type { EmitInput, KernelClient, Logger, PackageMetadata } from "@pluggabl
 import {
   categoryOfService,
   extractCallContext,
+  loggerOver,
+  logRequest,
   NoSessionError,
   producerFor,
 } from "@pluggableharness/plugin-sdk";
@@ -72,7 +74,6 @@ export interface InProcessKernelSide {
 type Impl = (request: unknown, ctx: unknown) => unknown;
 
 const LEVEL_NAMES = ["trace", "debug", "info", "warn", "error", "fatal"] as const;
-const LEVEL_NUMBERS: Record<string, number> = { trace: 1, debug: 2, info: 3, warn: 4, error: 5, fatal: 6 };
 
 /** A copy as the wire would deliver it. */
 function wireCopy<D extends DescMessage>(desc: D, value: MessageInitShape<D>): MessageShape<D> {
@@ -360,16 +361,7 @@ export class InProcessHost {
         instance: 1,
         source: "stdio",
       } as PluginLogRecord);
-    const make = (n: string): Logger => ({
-      name: n,
-      trace: (m, f) => write("trace", m, f),
-      debug: (m, f) => write("debug", m, f),
-      info: (m, f) => write("info", m, f),
-      warn: (m, f) => write("warn", m, f),
-      error: (m, f) => write("error", m, f),
-      fatal: (m, f) => write("fatal", m, f),
-      named: (sub) => make(n ? `${n}.${sub}` : sub),
-    });
+    const make = (n: string): Logger => loggerOver(n, write, (sub) => make(n ? `${n}.${sub}` : sub));
     return make(name);
   }
 
@@ -418,24 +410,7 @@ export class InProcessHost {
         );
       },
       log: async (level, message, fields, options) => {
-        const ms = (options?.time ?? new Date()).getTime();
-        const sessionId = session(options?.sessionId);
-        await svc().log(
-          {
-            ...(sessionId ? { sessionId } : {}),
-            entry: {
-              level: LEVEL_NUMBERS[level] ?? 3,
-              logger: options?.logger ?? "",
-              message,
-              ...(fields ? { fields } : {}),
-              time: {
-                seconds: BigInt(Math.floor(ms / 1000)),
-                nanos: (((ms % 1000) + 1000) % 1000) * 1_000_000,
-              },
-            },
-          },
-          options,
-        );
+        await svc().log(logRequest(level, message, fields, options, session(options?.sessionId)), options);
       },
       countTokens: (request, options) => svc().countTokens(request, options),
       runSession: (request, options) =>

@@ -180,12 +180,15 @@ export async function runSubagent(
   if (!(await parentSlots.take(stop))) {
     throw new StatusError(CANCELLED, "the spawning call ended while the child waited for a slot");
   }
+  // A forked child starts from copies of its parent's messages (recorded once it exists).
+  const forked = profile.fork_parent_history ? parent.history.map((m) => clone(MessageSchema, m)) : undefined;
   let child: Session | undefined;
   try {
     try {
       child = await host.createChild(parent, profile, {
         remainingDepth,
         tools,
+        ...(forked ? { history: forked } : {}),
         ...(req.remainingCostBudgetUsd > 0 ? { costLimitUsd: req.remainingCostBudgetUsd } : {}),
         title: req.prompt,
       });
@@ -200,13 +203,12 @@ export async function runSubagent(
     const onStop = () => c.interrupt();
     stop.addEventListener("abort", onStop, { once: true });
     try {
-      if (profile.fork_parent_history) {
-        for (const m of parent.history) {
-          const message = clone(MessageSchema, m);
+      // The fork the child's conversation started from, recorded so a replay shows it.
+      if (forked) {
+        for (const message of forked) {
           c.log.persistMessage(
             create(MessageEventSchema, { message, turnId: "", syntheticReason: FORKED_FROM_PARENT }),
           );
-          c.conversation.append(message);
         }
       }
       c.subagent?.progress("starting");

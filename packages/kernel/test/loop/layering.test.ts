@@ -109,10 +109,11 @@ describe("layering of the turn and the gate", () => {
     // session.ts itself loads the gate's callers and frontends at runtime: the walk must
     // report it, or the assertion above could pass by reading nothing.
     expect(violations("session/session.ts").some((v) => v.includes("frontends/"))).toBe(true);
-    const checkpoints = importsOf(join(loop, "session/checkpoints.ts")).find(
+    // callbacks/rewind.ts takes the Session class as a type only (callbacks sit above the loop).
+    const rewind = importsOf(join(src, "callbacks/rewind.ts")).find(
       (i) => i.file === join(SESSION_DIR, "session.ts"),
     );
-    expect(checkpoints?.typeOnly).toBe(true);
+    expect(rewind?.typeOnly).toBe(true);
   });
 });
 
@@ -190,21 +191,72 @@ describe("the gate and context assembly take (deps, ctx, ports), not Session", (
   });
 
   it("the check sees a type-only path to session.ts", () => {
-    expect(reachesSession("session/checkpoints.ts")).toContain(
-      "loop/session/checkpoints.ts → loop/session/session.ts",
+    expect(reachesSession("../callbacks/rewind.ts")).toContain(
+      "loop/../callbacks/rewind.ts → loop/session/session.ts",
     );
   });
 });
 
+/** The session modules that name the `Session` class (a binding imported from session.ts), type imports included. */
+function namesSessionClass(source: string, file: string): boolean {
+  const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true);
+  let found = false;
+  const visit = (n: ts.Node): void => {
+    if (
+      ts.isImportDeclaration(n) &&
+      ts.isStringLiteral(n.moduleSpecifier) &&
+      resolve(dirname(file), n.moduleSpecifier.text) === join(SESSION_DIR, "session.ts")
+    ) {
+      const named = n.importClause?.namedBindings;
+      if (
+        named &&
+        ts.isNamedImports(named) &&
+        named.elements.some((e) => (e.propertyName ?? e.name).text === "Session")
+      )
+        found = true;
+    } else if (
+      ts.isImportTypeNode(n) &&
+      ts.isLiteralTypeNode(n.argument) &&
+      ts.isStringLiteral(n.argument.literal) &&
+      n.argument.literal.text.endsWith("/session.ts") &&
+      n.qualifier?.getText(sf) === "Session"
+    ) {
+      found = true;
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return found;
+}
+
+describe("the session's services take narrow deps, not Session", () => {
+  // session.ts builds them and hands each only what it uses, so no type cycle closes
+  // through session.ts (biome's noImportCycles counts type imports, with no exception).
+  it("no module under loop/session/ but session.ts names the Session class, even as a type", () => {
+    const naming = modulesOf("session")
+      .filter((f) => f !== "session/session.ts")
+      .filter((f) => namesSessionClass(readFileSync(join(loop, f), "utf8"), join(loop, f)));
+    expect(naming).toEqual([]);
+  });
+
+  it('the check sees a type import of Session and an import("…/session.ts").Session type', () => {
+    const probe = join(SESSION_DIR, "probe.ts");
+    expect(namesSessionClass('import type { Session } from "./session.ts";', probe)).toBe(true);
+    expect(namesSessionClass('import { type Session as S } from "./session.ts";', probe)).toBe(true);
+    expect(namesSessionClass('let s: import("./session.ts").Session;', probe)).toBe(true);
+    expect(namesSessionClass('import type { SessionInput } from "./session.ts";', probe)).toBe(false);
+  });
+});
+
 describe("the conversation's writers", () => {
-  /** Files under src/ that call `.conversation.<op>(`, relative to src. */
-  function writersOf(op: "append" | "replace"): string[] {
+  /** Files under src/ whose text matches `pattern`, relative to src. */
+  function filesMatching(pattern: RegExp): string[] {
     const files: string[] = [];
     const walk = (dir: string): void => {
       for (const e of readdirSync(dir, { withFileTypes: true })) {
         const p = join(dir, e.name);
         if (e.isDirectory()) walk(p);
-        else if (e.name.endsWith(".ts") && readFileSync(p, "utf8").includes(`.conversation.${op}(`))
+        else if (e.name.endsWith(".ts") && pattern.test(readFileSync(p, "utf8")))
           files.push(relative(src, p));
       }
     };
@@ -212,13 +264,21 @@ describe("the conversation's writers", () => {
     return files.sort();
   }
 
-  it("only the loop appends, and only compaction and a resume replace", () => {
-    expect(writersOf("append")).toEqual([
+  it("exactly two modules write it: the session log and the turn's conversation step", () => {
+    // append and replace together: a user message as the log records it, and the turn's
+    // answers and a compaction's rewrite (conversation.ts says why these two).
+    expect(filesMatching(/\.conversation\.(append|replace)\(/)).toEqual([
       "loop/session/session-log.ts",
       "loop/turn/append.ts",
-      "subagents/run-session.ts",
     ]);
-    expect(writersOf("replace")).toEqual(["kernel.ts", "loop/turn/compaction.ts"]);
+    // What a session starts from (a resume, a fork) goes to the constructor, in one place.
+    expect(filesMatching(/new Conversation\(/)).toEqual(["loop/session/session.ts"]);
+  });
+
+  it("the search sees a write through any receiver named conversation", () => {
+    expect(/\.conversation\.(append|replace)\(/.test("c.conversation.replace(history);")).toBe(true);
+    expect(/\.conversation\.(append|replace)\(/.test("this.#s.conversation.append(m);")).toBe(true);
+    expect(/\.conversation\.(append|replace)\(/.test("ports.conversation.messages.length")).toBe(false);
   });
 });
 

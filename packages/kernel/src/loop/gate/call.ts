@@ -129,7 +129,8 @@ export function persistToolResult(deps: LoopDeps, sink: EventSink, turnId: strin
   );
 }
 
-function text(t: string): ContentBlock {
+/** A text content block. */
+export function textBlock(t: string): ContentBlock {
   return {
     $typeName: "pluggableharness.content.v1.ContentBlock",
     block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text: t } },
@@ -188,6 +189,17 @@ function image(i: ResultImage): ContentBlock {
   };
 }
 
+/** A tool_result block answering `toolUseId`. */
+export function toolResultBlock(toolUseId: string, content: ContentBlock[], isError: boolean): ContentBlock {
+  return {
+    $typeName: "pluggableharness.content.v1.ContentBlock",
+    block: {
+      case: "toolResult",
+      value: { $typeName: "pluggableharness.content.v1.ToolResultBlock", toolUseId, content, isError },
+    },
+  };
+}
+
 /**
  * The tool_result block the model sees for a call, one of `shares` results of its message
  * (they split the result budget). Images the result carries
@@ -201,25 +213,14 @@ export function resultBlock(
   shares = 1,
 ): ContentBlock {
   const { content, isError } = resultText(call, turnAborted, resultBudgetBytes(model?.contextWindow, shares));
-  const blocks: ContentBlock[] = [text(content)];
+  const blocks: ContentBlock[] = [textBlock(content)];
   const r = call.result;
   if (r?.outcome.kind === "result") {
     const { images } = resultImages(r.outcome.payload, call.tool?.tool.schema);
     if (images.length > 0) {
       if (model?.supportsVision) blocks.push(...images.map(image));
-      else blocks.push(text(imageFallbackText(images, model?.id ?? "")));
+      else blocks.push(textBlock(imageFallbackText(images, model?.id ?? "")));
     }
   }
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: {
-      case: "toolResult",
-      value: {
-        $typeName: "pluggableharness.content.v1.ToolResultBlock",
-        toolUseId: call.block.id,
-        content: blocks,
-        isError,
-      },
-    },
-  };
+  return toolResultBlock(call.block.id, blocks, isError);
 }

@@ -2,14 +2,23 @@
 // scanned before a turn's resource calls run (taking in whatever changed since, without
 // recording it) and after them (recording the turn's changes). A failing scan never fails
 // the turn: it is logged, and the turn simply has no checkpoint.
-import { CheckpointStore, checkpointsDir } from "@pluggableharness/state";
-import type { Session } from "./session.ts";
+import { CheckpointStore, checkpointsDir, type SessionWriter } from "@pluggableharness/state";
+import type { LoopDeps } from "../deps.ts";
+
+/** What the checkpoints read of their session. */
+export interface CheckpointsDeps {
+  readonly sessionId: string;
+  readonly workingDirectory: string;
+  /** Where the session file is (the checkpoints sit beside it) and its last sequence number. */
+  readonly writer: Pick<SessionWriter, "path" | "lastSequence">;
+  readonly log: Pick<LoopDeps["log"], "debug" | "warn">;
+}
 
 export class SessionCheckpoints {
-  readonly #session: Session;
+  readonly #session: CheckpointsDeps;
   #store: CheckpointStore | undefined;
 
-  constructor(session: Session) {
+  constructor(session: CheckpointsDeps) {
     this.#session = session;
   }
 
@@ -30,10 +39,10 @@ export class SessionCheckpoints {
       const changes = this.store.scan();
       const cp = this.store.record(this.#session.writer.lastSequence(), turnId, changes);
       if (cp)
-        this.#session.deps.log.debug(
+        this.#session.log.debug(
           `checkpoint: ${cp.changes.length} file(s) changed`,
           { turn_id: turnId, seq: cp.seq },
-          this.#session.id,
+          this.#session.sessionId,
         );
     });
   }
@@ -42,10 +51,10 @@ export class SessionCheckpoints {
     try {
       fn();
     } catch (err) {
-      this.#session.deps.log.warn(
+      this.#session.log.warn(
         `checkpoint scan ${when} the tool calls failed; this turn cannot be rewound`,
         { error: String(err) },
-        this.#session.id,
+        this.#session.sessionId,
       );
     }
   }

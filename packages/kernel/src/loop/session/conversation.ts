@@ -1,8 +1,9 @@
 // The conversation the models are sent: the messages of the session in order, each tool_use
-// answered. Reading is free; writing has two forms, each with its owners. Appending adds what
-// happened (the turn's assistant messages, the user messages the session log records, a
-// sub-agent's forked parent messages); replacing puts a whole new history in place (a
-// compaction's rewrite, or the history a resume rebuilt from the session file).
+// answered. Reading is free; it has exactly two writers. The session log appends a user
+// message as it records it (the prompt, tool results, kernel instructions, a resume's repair:
+// session-log.ts); the turn's conversation step appends the model's answers and puts a
+// compaction's rewrite in place (loop/turn/append.ts). What a session starts from (a resume's
+// rebuilt history, a sub-agent's fork of its parent's) is given to the constructor.
 import type { Message } from "@pluggableharness/protocol/content";
 
 export class Conversation {

@@ -9,11 +9,23 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { type ToolUseBlock, ToolUseBlockSchema } from "@pluggableharness/protocol/content";
 import { budgetToolInput } from "../../domain/index.ts";
+import type { SessionChannel } from "../../frontends/channel.ts";
 import type { LoopDeps } from "../deps.ts";
 import { type CallRecord, resultText } from "../gate/call.ts";
 import { CallGate } from "../gate/gate.ts";
+import type { CallContext, TurnPorts } from "../ports.ts";
 import type { DirectInvocation } from "./direct-invocation.ts";
-import type { Session } from "./session.ts";
+import type { SessionLog } from "./session-log.ts";
+
+/** What an operator's call reads and writes of its session. */
+export interface DirectInvokeSession {
+  readonly id: string;
+  readonly ports: TurnPorts;
+  readonly log: Pick<SessionLog, "appendUserMessage" | "flushPersistSoon">;
+  readonly channel: Pick<SessionChannel, "publish">;
+  readonly rewind: PendingRewind;
+  callContext(turnId: string, signal: AbortSignal): CallContext;
+}
 
 export type { DirectInvocation, DirectInvokeOutcome, InvocationOrigin } from "./direct-invocation.ts";
 
@@ -176,7 +188,7 @@ export function invocationReport(inv: DirectInvocation, call: CallRecord): strin
  */
 export async function runDirectInvocation(
   deps: LoopDeps,
-  session: Session,
+  session: DirectInvokeSession,
   inv: DirectInvocation,
   signal: AbortSignal,
 ): Promise<"ok" | "cancelled"> {

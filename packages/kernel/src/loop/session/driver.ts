@@ -8,16 +8,46 @@
 // model: when it comes mid-call (a stall, a retry wait), the run ends at once with
 // error_max_wall_clock, since no further model call could finish in time.
 import { create } from "@bufbuild/protobuf";
-import type { ContentBlock } from "@pluggableharness/protocol/content";
+import type { AgentProfile } from "@pluggableharness/config";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { SessionStatus } from "@pluggableharness/protocol/session";
+import type { SessionWriter } from "@pluggableharness/state";
 import type { LoopDeps } from "../deps.ts";
-import { type StopReason, statusForStop } from "../turn/bounds.ts";
-import { compactNow } from "../turn/compaction.ts";
+import { textBlock } from "../gate/call.ts";
+import {
+  type CircuitBreaker,
+  type CostNode,
+  type DoomLoopDetector,
+  type StopReason,
+  statusForStop,
+} from "../turn/bounds.ts";
+import { type CompactionContext, type CompactionState, compactNow } from "../turn/compaction.ts";
+import type { ModelCallState } from "../turn/model-call.ts";
 import { runTurn } from "../turn/turn.ts";
-import { runDirectInvocation } from "./direct-invoke.ts";
-import type { Session, SessionInput } from "./session.ts";
-import { turnContext } from "./turn-context.ts";
+import { type DirectInvokeSession, runDirectInvocation } from "./direct-invoke.ts";
+import type { RunQueue } from "./run-queue.ts";
+import type { SessionInput } from "./session-input.ts";
+import type { SessionLog } from "./session-log.ts";
+import { type TurnContextSource, turnContext } from "./turn-context.ts";
+
+/** What one run reads and moves of its session: its status, bounds, log, states and ports. */
+export interface RunnableSession extends DirectInvokeSession, TurnContextSource {
+  readonly profile: AgentProfile;
+  /** A sub-agent's parent, whose run's deadline bounds this one. */
+  readonly parent: { readonly runs: Pick<RunQueue, "deadline"> } | undefined;
+  readonly runs: Pick<RunQueue, "deadline">;
+  readonly writer: Pick<SessionWriter, "setTitleIfUnset">;
+  readonly log: Pick<SessionLog, "appendUserMessage" | "recordTurnFailure" | "flushPersistSoon">;
+  readonly cost: CostNode;
+  readonly doom: DoomLoopDetector;
+  readonly breaker: CircuitBreaker;
+  readonly compaction: CompactionState;
+  readonly modelCalls: ModelCallState;
+  status(): SessionStatus;
+  setStatus(status: SessionStatus, detail?: string): void;
+  /** What a compaction knows of the session outside a turn (/compact). */
+  compactionContext(): CompactionContext;
+}
 
 const STOP_TEXT: Record<StopReason, string> = {
   max_turns: "the maximum number of turns for this session was reached",
@@ -39,16 +69,9 @@ export function finalAnswerInstruction(reason: StopReason): string {
   return `[kernel] Stop: ${STOP_TEXT[reason]}. No tools are available any more. Give your final answer now from what you already have, and say plainly what is left undone.`;
 }
 
-function textBlock(text: string): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
-  };
-}
-
 export async function runSessionRun(
   deps: LoopDeps,
-  session: Session,
+  session: RunnableSession,
   input: SessionInput,
   signal: AbortSignal,
 ): Promise<void> {

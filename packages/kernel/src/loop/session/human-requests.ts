@@ -7,7 +7,12 @@
 // (request_resolved), so frontends that did not answer withdraw it. A remembered answer
 // (SESSION, ALWAYS) covers exactly what was asked.
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { narrowestScope, PolicyStoreError, recordAlwaysDecision } from "@pluggableharness/config";
+import {
+  narrowestScope,
+  type PolicyEngine,
+  PolicyStoreError,
+  recordAlwaysDecision,
+} from "@pluggableharness/config";
 import {
   ClientDecision,
   type ClientEvent_InteractiveResponse,
@@ -17,37 +22,58 @@ import {
 } from "@pluggableharness/protocol/frontend";
 import { PlanDecisionScope, type PlanItem } from "@pluggableharness/protocol/plan";
 import { checkArguments } from "../../domain/index.ts";
-import type { ServerEventInit } from "../../frontends/channel.ts";
+import type { ServerEventInit, SessionChannel } from "../../frontends/channel.ts";
 import type { FrontendErrorInit } from "../../frontends/hub.ts";
+import type { LoopDeps } from "../deps.ts";
 import { headlessDenyReason } from "../gate/refusal-hints.ts";
 import type { AskResolution, InteractiveResolution } from "../ports.ts";
 import type { SessionTool } from "../tool-registry.ts";
-import type { Session } from "./session.ts";
 
 export type { AskResolution, InteractiveResolution } from "../ports.ts";
 
+/** The session a request is for (the root's own, or a sub-agent's asking through its root). */
+export interface AskingSession {
+  readonly id: string;
+  readonly parentId: string | undefined;
+  readonly depth: number;
+  readonly profile: { readonly name: string };
+  readonly workingDirectory: string;
+  /** Where a SESSION or ALWAYS answer is remembered for it. */
+  readonly policy: Pick<PolicyEngine, "rememberForSession" | "addAlwaysRule">;
+  readonly deps: Pick<LoopDeps, "secretValues" | "secretMask">;
+}
+
+/** What the human requests of a session read of it: itself, its root, and its frontends. */
+export interface HumanRequestsDeps extends AskingSession {
+  /** The root of its tree (itself for a root session): a sub-agent asks through it. */
+  readonly root: HumanRequestsDeps;
+  readonly humans: HumanRequests;
+  readonly channel: Pick<SessionChannel, "publish" | "hasInteractiveSubscriber">;
+  readonly deps: Pick<LoopDeps, "secretValues" | "secretMask" | "projectDir" | "policy" | "headlessAsk">;
+}
+
 interface PendingAsk {
   /** The session whose call it is: the root itself, or one of its sub-agents. */
-  readonly origin: Session;
+  readonly origin: AskingSession;
   readonly item: PlanItem;
   readonly tool: SessionTool;
   readonly resolve: (r: AskResolution) => void;
 }
 
 interface PendingInteractive {
-  readonly origin: Session;
+  readonly origin: AskingSession;
   readonly request: ServerEventInit;
   readonly tool: SessionTool;
   readonly resolve: (r: InteractiveResolution) => void;
 }
 
 export class HumanRequests {
-  readonly #s: Session;
+  readonly #s: HumanRequestsDeps;
   readonly #asks = new Map<string, PendingAsk>();
   readonly #interactives = new Map<string, PendingInteractive>();
   readonly #settled = new Set<string>();
 
-  constructor(session: Session) {
+  constructor(session: HumanRequestsDeps) {
     this.#s = session;
   }
 
@@ -190,7 +216,12 @@ export class HumanRequests {
       : root.humans.#ask(this.#s, item, tool, signal);
   }
 
-  #ask(origin: Session, item: PlanItem, tool: SessionTool, signal: AbortSignal): Promise<AskResolution> {
+  #ask(
+    origin: AskingSession,
+    item: PlanItem,
+    tool: SessionTool,
+    signal: AbortSignal,
+  ): Promise<AskResolution> {
     if (signal.aborted) return Promise.resolve({ decision: "cancelled", decidedBy: "interrupt" });
     if (!this.#waits() && !this.#s.channel.hasInteractiveSubscriber())
       return Promise.resolve(this.#headlessAsk(item));
@@ -240,7 +271,7 @@ export class HumanRequests {
   }
 
   #question(
-    origin: Session,
+    origin: AskingSession,
     callId: string,
     request: ServerEventInit,
     tool: SessionTool,
@@ -321,7 +352,7 @@ export class HumanRequests {
 }
 
 /** The label of a request a sub-agent makes through its root (none for the root's own). */
-function originOf(root: Session, origin: Session) {
+function originOf(root: AskingSession, origin: AskingSession) {
   if (origin === root) return {};
   return {
     origin: create(ServerEvent_RequestOriginSchema, {

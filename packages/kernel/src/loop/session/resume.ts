@@ -40,11 +40,19 @@ import {
 import { ToolErrorCategory, ToolKind } from "@pluggableharness/protocol/tool";
 import type { StoredEvent } from "@pluggableharness/state";
 import { budgetToolInputs } from "../../domain/index.ts";
-import { type CallRecord, type CallResult, resultText } from "../gate/call.ts";
+import type { LoopDeps } from "../deps.ts";
+import { type CallRecord, type CallResult, resultText, textBlock, toolResultBlock } from "../gate/call.ts";
 import type { ToolRegistry } from "../tool-registry.ts";
 import { outsideConversation } from "../turn/records.ts";
 import { type ToolExecution, toolError } from "../turn/tool-exec.ts";
-import type { Session } from "./session.ts";
+import type { SessionLog } from "./session-log.ts";
+
+/** What answering a stopped kernel's open calls writes through (the resumed session's parts). */
+export interface RepairTarget {
+  readonly deps: Pick<LoopDeps, "kernelProducer">;
+  readonly log: Pick<SessionLog, "persistBatch" | "appendUserMessage">;
+  readonly tools: ToolRegistry;
+}
 
 /** The synthetic reason of the user message a resume adds to answer interrupted calls. */
 export const INTERRUPTED_REASON = "interrupted";
@@ -96,26 +104,9 @@ export function interruptedResult(d: DanglingCall): { text: string; mayHaveAppli
   };
 }
 
-function textBlock(text: string): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: { case: "text", value: { $typeName: "pluggableharness.content.v1.TextBlock", text } },
-  };
-}
-
+/** A one-text tool_result block. */
 function resultBlock(toolUseId: string, text: string, isError: boolean): ContentBlock {
-  return {
-    $typeName: "pluggableharness.content.v1.ContentBlock",
-    block: {
-      case: "toolResult",
-      value: {
-        $typeName: "pluggableharness.content.v1.ToolResultBlock",
-        toolUseId,
-        content: [textBlock(text)],
-        isError,
-      },
-    },
-  };
+  return toolResultBlock(toolUseId, [textBlock(text)], isError);
 }
 
 /** The recorded result of a call, as the model would have been sent it. */
@@ -280,7 +271,7 @@ export function rebuildConversation(
  * items without a recorded outcome, and the user message with one result per call.
  * Returns that message, which is appended to the session's history too.
  */
-export function repairInterrupted(session: Session, dangling: readonly DanglingCall[]): Message {
+export function repairInterrupted(session: RepairTarget, dangling: readonly DanglingCall[]): Message {
   const deps = session.deps;
   const turnId = dangling[0]!.turnId;
   const events: Array<{ kind: EventKind; producer: typeof deps.kernelProducer; payload: Uint8Array }> = [];

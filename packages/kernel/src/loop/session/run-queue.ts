@@ -6,11 +6,29 @@ import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { FrontendErrorCategory } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { REOPENABLE_STATUSES } from "@pluggableharness/state";
-import type { RunStarter, Session, SessionInput } from "./session.ts";
+import type { SessionChannel } from "../../frontends/channel.ts";
+import type { LoopDeps } from "../deps.ts";
+import type { SessionInput } from "./session-input.ts";
+import type { SessionLog } from "./session-log.ts";
+
+/** Starts one run of the queue's session (the driver, bound to the session by session.ts). */
+export type QueuedRunStarter = (input: SessionInput, signal: AbortSignal) => Promise<void>;
+
+/** What the run queue reads and moves of its session. */
+export interface RunQueueDeps {
+  readonly id: string;
+  readonly deps: Pick<LoopDeps, "log" | "newId">;
+  readonly channel: Pick<SessionChannel, "publish">;
+  readonly log: Pick<SessionLog, "recordTurnFailure">;
+  /** Its live sub-agents, interrupted with it. */
+  readonly children: ReadonlySet<{ interrupt(): void }>;
+  status(): SessionStatus;
+  setStatus(status: SessionStatus, detail?: string): void;
+}
 
 export class RunQueue {
-  readonly #s: Session;
-  readonly #startRun: RunStarter;
+  readonly #s: RunQueueDeps;
+  readonly #startRun: QueuedRunStarter;
   readonly #inputs: SessionInput[] = [];
   #run: { controller: AbortController; done: Promise<void> } | undefined;
   #idleWaiters: Array<(s: SessionStatus) => void> = [];
@@ -18,7 +36,7 @@ export class RunQueue {
   /** The current run's wall-clock deadline (clock ms), which bounds its sub-agents too (driver.ts sets it). */
   deadline: number | undefined;
 
-  constructor(session: Session, startRun: RunStarter) {
+  constructor(session: RunQueueDeps, startRun: QueuedRunStarter) {
     this.#s = session;
     this.#startRun = startRun;
   }
@@ -79,7 +97,7 @@ export class RunQueue {
       return;
     }
     const controller = new AbortController();
-    const done = this.#startRun(this.#s, input, controller.signal)
+    const done = this.#startRun(input, controller.signal)
       .catch((err: unknown) => {
         this.#s.deps.log.error(
           "session run failed unexpectedly",

@@ -16,7 +16,7 @@ import {
 import type { AccumulatedCompletion } from "../../domain/index.ts";
 import type { ResolvedCandidate } from "../turn/model-call.ts";
 import { ATTEMPT_FAILED_PREFIX, COMPACTION_SUMMARY_REASON, TURN_FAILED_REASON } from "../turn/records.ts";
-import type { Session } from "./session.ts";
+import type { SessionLogDeps } from "./session-log-deps.ts";
 
 /** An event written in a batch (schema version "1"). */
 export interface BatchedEvent {
@@ -29,11 +29,11 @@ export interface BatchedEvent {
 }
 
 export class SessionLog {
-  readonly #s: Session;
+  readonly #s: SessionLogDeps;
   /** Events persistSoon() queued for the end of this event-loop turn. */
   #soon: BatchedEvent[] = [];
 
-  constructor(session: Session) {
+  constructor(session: SessionLogDeps) {
     this.#s = session;
   }
 

@@ -4,10 +4,27 @@
 // replay shows it and a resume applies the latest of each; the model choice is also kept
 // in session_meta.model_override, in the same transaction, for `sessions list`.
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { AgentProfile } from "@pluggableharness/config";
 import { type SessionSettingEvent, SessionSettingEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
+import type { SessionWriter } from "@pluggableharness/state";
+import type { LoopDeps } from "../deps.ts";
 import type { ModelCandidate } from "../turn/model-call.ts";
-import { profileCandidates, type Session } from "./session.ts";
+import { profileCandidates } from "./candidates.ts";
+import type { SessionLog } from "./session-log.ts";
+import type { SettingsState } from "./settings-state.ts";
+
+/** What the settings read and record of their session. */
+export interface SettingsSession {
+  readonly id: string;
+  readonly profile: AgentProfile;
+  readonly writer: Pick<SessionWriter, "transaction" | "setModelOverride" | "openReader" | "meta">;
+  readonly log: Pick<SessionLog, "persist">;
+  readonly deps: Pick<LoopDeps, "kernelProducer" | "providers" | "log">;
+  readonly settings: SettingsState;
+  /** The model chain now, the operator's choice first. */
+  candidates(): ModelCandidate[];
+}
 
 /** What the latest session_setting events of a file say, each absent when none set it. */
 export interface StoredSettings {
@@ -16,7 +33,7 @@ export interface StoredSettings {
   readonly planMode?: boolean;
 }
 
-function persist(session: Session, event: SessionSettingEvent, modelOverride?: string | null): void {
+function persist(session: SettingsSession, event: SessionSettingEvent, modelOverride?: string | null): void {
   session.writer.transaction(() => {
     if (modelOverride !== undefined) session.writer.setModelOverride(modelOverride ?? undefined);
     session.log.persist(
@@ -34,7 +51,11 @@ const label = (c: { provider: string; modelId: string } | undefined): string =>
  * The candidate `provider/modelId` stands for in this session: the profile's own entry
  * (with its configured parameters) when the chain has it, else the bare model.
  */
-export function overrideCandidate(session: Session, provider: string, modelId: string): ModelCandidate {
+export function overrideCandidate(
+  session: SettingsSession,
+  provider: string,
+  modelId: string,
+): ModelCandidate {
   const own = profileCandidates(session.profile, session.deps).find(
     (c) => c.provider === provider && c.modelId === modelId,
   );
@@ -46,7 +67,7 @@ export function overrideCandidate(session: Session, provider: string, modelId: s
  * Recording nothing when nothing changes keeps a repeated `/model x` out of the history.
  */
 export function chooseModel(
-  session: Session,
+  session: SettingsSession,
   choice: ModelCandidate | undefined,
   origin: string,
   detail = "",
@@ -70,7 +91,7 @@ export function chooseModel(
 }
 
 /** Turns plan mode on or off and records the change (nothing when it is already so). */
-export function setPlanMode(session: Session, on: boolean, origin: string): void {
+export function setPlanMode(session: SettingsSession, on: boolean, origin: string): void {
   if (session.settings.planMode === on) return;
   session.settings.planMode = on;
   persist(
@@ -80,7 +101,7 @@ export function setPlanMode(session: Session, on: boolean, origin: string): void
 }
 
 /** The latest model choice and plan mode recorded in the session's file. */
-export function storedSettings(session: Session): StoredSettings {
+export function storedSettings(session: SettingsSession): StoredSettings {
   const reader = session.writer.openReader();
   let model: StoredSettings["model"];
   let planMode: boolean | undefined;
@@ -107,7 +128,11 @@ export function storedSettings(session: Session): StoredSettings {
 }
 
 /** Why `provider/modelId` cannot serve this session now, or undefined when it can. */
-async function unavailable(session: Session, provider: string, modelId: string): Promise<string | undefined> {
+async function unavailable(
+  session: SettingsSession,
+  provider: string,
+  modelId: string,
+): Promise<string | undefined> {
   const providers = session.deps.providers;
   const p = providers.get(provider);
   if (!p) return `provider "${provider}" is not in agent.hcl`;
@@ -131,7 +156,7 @@ async function unavailable(session: Session, provider: string, modelId: string):
  * warning: the session goes on with its profile's chain rather than failing.
  */
 export async function restoreSettings(
-  session: Session,
+  session: SettingsSession,
   options: { readonly model?: boolean } = {},
 ): Promise<string[]> {
   const stored = storedSettings(session);

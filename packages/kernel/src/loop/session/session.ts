@@ -39,26 +39,24 @@ import { ToolRegistry } from "../tool-registry.ts";
 import { CircuitBreaker, CostNode, DoomLoopDetector } from "../turn/bounds.ts";
 import { type CompactionContext, CompactionState } from "../turn/compaction.ts";
 import { FilesTouched } from "../turn/files-touched.ts";
-import { ModelCallState, type ModelCandidate, paramsFromConfig } from "../turn/model-call.ts";
+import { ModelCallState, type ModelCandidate } from "../turn/model-call.ts";
+import { profileCandidates } from "./candidates.ts";
 import { SessionCheckpoints } from "./checkpoints.ts";
 import { Conversation } from "./conversation.ts";
-import { commandArguments, type DirectInvocation, PendingRewind } from "./direct-invoke.ts";
+import { commandArguments, PendingRewind } from "./direct-invoke.ts";
 import { HumanRequests } from "./human-requests.ts";
 import { type RebuiltConversation, rebuildConversation } from "./resume.ts";
 import { RunQueue } from "./run-queue.ts";
+import type { SessionInput } from "./session-input.ts";
 import { SessionLog } from "./session-log.ts";
+import type { ModelUsage } from "./session-log-deps.ts";
 import { SettingsState } from "./settings-state.ts";
 import { attachWidgets } from "./widgets.ts";
 
 export type { InflightCall } from "../ports.ts";
+export { profileCandidates } from "./candidates.ts";
 export type { AskResolution, InteractiveResolution } from "./human-requests.ts";
-
-/** What a run starts from: a user message, or a tool call the operator made directly. */
-export type SessionInput =
-  | { readonly kind: "message"; readonly content: ContentBlock[] }
-  | { readonly kind: "invoke"; readonly invocation: DirectInvocation }
-  /** "Compact now" (/compact): one compaction pass, no model turn. */
-  | { readonly kind: "compact"; readonly instructions: string };
+export type { SessionInput } from "./session-input.ts";
 
 export type RunStarter = (session: Session, input: SessionInput, signal: AbortSignal) => Promise<void>;
 
@@ -66,7 +64,12 @@ export interface SessionInit {
   readonly writer: SessionWriter;
   readonly profile: AgentProfile;
   readonly workingDirectory: string;
-  readonly history?: Message[];
+  /**
+   * The conversation it starts from (a sub-agent's fork of its parent's), or how to rebuild
+   * it once its tools are known (a resume: `Session.conversationFromFile`). Not a write:
+   * after this only the two writers change it (conversation.ts).
+   */
+  readonly history?: Message[] | ((tools: ToolRegistry) => Message[]);
   /** Set for a sub-agent: its parent, and what RunSession resolved for it (subagents/). */
   readonly parent?: Session;
   readonly subagent?: SubagentInit;
@@ -83,6 +86,8 @@ export interface SubagentInit {
   readonly costLimitUsd?: number;
   /** What it was asked (the title of its tree entry). */
   readonly title: string;
+  /** The parent's messages it starts from (profile fork_parent_history), copied. */
+  readonly history?: Message[];
 }
 
 export class Session implements HubSession, SessionControl {
@@ -128,18 +133,7 @@ export class Session implements HubSession, SessionControl {
   readonly widgetContent = new Map<string, ServerEventInit>();
   readonly widgetAbort = new AbortController();
   /** What each model served this kernel's runs of the session cost ("<provider>/<model>" keys). */
-  readonly usageByModel = new Map<
-    string,
-    {
-      provider: string;
-      modelId: string;
-      input: number;
-      output: number;
-      cacheRead: number;
-      cacheWrite: number;
-      costUsd: number;
-    }
-  >();
+  readonly usageByModel = new Map<string, ModelUsage>();
   /**
    * "<provider>/<model>" candidates the vendor said it does not serve (model_not_found),
    * with its message: routing skips them for the rest of the session.
@@ -188,12 +182,16 @@ export class Session implements HubSession, SessionControl {
       init.profile.max_depth ??
       deps.settings.default_max_depth;
     this.workingDirectory = init.workingDirectory;
-    this.conversation = new Conversation(init.history ?? []);
     this.#status = init.writer.meta().status;
     this.log = new SessionLog(this);
     this.humans = new HumanRequests(this);
-    this.runs = new RunQueue(this, startRun);
-    this.checkpoints = new SessionCheckpoints(this);
+    this.runs = new RunQueue(this, (input, signal) => startRun(this, input, signal));
+    this.checkpoints = new SessionCheckpoints({
+      sessionId: this.id,
+      workingDirectory: this.workingDirectory,
+      writer: init.writer,
+      log: deps.log,
+    });
     this.channel = new SessionChannel(this.id, (e) => deps.renderer.render(e), deps.log.child("frontends"));
     this.channel.resumeAfter(init.writer.lastSequence());
     this.channel.onSubscribersChanged = () => this.humans.subscribersChanged();
@@ -201,6 +199,8 @@ export class Session implements HubSession, SessionControl {
     this.tools =
       init.subagent?.tools ??
       ToolRegistry.forProfile(init.profile, deps.providers, { spawn: this.remainingDepth > 0 });
+    const history = init.history ?? init.subagent?.history ?? [];
+    this.conversation = new Conversation(typeof history === "function" ? history(this.tools) : history);
     const parentCost =
       init.parent && init.subagent?.costLimitUsd !== undefined
         ? new CostNode(init.subagent.costLimitUsd, init.parent.cost)
@@ -494,28 +494,4 @@ export class Session implements HubSession, SessionControl {
     // What the widgets show now comes first: a frontend attaching draws them at once.
     return [...this.widgetContent.values(), ...this.humans.pendingRequests()];
   }
-}
-
-/** A profile's model chain (primary, then fallbacks); without one, the first model loaded. */
-export function profileCandidates(
-  profile: AgentProfile,
-  deps: Pick<LoopDeps, "providers">,
-): ModelCandidate[] {
-  const m = profile.model;
-  if (m) {
-    return [m.primary, ...m.fallbacks].map((r) => {
-      const params = paramsFromConfig(r.params);
-      return {
-        provider: r.provider,
-        modelId: r.id,
-        ...(params ? { params } : {}),
-        ...(r.provider_options ? { providerOptions: r.provider_options } : {}),
-      };
-    });
-  }
-  for (const p of deps.providers.modelProviders()) {
-    const first = p.models?.models.keys().next().value;
-    if (first !== undefined) return [{ provider: p.name, modelId: first }];
-  }
-  return [];
 }

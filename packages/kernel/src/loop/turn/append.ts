@@ -1,6 +1,8 @@
-// The turn's writes to the conversation (append): the assistant message before any tool
-// runs, the tool results after the gate (step 15), and the closing of a turn cut short, so
-// every tool_use of a persisted message gets exactly one tool_result whatever happened.
+// The turn's writes to the conversation: the assistant message before any tool runs, the
+// tool results after the gate (step 15), the closing of a turn cut short, so every tool_use
+// of a persisted message gets exactly one tool_result whatever happened, and a compaction's
+// rewrite put in place. This module and the session log (a user message, as it is recorded)
+// are the conversation's only writers (conversation.ts).
 import { create } from "@bufbuild/protobuf";
 import type { Message, ToolUseBlock } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
@@ -10,7 +12,7 @@ import type { LoopDeps } from "../deps.ts";
 import { type CallRecord, resultBlock } from "../gate/call.ts";
 import { CallGate } from "../gate/gate.ts";
 import type { TurnContext, TurnPorts } from "../ports.ts";
-import type { ResolvedCandidate } from "./model-call.ts";
+import type { ModelCallState, ResolvedCandidate } from "./model-call.ts";
 import { toolError } from "./tool-exec.ts";
 
 /** The assistant message of a turn, from its persisting until its results are appended. */
@@ -86,6 +88,19 @@ export function keepCutAnswer(
     ctx.turnId,
     unrun.map((c) => resultBlock(c, true, undefined, unrun.length)),
   );
+}
+
+/**
+ * A compaction's rewrite takes the place of the history (compaction.ts recorded it as a
+ * compaction event first). The prefix the vendors cached is gone: breakpoints start over.
+ */
+export function replaceConversation(
+  ports: Pick<TurnPorts, "conversation">,
+  modelCalls: Pick<ModelCallState, "prefixChanged">,
+  history: Message[],
+): void {
+  ports.conversation.replace(history);
+  modelCalls.prefixChanged();
 }
 
 /** Step 15 of a turn that asked for no tool: the assistant message alone. */

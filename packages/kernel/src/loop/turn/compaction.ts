@@ -34,6 +34,7 @@ import { fallbackTokenCount } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { TurnContext, TurnPorts } from "../ports.ts";
+import { replaceConversation } from "./append.ts";
 import { tokenBudget } from "./context-assembly.ts";
 import { dropOldestTurns } from "./drop-oldest.ts";
 import {
@@ -417,9 +418,7 @@ export function applyRewrittenHistory(
       }),
     ),
   );
-  ports.conversation.replace(history);
-  // The conversation prefix changed: cache breakpoints start over.
-  states.modelCalls.prefixChanged();
+  replaceConversation(ports, states.modelCalls, history);
   states.compaction.count++;
   states.compaction.pending = undefined;
   deps.log.info(
