@@ -171,7 +171,10 @@ export class SandboxHost {
     });
     child.stdout?.resume();
     child.on("message", (m) => this.#receive(m as unknown[]));
-    child.once("error", (err) => this.#end(`cannot run the sandbox host: ${err.message}`));
+    // A failed spawn, or a write to a host that has just died (its exit follows).
+    child.on("error", (err) => {
+      if (child.pid === undefined) this.#end(`cannot run the sandbox host: ${err.message}`);
+    });
     child.once("exit", (code, signal) =>
       this.#end(
         `the sandbox host process ${signal ? `was killed by ${signal}` : `exited with status ${code}`}`,
@@ -226,7 +229,8 @@ export class SandboxHost {
   send(message: unknown[]): void {
     if (this.#dead || !this.#child.connected) return;
     try {
-      this.#child.send(message);
+      // The callback takes a failed write (EPIPE as the host dies); its exit reports it.
+      this.#child.send(message, undefined, undefined, () => {});
     } catch {
       // the host is going away; its exit ends every thread
     }
@@ -287,6 +291,8 @@ export class SandboxHost {
     const wasDead = this.#dead;
     this.#dead = true;
     killGroup(this.#child, "SIGKILL");
+    // Whatever is left of it inside the sandbox sees the channel close, and exits.
+    if (this.#child.connected) this.#child.disconnect();
     rmSync(this.#dir, { recursive: true, force: true });
     const threads = [...this.#threads.values()];
     this.#threads.clear();

@@ -5,10 +5,12 @@
 // kernel's bwrap children from /proc, crashes one provider's thread and checks that only it
 // is reported and relaunched while the other keeps its state, and probes the host from
 // inside a thread: no kernel /proc entry, no secret in its environment or the thread's,
-// kernel-owned paths read-only, nothing writable outside the roots.
+// kernel-owned paths read-only, nothing writable outside the roots. Last, the host process
+// is killed with calls in flight: both providers crash, and both relaunch in a new host.
 import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { EventKind } from "@pluggableharness/protocol/kernel";
 import { SessionStatus } from "@pluggableharness/protocol/session";
 import { ToolErrorCategory } from "@pluggableharness/protocol/tool";
 import { sandboxHostPids } from "@pluggableharness/runtime";
@@ -38,6 +40,22 @@ function bwrapChildren(): number[] {
       const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
       if (comm === "bwrap" && ppid === process.pid) out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** Node processes running the sandbox host's program (its marker is in the command line). */
+function hostPrograms(): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      if (cmdline.startsWith(process.execPath) && cmdline.includes("const threads = new Map()"))
+        out.push(Number(entry));
     } catch {
       // gone meanwhile
     }
@@ -163,6 +181,44 @@ agent_profile "default" {
     ).toEqual([]);
     const env = r.find((x) => x.name === "env")!;
     expect(JSON.stringify(env)).not.toContain(SECRET);
+
+    // The host itself dies with calls in flight: every provider it ran is crashed and
+    // relaunched (in a new host), each from scratch.
+    k.script("die", {
+      turns: [
+        calls(tool("b1", "alpha__busy", { ms: 8_000 }), tool("b2", "beta__busy", { ms: 8_000 })),
+        calls(tool("c5", "alpha__count", {}), tool("c6", "beta__count", {})),
+        reply("recovered"),
+      ],
+    });
+    const [host] = sandboxHostPids();
+    const d = await k.kernel.startSession({ prompt: "[die] go" });
+    // Both calls are recorded, then dispatched to their threads, which stay busy for 8 s.
+    const recorded = Date.now() + 20_000;
+    while (
+      Date.now() < recorded &&
+      k.file(d.id).events.filter((e) => e.kind === EventKind.TOOL_CALL).length < 2
+    )
+      await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 2_000));
+    process.kill(host!, "SIGKILL");
+    expect(await d.idle()).toBe(SessionStatus.COMPLETED);
+    const after = results(k, d.id);
+    expect(after.map((x) => [x.name, x.outcome])).toEqual([
+      ["busy", ToolErrorCategory.PROCESS_CRASHED],
+      ["busy", ToolErrorCategory.PROCESS_CRASHED],
+      ["count", "result"],
+      ["count", "result"],
+    ]);
+    expect(String(after[0]!.detail)).toMatch(/sandbox host process was killed by SIGKILL/);
+    expect(after.slice(2).map((x) => (x.detail as { count: number }).count)).toEqual([1, 1]);
+    // Nothing of the killed host is left: one host program runs, the new one.
+    expect(hostPrograms()).toHaveLength(1);
+    const relaunched = sandboxHostPids();
+    expect(relaunched).toHaveLength(1);
+    expect(relaunched[0]).not.toBe(host);
+    expect(bwrapChildren()).toEqual(relaunched);
+
     await k.close();
     // Nothing outlives the providers: the host is gone with its last thread.
     await h.pool.shutdown();
@@ -170,5 +226,6 @@ agent_profile "default" {
     while (Date.now() < end && bwrapChildren().length > 0) await new Promise((r) => setTimeout(r, 20));
     expect(bwrapChildren()).toEqual([]);
     expect(sandboxHostPids()).toEqual([]);
+    expect(hostPrograms()).toEqual([]);
   });
 });
