@@ -9,7 +9,7 @@
 // host (see hostProfile for what "identical" means). A host lives while it runs a thread:
 // when its last thread has ended it is killed, and the next launch starts a new one. If the
 // host process dies, every thread it ran is reported as exited, so each plugin is seen as
-// crashed and relaunched (in a new host) on its next use. docs/decisions/plugin-runtime.md,
+// crashed and relaunched (in a new host) on its next use. docs/decisions/plugin-launcher.md,
 // "The sandbox host"; docs/security/README.md.
 import type { ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
