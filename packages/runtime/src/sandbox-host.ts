@@ -140,6 +140,9 @@ export function sandboxHostPids(): number[] {
 
 let nextThread = 1;
 
+/** How long a host gets to end a thread before it is killed as stuck. */
+const TERMINATE_GRACE_MS = 2_000;
+
 /** One host process and the threads it runs. */
 export class SandboxHost {
   readonly #key: string;
@@ -234,6 +237,11 @@ export class SandboxHost {
     } catch {
       // the host is going away; its exit ends every thread
     }
+  }
+
+  /** Ends the host process and with it every thread (each reported with `why`). */
+  kill(why: string): void {
+    this.#end(`the sandbox host was stopped: ${why}`);
   }
 
   /** @internal */
@@ -337,7 +345,14 @@ class RemoteThread extends EventEmitter {
   unref(): void {}
 
   terminate(): Promise<number> {
-    if (this.#exitCode === undefined) this.#host.send(["terminate", this.id]);
+    if (this.#exitCode === undefined) {
+      this.#host.send(["terminate", this.id]);
+      // Node ends even a busy thread at once; a host that has not within the grace is
+      // itself stuck, and goes (taking its other threads, which then relaunch).
+      setTimeout(() => {
+        if (this.#exitCode === undefined) this.#host.kill("it did not end a thread within 2 s");
+      }, TERMINATE_GRACE_MS).unref();
+    }
     return this.#exited;
   }
 
