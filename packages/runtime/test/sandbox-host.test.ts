@@ -6,8 +6,9 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ToolService } from "@pluggableharness/protocol/tool";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { HostedPluginHost, PluginLaunchError, sandboxHostPids } from "../src/index.ts";
+import { HostedPluginHost, PluginCrashedError, PluginLaunchError, sandboxHostPids } from "../src/index.ts";
 import { type PluginSandbox, probeSandbox } from "../src/sandbox.ts";
 import { fixture } from "./helpers.ts";
 
@@ -17,13 +18,14 @@ const dir = mkdtempSync(join(tmpdir(), "ph-host-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const hosts: HostedPluginHost[] = [];
-function host(box: PluginSandbox | undefined): HostedPluginHost {
+function host(box: PluginSandbox | undefined, heapLimitMb?: number): HostedPluginHost {
   const h = new HostedPluginHost({
     name: "hosted",
     command: HAZARD,
     cwd: dir,
     launchTimeoutMs: 20_000,
     sandbox: () => box,
+    ...(heapLimitMb ? { watchdog: { heapLimitMb } } : {}),
   });
   hosts.push(h);
   return h;
@@ -40,6 +42,16 @@ const box = (bwrap: string): PluginSandbox => ({
   protectedPaths: [],
   network: false,
 });
+
+/** One call of a hazard operation: its terminal event, or the call's error. */
+async function collectInvoke(h: HostedPluginHost, toolName: string) {
+  const events = [];
+  for await (const e of h
+    .client(ToolService)
+    .invoke({ call: { id: `c-${toolName}`, toolName, arguments: {} } }))
+    events.push(e);
+  return events.at(-1)?.event?.event;
+}
 
 /** The host program's Node process below the host's bwrap (whose pid the runtime knows). */
 function hostNode(bwrapPid: number): number | undefined {
@@ -87,6 +99,19 @@ describe("the sandbox host", () => {
     expect(h.pid).toBe(process.pid);
     expect(sandboxHostPids()).toEqual([]);
   });
+
+  it.skipIf(!probe.ok)(
+    "watches a hosted thread's heap through the host: over its limit, out_of_memory",
+    async () => {
+      const h = host(box(probe.ok ? probe.bwrap : ""), 64);
+      const err = await collectInvoke(h, "oom").catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PluginCrashedError);
+      expect((err as PluginCrashedError).kind).toBe("out_of_memory");
+      expect((err as Error).message).toMatch(/MiB of heap, over its 64 MiB limit/);
+      // The next call relaunches it (in a new host: the ended thread was its host's last).
+      expect((await collectInvoke(h, "ok"))?.case).toBe("result");
+    },
+  );
 
   it.skipIf(!probe.ok)("kills a host that does not end a thread, so stopping never hangs", async () => {
     const h = host(box(probe.ok ? probe.bwrap : ""));
