@@ -127,7 +127,7 @@ export interface ProviderStatus {
   readonly categories: readonly string[];
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
-  /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
+  /** How a loaded provider runs: its own process, a worker thread of the kernel or of a sandbox host. */
   readonly isolation?: PluginIsolation | "in_process";
   readonly error?: string;
   /** Loaded, but its operations are missing this session, and why (an MCP server that did not start). */
