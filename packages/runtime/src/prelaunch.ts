@@ -123,15 +123,14 @@ function registry(): Registry {
 
 /**
  * Spawns a plugin process the way the launcher does: its own process group, stdout and
- * stderr piped; `ipc`: with Node's IPC channel (v8 serialization) too, for a sandbox host.
+ * stderr piped; `channels` more socket pairs from fd 3 on (a sandbox host speaks on one).
  */
-export function spawnDetached(spec: SpawnedSpec, ipc = false): ChildProcess {
+export function spawnDetached(spec: SpawnedSpec, channels = 0): ChildProcess {
   return spawn(spec.file, [...spec.args], {
     env: { ...spec.env },
     cwd: spec.cwd,
     detached: true,
-    stdio: ipc ? ["ignore", "pipe", "pipe", "ipc"] : ["ignore", "pipe", "pipe"],
-    ...(ipc ? { serialization: "advanced" as const } : {}),
+    stdio: ["ignore", "pipe", "pipe", ...Array<"pipe">(channels).fill("pipe")],
     windowsHide: true,
   });
 }

@@ -1,7 +1,7 @@
 // The sandbox host: one bubblewrap-confined Node process that runs several first-party
 // plugins, each in a worker thread of its own (own isolate, heap limit and event loop),
-// instead of one confined Node process per plugin. The kernel speaks to it over Node's IPC
-// channel (v8 serialization) and multiplexes one virtual MessagePort per thread onto it, so
+// instead of one confined Node process per plugin. The kernel speaks to it over a socket
+// pair (v8-serialized messages) and multiplexes one virtual MessagePort per thread onto it, so
 // the worker transport's port-rpc endpoint, watchdog and lifecycle work unchanged; the
 // hosted transport (hosted-transport.ts) is the only difference.
 //
@@ -14,8 +14,9 @@
 import type { ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { rmSync } from "node:fs";
-import { PassThrough } from "node:stream";
+import { type Duplex, PassThrough } from "node:stream";
 import { pathToFileURL } from "node:url";
+import { deserialize, serialize } from "node:v8";
 import type { PortLike } from "@pluggableharness/port-rpc";
 import { WORKER_DATA_KEY, WORKER_PROTOCOL } from "@pluggableharness/port-rpc/boot";
 import {
@@ -30,16 +31,42 @@ import { type PluginSandbox, wrapPlugin } from "./sandbox.ts";
 import { makeSocketDir } from "./socket-dirs.ts";
 
 // The host's program, run with `node -e` so that no file of ours has to be visible inside
-// the sandbox beyond the plugins' own entry modules. Built-ins only. Messages are arrays:
+// the sandbox beyond the plugins' own entry modules. Built-ins only. It speaks to the kernel
+// over a socket pair on fd 3: each message a 4-byte big-endian length and the message in
+// v8 serialization (so port-rpc frames, typed arrays included, cross unchanged). Messages are arrays:
 // kernel → host ["start", id, spec] | ["frame", id, value] | ["terminate", id] | ["heap", id, n];
 // host → kernel ["frame", id, value] | ["out", id, 1|2, bytes] | ["error", id, info] |
 // ["exit", id, code] | ["heap", id, n, stats|null].
 const HOST_PROGRAM = `
 "use strict";
 const { Worker, MessageChannel } = require("node:worker_threads");
+const { Socket } = require("node:net");
+const v8 = require("node:v8");
 const threads = new Map();
-const send = (m) => { if (process.connected) process.send(m); };
-process.on("message", (m) => {
+const channel = new Socket({ fd: 3, readable: true, writable: true });
+const send = (m) => {
+  if (channel.destroyed) return;
+  const body = v8.serialize(m);
+  const head = Buffer.allocUnsafe(4);
+  head.writeUInt32BE(body.length);
+  channel.write(Buffer.concat([head, body]));
+};
+let pending = Buffer.alloc(0);
+channel.on("data", (chunk) => {
+  pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+  while (pending.length >= 4) {
+    const size = pending.readUInt32BE(0);
+    if (pending.length < 4 + size) break;
+    const m = v8.deserialize(pending.subarray(4, 4 + size));
+    pending = pending.subarray(4 + size);
+    receive(m);
+  }
+});
+// The kernel went away: so does everything here.
+channel.on("close", () => process.exit(0));
+channel.on("error", () => process.exit(0));
+function receive(m) {
+
   const id = m[1];
   switch (m[0]) {
     case "start": {
@@ -83,10 +110,36 @@ process.on("message", (m) => {
       break;
     }
   }
-});
-// The kernel went away: so does everything here.
-process.on("disconnect", () => process.exit(0));
+}
 `;
+
+/** The largest message a host may send; anything larger is a host gone wrong. */
+const MAX_MESSAGE_BYTES = 512 * 1024 * 1024;
+
+/** One message as the host program reads it: length, then v8 serialization. */
+function encodeMessage(message: unknown): Buffer {
+  const body = serialize(message);
+  const head = Buffer.allocUnsafe(4);
+  head.writeUInt32BE(body.length);
+  return Buffer.concat([head, body]);
+}
+
+/** Splits the host's byte stream into messages; throws on anything malformed. */
+class MessageReader {
+  #pending: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer, each: (message: unknown) => void): void {
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    while (this.#pending.length >= 4) {
+      const size = this.#pending.readUInt32BE(0);
+      if (size > MAX_MESSAGE_BYTES) throw new Error(`a message of ${size} bytes`);
+      if (this.#pending.length < 4 + size) return;
+      const body = this.#pending.subarray(4, 4 + size);
+      this.#pending = this.#pending.subarray(4 + size);
+      each(deserialize(body));
+    }
+  }
+}
 
 /** What the host's sandbox is decided by: one host per distinct profile. */
 export interface HostProfile {
@@ -147,6 +200,8 @@ const TERMINATE_GRACE_MS = 2_000;
 export class SandboxHost {
   readonly #key: string;
   readonly #child: ChildProcess;
+  /** The socket pair on the host's fd 3 (see HOST_PROGRAM). */
+  readonly #channel: Duplex;
   readonly #dir: string;
   readonly #threads = new Map<number, RemoteThread>();
   readonly #stderr: string[] = [];
@@ -164,7 +219,7 @@ export class SandboxHost {
     // Nothing of the kernel's environment: each thread gets its own allowlisted one.
     const env: Record<string, string> = { TMPDIR: this.#dir };
     if (process.env["PATH"]) env["PATH"] = process.env["PATH"];
-    const child = spawnDetached({ file: wrapped.file, args: wrapped.args, env, cwd: profile.cwd }, true);
+    const child = spawnDetached({ file: wrapped.file, args: wrapped.args, env, cwd: profile.cwd }, 1);
     trackPlugin(child);
     this.#child = child;
     child.stderr?.setEncoding("utf8");
@@ -173,7 +228,23 @@ export class SandboxHost {
       this.#stderr.splice(0, Math.max(0, this.#stderr.length - 20));
     });
     child.stdout?.resume();
-    child.on("message", (m) => this.#receive(m as unknown[]));
+    this.#channel = child.stdio[3] as Duplex;
+    this.#channel.on("error", () => {}); // the exit that follows reports it
+    const reader = new MessageReader();
+    this.#channel.on("data", (chunk: Buffer) => {
+      // What comes from inside the sandbox is checked like any plugin's output: bytes the
+      // host program never sends mean something in there misbehaves, and the host goes.
+      try {
+        reader.push(chunk, (m) => {
+          if (!Array.isArray(m) || typeof m[0] !== "string" || typeof m[1] !== "number") {
+            throw new Error("not a host message");
+          }
+          this.#receive(m);
+        });
+      } catch (err) {
+        this.kill(`it sent a malformed message (${(err as Error).message})`);
+      }
+    });
     // A failed spawn, or a write to a host that has just died (its exit follows).
     child.on("error", (err) => {
       if (child.pid === undefined) this.#end(`cannot run the sandbox host: ${err.message}`);
@@ -230,13 +301,9 @@ export class SandboxHost {
 
   /** @internal */
   send(message: unknown[]): void {
-    if (this.#dead || !this.#child.connected) return;
-    try {
-      // The callback takes a failed write (EPIPE as the host dies); its exit reports it.
-      this.#child.send(message, undefined, undefined, () => {});
-    } catch {
-      // the host is going away; its exit ends every thread
-    }
+    if (this.#dead || this.#channel.destroyed) return;
+    // A failed write (EPIPE as the host dies) is the channel's 'error'; the exit reports it.
+    this.#channel.write(encodeMessage(message));
   }
 
   /** Ends the host process and with it every thread (each reported with `why`). */
@@ -263,7 +330,8 @@ export class SandboxHost {
         thread.port.deliver(m[2]);
         break;
       case "out":
-        (m[2] === 1 ? thread.stdout : thread.stderr).write(m[3] as Uint8Array);
+        if (!(m[3] instanceof Uint8Array)) throw new Error("output that is not bytes");
+        (m[2] === 1 ? thread.stdout : thread.stderr).write(m[3]);
         break;
       case "error": {
         const info = m[2] as { name?: string; message?: string; stack?: string; code?: string };
@@ -279,7 +347,7 @@ export class SandboxHost {
         break;
       case "exit":
         this.#threads.delete(thread.id);
-        thread.exit(m[2] as number);
+        thread.exit(typeof m[2] === "number" ? m[2] : 1);
         this.#retireIfIdle();
         break;
     }
@@ -300,7 +368,7 @@ export class SandboxHost {
     this.#dead = true;
     killGroup(this.#child, "SIGKILL");
     // Whatever is left of it inside the sandbox sees the channel close, and exits.
-    if (this.#child.connected) this.#child.disconnect();
+    this.#channel.destroy();
     rmSync(this.#dir, { recursive: true, force: true });
     const threads = [...this.#threads.values()];
     this.#threads.clear();
@@ -381,7 +449,7 @@ class RemoteThread extends EventEmitter {
   }
 }
 
-/** The kernel's end of a thread's port, carried over the host's IPC channel. */
+/** The kernel's end of a thread's port, carried over the host's channel. */
 class RemotePort extends EventEmitter implements PortLike {
   readonly #id: number;
   readonly #host: SandboxHost;

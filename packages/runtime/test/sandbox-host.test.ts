@@ -1,6 +1,7 @@
 // The sandbox host's failure paths, on the runtime alone (the kernel-level behaviour is in
 // packages/kernel/test/plugins/sandbox-host.test.ts): a host that cannot start fails the
-// launch with a clear reason and leaves nothing running; a host that stops answering is
+// launch with a clear reason and leaves nothing running; a host that sends what its program
+// never would (something inside misbehaves) is killed, not the kernel; a host that stops answering is
 // killed when one of its threads must end, so a stop never hangs; with no sandbox to apply
 // the thread starts in the kernel's process, as a worker's would.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -112,6 +113,17 @@ describe("the sandbox host", () => {
       expect((await collectInvoke(h, "ok"))?.case).toBe("result");
     },
   );
+
+  it.skipIf(!probe.ok)("kills a host that sends bytes it never would, and only the host", async () => {
+    const h = host(box(probe.ok ? probe.bwrap : ""));
+    await h.start();
+    const [bwrap] = sandboxHostPids();
+    const err = await collectInvoke(h, "forge_host_message").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PluginCrashedError);
+    expect((err as Error).message).toMatch(/the sandbox host was stopped: it sent a malformed message/);
+    expect(sandboxHostPids()).not.toContain(bwrap);
+    expect((await collectInvoke(h, "ok"))?.case).toBe("result");
+  });
 
   it.skipIf(!probe.ok)("kills a host that does not end a thread, so stopping never hangs", async () => {
     const h = host(box(probe.ok ? probe.bwrap : ""));

@@ -174,11 +174,9 @@ agent_profile "default" {
     expect(readFileSync(join(k.projectDir, "agent.hcl"), "utf8")).not.toContain("written by a hosted plugin");
     const hostEnv = probes[0]!["hostEnviron"] as string[];
     expect(hostEnv.join("\n")).not.toContain(SECRET);
-    // Only what the host needs: PATH, its TMPDIR, Node's IPC channel (and the shell's PWD).
+    // Only what the host needs: PATH and its TMPDIR (and the PWD the filter's shell sets).
     const hostNames = hostEnv.map((v) => v.split("=")[0]!);
-    expect(
-      hostNames.filter((n) => !/^(PATH|TMPDIR|PWD|NODE_CHANNEL_FD|NODE_CHANNEL_SERIALIZATION_MODE)$/.test(n)),
-    ).toEqual([]);
+    expect(hostNames.filter((n) => !/^(PATH|TMPDIR|PWD)$/.test(n))).toEqual([]);
     const env = r.find((x) => x.name === "env")!;
     expect(JSON.stringify(env)).not.toContain(SECRET);
 
