@@ -263,7 +263,7 @@ function maskFacts(facts: ProviderFacts, mask: SecretMask): ProviderFacts {
   return facts;
 }
 
-/** The kernel's choice once the categories are known: a tool provider it sandboxes runs as a process. */
+/** The kernel's choice once the categories are known: a first-party tool provider it sandboxes runs in the sandbox host. */
 function runTransport(
   config: AgentConfig,
   r: ResolvedProvider,

@@ -132,9 +132,12 @@ describe("agent validate and agent providers", () => {
       /^filesystem {2}\[tool\] {2}filesystem \d+\.\d+\.\d+ \(github\.com\/pluggableharness\/provider-filesystem\) {2}healthy$/,
     );
     expect(p.stdout).toMatch(/tools: .*read_file \(data_source, read_only\).*edit_file \(resource, /);
-    // First-party providers run in worker threads unless agent.hcl says otherwise, except
-    // tool providers the plugin sandbox confines (on by default where bwrap runs).
-    expect(p.stdout).toMatch(/^filesystem {2}.*\n {2}tools: .*\n {2}runs: as its own process$/m);
+    // First-party providers run in worker threads unless agent.hcl says otherwise; tool
+    // providers the plugin sandbox confines (on by default where bwrap runs) in threads of
+    // the sandbox host.
+    expect(p.stdout).toMatch(
+      /^filesystem {2}.*\n {2}tools: .*\n {2}runs: in a worker thread of the sandbox host$/m,
+    );
     expect(p.stdout).toMatch(
       /^anthropic {2}\[model\] .* healthy\n {2}models: .*claude-sonnet-5.*\n {2}runs: in a worker thread$/m,
     );

@@ -126,12 +126,20 @@ const answered = (p: ProbeResult) =>
 beforeAll(async () => {
   sb = sandbox();
   repo = sb.repo("project");
-  // Writes ask in this project: the served session's write is a permission to answer.
-  const hcl = readFileSync(join(repo, "agent.hcl"), "utf8").replace(
-    'policy "allow_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "allow"',
-    'policy "ask_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "ask"',
-  );
+  // Writes ask in this project: the served session's write is a permission to answer. The
+  // filesystem provider runs as a process of its own, so that it has sockets to try: in
+  // the sandbox host (its default) it has none, its port runs over the host's pipe.
+  const hcl = readFileSync(join(repo, "agent.hcl"), "utf8")
+    .replace(
+      'policy "allow_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "allow"',
+      'policy "ask_file_edits" {\n  match  = { provider = "filesystem", kind = "resource" }\n  action = "ask"',
+    )
+    .replace(
+      'source  = "pluggableharness/filesystem"\n    version = ">= 0.1.0"',
+      'source  = "pluggableharness/filesystem"\n    version = ">= 0.1.0"\n    isolation = "process"',
+    );
   expect(hcl).toContain("ask_file_edits");
+  expect(hcl).toContain('isolation = "process"');
   writeFileSync(join(repo, "agent.hcl"), hcl);
   cpSync(PROBE, join(repo, "probe.mjs"));
   writeFileSync(
@@ -273,7 +281,8 @@ describe("sockets and the sandbox", () => {
     const plugins = await probeOutside([join(runtime, "agent"), tmp], { PROBE_NO_TOKEN: "1" });
     const sockets = Object.keys(plugins.sockets);
     if (sandboxed) {
-      // The served kernel's sandboxed filesystem plugin is a process: its socket and the kernel's.
+      // The served kernel's sandboxed filesystem plugin is a process (asked for above): its
+      // socket and the kernel's.
       expect(
         sockets.some((s) => /\/kernel$/.test(s)),
         JSON.stringify(plugins.listings),

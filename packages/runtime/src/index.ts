@@ -71,6 +71,7 @@ export {
   writePrelaunchPlan,
 } from "./prelaunch.ts";
 export { livePluginPids, resolveCommand } from "./process.ts";
+export { hostSandbox, SandboxHost, sandboxHostFor, sandboxHostPids } from "./sandbox-host.ts";
 export { agentRuntimeDir, socketBase } from "./socket-dirs.ts";
 export {
   ISOLATIONS,
@@ -78,7 +79,12 @@ export {
   type PluginIsolation,
   type PluginTransportHost,
 } from "./transport.ts";
-export { createPluginHost, WorkerPluginHost, type WorkerPluginHostOptions } from "./worker-host.ts";
+export {
+  createPluginHost,
+  HostedPluginHost,
+  WorkerPluginHost,
+  type WorkerPluginHostOptions,
+} from "./worker-host.ts";
 export {
   DEFAULT_WATCHDOG,
   DEFAULT_WORKER_LIMITS,

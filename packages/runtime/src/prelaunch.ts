@@ -24,9 +24,11 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { MessageChannel, type MessagePort, type ResourceLimits, Worker } from "node:worker_threads";
+import { MessageChannel, type ResourceLimits, Worker } from "node:worker_threads";
 import { ENV, KERNEL_TOKEN_ENV } from "@pluggableharness/goplugin/constants";
+import type { PortLike } from "@pluggableharness/port-rpc";
 import { WORKER_DATA_KEY, WORKER_PROTOCOL, type WorkerBoot } from "@pluggableharness/port-rpc/boot";
 import { hostCertificate, launchToken } from "./credentials.ts";
 import { makeSocketDir } from "./socket-dirs.ts";
@@ -79,10 +81,27 @@ interface Prelaunched {
   readonly worker?: StartedWorker;
 }
 
+/**
+ * What the worker transport uses of a plugin thread: a node:worker_threads Worker here, or
+ * a thread of a sandbox host process seen from the kernel (sandbox-host.ts).
+ */
+export interface PluginThread {
+  ref(): void;
+  unref(): void;
+  on(event: "error", listener: (err: Error) => void): unknown;
+  once(event: "exit", listener: (code: number) => void): unknown;
+  terminate(): Promise<number>;
+  getHeapStatistics(): Promise<{ used_heap_size: number }>;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+}
+
 /** A plugin thread and the kernel's end of its port. */
 export interface StartedWorker {
-  readonly worker: Worker;
-  readonly port: MessagePort;
+  readonly worker: PluginThread;
+  readonly port: PortLike;
+  /** The process the thread runs in, when it is not the kernel's own. */
+  readonly pid?: number;
   /** Set once the thread has exited (it may do so before anyone adopts it). */
   exitCode?: number;
   /** The thread's last uncaught error, if any. */
@@ -102,20 +121,23 @@ function registry(): Registry {
   return g[KEY];
 }
 
-/** Spawns a plugin process the way the launcher does: its own process group, stdout and stderr piped. */
-export function spawnDetached(spec: SpawnedSpec): ChildProcess {
+/**
+ * Spawns a plugin process the way the launcher does: its own process group, stdout and
+ * stderr piped; `channels` more socket pairs from fd 3 on (a sandbox host speaks on one).
+ */
+export function spawnDetached(spec: SpawnedSpec, channels = 0): ChildProcess {
   return spawn(spec.file, [...spec.args], {
     env: { ...spec.env },
     cwd: spec.cwd,
     detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", "pipe", "pipe", ...Array<"pipe">(channels).fill("pipe")],
     windowsHide: true,
   });
 }
 
 // Runs first in a plugin thread: the configured working directory for process.cwd() (a
 // thread cannot chdir), the compile cache, then the plugin's own entry module.
-const WORKER_BOOTSTRAP = `
+export const WORKER_BOOTSTRAP = `
 const { workerData } = require("node:worker_threads");
 const boot = workerData[${JSON.stringify(WORKER_DATA_KEY)}];
 if (boot.cwd) { const cwd = boot.cwd; process.cwd = () => cwd; }

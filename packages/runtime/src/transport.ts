@@ -9,9 +9,14 @@ import type { PluginCrashedError, PluginStoppedError } from "./errors.ts";
 import type { PluginDescription } from "./plugin-types.ts";
 import type { SpawnedSpec } from "./prelaunch.ts";
 
-/** How a plugin is isolated from the kernel: its own process, or its own thread. */
-export type PluginIsolation = "process" | "worker";
+/**
+ * How a plugin is isolated from the kernel: its own process, its own thread of the kernel,
+ * or its own thread of a sandbox host process (the kernel's choice for a first-party plugin
+ * the sandbox confines; never configured).
+ */
+export type PluginIsolation = "process" | "worker" | "hosted";
 
+/** The isolations a configuration (or a conformance run) may ask for. */
 export const ISOLATIONS: readonly PluginIsolation[] = ["process", "worker"];
 
 export interface PluginTransportHost {

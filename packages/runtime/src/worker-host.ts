@@ -5,6 +5,7 @@
 // MessagePort, and a watchdog that ends a thread whose event loop stops answering.
 import type { ResourceLimits } from "node:worker_threads";
 import { PluginHost, type PluginHostOptions } from "./host.ts";
+import { HostedTransport } from "./hosted-transport.ts";
 import type { LaunchOptions, Transport } from "./launch.ts";
 import type { PluginIsolation } from "./transport.ts";
 import {
@@ -50,11 +51,52 @@ export class WorkerPluginHost extends PluginHost {
   }
 }
 
-/** The host for `isolation`: a subprocess (PluginHost) or a worker thread (WorkerPluginHost). */
+/**
+ * A first-party plugin the sandbox confines, as a worker thread of the sandbox host process
+ * for its profile (hosted-transport.ts); the host's Node runs with `nodeArgs`.
+ */
+export class HostedPluginHost extends PluginHost {
+  override readonly isolation: PluginIsolation = "hosted";
+  readonly #opts: WorkerPluginHostOptions & Pick<PluginHostOptions, "nodeArgs">;
+
+  constructor(opts: WorkerPluginHostOptions & Pick<PluginHostOptions, "nodeArgs">) {
+    if (!runsInWorker(opts.command)) {
+      throw new TypeError(
+        `plugin ${JSON.stringify(opts.name)}: ${JSON.stringify(opts.command)} is not a JavaScript module and cannot run in a sandbox host`,
+      );
+    }
+    super(opts);
+    this.#opts = opts;
+  }
+
+  protected override transport(common: LaunchOptions): Transport {
+    const o = this.#opts;
+    return new HostedTransport({
+      ...common,
+      command: o.command,
+      args: o.args ?? [],
+      cwd: o.cwd,
+      nodeCompileCache: this.compileCache(),
+      resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
+      watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
+      sandbox: o.sandbox ?? (() => undefined),
+      nodeArgs: o.nodeArgs ?? [],
+    });
+  }
+}
+
+/**
+ * The host for `isolation`: a subprocess (PluginHost), a worker thread of the kernel
+ * (WorkerPluginHost) or one of a sandbox host (HostedPluginHost).
+ */
 export function createPluginHost(
   isolation: PluginIsolation,
   options: PluginHostOptions & Omit<WorkerPluginHostOptions, keyof PluginHostOptions>,
 ): PluginHost {
+  if (isolation === "hosted") {
+    const { autoMTLS: _a, ...rest } = options;
+    return new HostedPluginHost(rest);
+  }
   if (isolation === "worker") {
     const { nodeArgs: _n, autoMTLS: _a, ...rest } = options;
     return new WorkerPluginHost(rest);

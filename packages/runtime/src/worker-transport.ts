@@ -6,7 +6,7 @@
 // sequence and lifecycle around it are shared with the process transport (launch.ts,
 // lifecycle.ts); the kernel's own thread never runs plugin code.
 import { join } from "node:path";
-import type { ResourceLimits, Worker } from "node:worker_threads";
+import type { ResourceLimits } from "node:worker_threads";
 import { type Server, ServerCredentials, status as Status } from "@grpc/grpc-js";
 import { type Handshake, isGrpcError, unixTarget } from "@pluggableharness/goplugin";
 import { PortEndpoint } from "@pluggableharness/port-rpc";
@@ -16,7 +16,14 @@ import type { CrashKind } from "./errors.ts";
 import { type CallbackServing, type LaunchOptions, LaunchProblem, type Transport } from "./launch.ts";
 import type { Connection, LifecycleView, LinkEnd } from "./lifecycle.ts";
 import type { LogCapture } from "./log-capture.ts";
-import { adoptPrelaunchedWorker, type SpawnedSpec, type StartedWorker, startWorker } from "./prelaunch.ts";
+import {
+  adoptPrelaunchedWorker,
+  type PluginThread,
+  type SpawnedSpec,
+  type StartedWorker,
+  startWorker,
+  type ThreadSpec,
+} from "./prelaunch.ts";
 
 /** What the kernel watches in a worker: its event loop (pings) and its heap. */
 export interface WatchdogPolicy {
@@ -77,15 +84,16 @@ function bind(server: Server, target: string): Promise<void> {
 
 /** One launch of a plugin in a worker thread. */
 export class WorkerTransport implements Transport {
-  readonly noun = "worker";
+  readonly noun: string = "worker";
   readonly #opts: WorkerLaunchOptions;
-  #worker: Worker | undefined;
+  #worker: PluginThread | undefined;
   #endpoint: PortEndpoint | undefined;
   #exited: Promise<number> | undefined;
   #exitCode: number | null = null;
   #lastError: Error | undefined;
   #outOfMemory = false;
   #capture: LogCapture | undefined;
+  #pid = process.pid;
 
   constructor(opts: WorkerLaunchOptions) {
     this.#opts = opts;
@@ -93,6 +101,17 @@ export class WorkerTransport implements Transport {
 
   environment(): Record<string, never> {
     return {};
+  }
+
+  /**
+   * Starts the thread somewhere other than the kernel's own process (the hosted transport:
+   * a sandbox host process), or undefined to start it here.
+   */
+  protected thread(
+    _spec: SpawnedSpec & { thread?: ThreadSpec },
+    _socketDir: string,
+  ): StartedWorker | undefined {
+    return undefined;
   }
 
   start(setup: { env: Record<string, string>; socketDir: string; capture: LogCapture }): string {
@@ -114,10 +133,13 @@ export class WorkerTransport implements Transport {
         ...(opts.nodeCompileCache ? { compileCache: opts.nodeCompileCache } : {}),
       },
     };
+    const hosted = this.thread(spec, setup.socketDir);
     // A thread bin/agent.mjs started for exactly this launch is taken over (prelaunch.ts).
-    const adopted = opts.socketDir === undefined ? adoptPrelaunchedWorker(spec) : undefined;
+    const adopted = !hosted && opts.socketDir === undefined ? adoptPrelaunchedWorker(spec) : undefined;
     let started: StartedWorker;
-    if (adopted) {
+    if (hosted) {
+      started = hosted;
+    } else if (adopted) {
       started = adopted;
       started.worker.ref();
     } else {
@@ -127,8 +149,10 @@ export class WorkerTransport implements Transport {
         throw new LaunchProblem("spawn_failed", `cannot start a worker: ${(err as Error).message}`, err);
       }
     }
-    opts.onSpawn?.(spec);
+    // Only a thread of the kernel's own process can be prelaunched.
+    if (!hosted) opts.onSpawn?.(spec);
     const worker = started.worker;
+    this.#pid = started.pid ?? process.pid;
     this.#worker = worker;
     this.#capture = capture;
     this.#endpoint = new PortEndpoint(started.port);
@@ -199,11 +223,19 @@ export class WorkerTransport implements Transport {
   }
 
   async connect(): Promise<Connection> {
-    return new WorkerConnection(this.#worker!, this.#endpoint!, this.#exited!, this.#opts, this.#capture!, {
-      exitCode: () => this.#exitCode,
-      lastError: () => this.#lastError,
-      outOfMemory: () => this.#outOfMemory,
-    });
+    return new WorkerConnection(
+      this.#pid,
+      this.#worker!,
+      this.#endpoint!,
+      this.#exited!,
+      this.#opts,
+      this.#capture!,
+      {
+        exitCode: () => this.#exitCode,
+        lastError: () => this.#lastError,
+        outOfMemory: () => this.#outOfMemory,
+      },
+    );
   }
 
   async serveCallbacks(serving: CallbackServing): Promise<void> {
@@ -235,10 +267,10 @@ export class WorkerTransport implements Transport {
 
 /** A running worker and its watchdog. */
 class WorkerConnection implements Connection {
-  readonly pid = process.pid;
+  readonly pid: number;
   readonly channel;
   readonly exited: Promise<number>;
-  readonly #worker: Worker;
+  readonly #worker: PluginThread;
   readonly #endpoint: PortEndpoint;
   readonly #watchdog: WatchdogPolicy;
   readonly #name: string;
@@ -255,13 +287,15 @@ class WorkerConnection implements Connection {
   #heapChecking = false;
 
   constructor(
-    worker: Worker,
+    pid: number,
+    worker: PluginThread,
     endpoint: PortEndpoint,
     exited: Promise<number>,
     opts: WorkerLaunchOptions,
     capture: LogCapture,
     state: { exitCode(): number | null; lastError(): Error | undefined; outOfMemory(): boolean },
   ) {
+    this.pid = pid;
     this.#worker = worker;
     this.#endpoint = endpoint;
     this.channel = endpoint.channel;

@@ -75,6 +75,13 @@ export async function runProviders(
   return unhealthy > 0 || diagnostics.length > 0 ? EXIT.ERROR : EXIT.OK;
 }
 
+/** How `agent providers` says where a provider runs. */
+const RUNS: Record<ProviderFacts["isolation"], string> = {
+  worker: "in a worker thread",
+  hosted: "in a worker thread of the sandbox host",
+  process: "as its own process",
+};
+
 function printProvider(io: Io, f: ProviderFacts, decodeProblem: string | undefined): void {
   const identity = Object.values(f.producers)[0];
   const who = identity
@@ -95,8 +102,7 @@ function printProvider(io: Io, f: ProviderFacts, decodeProblem: string | undefin
   if (f.tools.length > 0)
     line(io.out, `  tools: ${f.tools.map((t) => `${t.name} (${t.kind}, ${t.risk})`).join(", ")}`);
   if (f.models.length > 0) line(io.out, `  models: ${f.models.join(", ")}`);
-  if (f.resolved.origin !== "dev_override")
-    line(io.out, `  runs: ${f.isolation === "worker" ? "in a worker thread" : "as its own process"}`);
+  if (f.resolved.origin !== "dev_override") line(io.out, `  runs: ${RUNS[f.isolation]}`);
   if (decodeProblem) line(io.out, `  not configured: ${decodeProblem.replace(/\n/g, "\n    ")}`);
   for (const p of f.configureProblems) line(io.out, `  configuration problem: ${p}`);
 }

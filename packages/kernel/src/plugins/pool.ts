@@ -110,8 +110,8 @@ export class PluginPool {
     });
     (entry as { host: PluginTransportHost }).host = createPluginHost(isolation, {
       ...this.#options.hostOptions,
-      ...(isolation === "worker" ? this.#options.workerOptions : {}),
-      ...(isolation === "worker" && options.resourceLimits
+      ...(isolation !== "process" ? this.#options.workerOptions : {}),
+      ...(isolation !== "process" && options.resourceLimits
         ? { resourceLimits: { ...this.#options.workerOptions?.resourceLimits, ...options.resourceLimits } }
         : {}),
       name,

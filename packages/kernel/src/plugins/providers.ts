@@ -127,7 +127,7 @@ export interface ProviderStatus {
   readonly categories: readonly string[];
   /** Describe answers per category. */
   readonly producers: Readonly<Record<string, ProducerRef>>;
-  /** How a loaded provider runs: its own process, or a worker thread of the kernel. */
+  /** How a loaded provider runs: its own process, a worker thread of the kernel or of a sandbox host. */
   readonly isolation?: PluginIsolation | "in_process";
   readonly error?: string;
   /** Loaded, but its operations are missing this session, and why (an MCP server that did not start). */
@@ -570,19 +570,19 @@ function launchTarget(
  * The transport a provider runs on (docs/decisions/plugin-runtime.md, "Transports", isolation and
  * the plugin sandbox). Anything but a first-party provider: its own process, always. A
  * provider the kernel puts in the plugin sandbox (a tool provider, unless settings.sandbox
- * is "off" or the sandbox cannot run under "best_effort"): a process too, whatever was
- * asked, because a worker thread shares the kernel's process and cannot be confined by
- * bubblewrap; `overridden` says a requested worker was refused for that reason. Any other
- * first-party provider: what was requested, else a worker thread.
+ * is "off" or the sandbox cannot run under "best_effort"): a worker thread of the sandbox
+ * host for its profile ("hosted"), because a thread of the kernel's own process cannot be
+ * confined by bubblewrap; a process of its own if that was asked. Any other first-party
+ * provider: what was requested, else a worker thread.
  */
 export function providerTransport(
   resolved: Pick<ResolvedProvider, "origin">,
   requested: PluginIsolation | undefined,
   sandboxed: boolean,
-): { isolation: PluginIsolation; overridden: boolean } {
-  if (resolved.origin !== "first_party") return { isolation: "process", overridden: false };
-  if (sandboxed) return { isolation: "process", overridden: requested === "worker" };
-  return { isolation: requested ?? "worker", overridden: false };
+): { isolation: PluginIsolation } {
+  if (resolved.origin !== "first_party") return { isolation: "process" };
+  if (sandboxed) return { isolation: requested === "process" ? "process" : "hosted" };
+  return { isolation: requested ?? "worker" };
 }
 
 /** The kernel would run this provider's process in a sandbox (a "required" sandbox that cannot run counts). */
@@ -592,13 +592,6 @@ function wouldSandbox(sandbox: PluginSandboxState): boolean {
   } catch {
     return true;
   }
-}
-
-function warnOverridden(name: string, options: LoadProvidersOptions): void {
-  options.log.warn(
-    `provider "${name}" runs as its own process, not in a worker thread as asked: it is a tool provider the plugin sandbox confines, and a worker thread cannot be sandboxed (settings { sandbox = "off" } lifts that)`,
-    { provider: name },
-  );
 }
 
 async function loadProvider(
@@ -629,7 +622,6 @@ async function loadProvider(
   // Not described yet, it is not known to be a tool: a first-party provider is described in
   // a worker (unconfined, like a process described before its sandbox is known) and moves.
   const where = providerTransport(resolved, requested, wouldSandbox(sandbox));
-  if (where.overridden) warnOverridden(name, options);
   const acquire = (isolation: PluginIsolation) =>
     options.pool.acquire(name, target.command, options.owner, {
       cwd: options.config.projectDir,
@@ -663,8 +655,7 @@ async function loadProvider(
   let dormant = false;
   const after = providerTransport(resolved, requested, wouldSandbox(sandbox));
   if (host.isolation !== after.isolation) {
-    // Described in a worker, it belongs in the sandbox: a process from its first use on.
-    if (after.overridden) warnOverridden(name, options);
+    // Described in a worker, it belongs in the sandbox: its sandbox host from its first use on.
     host = acquire(after.isolation);
     dormant = true;
   }
