@@ -71,7 +71,8 @@ function waitForPort(port: number, child: ChildProcess, what: string, log: () =>
       });
       sock.once("error", () => {
         sock.destroy();
-        if (Date.now() > deadline) reject(new Error(`${what} did not listen on ${port} within 20 s:\n${log()}`));
+        if (Date.now() > deadline)
+          reject(new Error(`${what} did not listen on ${port} within 20 s:\n${log()}`));
         else setTimeout(attempt, 50);
       });
     };
