@@ -113,6 +113,8 @@ export interface FleetWorld {
   submit(args: string[]): Promise<string>;
   worker(args?: string[]): FleetWorkerProcess;
   waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs?: number): Promise<T>;
+  /** SIGKILLs every worker started so far and waits for them to exit. */
+  killWorkers(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -205,9 +207,13 @@ export async function startFleetWorld(): Promise<FleetWorld> {
         await new Promise((r) => setTimeout(r, 100));
       }
     },
-    async close() {
+    async killWorkers() {
       for (const w of workers) w.kill("SIGKILL");
       await Promise.all(workers.map((w) => w.exited));
+      workers.length = 0;
+    },
+    async close() {
+      await world.killWorkers();
       await catalog.close().catch(() => {});
       await fake.close();
       await engines.stop();

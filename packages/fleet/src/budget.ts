@@ -13,19 +13,30 @@ export interface BudgetInput {
   readonly reservedUsd: number;
   /** What the batch's completed tasks cost on average, when any completed. */
   readonly averageTaskCostUsd: number | undefined;
+  /** The batch's other tasks running now. */
+  readonly othersRunning: number;
 }
 
 export type BudgetDecision =
   | { readonly start: true; readonly estimateUsd: number; readonly maxCostUsd?: number }
-  | { readonly start: false; readonly reason: string };
+  | { readonly start: false; readonly wait?: false; readonly reason: string }
+  /** Not now: ask again once a running task has finished. */
+  | { readonly start: false; readonly wait: true; readonly reason: string };
 
 const usd = (n: number) => `$${n.toFixed(2)}`;
 
 /**
  * A task's estimate is its own budget when the batch sets one, else the average of the
- * batch's completed tasks, else nothing (the first tasks are bounded by what is left).
+ * batch's completed tasks. With neither, nothing is known about what a task costs: one
+ * task runs alone until it completes and gives the first measure, so a batch budget is
+ * never overrun by a first wave of tasks started blind.
  */
 export function decideStart(b: BudgetInput): BudgetDecision {
+  if (b.budgetUsd !== undefined && b.taskBudgetUsd === undefined && b.averageTaskCostUsd === undefined) {
+    if (b.othersRunning > 0) {
+      return { start: false, wait: true, reason: "the first task is measuring what a task costs" };
+    }
+  }
   const estimate = b.taskBudgetUsd ?? b.averageTaskCostUsd ?? 0;
   if (b.budgetUsd === undefined) {
     return {

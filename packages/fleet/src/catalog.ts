@@ -232,14 +232,13 @@ export class Catalog {
         await end("cancelled", "the batch was cancelled before this task started");
         return { kind: "ended", status: "cancelled" };
       }
-      if (batch.concurrency !== undefined) {
-        const running = await c.query(
-          `select count(*)::int as n from fleet_tasks where batch_id = $1 and id <> $2 and status = 'running'
-             and finished_at is null and heartbeat_at > now() - ($3::int * interval '1 millisecond')`,
-          [batch.id, taskId, HEARTBEAT_FRESH_MS],
-        );
-        if (Number(running.rows[0].n) >= batch.concurrency) return { kind: "busy" };
-      }
+      const running = await c.query(
+        `select count(*)::int as n from fleet_tasks where batch_id = $1 and id <> $2 and status = 'running'
+           and finished_at is null and heartbeat_at > now() - ($3::int * interval '1 millisecond')`,
+        [batch.id, taskId, HEARTBEAT_FRESH_MS],
+      );
+      const othersRunning = Number(running.rows[0].n);
+      if (batch.concurrency !== undefined && othersRunning >= batch.concurrency) return { kind: "busy" };
       const avg = await c.query(
         "select avg(cost_usd) as a from fleet_tasks where batch_id = $1 and status = 'completed'",
         [batch.id],
@@ -251,7 +250,9 @@ export class Catalog {
         // This task's own earlier reservation is released first.
         reservedUsd: Math.max(0, batch.reservedUsd - Number(t.rows[0].reserved_usd)),
         averageTaskCostUsd: num(avg.rows[0].a),
+        othersRunning,
       });
+      if (!decision.start && decision.wait) return { kind: "busy" };
       if (!decision.start) {
         await end("skipped", decision.reason);
         return { kind: "ended", status: "skipped", detail: decision.reason };
