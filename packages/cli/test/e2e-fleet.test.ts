@@ -52,7 +52,7 @@ const forTask = (name: string) => (r: RecordedRequest) => requestState(r).task =
 
 describe("fleet mode", () => {
   it("runs a batch of 20 tasks on three workers; a Redis crash mid-batch loses nothing finished", async () => {
-    w.script = (req) => twoStep(req, { latencyMs: 100 });
+    w.script = (req) => twoStep(req);
     const workers = [1, 2, 3].map(() => w.worker(["--concurrency", "2"]));
     await Promise.all(workers.map(ready));
     const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("t", 20)]);
@@ -216,7 +216,7 @@ describe("fleet mode", () => {
   }, 60_000);
 
   it("cancel stops everything: nothing queued starts, running tasks are interrupted", async () => {
-    w.script = (req) => twoStep(req, { latencyMs: 1_500 });
+    w.script = (req) => twoStep(req, { latencyMs: 1_000 });
     const workers = [w.worker(), w.worker()];
     await Promise.all(workers.map(ready));
     const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("c", 6)]);
@@ -232,6 +232,33 @@ describe("fleet mode", () => {
     const requestsNow = w.fake.requests.length;
     await new Promise((res) => setTimeout(res, 1_500));
     expect(w.fake.requests.length).toBe(requestsNow);
+  }, 60_000);
+
+  it("SIGTERM drains a worker (its task finishes, nothing new starts); a second one hands the task back", async () => {
+    w.script = (req) => twoStep(req, { latencyMs: 700 });
+    const a = w.worker();
+    await ready(a);
+    const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("d", 2)]);
+    await w.waitFor("the first task running", async () => (await w.catalog.task(`${id}-1`))?.status === "running");
+    a.kill("SIGTERM");
+    expect(await a.exited).toBe(0);
+    expect(await w.catalog.task(`${id}-1`)).toMatchObject({ status: "completed", attempt: 1 });
+    expect(await w.catalog.task(`${id}-2`)).toMatchObject({ status: "queued", attempt: 0 });
+
+    const b = w.worker();
+    await w.waitFor("the second task's first upload", async () => (await w.catalog.taskSessionFiles(`${id}-2`)).length > 0);
+    b.kill("SIGTERM");
+    // Two signals sent at once may be delivered as one.
+    await w.waitFor("the drain to begin", async () => b.output().includes("draining"));
+    b.kill("SIGTERM");
+    expect(await b.exited).toBe(0);
+    const handed = (await w.catalog.task(`${id}-2`))!;
+    expect(handed).toMatchObject({ status: "queued", attempt: 1 });
+    expect((await w.catalog.attempts(handed.id))[0]?.outcome).toBe("handed back (worker stopping)");
+    // Back in the queue at once: the next worker resumes it from the upload.
+    w.worker();
+    await w.waitFor("the handed-back task", async () => (await w.catalog.task(`${id}-2`))?.status === "completed");
+    expect(await w.catalog.task(`${id}-2`)).toMatchObject({ attempt: 2, resumedFrom: 1 });
   }, 60_000);
 
   it("a poison task fails after its attempts with its reason, without blocking the batch; retry --failed reruns it", async () => {

@@ -80,6 +80,7 @@ function taskOf(r: Row): TaskRecord {
     turns: Number(r["turns"]),
     denials: Number(r["denials"]),
     resumedFrom: num(r["resumed_from"]),
+    overheadMs: num(r["overhead_ms"]),
     startedAt: r["started_at"] ? new Date(r["started_at"] as string) : undefined,
     finishedAt: r["finished_at"] ? new Date(r["finished_at"] as string) : undefined,
   };
@@ -367,7 +368,7 @@ export class Catalog {
         `update fleet_tasks set status = $2, exit_code = $3, session_status = $4, detail = $5,
            final_message = $6, cost_usd = $7, input_tokens = $8, output_tokens = $9, turns = $10,
            denials = $11, work_diff = coalesce($12, work_diff), session_id = coalesce($13, session_id),
-           resumed_from = $14, reserved_usd = 0, finished_at = now(), heartbeat_at = null
+           resumed_from = $14, overhead_ms = $15, reserved_usd = 0, finished_at = now(), heartbeat_at = null
          where id = $1`,
         [
           taskId,
@@ -384,6 +385,7 @@ export class Catalog {
           result.workDiff ?? null,
           result.sessionId ?? null,
           result.resumedFrom ?? null,
+          result.overheadMs ?? null,
         ],
       );
       for (const f of result.files ?? []) {

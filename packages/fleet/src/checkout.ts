@@ -51,7 +51,7 @@ export async function prepareCheckout(dir: string, target: Target): Promise<stri
   } else {
     if (!existsSync(target.location)) throw new Error(`target ${target.location} does not exist`);
     cpSync(target.location, dir, { recursive: true, verbatimSymlinks: true });
-    if (!existsSync(join(dir, ".git"))) await git(dir, ["init", "--quiet"]);
+    if (!existsSync(join(dir, ".git"))) await git(dir, ["init", "--quiet", "--template="]);
   }
   return snapshotTree(dir);
 }

@@ -51,6 +51,8 @@ export interface TaskRunOptions {
   /** Aborted when the worker hands its tasks back (a second SIGTERM). */
   readonly handBack: AbortSignal;
   readonly heartbeatMs: number;
+  /** Time already spent claiming the task (counted in the result's overhead). */
+  readonly claimMs?: number;
   /**
    * The task's trace events go here with `fleet.batch_id` and `fleet.task_id` added to
    * their attributes: where an OpenTelemetry exporter picks the batch id up from.
@@ -141,8 +143,10 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
     else if (v.cancelled) halt("cancelled");
     else if (v.overBudget) halt("budget");
   };
+  let overheadMs = o.claimMs ?? 0;
   const checkpoint = async () => {
     if (!handle || stop === "superseded") return;
+    const began = performance.now();
     const files = snapshotSessions(stateDir, handle.id);
     const diff = await workDiff(dir, baseTree);
     act(
@@ -155,12 +159,15 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
         costUsd: ledgerTotals(stateDir).costUsd,
       }),
     );
+    overheadMs += performance.now() - began;
   };
   const labels = { "fleet.batch_id": batch.id, "fleet.task_id": task.id, "fleet.attempt": attempt };
   const trace = (e: TraceEvent) => {
     o.trace?.({ ...e, attrs: { ...e.attrs, ...labels } });
     if (e.name !== "turn.end" || e.sessionId !== handle?.id) return;
     turns++;
+    // The run's last turn: its result is recorded in a moment, with the same files.
+    if (e.attrs?.["outcome"] === "done") return;
     chain = chain
       .then(checkpoint)
       .catch((err) => o.log(`task ${task.id}: upload failed: ${(err as Error).message}`));
@@ -222,6 +229,7 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
     return { kind: "handed_back" };
   }
 
+  const finalBegan = performance.now();
   const summary = summarizeTask(stateDir, rootId);
   let taskStatus: TaskStatus;
   let detail: string | undefined;
@@ -254,7 +262,10 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
     ...(resumedFrom !== undefined ? { resumedFrom } : {}),
     files: snapshotSessions(stateDir, rootId),
   };
-  const recorded = await catalog.complete(task.id, attempt, result);
+  const recorded = await catalog.complete(task.id, attempt, {
+    ...result,
+    overheadMs: overheadMs + (performance.now() - finalBegan),
+  });
   if (!recorded) o.log(`task ${task.id}: already finished by another attempt; this result is dropped`);
   rmSync(dir, { recursive: true, force: true });
   rmSync(stateDir, { recursive: true, force: true });

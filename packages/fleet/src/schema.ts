@@ -47,10 +47,12 @@ create table if not exists fleet_tasks (
   denials          integer not null default 0,
   reserved_usd     double precision not null default 0,
   resumed_from     integer,
+  overhead_ms      double precision,
   started_at       timestamptz,
   finished_at      timestamptz,
   unique (batch_id, idx)
 );
+alter table fleet_tasks add column if not exists overhead_ms double precision;
 create index if not exists fleet_tasks_batch on fleet_tasks (batch_id, status);
 create table if not exists fleet_session_files (
   session_id       text primary key,

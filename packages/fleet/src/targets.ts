@@ -23,12 +23,7 @@ export function parseTarget(text: string, cwd: string): Target {
   const ref = hash > 0 ? t.slice(hash + 1) : undefined;
   if (ref !== undefined && !/^[\w./@^~{}-]+$/.test(ref))
     throw new TargetError(`target ${t}: "${ref}" is not a git ref`);
-  if (URL_LIKE.test(location)) {
-    if (location.startsWith("file://")) {
-      return { kind: "git", location, ...(ref ? { ref } : {}) };
-    }
-    return { kind: "git", location, ...(ref ? { ref } : {}) };
-  }
+  if (URL_LIKE.test(location)) return { kind: "git", location, ...(ref ? { ref } : {}) };
   const abs = isAbsolute(location) ? location : resolve(cwd, location);
   return { kind: "path", location: abs, ...(ref ? { ref } : {}) };
 }

@@ -85,6 +85,8 @@ export interface TaskRecord {
   readonly denials: number;
   /** The attempt whose uploaded session this one resumed, when it resumed one. */
   readonly resumedFrom: number | undefined;
+  /** The fleet's own time for the attempt that finished it (claim, uploads, result), in ms. */
+  readonly overheadMs: number | undefined;
   readonly startedAt: Date | undefined;
   readonly finishedAt: Date | undefined;
 }
@@ -124,6 +126,8 @@ export interface TaskResult {
   readonly sessionId?: string;
   readonly resumedFrom?: number;
   readonly files?: readonly UploadedFile[];
+  /** Time the fleet itself took for this attempt: claiming, uploads and recording the result. */
+  readonly overheadMs?: number;
 }
 
 export interface BatchStatusCounts {

@@ -74,7 +74,9 @@ export class FleetWorker {
     let self: FleetWorker | undefined;
     const processor = async (job: Job<JobData>, token?: string) => {
       const { taskId, batchId } = job.data;
+      const claimed = performance.now();
       const claim = await catalog.claim(taskId, id);
+      const claimMs = performance.now() - claimed;
       if (claim.kind === "busy") {
         await job.moveToDelayed(Date.now() + BUSY_RETRY_MS + Math.floor(Math.random() * 250), token);
         throw new DelayedError();
@@ -99,6 +101,7 @@ export class FleetWorker {
           log: o.log,
           handBack: self!.#handBack.signal,
           heartbeatMs: o.heartbeatMs ?? 1_000,
+          claimMs,
           ...(o.trace ? { trace: o.trace } : {}),
         });
         if (outcome.kind === "handed_back") {
