@@ -62,10 +62,20 @@ try {
   await world.close();
 }
 
-const header = ["workers", "tasks", "wall s", "tasks/min", "overhead ms (mean)", "overhead ms (p95)", "not completed"];
+const header = [
+  "workers",
+  "tasks",
+  "wall s",
+  "tasks/min",
+  "overhead ms (mean)",
+  "overhead ms (p95)",
+  "not completed",
+];
 const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
 const fmt = (r: string[]) => r.map((c, i) => c.padStart(widths[i]!)).join("  ");
-console.log(`Fleet: two model calls per task, each answered after ${latencyMs} ms; one task at a time per worker.`);
+console.log(
+  `Fleet: two model calls per task, each answered after ${latencyMs} ms; one task at a time per worker.`,
+);
 console.log(fmt(header));
 for (const r of rows) console.log(fmt(r));
 console.log(

@@ -36,7 +36,11 @@ function jsonl(prefix: string, n: number): string {
 }
 
 const ready = (worker: ReturnType<FleetWorld["worker"]>) =>
-  w.waitFor("the worker to be ready", async () => worker.output().includes(" ready: "));
+  w.waitFor("the worker to be ready", async () => {
+    if (worker.child.exitCode !== null)
+      throw new Error(`the worker exited (${worker.child.exitCode}):\n${worker.output()}`);
+    return worker.output().includes(" ready: ");
+  });
 
 const finished = (batchId: string, timeoutMs = 40_000) =>
   w.waitFor(
@@ -73,7 +77,9 @@ describe("fleet mode", () => {
       expect(t.workDiff).toContain(`+++ b/out/${name}.txt`);
       expect(t.workDiff).toContain(`+done ${name}`);
       // Each task's first step was asked exactly once: nothing ran twice.
-      expect(w.fake.requests.filter((r) => forTask(name)(r) && requestState(r).results === 0)).toHaveLength(1);
+      expect(w.fake.requests.filter((r) => forTask(name)(r) && requestState(r).results === 0)).toHaveLength(
+        1,
+      );
     }
     // What finished before the crash is still there, as it was.
     for (const b of before) {
@@ -91,7 +97,10 @@ describe("fleet mode", () => {
 
     // results: one JSON line per task.
     const results = await w.batch(["results", id]);
-    const rows = results.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const rows = results.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(rows).toHaveLength(20);
     expect(rows[4]).toMatchObject({ index: 5, status: "completed", final_message: "Finished t5.", turns: 2 });
     expect(rows[4]!["input_tokens"]).toBe(2 * USAGE.inputTokens);
@@ -99,14 +108,27 @@ describe("fleet mode", () => {
     // The catalog's sessions, read like local ones; their ledgers add up to the batch's spend.
     const list = await agent(["sessions", "list", "--batch", id, "--json"], { cwd: w.project, env: w.env });
     expect(list.code).toBe(0);
-    const sessions = JSON.parse(list.stdout) as Array<{ session_id: string; cost_usd: number; status: string }>;
+    const sessions = JSON.parse(list.stdout) as Array<{
+      session_id: string;
+      cost_usd: number;
+      status: string;
+    }>;
     expect(sessions).toHaveLength(20);
     const cents = (n: number) => Math.round(n * 100);
     expect(cents(sessions.reduce((a, s) => a + s.cost_usd, 0))).toBe(cents(view.spent_usd));
     const one = tasks[2]!;
-    const show = await agent(["sessions", "show", one.sessionId!, "--batch", id], { cwd: w.project, env: w.env });
+    const show = await agent(["sessions", "show", one.sessionId!, "--batch", id], {
+      cwd: w.project,
+      env: w.env,
+    });
     expect(show.code).toBe(0);
     expect(show.stdout).toContain("Finished t3.");
+    const replay = await agent(["sessions", "replay", one.sessionId!, "--batch", id], {
+      cwd: w.project,
+      env: w.env,
+    });
+    expect(replay.code).toBe(0);
+    expect(replay.stdout).toContain("Finished t3.");
   }, 120_000);
 
   it("a worker killed mid-task: another resumes its uploaded session and the task completes once", async () => {
@@ -122,7 +144,10 @@ describe("fleet mode", () => {
     const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("k", 1)]);
     const taskId = `${id}-1`;
     // The first turn is uploaded and the second is waiting on the model: kill -9.
-    await w.waitFor("the first turn's upload", async () => (await w.catalog.taskSessionFiles(taskId)).length > 0);
+    await w.waitFor(
+      "the first turn's upload",
+      async () => (await w.catalog.taskSessionFiles(taskId)).length > 0,
+    );
     await w.fake.waitForStall();
     const holder = (await w.catalog.task(taskId))!;
     expect(holder.worker).toBe(`${holder.worker!.split(":")[0]}:${a.child.pid}`);
@@ -130,7 +155,7 @@ describe("fleet mode", () => {
     await a.exited;
     w.fake.releaseStalls();
 
-    const b = w.worker();
+    w.worker();
     const [task] = await finished(id);
     expect(task).toMatchObject({
       status: "completed",
@@ -150,7 +175,14 @@ describe("fleet mode", () => {
       [1, null],
       [2, "completed"],
     ]);
-    const again = { status: "failed" as const, costUsd: 0, inputTokens: 0, outputTokens: 0, turns: 0, denials: 0 };
+    const again = {
+      status: "failed" as const,
+      costUsd: 0,
+      inputTokens: 0,
+      outputTokens: 0,
+      turns: 0,
+      denials: 0,
+    };
     expect(await w.catalog.complete(taskId, 1, again)).toBe(false);
     expect(await w.catalog.complete(taskId, 2, again)).toBe(false);
     expect((await w.catalog.task(taskId))!.status).toBe("completed");
@@ -168,7 +200,7 @@ describe("fleet mode", () => {
       leader ??= s.task;
       if (s.task === leader && s.results === 1 && limitedAt === undefined) {
         limitedAt = req.receivedAt.wallMs;
-        setTimeout(limited, 300);
+        setTimeout(limited, 600);
         return { kind: "error", status: 429, retryAfterSeconds: 2 } as ScriptedResponse;
       }
       // The others' first step is answered just after the 429, so that their second step
@@ -185,7 +217,9 @@ describe("fleet mode", () => {
     const mine = w.fake.requests.filter((r) => /task-r\d/.test(JSON.stringify(r.json)));
     // Nobody called the vendor while it asked to be left alone (a request already on its
     // way when the 429 went out may land just after it).
-    const inWindow = mine.filter((r) => r.receivedAt.wallMs > limitedAt! + 250 && r.receivedAt.wallMs < limitedAt! + 1_900);
+    const inWindow = mine.filter(
+      (r) => r.receivedAt.wallMs > limitedAt! + 900 && r.receivedAt.wallMs < limitedAt! + 1_900,
+    );
     expect(inWindow.map((r) => requestState(r))).toEqual([]);
     for (const name of ["r1", "r2", "r3"].filter((n) => n !== leader)) {
       const second = mine.find((r) => forTask(name)(r) && requestState(r).results === 1)!;
@@ -199,7 +233,14 @@ describe("fleet mode", () => {
     await Promise.all(workers.map(ready));
     const taskUsd = 2 * CALL_USD;
     const budget = 1.0;
-    const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("b", 6), "--budget-usd", String(budget)]);
+    const id = await w.submit([
+      "-p",
+      "Do task-{{name}} please.",
+      "--jsonl",
+      jsonl("b", 6),
+      "--budget-usd",
+      String(budget),
+    ]);
     const tasks = await finished(id);
     const batch = (await w.catalog.batch(id))!;
     expect(batch.spentUsd).toBeLessThanOrEqual(budget + taskUsd + 1e-9);
@@ -208,10 +249,17 @@ describe("fleet mode", () => {
     expect(completed.length).toBeGreaterThanOrEqual(2);
     expect(skipped.length).toBeGreaterThanOrEqual(1);
     expect(completed.length + skipped.length).toBe(6);
-    expect(skipped[0]!.detail).toMatch(/^the batch budget cannot cover this task: \$\d+\.\d\d of \$1\.00 left/);
+    expect(skipped[0]!.detail).toMatch(
+      /^the batch budget cannot cover this task: \$\d+\.\d\d of \$1\.00 left/,
+    );
     // Spend is what the sessions' ledgers say.
-    expect(batch.spentUsd).toBeCloseTo(completed.reduce((a, t) => a + t.costUsd, 0), 9);
-    const status = JSON.parse((await w.batch(["status", id, "--json"])).stdout) as { counts: Record<string, number> };
+    expect(batch.spentUsd).toBeCloseTo(
+      completed.reduce((a, t) => a + t.costUsd, 0),
+      9,
+    );
+    const status = JSON.parse((await w.batch(["status", id, "--json"])).stdout) as {
+      counts: Record<string, number>;
+    };
     expect(status.counts["skipped"]).toBe(skipped.length);
   }, 60_000);
 
@@ -239,14 +287,20 @@ describe("fleet mode", () => {
     const a = w.worker();
     await ready(a);
     const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", jsonl("d", 2)]);
-    await w.waitFor("the first task running", async () => (await w.catalog.task(`${id}-1`))?.status === "running");
+    await w.waitFor(
+      "the first task running",
+      async () => (await w.catalog.task(`${id}-1`))?.status === "running",
+    );
     a.kill("SIGTERM");
     expect(await a.exited).toBe(0);
     expect(await w.catalog.task(`${id}-1`)).toMatchObject({ status: "completed", attempt: 1 });
     expect(await w.catalog.task(`${id}-2`)).toMatchObject({ status: "queued", attempt: 0 });
 
     const b = w.worker();
-    await w.waitFor("the second task's first upload", async () => (await w.catalog.taskSessionFiles(`${id}-2`)).length > 0);
+    await w.waitFor(
+      "the second task's first upload",
+      async () => (await w.catalog.taskSessionFiles(`${id}-2`)).length > 0,
+    );
     b.kill("SIGTERM");
     // Two signals sent at once may be delivered as one.
     await w.waitFor("the drain to begin", async () => b.output().includes("draining"));
@@ -257,7 +311,10 @@ describe("fleet mode", () => {
     expect((await w.catalog.attempts(handed.id))[0]?.outcome).toBe("handed back (worker stopping)");
     // Back in the queue at once: the next worker resumes it from the upload.
     w.worker();
-    await w.waitFor("the handed-back task", async () => (await w.catalog.task(`${id}-2`))?.status === "completed");
+    await w.waitFor(
+      "the handed-back task",
+      async () => (await w.catalog.task(`${id}-2`))?.status === "completed",
+    );
     expect(await w.catalog.task(`${id}-2`)).toMatchObject({ attempt: 2, resumedFrom: 1 });
   }, 60_000);
 
@@ -281,7 +338,10 @@ describe("fleet mode", () => {
     w.target("p1");
     const retry = await w.batch(["retry", id, "--failed"]);
     expect(retry.stdout).toContain("1 task(s) queued again");
-    await w.waitFor("the retried task", async () => (await w.catalog.task(tasks[0]!.id))?.status === "completed");
+    await w.waitFor(
+      "the retried task",
+      async () => (await w.catalog.task(tasks[0]!.id))?.status === "completed",
+    );
 
     // No engines configured in the environment: the error names the variable where it is written.
     const env = { ...w.env };

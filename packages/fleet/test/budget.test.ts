@@ -3,7 +3,14 @@
 import { describe, expect, it } from "vitest";
 import { decideStart } from "../src/budget.ts";
 
-const base = { budgetUsd: 10, taskBudgetUsd: undefined, spentUsd: 0, reservedUsd: 0, averageTaskCostUsd: undefined, othersRunning: 0 };
+const base = {
+  budgetUsd: 10,
+  taskBudgetUsd: undefined,
+  spentUsd: 0,
+  reservedUsd: 0,
+  averageTaskCostUsd: undefined,
+  othersRunning: 0,
+};
 
 describe("batch budget", () => {
   it("without a budget, everything starts, bounded by the task budget only", () => {
@@ -19,7 +26,9 @@ describe("batch budget", () => {
     expect(decideStart(base)).toEqual({ start: true, estimateUsd: 0, maxCostUsd: 10 });
     expect(decideStart({ ...base, othersRunning: 1 })).toMatchObject({ start: false, wait: true });
     // Once a task completed, its cost is the estimate and tasks run side by side.
-    expect(decideStart({ ...base, othersRunning: 3, averageTaskCostUsd: 1, spentUsd: 1, reservedUsd: 3 })).toEqual({
+    expect(
+      decideStart({ ...base, othersRunning: 3, averageTaskCostUsd: 1, spentUsd: 1, reservedUsd: 3 }),
+    ).toEqual({
       start: true,
       estimateUsd: 1,
       maxCostUsd: 6,
@@ -35,7 +44,9 @@ describe("batch budget", () => {
     });
     // Exactly covered is covered (float sums must not refuse it).
     // (1 - 0.7 - 0.2 is 0.09999999999999998 in floating point.)
-    expect(decideStart({ ...base, budgetUsd: 1, taskBudgetUsd: 0.1, spentUsd: 0.7, reservedUsd: 0.2 })).toMatchObject({
+    expect(
+      decideStart({ ...base, budgetUsd: 1, taskBudgetUsd: 0.1, spentUsd: 0.7, reservedUsd: 0.2 }),
+    ).toMatchObject({
       start: true,
     });
     // A spent budget refuses even an estimate of zero.
@@ -43,7 +54,11 @@ describe("batch budget", () => {
   });
 
   it("a started session is bounded by the smaller of its task budget and what is left", () => {
-    expect(decideStart({ ...base, taskBudgetUsd: 2, spentUsd: 5 })).toEqual({ start: true, estimateUsd: 2, maxCostUsd: 2 });
+    expect(decideStart({ ...base, taskBudgetUsd: 2, spentUsd: 5 })).toEqual({
+      start: true,
+      estimateUsd: 2,
+      maxCostUsd: 2,
+    });
     expect(decideStart({ ...base, averageTaskCostUsd: 1, spentUsd: 8.5 })).toEqual({
       start: true,
       estimateUsd: 1,
