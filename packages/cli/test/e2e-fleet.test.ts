@@ -55,7 +55,7 @@ const finished = (batchId: string, timeoutMs = 40_000) =>
 const forTask = (name: string) => (r: RecordedRequest) => requestState(r).task === name;
 
 describe("fleet mode", () => {
-  it("runs a batch of 20 tasks on three workers; a Redis crash mid-batch loses nothing finished", async () => {
+  it("runs a batch of 20 tasks on three workers; Redis and PostgreSQL crashes mid-batch lose nothing finished", async () => {
     w.script = (req) => twoStep(req);
     const workers = [1, 2, 3].map(() => w.worker(["--concurrency", "2"]));
     await Promise.all(workers.map(ready));
@@ -67,6 +67,12 @@ describe("fleet mode", () => {
       return done.length >= 6 && done;
     });
     await w.engines.redis.restart();
+    // Then PostgreSQL crashes and comes back: claims wait for it, results are retried.
+    await w.waitFor("twelve finished tasks", async () => {
+      const done = (await w.catalog.tasks(id)).filter((t) => t.status === "completed");
+      return done.length >= 12;
+    });
+    await w.engines.postgres.restart();
     const tasks = await finished(id, 50_000);
 
     expect(tasks.map((t) => t.status)).toEqual(Array(20).fill("completed"));

@@ -198,7 +198,8 @@ export async function startFleetWorld(): Promise<FleetWorld> {
     async waitFor(what, probe, timeoutMs = 40_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const v = await probe();
+        // An engine being restarted makes a probe throw: that is "not yet".
+        const v = await probe().catch(() => undefined);
         if (v !== undefined && v !== false) return v as never;
         if (Date.now() > deadline) {
           const logs = workers.map((w, i) => `--- worker ${i} ---\n${w.output().slice(-3000)}`).join("\n");

@@ -117,16 +117,25 @@ export class Catalog {
 
   async #tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
     const c = await this.#pool.connect();
+    // A checked-out client whose server goes away emits "error" besides failing its query;
+    // unheard, that event would end the process. The failed query is what we act on.
+    const ignore = () => {};
+    c.on("error", ignore);
+    let broken: Error | undefined;
     try {
       await c.query("begin");
       const out = await fn(c);
       await c.query("commit");
       return out;
     } catch (err) {
-      await c.query("rollback").catch(() => {});
+      await c.query("rollback").catch((e: Error) => {
+        broken = e;
+      });
       throw err;
     } finally {
-      c.release();
+      c.off("error", ignore);
+      // A connection that could not even roll back is discarded, not reused.
+      c.release(broken);
     }
   }
 

@@ -94,6 +94,24 @@ function loadBatchConfig(batch: BatchRecord, dir: string): AgentConfig {
   return loaded.config;
 }
 
+/** Retries `fn` for up to `totalMs` with a growing pause, then gives its last error. */
+async function persistently<T>(
+  fn: () => Promise<T>,
+  onRetry: (err: Error) => void,
+  totalMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + totalMs;
+  for (let pause = 250; ; pause = Math.min(pause * 2, 4_000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() + pause > deadline) throw err;
+      onRetry(err as Error);
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
+}
+
 /** Whether the session's max_cost_usd was what the batch had left rather than the task's own budget. */
 function boundByBatch(batch: BatchRecord, maxCostUsd: number | undefined): boolean {
   if (batch.budgetUsd === undefined || maxCostUsd === undefined) return false;
@@ -262,10 +280,16 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
     ...(resumedFrom !== undefined ? { resumedFrom } : {}),
     files: snapshotSessions(stateDir, rootId),
   };
-  const recorded = await catalog.complete(task.id, attempt, {
-    ...result,
-    overheadMs: overheadMs + (performance.now() - finalBegan),
-  });
+  // The result is the one thing that must reach the catalog: a restarting PostgreSQL is
+  // waited out rather than costing the task a redone turn.
+  const recorded = await persistently(
+    () =>
+      catalog.complete(task.id, attempt, {
+        ...result,
+        overheadMs: overheadMs + (performance.now() - finalBegan),
+      }),
+    (err) => o.log(`task ${task.id}: recording the result failed (${err.message}); retrying`),
+  );
   if (!recorded) o.log(`task ${task.id}: already finished by another attempt; this result is dropped`);
   rmSync(dir, { recursive: true, force: true });
   rmSync(stateDir, { recursive: true, force: true });

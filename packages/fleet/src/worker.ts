@@ -38,6 +38,8 @@ export interface FleetWorkerOptions {
 /** How often a job a batch's concurrency limit holds back is offered again. */
 const BUSY_RETRY_MS = 500;
 const MAX_STALLS = 2;
+/** How long a job waits when the catalog could not be reached to claim it. */
+const CATALOG_RETRY_MS = 1_000;
 
 export class FleetWorker {
   readonly id: string;
@@ -75,7 +77,16 @@ export class FleetWorker {
     const processor = async (job: Job<JobData>, token?: string) => {
       const { taskId, batchId } = job.data;
       const claimed = performance.now();
-      const claim = await catalog.claim(taskId, id);
+      let claim: Awaited<ReturnType<Catalog["claim"]>>;
+      try {
+        claim = await catalog.claim(taskId, id);
+      } catch (err) {
+        // The catalog is unreachable (restarting, say): that is no attempt of the task's;
+        // the job waits and is offered again.
+        o.log(`task ${taskId}: the catalog is unreachable (${(err as Error).message}); trying again shortly`);
+        await job.moveToDelayed(Date.now() + CATALOG_RETRY_MS, token);
+        throw new DelayedError();
+      }
       const claimMs = performance.now() - claimed;
       if (claim.kind === "busy") {
         await job.moveToDelayed(Date.now() + BUSY_RETRY_MS + Math.floor(Math.random() * 250), token);

@@ -163,6 +163,8 @@ export interface PostgresServer {
   /** postgres://fleet@127.0.0.1:PORT/fleet (trust authentication on loopback; no password). */
   readonly url: string;
   readonly port: number;
+  /** Stops the server abruptly (immediate shutdown) and starts it again on the same data. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -175,8 +177,11 @@ function postgresIdentity(): { uid: number; gid: number } | undefined {
 }
 
 /**
- * A fresh cluster (initdb, trust auth for the loopback) and its server, with durability
- * switched off (fsync=off): the tests restart Redis, never PostgreSQL, and speed matters.
+ * A fresh cluster (initdb, trust auth for the loopback) and its server, with fsync off for
+ * speed: a crashed server (the restart test) still finds every commit in the OS's cache;
+ * only a crash of the machine could lose one. Commits stay synchronous: with
+ * synchronous_commit off, a crash loses the last acknowledged ones, which a worker has
+ * already acted on.
  */
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
@@ -195,57 +200,65 @@ export async function startPostgres(): Promise<PostgresServer> {
   );
   const port = await freePort();
   let output = "";
-  const child = spawn(
-    join(bin, "postgres"),
-    [
-      "-D",
-      data,
-      "-p",
-      String(port),
-      "-k",
-      dir,
-      "-c",
-      "listen_addresses=127.0.0.1",
-      "-c",
-      "fsync=off",
-      "-c",
-      "full_page_writes=off",
-      "-c",
-      "synchronous_commit=off",
-      "-c",
-      "max_connections=200",
-      "-c",
-      "shared_buffers=16MB",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], cwd: dir, ...(who ?? {}), env: { ...process.env, LC_ALL: "C" } },
-  );
-  child.stdout!.on("data", (d) => {
-    output += String(d);
-  });
-  child.stderr!.on("data", (d) => {
-    output += String(d);
-  });
-  track(child);
-  await waitForPort(port, child, "postgres", () => output);
-  // Listening is not accepting: wait until the startup packet is answered.
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    try {
-      execFileSync(join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port), "-U", "fleet"], {
-        stdio: "ignore",
-      });
-      break;
-    } catch {
-      if (Date.now() > deadline) throw new Error(`postgres never became ready:\n${output}`);
-      await new Promise((r) => setTimeout(r, 50));
+  let child: ChildProcess;
+  const start = async () => {
+    output = "";
+    child = spawn(
+      join(bin, "postgres"),
+      [
+        "-D",
+        data,
+        "-p",
+        String(port),
+        "-k",
+        dir,
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=200",
+        "-c",
+        "shared_buffers=16MB",
+      ],
+      { stdio: ["ignore", "pipe", "pipe"], cwd: dir, ...(who ?? {}), env: { ...process.env, LC_ALL: "C" } },
+    );
+    child.stdout!.on("data", (d) => {
+      output += String(d);
+    });
+    child.stderr!.on("data", (d) => {
+      output += String(d);
+    });
+    track(child);
+    await waitForPort(port, child, "postgres", () => output);
+    // Listening is not accepting: wait until the startup packet is answered.
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      try {
+        execFileSync(join(bin, "pg_isready"), ["-h", "127.0.0.1", "-p", String(port), "-U", "fleet"], {
+          stdio: "ignore",
+        });
+        break;
+      } catch {
+        if (Date.now() > deadline) throw new Error(`postgres never became ready:\n${output}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
     }
-  }
+  };
+  await start();
   execFileSync(join(bin, "createdb"), ["-h", "127.0.0.1", "-p", String(port), "-U", "fleet", "fleet"], {
     stdio: "pipe",
   });
   return {
     url: `postgres://fleet@127.0.0.1:${port}/fleet`,
     port,
+    async restart() {
+      // Immediate shutdown: clients are cut off as in a crash; the server then recovers.
+      await stopChild(child, "SIGQUIT");
+      await start();
+    },
     async stop() {
       // SIGINT: PostgreSQL's fast shutdown (backends are told to exit).
       await stopChild(child, "SIGINT");
