@@ -269,6 +269,29 @@ describe("fleet mode", () => {
     expect(status.counts["skipped"]).toBe(skipped.length);
   }, 60_000);
 
+  it("a batch's --concurrency holds across workers", async () => {
+    w.script = (req) => twoStep(req, { latencyMs: 300 });
+    const workers = [w.worker(), w.worker()];
+    await Promise.all(workers.map(ready));
+    const id = await w.submit([
+      "-p",
+      "Do task-{{name}} please.",
+      "--jsonl",
+      jsonl("n", 3),
+      "--concurrency",
+      "1",
+    ]);
+    let most = 0;
+    const tasks = await w.waitFor("the batch to finish", async () => {
+      const ts = await w.catalog.tasks(id);
+      most = Math.max(most, ts.filter((t) => t.status === "running").length);
+      return ts.every((t) => t.finishedAt) && ts;
+    });
+    expect(tasks.map((t) => t.status)).toEqual(["completed", "completed", "completed"]);
+    // Two idle workers, yet never two of the batch's tasks at once.
+    expect(most).toBe(1);
+  }, 60_000);
+
   it("cancel stops everything: nothing queued starts, running tasks are interrupted", async () => {
     w.script = (req) => twoStep(req, { latencyMs: 1_000 });
     const workers = [w.worker(), w.worker()];
