@@ -1,6 +1,7 @@
 // Fleet mode (issue 37): batches of headless sessions on BullMQ/Redis with a PostgreSQL
 // catalog. The CLI's `agent batch` and `agent worker` import this package lazily, so an
 // ordinary `agent run` never loads it.
+import "./no-native.ts";
 
 export { type BudgetDecision, type BudgetInput, decideStart } from "./budget.ts";
 export { Catalog, type CheckpointVerdict, FINAL_STATUSES } from "./catalog.ts";
