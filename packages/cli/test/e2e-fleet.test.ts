@@ -2,7 +2,8 @@
 // several real `agent worker` processes, `agent batch` commands, and the loopback fake
 // Anthropic answering each request by what it carries (which task, which step). The
 // engines start once for the file; each case submits its own batch.
-import { rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RecordedRequest, ScriptedResponse } from "@pluggableharness/fake-vendors";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -269,18 +270,41 @@ describe("fleet mode", () => {
     expect(status.counts["skipped"]).toBe(skipped.length);
   }, 60_000);
 
-  it("a batch's --concurrency holds across workers", async () => {
-    w.script = (req) => twoStep(req, { latencyMs: 300 });
+  it("a batch's --concurrency holds across workers; a git target runs at its ref", async () => {
+    // Task n2's target is a git repository whose README changed after the tag v1.
+    const repo = w.target("n2-repo", { "README.md": "v1\n" });
+    const git = (...args: string[]) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+        cwd: repo,
+        stdio: "pipe",
+      });
+    git("init", "-q");
+    git("add", "-A");
+    git("commit", "-qm", "one");
+    git("tag", "v1");
+    writeFileSync(join(repo, "README.md"), "v2\n");
+    git("commit", "-qam", "two");
+    w.script = (req) => {
+      const s = requestState(req);
+      if (s.task === "n2" && s.results === 0) {
+        return {
+          kind: "tool_calls",
+          calls: [
+            { name: "filesystem__edit_file", args: { path: "README.md", old_str: "v1", new_str: "patched" } },
+          ],
+          usage: USAGE,
+          latencyMs: 300,
+        } as ScriptedResponse;
+      }
+      return twoStep(req, { latencyMs: 300 });
+    };
     const workers = [w.worker(), w.worker()];
     await Promise.all(workers.map(ready));
-    const id = await w.submit([
-      "-p",
-      "Do task-{{name}} please.",
-      "--jsonl",
-      jsonl("n", 3),
-      "--concurrency",
-      "1",
-    ]);
+    const file = jsonl("n", 3);
+    const lines = readFileSync(file, "utf8").trim().split("\n");
+    lines[1] = JSON.stringify({ target: repo, ref: "v1", name: "n2" });
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    const id = await w.submit(["-p", "Do task-{{name}} please.", "--jsonl", file, "--concurrency", "1"]);
     let most = 0;
     const tasks = await w.waitFor("the batch to finish", async () => {
       const ts = await w.catalog.tasks(id);
@@ -290,6 +314,8 @@ describe("fleet mode", () => {
     expect(tasks.map((t) => t.status)).toEqual(["completed", "completed", "completed"]);
     // Two idle workers, yet never two of the batch's tasks at once.
     expect(most).toBe(1);
+    // Cloned at v1 (HEAD says v2), and the change measured against v1.
+    expect(tasks[1]!.workDiff).toContain("-v1\n+patched");
   }, 60_000);
 
   it("cancel stops everything: nothing queued starts, running tasks are interrupted", async () => {
