@@ -159,6 +159,90 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
       finish(await runInit(io, opts));
     });
 
+  const batch = program
+    .command("batch")
+    .description("fleet mode: run one prompt over many targets on `agent worker`s (settings.fleet)");
+  batch
+    .command("submit")
+    .description("queue a batch: a prompt (template) x targets; prints the batch id")
+    .option("-p, --prompt <prompt>", "the prompt; {{target}} and a JSONL line's fields fill {{name}}")
+    .option("--prompt-file <file>", "read the prompt from a file")
+    .option(
+      "--target <path|git-url[#ref]>",
+      "a target: a local directory (copied) or a git repository at a ref (repeatable)",
+      collect,
+    )
+    .option("--targets <file>", "targets, one per line")
+    .option("--jsonl <file>", 'one task per line: {"target": …, "ref"?: …, other fields: template variables}')
+    .option("--profile <name>", 'agent profile from agent.hcl (default: "default")')
+    .option("--task-budget-usd <usd>", "each task's session ends once it has cost this much")
+    .option(
+      "--budget-usd <usd>",
+      "the whole batch's budget: no task starts that it cannot cover, running ones stop at it",
+    )
+    .addOption(
+      new Option(
+        "--headless-ask <rule>",
+        "how a call the policy would ask about resolves (nobody is there to answer)",
+      )
+        .choices(["deny", "allow"])
+        .default("deny"),
+    )
+    .option("--concurrency <n>", "at most this many of the batch's tasks run at once, fleet-wide")
+    .option("--max-attempts <n>", "a task that crashes is tried this many times, then fails (default 3)")
+    .option("--json", "print {batch_id, tasks}")
+    .action(async (opts) => {
+      const { runSubmit } = await import("./commands/batch.ts");
+      finish(await runSubmit(io, opts));
+    });
+  batch
+    .command("status <batch-id>")
+    .description("progress, per-status counts, spend and ETA (from any machine)")
+    .option("--json", "print JSON")
+    .option("--watch", "refresh every 2 s until the batch is finished")
+    .action(async (id: string, opts) => {
+      const { runStatus } = await import("./commands/batch.ts");
+      finish(await runStatus(io, id, opts));
+    });
+  batch
+    .command("results <batch-id>")
+    .description("per task: status, exit code, final message, cost, tokens and the diff it produced")
+    .addOption(new Option("--format <format>", "output format").choices(["jsonl", "md"]).default("jsonl"))
+    .action(async (id: string, opts) => {
+      const { runResults } = await import("./commands/batch.ts");
+      finish(await runResults(io, id, opts));
+    });
+  batch
+    .command("cancel <batch-id>")
+    .description("no task of the batch starts any more; running ones are interrupted")
+    .action(async (id: string) => {
+      const { runCancel } = await import("./commands/batch.ts");
+      finish(await runCancel(io, id));
+    });
+  batch
+    .command("retry <batch-id>")
+    .description("queue a batch's finished tasks again, with fresh sessions")
+    .option("--failed", "the failed tasks")
+    .option("--status <status>", "the tasks in this final status (repeatable)", collect)
+    .action(async (id: string, opts) => {
+      const { runRetry } = await import("./commands/batch.ts");
+      finish(await runRetry(io, id, opts));
+    });
+  program
+    .command("worker")
+    .description("run fleet tasks on this machine until SIGTERM (once: drain; twice: hand back)")
+    .option("--concurrency <n>", "tasks run at once (default 1)")
+    .option(
+      "--work-dir <dir>",
+      "checkouts and session files while tasks run (the same path on every machine)",
+    )
+    .option("--lock-ms <ms>", "a dead worker's task is handed on after this long (default 30000)")
+    .option("--stalled-check-ms <ms>", "how often to look for dead workers' tasks (default 30000)")
+    .action(async (opts) => {
+      const { runWorker } = await import("./commands/worker.ts");
+      finish(await runWorker(io, opts));
+    });
+
   const sessions = program.command("sessions").description("list, show, replay and prune recorded sessions");
   sessions
     .command("list")
@@ -169,7 +253,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .option("--roots", "only root sessions (no sub-agents)")
     .option("--limit <n>", "at most this many")
     .option("--json", "print JSON")
+    .option("--batch <batch-id>", "the sessions of a fleet batch, from its catalog")
     .action(async (opts) => {
+      if (opts.batch) await (await import("./commands/batch.ts")).useBatchSessions(io, opts.batch);
       const { runList } = await import("./commands/sessions.ts");
       finish(runList(io, opts));
     });
@@ -178,7 +264,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .description("print a session's transcript from its file, then its sub-agents' (no plugin is started)")
     .option("--expand", "show collapsed parts (thinking, tool output) in full")
     .option("--no-children", "leave out the sub-agents' transcripts")
+    .option("--batch <batch-id>", "a session of a fleet batch, from its catalog")
     .action(async (id: string, opts) => {
+      if (opts.batch) await (await import("./commands/batch.ts")).useBatchSessions(io, opts.batch);
       const { runShow } = await import("./commands/show.ts");
       finish(await runShow(io, id, opts));
     });
@@ -199,7 +287,9 @@ XAI_API_KEY, or OPENAI_BASE_URL with OPENAI_MODEL).`,
     .option("--expand", "show collapsed parts in full")
     .option("--verbose", "also each context provider's contribution, as `agent run --verbose` shows them")
     .option("--no-children", "leave out the sub-agents")
+    .option("--batch <batch-id>", "a session of a fleet batch, from its catalog")
     .action(async (id: string, opts) => {
+      if (opts.batch) await (await import("./commands/batch.ts")).useBatchSessions(io, opts.batch);
       const { runReplay } = await import("./commands/replay.ts");
       finish(await runReplay(io, id, opts));
     });

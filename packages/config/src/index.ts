@@ -58,6 +58,7 @@ export {
   execEnvironment,
   withheldValues,
 } from "./exec-env.ts";
+export { type FleetUrls, resolveFleetUrls } from "./fleet.ts";
 export { gitMetadataPaths } from "./git-paths.ts";
 export {
   type ConfigLogger,

@@ -233,6 +233,25 @@ export interface Settings {
   retry: RetrySettings;
   observability: ObservabilitySettings;
   compaction: CompactionSettings;
+  /** `settings { fleet { ... } }`: where `agent batch` and `agent worker` find their engines. */
+  fleet?: FleetSettings;
+}
+
+/**
+ * Fleet mode's engines (docs/decisions/fleet.md). Their URLs carry credentials, so each is
+ * written `env("NAME")` and only the variable's name lives in the configuration; the
+ * commands that need them resolve it (resolveFleetUrls), never `agent run`.
+ */
+export interface FleetSettings {
+  redis_url: EnvReference;
+  postgres_url: EnvReference;
+  range: Range;
+}
+
+/** An `env("NAME")` attribute kept unresolved: the variable and where it is written. */
+export interface EnvReference {
+  name: string;
+  range: Range;
 }
 
 /** Where compaction starts: a share of the model's effective ceiling, or a token count. */

@@ -15,6 +15,7 @@ import {
   readStringMap,
 } from "./decode.ts";
 import { errorAt } from "./diagnostics.ts";
+import { decodeFleetBlock } from "./fleet.ts";
 import type {
   CompactAt,
   CompactionSettings,
@@ -140,7 +141,12 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         "sandbox",
         "allow_git_metadata_writes",
       ],
-      blocks: { retry: { single: true }, observability: { single: true }, compaction: { single: true } },
+      blocks: {
+        retry: { single: true },
+        observability: { single: true },
+        compaction: { single: true },
+        fleet: { single: true },
+      },
     },
     block.typeRange,
     owner,
@@ -307,6 +313,12 @@ export function decodeSettingsBlock(block: Block, diags: Diags): Settings {
         );
       } else s.compaction.context_window = cap;
     }
+  }
+
+  const fleet = body.blocks.find((b) => b.type === "fleet");
+  if (fleet) {
+    const decoded = decodeFleetBlock(fleet, diags);
+    if (decoded) s.fleet = decoded;
   }
 
   const strict = a("strict_params") && readBool(a("strict_params")!, "settings.strict_params", diags);

@@ -48,6 +48,7 @@ export {
 } from "./loop/tool-registry.ts";
 export { CircuitBreaker, CostNode, callHash, DoomLoopDetector, type StopReason } from "./loop/turn/bounds.ts";
 export { type RetryWait, retryDelayMs, retryWait } from "./loop/turn/model-call.ts";
+export type { VendorThrottle } from "./loop/vendor-throttle.ts";
 export {
   entryLine,
   MemoryAudit,

@@ -102,6 +102,7 @@ import {
 } from "./loop/session/widgets.ts";
 import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { routeCandidates } from "./loop/turn/model-call.ts";
+import type { VendorThrottle } from "./loop/vendor-throttle.ts";
 import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
@@ -192,6 +193,8 @@ export interface KernelOptions {
   readonly installProgress?: (line: string) => void;
   /** The fetch forge downloads use (tests). */
   readonly fetch?: Fetch;
+  /** Pacing of model calls shared with other kernels (fleet workers): loop/vendor-throttle.ts. */
+  readonly vendorThrottle?: VendorThrottle;
 }
 
 export interface StartSessionOptions {
@@ -428,6 +431,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       clock,
       log: this.#log.child("loop"),
       trace,
+      ...(this.#options.vendorThrottle ? { throttle: this.#options.vendorThrottle } : {}),
       kernelProducer: this.#kernelProducer,
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,

@@ -9,6 +9,7 @@ import type { HookDispatcher } from "../hooks/dispatcher.ts";
 import type { KernelLogger } from "../log.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
 import type { Tracer } from "../trace.ts";
+import type { VendorThrottle } from "./vendor-throttle.ts";
 
 export interface LoopLimits {
   /** Deadline of one Preview call; a slow or failing Preview leaves the item without one. */
@@ -76,4 +77,6 @@ export interface LoopDeps {
   readonly locks: ToolLocks;
   /** ULIDs for turn, plan-item and message ids. */
   newId(): string;
+  /** Shared pacing of model calls with other kernels (fleet mode); absent: none. */
+  readonly throttle?: VendorThrottle;
 }

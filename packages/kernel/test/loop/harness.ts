@@ -30,6 +30,7 @@ import {
   PluginPool,
   type PluginPoolOptions,
   type TraceEvent,
+  type VendorThrottle,
 } from "../../src/index.ts";
 import { createPlugin as contextPlugin } from "./fixtures/context-plugin.ts";
 import { createPlugin as hooksPlugin } from "./fixtures/hooks-plugin.ts";
@@ -142,6 +143,8 @@ export interface KernelSpec {
   readonly sandbox?: boolean;
   /** KernelOptions.tolerateProviderFailures. */
   readonly tolerateProviderFailures?: boolean;
+  /** Shared pacing of model calls (fleet mode's port). */
+  readonly vendorThrottle?: VendorThrottle;
 }
 
 export class FakeClock implements KernelClock {
@@ -327,6 +330,7 @@ export class Harness {
       ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
       ...(spec.limits ? { limits: spec.limits } : {}),
       ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),
+      ...(spec.vendorThrottle ? { vendorThrottle: spec.vendorThrottle } : {}),
     });
     const clients: TestClient[] = [];
     const vendorIds = new Map<string, string>();

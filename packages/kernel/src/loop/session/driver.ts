@@ -168,6 +168,8 @@ export async function runSessionRun(
         const states = { compaction: session.compaction, modelCalls: session.modelCalls };
         const ctx = turnContext(session, turn, turnId);
         const outcome = await runTurn(deps, ctx, session.ports, states, turn);
+        // A turn boundary: what the turn wrote is in the file (fleet mode ships it from here).
+        deps.trace({ name: "turn.end", sessionId: session.id, turnId, attrs: { outcome: outcome.kind } });
         turns++;
         if (outcome.kind === "failed") session.log.recordTurnFailure(turnId, outcome.detail);
         turnId = deps.newId();

@@ -431,6 +431,11 @@ export async function callModel(
           message: `${waiting.exhausted(model)}${lastError ? `; last error: ${lastError.message}` : ""}`,
         };
       }
+      // Another kernel sharing this vendor may have been told to back off (fleet mode).
+      if (deps.throttle) {
+        await deps.throttle.wait(candidate.provider.name, input.signal);
+        if (input.signal.aborted) return { kind: "cancelled", candidate };
+      }
       attemptNo++;
       deps.trace({
         name: "model.attempt",
@@ -511,6 +516,9 @@ export async function callModel(
             ? { delayMs: 0, capped: false }
             : retryWait(deps, retries, error.retryAfterSeconds);
         const delay = wait.delayMs;
+        if (error.category === "rate_limited") {
+          deps.throttle?.rateLimited(candidate.provider.name, wait.askedMs ?? delay);
+        }
         if (delay >= waiting.leftMs()) {
           const model = `${candidate.provider.name}/${candidate.spec.id}`;
           return {
