@@ -501,7 +501,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
                 if (this.#sessions.get(child.id) !== child) return;
                 child.widgetAbort.abort();
                 await child.channel.flush();
-                child.log.flushPersistSoon();
+                child.log.commit();
                 this.#sessions.delete(child.id);
                 child.writer.close();
               },
@@ -923,7 +923,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {
       try {
-        s.log.flushPersistSoon();
+        s.log.commit();
         s.writer.close();
       } catch {
         // already closed

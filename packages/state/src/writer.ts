@@ -178,6 +178,8 @@ export class SessionWriter implements Disposable {
   #closed = false;
   #depth = 0;
   #savepoint = 0;
+  /** A group commit is open (hold()): appends join it until commit(). */
+  #held = false;
   readonly #insertEvent: StatementSync;
   readonly #insertProducer: StatementSync;
   readonly #insertCost: StatementSync;
@@ -262,6 +264,41 @@ export class SessionWriter implements Disposable {
       throw err;
     } finally {
       this.#depth--;
+    }
+  }
+
+  /**
+   * Opens a group commit: every append from now on (each still all-or-nothing, as a
+   * savepoint) joins one transaction that commit() ends, so a burst of appends costs one
+   * sync to disk. Appends are visible to this writer at once, to other connections only
+   * once committed. No-op when a group or a transaction() is already open.
+   */
+  hold(): void {
+    const db = this.#open();
+    if (this.#held || this.#depth > 0) return;
+    db.exec("BEGIN IMMEDIATE");
+    this.#held = true;
+    this.#depth++;
+  }
+
+  /** True while a group commit is open. */
+  get holding(): boolean {
+    return this.#held;
+  }
+
+  /**
+   * Ends the open group commit, if any: what it holds is durable when this returns. On a
+   * failure the group is rolled back and the error thrown.
+   */
+  commit(): void {
+    if (!this.#held || this.#closed) return;
+    this.#held = false;
+    this.#depth--;
+    try {
+      this.#db.exec("COMMIT");
+    } catch (err) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw err;
     }
   }
 
@@ -353,6 +390,8 @@ export class SessionWriter implements Disposable {
   setStatus(status: SessionStatus, options: { readonly at?: Date } = {}): SessionMeta {
     const at = options.at ?? new Date();
     if (Number.isNaN(at.getTime())) throw new InvalidArgumentError("at must be a valid Date");
+    // A status change is a point the file must be whole at (and the WAL checkpointed).
+    this.commit();
     const meta = this.transaction(() => {
       const db = this.#db;
       const current = readMeta(db, this.path);
@@ -394,6 +433,8 @@ export class SessionWriter implements Disposable {
    */
   openReader(): SessionReader {
     this.#open();
+    // A reader sees committed data only: what this writer holds goes to the file first.
+    this.commit();
     const db = connect(this.path, { readOnly: true });
     return new SessionReader(db, this.sessionId, this.path, [], undefined);
   }
@@ -409,6 +450,13 @@ export class SessionWriter implements Disposable {
 
   close(): void {
     if (this.#closed) return;
+    // What a group commit holds is kept, not rolled back by the close.
+    let failed: unknown;
+    try {
+      this.commit();
+    } catch (err) {
+      failed = err;
+    }
     this.#closed = true;
     openWriters.delete(resolve(this.path));
     this.checkpointOnClose();
@@ -417,6 +465,7 @@ export class SessionWriter implements Disposable {
     } finally {
       this.#lock?.release();
     }
+    if (failed !== undefined) throw failed;
   }
 
   [Symbol.dispose](): void {

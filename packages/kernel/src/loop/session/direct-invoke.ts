@@ -243,9 +243,9 @@ export async function runDirectInvocation(
     );
   const rewound = session.rewind.take();
   if (rewound) {
-    // After the command's result, so every frontend shows what was done before it moves on:
-    // the result may still be queued for the end of this tick (persistSoon).
-    session.log.flushPersistSoon();
+    // After the command's result, so every frontend shows what was done before it moves on
+    // (the result is published already; committed here, before the fork is announced).
+    session.log.commit();
     session.channel.publish({
       event: {
         case: "sessionRewound",
