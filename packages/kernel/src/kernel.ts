@@ -104,6 +104,7 @@ import { type SessionToolInfo, ToolRegistry } from "./loop/tool-registry.ts";
 import { routeCandidates } from "./loop/turn/model-call.ts";
 import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
+import { noteLaunch } from "./plugins/launch-log.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
 import { withReplayBuilds } from "./plugins/replay-builds.ts";
@@ -553,6 +554,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   async pluginLaunched(name: string, launch: LaunchContext): Promise<void> {
+    if (launch.launch === 1) noteLaunch(this.#options.env ?? process.env, name);
     // While the registry loads, it describes and configures what it launches itself.
     const providers = this.#providers;
     if (!providers) return;
