@@ -475,6 +475,29 @@ describe("transactions and serialization", () => {
     expect(count(w, "events")).toBe(6);
   });
 
+  it("commits a group without a sync to disk, and syncs it at sync(), a synced commit or close", () => {
+    // The default durability: every plain commit syncs.
+    const w = createSession({ profile: "default", depth: 0 }, { dir });
+    writers.push(w);
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(1));
+    w.commit();
+    expect(w.synced).toBe(false);
+    expect(count(w, "events")).toBe(1); // in the file (a crash keeps it), not yet synced
+    w.sync();
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(2));
+    w.commit();
+    w.append(toolCallEvent(3)); // a synced commit takes the earlier frames along
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(4));
+    w.close();
+    expect(count(w, "events")).toBe(4);
+  });
+
   it("refuses an async transaction callback and rolls back what it wrote synchronously", async () => {
     const w = newWriter();
     expect(() =>

@@ -142,6 +142,8 @@ export interface KernelSpec {
   readonly sandbox?: boolean;
   /** KernelOptions.tolerateProviderFailures. */
   readonly tolerateProviderFailures?: boolean;
+  /** Session file durability (default "normal": no sync to disk per commit). */
+  readonly durability?: "full" | "normal";
 }
 
 export class FakeClock implements KernelClock {
@@ -323,7 +325,7 @@ export class Harness {
       clock,
       trace: (e) => traces.push(e),
       logSink: (r) => logs.push(r),
-      durability: "normal",
+      durability: spec.durability ?? "normal",
       ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
       ...(spec.limits ? { limits: spec.limits } : {}),
       ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),

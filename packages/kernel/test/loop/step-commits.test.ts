@@ -1,13 +1,14 @@
 // A tool step's writes go to the session file in at most two transactions (issue 32,
 // point 5): the assistant message with its tool_call events (and the plan, for a resource)
-// commit together, and always before the tool runs; the results, the apply record and the
-// user message carrying them commit together after. Commits are counted at node:sqlite's
-// own COMMIT, so a write path that opens a transaction per event fails here.
+// commit together, and are synced to disk before the tool runs; the results, the apply
+// record and the user message carrying them commit together after. Commits are counted at
+// node:sqlite's own COMMIT, so a write path that opens a transaction per event fails here.
 import { DatabaseSync } from "node:sqlite";
 import { fromBinary } from "@bufbuild/protobuf";
 import { ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import { SessionStatus } from "@pluggableharness/protocol/session";
+import { SessionWriter } from "@pluggableharness/state";
 import { afterAll, expect, it, vi } from "vitest";
 import { calls, Harness, reply, tool } from "./harness.ts";
 
@@ -16,6 +17,8 @@ afterAll(() => h.dispose());
 
 it("commits each tool step's events in at most two transactions, the call's before the tool runs", async () => {
   const k = await h.kernel({
+    // As `agent run` writes: every durable point synced to disk.
+    durability: "full",
     hcl: `
 policy "writes_ok" {
   match  = { provider = "tools", tool_name = "write" }
@@ -46,6 +49,16 @@ policy "writes_ok" {
     }
     return exec.call(this, sql);
   });
+  // Whether the session file was on stable storage when each tool was invoked: the writer's
+  // state right after each sync(), with the trace events emitted by then.
+  const synced: { traced: number; synced: boolean; through: number }[] = [];
+  const sync = SessionWriter.prototype.sync;
+  const syncSpy = vi.spyOn(SessionWriter.prototype, "sync").mockImplementation(function (
+    this: SessionWriter,
+  ) {
+    sync.call(this);
+    synced.push({ traced: k.traces.length, synced: this.synced, through: this.lastSequence() });
+  });
   let status: SessionStatus;
   let id: string;
   try {
@@ -54,6 +67,7 @@ policy "writes_ok" {
     status = await c.finished(id);
   } finally {
     spy.mockRestore();
+    syncSpy.mockRestore();
   }
   expect(status).toBe(SessionStatus.COMPLETED);
   const events = k.file(id).events;
@@ -96,6 +110,10 @@ policy "writes_ok" {
     expect(durable, `tool_call of ${callId} committed before the tool ran`).toBeGreaterThanOrEqual(
       call.sequence,
     );
+    // ...and synced: the last sync before the invocation left nothing unsynced behind it.
+    const last = synced.filter((s) => s.traced <= at).at(-1);
+    expect(last?.synced, `synced before ${callId} ran`).toBe(true);
+    expect(last!.through).toBeGreaterThanOrEqual(call.sequence);
   }
   const plan = events.find((e) => e.kind === EventKind.PLAN)!;
   const write = invoked[1]!.at;

@@ -100,21 +100,24 @@ export class SessionLog {
   }
 
   /**
-   * Makes everything appended so far durable now. Called where the file must be whole: before
-   * a tool runs (what it was asked and the gate's decision are on disk before it acts),
-   * before a status change, a rewind's read, a shutdown.
+   * Makes everything appended so far durable now, power loss included. Called where the
+   * file must be whole: before a tool runs (what it was asked and the gate's decision are
+   * on disk before it acts), before a status change, a rewind's read, a shutdown.
    */
   commit(): void {
-    this.#s.writer.commit();
+    this.#s.writer.sync();
   }
 
   /**
    * Group commit: a step's writes (the assistant message, its tool_call events, the plan;
    * then the tool results, the apply record and the user message carrying them) are
    * appended at once, with their sequence and renders, inside one transaction that commits
-   * at the end of the event-loop turn in which they happen, or earlier at commit(). One
-   * sync to disk per burst instead of one per event. A kernel killed inside that turn loses
-   * that turn's appends, as a kill a moment earlier would have; never one a tool ran after.
+   * at the end of the event-loop turn in which they happen, or earlier at commit(). That
+   * end-of-turn commit is not synced (a crash of the process keeps it; power loss keeps it
+   * once the next commit() has synced the WAL), so a tool step costs one sync to disk, the
+   * one before its tool runs, instead of one per event. A kernel killed inside the turn
+   * loses that turn's appends, as a kill a moment earlier would have; never one a tool ran
+   * after.
    */
   #hold(): void {
     const writer = this.#s.writer;
