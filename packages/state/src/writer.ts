@@ -336,7 +336,16 @@ export class SessionWriter implements Disposable {
   sync(): void {
     this.commit();
     if (!this.#unsynced || this.#closed) return;
-    const fd = openSync(`${this.path}-wal`, "r+");
+    let fd: number;
+    try {
+      fd = openSync(`${this.path}-wal`, "r+");
+    } catch (err) {
+      // The WAL exists while this connection is open; gone (removed behind the writer's
+      // back), there is nothing of it left to sync, and a tool call must not fail for it.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      this.#unsynced = false;
+      return;
+    }
     try {
       fsyncSync(fd);
     } finally {
