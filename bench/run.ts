@@ -31,20 +31,29 @@ import type { ObservedRun, Scenario, ScenarioContext, ScenarioResult } from "./l
 import { timelineMarkdown } from "./lib/timeline.ts";
 import { codingTaskScenario } from "./scenarios/coding-task.ts";
 import { coldStart } from "./scenarios/cold-start.ts";
+import { commands } from "./scenarios/commands.ts";
 import { parallelTools } from "./scenarios/parallel-tools.ts";
 import { replay } from "./scenarios/replay.ts";
 import { streamingScenario } from "./scenarios/streaming.ts";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 const ALL_HARNESSES: Harness[] = [ours, claudeCode, codex, opencode, pi, baseline];
-const SCENARIO_IDS = ["cold-start", "streaming", "coding-task", "replay", "parallel-tools", "micro"];
+const SCENARIO_IDS = [
+  "cold-start",
+  "streaming",
+  "coding-task",
+  "replay",
+  "parallel-tools",
+  "commands",
+  "micro",
+];
 
 const USAGE = `usage: npm run bench -- [options]
 
   -s, --scenarios LIST     comma-separated: ${SCENARIO_IDS.join(", ")} (default: all)
   -H, --harnesses LIST     comma-separated: ${ALL_HARNESSES.map((h) => h.id).join(", ")} (default: all)
   -n, --runs N|ID=N,...    timed runs per harness, for every scenario or per scenario
-                           (defaults: cold-start 20, streaming 5, coding-task 5, replay 10, parallel-tools 10;
+                           (defaults: cold-start 20, streaming 5, coding-task 5, replay 10, parallel-tools 10, commands 5;
                            "micro" runs bench/runtime, bench/state and bench/tools once each)
       --quick              2 timed runs per scenario (a smoke test, not a result)
       --events N           deltas in the streaming scenario (default 20000)
@@ -142,6 +151,7 @@ const scenarios: Record<string, Scenario> = {
   "coding-task": codingTaskScenario,
   replay,
   "parallel-tools": parallelTools,
+  commands,
 };
 
 const log = (line: string) => process.stderr.write(`${line}\n`);

@@ -21,6 +21,8 @@ export interface RunOptions {
   lineTimes?: boolean;
   /** Record when this text first appears on stdout (`RunResult.watchedAt`). */
   watchFor?: string;
+  /** With `watchFor`: end the run (SIGTERM to its group) once the text appeared. */
+  stopOnWatch?: boolean;
 }
 
 export interface StdoutLine {
@@ -159,8 +161,10 @@ export async function runProcess(spec: RunSpec, options: RunOptions): Promise<Ru
     }
     if (options.watchFor && watchedAt === undefined) {
       const text = watchTail + chunk.toString("utf8");
-      if (text.includes(options.watchFor)) watchedAt = now;
-      else watchTail = text.slice(-options.watchFor.length);
+      if (text.includes(options.watchFor)) {
+        watchedAt = now;
+        if (options.stopOnWatch) killGroup(child.pid, "SIGTERM");
+      } else watchTail = text.slice(-options.watchFor.length);
     }
     firstStdoutAt ??= now;
     lastStdoutAt = now;

@@ -11,7 +11,8 @@ import { billRun, type RunBill } from "../lib/billing.ts";
 import type { ExtraTable, HarnessResult, Sample, Scenario, ScenarioContext } from "../lib/scenario.ts";
 import { fmt } from "../lib/scenario.ts";
 import { failureReason } from "../lib/spawn.ts";
-import { nsToMs } from "../lib/stats.ts";
+import { median, nsToMs } from "../lib/stats.ts";
+import { kernelSteps, requestGaps } from "../lib/step-overhead.ts";
 import { toolResults } from "../lib/wire.ts";
 import { isSideRequest, runHarness, taskHandler } from "./common.ts";
 
@@ -37,13 +38,25 @@ export const codingTaskScenario: Scenario = {
     "Billing: the fake bills every request by prompt-prefix match the way its vendor does (Anthropic explicit " +
     "cache_control breakpoints with the 20-block lookback and per-model minimums; OpenAI's automatic prefix " +
     "caching), each run starting with a cold cache; input per step is split into uncached input, cache writes " +
-    "and cache reads, and cost is each request priced at its model's list price (bench/lib/billing.ts).",
+    "and cache reads, and cost is each request priced at its model's list price (bench/lib/billing.ts). " +
+    "Step gap = a model request received in full → the next request's first byte, median over the run's steps " +
+    "(the harness reading the answer, running the tool, sending the next request). For ours also, from the " +
+    "kernel's AGENT_TRACE timeline: model stream end → next model attempt minus the tool's own run " +
+    "(bench/lib/step-overhead.ts), the kernel's own overhead per step.",
   defaultRuns: 5,
   metrics: [
     { key: "wall_ms", label: "wall", unit: "ms", better: "lower", p95: true },
     { key: "peak_rss_mb", label: "peak RSS (tree)", unit: "MB", better: "lower" },
     { key: "processes", label: "processes at peak", unit: "count", better: "lower" },
     { key: "requests", label: "model requests", unit: "count", better: "lower" },
+    { key: "step_gap_ms", label: "step gap (request → next request)", unit: "ms", better: "lower" },
+    {
+      key: "kernel_step_ms",
+      label: "kernel overhead / step (trace, tool excluded)",
+      unit: "ms",
+      better: "lower",
+    },
+    { key: "tool_step_ms", label: "tool run / step (trace)", unit: "ms", better: "lower" },
     { key: "cost_usd", label: "cost", unit: "USD", better: "lower" },
     { key: "cost_per_step_usd", label: "cost / step", unit: "USD", better: "lower" },
     { key: "uncached_per_step", label: "uncached input / step", unit: "tokens", better: "lower" },
@@ -60,7 +73,10 @@ export const codingTaskScenario: Scenario = {
     mkdirSync(cwd, { recursive: true });
     cpSync(join(ctx.dir, "template"), cwd, { recursive: true });
     h.setupProject(cwd, ctx.env);
+    // Ours writes its step timeline, for the kernel's own share of each step.
+    const traceFile = join(ctx.dir, "runs", `${h.id}-${runCounter}.trace.jsonl`);
     const { result, requests, problems } = await runHarness(h, ctx, {
+      ...(h.kind === "ours" ? { env: { AGENT_TRACE: traceFile } } : {}),
       cwd,
       prompt: TASK_PROMPT,
       output: "text",
@@ -88,6 +104,8 @@ export const codingTaskScenario: Scenario = {
     const bill = billRun(requests);
     lastBills.set(h.id, { label: h.label, bill });
     const steps = Math.max(1, bill.steps.length);
+    const gaps = requestGaps(turns);
+    const kernel = h.kind === "ours" ? kernelSteps(traceFile) : [];
     return {
       ok: true,
       metrics: {
@@ -96,6 +114,13 @@ export const codingTaskScenario: Scenario = {
           ? { peak_rss_mb: result.memory.peakKb / 1024, processes: result.memory.peakProcesses }
           : {}),
         requests: requests.length,
+        ...(gaps.length > 0 ? { step_gap_ms: median(gaps) } : {}),
+        ...(kernel.length > 0
+          ? {
+              kernel_step_ms: median(kernel.map((k) => k.overheadMs)),
+              tool_step_ms: median(kernel.map((k) => k.toolMs)),
+            }
+          : {}),
         ...(bill.costUsd !== undefined
           ? { cost_usd: bill.costUsd, cost_per_step_usd: bill.costUsd / steps }
           : {}),

@@ -39,6 +39,8 @@ export async function runHarness(
     handler: (problems: string[]) => Handler;
     sampleMemory?: boolean;
     watchFor?: string;
+    /** Variables added to the harness's environment (ours' AGENT_TRACE file, say). */
+    env?: Record<string, string>;
   },
 ): Promise<HarnessRun> {
   const problems: string[] = [];
@@ -47,6 +49,7 @@ export async function runHarness(
     { home: ctx.home(h), cwd: options.cwd, prompt: options.prompt, output: options.output },
     ctx.env,
   );
+  if (options.env) spec.env = { ...spec.env, ...options.env };
   const result = await runProcess(spec, {
     timeoutMs: ctx.timeoutMs,
     ...(options.sampleMemory ? { sampleMemory: true } : {}),

@@ -2,7 +2,7 @@
 // for its static description: identity (Describe), config schema, tools, models,
 // hook points, health. `agent validate` and `agent providers` use it; neither runs a
 // session, so nothing here needs the agent loop.
-import { appendFileSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
@@ -16,9 +16,13 @@ import {
   DescribeCache,
   defaultDescribeCacheDir,
   describeCacheKey,
+  keptAnswerDigest,
+  keptModelsAllowed,
+  noteLaunch,
   outsidePluginSandbox,
   type ProviderDescription,
   providerTransport,
+  sourcesFingerprint,
 } from "@pluggableharness/kernel";
 import type { HookPoint, ProducerRef } from "@pluggableharness/protocol/common";
 import { type ConfigSchema, DiagnosticSeverity } from "@pluggableharness/protocol/config";
@@ -151,7 +155,7 @@ export async function inspectProviders(
         };
         const key = describeCacheKey(r, keyOptions);
         const entry = key && !options.live ? cache.read(r.source, key) : undefined;
-        if (entry && fromCache(facts, entry, key!, cache, options)) {
+        if (entry && fromCache(facts, entry, key!, cache, config.projectDir, options)) {
           if (options.transports !== false) facts.isolation = runTransport(config, r, facts.categories);
           return facts;
         }
@@ -184,16 +188,31 @@ export async function inspectProviders(
           holdsSecret = values !== undefined && mask.contains(JSON.stringify(values));
           if (values !== undefined) {
             await configureAll(host, facts, values);
-            if (key && !facts.configureDiagnostics.some((x) => x.severity === "error"))
-              cache.accept(r.source, key, acceptedDigest(values, facts.configSchema));
+            const accepted = !facts.configureDiagnostics.some((x) => x.severity === "error");
+            const digest = acceptedDigest(values, facts.configSchema);
+            if (key && accepted) cache.accept(r.source, key, digest);
+            // Whether a sensitive attribute is set: nothing derived from it may be kept.
+            const secretSet = (facts.configSchema?.attributes ?? []).some(
+              (a) =>
+                a.sensitive &&
+                values[a.name] !== undefined &&
+                values[a.name] !== null &&
+                values[a.name] !== "",
+            );
+            const kept = { key, digest, accepted, secretSet: secretSet || holdsSecret };
             // A bridge's operations exist once its configuration is applied (the MCP bridge).
-            if (facts.toolSchema?.operationsFromConfig) await describeCategories(host, facts, ["tool"]);
+            if (facts.toolSchema?.operationsFromConfig) {
+              await describeCategories(host, facts, ["tool"]);
+              keepOperations(cache, r, facts, kept, config.projectDir);
+            }
             if (facts.categories.includes("model")) {
               const caps = (await host.client(ModelService).getCapabilities({}, { timeoutMs: TIMEOUT_MS }))
                 .capabilities;
               facts.models = caps?.models.map((m) => m.id) ?? facts.models;
               if (caps) facts.modelCapabilities = caps;
               facts.specs = caps?.models ?? facts.specs;
+              if (caps && key && accepted && keptModelsAllowed(caps, described.model, kept.secretSet))
+                cache.writeModels(r.source, key, keptAnswerDigest(digest, config.projectDir), caps);
             }
           }
         } catch (err) {
@@ -209,26 +228,47 @@ export async function inspectProviders(
 }
 
 /**
- * Fills `facts` from a cached description when the provider need not run: not a bridge
- * (its operations come from its configuration), not a model provider asked to be
- * configured (its models may; `agent run` activates it at start anyway), and a
- * configuration, if asked for, that its Configure accepted before. false: launch it.
+ * Fills `facts` from a cached description when the provider need not run: its
+ * configuration, if asked for, is one its Configure accepted before, and whatever it
+ * declares only once configured was kept for that configuration: a cacheable bridge's
+ * operations (agent, commands: as `agent run` keeps them, with their source files
+ * unchanged) and a model provider's models. A live bridge (MCP) always runs. false:
+ * launch it.
  */
 function fromCache(
   facts: ProviderFacts,
   d: ProviderDescription,
   key: string,
   cache: DescribeCache,
+  projectDir: string,
   options: InspectOptions,
 ): boolean {
-  if (d.toolSchema?.operationsFromConfig) return false;
-  if (options.configure && d.categories.includes("model")) return false;
+  if (d.toolSchema?.operationsFromConfig && !d.toolSchema.operationsCacheable) return false;
   const f: ProviderFacts = { ...facts, categories: [...d.categories], producers: { ...d.producers } };
   applyDescription(f, d);
+  let digest: string | undefined;
   if (options.configure) {
     const values = options.configure(f.resolved.localName, f.configSchema);
-    const digest = values === undefined ? undefined : acceptedDigest(values, f.configSchema);
+    digest = values === undefined ? undefined : acceptedDigest(values, f.configSchema);
     if (digest !== undefined && !cache.accepted(f.resolved.source, key, digest)) return false;
+  }
+  const keptUnder = digest === undefined ? undefined : keptAnswerDigest(digest, projectDir);
+  if (d.toolSchema?.operationsFromConfig) {
+    // Without a configuration to look it up by, the bridge must be asked.
+    const kept = keptUnder && cache.readOperations(f.resolved.source, key, keptUnder);
+    if (!kept || kept.fingerprint !== sourcesFingerprint(kept.schema.operationSources)) return false;
+    applyDescription(f, { ...d, toolSchema: kept.schema });
+    // Its Configure warnings (a command file that is not a command), as when it ran.
+    for (const w of kept.warnings)
+      f.configureDiagnostics.push({ severity: "warning", attributePath: [], summary: w, detail: "" });
+    f.configureProblems.push(...kept.warnings);
+  }
+  if (options.configure && d.categories.includes("model")) {
+    const caps = keptUnder && cache.readModels(f.resolved.source, key, keptUnder);
+    if (!caps) return false;
+    f.models = caps.models.map((m) => m.id);
+    f.modelCapabilities = caps;
+    f.specs = caps.models;
   }
   // The same build answered every description when it was cached; it has not run since.
   Object.assign(facts, f, { healthy: true });
@@ -236,17 +276,26 @@ function fromCache(
 }
 
 /**
- * With AGENT_DEBUG_LAUNCH_LOG set to a file, each provider launched here appends its name
- * to it: how tests see what a command started.
+ * Keeps a cacheable bridge's post-Configure operations as the kernel does (providers.ts,
+ * keepOperations), so the next `agent validate`, `agent providers` or `agent run` leaves it
+ * dormant: only for an accepted configuration that holds no secret.
  */
-function noteLaunch(env: NodeJS.ProcessEnv, name: string): void {
-  const file = env["AGENT_DEBUG_LAUNCH_LOG"];
-  if (!file) return;
-  try {
-    appendFileSync(file, `${name}\n`);
-  } catch {
-    // a debugging aid only
-  }
+function keepOperations(
+  cache: DescribeCache,
+  r: ResolvedProvider,
+  facts: ProviderFacts,
+  kept: { key: string | undefined; digest: string; accepted: boolean; secretSet: boolean },
+  projectDir: string,
+): void {
+  const schema = facts.toolSchema;
+  if (!kept.key || !kept.accepted || kept.secretSet || !schema?.operationsCacheable) return;
+  cache.writeOperations(r.source, kept.key, keptAnswerDigest(kept.digest, projectDir), {
+    schema,
+    fingerprint: sourcesFingerprint(schema.operationSources),
+    warnings: facts.configureDiagnostics
+      .filter((x) => x.severity === "warning")
+      .map((x) => x.detail || x.summary),
+  });
 }
 
 /** What is reported of a provider, with every secret masked (the raw descriptions stay for the kernel's rules). */

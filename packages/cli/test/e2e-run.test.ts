@@ -186,10 +186,20 @@ describe("agent run -p (headless)", () => {
     const live = firstRun.filter((rec) => rec["type"] === "render").map((rec) => String(rec["text"]));
     expect(live.length).toBeGreaterThan(5);
     // Read-only commands: run side by side.
+    // Replay starts only the producers whose events it renders (AGENT_DEBUG_LAUNCH_LOG
+    // names each launch): not the model provider, the context providers or the rest.
+    const launchLog = join(repo, "..", "replay-launches.log");
     const [r, list, show] = await Promise.all([
-      agent(["sessions", "replay", sessionId], { cwd: repo, env }),
+      agent(["sessions", "replay", sessionId], {
+        cwd: repo,
+        env: { ...env, AGENT_DEBUG_LAUNCH_LOG: launchLog },
+      }),
       agent(["sessions", "list"], { cwd: repo, env }),
       agent(["sessions", "show", sessionId], { cwd: repo, env }),
+    ]);
+    expect([...new Set(readFileSync(launchLog, "utf8").split("\n").filter(Boolean))].sort()).toEqual([
+      "exec",
+      "filesystem",
     ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);

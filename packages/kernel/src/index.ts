@@ -61,8 +61,12 @@ export { memoryContentNode, memoryLinkUrl, memorySlug, parseMemoryLinks } from "
 export {
   DescribeCache,
   defaultDescribeCacheDir,
+  keptAnswerDigest,
+  keptModelsAllowed,
   type ProviderDescription,
+  sourcesFingerprint,
 } from "./plugins/describe-cache.ts";
+export { noteLaunch } from "./plugins/launch-log.ts";
 export { PluginPool, type PluginPoolOptions } from "./plugins/pool.ts";
 export {
   acceptedDigest,

@@ -105,6 +105,7 @@ import { routeCandidates } from "./loop/turn/model-call.ts";
 import type { VendorThrottle } from "./loop/vendor-throttle.ts";
 import { MemoryAudit, memorySources } from "./memory/audit.ts";
 import { DescribeCache, defaultDescribeCacheDir } from "./plugins/describe-cache.ts";
+import { noteLaunch } from "./plugins/launch-log.ts";
 import { PluginPool, type PoolOwner } from "./plugins/pool.ts";
 import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
 import { withReplayBuilds } from "./plugins/replay-builds.ts";
@@ -505,7 +506,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
                 if (this.#sessions.get(child.id) !== child) return;
                 child.widgetAbort.abort();
                 await child.channel.flush();
-                child.log.flushPersistSoon();
+                child.log.commit();
                 this.#sessions.delete(child.id);
                 child.writer.close();
               },
@@ -557,6 +558,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   }
 
   async pluginLaunched(name: string, launch: LaunchContext): Promise<void> {
+    if (launch.launch === 1) noteLaunch(this.#options.env ?? process.env, name);
     // While the registry loads, it describes and configures what it launches itself.
     const providers = this.#providers;
     if (!providers) return;
@@ -919,7 +921,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.frontends.closeAll();
     for (const s of this.#sessions.values()) {
       try {
-        s.log.flushPersistSoon();
+        s.log.commit();
         s.writer.close();
       } catch {
         // already closed

@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import {
   appendFileSync,
   cpSync,
+  type Dirent,
   existsSync,
   lstatSync,
   mkdirSync,
@@ -75,27 +76,34 @@ function walk(root: string): Map<string, { size: number; mtimeMs: number }> {
   const stack = [root];
   while (stack.length > 0 && out.size < MAX_FILES) {
     const dir = stack.pop()!;
-    let names: string[];
+    let entries: Dirent[];
     try {
-      names = readdirSync(dir);
+      // The entry types come with the listing: only regular files cost a stat (it runs
+      // twice per turn with resource calls, over the whole tree).
+      entries = readdirSync(dir, { withFileTypes: true });
     } catch {
       continue;
     }
-    for (const name of names.sort()) {
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      const name = entry.name;
+      if (dir === root && KERNEL_OWNED.has(name)) continue;
       const abs = join(dir, name);
+      if (entry.isDirectory()) {
+        if (!SKIPPED_DIRS.has(name)) stack.push(abs);
+        continue;
+      }
+      if (!entry.isFile()) continue;
       let st: ReturnType<typeof lstatSync>;
       try {
         st = lstatSync(abs);
       } catch {
         continue;
       }
-      if (dir === root && KERNEL_OWNED.has(name)) continue;
-      if (st.isDirectory()) {
-        if (!SKIPPED_DIRS.has(name)) stack.push(abs);
-      } else if (st.isFile()) {
-        out.set(relative(root, abs).split(sep).join("/"), { size: st.size, mtimeMs: st.mtimeMs });
-        if (out.size >= MAX_FILES) break;
-      }
+      // Replaced by something else between the listing and the stat: the next scan sees it.
+      if (!st.isFile()) continue;
+      out.set(relative(root, abs).split(sep).join("/"), { size: st.size, mtimeMs: st.mtimeMs });
+      if (out.size >= MAX_FILES) break;
     }
   }
   return out;
@@ -160,9 +168,11 @@ export class CheckpointStore {
     const index = this.loadIndex();
     const now = walk(this.root);
     const changes: FileChange[] = [];
+    let updated = false;
     for (const [path, st] of now) {
       const was = index.get(path);
       if (was && was.size === st.size && was.mtimeMs === st.mtimeMs) continue;
+      updated = true;
       let hash: string | undefined;
       if (st.size <= MAX_FILE_BYTES) {
         try {
@@ -178,9 +188,11 @@ export class CheckpointStore {
     for (const [path, was] of index) {
       if (now.has(path)) continue;
       index.delete(path);
+      updated = true;
       changes.push({ path, before: was.hash, after: null });
     }
-    this.saveIndex();
+    // Rewritten only when the tree moved: most scans (before the calls) find nothing new.
+    if (updated || !existsSync(join(this.dir, "index.json"))) this.saveIndex();
     return changes;
   }
 

@@ -5,7 +5,7 @@
 // and receive sequence numbers in call order. transaction() refuses async callbacks,
 // which is the one way an await could let unrelated appends slip into a transaction.
 
-import { closeSync, existsSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync } from "node:fs";
 import { resolve } from "node:path";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import type { SessionInfo, SessionStatus } from "@pluggableharness/protocol/session";
@@ -178,6 +178,12 @@ export class SessionWriter implements Disposable {
   #closed = false;
   #depth = 0;
   #savepoint = 0;
+  /** A group commit is open (hold()): appends join it until commit(). */
+  #held = false;
+  /** The connection syncs every commit (durability "full"). */
+  readonly #syncsCommits: boolean;
+  /** A group was committed without a sync: the WAL holds frames not yet on stable storage. */
+  #unsynced = false;
   readonly #insertEvent: StatementSync;
   readonly #insertProducer: StatementSync;
   readonly #insertCost: StatementSync;
@@ -202,6 +208,8 @@ export class SessionWriter implements Disposable {
     }
     this.#lock = lock;
     this.#db = db;
+    this.#syncsCommits =
+      Number((db.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous) >= 2;
     this.sessionId = sessionId;
     this.path = path;
     this.migrations = migrations;
@@ -251,6 +259,8 @@ export class SessionWriter implements Disposable {
         throw new AsyncTransactionError();
       }
       db.exec(nested ? `RELEASE ${savepoint}` : "COMMIT");
+      // A synced commit puts the whole WAL on stable storage, earlier groups' frames too.
+      if (!nested) this.#unsynced = false;
       return result;
     } catch (err) {
       if (nested) {
@@ -263,6 +273,85 @@ export class SessionWriter implements Disposable {
     } finally {
       this.#depth--;
     }
+  }
+
+  /**
+   * Opens a group commit: every append from now on (each still all or nothing, as a
+   * savepoint) joins one transaction that commit() ends, so a burst of appends costs one
+   * commit. Appends are visible to this writer at once, to other connections only once
+   * committed. The group's commit does not sync to disk by itself: it survives a crash of
+   * this process at once, and power loss once sync() (or any later synced commit: a status
+   * change, a plain append, close) has run. No-op when a group or a transaction() is open.
+   */
+  hold(): void {
+    const db = this.#open();
+    if (this.#held || this.#depth > 0) return;
+    // The level cannot change inside a transaction; it is set back once the group commits.
+    if (this.#syncsCommits) db.exec("PRAGMA synchronous = NORMAL");
+    try {
+      db.exec("BEGIN IMMEDIATE");
+    } catch (err) {
+      if (this.#syncsCommits) db.exec("PRAGMA synchronous = FULL");
+      throw err;
+    }
+    this.#held = true;
+    this.#depth++;
+  }
+
+  /** True while a group commit is open. */
+  get holding(): boolean {
+    return this.#held;
+  }
+
+  /** True when everything committed is on stable storage (see hold()). */
+  get synced(): boolean {
+    return !this.#unsynced;
+  }
+
+  /**
+   * Ends the open group commit, if any: what it holds is in the file when this returns
+   * (sync() makes it survive power loss). On a failure the group is rolled back and the
+   * error thrown.
+   */
+  commit(): void {
+    if (!this.#held || this.#closed) return;
+    this.#held = false;
+    this.#depth--;
+    try {
+      this.#db.exec("COMMIT");
+      if (this.#syncsCommits) this.#unsynced = true;
+    } catch (err) {
+      if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+      throw err;
+    } finally {
+      if (this.#syncsCommits) this.#db.exec("PRAGMA synchronous = FULL");
+    }
+  }
+
+  /**
+   * Commits the open group and puts every committed frame of the WAL on stable storage,
+   * as a synced commit would have: a point the file must survive power loss at (before a
+   * tool runs).
+   */
+  sync(): void {
+    this.commit();
+    if (!this.#unsynced || this.#closed) return;
+    let fd: number;
+    try {
+      fd = openSync(`${this.path}-wal`, "r+");
+    } catch (err) {
+      // The WAL exists while this connection is open; gone (removed behind the writer's
+      // back), there is nothing of it left to sync, and a tool call must not fail for it.
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      this.#unsynced = false;
+      return;
+    }
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.#unsynced = false;
   }
 
   #write(event: PreparedEvent): AppendedEvent {
@@ -353,6 +442,8 @@ export class SessionWriter implements Disposable {
   setStatus(status: SessionStatus, options: { readonly at?: Date } = {}): SessionMeta {
     const at = options.at ?? new Date();
     if (Number.isNaN(at.getTime())) throw new InvalidArgumentError("at must be a valid Date");
+    // A status change is a point the file must be whole at (and the WAL checkpointed).
+    this.commit();
     const meta = this.transaction(() => {
       const db = this.#db;
       const current = readMeta(db, this.path);
@@ -394,6 +485,8 @@ export class SessionWriter implements Disposable {
    */
   openReader(): SessionReader {
     this.#open();
+    // A reader sees committed data only: what this writer holds goes to the file first.
+    this.commit();
     const db = connect(this.path, { readOnly: true });
     return new SessionReader(db, this.sessionId, this.path, [], undefined);
   }
@@ -409,6 +502,13 @@ export class SessionWriter implements Disposable {
 
   close(): void {
     if (this.#closed) return;
+    // What a group commit holds is kept (and synced), not rolled back by the close.
+    let failed: unknown;
+    try {
+      this.sync();
+    } catch (err) {
+      failed = err;
+    }
     this.#closed = true;
     openWriters.delete(resolve(this.path));
     this.checkpointOnClose();
@@ -417,6 +517,7 @@ export class SessionWriter implements Disposable {
     } finally {
       this.#lock?.release();
     }
+    if (failed !== undefined) throw failed;
   }
 
   [Symbol.dispose](): void {

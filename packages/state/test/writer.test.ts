@@ -440,6 +440,64 @@ describe("transactions and serialization", () => {
     r.close();
   });
 
+  it("groups appends into one transaction from hold() to commit(), each append still all or nothing", () => {
+    const w = newWriter();
+    w.hold();
+    expect(w.holding).toBe(true);
+    w.append(toolCallEvent(1));
+    expect(() =>
+      w.transaction(() => {
+        w.append(toolCallEvent(2));
+        throw new Error("inner");
+      }),
+    ).toThrow("inner");
+    w.appendBatch([toolCallEvent(3), toolCallEvent(4)]);
+    // This writer sees its own appends; another connection only what is committed.
+    expect(w.lastSequence()).toBe(3);
+    expect(count(w, "events")).toBe(0);
+    w.commit();
+    expect(w.holding).toBe(false);
+    expect(count(w, "events")).toBe(3);
+    w.commit(); // nothing held: a no-op
+    // A status change, a reader and the close each commit what is held first.
+    w.hold();
+    w.append(toolCallEvent(5));
+    const r = w.openReader();
+    expect(r.readEvents().map((e) => e.payload)).toEqual([1, 3, 4, 5].map((i) => payloadFor(i)));
+    r.close();
+    w.hold();
+    w.append(toolCallEvent(6));
+    w.setStatus(SessionStatus.COMPLETED);
+    expect(count(w, "events")).toBe(5);
+    w.hold();
+    w.append(toolCallEvent(7));
+    w.close();
+    expect(count(w, "events")).toBe(6);
+  });
+
+  it("commits a group without a sync to disk, and syncs it at sync(), a synced commit or close", () => {
+    // The default durability: every plain commit syncs.
+    const w = createSession({ profile: "default", depth: 0 }, { dir });
+    writers.push(w);
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(1));
+    w.commit();
+    expect(w.synced).toBe(false);
+    expect(count(w, "events")).toBe(1); // in the file (a crash keeps it), not yet synced
+    w.sync();
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(2));
+    w.commit();
+    w.append(toolCallEvent(3)); // a synced commit takes the earlier frames along
+    expect(w.synced).toBe(true);
+    w.hold();
+    w.append(toolCallEvent(4));
+    w.close();
+    expect(count(w, "events")).toBe(4);
+  });
+
   it("refuses an async transaction callback and rolls back what it wrote synchronously", async () => {
     const w = newWriter();
     expect(() =>

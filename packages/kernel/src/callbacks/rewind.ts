@@ -44,7 +44,7 @@ function sourceOf(session: Session): RewindSource {
       "a sub-agent's session cannot be rewound on its own; rewind the session that started it",
     );
   // Events queued for this event-loop turn go to the file first.
-  session.log.flushPersistSoon();
+  session.log.commit();
   const reader = openSessionReader(session.id, { dir: dirname(session.writer.path), log: () => {} });
   try {
     return rewindSource(reader, session.workingDirectory);

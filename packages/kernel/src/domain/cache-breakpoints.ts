@@ -34,7 +34,21 @@ export const MAX_CACHE_BREAKPOINTS = 4;
 
 /** A stable fingerprint of a tool list, to tell whether it changed between turns. */
 export function toolListFingerprint(tools: readonly ToolDeclaration[]): string {
-  return canonicalJson(tools.map((t) => toJson(ToolDeclarationSchema, t)));
+  // Each declaration's canonical JSON once (twice per request otherwise, over every tool);
+  // the same text canonicalJson gives the list as a whole.
+  return `[${tools.map(declarationJson).join(",")}]`;
+}
+
+/** Declarations are built once per session and never changed, so their text is kept. */
+const declarationTexts = new WeakMap<ToolDeclaration, string>();
+
+function declarationJson(t: ToolDeclaration): string {
+  let text = declarationTexts.get(t);
+  if (text === undefined) {
+    text = canonicalJson(toJson(ToolDeclarationSchema, t));
+    declarationTexts.set(t, text);
+  }
+  return text;
 }
 
 /** The assembled context's exact bytes, to tell whether it changed between requests. */

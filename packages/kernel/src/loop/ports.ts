@@ -91,7 +91,7 @@ export interface EventSink {
       live?: Uint8Array;
     }[],
   ): AppendedEvent[];
-  /** Queued to the end of this event-loop turn, so results that arrive together share one sync. */
+  /** The same as persist() now that every append joins its event-loop turn's group commit (session-log.ts). */
   persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void;
   /** A live-only event (not stored). */
   publish(event: ServerEventInit): void;
@@ -151,6 +151,8 @@ export interface ToolCallScope {
   progress(activity?: string): void;
   /** A live-only event for the session's frontends (streamed tool output). */
   publish(event: ServerEventInit): void;
+  /** Makes the session's writes so far durable: called before a tool runs (session-log.ts). */
+  commit(): void;
 }
 
 /** The model the kernel sent a request to (a routed candidate, as a record names it). */

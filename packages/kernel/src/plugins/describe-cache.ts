@@ -18,7 +18,9 @@
 // `agent validate`, instead of failing at its first call (configDigest: secrets count
 // only as set or not). And, for a bridge whose operations come from its configuration
 // alone (operations_cacheable), what it answered after Configure, per accepted
-// configuration (`<cache>.operations/`), so it too can stay dormant until first use.
+// configuration (`<cache>.operations/`), so it too can stay dormant until first use; in
+// the same directory, the models a model provider declared once configured, so `agent
+// validate` and `agent providers` need not launch it to list them (keptModelsAllowed).
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -32,7 +34,7 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, equals, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { packageChecksum, type ResolvedProvider } from "@pluggableharness/config";
 import { type ProducerRef, ProducerRefSchema } from "@pluggableharness/protocol/common";
 import { type ContextCapabilities, ContextCapabilitiesSchema } from "@pluggableharness/protocol/context";
@@ -179,6 +181,30 @@ export function sourcesFingerprint(paths: readonly string[]): string {
   return createHash("sha256").update(lines.join("\n")).digest("hex");
 }
 
+/**
+ * What kept operations (and models) are filed under: the accepted configuration and the
+ * project the provider runs in, whose files a default may name (the commands provider
+ * reads `.agent/commands` of its working directory): one project's answer never stands in
+ * for another's under the same configuration.
+ */
+export function keptAnswerDigest(accepted: string, projectDir: string): string {
+  return createHash("sha256").update(`${accepted}\u0000${projectDir}`).digest("hex");
+}
+
+/**
+ * Whether a model provider's post-Configure answer may be kept: nothing derived from a
+ * secret is written, so only when no sensitive attribute is set, or when the answer is the
+ * one it gave before Configure (already in the cache: the configuration changed nothing).
+ */
+export function keptModelsAllowed(
+  configured: Capabilities,
+  described: Capabilities | undefined,
+  secretSet: boolean,
+): boolean {
+  if (!secretSet) return true;
+  return described !== undefined && equals(CapabilitiesSchema, configured, described);
+}
+
 /** Kept operations live beside the cache too: `describe.operations/`. */
 const OPERATIONS_SUFFIX = ".operations";
 
@@ -271,6 +297,33 @@ export class DescribeCache {
       renameSync(tmp, file);
     } catch {
       // not kept: the next start launches the bridge to ask
+    }
+  }
+
+  #modelsFile(source: string, key: string, digest: string): string {
+    return this.#operationsFile(source, key, digest).replace(/\.json$/, ".models.json");
+  }
+
+  /** The models a model provider declared once configured with this accepted configuration, if kept. */
+  readModels(source: string, key: string, digest: string): Capabilities | undefined {
+    try {
+      const e = JSON.parse(readFileSync(this.#modelsFile(source, key, digest), "utf8")) as { model: string };
+      return decode(CapabilitiesSchema, e.model);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Keeps them (see keptModelsAllowed for when a caller may). */
+  writeModels(source: string, key: string, digest: string, caps: Capabilities): void {
+    const file = this.#modelsFile(source, key, digest);
+    try {
+      mkdirSync(`${this.dir}${OPERATIONS_SUFFIX}`, { recursive: true, mode: 0o700 });
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify({ model: b64(toBinary(CapabilitiesSchema, caps)) }), { mode: 0o600 });
+      renameSync(tmp, file);
+    } catch {
+      // not kept: the next check launches the provider to ask
     }
   }
 

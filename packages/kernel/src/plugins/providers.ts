@@ -9,7 +9,6 @@
 // activates it (its model providers, which routing needs configured), and Configure
 // reaches it from the launch hook before any other call. Without an entry the provider
 // is launched, described, cached and configured right away.
-import { createHash } from "node:crypto";
 import { fromJson, type JsonObject, toJson } from "@bufbuild/protobuf";
 import {
   type AgentConfig,
@@ -49,6 +48,7 @@ import { lintContextOrder } from "./context-lint.ts";
 import {
   configDigest,
   DescribeCache,
+  keptAnswerDigest,
   type ProviderDescription,
   sourcesFingerprint,
   workspaceDependencyDigest,
@@ -875,16 +875,9 @@ function keepOperations(
   });
 }
 
-/**
- * What kept operations are filed under: the accepted configuration and the project the
- * bridge runs in, whose files a default may name (the commands provider reads
- * `.agent/commands` of its working directory): one project's answer never stands in for
- * another's under the same configuration.
- */
+/** What kept operations are filed under (describe-cache.ts, keptAnswerDigest). */
 function operationsDigest(p: LoadedProvider, projectDir: string): string {
-  return createHash("sha256")
-    .update(`${digestOf(p)}\u0000${projectDir}`)
-    .digest("hex");
+  return keptAnswerDigest(digestOf(p), projectDir);
 }
 
 /**

@@ -77,7 +77,7 @@ function fixture() {
     parentId: undefined,
     writer,
     workingDirectory: root,
-    log: { flushPersistSoon() {} },
+    log: { commit() {} },
     rewind: new PendingRewind(),
   } as unknown as Session;
   const tracker = new InvocationTracker();

@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { ContextSectionSchema, MessageSchema, Role, Stability } from "@pluggableharness/protocol/content";
 import { ToolDeclarationSchema } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import {
   stabilityOrderWarnings,
   toolListFingerprint,
 } from "../../src/domain/cache-breakpoints.ts";
+import { canonicalJson } from "../../src/domain/canonical-json.ts";
 
 const tools = [create(ToolDeclarationSchema, { name: "read_file", description: "reads" })];
 const section = (stability: Stability) =>
@@ -185,6 +186,23 @@ describe("cache-breakpoint placement", () => {
     expect(toolListFingerprint(changed)).not.toBe(toolListFingerprint(tools));
     expect(toolListFingerprint(tools)).toBe(
       toolListFingerprint([create(ToolDeclarationSchema, { name: "read_file", description: "reads" })]),
+    );
+  });
+
+  it("keeps each declaration's text yet fingerprints exactly the list's canonical JSON", () => {
+    const list = [
+      create(ToolDeclarationSchema, {
+        name: "b",
+        description: "second",
+      }),
+      create(ToolDeclarationSchema, { name: "a", description: "first" }),
+    ];
+    const whole = canonicalJson(list.map((t) => toJson(ToolDeclarationSchema, t)));
+    expect(toolListFingerprint(list)).toBe(whole);
+    // Asked again (the text kept), and in another order: still the list as it is now.
+    expect(toolListFingerprint(list)).toBe(whole);
+    expect(toolListFingerprint([list[1]!, list[0]!])).toBe(
+      canonicalJson([list[1]!, list[0]!].map((t) => toJson(ToolDeclarationSchema, t))),
     );
   });
 });

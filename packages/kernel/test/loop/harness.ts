@@ -145,6 +145,8 @@ export interface KernelSpec {
   readonly tolerateProviderFailures?: boolean;
   /** Shared pacing of model calls (fleet mode's port). */
   readonly vendorThrottle?: VendorThrottle;
+  /** Session file durability (default "normal": no sync to disk per commit). */
+  readonly durability?: "full" | "normal";
 }
 
 export class FakeClock implements KernelClock {
@@ -326,7 +328,7 @@ export class Harness {
       clock,
       trace: (e) => traces.push(e),
       logSink: (r) => logs.push(r),
-      durability: "normal",
+      durability: spec.durability ?? "normal",
       ...(spec.headlessAsk ? { headlessAsk: spec.headlessAsk } : {}),
       ...(spec.limits ? { limits: spec.limits } : {}),
       ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),

@@ -590,3 +590,30 @@ describe("the denial breaker's turn count", () => {
     expect(turn(true)).toBe(true);
   });
 });
+
+describe("the history's token estimate", () => {
+  it("is the estimate of the messages' joined text, however often it is asked for", async () => {
+    const { estimateInputTokens } = await import("../../src/loop/turn/model-call.ts");
+    const { MessageSchema, Role } = await import("@pluggableharness/protocol/content");
+    const messages = [
+      create(MessageSchema, {
+        role: Role.USER,
+        content: [{ block: { case: "text", value: { text: "héllo" } } }],
+      }),
+      create(MessageSchema, {
+        role: Role.ASSISTANT,
+        content: [
+          { block: { case: "text", value: { text: "ok " } } },
+          { block: { case: "toolUse", value: { id: "c1", name: "read", input: { path: "ä.txt" } } } },
+        ],
+      }),
+    ];
+    const joined = `héllo${"ok "}${JSON.stringify({ path: "ä.txt" })}read`;
+    const expected = BigInt(Math.ceil(Buffer.byteLength(joined, "utf8") / 4));
+    expect(estimateInputTokens(messages, [], [])).toBe(expected);
+    expect(estimateInputTokens(messages, [], [])).toBe(expected);
+    expect(estimateInputTokens(messages.slice(1), [], [])).toBe(
+      BigInt(Math.ceil(Buffer.byteLength(joined.slice("héllo".length), "utf8") / 4)),
+    );
+  });
+});

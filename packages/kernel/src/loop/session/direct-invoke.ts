@@ -21,7 +21,7 @@ import type { SessionLog } from "./session-log.ts";
 export interface DirectInvokeSession {
   readonly id: string;
   readonly ports: TurnPorts;
-  readonly log: Pick<SessionLog, "appendUserMessage" | "flushPersistSoon">;
+  readonly log: Pick<SessionLog, "appendUserMessage" | "commit">;
   readonly channel: Pick<SessionChannel, "publish">;
   readonly rewind: PendingRewind;
   callContext(turnId: string, signal: AbortSignal): CallContext;
@@ -255,9 +255,9 @@ export async function runDirectInvocation(
     );
   const rewound = session.rewind.take();
   if (rewound) {
-    // After the command's result, so every frontend shows what was done before it moves on:
-    // the result may still be queued for the end of this tick (persistSoon).
-    session.log.flushPersistSoon();
+    // After the command's result, so every frontend shows what was done before it moves on
+    // (the result is published already; committed here, before the fork is announced).
+    session.log.commit();
     session.channel.publish({
       event: {
         case: "sessionRewound",

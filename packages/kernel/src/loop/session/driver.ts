@@ -37,7 +37,7 @@ export interface RunnableSession extends DirectInvokeSession, TurnContextSource 
   readonly parent: { readonly runs: Pick<RunQueue, "deadline"> } | undefined;
   readonly runs: Pick<RunQueue, "deadline">;
   readonly writer: Pick<SessionWriter, "setTitleIfUnset">;
-  readonly log: Pick<SessionLog, "appendUserMessage" | "recordTurnFailure" | "flushPersistSoon">;
+  readonly log: Pick<SessionLog, "appendUserMessage" | "recordTurnFailure" | "commit">;
   readonly cost: CostNode;
   readonly doom: DoomLoopDetector;
   readonly breaker: CircuitBreaker;

@@ -21,7 +21,10 @@ export interface ModelUsage {
 export interface SessionLogDeps {
   /** The session's id, for the log lines. */
   readonly id: string;
-  readonly writer: Pick<SessionWriter, "append" | "appendBatch" | "costUsd">;
+  readonly writer: Pick<
+    SessionWriter,
+    "append" | "appendBatch" | "costUsd" | "sync" | "hold" | "holding" | "closed" | "commit"
+  >;
   readonly channel: Pick<SessionChannel, "publish" | "publishPersisted">;
   readonly deps: Pick<LoopDeps, "log" | "kernelProducer" | "newId">;
   /** Context usage for the usage updates (compaction.ts owns it). */

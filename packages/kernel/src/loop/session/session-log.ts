@@ -1,6 +1,6 @@
 // The session's log as the loop writes it: the kernel is the only writer of the session
 // file. Every append also queues the event's render for subscribed frontends; appends
-// that happen together share one transaction (one sync to disk), in order.
+// of one event-loop turn share one transaction (one sync to disk), in order (#hold).
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type ContentBlock, type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
 import { type MessageEvent, MessageEventSchema } from "@pluggableharness/protocol/event";
@@ -30,8 +30,8 @@ export interface BatchedEvent {
 
 export class SessionLog {
   readonly #s: SessionLogDeps;
-  /** Events persistSoon() queued for the end of this event-loop turn. */
-  #soon: BatchedEvent[] = [];
+  /** A commit of the open group is scheduled for the end of this event-loop turn. */
+  #commitScheduled = false;
 
   constructor(session: SessionLogDeps) {
     this.#s = session;
@@ -51,33 +51,15 @@ export class SessionLog {
     } = {},
   ): AppendedEvent {
     const schemaVersion = extras.schemaVersion ?? "1";
-    const event = {
+    this.#hold();
+    const appended = this.#s.writer.append({
       kind,
       producer,
       schemaVersion,
       payload,
       ...(extras.costs ? { costs: extras.costs } : {}),
       ...(extras.planItems ? { planItems: extras.planItems } : {}),
-    };
-    let appended: AppendedEvent;
-    if (this.#soon.length === 0) appended = this.#s.writer.append(event);
-    else {
-      // Queued tool results go first, in the same transaction (typically: the results, then
-      // the user message that carries them to the model: one sync to disk, not two).
-      const queued = this.#soon;
-      this.#soon = [];
-      const all = this.#s.writer.appendBatch([
-        ...queued.map((e) => ({
-          kind: e.kind,
-          producer: e.producer,
-          payload: e.payload,
-          schemaVersion: "1",
-        })),
-        event,
-      ]);
-      this.#publishBatch(queued, all);
-      appended = all.at(-1)!;
-    }
+    });
     this.#s.channel.publishPersisted({
       sequence: appended.sequence,
       kind,
@@ -89,57 +71,13 @@ export class SessionLog {
     return appended;
   }
 
-  /**
-   * Appends several events in one transaction (one sync to disk instead of one each), in
-   * order, and queues their renders like persist() does.
-   */
+  /** Appends several events (all or none), in order, and queues their renders like persist() does. */
   persistBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
-    const queued = this.#soon;
-    this.#soon = [];
-    return this.#appendBatch([...queued, ...events]).slice(queued.length);
-  }
-
-  /**
-   * Appends an event at the end of this event-loop turn, in one transaction with the other
-   * events queued in the same turn (results of parallel calls that arrive together share
-   * one sync to disk). Order is kept: every other write empties the queue first (persist
-   * and persistBatch in the same transaction as their own events).
-   */
-  persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
-    this.#soon.push({ kind, producer, payload });
-    if (this.#soon.length > 1) return;
-    setImmediate(() => {
-      try {
-        this.flushPersistSoon();
-      } catch (err) {
-        // Nobody awaits this write; a failure (a writer closed under it) is logged, not thrown.
-        this.#s.deps.log.error(
-          "could not persist queued events",
-          { error: (err as Error).message },
-          this.#s.id,
-        );
-      }
-    });
-  }
-
-  /** Writes what persistSoon() queued, now. */
-  flushPersistSoon(): void {
-    if (this.#soon.length === 0) return;
-    const queued = this.#soon;
-    this.#soon = [];
-    this.#appendBatch(queued);
-  }
-
-  #appendBatch(events: readonly BatchedEvent[]): AppendedEvent[] {
+    if (events.length === 0) return [];
+    this.#hold();
     const appended = this.#s.writer.appendBatch(
       events.map((e) => ({ kind: e.kind, producer: e.producer, payload: e.payload, schemaVersion: "1" })),
     );
-    this.#publishBatch(events, appended);
-    return appended;
-  }
-
-  /** Queues the renders of `events`, appended as `appended` (same order). */
-  #publishBatch(events: readonly BatchedEvent[], appended: readonly AppendedEvent[]): void {
     events.forEach((e, i) => {
       this.#s.channel.publishPersisted({
         sequence: appended[i]!.sequence,
@@ -149,6 +87,55 @@ export class SessionLog {
         schemaVersion: "1",
         payload: e.live ?? e.payload,
       });
+    });
+    return appended;
+  }
+
+  /**
+   * Appends an event whose write may wait for the end of this event-loop turn. Every
+   * append now joins the turn's group commit (see #hold), so this is persist().
+   */
+  persistSoon(kind: EventKind, producer: ProducerIdentity, payload: Uint8Array): void {
+    this.persist(kind, producer, payload);
+  }
+
+  /**
+   * Makes everything appended so far durable now, power loss included. Called where the
+   * file must be whole: before a tool runs (what it was asked and the gate's decision are
+   * on disk before it acts), before a status change, a rewind's read, a shutdown.
+   */
+  commit(): void {
+    this.#s.writer.sync();
+  }
+
+  /**
+   * Group commit: a step's writes (the assistant message, its tool_call events, the plan;
+   * then the tool results, the apply record and the user message carrying them) are
+   * appended at once, with their sequence and renders, inside one transaction that commits
+   * at the end of the event-loop turn in which they happen, or earlier at commit(). That
+   * end-of-turn commit is not synced (a crash of the process keeps it; power loss keeps it
+   * once the next commit() has synced the WAL), so a tool step costs one sync to disk, the
+   * one before its tool runs, instead of one per event. A kernel killed inside the turn
+   * loses that turn's appends, as a kill a moment earlier would have; never one a tool ran
+   * after.
+   */
+  #hold(): void {
+    const writer = this.#s.writer;
+    writer.hold();
+    if (this.#commitScheduled || !writer.holding) return;
+    this.#commitScheduled = true;
+    setImmediate(() => {
+      this.#commitScheduled = false;
+      try {
+        if (!writer.closed) writer.commit();
+      } catch (err) {
+        // Nobody awaits this commit; a failure (a full disk) is logged, not thrown.
+        this.#s.deps.log.error(
+          "could not commit the session's events",
+          { error: (err as Error).message },
+          this.#s.id,
+        );
+      }
     });
   }
 

@@ -235,6 +235,7 @@ export class Session implements HubSession, SessionControl {
         inflight: this.inflight,
         progress: (activity) => this.subagent?.progress(activity),
         publish: (event) => channel.publish(event),
+        commit: () => log.commit(),
       },
       filesTouched: this.filesTouched,
       messages: log,
@@ -336,7 +337,7 @@ export class Session implements HubSession, SessionControl {
   setStatus(status: SessionStatus, detail = ""): void {
     const previous = this.#status;
     if (previous === status) return;
-    this.log.flushPersistSoon();
+    this.log.commit();
     this.writer.setStatus(status);
     this.#status = status;
     this.channel.publish({

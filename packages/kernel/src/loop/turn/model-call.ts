@@ -53,6 +53,7 @@ import {
   StreamAccumulator,
   timestampFromMillis,
   unmetNeeds,
+  utf8ByteLength,
   withVendorToolCallIds,
 } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
@@ -206,22 +207,38 @@ export function estimateInputTokens(
   sections: readonly ContextSection[],
   tools: readonly ToolDeclaration[],
 ): bigint {
-  let text = "";
-  for (const m of messages) {
-    for (const b of m.content) {
-      const v = b.block;
-      if (v.case === "text" || v.case === "thinking") text += v.value.text;
-      else if (v.case === "toolUse") text += JSON.stringify(v.value.input ?? {}) + v.value.name;
-      else if (v.case === "toolResult") {
-        for (const c of v.value.content) if (c.block.case === "text") text += c.block.value.text;
-      }
-    }
-  }
-  let total = fallbackTokenCount(text).count;
+  // The bytes of all messages summed, then divided once: the estimate of their joined text.
+  let bytes = 0;
+  for (const m of messages) bytes += messageBytes(m);
+  let total = Math.ceil(bytes / 4);
   for (const s of sections) total += Number(s.tokens);
   for (const t of tools)
     total += fallbackTokenCount(JSON.stringify({ n: t.name, d: t.description })).count + 50;
   return BigInt(total);
+}
+
+/**
+ * The UTF-8 bytes of the text a message adds to the estimate, kept per message: the whole
+ * history is estimated several times a turn, and a message in it is never changed (a
+ * rewrite replaces it).
+ */
+const estimatedBytes = new WeakMap<Message, number>();
+
+function messageBytes(m: Message): number {
+  let bytes = estimatedBytes.get(m);
+  if (bytes !== undefined) return bytes;
+  let text = "";
+  for (const b of m.content) {
+    const v = b.block;
+    if (v.case === "text" || v.case === "thinking") text += v.value.text;
+    else if (v.case === "toolUse") text += JSON.stringify(v.value.input ?? {}) + v.value.name;
+    else if (v.case === "toolResult") {
+      for (const c of v.value.content) if (c.block.case === "text") text += c.block.value.text;
+    }
+  }
+  bytes = utf8ByteLength(text);
+  estimatedBytes.set(m, bytes);
+  return bytes;
 }
 
 export interface RouteResult {

@@ -167,6 +167,8 @@ async function invokeOnce(
   scope.inflight.set(call.id, inflight);
   scope.progress(`calling ${tool.provider.name}.${schema.name}`);
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
+  // The call, and the gate's decision on it, are on disk before the tool can act.
+  scope.commit();
   deps.trace({ name: "tool.invoke", sessionId: scope.sessionId, turnId: input.turnId, attrs: traced });
   const decoder = new TextDecoder();
   // A provider handed a secret in its configuration has all it sends masked (secret-output.ts).
