@@ -81,7 +81,38 @@ export function buildToolCall(
   });
 }
 
-export async function executeTool(
+/** One tool call, as one span (GenAI `execute_tool`); a sub-agent it spawns runs under it. */
+export function executeTool(
+  deps: LoopDeps,
+  scope: ToolCallScope,
+  input: ExecuteInput,
+): Promise<ToolExecution> {
+  const t = deps.telemetry;
+  const tool = `${input.tool.provider.name}.${input.tool.tool.schema.name}`;
+  return t.span(
+    `execute_tool ${tool}`,
+    {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": tool,
+      "gen_ai.tool.call.id": input.call.id,
+      "tool.provider": input.tool.provider.name,
+    },
+    async (span) => {
+      const done = await executeToolBody(deps, scope, input);
+      const outcome = done.cancelled
+        ? "cancelled"
+        : done.outcome.kind === "result"
+          ? "success"
+          : (ToolErrorCategory[done.outcome.error.category]?.toLowerCase() ?? "error");
+      span.set({ "tool.outcome": outcome, "tool.attempts": done.attempts });
+      if (outcome !== "success") span.fail(outcome);
+      t.add("agent.tool.calls", 1, { "gen_ai.tool.name": tool, "tool.outcome": outcome });
+      return done;
+    },
+  );
+}
+
+async function executeToolBody(
   deps: LoopDeps,
   scope: ToolCallScope,
   input: ExecuteInput,
@@ -163,7 +194,13 @@ async function invokeOnce(
   }, timeout.ms);
   const validator = new InvokeStreamValidator(tool.tool);
   const end = deps.tracker.begin(tool.provider.name, scope.sessionId, "tool");
-  const inflight = { tool, args: call.arguments ?? {}, ended: new AbortController() };
+  // The call's trace context goes with it: a sub-agent it spawns joins its span.
+  const inflight = {
+    tool,
+    args: call.arguments ?? {},
+    ended: new AbortController(),
+    trace: deps.telemetry.carrier(),
+  };
   scope.inflight.set(call.id, inflight);
   scope.progress(`calling ${tool.provider.name}.${schema.name}`);
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };
