@@ -225,7 +225,6 @@ export function createOtelTelemetry(plan: ExportPlan, warn: (message: string) =>
   });
 
   const startSpan = (name: string, attrs: TelemetryAttrs, parent: Context): Span =>
-    // biome-ignore lint/style/noNonNullAssertion: only called when tracing is on
     tracer!.startSpan(name, { attributes: clean(attrs) }, parent);
 
   return {
@@ -271,7 +270,7 @@ export function createOtelTelemetry(plan: ExportPlan, warn: (message: string) =>
       return out;
     },
     withParent(carrier, fn) {
-      if (!carrier || !carrier["traceparent"]) return fn();
+      if (!carrier?.["traceparent"]) return fn();
       return contexts.with(propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter), fn);
     },
     add(name, value, attrs) {
