@@ -4,9 +4,10 @@
 // decision, the metrics against the session's cost ledger, the logs' trace context and
 // the secret canary; a second shows `telemetry = false` opens no connection, and a replay
 // of the first session exports nothing.
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { fileURLToPath } from "node:url";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import {
   type OtlpReceiver,
@@ -18,6 +19,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agent, type Sandbox, sandbox } from "./helpers.ts";
 
 const CANARY = "sk-ant-otel-canary-7f3a9c";
+/** A third-party tool plugin that exports its own span over OTLP (its own process). */
+const TRACED_PLUGIN = fileURLToPath(new URL("./fixtures/traced-plugin/main.ts", import.meta.url));
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -53,6 +56,64 @@ const observability = (endpoint: string, protocol: string) => `
     resource_attrs     = { env = "test" }
   }`;
 
+/**
+ * Adds, to the fixture project, the third-party `traced` plugin (through dev_overrides;
+ * network for its own OTLP export) and the first-party agent provider with an `explorer`
+ * profile a sub-agent runs as.
+ */
+function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): void {
+  const file = join(repo, "agent.hcl");
+  const hcl = readFileSync(file, "utf8")
+    .replace(
+      "required_providers {\n",
+      `required_providers {
+  traced = {
+    source  = "github.com/acme/provider-traced"
+    version = ">= 0.1.0"
+    network = true
+  }
+  agent = {
+    source  = "pluggableharness/agent"
+    version = ">= 0.1.0"
+  }
+`,
+    )
+    .replace(
+      'tools     = ["filesystem.*", "exec.*"]',
+      'tools     = ["filesystem.*", "exec.*", "traced.*", "agent.*"]',
+    );
+  writeFileSync(
+    file,
+    `${hcl}
+provider "traced" {
+  otlp_endpoint = "${otlpHttp}"
+}
+
+provider "agent" {
+  profiles = { explorer = "answers briefly" }
+}
+
+policy "allow_spawns" {
+  match  = { provider = "agent" }
+  action = "allow"
+}
+
+agent_profile "explorer" {
+  model {
+    primary {
+      provider = "anthropic"
+      id       = "claude-sonnet-5"
+    }
+  }
+  tools = ["filesystem.read_file"]
+}
+`,
+  );
+  const dir = join(env["XDG_CONFIG_HOME"]!, "agent");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "config.hcl"), `dev_overrides {\n  traced = "${TRACED_PLUGIN}"\n}\n`);
+}
+
 function child(spans: readonly ReceivedSpan[], parent: ReceivedSpan, name: string): ReceivedSpan {
   const found = spans.find((s) => s.parentSpanId === parent.spanId && s.name.startsWith(name));
   if (!found) throw new Error(`no child "${name}" under "${parent.name}" in\n${spanTree(spans)}`);
@@ -66,6 +127,7 @@ describe("OpenTelemetry export", () => {
   it("exports a turn's span tree, GenAI attributes, metrics matching the cost ledger and correlated logs", async () => {
     repo = sb.repo("traced");
     withSettings(repo, observability(receiver.grpcEndpoint, "grpc"));
+    withPlugins(repo, sb.env, receiver.httpEndpoint);
     fake.push(
       {
         kind: "tool_calls",
@@ -73,6 +135,7 @@ describe("OpenTelemetry export", () => {
         calls: [
           { name: "filesystem__read_file", args: { path: "calc.js" } },
           { name: "filesystem__write_file", args: { path: "notes.txt", content: "hello" } },
+          { name: "traced__lookup", args: { key: "calc" } },
         ],
         usage: { inputTokens: 1200, outputTokens: 80, cacheReadTokens: 300 },
       },
@@ -89,7 +152,7 @@ describe("OpenTelemetry export", () => {
         AGENT_LOG_LEVEL: "debug",
       },
     });
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     sessionId = (JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id;
 
     const spans = receiver.spans;
@@ -137,6 +200,13 @@ describe("OpenTelemetry export", () => {
     expect(decision.attributes["plan.decided_by"]).toMatch(/allow_file_edits/);
     const write = child(spans, child(spans, first, "step 12 apply"), "execute_tool filesystem.write_file");
     expect(write.attributes["gen_ai.tool.call.id"]).toBe(decision.attributes["gen_ai.tool.call.id"]);
+    // The third-party plugin joined the trace: it received the execute_tool span's context
+    // (gRPC metadata) and its own span, exported by its own OTLP exporter, is that span's child.
+    const lookup = child(spans, child(spans, first, "step 9 data-sources"), "execute_tool traced.lookup");
+    const own = child(spans, lookup, "traced-plugin.lookup");
+    expect(own.resource["service.name"]).toBe("traced-plugin");
+    expect(own.traceId).toBe(session!.traceId);
+    expect(receiver.requests).toContain("http /v1/traces");
     // Hook points dispatch as spans (pre-tool-call, with no subscribers here, still one span).
     child(spans, child(spans, first, "step 7 pre-tool-call"), "hook pre-tool-call");
     expect(spans.filter((s) => s.name === "hook session-start")).toHaveLength(1);

@@ -409,6 +409,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       secretMask: this.#secretMask,
+      ...(this.#telemetry.active ? { traceCarrier: () => this.#telemetry.carrier() } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
     this.#providers = providers;
