@@ -16,6 +16,7 @@ import {
   startOtlpReceiver,
 } from "@pluggableharness/otlp-receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EVERYTHING } from "../../../providers/mcp/test/servers.ts";
 import { agent, type Sandbox, sandbox } from "./helpers.ts";
 
 const CANARY = "sk-ant-otel-canary-7f3a9c";
@@ -58,8 +59,9 @@ const observability = (endpoint: string, protocol: string) => `
 
 /**
  * Adds, to the fixture project, the third-party `traced` plugin (through dev_overrides;
- * network for its own OTLP export) and the first-party agent provider with an `explorer`
- * profile a sub-agent runs as.
+ * network for its own OTLP export), the first-party agent provider with an `explorer`
+ * profile a sub-agent runs as, and a real MCP server (server-everything) bridged by the mcp
+ * provider.
  */
 function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): void {
   const file = join(repo, "agent.hcl");
@@ -76,11 +78,15 @@ function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): vo
     source  = "pluggableharness/agent"
     version = ">= 0.1.0"
   }
+  everything = {
+    source  = "pluggableharness/mcp"
+    version = ">= 0.1.0"
+  }
 `,
     )
     .replace(
       'tools     = ["filesystem.*", "exec.*"]',
-      'tools     = ["filesystem.*", "exec.*", "traced.*", "agent.*"]',
+      'tools     = ["filesystem.*", "exec.*", "traced.*", "agent.*", "everything.*"]',
     );
   writeFileSync(
     file,
@@ -91,6 +97,15 @@ provider "traced" {
 
 provider "agent" {
   profiles = { explorer = "answers briefly" }
+}
+
+provider "everything" {
+  command = ${JSON.stringify([process.execPath, EVERYTHING, "stdio"])}
+}
+
+policy "allow_mcp" {
+  match  = { provider = "everything" }
+  action = "allow"
 }
 
 policy "allow_spawns" {
@@ -136,6 +151,7 @@ describe("OpenTelemetry export", () => {
           { name: "filesystem__read_file", args: { path: "calc.js" } },
           { name: "filesystem__write_file", args: { path: "notes.txt", content: "hello" } },
           { name: "traced__lookup", args: { key: "calc" } },
+          { name: "everything__echo", args: { message: "hello mcp" } },
         ],
         usage: { inputTokens: 1200, outputTokens: 80, cacheReadTokens: 300 },
       },
@@ -207,6 +223,14 @@ describe("OpenTelemetry export", () => {
     expect(own.resource["service.name"]).toBe("traced-plugin");
     expect(own.traceId).toBe(session!.traceId);
     expect(receiver.requests).toContain("http /v1/traces");
+    // An MCP server's tool: the MCP client span (`tools/call <tool>`) inside its execute_tool.
+    const echo = spans.find((s) => s.name === "execute_tool everything.echo");
+    expect(echo, spanTree(spans)).toBeDefined();
+    expect(echo!.attributes["mcp.server.name"]).toBe("everything");
+    expect(child(spans, echo!, "tools/call echo").attributes).toMatchObject({
+      "mcp.method.name": "tools/call",
+      "mcp.server.name": "everything",
+    });
     // Hook points dispatch as spans (pre-tool-call, with no subscribers here, still one span).
     child(spans, child(spans, first, "step 7 pre-tool-call"), "hook pre-tool-call");
     expect(spans.filter((s) => s.name === "hook session-start")).toHaveLength(1);
@@ -243,7 +267,9 @@ describe("OpenTelemetry export", () => {
     expect(
       sum("agent.tool.calls", { "gen_ai.tool.name": "filesystem.write_file", "tool.outcome": "success" }),
     ).toBe(1);
-    expect(sum("agent.approvals", { "plan.decision": "allow" })).toBe(1);
+    // The write (allow_file_edits) and the MCP call (allow_mcp), split by MCP server.
+    expect(sum("agent.approvals", { "plan.decision": "allow" })).toBe(2);
+    expect(sum("agent.tool.calls", { "mcp.server.name": "everything", "tool.outcome": "success" })).toBe(1);
     expect(sum("agent.session.count")).toBe(1);
     const latency = receiver.points.filter((p) => p.metric === "agent.model.latency");
     expect(latency.reduce((a, p) => a + (p.count ?? 0), 0)).toBe(2);

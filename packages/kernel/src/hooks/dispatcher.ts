@@ -24,6 +24,7 @@ import {
 import type { InvocationTracker } from "../callbacks/invocations.ts";
 import type { KernelLogger } from "../log.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
+import { errorType } from "../telemetry/error-type.ts";
 import { noTelemetry, type Telemetry } from "../telemetry/telemetry.ts";
 import type { Tracer } from "../trace.ts";
 
@@ -81,8 +82,8 @@ const DEADLINE_EXCEEDED = 4;
 class SubscriberFailure extends Error {
   readonly category: HookErrorCategory;
   readonly timedOut: boolean;
-  constructor(category: HookErrorCategory, message: string, timedOut = false) {
-    super(message);
+  constructor(category: HookErrorCategory, message: string, timedOut = false, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.category = category;
     this.timedOut = timedOut;
   }
@@ -159,6 +160,9 @@ export class HookDispatcher {
             } catch (err) {
               const category = err instanceof SubscriberFailure ? HookErrorCategory[err.category] : "failed";
               span.fail(String(category).toLowerCase(), (err as Error).message);
+              // What the plugin call itself did (process_crashed, timeout, ...), under the hook's category.
+              const cause = (err as Error).cause;
+              if (cause !== undefined) span.set({ "hook.error.cause": errorType(cause) });
               throw err;
             }
           },
@@ -274,6 +278,7 @@ export class HookDispatcher {
         failCategory,
         timedOut ? `no answer within ${timeoutMs} ms` : (err as Error).message,
         timedOut,
+        err,
       );
     }
     const out = response.outcome;

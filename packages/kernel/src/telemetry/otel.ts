@@ -38,6 +38,7 @@ import {
 } from "@opentelemetry/sdk-trace";
 import type { KernelLogLevel, KernelLogRecord } from "../log.ts";
 import { KERNEL_VERSION } from "../version.ts";
+import { errorType } from "./error-type.ts";
 import type { ExportPlan } from "./settings.ts";
 import type {
   CounterName,
@@ -238,7 +239,7 @@ export function createOtelTelemetry(plan: ExportPlan, warn: (message: string) =>
       try {
         result = contexts.with(trace.setSpan(contexts.active(), span), () => fn(h));
       } catch (err) {
-        h.fail("kernel_error", (err as Error).message);
+        h.fail(errorType(err), (err as Error).message);
         span.end();
         throw err;
       }
@@ -249,7 +250,7 @@ export function createOtelTelemetry(plan: ExportPlan, warn: (message: string) =>
             return v;
           },
           (err: unknown) => {
-            if (!failed_.has(span)) h.fail("kernel_error", (err as Error)?.message);
+            if (!failed_.has(span)) h.fail(errorType(err), (err as Error)?.message);
             span.end();
             throw err;
           },

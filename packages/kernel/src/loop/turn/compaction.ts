@@ -32,6 +32,7 @@ import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@plugg
 import { TextStyle } from "@pluggableharness/protocol/render";
 import { fallbackTokenCount } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
+import { errorType } from "../../telemetry/error-type.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { TurnContext, TurnPorts } from "../ports.ts";
 import { tokenBudget } from "./context-assembly.ts";
@@ -210,8 +211,37 @@ const REASON_TEXT: Record<number, string> = {
   [CompactionReason.OPERATOR]: "operator",
 };
 
-/** Asks every compactor in turn until one rewrites the history soundly; persists the rewrite. */
-export async function compactHistory(
+/**
+ * Asks every compactor in turn until one rewrites the history soundly; persists the rewrite.
+ * One `compaction` span, a child per compactor asked (a summary's model calls nest there).
+ */
+export function compactHistory(
+  deps: LoopDeps,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
+  input: CompactInput,
+): Promise<CompactOutcome> {
+  return deps.telemetry.span(
+    "compaction",
+    { "compaction.reason": REASON_TEXT[input.reason] ?? "unspecified" },
+    async (span) => {
+      const outcome = await compactHistoryBody(deps, ctx, ports, states, input);
+      span.set(
+        outcome.kind === "compacted"
+          ? {
+              "compaction.outcome": "compacted",
+              "compaction.tokens_before": outcome.before,
+              "compaction.tokens_after": outcome.after,
+            }
+          : { "compaction.outcome": "unchanged" },
+      );
+      return outcome;
+    },
+  );
+}
+
+async function compactHistoryBody(
   deps: LoopDeps,
   ctx: CompactionContext,
   ports: CompactionPorts,
@@ -251,32 +281,45 @@ export async function compactHistory(
       if (input.signal.aborted) break;
       let rewritten: Message[] | undefined;
       try {
-        const response = await deps.tracker.run(p.name, ctx.sessionId, "context", () =>
-          p.ports.context.contribute(
-            {
-              sessionId: ctx.sessionId,
-              parentSessionId: ctx.parentSessionId ?? "",
-              turnId: input.turnId,
-              tokenBudget: BigInt(tokenBudget(p, input.target)),
-              modelTarget: input.target,
-              filesTouched: [],
-              workingDirectory: ctx.workingDirectory,
-              priorSections: [],
-              conversationHistory: [...ports.conversation.messages],
-              historyTokens: BigInt(before),
-              assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
-              compaction: {
-                reason: input.reason,
-                targetHistoryTokens: BigInt(goal),
-                instructions: input.instructions ?? "",
-              },
-            },
-            // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
-            {
-              timeoutMs: Math.max(deps.limits.contributeTimeoutMs, deps.settings.stream_idle_timeout_ms),
-              signal: input.signal,
-            },
-          ),
+        const response = await deps.telemetry.span(
+          `compaction.compactor ${p.name}`,
+          { "compaction.compactor": p.name },
+          (span) =>
+            deps.tracker
+              .run(p.name, ctx.sessionId, "context", () =>
+                p.ports.context.contribute(
+                  {
+                    sessionId: ctx.sessionId,
+                    parentSessionId: ctx.parentSessionId ?? "",
+                    turnId: input.turnId,
+                    tokenBudget: BigInt(tokenBudget(p, input.target)),
+                    modelTarget: input.target,
+                    filesTouched: [],
+                    workingDirectory: ctx.workingDirectory,
+                    priorSections: [],
+                    conversationHistory: [...ports.conversation.messages],
+                    historyTokens: BigInt(before),
+                    assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
+                    compaction: {
+                      reason: input.reason,
+                      targetHistoryTokens: BigInt(goal),
+                      instructions: input.instructions ?? "",
+                    },
+                  },
+                  // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
+                  {
+                    timeoutMs: Math.max(
+                      deps.limits.contributeTimeoutMs,
+                      deps.settings.stream_idle_timeout_ms,
+                    ),
+                    signal: input.signal,
+                  },
+                ),
+              )
+              .catch((err: unknown) => {
+                span.fail(errorType(err), (err as Error).message);
+                throw err;
+              }),
         );
         rewritten = response.rewrittenHistory ? [...response.rewrittenHistory.messages] : undefined;
       } catch (err) {
@@ -422,6 +465,10 @@ export function applyRewrittenHistory(
   states.modelCalls.prefixChanged();
   states.compaction.count++;
   states.compaction.pending = undefined;
+  deps.telemetry.add("agent.compactions", 1, {
+    "compaction.reason": REASON_TEXT[rewrite.reason] ?? "unspecified",
+    "compaction.by": rewrite.compactor === KERNEL_DROP ? "kernel" : "compactor",
+  });
   deps.log.info(
     "conversation compacted",
     {
