@@ -152,9 +152,15 @@ describe("OpenTelemetry export", () => {
           { name: "filesystem__write_file", args: { path: "notes.txt", content: "hello" } },
           { name: "traced__lookup", args: { key: "calc" } },
           { name: "everything__echo", args: { message: "hello mcp" } },
+          {
+            name: "agent__spawn_subagent",
+            args: { profile: "explorer", prompt: "Say hi.", description: "greet" },
+          },
         ],
         usage: { inputTokens: 1200, outputTokens: 80, cacheReadTokens: 300 },
       },
+      // The sub-agent's one model call, while the parent waits on its spawn call.
+      { kind: "text", text: "Hi.", usage: { inputTokens: 400, outputTokens: 5 } },
       { kind: "text", text: "Done.", usage: { inputTokens: 1500, outputTokens: 20 } },
     );
     const r = await agent(["run", "-p", "Read calc.js and write notes.txt", "--output-format", "json"], {
@@ -173,9 +179,13 @@ describe("OpenTelemetry export", () => {
 
     const spans = receiver.spans;
     expect(receiver.requests.some((q) => q === "grpc traces")).toBe(true);
-    const session = spans.find((s) => s.name === "session");
-    expect(session, spanTree(spans)).toBeDefined();
-    expect(session!.parentSpanId).toBe("");
+    // One root span: the session's (its sub-agent's session nests further down).
+    const roots = spans.filter((s) => s.parentSpanId === "");
+    expect(
+      roots.map((s) => s.name),
+      spanTree(spans),
+    ).toEqual(["session"]);
+    const session = roots[0];
     expect(session!.attributes["session.id"]).toBe(sessionId);
     expect(session!.resource["service.name"]).toBe("otel-e2e");
     expect(session!.resource["env"]).toBe("test");
@@ -233,27 +243,34 @@ describe("OpenTelemetry export", () => {
     });
     // Hook points dispatch as spans (pre-tool-call, with no subscribers here, still one span).
     child(spans, child(spans, first, "step 7 pre-tool-call"), "hook pre-tool-call");
-    expect(spans.filter((s) => s.name === "hook session-start")).toHaveLength(1);
+    expect(
+      spans.filter((s) => s.name === "hook session-start" && s.parentSpanId === session!.spanId),
+    ).toHaveLength(1);
 
-    // Metrics agree with the session's own cost ledger, to the cent.
-    const db = new DatabaseSync(
-      join(
-        sb.home,
-        "state",
-        "agent",
-        "sessions",
-        readdirSync(join(sb.home, "state", "agent", "sessions")).find(
-          (f) => f.startsWith(sessionId) && f.endsWith(".sqlite"),
-        )!,
-      ),
-      { readOnly: true },
-    );
-    const ledger = db
-      .prepare(
-        "SELECT sum(cost_usd) AS cost, sum(input_tokens) AS input, sum(output_tokens) AS output FROM cost_ledger",
-      )
-      .get() as { cost: number; input: number; output: number };
-    db.close();
+    // A sub-agent's session span is a child of the tool call that spawned it (RunSession
+    // carries the trace context), and its own turn and model call nest under it.
+    const spawn = child(spans, child(spans, first, "step 12 apply"), "execute_tool agent.spawn_subagent");
+    const sub = child(spans, spawn, "session");
+    expect(sub.attributes).toMatchObject({ "agent.role": "subagent", "session.parent_id": sessionId });
+    child(spans, child(spans, child(spans, sub, "turn"), "step 3-4 model-call"), "chat claude-sonnet-5");
+
+    // Metrics agree with the sessions' own cost ledgers (the parent's and its sub-agent's), to the cent.
+    const ledger = { cost: 0, input: 0, output: 0 };
+    const dir = join(sb.home, "state", "agent", "sessions");
+    for (const f of readdirSync(dir, { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith(".sqlite"))) {
+      const db = new DatabaseSync(join(dir, f), { readOnly: true });
+      const row = db
+        .prepare(
+          "SELECT sum(cost_usd) AS cost, sum(input_tokens) AS input, sum(output_tokens) AS output FROM cost_ledger",
+        )
+        .get() as { cost: number; input: number; output: number };
+      db.close();
+      ledger.cost += row.cost ?? 0;
+      ledger.input += row.input ?? 0;
+      ledger.output += row.output ?? 0;
+    }
     const sum = (metric: string, match: Record<string, unknown> = {}) =>
       receiver.points
         .filter((p) => p.metric === metric && Object.entries(match).every(([k, v]) => p.attributes[k] === v))
@@ -267,12 +284,14 @@ describe("OpenTelemetry export", () => {
     expect(
       sum("agent.tool.calls", { "gen_ai.tool.name": "filesystem.write_file", "tool.outcome": "success" }),
     ).toBe(1);
-    // The write (allow_file_edits) and the MCP call (allow_mcp), split by MCP server.
-    expect(sum("agent.approvals", { "plan.decision": "allow" })).toBe(2);
+    // The write (allow_file_edits), the MCP call (allow_mcp) and the spawn (allow_spawns);
+    // tool calls split by MCP server.
+    expect(sum("agent.approvals", { "plan.decision": "allow" })).toBe(3);
     expect(sum("agent.tool.calls", { "mcp.server.name": "everything", "tool.outcome": "success" })).toBe(1);
-    expect(sum("agent.session.count")).toBe(1);
+    expect(sum("agent.session.count", { "agent.role": "root" })).toBe(1);
+    expect(sum("agent.session.count", { "agent.role": "subagent" })).toBe(1);
     const latency = receiver.points.filter((p) => p.metric === "agent.model.latency");
-    expect(latency.reduce((a, p) => a + (p.count ?? 0), 0)).toBe(2);
+    expect(latency.reduce((a, p) => a + (p.count ?? 0), 0)).toBe(3);
 
     // Logs carry the trace context of the span they were written in.
     expect(receiver.logs.length).toBeGreaterThan(0);
