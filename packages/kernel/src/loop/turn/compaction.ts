@@ -213,7 +213,7 @@ const REASON_TEXT: Record<number, string> = {
 
 /**
  * Asks every compactor in turn until one rewrites the history soundly; persists the rewrite.
- * One `compaction` span, a child per compactor asked (a summary's model calls nest there).
+ * One `compaction` span, with a child per compactor asked.
  */
 export function compactHistory(
   deps: LoopDeps,
@@ -280,49 +280,45 @@ async function compactHistoryBody(
     for (const p of resting ? [] : all) {
       if (input.signal.aborted) break;
       let rewritten: Message[] | undefined;
+      // A child span per compactor asked; the call carries its context to the plugin.
+      const asked = deps.telemetry.start(`compaction.compactor ${p.name}`, {
+        "compaction.compactor": p.name,
+      });
       try {
-        const response = await deps.telemetry.span(
-          `compaction.compactor ${p.name}`,
-          { "compaction.compactor": p.name },
-          (span) =>
-            deps.tracker
-              .run(p.name, ctx.sessionId, "context", () =>
-                p.ports.context.contribute(
-                  {
-                    sessionId: ctx.sessionId,
-                    parentSessionId: ctx.parentSessionId ?? "",
-                    turnId: input.turnId,
-                    tokenBudget: BigInt(tokenBudget(p, input.target)),
-                    modelTarget: input.target,
-                    filesTouched: [],
-                    workingDirectory: ctx.workingDirectory,
-                    priorSections: [],
-                    conversationHistory: [...ports.conversation.messages],
-                    historyTokens: BigInt(before),
-                    assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
-                    compaction: {
-                      reason: input.reason,
-                      targetHistoryTokens: BigInt(goal),
-                      instructions: input.instructions ?? "",
-                    },
-                  },
-                  // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
-                  {
-                    timeoutMs: Math.max(
-                      deps.limits.contributeTimeoutMs,
-                      deps.settings.stream_idle_timeout_ms,
-                    ),
-                    signal: input.signal,
-                  },
-                ),
-              )
-              .catch((err: unknown) => {
-                span.fail(errorType(err), (err as Error).message);
-                throw err;
-              }),
+        const response = await asked.within(() =>
+          deps.tracker.run(p.name, ctx.sessionId, "context", () =>
+            p.ports.context.contribute(
+              {
+                sessionId: ctx.sessionId,
+                parentSessionId: ctx.parentSessionId ?? "",
+                turnId: input.turnId,
+                tokenBudget: BigInt(tokenBudget(p, input.target)),
+                modelTarget: input.target,
+                filesTouched: [],
+                workingDirectory: ctx.workingDirectory,
+                priorSections: [],
+                conversationHistory: [...ports.conversation.messages],
+                historyTokens: BigInt(before),
+                assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
+                compaction: {
+                  reason: input.reason,
+                  targetHistoryTokens: BigInt(goal),
+                  instructions: input.instructions ?? "",
+                },
+              },
+              // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
+              {
+                timeoutMs: Math.max(deps.limits.contributeTimeoutMs, deps.settings.stream_idle_timeout_ms),
+                signal: input.signal,
+              },
+            ),
+          ),
         );
+        asked.end();
         rewritten = response.rewrittenHistory ? [...response.rewrittenHistory.messages] : undefined;
       } catch (err) {
+        asked.fail(errorType(err), (err as Error).message);
+        asked.end();
         if (input.signal.aborted) break;
         why.push(`${p.name} failed: ${(err as Error).message}`);
         log.warn(`compactor "${p.name}" failed`, { error: (err as Error).message }, ctx.sessionId);
