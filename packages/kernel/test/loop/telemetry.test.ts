@@ -181,4 +181,49 @@ settings {
       "compaction.by": "kernel",
     });
   }, 60_000);
+
+  it("puts a compactor's summary model call under its compactor span, in the session's trace", async () => {
+    const k = await h.kernel({
+      providers: [
+        {
+          name: "compactor",
+          fixture: "installed",
+          firstParty: "compactor",
+          attrs: { keep_recent_tokens: "1" },
+        },
+      ],
+      install: { compactor: COMPACTOR },
+      hcl: `
+agent_profile "default" {
+  model {
+    primary {
+      provider = "model"
+      id       = "alpha"
+    }
+  }
+}
+settings {
+  sandbox = "off"${observability().replace("loop-telemetry", "loop-summary")}
+}`,
+      headlessAsk: "allow",
+    });
+    k.script("talk", { turns: [reply("first answer"), reply("second answer")] });
+    // The summary request names no scenario: the scripted model's "default" one answers it.
+    k.script("default", { turns: [reply("a summary")] });
+    const s = await k.kernel.startSession({ prompt: "[talk] one" });
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    s.send("[talk] two");
+    expect(await s.idle()).toBe(SessionStatus.COMPLETED);
+    expect(s.compact()).toBeUndefined();
+    await s.idle();
+    await k.close();
+    const spans = receiver.spans.filter((x) => x.resource["service.name"] === "loop-summary");
+    const asked = only(spans, "compaction.compactor compactor");
+    const summary = spans.find((x) => x.name === "chat alpha" && x.parentSpanId === asked.spanId);
+    expect(summary, spanTree(spans)).toBeDefined();
+    // Up the tree: compaction, then the session run that /compact started.
+    const up = (x: ReceivedSpan) => spans.find((y) => y.spanId === x.parentSpanId);
+    expect(up(asked)?.name).toBe("compaction");
+    expect(up(up(asked)!)?.name).toBe("session");
+  }, 60_000);
 });

@@ -55,6 +55,8 @@ export class CompactionState {
   pending: { readonly instructions: string } | undefined;
   /** The turn a compaction pass is running for (Summarize books its cost there). */
   turnId: string | undefined;
+  /** The asked compactor's span context: its Summarize callback's model call nests there. */
+  trace: Readonly<Record<string, string>> | undefined;
   /**
    * Reported input tokens / kernel estimate of the previous request, never below 1: the
    * fallback estimate (UTF-8 bytes / 4) undercounts code and non-Latin text, so the
@@ -284,6 +286,7 @@ async function compactHistoryBody(
       const asked = deps.telemetry.start(`compaction.compactor ${p.name}`, {
         "compaction.compactor": p.name,
       });
+      state.trace = asked.within(() => deps.telemetry.carrier());
       try {
         const response = await asked.within(() =>
           deps.tracker.run(p.name, ctx.sessionId, "context", () =>
@@ -346,6 +349,7 @@ async function compactHistoryBody(
     }
   } finally {
     state.turnId = undefined;
+    state.trace = undefined;
   }
   const text = why.join("; ") || "interrupted";
   if (input.signal.aborted || input.reason === CompactionReason.OPERATOR) {
@@ -593,16 +597,19 @@ export async function summarize(
     );
   }
   state.summaryCalls++;
-  const result = await callModel(deps, ctx, ports, states.modelCalls, {
-    turnId,
-    candidates,
-    route: { ...route, chosen: route.chosen },
-    messages,
-    tools: [],
-    sections,
-    signal,
-    quiet: true,
-  });
+  // The callback arrives outside the compaction's context: its model call is put back there.
+  const result = await deps.telemetry.withParent(state.trace, () =>
+    callModel(deps, ctx, ports, states.modelCalls, {
+      turnId,
+      candidates,
+      route: { ...route, chosen: route.chosen },
+      messages,
+      tools: [],
+      sections,
+      signal,
+      quiet: true,
+    }),
+  );
   if (result.kind === "cancelled" || result.kind === "bound") {
     // The cut summary call was (maybe) billed: it is recorded for the ledger all the same.
     if (result.completion && result.candidate) {
