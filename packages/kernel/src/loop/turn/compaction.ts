@@ -597,12 +597,13 @@ export async function summarize(
     );
   }
   state.summaryCalls++;
+  const chosen = route.chosen;
   // The callback arrives outside the compaction's context: its model call is put back there.
   const result = await deps.telemetry.withParent(state.trace, () =>
     callModel(deps, ctx, ports, states.modelCalls, {
       turnId,
       candidates,
-      route: { ...route, chosen: route.chosen },
+      route: { ...route, chosen },
       messages,
       tools: [],
       sections,
