@@ -16,12 +16,13 @@ import {
   startOtlpReceiver,
 } from "@pluggableharness/otlp-receiver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EVERYTHING } from "../../../providers/mcp/test/servers.ts";
 import { agent, type Sandbox, sandbox } from "./helpers.ts";
 
 const CANARY = "sk-ant-otel-canary-7f3a9c";
 /** A third-party tool plugin that exports its own span over OTLP (its own process). */
 const TRACED_PLUGIN = fileURLToPath(new URL("./fixtures/traced-plugin/main.ts", import.meta.url));
+/** A stdio MCP server that writes the `_meta` of each tools/call it gets to a file. */
+const MCP_SERVER = fileURLToPath(new URL("./fixtures/mcp-meta-server.mjs", import.meta.url));
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -60,8 +61,8 @@ const observability = (endpoint: string, protocol: string) => `
 /**
  * Adds, to the fixture project, the third-party `traced` plugin (through dev_overrides;
  * network for its own OTLP export), the first-party agent provider with an `explorer`
- * profile a sub-agent runs as, and a real MCP server (server-everything) bridged by the mcp
- * provider.
+ * profile a sub-agent runs as, and an MCP server (the official SDK's) bridged by the mcp
+ * provider, which records the `_meta` it is sent in mcp-meta.json.
  */
 function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): void {
   const file = join(repo, "agent.hcl");
@@ -78,7 +79,7 @@ function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): vo
     source  = "pluggableharness/agent"
     version = ">= 0.1.0"
   }
-  everything = {
+  meta = {
     source  = "pluggableharness/mcp"
     version = ">= 0.1.0"
   }
@@ -86,7 +87,7 @@ function withPlugins(repo: string, env: NodeJS.ProcessEnv, otlpHttp: string): vo
     )
     .replace(
       'tools     = ["filesystem.*", "exec.*"]',
-      'tools     = ["filesystem.*", "exec.*", "traced.*", "agent.*", "everything.*"]',
+      'tools     = ["filesystem.*", "exec.*", "traced.*", "agent.*", "meta.*"]',
     );
   writeFileSync(
     file,
@@ -99,12 +100,12 @@ provider "agent" {
   profiles = { explorer = "answers briefly" }
 }
 
-provider "everything" {
-  command = ${JSON.stringify([process.execPath, EVERYTHING, "stdio"])}
+provider "meta" {
+  command = ${JSON.stringify([process.execPath, MCP_SERVER, join(repo, "mcp-meta.json")])}
 }
 
 policy "allow_mcp" {
-  match  = { provider = "everything" }
+  match  = { provider = "meta" }
   action = "allow"
 }
 
@@ -151,7 +152,7 @@ describe("OpenTelemetry export", () => {
           { name: "filesystem__read_file", args: { path: "calc.js" } },
           { name: "filesystem__write_file", args: { path: "notes.txt", content: "hello" } },
           { name: "traced__lookup", args: { key: "calc" } },
-          { name: "everything__echo", args: { message: "hello mcp" } },
+          { name: "meta__echo", args: { message: "hello mcp" } },
           {
             name: "agent__spawn_subagent",
             args: { profile: "explorer", prompt: "Say hi.", description: "greet" },
@@ -174,7 +175,7 @@ describe("OpenTelemetry export", () => {
         AGENT_LOG_LEVEL: "debug",
       },
     });
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
     sessionId = (JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { session_id: string }).session_id;
 
     const spans = receiver.spans;
@@ -233,14 +234,14 @@ describe("OpenTelemetry export", () => {
     expect(own.resource["service.name"]).toBe("traced-plugin");
     expect(own.traceId).toBe(session!.traceId);
     expect(receiver.requests).toContain("http /v1/traces");
-    // An MCP server's tool: the MCP client span (`tools/call <tool>`) inside its execute_tool.
-    const echo = spans.find((s) => s.name === "execute_tool everything.echo");
-    expect(echo, spanTree(spans)).toBeDefined();
-    expect(echo!.attributes["mcp.server.name"]).toBe("everything");
-    expect(child(spans, echo!, "tools/call echo").attributes).toMatchObject({
-      "mcp.method.name": "tools/call",
-      "mcp.server.name": "everything",
-    });
+    // An MCP server's tool: the MCP client span (`tools/call <tool>`) inside its execute_tool,
+    // and the server got that span's context in the request's `_meta`.
+    const echo = child(spans, child(spans, first, "step 12 apply"), "execute_tool meta.echo");
+    expect(echo.attributes["mcp.server.name"]).toBe("meta");
+    const mcpCall = child(spans, echo, "tools/call echo");
+    expect(mcpCall.attributes).toMatchObject({ "mcp.method.name": "tools/call", "mcp.server.name": "meta" });
+    const meta = JSON.parse(readFileSync(join(repo, "mcp-meta.json"), "utf8")) as { traceparent?: string };
+    expect(meta.traceparent).toBe(`00-${session!.traceId}-${mcpCall.spanId}-01`);
     // Hook points dispatch as spans (pre-tool-call, with no subscribers here, still one span).
     child(spans, child(spans, first, "step 7 pre-tool-call"), "hook pre-tool-call");
     expect(
@@ -287,7 +288,7 @@ describe("OpenTelemetry export", () => {
     // The write (allow_file_edits), the MCP call (allow_mcp) and the spawn (allow_spawns);
     // tool calls split by MCP server.
     expect(sum("agent.approvals", { "plan.decision": "allow" })).toBe(3);
-    expect(sum("agent.tool.calls", { "mcp.server.name": "everything", "tool.outcome": "success" })).toBe(1);
+    expect(sum("agent.tool.calls", { "mcp.server.name": "meta", "tool.outcome": "success" })).toBe(1);
     expect(sum("agent.session.count", { "agent.role": "root" })).toBe(1);
     expect(sum("agent.session.count", { "agent.role": "subagent" })).toBe(1);
     const latency = receiver.points.filter((p) => p.metric === "agent.model.latency");
