@@ -59,6 +59,31 @@ function sourceLocations(outfile: string): Plugin {
   };
 }
 
+/**
+ * The OpenTelemetry gRPC exporters' ES builds load grpc-js through a `require` made with
+ * `createRequire(import.meta.url)` (rolldown's runtime helper), which a bundler cannot
+ * follow: in a bundle that call would load a second grpc-js from node_modules (or none,
+ * installed), whose credentials and metadata the bundled client rejects. The helper is
+ * replaced by one that hands out the bundled grpc-js, the only module they ask it for.
+ */
+function bundledRequire(): Plugin {
+  return {
+    name: "bundled-require",
+    setup(b) {
+      b.onLoad({ filter: /[\\/]@opentelemetry[\\/].*_virtual[\\/]_rolldown[\\/]runtime\.mjs$/ }, () => ({
+        contents: [
+          'import * as grpc from "@grpc/grpc-js";',
+          "export function __require(id) {",
+          '  if (id === "@grpc/grpc-js") return grpc;',
+          '  throw new Error(id + " is not in the bundle (scripts/bundle.ts, bundledRequire)");',
+          "}",
+        ].join("\n"),
+        loader: "js",
+      }));
+    },
+  };
+}
+
 // CommonJS dependencies (grpc-js) call require() for Node built-ins.
 const BANNER =
   'import { createRequire as __phCreateRequire } from "node:module";\n' +
@@ -91,7 +116,7 @@ export async function buildBundle(entry: string, root: string = REPO_ROOT): Prom
     metafile: true,
     absWorkingDir: root,
     logLevel: "warning",
-    plugins: [sourceLocations(outfile)],
+    plugins: [bundledRequire(), sourceLocations(outfile)],
   });
   const inputs: Record<string, { size: number; mtimeMs: number; sha256: string }> = {};
   for (const rel of Object.keys(result.metafile!.inputs)) {

@@ -111,6 +111,7 @@ import { ProviderRegistry, type ProviderStatus } from "./plugins/providers.ts";
 import { withReplayBuilds } from "./plugins/replay-builds.ts";
 import type { InProcessPluginFactory } from "./providers/in-process.ts";
 import { runSubagent } from "./subagents/run-session.ts";
+import { createTelemetry, noTelemetry, type Telemetry } from "./telemetry/index.ts";
 import { noTrace, type Tracer } from "./trace.ts";
 import { KERNEL_VERSION } from "./version.ts";
 
@@ -152,6 +153,11 @@ export interface KernelOptions {
   readonly config?: AgentConfig;
   readonly clock?: KernelClock;
   readonly trace?: Tracer;
+  /**
+   * false: the discarding telemetry backend whatever settings{} says (replay must never
+   * export); otherwise settings.telemetry and observability{} decide (telemetry/).
+   */
+  readonly telemetry?: false;
   /** Session file durability (default "full"; "normal" for tests). */
   readonly durability?: "full" | "normal";
   /**
@@ -368,9 +374,17 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
   #planned = false;
 
   readonly #secretMask: SecretMask;
+  readonly #telemetry: Telemetry;
 
-  constructor(options: KernelOptions, config: AgentConfig, log: KernelLogger, secretMask: SecretMask) {
+  constructor(
+    options: KernelOptions,
+    config: AgentConfig,
+    log: KernelLogger,
+    secretMask: SecretMask,
+    telemetry: Telemetry = noTelemetry,
+  ) {
     this.#options = options;
+    this.#telemetry = telemetry;
     this.config = config;
     this.#log = log;
     this.#secretMask = secretMask;
@@ -399,6 +413,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       ...(this.#options.inProcessProviders ? { inProcess: this.#options.inProcessProviders } : {}),
       ...(this.#options.exclude ? { exclude: this.#options.exclude } : {}),
       secretMask: this.#secretMask,
+      ...(this.#telemetry.active ? { traceCarrier: () => this.#telemetry.carrier() } : {}),
       ...(this.#options.tolerateProviderFailures ? { tolerateFailures: true } : {}),
     });
     this.#providers = providers;
@@ -418,6 +433,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       tracker: this.#tracker,
       log: this.#log.child("hooks"),
       trace,
+      telemetry: this.#telemetry,
       onHookError: (sessionId, error) => this.#recordHookError(sessionId, error),
       observeView: widgetFeedView(providers),
     });
@@ -433,6 +449,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       log: this.#log.child("loop"),
       trace,
       ...(this.#options.vendorThrottle ? { throttle: this.#options.vendorThrottle } : {}),
+      telemetry: this.#telemetry,
       kernelProducer: this.#kernelProducer,
       policy: new PolicyEngine(this.config.policies, { alwaysRules: always.rules }),
       projectDir: this.config.projectDir,
@@ -931,6 +948,8 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     this.#tokenCounts.flush();
     this.#pool.release(this);
     if (this.#ownsPool) await this.#pool.shutdown();
+    // Last, so the plugins' final records and the sessions' spans are in the flush.
+    await this.#telemetry.shutdown();
   }
 }
 
@@ -1016,11 +1035,20 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
   // Built once: every withheld value in every form, for log records, tool output and summaries.
   const secretMask = new SecretMask(withheldValues(config.projectDir, env));
+  // Log records reach the telemetry's logs signal after masking, like every other sink.
+  let telemetry: Telemetry = noTelemetry;
+  const baseSink = options.logSink ?? discardLog;
   const log = new KernelLogger(
-    maskedSink(options.logSink ?? discardLog, secretMask),
+    maskedSink((r) => {
+      baseSink(r);
+      telemetry.log(r);
+    }, secretMask),
     "kernel",
     options.logLevel ?? config.settings.log_level,
   );
+  if (options.telemetry !== false) {
+    telemetry = await createTelemetry(config.settings, env, (m) => log.child("telemetry").warn(m));
+  }
   for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.column}: ${w.summary}: ${w.detail}`);
 
   let devOverrides: Record<string, string> = {};
@@ -1075,7 +1103,7 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
   }
 
   const replayBuilds = options.replayBuilds ?? [];
-  const kernel = new KernelImpl(options, withReplayBuilds(config, replayBuilds), log, secretMask);
+  const kernel = new KernelImpl(options, withReplayBuilds(config, replayBuilds), log, secretMask, telemetry);
   try {
     await kernel.init([...resolved, ...replayBuilds]);
   } catch (err) {

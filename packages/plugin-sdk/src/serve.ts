@@ -63,6 +63,22 @@ export interface PluginContext extends HandlerContext {
   /** Kernel callbacks, attributed to this call's session. */
   kernel: KernelClient;
   log: Logger;
+  /**
+   * The W3C trace context of the kernel span this call belongs to (the tool call's
+   * `execute_tool`, the model step's, ...), when the kernel exports telemetry; undefined
+   * otherwise. Extract it with OpenTelemetry's propagator (`traceContext`) to make your own
+   * spans its children (docs/plugin-authors.md).
+   */
+  readonly traceparent: string | undefined;
+  readonly tracestate: string | undefined;
+  /** The same as a carrier (`{ traceparent, tracestate }`, only those present). */
+  readonly traceContext: Readonly<Record<string, string>>;
+}
+
+/** One string metadata value (the first), if the caller sent it. */
+function metadataValue(base: HandlerContext, key: string): string | undefined {
+  const v = base.metadata.get(key)[0];
+  return typeof v === "string" && v !== "" ? v : undefined;
 }
 
 export interface ServiceRegistration {
@@ -272,6 +288,20 @@ export async function serve(options: ServeOptions): Promise<ServedPlugin> {
           callContext,
           kernel: kernel.withCallContext(callContext),
           log,
+          get traceparent() {
+            return metadataValue(base, "traceparent");
+          },
+          get tracestate() {
+            return metadataValue(base, "tracestate");
+          },
+          get traceContext() {
+            const out: Record<string, string> = {};
+            for (const key of ["traceparent", "tracestate"]) {
+              const v = metadataValue(base, key);
+              if (v !== undefined) out[key] = v;
+            }
+            return out;
+          },
         };
       },
       onError: (err, method) =>

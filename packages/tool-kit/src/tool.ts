@@ -61,6 +61,11 @@ export interface ToolContext {
   readonly kernel: KernelClient;
   readonly log: Logger;
   /**
+   * The kernel's trace context for this call (`traceparent`, `tracestate`; empty when the
+   * kernel exports no telemetry): the parent to give your own OpenTelemetry spans.
+   */
+  readonly traceContext: Readonly<Record<string, string>>;
+  /**
    * Records what the call has done so far (merged into earlier reports). If the call is
    * cancelled, the latest report is what the plugin tells the kernel had happened.
    */
@@ -231,6 +236,9 @@ export function toolService(options: ToolProviderOptions) {
       signal: ctx.signal,
       kernel: ctx.kernel,
       log: ctx.log,
+      get traceContext() {
+        return ctx.traceContext;
+      },
       report: (s) => {
         state = { ...state, ...s };
       },

@@ -159,6 +159,12 @@ function checkStructured(s: State, tool: Tool, result: Record<string, unknown>):
   }
 }
 
+/** `_meta` with the call's W3C trace context, or nothing when the kernel sent none. */
+function traceMeta(ctx: PluginContext): { _meta?: Record<string, string> } {
+  const carrier = ctx.traceContext;
+  return carrier["traceparent"] ? { _meta: { ...carrier } } : {};
+}
+
 async function* invokeTool(
   s: State,
   tool: Tool,
@@ -169,15 +175,25 @@ async function* invokeTool(
   const settings = s.connection.settings;
   const redactor = s.connection.redactor;
   const call = s.connection.client
-    .request({ method: "tools/call", params: { name: tool.name, arguments: args } }, CallToolResultSchema, {
-      signal: ctx.signal,
-      timeout: settings.toolTimeoutMs,
-      onprogress: (p) => {
-        const fraction = p.total && p.total > 0 ? Math.min(1, Math.max(0, p.progress / p.total)) : undefined;
-        const message = p.message ?? (p.total ? `${p.progress}/${p.total}` : String(p.progress));
-        queue.push(progress(cutChars(redactor.mask(message), MAX_PROGRESS_CHARS), fraction));
+    .request(
+      {
+        method: "tools/call",
+        // The kernel's trace context goes on to the server (`_meta`, as MCP tracing proposals
+        // carry it), so a server that traces joins the same trace.
+        params: { name: tool.name, arguments: args, ...traceMeta(ctx) },
       },
-    })
+      CallToolResultSchema,
+      {
+        signal: ctx.signal,
+        timeout: settings.toolTimeoutMs,
+        onprogress: (p) => {
+          const fraction =
+            p.total && p.total > 0 ? Math.min(1, Math.max(0, p.progress / p.total)) : undefined;
+          const message = p.message ?? (p.total ? `${p.progress}/${p.total}` : String(p.progress));
+          queue.push(progress(cutChars(redactor.mask(message), MAX_PROGRESS_CHARS), fraction));
+        },
+      },
+    )
     .finally(() => queue.close());
   call.catch(() => {}); // consumed below
   for await (const ev of queue.drain()) yield ev;

@@ -183,6 +183,8 @@ export async function runReplay(
       config: loaded.config,
       exclude: exclude ?? [],
       replayBuilds: [...builds.values()].map((b) => b.provider),
+      // Replay never exports: trace and span ids are not the session's to reproduce.
+      telemetry: false,
     });
   } catch (err) {
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);

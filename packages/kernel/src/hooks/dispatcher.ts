@@ -24,6 +24,8 @@ import {
 import type { InvocationTracker } from "../callbacks/invocations.ts";
 import type { KernelLogger } from "../log.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
+import { errorType } from "../telemetry/error-type.ts";
+import { noTelemetry, type Telemetry } from "../telemetry/telemetry.ts";
 import type { Tracer } from "../trace.ts";
 
 export interface HookContext {
@@ -52,6 +54,8 @@ export interface HookDispatcherOptions {
   readonly tracker: InvocationTracker;
   readonly log: KernelLogger;
   readonly trace: Tracer;
+  /** One span per dispatch, a child per subscriber invocation (hook-dispatch.md). */
+  readonly telemetry?: Telemetry;
   /** Persists (and publishes) a hook_error for the session. */
   readonly onHookError: (sessionId: string, error: HookError) => void;
   /**
@@ -78,8 +82,8 @@ const DEADLINE_EXCEEDED = 4;
 class SubscriberFailure extends Error {
   readonly category: HookErrorCategory;
   readonly timedOut: boolean;
-  constructor(category: HookErrorCategory, message: string, timedOut = false) {
-    super(message);
+  constructor(category: HookErrorCategory, message: string, timedOut = false, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
     this.category = category;
     this.timedOut = timedOut;
   }
@@ -102,7 +106,25 @@ export class HookDispatcher {
     return this.#byPoint.get(point) ?? [];
   }
 
-  async dispatch(point: HookPointName, payload: HookPayload, ctx: HookContext): Promise<HookOutcome> {
+  dispatch(point: HookPointName, payload: HookPayload, ctx: HookContext): Promise<HookOutcome> {
+    const telemetry = this.#opts.telemetry ?? noTelemetry;
+    return telemetry.span(
+      `hook ${point}`,
+      { "hook.point": point, "hook.subscribers": this.subscribers(point).length },
+      async (span) => {
+        const out = await this.#dispatch(point, payload, ctx, telemetry);
+        span.set({ "hook.decision": out.decision, "hook.denied_by": out.deniedBy });
+        return out;
+      },
+    );
+  }
+
+  async #dispatch(
+    point: HookPointName,
+    payload: HookPayload,
+    ctx: HookContext,
+    telemetry: Telemetry,
+  ): Promise<HookOutcome> {
     if (payload.point.case !== VARIANT[point]) {
       throw new Error(`hook payload for ${point} carries ${payload.point.case ?? "nothing"}`);
     }
@@ -126,7 +148,25 @@ export class HookDispatcher {
         attrs: { point, subscriber: sub.provider, mode: sub.mode },
       });
       try {
-        const next = await this.#invoke(sub, mode, sent, ctx);
+        const next = await telemetry.span(
+          `hook.subscriber ${sub.provider}`,
+          { "hook.point": point, "hook.subscriber": sub.provider, "hook.mode": sub.mode },
+          async (span) => {
+            try {
+              const r = await this.#invoke(sub, mode, sent, ctx);
+              if (sub.mode === "veto")
+                span.set({ "hook.decision": r.decision === HookDecision.DENY ? "deny" : "allow" });
+              return r;
+            } catch (err) {
+              const category = err instanceof SubscriberFailure ? HookErrorCategory[err.category] : "failed";
+              span.fail(String(category).toLowerCase(), (err as Error).message);
+              // What the plugin call itself did (process_crashed, timeout, ...), under the hook's category.
+              const cause = (err as Error).cause;
+              if (cause !== undefined) span.set({ "hook.error.cause": errorType(cause) });
+              throw err;
+            }
+          },
+        );
         if (sub.mode === "transform" && next.payload) current = next.payload;
         if (sub.mode === "veto" && next.decision === HookDecision.DENY) {
           return {
@@ -238,6 +278,7 @@ export class HookDispatcher {
         failCategory,
         timedOut ? `no answer within ${timeoutMs} ms` : (err as Error).message,
         timedOut,
+        err,
       );
     }
     const out = response.outcome;

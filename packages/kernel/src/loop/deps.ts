@@ -8,6 +8,7 @@ import type { EventRenderer } from "../frontends/renderer.ts";
 import type { HookDispatcher } from "../hooks/dispatcher.ts";
 import type { KernelLogger } from "../log.ts";
 import type { ProviderRegistry } from "../plugins/providers.ts";
+import type { Telemetry } from "../telemetry/telemetry.ts";
 import type { Tracer } from "../trace.ts";
 import type { VendorThrottle } from "./vendor-throttle.ts";
 
@@ -53,6 +54,8 @@ export interface LoopDeps {
   readonly clock: KernelClock;
   readonly log: KernelLogger;
   readonly trace: Tracer;
+  /** Spans, metrics and log records for the OTLP export (telemetry/); the discarding one when off. */
+  readonly telemetry: Telemetry;
   /** The producer of the events the kernel writes on its own account. */
   readonly kernelProducer: ProducerRef;
   /** Operator and ALWAYS rules; each session works on its own copy (forSession). */

@@ -136,6 +136,8 @@ export interface InflightCall {
   readonly args: JsonObject;
   /** Aborts when that Invoke ends (the sub-agents it spawned with it). */
   readonly ended: AbortController;
+  /** The call's span context (telemetry/): RunSession makes a child session its child. */
+  readonly trace?: Readonly<Record<string, string>>;
 }
 
 /** What running a tool call touches of its session (tool-exec.ts). */

@@ -40,7 +40,7 @@ import {
   validateToolSchemas,
 } from "../domain/index.ts";
 import type { KernelLogger } from "../log.ts";
-import { type ClientFactory, grpcPorts } from "../providers/grpc.ts";
+import { type ClientFactory, grpcPorts, type TraceCarrierSource } from "../providers/grpc.ts";
 import { InProcessHost, type InProcessPluginFactory } from "../providers/in-process.ts";
 import type { ProviderPorts } from "../providers/ports.ts";
 import { KERNEL_VERSION } from "../version.ts";
@@ -198,6 +198,8 @@ export interface LoadProvidersOptions {
   readonly isolation?: PluginIsolation;
   /** Every withheld value (docs/security/mcp.md): masked in what a provider given one says. */
   readonly secretMask?: SecretMask;
+  /** The current span's trace context, sent with every call to a launched plugin. */
+  readonly traceCarrier?: TraceCarrierSource;
 }
 
 /**
@@ -784,13 +786,13 @@ function buildLoaded(
     config: {},
     dormant: options.dormant,
     ...(options.cacheKey ? { cacheKey: options.cacheKey } : {}),
-    ports: portsOf(name, host),
+    ports: portsOf(name, host, options.traceCarrier),
   };
 }
 
 /** The category ports over whatever runs the provider. */
-function portsOf(name: string, host: ProviderHost): ProviderPorts {
-  return host instanceof InProcessHost ? host.ports : grpcPorts(name, (s) => host.client(s));
+function portsOf(name: string, host: ProviderHost, carrier?: TraceCarrierSource): ProviderPorts {
+  return host instanceof InProcessHost ? host.ports : grpcPorts(name, (s) => host.client(s), carrier);
 }
 
 async function refreshModels(

@@ -33,8 +33,29 @@ function firstLine(message: string): string {
   return message.split("\n")[0]!;
 }
 
+/** The W3C trace context of the current span, for a call's metadata (empty: none). */
+export type TraceCarrierSource = () => Readonly<Record<string, string>>;
+
+/**
+ * The call options with the current trace context (`traceparent`, `tracestate`) added to
+ * their metadata, so the plugin's work joins the kernel's trace: gRPC metadata for a
+ * process plugin, the same metadata slot of the port-rpc CALL frame for a worker.
+ */
+function traced(options: unknown, carrier: TraceCarrierSource | undefined): unknown {
+  if (!carrier) return options;
+  const ctx = carrier();
+  if (!ctx["traceparent"]) return options;
+  const o = (options ?? {}) as { metadata?: Record<string, string> };
+  return { ...o, metadata: { ...ctx, ...o.metadata } };
+}
+
 /** One port over one service's client, created on first use. */
-function port<S extends DescService>(provider: string, service: S, clients: ClientFactory): unknown {
+function port<S extends DescService>(
+  provider: string,
+  service: S,
+  clients: ClientFactory,
+  carrier: TraceCarrierSource | undefined,
+): unknown {
   let client: ServiceClient<S> | undefined;
   const get = () => {
     client ??= clients(service);
@@ -46,7 +67,7 @@ function port<S extends DescService>(provider: string, service: S, clients: Clie
     if (m.methodKind === "unary") {
       out[name] = async (request: unknown, options: unknown) => {
         try {
-          return await get()[name]!(request, options);
+          return await get()[name]!(request, traced(options, carrier));
         } catch (err) {
           throw providerError(provider, err);
         }
@@ -54,7 +75,7 @@ function port<S extends DescService>(provider: string, service: S, clients: Clie
     } else if (m.methodKind === "server_streaming") {
       out[name] = async function* (request: unknown, options: unknown) {
         try {
-          yield* get()[name]!(request, options) as AsyncIterable<unknown>;
+          yield* get()[name]!(request, traced(options, carrier)) as AsyncIterable<unknown>;
         } catch (err) {
           throw providerError(provider, err);
         }
@@ -64,15 +85,22 @@ function port<S extends DescService>(provider: string, service: S, clients: Clie
   return out;
 }
 
-/** Every category port of one plugin over go-plugin clients. */
-export function grpcPorts(provider: string, clients: ClientFactory): ProviderPorts {
+/**
+ * Every category port of one plugin over go-plugin clients; with `carrier`, each call
+ * carries the current trace context.
+ */
+export function grpcPorts(
+  provider: string,
+  clients: ClientFactory,
+  carrier?: TraceCarrierSource,
+): ProviderPorts {
   return {
-    model: port(provider, ModelService, clients) as ProviderPorts["model"],
-    tool: port(provider, ToolService, clients) as ProviderPorts["tool"],
-    context: port(provider, ContextService, clients) as ProviderPorts["context"],
-    memory: port(provider, MemoryService, clients) as ProviderPorts["memory"],
-    hook: port(provider, HookSubscriberService, clients) as ProviderPorts["hook"],
-    frontend: port(provider, FrontendService, clients) as ProviderPorts["frontend"],
-    widget: port(provider, WidgetService, clients) as ProviderPorts["widget"],
+    model: port(provider, ModelService, clients, carrier) as ProviderPorts["model"],
+    tool: port(provider, ToolService, clients, carrier) as ProviderPorts["tool"],
+    context: port(provider, ContextService, clients, carrier) as ProviderPorts["context"],
+    memory: port(provider, MemoryService, clients, carrier) as ProviderPorts["memory"],
+    hook: port(provider, HookSubscriberService, clients, carrier) as ProviderPorts["hook"],
+    frontend: port(provider, FrontendService, clients, carrier) as ProviderPorts["frontend"],
+    widget: port(provider, WidgetService, clients, carrier) as ProviderPorts["widget"],
   };
 }

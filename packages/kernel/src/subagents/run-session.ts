@@ -212,15 +212,18 @@ export async function runSubagent(
         }
       }
       c.subagent?.progress("starting");
-      c.runs.enqueue([
-        {
-          $typeName: "pluggableharness.content.v1.ContentBlock",
-          block: {
-            case: "text",
-            value: { $typeName: "pluggableharness.content.v1.TextBlock", text: req.prompt },
+      // The child's run starts inside the spawning call's span context: its trace nests there.
+      deps.telemetry.withParent(call.trace, () =>
+        c.runs.enqueue([
+          {
+            $typeName: "pluggableharness.content.v1.ContentBlock",
+            block: {
+              case: "text",
+              value: { $typeName: "pluggableharness.content.v1.TextBlock", text: req.prompt },
+            },
           },
-        },
-      ]);
+        ]),
+      );
       if (stop.aborted) c.interrupt();
       const status = await c.runs.idle();
       const final = lastAssistant(c.history);

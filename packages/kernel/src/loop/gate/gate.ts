@@ -17,10 +17,11 @@ import { protectedHitOf } from "@pluggableharness/config";
 import { ToolCallEventSchema } from "@pluggableharness/protocol/event";
 import { HookPayloadSchema } from "@pluggableharness/protocol/hook";
 import { ChildDenialSchema, EventKind } from "@pluggableharness/protocol/kernel";
-import { PlanDecision, PlanSchema } from "@pluggableharness/protocol/plan";
+import { PlanDecision, type PlanItem, PlanSchema } from "@pluggableharness/protocol/plan";
 import { type ToolCall, ToolKind } from "@pluggableharness/protocol/tool";
 import { ConcurrencyScheduler, canonicalJson, checkToolCall, lockClaim } from "../../domain/index.ts";
 import { callRisk } from "../../subagents/risk.ts";
+import type { Telemetry } from "../../telemetry/telemetry.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { AskResolution, CallContext, TurnPorts } from "../ports.ts";
 import type { SessionTool } from "../tool-registry.ts";
@@ -83,32 +84,40 @@ export class CallGate {
 
   async run(): Promise<Step> {
     const { calls, trace } = this.#input;
+    // One span per gate step (turn-algorithm.md: tool execution and the veto chain are traced).
+    const step = <T>(n: string, name: string, fn: () => Promise<T>): Promise<T> =>
+      this.#deps.telemetry.span(`step ${n} ${name}`, { "turn.step": n }, fn);
     trace("7");
-    if ((await this.#preToolCall(calls)) === "cancelled") return "cancelled";
+    if ((await step("7", "pre-tool-call", () => this.#preToolCall(calls))) === "cancelled")
+      return "cancelled";
     this.#checkArguments(calls);
 
     trace("8");
     const batch = splitByKind(calls);
 
     trace("9");
-    await this.#runDataSources(batch.dataSources);
+    await step("9", "data-sources", () => this.#runDataSources(batch.dataSources));
     if (this.#aborted) return "cancelled";
 
     trace("9b");
-    if ((await this.#runInteractive(batch.interactive)) === "cancelled") return "cancelled";
+    if ((await step("9b", "interactive", () => this.#runInteractive(batch.interactive))) === "cancelled")
+      return "cancelled";
 
     trace("10");
-    const plan = await this.#buildPlan(batch.resources);
+    const plan = await step("10", "plan", () => this.#buildPlan(batch.resources));
     if (this.#aborted) return "cancelled";
 
     if (plan.items.length > 0) {
       trace("11");
-      await this.#planReady(plan, batch.resources);
+      await step("11", "plan-ready", async () => {
+        await this.#planReady(plan, batch.resources);
+        tracePlanDecisions(this.#deps.telemetry, plan.items);
+      });
       if (this.#aborted) return "cancelled";
       persistPlan(this.#deps, this.#ports.sink, this.#ctx.turnId, plan);
 
       trace("12");
-      await this.#apply(batch.resources);
+      await step("12", "apply", () => this.#apply(batch.resources));
       persistApply(this.#deps, this.#ports.sink, this.#ctx.turnId, plan, calls, this.#applied);
       if (this.#aborted) return "cancelled";
     } else {
@@ -117,10 +126,11 @@ export class CallGate {
     }
 
     trace("13");
-    if ((await this.#postToolCall(batch)) === "cancelled") return "cancelled";
+    if ((await step("13", "post-tool-call", () => this.#postToolCall(batch))) === "cancelled")
+      return "cancelled";
 
     trace("14");
-    await this.#postApply(plan);
+    await step("14", "post-apply", () => this.#postApply(plan));
 
     // A turn that met a denial, whatever else it ran, counts toward the denial breaker.
     if (this.#ports.guards.breaker.turnEnded(calls.some((c) => c.result?.denied === true)))
@@ -325,6 +335,15 @@ export class CallGate {
         });
       return this.#ports.humans.ask(item, c.tool!, signal);
     });
+    // Decisions by outcome and decider (policy, a rule, the human): low-cardinality counters.
+    for (const d of decisions) {
+      void d.then((r) =>
+        this.#deps.telemetry.add("agent.approvals", 1, {
+          "plan.decision": r.decision,
+          "plan.decided_by": r.decidedBy,
+        }),
+      );
+    }
     const scheduler = new ConcurrencyScheduler({ serializeAll });
     await Promise.all(
       planned.map((c, i) =>
@@ -488,4 +507,22 @@ function splitByKind(calls: readonly CallRecord[]): Batch {
     interactive: ofKind(ToolKind.INTERACTIVE),
     resources: ofKind(ToolKind.RESOURCE),
   };
+}
+
+/** The veto chain's outcome per plan item, as a child of step 11 (decision and who made it). */
+function tracePlanDecisions(t: Telemetry, items: readonly PlanItem[]): void {
+  if (!t.active) return;
+  for (const item of items) {
+    const decision = PlanDecision[item.decision]?.toLowerCase() ?? String(item.decision);
+    t.span(
+      `plan.decision ${item.provider}.${item.toolName}`,
+      {
+        "gen_ai.tool.call.id": item.toolCallId,
+        "gen_ai.tool.name": `${item.provider}.${item.toolName}`,
+        "plan.decision": decision,
+        "plan.decided_by": item.decidedBy,
+      },
+      () => {},
+    );
+  }
 }

@@ -69,7 +69,44 @@ export function finalAnswerInstruction(reason: StopReason): string {
   return `[kernel] Stop: ${STOP_TEXT[reason]}. No tools are available any more. Give your final answer now from what you already have, and say plainly what is left undone.`;
 }
 
-export async function runSessionRun(
+/** One run of a session, as one span (a sub-agent's under its spawning tool call's). */
+export function runSessionRun(
+  deps: LoopDeps,
+  session: RunnableSession,
+  input: SessionInput,
+  signal: AbortSignal,
+): Promise<void> {
+  const t = deps.telemetry;
+  const role = session.parentId ? "subagent" : "root";
+  const started = deps.clock.now();
+  t.add("agent.session.count", 1, { "agent.role": role, "agent.profile": session.profile.name });
+  return t.span(
+    "session",
+    {
+      "session.id": session.id,
+      "gen_ai.conversation.id": session.id,
+      "session.parent_id": session.parentId,
+      "agent.profile": session.profile.name,
+      "agent.role": role,
+      "session.input": input.kind,
+    },
+    async (span) => {
+      try {
+        await runSessionBody(deps, session, input, signal);
+      } finally {
+        const status = SessionStatus[session.status()] ?? String(session.status());
+        span.set({ "session.status": status });
+        if (session.status() === SessionStatus.FAILED) span.fail("session_failed");
+        t.record("agent.session.duration", (deps.clock.now() - started) / 1000, {
+          "agent.role": role,
+          "session.status": status,
+        });
+      }
+    },
+  );
+}
+
+async function runSessionBody(
   deps: LoopDeps,
   session: RunnableSession,
   input: SessionInput,

@@ -32,6 +32,7 @@ import { GenerationParamsSchema, type ModelSpec, type ModelTarget } from "@plugg
 import { TextStyle } from "@pluggableharness/protocol/render";
 import { fallbackTokenCount } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
+import { errorType } from "../../telemetry/error-type.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { TurnContext, TurnPorts } from "../ports.ts";
 import { replaceConversation } from "./append.ts";
@@ -55,6 +56,8 @@ export class CompactionState {
   pending: { readonly instructions: string } | undefined;
   /** The turn a compaction pass is running for (Summarize books its cost there). */
   turnId: string | undefined;
+  /** The asked compactor's span context: its Summarize callback's model call nests there. */
+  trace: Readonly<Record<string, string>> | undefined;
   /**
    * Reported input tokens / kernel estimate of the previous request, never below 1: the
    * fallback estimate (UTF-8 bytes / 4) undercounts code and non-Latin text, so the
@@ -211,8 +214,37 @@ const REASON_TEXT: Record<number, string> = {
   [CompactionReason.OPERATOR]: "operator",
 };
 
-/** Asks every compactor in turn until one rewrites the history soundly; persists the rewrite. */
-export async function compactHistory(
+/**
+ * Asks every compactor in turn until one rewrites the history soundly; persists the rewrite.
+ * One `compaction` span, with a child per compactor asked.
+ */
+export function compactHistory(
+  deps: LoopDeps,
+  ctx: CompactionContext,
+  ports: CompactionPorts,
+  states: CompactionStates,
+  input: CompactInput,
+): Promise<CompactOutcome> {
+  return deps.telemetry.span(
+    "compaction",
+    { "compaction.reason": REASON_TEXT[input.reason] ?? "unspecified" },
+    async (span) => {
+      const outcome = await compactHistoryBody(deps, ctx, ports, states, input);
+      span.set(
+        outcome.kind === "compacted"
+          ? {
+              "compaction.outcome": "compacted",
+              "compaction.tokens_before": outcome.before,
+              "compaction.tokens_after": outcome.after,
+            }
+          : { "compaction.outcome": "unchanged" },
+      );
+      return outcome;
+    },
+  );
+}
+
+async function compactHistoryBody(
   deps: LoopDeps,
   ctx: CompactionContext,
   ports: CompactionPorts,
@@ -251,36 +283,46 @@ export async function compactHistory(
     for (const p of resting ? [] : all) {
       if (input.signal.aborted) break;
       let rewritten: Message[] | undefined;
+      // A child span per compactor asked; the call carries its context to the plugin.
+      const asked = deps.telemetry.start(`compaction.compactor ${p.name}`, {
+        "compaction.compactor": p.name,
+      });
+      state.trace = asked.within(() => deps.telemetry.carrier());
       try {
-        const response = await deps.tracker.run(p.name, ctx.sessionId, "context", () =>
-          p.ports.context.contribute(
-            {
-              sessionId: ctx.sessionId,
-              parentSessionId: ctx.parentSessionId ?? "",
-              turnId: input.turnId,
-              tokenBudget: BigInt(tokenBudget(p, input.target)),
-              modelTarget: input.target,
-              filesTouched: [],
-              workingDirectory: ctx.workingDirectory,
-              priorSections: [],
-              conversationHistory: [...ports.conversation.messages],
-              historyTokens: BigInt(before),
-              assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
-              compaction: {
-                reason: input.reason,
-                targetHistoryTokens: BigInt(goal),
-                instructions: input.instructions ?? "",
+        const response = await asked.within(() =>
+          deps.tracker.run(p.name, ctx.sessionId, "context", () =>
+            p.ports.context.contribute(
+              {
+                sessionId: ctx.sessionId,
+                parentSessionId: ctx.parentSessionId ?? "",
+                turnId: input.turnId,
+                tokenBudget: BigInt(tokenBudget(p, input.target)),
+                modelTarget: input.target,
+                filesTouched: [],
+                workingDirectory: ctx.workingDirectory,
+                priorSections: [],
+                conversationHistory: [...ports.conversation.messages],
+                historyTokens: BigInt(before),
+                assembledTokensLastTurn: BigInt(state.assembledTokensLastTurn),
+                compaction: {
+                  reason: input.reason,
+                  targetHistoryTokens: BigInt(goal),
+                  instructions: input.instructions ?? "",
+                },
               },
-            },
-            // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
-            {
-              timeoutMs: Math.max(deps.limits.contributeTimeoutMs, deps.settings.stream_idle_timeout_ms),
-              signal: input.signal,
-            },
+              // A summary is a model call: it gets the stream idle timeout, not Contribute's 10 s.
+              {
+                timeoutMs: Math.max(deps.limits.contributeTimeoutMs, deps.settings.stream_idle_timeout_ms),
+                signal: input.signal,
+              },
+            ),
           ),
         );
+        asked.end();
         rewritten = response.rewrittenHistory ? [...response.rewrittenHistory.messages] : undefined;
       } catch (err) {
+        asked.fail(errorType(err), (err as Error).message);
+        asked.end();
         if (input.signal.aborted) break;
         why.push(`${p.name} failed: ${(err as Error).message}`);
         log.warn(`compactor "${p.name}" failed`, { error: (err as Error).message }, ctx.sessionId);
@@ -308,6 +350,7 @@ export async function compactHistory(
     }
   } finally {
     state.turnId = undefined;
+    state.trace = undefined;
   }
   const text = why.join("; ") || "interrupted";
   if (input.signal.aborted || input.reason === CompactionReason.OPERATOR) {
@@ -421,6 +464,10 @@ export function applyRewrittenHistory(
   replaceConversation(ports, states.modelCalls, history);
   states.compaction.count++;
   states.compaction.pending = undefined;
+  deps.telemetry.add("agent.compactions", 1, {
+    "compaction.reason": REASON_TEXT[rewrite.reason] ?? "unspecified",
+    "compaction.by": rewrite.compactor === KERNEL_DROP ? "kernel" : "compactor",
+  });
   deps.log.info(
     "conversation compacted",
     {
@@ -549,16 +596,20 @@ export async function summarize(
     );
   }
   state.summaryCalls++;
-  const result = await callModel(deps, ctx, ports, states.modelCalls, {
-    turnId,
-    candidates,
-    route: { ...route, chosen: route.chosen },
-    messages,
-    tools: [],
-    sections,
-    signal,
-    quiet: true,
-  });
+  const chosen = route.chosen;
+  // The callback arrives outside the compaction's context: its model call is put back there.
+  const result = await deps.telemetry.withParent(state.trace, () =>
+    callModel(deps, ctx, ports, states.modelCalls, {
+      turnId,
+      candidates,
+      route: { ...route, chosen },
+      messages,
+      tools: [],
+      sections,
+      signal,
+      quiet: true,
+    }),
+  );
   if (result.kind === "cancelled" || result.kind === "bound") {
     // The cut summary call was (maybe) billed: it is recorded for the ledger all the same.
     if (result.completion && result.candidate) {

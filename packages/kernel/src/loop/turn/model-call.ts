@@ -18,6 +18,7 @@
 // The run's wall-clock deadline cuts an attempt and any retry wait that would end after
 // it (a "bound" result; docs/decisions/reliability.md, "Never hang: bounded stalls, no orphans, validate = run").
 // An attempt that was billed before it failed is persisted as its own message event.
+
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { credentialVariables, type GenerationParamsConfig } from "@pluggableharness/config";
 import type { ContextSection, Message } from "@pluggableharness/protocol/content";
@@ -58,6 +59,7 @@ import {
 } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
 import { ProviderCallError, ProviderUnavailableError } from "../../providers/ports.ts";
+import { traceAttempt } from "../../telemetry/genai.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { ModelCandidate, TurnContext, TurnPorts } from "../ports.ts";
 import { declaredToolName } from "../tool-registry.ts";
@@ -462,11 +464,18 @@ export async function callModel(
       });
       // Every attempt is in the cost ledger: one the vendor reported no usage for (cut, failed,
       // or a vendor that never reports it) carries the kernel's estimate, marked as such.
-      const outcome = withAttemptUsage(
-        deps,
-        candidate,
-        wire,
-        await attempt(deps, ctx, ports, candidate, wire, input, attemptNo, waiting),
+      const outcome = await traceAttempt(
+        deps.telemetry,
+        {
+          provider: candidate.provider.name,
+          system: candidate.provider.name,
+          model: candidate.spec.id,
+          attempt: attemptNo,
+        },
+        () =>
+          attempt(deps, ctx, ports, candidate, wire, input, attemptNo, waiting).then((o) =>
+            withAttemptUsage(deps, candidate, wire, o),
+          ),
       );
       if (outcome.kind === "ok") return { kind: "ok", completion: outcome.completion, candidate, request };
       if (outcome.kind === "cancelled")
@@ -552,6 +561,10 @@ export async function callModel(
         }
         retries++;
         state.retriesUsed++;
+        deps.telemetry.add("agent.model.retries", 1, {
+          "gen_ai.request.model": candidate.spec.id,
+          "error.type": error.category,
+        });
         // A vendor asking for longer than the kernel waits is told no, and so is the operator.
         const cappedNote =
           wait.capped && wait.askedMs !== undefined && wait.askedMs > delay
@@ -692,6 +705,9 @@ async function attempt(
         first = false;
         firstEventArrived();
         deps.trace({ name: "model.first_event", sessionId: ctx.sessionId, turnId: input.turnId });
+        deps.telemetry.record("agent.model.ttft", (Date.now() - began) / 1000, {
+          "gen_ai.request.model": model,
+        });
       }
       // A vendor holding output back for review says so: that silence is expected.
       arm(event.event.case === "safetyNotice" && event.event.value.kind === SafetyKind.BUFFERING);

@@ -66,20 +66,22 @@ export async function modelStep(
       tokens: prepared.requestTokens(),
       ceiling: Number(target.contextWindow),
     };
-    const result = await callModel(deps, ctx, ports, modelCalls, {
-      turnId,
-      candidates,
-      route,
-      messages,
-      tools,
-      sections: assembled.sections,
-      ...(modelCalls.previousToolsFingerprint !== undefined
-        ? { previousToolsFingerprint: modelCalls.previousToolsFingerprint }
-        : {}),
-      ...(modelCalls.previousRequest ? { previousRequest: modelCalls.previousRequest } : {}),
-      signal,
-      ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
-    });
+    const result = await deps.telemetry.span("step 3-4 model-call", { "turn.step": "3-4" }, () =>
+      callModel(deps, ctx, ports, modelCalls, {
+        turnId,
+        candidates,
+        route,
+        messages,
+        tools,
+        sections: assembled.sections,
+        ...(modelCalls.previousToolsFingerprint !== undefined
+          ? { previousToolsFingerprint: modelCalls.previousToolsFingerprint }
+          : {}),
+        ...(modelCalls.previousRequest ? { previousRequest: modelCalls.previousRequest } : {}),
+        signal,
+        ...(ctx.deadline !== undefined ? { deadline: ctx.deadline } : {}),
+      }),
+    );
     modelCalls.previousToolsFingerprint = toolListFingerprint(tools);
     modelCalls.previousRequest = requestPrefix(tools, assembled.sections, messages);
     if (result.kind === "ok") {

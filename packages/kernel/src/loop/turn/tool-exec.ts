@@ -3,6 +3,7 @@
 // (toolErrorReaction / autoRetryFor). A crashed plugin becomes a process_crashed error
 // result; an interrupted turn becomes a cancelled one that still reports the output the
 // tool produced before it was stopped.
+import { basename } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { StreamDeltaKind } from "@pluggableharness/protocol/frontend";
 import {
@@ -21,6 +22,7 @@ import {
   resolveToolTimeout,
   toolErrorReaction,
 } from "../../domain/index.ts";
+import type { LoadedProvider } from "../../plugins/providers.ts";
 import { ProviderUnavailableError } from "../../providers/ports.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { ToolCallScope } from "../ports.ts";
@@ -81,7 +83,69 @@ export function buildToolCall(
   });
 }
 
-export async function executeTool(
+/** One tool call, as one span (GenAI `execute_tool`); a sub-agent it spawns runs under it. */
+export function executeTool(
+  deps: LoopDeps,
+  scope: ToolCallScope,
+  input: ExecuteInput,
+): Promise<ToolExecution> {
+  const t = deps.telemetry;
+  const tool = `${input.tool.provider.name}.${input.tool.tool.schema.name}`;
+  const mcp = mcpServer(input.tool.provider);
+  return t.span(
+    `execute_tool ${tool}`,
+    {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": tool,
+      "gen_ai.tool.call.id": input.call.id,
+      "tool.provider": input.tool.provider.name,
+      "mcp.server.name": mcp,
+    },
+    async (span) => {
+      // A call to an MCP server's tool gets the MCP client span inside (MCP semantic
+      // conventions: `tools/call <tool>`), so MCP traffic is found by its own name.
+      const done = await (mcp === undefined
+        ? executeToolBody(deps, scope, input)
+        : t.span(
+            `tools/call ${input.tool.tool.schema.name}`,
+            {
+              "mcp.method.name": "tools/call",
+              "mcp.server.name": mcp,
+              "gen_ai.tool.name": input.tool.tool.schema.name,
+            },
+            async (call) => {
+              const r = await executeToolBody(deps, scope, input);
+              if (!r.cancelled && r.outcome.kind === "error")
+                call.fail(ToolErrorCategory[r.outcome.error.category]?.toLowerCase() ?? "unknown");
+              return r;
+            },
+          ));
+      const outcome = done.cancelled
+        ? "cancelled"
+        : done.outcome.kind === "result"
+          ? "success"
+          : (ToolErrorCategory[done.outcome.error.category]?.toLowerCase() ?? "error");
+      span.set({ "tool.outcome": outcome, "tool.attempts": done.attempts });
+      if (outcome !== "success") span.fail(outcome);
+      t.add("agent.tool.calls", 1, {
+        "gen_ai.tool.name": tool,
+        "tool.outcome": outcome,
+        "mcp.server.name": mcp,
+      });
+      return done;
+    },
+  );
+}
+
+/** The MCP server behind a provider: the first-party mcp plugin's configured name. */
+function mcpServer(provider: LoadedProvider): string | undefined {
+  const r = provider.resolved;
+  return r.origin === "first_party" && r.packageDir !== undefined && basename(r.packageDir) === "mcp"
+    ? provider.name
+    : undefined;
+}
+
+async function executeToolBody(
   deps: LoopDeps,
   scope: ToolCallScope,
   input: ExecuteInput,
@@ -163,7 +227,13 @@ async function invokeOnce(
   }, timeout.ms);
   const validator = new InvokeStreamValidator(tool.tool);
   const end = deps.tracker.begin(tool.provider.name, scope.sessionId, "tool");
-  const inflight = { tool, args: call.arguments ?? {}, ended: new AbortController() };
+  // The call's trace context goes with it: a sub-agent it spawns joins its span.
+  const inflight = {
+    tool,
+    args: call.arguments ?? {},
+    ended: new AbortController(),
+    trace: deps.telemetry.carrier(),
+  };
   scope.inflight.set(call.id, inflight);
   scope.progress(`calling ${tool.provider.name}.${schema.name}`);
   const traced = { callId: call.id, tool: `${tool.provider.name}.${schema.name}` };

@@ -59,7 +59,27 @@ export interface TurnInput {
  * (session/turn-context.ts, built once per turn), its ports and the model-call and
  * compaction states; the turn never sees the Session.
  */
-export async function runTurn(
+export function runTurn(
+  deps: LoopDeps,
+  ctx: TurnContext,
+  ports: TurnPorts,
+  states: CompactionStates,
+  input: TurnInput,
+): Promise<TurnOutcome> {
+  // The whole turn is one span; its steps and hook dispatches nest under it.
+  return deps.telemetry.span(
+    "turn",
+    { "session.id": ctx.sessionId, "turn.id": ctx.turnId, "turn.final": input.final },
+    async (span) => {
+      const out = await turnSteps(deps, ctx, ports, states, input);
+      span.set({ "turn.outcome": out.kind });
+      if (out.kind === "failed") span.fail(out.detail.split(/[ :]/)[0] || "failed", out.detail);
+      return out;
+    },
+  );
+}
+
+async function turnSteps(
   deps: LoopDeps,
   ctx: TurnContext,
   ports: TurnPorts,
@@ -80,7 +100,9 @@ export async function runTurn(
 
   // ---- prepare: 1. context-assemble ----------------------------------------------------------
   trace("1");
-  const prepared = await prepareTurn(deps, ctx, ports, states);
+  const prepared = await deps.telemetry.span("step 1 context-assemble", { "turn.step": "1" }, () =>
+    prepareTurn(deps, ctx, ports, states),
+  );
   if (prepared.kind !== "ready") return prepared;
 
   // ---- model: 2-4 --------------------------------------------------------------------------------
