@@ -302,15 +302,22 @@ export function createOtelTelemetry(plan: ExportPlan, warn: (message: string) =>
         timer = setTimeout(resolve, boundMs);
         timer.unref();
       });
+      let flushed = false;
       await Promise.race([
         Promise.allSettled([
           tracerProvider?.shutdown(),
           meterProvider?.shutdown(),
           loggerProvider?.shutdown(),
-        ]),
+        ]).then(() => {
+          flushed = true;
+        }),
         bound,
       ]);
       clearTimeout(timer);
+      // A short run's only export is this last flush: a collector that is down or slow
+      // shows here, once, and what was still queued is dropped rather than waited for.
+      if (!flushed)
+        failed(new Error(`the final flush did not finish within ${boundMs} ms; what was queued is dropped`));
       contexts.disable();
     },
   };

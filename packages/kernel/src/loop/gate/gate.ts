@@ -337,11 +337,14 @@ export class CallGate {
     });
     // Decisions by outcome and decider (policy, a rule, the human): low-cardinality counters.
     for (const d of decisions) {
-      void d.then((r) =>
-        this.#deps.telemetry.add("agent.approvals", 1, {
-          "plan.decision": r.decision,
-          "plan.decided_by": r.decidedBy,
-        }),
+      // A rejected ask is handled where the call awaits it below; this branch only counts.
+      d.then(
+        (r) =>
+          this.#deps.telemetry.add("agent.approvals", 1, {
+            "plan.decision": r.decision,
+            "plan.decided_by": r.decidedBy,
+          }),
+        () => {},
       );
     }
     const scheduler = new ConcurrencyScheduler({ serializeAll });
