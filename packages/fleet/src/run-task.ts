@@ -220,6 +220,8 @@ export async function runTask(o: TaskRunOptions): Promise<TaskRunOutcome> {
       logLevel: "warn",
       trace,
       vendorThrottle: o.throttle,
+      // With observability{} on, every exported span, metric and log names its batch and task.
+      telemetryResource: { ...labels, "fleet.attempt": String(attempt) },
       prelaunchPlan: false,
     });
     handle = resumeId

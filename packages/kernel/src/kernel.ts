@@ -202,6 +202,11 @@ export interface KernelOptions {
   readonly fetch?: Fetch;
   /** Pacing of model calls shared with other kernels (fleet workers): loop/vendor-throttle.ts. */
   readonly vendorThrottle?: VendorThrottle;
+  /**
+   * Resource attributes every span, metric point and log record of this kernel carries, over
+   * observability{}'s own (a fleet task's batch, task and attempt). Ignored when telemetry is off.
+   */
+  readonly telemetryResource?: Readonly<Record<string, string>>;
 }
 
 export interface StartSessionOptions {
@@ -1047,7 +1052,12 @@ export async function createKernel(options: KernelOptions): Promise<Kernel> {
     options.logLevel ?? config.settings.log_level,
   );
   if (options.telemetry !== false) {
-    telemetry = await createTelemetry(config.settings, env, (m) => log.child("telemetry").warn(m));
+    telemetry = await createTelemetry(
+      config.settings,
+      env,
+      (m) => log.child("telemetry").warn(m),
+      options.telemetryResource,
+    );
   }
   for (const w of config.warnings) log.warn(`${w.file}:${w.line}:${w.column}: ${w.summary}: ${w.detail}`);
 

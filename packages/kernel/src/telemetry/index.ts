@@ -12,9 +12,10 @@ export async function createTelemetry(
   settings: Settings,
   env: Readonly<Record<string, string | undefined>>,
   warn: (message: string) => void,
+  resource: Readonly<Record<string, string>> = {},
 ): Promise<Telemetry> {
   const plan = exportPlan(settings, env);
   if (!plan || (!plan.traces && !plan.metrics && !plan.logs)) return noTelemetry;
   const { createOtelTelemetry } = await import("./otel.ts");
-  return createOtelTelemetry(plan, warn);
+  return createOtelTelemetry({ ...plan, resourceAttrs: { ...plan.resourceAttrs, ...resource } }, warn);
 }

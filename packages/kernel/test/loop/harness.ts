@@ -145,6 +145,8 @@ export interface KernelSpec {
   readonly tolerateProviderFailures?: boolean;
   /** Shared pacing of model calls (fleet mode's port). */
   readonly vendorThrottle?: VendorThrottle;
+  /** KernelOptions.telemetryResource. */
+  readonly telemetryResource?: Readonly<Record<string, string>>;
   /** Session file durability (default "normal": no sync to disk per commit). */
   readonly durability?: "full" | "normal";
 }
@@ -333,6 +335,7 @@ export class Harness {
       ...(spec.limits ? { limits: spec.limits } : {}),
       ...(spec.tolerateProviderFailures ? { tolerateProviderFailures: true } : {}),
       ...(spec.vendorThrottle ? { vendorThrottle: spec.vendorThrottle } : {}),
+      ...(spec.telemetryResource ? { telemetryResource: spec.telemetryResource } : {}),
     });
     const clients: TestClient[] = [];
     const vendorIds = new Map<string, string>();

@@ -53,6 +53,8 @@ function only(spans: readonly ReceivedSpan[], name: string): ReceivedSpan {
 describe("telemetry of failures and compaction", () => {
   it("records model, tool-crash and hook failures with the spec's error category", async () => {
     const k = await h.kernel({
+      // What a fleet worker passes for each task (packages/fleet/src/run-task.ts).
+      telemetryResource: { "fleet.batch_id": "b-7", "fleet.task_id": "t-3" },
       providers: [
         { name: "crashy", fixture: "tools-plain" },
         {
@@ -88,6 +90,10 @@ settings {${observability()}
     const spans = receiver.spans.filter((x) => x.resource["service.name"] === "loop-telemetry");
     for (const x of spans) traceIds.add(x.traceId);
     expect(traceIds.size).toBe(1);
+    // Every span names the kernel's batch and task, beside observability{}'s own resource.
+    expect(
+      new Set(spans.map((x) => `${x.resource["fleet.batch_id"]}/${x.resource["fleet.task_id"]}`)),
+    ).toEqual(new Set(["b-7/t-3"]));
 
     // The first model attempt failed as rate_limited, the retry succeeded.
     const chats = spans
