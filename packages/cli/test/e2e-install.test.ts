@@ -13,6 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildProgram } from "../src/index.ts";
+import { startFleetWorld } from "./fleet.ts";
 import { AGENT_BIN, type AgentResult, agent, REPO_ROOT, records } from "./helpers.ts";
 import { installedAgent } from "./installed.ts";
 import { waitForText } from "./tmux.ts";
@@ -628,6 +629,55 @@ describe("the README, command by command, from the installed package", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("complete ");
   });
+
+  it("fleet mode: a worker and batches from the installed package, on real Redis and PostgreSQL", async () => {
+    // The fleet (BullMQ, pg) ships inside the CLI's bundle: nothing of this repository is on
+    // the worker's or the commands' PATH.
+    const w = await startFleetWorld({ bin, run: cli, env: { PATH: userEnv().PATH } });
+    try {
+      const help = await cli(["batch", "--help"], { cwd: w.project, env: w.env, bin });
+      expect(help.stdout).toMatch(/submit[\s\S]*status[\s\S]*results[\s\S]*cancel[\s\S]*retry/);
+      const worker = w.worker(["--concurrency", "2"]);
+      for (const p of commandPaths(["worker", "--concurrency", "2"])) ran.add(p);
+      await w.waitFor("the installed worker to be ready", async () => {
+        if (worker.child.exitCode !== null) throw new Error(`the worker exited:\n${worker.output()}`);
+        return worker.output().includes(" ready: ");
+      });
+      const one = await w.submit(["-p", "Do task-i1 please.", "--target", w.target("i1")]);
+      const promptFile = join(w.sb.home, "review.md");
+      writeFileSync(promptFile, "Do task-{{name}} please.\n");
+      const list = join(w.sb.home, "tasks.jsonl");
+      writeFileSync(
+        list,
+        ["i2", "i3"].map((name) => JSON.stringify({ target: w.target(name), name })).join("\n"),
+      );
+      const two = await w.submit(["--prompt-file", promptFile, "--jsonl", list]);
+      // --watch follows the batch and returns once it has finished.
+      const watched = await w.batch(["status", two, "--watch"]);
+      expect(watched.code, watched.stderr).toBe(0);
+      expect(watched.stdout).toContain("2/2");
+      const results = await w.batch(["results", two, "--format", "md"]);
+      expect(results.code, results.stderr).toBe(0);
+      expect(results.stdout).toContain("Finished i2.");
+      expect(results.stdout).toContain("Finished i3.");
+      await w.waitFor("the first batch to finish", async () =>
+        (await w.catalog.tasks(one)).every((t) => t.status === "completed"),
+      );
+      const retry = await w.batch(["retry", one, "--failed"]);
+      expect(retry.stdout).toContain("0 task(s) queued again");
+      const cancel = await w.batch(["cancel", one]);
+      expect(cancel.stdout).toContain("0 queued task(s) will not run");
+      const sessions = await cli(["sessions", "list", "--batch", two, "--json"], {
+        cwd: w.project,
+        env: w.env,
+        bin,
+      });
+      expect(sessions.code, sessions.stderr).toBe(0);
+      expect(JSON.parse(sessions.stdout)).toHaveLength(2);
+    } finally {
+      await w.close();
+    }
+  }, 120_000);
 
   it("ran every command the README documents", () => {
     const documented = readmeCommands();

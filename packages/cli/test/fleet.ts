@@ -125,7 +125,18 @@ export interface FleetWorkerProcess {
   kill(signal?: NodeJS.Signals): void;
 }
 
-export async function startFleetWorld(): Promise<FleetWorld> {
+export interface FleetWorldOptions {
+  /** The `agent` binary the batch commands and workers run (the installed package's, in e2e-install). */
+  readonly bin?: string;
+  /** Runs a batch command (e2e-install counts the installed CLI's commands through its own). */
+  readonly run?: typeof agent;
+  /** Replaces variables of the batch commands' and workers' environment (a user's PATH). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export async function startFleetWorld(options: FleetWorldOptions = {}): Promise<FleetWorld> {
+  const bin = options.bin ?? AGENT_BIN;
+  const run = options.run ?? agent;
   const sb = sandbox();
   const [engines, fake] = await Promise.all([
     startEngines(),
@@ -139,6 +150,7 @@ export async function startFleetWorld(): Promise<FleetWorld> {
     FAKE_ANTHROPIC_URL: fake.url,
     FLEET_REDIS_URL: engines.redis.url,
     FLEET_POSTGRES_URL: engines.postgres.url,
+    ...options.env,
   };
   const catalog = await Catalog.connect(engines.postgres.url);
   const workers: FleetWorkerProcess[] = [];
@@ -158,7 +170,7 @@ export async function startFleetWorld(): Promise<FleetWorld> {
       }
       return dir;
     },
-    batch: (args) => agent(["batch", ...args], { cwd: project, env, timeoutMs: 30_000 }),
+    batch: (args) => run(["batch", ...args], { cwd: project, env, timeoutMs: 30_000, bin }),
     async submit(args) {
       const r = await world.batch(["submit", ...args]);
       if (r.code !== 0) throw new Error(`submit failed (${r.code}): ${r.stderr}`);
@@ -166,7 +178,7 @@ export async function startFleetWorld(): Promise<FleetWorld> {
     },
     worker(args = []) {
       const child = spawn(
-        AGENT_BIN,
+        bin,
         [
           "worker",
           "--lock-ms",
