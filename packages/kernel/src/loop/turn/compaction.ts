@@ -453,12 +453,9 @@ function redact(messages: readonly Message[], mask: SecretMask): Message[] {
   return messages.map((m) => ({ ...m, content: blocks(m.content) }));
 }
 
+/** A summary call that failed; its code is the model failure's category (or "invalid_request"). */
 export class SummarizeError extends CodedError<string> {
   override readonly name = "SummarizeError";
-  /** Callers read the code as the failure's category. */
-  get category(): string {
-    return this.code;
-  }
 }
 
 export interface SummaryResult {
