@@ -16,6 +16,7 @@ export {
   readConfig,
   rootsField,
 } from "./config.ts";
+export { type ContextProvider, serveContextProvider } from "./context-service.ts";
 export {
   CREDENTIAL_PATH_VARIABLES,
   CREDENTIAL_STORES,
