@@ -13,6 +13,7 @@ export {
   configSchema,
   configWarning,
   type Diagnostic,
+  integerAtLeast,
   readConfig,
   rootsField,
 } from "./config.ts";
