@@ -5,12 +5,13 @@
 // object can be printed or serialised without exposing them. Loading logs only
 // the file path, at debug level.
 
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { parseFile, type Range } from "@pluggableharness/hcl";
 import { type Diags, decodeBody, readString } from "./decode.ts";
-import { type ConfigDiagnostic, errorAt, fileDiag, fromHcl, hasErrors } from "./diagnostics.ts";
+import { type ConfigDiagnostic, errorAt, fromHcl, hasErrors } from "./diagnostics.ts";
+import { readConfigFile } from "./read-file.ts";
 import { type Environment, envShape, resolveEnv, Secret, scrub } from "./secrets.ts";
 
 /** Where the loader reports what it does: only file paths, at debug level. */
@@ -68,18 +69,9 @@ export function loadGlobalConfig(options: GlobalLoadOptions = {}): GlobalLoadRes
   const file = options.path ?? globalConfigPath(env);
   if (!existsSync(file)) return { ok: true, config: { devOverrides: {} } };
   options.logger?.debug("loading global configuration", { file });
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(file);
-  } catch (e) {
-    return {
-      ok: false,
-      diagnostics: [
-        fileDiag("error", "io", file, "Cannot read the global configuration", (e as Error).message),
-      ],
-    };
-  }
-  return parseGlobalConfig(bytes, file, env);
+  const read = readConfigFile(file, "Cannot read the global configuration");
+  if (!read.ok) return { ok: false, diagnostics: read.diagnostics };
+  return parseGlobalConfig(read.bytes, file, env);
 }
 
 export function parseGlobalConfig(

@@ -2,7 +2,7 @@
 // types, all diagnostics collected in one pass. Only `agent.hcl` is read; sibling
 // *.hcl files are reported as ignored (single-file rule, configuration/README.md).
 
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type Attribute, type Block, parseFile, type Range } from "@pluggableharness/hcl";
 import { type Diags, decodeBody, evalStatic, label, objectEntries, readBool, readString } from "./decode.ts";
@@ -29,6 +29,7 @@ import type {
 } from "./model.ts";
 import { conflictDiagnostics, decodePolicyBlock } from "./policy.ts";
 import { decodeProfileBlock, profileReferences } from "./profiles.ts";
+import { readConfigFile } from "./read-file.ts";
 import type { Environment } from "./secrets.ts";
 import { decodeSettingsBlock, defaultSettings } from "./settings.ts";
 import { checkSourceAddress, firstPartyName } from "./source-address.ts";
@@ -74,16 +75,9 @@ export function loadProjectConfig(projectDir: string, options: LoadOptions = {})
     return defaultConfig(options.env ?? process.env, dir);
   }
   options.logger?.debug("loading configuration", { file });
-  let bytes: Uint8Array;
-  try {
-    bytes = readFileSync(file);
-  } catch (e) {
-    return {
-      ok: false,
-      diagnostics: [fileDiag("error", "io", file, "Cannot read configuration", (e as Error).message)],
-    };
-  }
-  const result = loadConfigSource(bytes, file, dir);
+  const read = readConfigFile(file, "Cannot read configuration");
+  if (!read.ok) return { ok: false, diagnostics: read.diagnostics };
+  const result = loadConfigSource(read.bytes, file, dir);
   const ignored = siblingHclFiles(dir).map((name) =>
     fileDiag(
       "warning",

@@ -19,6 +19,7 @@ import {
   status as Status,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 import { RpcError } from "./errors.ts";
 
 /** What every handler receives besides the request. */
@@ -67,13 +68,8 @@ export interface ImplementOptions<C> {
 }
 
 /** An error an implementation throws to choose the gRPC status. */
-export class StatusError extends Error {
-  readonly code: number;
-  constructor(code: number, message: string) {
-    super(message);
-    this.name = "StatusError";
-    this.code = code;
-  }
+export class StatusError extends CodedError<number> {
+  override readonly name = "StatusError";
 }
 
 function toStatus(err: unknown): { code: number; details: string } {

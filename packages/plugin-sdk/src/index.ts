@@ -10,6 +10,7 @@ export {
   NoSessionError,
 } from "./kernel.ts";
 export { createLogger, type Logger, loggerOver } from "./logger.ts";
+export { isMemorySlug, MEMORY_ID_MAX, memorySlug } from "./memory-ids.ts";
 export {
   categoryFromName,
   categoryOfService,

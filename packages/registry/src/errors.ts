@@ -1,5 +1,6 @@
 // Typed failures of forge resolution. Every message names what failed and what to do;
 // none ever carries a token (requests are described by URL, and URLs never hold one).
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 
 export type RegistryErrorCode =
   /** The repository, release or asset does not exist (or is private and no token was sent). */
@@ -27,11 +28,6 @@ export type RegistryErrorCode =
   /** A download exceeded its size limit. */
   | "too_large";
 
-export class RegistryError extends Error {
-  readonly code: RegistryErrorCode;
-  constructor(code: RegistryErrorCode, message: string) {
-    super(message);
-    this.name = "RegistryError";
-    this.code = code;
-  }
+export class RegistryError extends CodedError<RegistryErrorCode> {
+  override readonly name = "RegistryError";
 }

@@ -1,6 +1,7 @@
 // Typed errors of the state backend. Every error carries a stable `code` so callers
 // (the kernel, the CLI, the frontend protocol's error taxonomy) can classify it
 // without parsing messages.
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 
 export type StateErrorCode =
   | "invalid_argument"
@@ -16,13 +17,8 @@ export type StateErrorCode =
   | "store_closed"
   | "async_transaction";
 
-export class StateError extends Error {
-  readonly code: StateErrorCode;
-  constructor(code: StateErrorCode, message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = "StateError";
-    this.code = code;
-  }
+export class StateError extends CodedError<StateErrorCode> {
+  override name = "StateError";
 }
 
 /** A caller handed the storage layer a value it cannot store (empty name, negative token count, ...). */

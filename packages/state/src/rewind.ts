@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { dirname } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 import { Role } from "@pluggableharness/protocol/content";
 import { MessageEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
@@ -60,13 +61,8 @@ export function rewindSource(reader: SessionReader, fallbackDirectory?: string):
 
 export type RewindErrorCode = "not_an_anchor" | "no_working_directory";
 
-export class RewindError extends Error {
-  readonly code: RewindErrorCode;
-  constructor(code: RewindErrorCode, message: string) {
-    super(message);
-    this.name = "RewindError";
-    this.code = code;
-  }
+export class RewindError extends CodedError<RewindErrorCode> {
+  override readonly name = "RewindError";
 }
 
 /** The user's prompts in a session, oldest first: the points it can be rewound to. */

@@ -69,6 +69,22 @@ export function configError(path: readonly string[], summary: string, detail = "
   return { severity: DiagnosticSeverity.ERROR, attributePath: [...path], summary, detail };
 }
 
+/**
+ * A whole-number setting of at least `min`: records the problem when it is not one and
+ * returns the value as given either way (Configure refuses on any problem).
+ */
+export function integerAtLeast(
+  values: JsonObject,
+  problems: Diagnostic[],
+  name: string,
+  min: number,
+): number {
+  const v = values[name] as number;
+  if (!Number.isInteger(v) || v < min)
+    problems.push(configError([name], `${name} must be an integer of at least ${min}`));
+  return v;
+}
+
 export function configWarning(path: readonly string[], summary: string, detail = ""): Diagnostic {
   return { severity: DiagnosticSeverity.WARNING, attributePath: [...path], summary, detail };
 }

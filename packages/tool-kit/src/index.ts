@@ -13,9 +13,11 @@ export {
   configSchema,
   configWarning,
   type Diagnostic,
+  integerAtLeast,
   readConfig,
   rootsField,
 } from "./config.ts";
+export { type ContextProvider, serveContextProvider } from "./context-service.ts";
 export {
   CREDENTIAL_PATH_VARIABLES,
   CREDENTIAL_STORES,

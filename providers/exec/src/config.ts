@@ -5,6 +5,7 @@ import {
   type ConfigField,
   configError,
   type Diagnostic,
+  integerAtLeast,
   Jail,
   readRuleFields,
   readRulesFrom,
@@ -117,12 +118,7 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   const problems: Diagnostic[] = [];
   const shell = values["shell"] as string;
   if (!isAbsolute(shell)) problems.push(configError(["shell"], "shell must be an absolute path"));
-  const num = (name: string, min: number) => {
-    const v = values[name] as number;
-    if (!Number.isInteger(v) || v < min)
-      problems.push(configError([name], `${name} must be an integer of at least ${min}`));
-    return v;
-  };
+  const num = (name: string, min: number) => integerAtLeast(values, problems, name, min);
   const maxOutputBytes = num("max_output_bytes", 1024);
   const defaultTimeoutMs = num("default_timeout_ms", 100);
   const maxTimeoutMs = num("max_timeout_ms", 100);

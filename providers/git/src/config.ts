@@ -1,7 +1,14 @@
 // The git provider's agent.hcl block.
 import type { JsonObject } from "@bufbuild/protobuf";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
-import { type ConfigField, configError, type Diagnostic, Jail, rootsField } from "@pluggableharness/tool-kit";
+import {
+  type ConfigField,
+  configError,
+  type Diagnostic,
+  integerAtLeast,
+  Jail,
+  rootsField,
+} from "@pluggableharness/tool-kit";
 
 export const CONFIG: readonly ConfigField[] = [
   rootsField(
@@ -75,11 +82,7 @@ export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   const sandbox = values["sandbox"] as string;
   if (!SANDBOX_MODES.includes(sandbox as SandboxMode))
     problems.push(configError(["sandbox"], `sandbox must be one of ${SANDBOX_MODES.join(", ")}`));
-  for (const name of ["max_output_bytes", "timeout_ms"]) {
-    const v = values[name] as number;
-    if (!Number.isInteger(v) || v < 1000)
-      problems.push(configError([name], `${name} must be an integer of at least 1000`));
-  }
+  for (const name of ["max_output_bytes", "timeout_ms"]) integerAtLeast(values, problems, name, 1000);
   const roots = values["roots"] as string[] | undefined;
   let jail: Jail | undefined;
   if (roots && roots.length > 0) {

@@ -7,6 +7,7 @@ import {
   type ConfigField,
   configError,
   type Diagnostic,
+  integerAtLeast,
   Jail,
   type ReadRules,
   readRuleFields,
@@ -116,12 +117,7 @@ export let settings: Settings = {
 
 export async function configure(values: JsonObject): Promise<Diagnostic[]> {
   const problems: Diagnostic[] = [];
-  const num = (name: string, min: number) => {
-    const v = values[name] as number;
-    if (!Number.isInteger(v) || v < min)
-      problems.push(configError([name], `${name} must be an integer of at least ${min}`));
-    return v;
-  };
+  const num = (name: string, min: number) => integerAtLeast(values, problems, name, min);
   const timeoutMs = num("timeout_ms", 100);
   const settleMs = num("settle_ms", 0);
   const sandbox = values["sandbox"] as SandboxMode;

@@ -1,5 +1,7 @@
 // The record as the stores keep it, and the pure rules every write follows: slugs,
 // `[[name]]` links, the fixed taxonomy's names, and the secret check.
+import { isMemorySlug, memorySlug } from "@pluggableharness/plugin-sdk";
+
 export const TYPES = ["user", "feedback", "project", "reference"] as const;
 export type TypeName = (typeof TYPES)[number];
 export const SCOPES = ["session", "project", "global"] as const;
@@ -20,25 +22,8 @@ export interface StoredRecord {
   provenance: { sourceSessionId: string; sourceTurnId?: string; recordedBy: string };
 }
 
-const SLUG_MAX = 64;
-
-/** A kebab-case slug of `text` ("Operator role!" -> "operator-role"); "memory" when nothing is left. */
-export function slugify(text: string): string {
-  const s = text
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f]/g, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, SLUG_MAX)
-    .replace(/-+$/g, "");
-  return s || "memory";
-}
-
-/** A valid id as given: lower-case letters, digits and single dashes. */
-export function isSlug(id: string): boolean {
-  return id.length <= SLUG_MAX && /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(id);
-}
+/** Record ids follow the memory protocol's slug rule (plugin-sdk's memory-ids.ts). */
+export { isMemorySlug as isSlug, memorySlug as slugify };
 
 /** `base`, else `base-2`, `base-3`, ... : the first one not taken. */
 export function uniqueSlug(base: string, taken: (id: string) => boolean): string {
@@ -50,7 +35,7 @@ export function uniqueSlug(base: string, taken: (id: string) => boolean): string
 export function parseLinks(text: string): string[] {
   const out: string[] = [];
   for (const m of text.matchAll(/\[\[([^\]\n]{1,128})\]\]/g)) {
-    const id = slugify(m[1]!);
+    const id = memorySlug(m[1]!);
     if (!out.includes(id)) out.push(id);
   }
   return out;

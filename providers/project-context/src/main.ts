@@ -3,15 +3,12 @@
 import { stat } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { kernelForRequest, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { Stability } from "@pluggableharness/protocol/content";
-import { ContextService } from "@pluggableharness/protocol/context";
 import {
   type ConfigField,
   configError,
-  configSchema,
   type Diagnostic,
-  readConfig,
+  serveContextProvider,
 } from "@pluggableharness/tool-kit";
 import { chain, contribute, type Options } from "./contribute.ts";
 
@@ -79,30 +76,11 @@ async function applyConfig(values: JsonObject): Promise<Diagnostic[]> {
   return [];
 }
 
-await serve({
+await serveContextProvider({
   packageJson: new URL("../package.json", import.meta.url),
-  services: [
-    service(ContextService, {
-      getCapabilities: () => ({
-        capabilities: {
-          defaultTokenBudget: BigInt(DEFAULT_TOKEN_BUDGET),
-          stability: Stability.STATIC,
-          compactor: false,
-          configSchema: configSchema(CONFIG),
-        },
-      }),
-      async configure(req) {
-        const { values, diagnostics } = readConfig(CONFIG, req.config);
-        if (diagnostics.length === 0) diagnostics.push(...(await applyConfig(values)));
-        return { result: { diagnostics } };
-      },
-      async contribute(req, ctx) {
-        if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
-        // CountTokens is attributed to the request's session.
-        const kernel = kernelForRequest(ctx.kernel, req);
-        const own = await contribute(req, kernel, options);
-        return { sections: chain(req.priorSections, own) };
-      },
-    }),
-  ],
+  config: CONFIG,
+  defaultTokenBudget: DEFAULT_TOKEN_BUDGET,
+  stability: Stability.STATIC,
+  apply: applyConfig,
+  contribute: async (req, kernel) => chain(req.priorSections, await contribute(req, kernel, options)),
 });

@@ -1,16 +1,13 @@
 // The workspace-context provider's executable: a ContextService.
 import type { JsonObject } from "@bufbuild/protobuf";
-import { kernelForRequest, StatusError, serve, service } from "@pluggableharness/plugin-sdk";
 import { Stability } from "@pluggableharness/protocol/content";
-import { ContextService } from "@pluggableharness/protocol/context";
 import { SANDBOX_MODES, type SandboxMode } from "@pluggableharness/runtime/sandbox";
 import {
   type ConfigField,
   checkTokenBudget,
   configError,
-  configSchema,
   type Diagnostic,
-  readConfig,
+  serveContextProvider,
   TOKEN_BUDGET_FIELD,
 } from "@pluggableharness/tool-kit";
 import { chain, contribute, type Options } from "./contribute.ts";
@@ -124,30 +121,11 @@ function applyConfig(values: JsonObject): Diagnostic[] {
   return [];
 }
 
-await serve({
+await serveContextProvider({
   packageJson: new URL("../package.json", import.meta.url),
-  services: [
-    service(ContextService, {
-      getCapabilities: () => ({
-        capabilities: {
-          defaultTokenBudget: BigInt(DEFAULT_TOKEN_BUDGET),
-          stability: Stability.DYNAMIC,
-          compactor: false,
-          configSchema: configSchema(CONFIG),
-        },
-      }),
-      configure(req) {
-        const { values, diagnostics } = readConfig(CONFIG, req.config);
-        if (diagnostics.length === 0) diagnostics.push(...applyConfig(values));
-        return { result: { diagnostics } };
-      },
-      async contribute(req, ctx) {
-        if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
-        // CountTokens is attributed to the request's session.
-        const kernel = kernelForRequest(ctx.kernel, req);
-        const own = await contribute(req, kernel, options);
-        return { sections: chain(req.priorSections, own) };
-      },
-    }),
-  ],
+  config: CONFIG,
+  defaultTokenBudget: DEFAULT_TOKEN_BUDGET,
+  stability: Stability.DYNAMIC,
+  apply: applyConfig,
+  contribute: async (req, kernel) => chain(req.priorSections, await contribute(req, kernel, options)),
 });

@@ -1,7 +1,8 @@
 // Checks every category shares: the Describe identity, a cheap and stable capability
 // answer, a sane configuration schema, Configure's in-band diagnostics, classified gRPC
 // failures and the plugin's health at the end. Each records under the category's prefix.
-import type { JsonObject } from "@bufbuild/protobuf";
+import { equals, type JsonObject, type Message } from "@bufbuild/protobuf";
+import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { PluginCategory, ProducerRef } from "@pluggableharness/protocol/common";
 import {
   type ConfigSchema,
@@ -16,15 +17,21 @@ const CAPABILITIES_BUDGET_MS = 1_000;
 /** A value no configuration holds by accident; it must never come back. */
 export const CONFIG_CANARY = "conformance-canary-5e2a9c71b04d";
 
-/** What the opening checks of a category need from its service client. */
-export interface Opening<C extends { configSchema?: ConfigSchema | undefined }> {
+/** A category's service client, as far as the opening checks call it. */
+export interface OpeningClient<C> {
+  describe(req: object): Promise<{ producer?: ProducerRef | undefined }>;
+  getCapabilities(req: object): Promise<{ capabilities?: C | undefined }>;
+  configure(req: { config: JsonObject }): Promise<{ result?: ConfigureResult | undefined }>;
+}
+
+/** What the opening checks of a category need: its service client and its own rules. */
+export interface Opening<C extends Message & { configSchema?: ConfigSchema | undefined }> {
   readonly category: PluginCategory;
-  describe(): Promise<ProducerRef | undefined>;
-  capabilities(): Promise<C | undefined>;
-  same(a: C, b: C): boolean;
+  readonly client: OpeningClient<C>;
+  /** Two capability answers are the same when this schema finds them equal. */
+  readonly capabilitiesSchema: GenMessage<C>;
   /** The category's own checks of its capabilities. */
   declarations(caps: C): void;
-  configure(config: JsonObject): Promise<ConfigureResult | undefined>;
   /** Checks between the schema and Configure (the frontend's in-band refusal). */
   beforeConfigure?(): Promise<void>;
 }
@@ -34,17 +41,27 @@ export interface Opening<C extends { configSchema?: ConfigSchema | undefined }> 
  * category's declarations, the configuration schema, then Configure. Returns the
  * capabilities and whether the configuration was accepted.
  */
-export async function checkOpening<C extends { configSchema?: ConfigSchema | undefined }>(
+export async function checkOpening<C extends Message & { configSchema?: ConfigSchema | undefined }>(
   ctx: CheckContext,
   prefix: string,
   o: Opening<C>,
 ): Promise<{ caps: C | undefined; configured: boolean }> {
-  checkIdentity(ctx, prefix, await o.describe(), o.category);
-  const caps = await checkCheapAndStable(ctx, prefix, () => o.capabilities(), o.same);
+  checkIdentity(ctx, prefix, (await o.client.describe({})).producer, o.category);
+  const caps = await checkCheapAndStable(
+    ctx,
+    prefix,
+    async () => (await o.client.getCapabilities({})).capabilities,
+    (a, b) => equals(o.capabilitiesSchema, a, b),
+  );
   if (caps) o.declarations(caps);
   checkConfigSchema(ctx, prefix, caps?.configSchema);
   await o.beforeConfigure?.();
-  const configured = await checkConfigure(ctx, prefix, caps?.configSchema, o.configure);
+  const configured = await checkConfigure(
+    ctx,
+    prefix,
+    caps?.configSchema,
+    async (config) => (await o.client.configure({ config })).result,
+  );
   return { caps, configured };
 }
 

@@ -3,7 +3,7 @@
 // CountTokens, within the budget), self-truncation under a tiny budget, no history
 // rewrite from a non-compactor, classified failures, health.
 
-import { equals, type MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import { Stability } from "@pluggableharness/protocol/content";
 import {
@@ -31,11 +31,9 @@ export const contextChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(ContextService);
   const { caps, configured } = await checkOpening(ctx, P, {
     category: PluginCategory.CONTEXT,
-    describe: async () => (await client.describe({})).producer,
-    capabilities: async () => (await client.getCapabilities({})).capabilities,
-    same: (a, b) => equals(ContextCapabilitiesSchema, a, b),
+    client,
+    capabilitiesSchema: ContextCapabilitiesSchema,
     declarations: (c) => checkDeclarations(ctx, c),
-    configure: async (config) => (await client.configure({ config })).result,
   });
   if (!configured || !caps) {
     ctx.record(`${P}.contribute`, "skip", "no contribution asked for: the configuration was refused");

@@ -4,7 +4,6 @@
 // malformed value refused by a diagnostic, not a failed call; a secret never echoed).
 // The operator-facing Attach is the kernel's service the frontend dials over the broker,
 // so it is exercised by the end-to-end tests of a frontend, not here.
-import { equals } from "@bufbuild/protobuf";
 import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import {
   type FrontendCapabilities,
@@ -21,9 +20,8 @@ export const frontendChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(FrontendService);
   await checkOpening(ctx, P, {
     category: PluginCategory.FRONTEND,
-    describe: async () => (await client.describe({})).producer,
-    capabilities: async () => (await client.getCapabilities({})).capabilities,
-    same: (a, b) => equals(FrontendCapabilitiesSchema, a, b),
+    client,
+    capabilitiesSchema: FrontendCapabilitiesSchema,
     declarations: (c) => checkDeclarations(ctx, c),
     // A value of the wrong shape is a diagnostic in the answer, never a failed call.
     beforeConfigure: async () => {
@@ -38,7 +36,6 @@ export const frontendChecks: CategoryChecks = async (ctx) => {
           : `Configure with an unexpected value failed with ${codeName(code)} instead of answering with diagnostics`,
       );
     },
-    configure: async (config) => (await client.configure({ config })).result,
   });
   checkHealth(ctx, P);
 };

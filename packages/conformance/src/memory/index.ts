@@ -3,7 +3,6 @@
 // (ListRecords/GetRecord), not_found on unknown ids, invalid_type/invalid_scope,
 // ratification only when declared, pending records hidden from Recall by default,
 // relevance scores in [0, 1], tokens through CountTokens, classified failures, health.
-import { equals } from "@bufbuild/protobuf";
 import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import {
   type MemoryCapabilities,
@@ -33,11 +32,9 @@ export const memoryChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(MemoryService);
   const { caps, configured } = await checkOpening(ctx, P, {
     category: PluginCategory.MEMORY,
-    describe: async () => (await client.describe({})).producer,
-    capabilities: async () => (await client.getCapabilities({})).capabilities,
-    same: (a, b) => equals(MemoryCapabilitiesSchema, a, b),
+    client,
+    capabilitiesSchema: MemoryCapabilitiesSchema,
     declarations: (c) => checkDeclarations(ctx, c),
-    configure: async (config) => (await client.configure({ config })).result,
   });
   if (!configured || !caps || caps.supportedTypes.length === 0 || caps.supportedScopes.length === 0) {
     ctx.record(

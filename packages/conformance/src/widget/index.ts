@@ -3,7 +3,6 @@
 // updates stay in the declared regions and carry content, state that follows observe-mode
 // hook dispatches (no separate data feed), a classified refusal of an Attach without a
 // session, clean cancellation, health.
-import { equals } from "@bufbuild/protobuf";
 import { HookPoint, PluginCategory } from "@pluggableharness/protocol/common";
 import { HookMode, HookSubscriberService } from "@pluggableharness/protocol/hook";
 import { Region } from "@pluggableharness/protocol/render";
@@ -27,11 +26,9 @@ export const widgetChecks: CategoryChecks = async (ctx) => {
   const client = ctx.host.client(WidgetService);
   const { caps, configured } = await checkOpening(ctx, P, {
     category: PluginCategory.WIDGET,
-    describe: async () => (await client.describe({})).producer,
-    capabilities: async () => (await client.getCapabilities({})).capabilities,
-    same: (a, b) => equals(WidgetCapabilitiesSchema, a, b),
+    client,
+    capabilitiesSchema: WidgetCapabilitiesSchema,
     declarations: (c) => checkDeclarations(ctx, c),
-    configure: async (config) => (await client.configure({ config })).result,
   });
   if (!configured || !caps) {
     ctx.record(`${P}.attach`, "skip", "not attached: the configuration was refused");

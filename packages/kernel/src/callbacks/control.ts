@@ -6,6 +6,7 @@
 // serving no call) is refused with PERMISSION_DENIED, so a model can never switch its
 // own model, leave plan mode or drop a rule by asking a tool to.
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
 import {
   type PolicyEngine,
   type PolicyRule,
@@ -29,11 +30,8 @@ import type { InvocationTracker } from "./invocations.ts";
 import { memoryAudit } from "./memory-audit.ts";
 import { applyRewindOf, listRewindAnchors, planRewindOf } from "./rewind.ts";
 
-const INVALID_ARGUMENT = 3;
-const NOT_FOUND = 5;
-const PERMISSION_DENIED = 7;
-const FAILED_PRECONDITION = 9;
-const UNAVAILABLE = 14;
+// gRPC status codes, by grpc-js's own names.
+const { INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, UNAVAILABLE } = status;
 
 export interface ControlDeps {
   readonly session: (id: string) => Session | undefined;

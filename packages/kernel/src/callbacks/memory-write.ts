@@ -3,6 +3,7 @@
 // provider: unique slugs and parsed [[links]] (memory/links.ts), and a session event for
 // each change. The kernel calls the provider's own MemoryService back to do the write.
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
 import { StatusError } from "@pluggableharness/goplugin";
 import type { WriteMemoryRequest, WriteMemoryResponseSchema } from "@pluggableharness/protocol/kernel";
 import { RecordStatus } from "@pluggableharness/protocol/memory";
@@ -12,10 +13,8 @@ import type { ProviderRegistry } from "../plugins/providers.ts";
 import { ProviderCallError } from "../providers/ports.ts";
 import type { InvocationTracker } from "./invocations.ts";
 
-const INVALID_ARGUMENT = 3;
-const NOT_FOUND = 5;
-const PERMISSION_DENIED = 7;
-const FAILED_PRECONDITION = 9;
+// gRPC status codes, by grpc-js's own names.
+const { INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION } = status;
 
 export interface MemoryWriteDeps {
   readonly tracker: InvocationTracker;

@@ -7,6 +7,7 @@
 // is over (loop/session/direct-invoke.ts). Only reached through controlSession's operator check.
 import { dirname } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
 import { StatusError } from "@pluggableharness/goplugin";
 import type {
   RewindAnchorSchema,
@@ -26,9 +27,8 @@ import {
 } from "@pluggableharness/state";
 import type { Session } from "../loop/session/session.ts";
 
-const INVALID_ARGUMENT = 3;
-const NOT_FOUND = 5;
-const FAILED_PRECONDITION = 9;
+// gRPC status codes, by grpc-js's own names.
+const { INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION } = status;
 
 type AnchorInit = MessageInitShape<typeof RewindAnchorSchema>;
 

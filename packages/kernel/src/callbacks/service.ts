@@ -8,6 +8,7 @@
 // (loop/turn/compaction.ts); RunSession runs a sub-agent for a spawn call the plugin is serving
 // (subagents/run-session.ts).
 
+import { status } from "@grpc/grpc-js";
 import { type ServiceImpl, StatusError } from "@pluggableharness/goplugin";
 import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
 import type {
@@ -29,12 +30,9 @@ import type { InvocationTracker } from "./invocations.ts";
 import { writeMemory } from "./memory-write.ts";
 import { TokenCountCache } from "./token-counts.ts";
 
-const INVALID_ARGUMENT = 3;
-const FAILED_PRECONDITION = 9;
-const PERMISSION_DENIED = 7;
-const UNIMPLEMENTED = 12;
-const CANCELLED = 1;
-const UNAVAILABLE = 14;
+// gRPC status codes, by grpc-js's own names.
+const { INVALID_ARGUMENT, FAILED_PRECONDITION, PERMISSION_DENIED, UNIMPLEMENTED, CANCELLED, UNAVAILABLE } =
+  status;
 const COUNT_TOKENS_TIMEOUT_MS = 10_000;
 
 const LEVELS: Record<number, KernelLogLevel> = {
@@ -233,12 +231,12 @@ export function callbackImplementation(
         deps.log.debug("Summarize failed", { error: (err as Error).stack ?? String(err) });
         if (err instanceof SummarizeError) {
           throw new StatusError(
-            err.category === "cancelled"
+            err.code === "cancelled"
               ? CANCELLED
-              : err.category === "invalid_request"
+              : err.code === "invalid_request"
                 ? INVALID_ARGUMENT
                 : UNAVAILABLE,
-            `${err.category}: ${err.message}`,
+            `${err.code}: ${err.message}`,
           );
         }
         throw err;

@@ -21,29 +21,32 @@ function summarise(kind: string, violations: readonly RuleViolation[]): string {
   return `${kind} rejected (${violations.length} violation${violations.length === 1 ? "" : "s"}):\n${lines.join("\n")}`;
 }
 
-/** A GetSchema response broke one or more ToolSchema rules; the whole response is rejected. */
-export class ToolSchemaError extends DomainError {
-  readonly category = "invalid_tool_schema";
+/** A provider's declaration broke one or more rules; the whole response is rejected. */
+abstract class RuleViolationsError extends DomainError {
   readonly provider: string;
   readonly violations: readonly RuleViolation[];
-  constructor(provider: string, violations: readonly RuleViolation[]) {
-    super(summarise(`tool provider "${provider}" GetSchema response`, violations));
-    this.name = "ToolSchemaError";
+  constructor(provider: string, violations: readonly RuleViolation[], what: string) {
+    super(summarise(what, violations));
     this.provider = provider;
     this.violations = violations;
   }
 }
 
-/** A GetCapabilities response broke one or more ModelSpec rules; it is rejected at load. */
-export class CapabilitiesError extends DomainError {
-  readonly category = "invalid_capabilities";
-  readonly provider: string;
-  readonly violations: readonly RuleViolation[];
+/** A GetSchema response broke one or more ToolSchema rules; the whole response is rejected. */
+export class ToolSchemaError extends RuleViolationsError {
+  readonly category = "invalid_tool_schema";
+  override readonly name = "ToolSchemaError";
   constructor(provider: string, violations: readonly RuleViolation[]) {
-    super(summarise(`model provider "${provider}" capabilities`, violations));
-    this.name = "CapabilitiesError";
-    this.provider = provider;
-    this.violations = violations;
+    super(provider, violations, `tool provider "${provider}" GetSchema response`);
+  }
+}
+
+/** A GetCapabilities response broke one or more ModelSpec rules; it is rejected at load. */
+export class CapabilitiesError extends RuleViolationsError {
+  readonly category = "invalid_capabilities";
+  override readonly name = "CapabilitiesError";
+  constructor(provider: string, violations: readonly RuleViolation[]) {
+    super(provider, violations, `model provider "${provider}" capabilities`);
   }
 }
 

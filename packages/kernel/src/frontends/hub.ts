@@ -4,6 +4,7 @@
 // that session's one order, and drives sessions with user messages, decisions and
 // interrupts. Control answers and errors go only to the connection that asked.
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 import { type ContentBlock, ContentBlockSchema } from "@pluggableharness/protocol/content";
 import {
   type ClientEvent,
@@ -36,12 +37,11 @@ export interface FrontendErrorInit {
 }
 
 /** A failure answering a control event, with the category the frontend sees. */
-export class FrontendRequestError extends Error {
-  readonly category: FrontendErrorCategory;
-  constructor(category: FrontendErrorCategory, message: string) {
-    super(message);
-    this.name = "FrontendRequestError";
-    this.category = category;
+export class FrontendRequestError extends CodedError<FrontendErrorCategory> {
+  override readonly name = "FrontendRequestError";
+  /** The frontend protocol names the code a category. */
+  get category(): FrontendErrorCategory {
+    return this.code;
   }
 }
 

@@ -5,6 +5,7 @@
 // provider serves them; every change is handed to a sink, which records it as a
 // memory_write / memory_update / memory_delete event when a session is involved.
 import { create } from "@bufbuild/protobuf";
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 import { CallContextSchema } from "@pluggableharness/protocol/common";
 import { type MemoryMutationEvent, MemoryMutationEventSchema } from "@pluggableharness/protocol/event";
 import { type MemoryRecord, MemoryScope, MemoryType, RecordStatus } from "@pluggableharness/protocol/memory";
@@ -51,12 +52,11 @@ export interface MemoryEntry {
 
 export type MemoryAuditReason = "not_found" | "invalid" | "unsupported" | "ambiguous" | "no_provider";
 
-export class MemoryAuditError extends Error {
-  readonly reason: MemoryAuditReason;
-  constructor(reason: MemoryAuditReason, message: string) {
-    super(message);
-    this.name = "MemoryAuditError";
-    this.reason = reason;
+export class MemoryAuditError extends CodedError<MemoryAuditReason> {
+  override readonly name = "MemoryAuditError";
+  /** The memory commands read the code as the reason. */
+  get reason(): MemoryAuditReason {
+    return this.code;
   }
 }
 

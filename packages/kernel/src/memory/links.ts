@@ -4,28 +4,12 @@
 // references in a record's text are parsed into `links`, and when a record's text is
 // shown each reference becomes a `link` render node pointing at the record it names.
 import { create } from "@bufbuild/protobuf";
+import { MEMORY_ID_MAX, memorySlug } from "@pluggableharness/plugin-sdk";
 import { type RenderNode, RenderNodeSchema, TextStyle } from "@pluggableharness/protocol/render";
 
-const SLUG_MAX = 64;
+export { isMemorySlug, memorySlug } from "@pluggableharness/plugin-sdk";
+
 const LINK = /\[\[([^\]\n]{1,128})\]\]/g;
-
-/** A kebab-case slug of `text` ("Operator role!" -> "operator-role"); "memory" when nothing is left. */
-export function memorySlug(text: string): string {
-  const s = text
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f]/g, "")
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, "-")
-    .replace(/^-+|-+$/g, "")
-    .slice(0, SLUG_MAX)
-    .replace(/-+$/g, "");
-  return s || "memory";
-}
-
-/** Whether `id` is already a slug (lower-case letters, digits, single dashes). */
-export function isMemorySlug(id: string): boolean {
-  return id.length <= SLUG_MAX && /^[a-z0-9]+(?:-[a-z0-9]+)*$/.test(id);
-}
 
 /** `base`, else `base-2`, `base-3`, ...: the first id `taken` says is free. */
 export async function uniqueMemorySlug(
@@ -35,7 +19,7 @@ export async function uniqueMemorySlug(
 ): Promise<string> {
   if (!(await taken(base))) return base;
   for (let n = 2; n <= limit; n++) {
-    const id = `${base}-${n}`.slice(-SLUG_MAX);
+    const id = `${base}-${n}`.slice(-MEMORY_ID_MAX);
     if (!(await taken(id))) return id;
   }
   throw new Error(`no free id after ${limit} tries for "${base}"`);

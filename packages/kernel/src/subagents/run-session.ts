@@ -7,6 +7,7 @@
 // spawns are capped at max_concurrent_subagents; the rest queue. Everything that ends
 // the parent's run or the spawning call cancels the child.
 import { clone, create } from "@bufbuild/protobuf";
+import { status } from "@grpc/grpc-js";
 import { type AgentProfile, getProfile } from "@pluggableharness/config";
 import { StatusError } from "@pluggableharness/goplugin";
 import { type Message, MessageSchema, Role } from "@pluggableharness/protocol/content";
@@ -22,11 +23,8 @@ import type { InflightCall, Session, SubagentInit } from "../loop/session/sessio
 import { ToolRegistry } from "../loop/tool-registry.ts";
 import { childRemainingDepth, spawnedProfileName } from "./risk.ts";
 
-const CANCELLED = 1;
-const INVALID_ARGUMENT = 3;
-const NOT_FOUND = 5;
-const PERMISSION_DENIED = 7;
-const FAILED_PRECONDITION = 9;
+// gRPC status codes, by grpc-js's own names.
+const { CANCELLED, INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION } = status;
 
 /** Concurrent children per parent when its profile sets no max_concurrent_subagents. */
 export const DEFAULT_MAX_CONCURRENT_SUBAGENTS = 4;

@@ -17,6 +17,7 @@
 // docs/decisions/compaction.md.
 import { clone, create, toBinary } from "@bufbuild/protobuf";
 import type { CompactAt, SecretMask } from "@pluggableharness/config";
+import { CodedError } from "@pluggableharness/protocol/coded-error";
 import {
   type ContentBlock,
   ContextSectionSchema,
@@ -499,13 +500,9 @@ function redact(messages: readonly Message[], mask: SecretMask): Message[] {
   return messages.map((m) => ({ ...m, content: blocks(m.content) }));
 }
 
-export class SummarizeError extends Error {
-  readonly category: string;
-  constructor(category: string, message: string) {
-    super(message);
-    this.name = "SummarizeError";
-    this.category = category;
-  }
+/** A summary call that failed; its code is the model failure's category (or "invalid_request"). */
+export class SummarizeError extends CodedError<string> {
+  override readonly name = "SummarizeError";
 }
 
 export interface SummaryResult {

@@ -18,6 +18,7 @@ import type { LoadedProvider } from "../../plugins/providers.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { EventSink, TurnContext, TurnPorts } from "../ports.ts";
 import { recallSections } from "./memory-recall.ts";
+import { providerBudget } from "./provider-budget.ts";
 
 export interface AssembledContext {
   readonly sections: ContextSection[];
@@ -36,12 +37,7 @@ export interface AssembleInput {
 
 /** A provider's cap: agent.hcl's token_budget, else its declared default, never above the ceiling. */
 export function tokenBudget(p: LoadedProvider, target: ModelTarget): number {
-  const configured = p.config["token_budget"];
-  const declared = Number(p.context?.defaultTokenBudget ?? 0n);
-  const budget = typeof configured === "number" && configured > 0 ? configured : declared;
-  const ceiling = Number(target.effectiveCeiling);
-  if (budget <= 0) return ceiling;
-  return ceiling > 0 ? Math.min(budget, ceiling) : budget;
+  return providerBudget(p, p.context?.defaultTokenBudget, target);
 }
 
 function sectionTokens(sections: readonly ContextSection[]): number {

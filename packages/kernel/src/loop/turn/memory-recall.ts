@@ -14,6 +14,7 @@ import type { LoadedProvider } from "../../plugins/providers.ts";
 import { ProviderCallError } from "../../providers/ports.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { TurnContext } from "../ports.ts";
+import { providerBudget } from "./provider-budget.ts";
 
 const RESOURCE_EXHAUSTED = 8;
 
@@ -34,12 +35,7 @@ export interface RecallInput {
 
 /** A memory provider's cap, resolved like a context provider's. */
 export function memoryBudget(p: LoadedProvider, target: ModelTarget): number {
-  const configured = p.config["token_budget"];
-  const declared = Number(p.memory?.defaultTokenBudget ?? 0n);
-  const budget = typeof configured === "number" && configured > 0 ? configured : declared;
-  const ceiling = Number(target.effectiveCeiling);
-  if (budget <= 0) return ceiling;
-  return ceiling > 0 ? Math.min(budget, ceiling) : budget;
+  return providerBudget(p, p.memory?.defaultTokenBudget, target);
 }
 
 export function memoryLabel(r: MemoryRecord): string {
