@@ -2,14 +2,17 @@
 // terminal, and the plugin executable (main.ts) runs it over the Attach stream.
 export {
   runTui,
+  STARTING,
   type SessionTarget,
   Tui,
   type TuiInput,
   type TuiOptions,
   type TuiOutput,
   type TuiResult,
+  TYPE_AHEAD,
 } from "./app.ts";
 export { attachOverGrpc } from "./attach.ts";
+export { pendingConnection } from "./pending-connection.ts";
 export type { ClientEventInit, FrontendConnection } from "./connection.ts";
 export {
   brief,
