@@ -49,7 +49,10 @@ afterAll(async () => {
 describe("agent run in a terminal: input before the session exists", () => {
   it("paints the prompt first, queues what is typed, and sends it once the session is ready", async () => {
     const repo = sb.repo("ahead");
-    fake = await startFakeVendor({ vendor: "anthropic", script: [{ kind: "text", text: "Early bird answered." }] });
+    fake = await startFakeVendor({
+      vendor: "anthropic",
+      script: [{ kind: "text", text: "Early bird answered." }],
+    });
     // The model provider takes 4 s to start: the session cannot exist before then.
     const wrapper = join(sb.home, "slow-anthropic.sh");
     writeFileSync(

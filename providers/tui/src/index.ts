@@ -2,8 +2,8 @@
 // terminal, and the plugin executable (main.ts) runs it over the Attach stream.
 export {
   runTui,
-  STARTING,
   type SessionTarget,
+  STARTING,
   Tui,
   type TuiInput,
   type TuiOptions,
@@ -12,7 +12,6 @@ export {
   TYPE_AHEAD,
 } from "./app.ts";
 export { attachOverGrpc } from "./attach.ts";
-export { pendingConnection } from "./pending-connection.ts";
 export type { ClientEventInit, FrontendConnection } from "./connection.ts";
 export {
   brief,
@@ -26,6 +25,7 @@ export {
   statusName,
 } from "./describe.ts";
 export { type Key, KeyDecoder } from "./keys.ts";
+export { pendingConnection } from "./pending-connection.ts";
 export { filterItems, type PickerItem, type PickerOptions, pick } from "./picker.ts";
 export { type PaintOptions, paintNode, paintTree, treeText } from "./render-tree.ts";
 export { type Frame, Screen, type TerminalOutput } from "./screen.ts";

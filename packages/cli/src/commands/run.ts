@@ -52,7 +52,6 @@ import {
 } from "../headless.ts";
 import { readImages } from "../images.ts";
 import { installationRoot } from "../inspect.ts";
-import { startInteractive } from "./interactive-start.ts";
 import { CliError, CoalescingWriter, type Io, line, outputFailures, outputFailureText } from "../io.ts";
 import { foundAbove, projectOf } from "../project.ts";
 import {
@@ -64,6 +63,7 @@ import {
 } from "../session-ids.ts";
 import { RunSignals } from "../signals.ts";
 import { unavailableNotice } from "../unavailable.ts";
+import { startInteractive } from "./interactive-start.ts";
 import { configFailure, formatLog, inProcessFrontends, logLevel } from "./kernel-start.ts";
 
 export interface RunOptions {
@@ -463,7 +463,8 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
   }
   // A server that cannot start costs the session its tools, never the session: said once.
-  const warn = (w: string) => (ui ? ui.tui.notice(`agent: warning: ${w}`) : line(io.err, `agent: warning: ${w}`));
+  const warn = (w: string) =>
+    ui ? ui.tui.notice(`agent: warning: ${w}`) : line(io.err, `agent: warning: ${w}`);
   for (const p of kernel.listProviders()) {
     if (p.unavailable !== undefined) warn(unavailableNotice(p.name, p.source, p.unavailable));
   }
