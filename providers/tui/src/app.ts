@@ -29,7 +29,7 @@ import type { FrontendConnection } from "./connection.ts";
 import { formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
-import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { loadHighlighter, MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
 import { optionLabels, pickedOption } from "./options.ts";
 import { permissionAction } from "./permission.ts";
@@ -1059,6 +1059,8 @@ export class Tui {
     this.ready = true;
     this.wasReady = true;
     for (const line of this.typedAhead.splice(0)) this.submit(line);
+    // Code highlighting is loaded once the prompt and the session are up, not before.
+    if (!this.plain) setTimeout(() => void loadHighlighter(), 0).unref?.();
   }
 
   private submit(line: string): void {
