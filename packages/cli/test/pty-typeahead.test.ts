@@ -1,15 +1,15 @@
 // The terminal UI takes input before the session exists: the real `agent` binary in a
-// pseudo-terminal (tmux on a private socket), its model provider slowed by a dev override
-// that sleeps before starting it. The prompt is painted while nothing but that provider
+// pseudo-terminal (tmux on a private socket) on an `agent init` project, its model
+// provider slowed by a dev override that sleeps before starting it. The prompt is painted while nothing but that provider
 // has been launched (AGENT_DEBUG_LAUNCH_LOG); a message typed then is shown as queued,
 // Esc takes a queued message back into the editor, and the one left queued is the first
 // prompt the model receives once the session is ready.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type FakeVendor, startFakeVendor } from "@pluggableharness/fake-vendors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AGENT_BIN, REPO_ROOT, type Sandbox, sandbox } from "./helpers.ts";
+import { AGENT_BIN, agent, REPO_ROOT, type Sandbox, sandbox } from "./helpers.ts";
 
 let sb: Sandbox;
 let fake: FakeVendor;
@@ -48,16 +48,21 @@ afterAll(async () => {
 
 describe("agent run in a terminal: input before the session exists", () => {
   it("paints the prompt first, queues what is typed, and sends it once the session is ready", async () => {
-    const repo = sb.repo("ahead");
+    // A project as `agent init` writes it: context, memory, widgets and compaction included.
+    const repo = join(sb.home, "ahead");
+    mkdirSync(repo);
+    execFileSync("git", ["init", "-q"], { cwd: repo });
     fake = await startFakeVendor({
       vendor: "anthropic",
       script: [{ kind: "text", text: "Early bird answered." }],
     });
-    // The model provider takes 4 s to start: the session cannot exist before then.
+    // Once `slow` exists the model provider takes 4 s to start: the session cannot exist
+    // before then.
+    const slow = join(sb.home, "slow");
     const wrapper = join(sb.home, "slow-anthropic.sh");
     writeFileSync(
       wrapper,
-      `#!/bin/sh\nsleep 4\nexec '${process.execPath}' '${join(REPO_ROOT, "providers", "anthropic", "src", "main.ts")}' "$@"\n`,
+      `#!/bin/sh\n[ -f '${slow}' ] && sleep 4\nexec '${process.execPath}' '${join(REPO_ROOT, "providers", "anthropic", "src", "main.ts")}' "$@"\n`,
       { mode: 0o755 },
     );
     const configDir = join(sb.env["XDG_CONFIG_HOME"]!, "agent");
@@ -72,6 +77,22 @@ describe("agent run in a terminal: input before the session exists", () => {
       TERM: "xterm-256color",
       AGENT_DEBUG_LAUNCH_LOG: launches,
     };
+    // A warm describe cache, as after any earlier command here: kernel creation launches
+    // nothing to describe, so every launch the log shows is one a session asked for.
+    const init = await agent(["init"], { cwd: repo, env });
+    expect(init.code).toBe(0);
+    const hcl = join(repo, "agent.hcl");
+    writeFileSync(
+      hcl,
+      readFileSync(hcl, "utf8").replace(
+        'provider "anthropic" {',
+        'provider "anthropic" {\n  base_url = env("FAKE_ANTHROPIC_URL")',
+      ),
+    );
+    const warm = await agent(["providers"], { cwd: repo, env });
+    expect(warm.code).toBe(0);
+    rmSync(launches, { force: true });
+    writeFileSync(slow, "");
     const script = join(sb.home, "run-ahead.sh");
     writeFileSync(
       script,
@@ -118,8 +139,12 @@ describe("agent run in a terminal: input before the session exists", () => {
     expect(text(user.at(-1)!.content)).toContain("hello early");
     expect(JSON.stringify(body.messages)).not.toContain("take me back");
     expect(visible()).not.toContain("⧗ queued");
-    // Whatever else started, started behind the prompt and after the model provider.
+    // The rest of the profile started behind the prompt, once the model provider was up.
     expect(launched()[0]).toBe("anthropic");
+    const rest = ["compactor", "memory", "project-context", "widgets", "workspace-context"];
+    for (let i = 0; i < 200 && !rest.every((n) => launched().includes(n)); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(launched().slice(1).sort()).toEqual(rest);
 
     keys("C-c");
     keys("C-c");
