@@ -1059,8 +1059,7 @@ export class Tui {
     this.ready = true;
     this.wasReady = true;
     for (const line of this.typedAhead.splice(0)) this.submit(line);
-    // Code highlighting is loaded once the prompt and the session are up, not before.
-    if (!this.plain) setTimeout(() => void loadHighlighter(), 0).unref?.();
+    this.loadHighlighterWhenIdle();
   }
 
   private submit(line: string): void {
@@ -1424,7 +1423,18 @@ export class Tui {
     this.screen!.commit(lines);
   }
 
+  /**
+   * Code highlighting loads once the session is attached and no turn runs: registering the
+   * grammars holds the main thread for a few hundred milliseconds, which must delay neither
+   * the first paint nor a streaming answer.
+   */
+  private loadHighlighterWhenIdle(): void {
+    if (this.plain || !this.ready || this.busy) return;
+    setTimeout(() => void loadHighlighter(), 0).unref?.();
+  }
+
   private setBusy(label: string, busy: boolean): void {
+    if (!busy && this.busy) setImmediate(() => this.loadHighlighterWhenIdle());
     if (busy && !this.busy) this.busySince = this.now();
     // The turn stopped: saying it is being interrupted is no longer true.
     if (!busy && this.hint === INTERRUPTING) this.hint = "";
