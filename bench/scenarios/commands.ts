@@ -1,8 +1,9 @@
 // 7. The commands a user runs outside a session, and the TUI's start (ours only): spawn to
 // exit of `agent providers`, `agent validate` and `agent mcp list` on the benchmark's
 // project, whose describe cache the untimed warm-up fills, and spawn → the interactive
-// TUI's banner (`/help for keys`, shown once the session is attached and the prompt takes
-// input) in a pseudo-terminal (`script`, 120×40), after which the run is ended.
+// TUI's first frame that takes input (its "starting" line, painted once the terminal is in
+// raw mode and keys are read; what is typed from then on is queued for the session) in a
+// pseudo-terminal (`script`, 120×40), after which the run is ended.
 import { agentBin, oursEnv } from "../harnesses/ours.ts";
 import type { Harness } from "../harnesses/types.ts";
 import type { HarnessResult, Sample, Scenario, ScenarioContext, TargetCheck } from "../lib/scenario.ts";
@@ -11,7 +12,7 @@ import { failureReason, runProcess } from "../lib/spawn.ts";
 import { nsToMs } from "../lib/stats.ts";
 import { projectDir } from "./common.ts";
 
-const TUI_READY = "/help for keys";
+const TUI_READY = "Enter queues the message";
 const TARGETS = { providers_ms: 1_000, validate_ms: 1_000, tui_ready_ms: 500 } as const;
 
 async function command(h: Harness, ctx: ScenarioContext, args: string[]): Promise<number | string> {
@@ -54,7 +55,7 @@ export const commands: Scenario = {
     "Ours only. Spawn to exit of `agent providers`, `agent validate` and `agent mcp list` on the benchmark's " +
     "project (22 tools; the warm-up run fills the describe cache, as any earlier command or run would), and " +
     `spawn of \`agent run\` in a pseudo-terminal (\`script\`, 120×40) to the TUI's banner (\`${TUI_READY}\`, ` +
-    "drawn once the session is attached and the prompt takes input).",
+    "the first frame drawn with the prompt reading keys; the session is created behind it).",
   defaultRuns: 5,
   metrics: [
     { key: "providers_ms", label: "agent providers", unit: "ms", better: "lower", p95: true },

@@ -218,6 +218,12 @@ export interface StartSessionOptions {
   readonly prompt?: string | readonly ContentBlock[];
   /** Withhold resource tools from the model (plan mode). */
   readonly planMode?: boolean;
+  /**
+   * Start the context and memory providers once the model providers are up, one after
+   * another, rather than alongside them (an interactive run: nobody has typed yet, so the
+   * model provider gets the cores first; a turn that comes sooner starts them itself).
+   */
+  readonly contextAfterModel?: boolean;
 }
 
 export interface ResumeSessionOptions {
@@ -226,6 +232,12 @@ export interface ResumeSessionOptions {
    * for a run that names its own model (`agent run --resume --model`). Default true.
    */
   readonly restoreModel?: boolean;
+  /**
+   * Start the context and memory providers once the model providers are up, one after
+   * another, rather than alongside them (an interactive run: nobody has typed yet, so the
+   * model provider gets the cores first; a turn that comes sooner starts them itself).
+   */
+  readonly contextAfterModel?: boolean;
 }
 
 /** A session driven through the API rather than a frontend connection. */
@@ -667,7 +679,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     }
     try {
       const profile = getProfile(this.config, writer.meta().profile)!;
-      await this.#activateFor(profile);
+      await this.#activateFor(profile, !!options.contextAfterModel);
       // The conversation the file holds, rebuilt with the session's tools (the resumed
       // session starts from it; nothing replaces it afterwards).
       let conversation: RebuiltConversation = { history: [], dangling: [] };
@@ -741,7 +753,11 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     }).sessions;
   }
 
-  async #create(options: { profile: string; workingDirectory?: string }): Promise<Session> {
+  async #create(options: {
+    profile: string;
+    workingDirectory?: string;
+    contextAfterModel?: boolean;
+  }): Promise<Session> {
     if (this.#closed)
       throw new FrontendRequestError(
         FrontendErrorCategory.SESSION_CREATE_FAILED,
@@ -772,7 +788,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     } catch (err) {
       throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, (err as Error).message);
     }
-    await this.#activateFor(profile);
+    await this.#activateFor(profile, !!options.contextAfterModel);
     const unusable = noUsableModel(deps, profile);
     if (unusable) throw new FrontendRequestError(FrontendErrorCategory.SESSION_CREATE_FAILED, unusable);
     const dir = this.#options.stateDir;
@@ -827,12 +843,14 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
    * Recall) before its first request: started here, their launch overlaps the model
    * provider's instead of following it.
    */
-  async #activateFor(profile: NonNullable<ReturnType<typeof getProfile>>): Promise<void> {
+  async #activateFor(
+    profile: NonNullable<ReturnType<typeof getProfile>>,
+    contextAfterModel = false,
+  ): Promise<void> {
     const providers = this.#d.providers;
-    for (const p of providers.contextAssemblers()) {
-      providers.activate(p.name).catch(() => {
-        // Contribute reports the failure (the provider is skipped for that turn)
-      });
+    // Contribute reports a failure to start (the provider is skipped for that turn).
+    if (!contextAfterModel) {
+      for (const p of providers.contextAssemblers()) providers.activate(p.name).catch(() => {});
     }
     const wanted = [
       ...new Set(
@@ -852,6 +870,15 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
       );
     }
     for (const f of failed) this.#log.error(`model provider failed to start: ${f}`);
+    if (contextAfterModel) {
+      const later = providers.contextAssemblers().map((p) => p.name);
+      void (async () => {
+        for (const name of later) {
+          if (this.#closed) return;
+          await providers.activate(name).catch(() => {});
+        }
+      })();
+    }
     this.#recordPrelaunch([...wanted, ...providers.contextProviders().map((p) => p.name)]);
   }
 
@@ -883,6 +910,7 @@ class KernelImpl implements Kernel, PoolOwner, SessionService {
     const session = await this.#create({
       profile: options.profile ?? "default",
       ...(options.workingDirectory ? { workingDirectory: options.workingDirectory } : {}),
+      ...(options.contextAfterModel ? { contextAfterModel: true } : {}),
     });
     if (options.planMode) setPlanMode(session, true, "start");
     if (options.prompt !== undefined) session.runs.enqueue(textPrompt(options.prompt));

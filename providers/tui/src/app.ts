@@ -29,7 +29,7 @@ import type { FrontendConnection } from "./connection.ts";
 import { formatTokens, formatUsd, isTerminal, riskName, statusName } from "./describe.ts";
 import { LineEditor } from "./editor.ts";
 import { ESCAPE_TIMEOUT_MS, type Key, KeyDecoder } from "./keys.ts";
-import { MarkdownStream, renderMarkdown } from "./markdown.ts";
+import { loadHighlighter, MarkdownStream, renderMarkdown } from "./markdown.ts";
 import { attachmentText, completeMention, defaultProtectedPaths, readMentions } from "./mentions.ts";
 import { optionLabels, pickedOption } from "./options.ts";
 import { permissionAction } from "./permission.ts";
@@ -66,13 +66,20 @@ export type SessionTarget =
       prompt?: string;
       /** The session was just created for this UI: no "resumed" banner. */
       fresh?: boolean;
+      /** The serving model, when it is only known once the session exists. */
+      model?: string;
     };
 
 export interface TuiOptions {
   connection: FrontendConnection;
   input: TuiInput;
   output: TuiOutput;
-  session: SessionTarget;
+  /**
+   * The session to open. A promise when the UI is painted before the session exists: input
+   * is taken at once, what is submitted meanwhile is queued (shown as such) and sent once
+   * the session is attached; a rejection ends the UI, listing what was not sent.
+   */
+  session: SessionTarget | Promise<SessionTarget>;
   /** Shown in the status line until the first usage update names the serving model. */
   model?: string;
   env?: NodeJS.ProcessEnv;
@@ -112,6 +119,9 @@ interface OpenStream {
 const SPINNER = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const DOUBLE_PRESS_MS = 2000;
 const INTERRUPTING = "Interrupting…";
+/** The busy line while the session is being created behind a painted prompt. */
+export const STARTING = "Starting the agent";
+export const TYPE_AHEAD = "type now: Enter queues the message";
 const TOOL_TAIL = 8;
 const PANEL_ROWS = 12;
 
@@ -127,6 +137,8 @@ export class Tui {
   private readonly input: TuiInput;
   private readonly output: TuiOutput;
   private target: SessionTarget;
+  /** The session is still being created (the UI was painted first). */
+  private pendingTarget: Promise<SessionTarget> | undefined;
   private fresh: boolean;
   private readonly cwd: string;
   private readonly protectedPaths: readonly string[];
@@ -207,8 +219,15 @@ export class Tui {
     this.conn = options.connection;
     this.input = options.input;
     this.output = options.output;
-    this.target = options.session;
-    this.fresh = options.session.kind !== "create" && !!options.session.fresh;
+    if (options.session instanceof Promise) {
+      this.pendingTarget = options.session;
+      // Replaced before anything is sent: nothing reads it while the session is pending.
+      this.target = { kind: "create" };
+      this.fresh = true;
+    } else {
+      this.target = options.session;
+      this.fresh = options.session.kind !== "create" && !!options.session.fresh;
+    }
     this.cwd = options.workingDirectory ?? process.cwd();
     this.protectedPaths = options.protectedPaths ?? defaultProtectedPaths(this.cwd);
     this.detachOnExit = !!options.detachOnExit;
@@ -233,9 +252,53 @@ export class Tui {
     return done;
   }
 
+  /** What the caller is doing while the session is being created (e.g. installing plugins). */
+  progress(label: string): void {
+    if (this.finished || !this.pendingTarget) return;
+    this.busyLabel = label;
+    this.render();
+  }
+
+  /** A line from the caller (a start-up warning), written into the transcript. */
+  notice(text: string): void {
+    if (this.finished) return;
+    this.commit([this.p.paint(sanitize(text), "warning")]);
+    this.render();
+  }
+
+  /** The operator left (or the UI ended) before the session was created. */
+  get done(): boolean {
+    return this.finished;
+  }
+
   // ---- session start -------------------------------------------------------
 
   private start(): void {
+    const pending = this.pendingTarget;
+    if (pending) {
+      this.setBusy(STARTING, true);
+      pending.then(
+        (t) => {
+          this.pendingTarget = undefined;
+          if (this.finished) return;
+          this.target = t;
+          this.fresh = t.kind !== "create" && !!t.fresh;
+          if (t.kind !== "create" && t.model) this.model = t.model;
+          this.start();
+          this.render();
+        },
+        () => {
+          this.pendingTarget = undefined;
+          // The caller reports why; what was queued is shown so that none of it is lost.
+          const lines = this.typedAhead.splice(0);
+          if (this.editor.text.trim()) lines.push(this.editor.text);
+          if (lines.length > 0)
+            this.commit(lines.map((l) => this.p.paint(`Not sent: ${sanitize(l)}`, "warning")));
+          this.finish();
+        },
+      );
+      return;
+    }
     const t = this.target;
     if (t.kind === "create") {
       this.setBusy("Starting", true);
@@ -874,6 +937,8 @@ export class Tui {
       this.ctrlCAt = now;
       // Attached to a served session, Ctrl-C only ever leaves; Esc is what interrupts.
       if (this.busy && !this.detachOnExit) this.interrupt();
+      // Still starting: Ctrl-C cancels what was queued, as it would stop a running turn.
+      if (!this.ready) this.typedAhead.length = 0;
       this.editor.clear();
       this.flash(
         this.detachOnExit
@@ -898,6 +963,14 @@ export class Tui {
         this.editing = undefined;
         this.denying = undefined;
         this.editor.clear();
+        return;
+      }
+      if (!this.ready && this.typedAhead.length > 0) {
+        // Still starting: the queued messages come back into the editor, unsent.
+        const back = this.typedAhead.splice(0);
+        if (this.editor.text) back.push(this.editor.text);
+        this.editor.set(back.join("\n"));
+        this.flash("Not queued any more: back in the editor");
         return;
       }
       if (this.busy || this.permissions.length > 0 || this.questions.length > 0) this.interrupt();
@@ -986,6 +1059,7 @@ export class Tui {
     this.ready = true;
     this.wasReady = true;
     for (const line of this.typedAhead.splice(0)) this.submit(line);
+    this.loadHighlighterWhenIdle();
   }
 
   private submit(line: string): void {
@@ -1029,7 +1103,7 @@ export class Tui {
     }
     if (!this.sessionId || !this.ready) {
       this.typedAhead.push(text);
-      this.flash("Sent once the session is ready");
+      this.flash("Queued: sent once the session is ready (Esc takes it back)");
       return;
     }
     if (cmd && !registered) {
@@ -1349,7 +1423,18 @@ export class Tui {
     this.screen!.commit(lines);
   }
 
+  /**
+   * Code highlighting loads once the session is attached and no turn runs: registering the
+   * grammars holds the main thread for a few hundred milliseconds, which must delay neither
+   * the first paint nor a streaming answer.
+   */
+  private loadHighlighterWhenIdle(): void {
+    if (this.plain || !this.ready || this.busy) return;
+    setTimeout(() => void loadHighlighter(), 0).unref?.();
+  }
+
   private setBusy(label: string, busy: boolean): void {
+    if (!busy && this.busy) setImmediate(() => this.loadHighlighterWhenIdle());
     if (busy && !this.busy) this.busySince = this.now();
     // The turn stopped: saying it is being interrupted is no longer true.
     if (!busy && this.hint === INTERRUPTING) this.hint = "";
@@ -1449,10 +1534,17 @@ export class Tui {
       cursor = this.editorRows(lines, `${bar} ${p.paint("›", "accent")} `, `${bar}   `, 4, width);
     }
     if (!item && !q) lines.push(...this.subagents.liveLines(p, width));
+    if (!this.ready && !item && !q) {
+      for (const l of this.typedAhead) {
+        const first = sanitize(l.split("\n")[0] ?? "");
+        lines.push(p.paint(`⧗ queued: ${first}${l.includes("\n") ? " …" : ""}`, "dim"));
+      }
+    }
     if (this.busy && !item && !q) {
       const secs = Math.floor((this.now() - this.busySince) / 1000);
       const frame = SPINNER[Math.floor(this.now() / 120) % SPINNER.length];
-      lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · Esc to interrupt`, "accent"));
+      const tail = this.pendingTarget ? TYPE_AHEAD : "Esc to interrupt";
+      lines.push(p.paint(`${frame} ${this.busyLabel}… ${secs}s · ${tail}`, "accent"));
     }
     for (const l of this.panel) lines.push(`${p.paint("│", "dim")} ${l}`);
     const focused = this.actions.current;

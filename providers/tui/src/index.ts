@@ -3,11 +3,13 @@
 export {
   runTui,
   type SessionTarget,
+  STARTING,
   Tui,
   type TuiInput,
   type TuiOptions,
   type TuiOutput,
   type TuiResult,
+  TYPE_AHEAD,
 } from "./app.ts";
 export { attachOverGrpc } from "./attach.ts";
 export type { ClientEventInit, FrontendConnection } from "./connection.ts";
@@ -23,6 +25,7 @@ export {
   statusName,
 } from "./describe.ts";
 export { type Key, KeyDecoder } from "./keys.ts";
+export { pendingConnection } from "./pending-connection.ts";
 export { filterItems, type PickerItem, type PickerOptions, pick } from "./picker.ts";
 export { type PaintOptions, paintNode, paintTree, treeText } from "./render-tree.ts";
 export { type Frame, Screen, type TerminalOutput } from "./screen.ts";

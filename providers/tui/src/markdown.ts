@@ -12,14 +12,19 @@ import type { Lowlight } from "lowlight";
 import { marked, type Token, type Tokens } from "marked";
 import { type Painter, sanitize, type Tone, visibleWidth, wrapLine } from "./style.ts";
 
-// The grammars take a few hundred milliseconds to load: load them in the background
-// (the kernel takes longer to start); code shown before they are ready is unhighlighted.
+// Registering the grammars takes a few hundred milliseconds of the main thread, so they
+// load only when asked (loadHighlighter: the UI asks once its session is attached, never
+// before its first paint); code shown before they are ready is unhighlighted.
 let lowlight: Lowlight | undefined;
-export const highlighterReady: Promise<void> = import("lowlight")
-  .then((m) => {
-    lowlight = m.createLowlight(m.common);
-  })
-  .catch(() => {});
+let loading: Promise<void> | undefined;
+export function loadHighlighter(): Promise<void> {
+  loading ??= import("lowlight")
+    .then((m) => {
+      lowlight = m.createLowlight(m.common);
+    })
+    .catch(() => {});
+  return loading;
+}
 
 const HLJS_TONES: Record<string, Tone | "plain"> = {
   keyword: "keyword",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { diffLine, highlight, highlighterReady, MarkdownStream, renderMarkdown } from "../src/markdown.ts";
+import { diffLine, highlight, loadHighlighter, MarkdownStream, renderMarkdown } from "../src/markdown.ts";
 import { ansiPainter, plainPainter, stripAnsi, visibleWidth } from "../src/style.ts";
 
 const ANSWER = [
@@ -57,7 +57,7 @@ describe("markdown rendering", () => {
   });
 
   it("highlights code by language and diffs by line", async () => {
-    await highlighterReady;
+    await loadHighlighter();
     const [line] = highlight('const s = "x";', "ts", ansiPainter);
     expect(line).toContain("\x1b[35mconst\x1b[39m");
     expect(line).toContain('\x1b[32m"x"\x1b[39m');

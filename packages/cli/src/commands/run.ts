@@ -31,7 +31,7 @@ import { StoredInputs } from "@pluggableharness/kernel/render";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import type { ServerEvent } from "@pluggableharness/protocol/frontend";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { pick, runTui } from "@pluggableharness/provider-tui";
+import { pick } from "@pluggableharness/provider-tui";
 import {
   assertNoOtherWriter,
   descendantCost,
@@ -63,6 +63,7 @@ import {
 } from "../session-ids.ts";
 import { RunSignals } from "../signals.ts";
 import { unavailableNotice } from "../unavailable.ts";
+import { startInteractive } from "./interactive-start.ts";
 import { configFailure, formatLog, inProcessFrontends, logLevel } from "./kernel-start.ts";
 
 export interface RunOptions {
@@ -404,8 +405,21 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     }
   }
 
+  // The terminal UI takes input before the kernel and the session exist (interactive-start.ts).
+  const ui =
+    headless || frontendPlugin !== undefined
+      ? undefined
+      : startInteractive(io, input.stdin, {
+          input: input.stdin,
+          model: modelOf(config, profileName),
+          env: io.env,
+          history: promptHistory(io.env, io.cwd),
+          workingDirectory: io.cwd,
+          // What the UI refuses to attach: the agent's own files (git metadata is the user's).
+          protectedPaths: kernelProtectedPaths(project.dir, io.env, { gitMetadata: false }),
+        });
   // Plugins take a moment to start; say so on a terminal.
-  const starting = !headless && !!io.out.isTTY;
+  const starting = !headless && !ui && !!io.out.isTTY;
   if (starting) io.out.write("⠋ Starting the agent…");
   // A headless run answers Ctrl-C from here on, start-up included (from the very start
   // when the command line installed it).
@@ -428,12 +442,15 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
       logLevel: level,
       ...(trace ? { trace: trace.tracer } : {}),
       installProgress: (l) => {
+        if (ui) return ui.tui.progress(l);
         if (starting) io.out.write("\r\x1b[K");
         line(io.err, l);
       },
     });
   } catch (err) {
     signals?.dispose();
+    await ui?.abandon();
+    ui?.dispose();
     if (err instanceof ConfigError) throw configFailure(err.diagnostics);
     throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
   } finally {
@@ -446,27 +463,34 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
     return cancelledBeforeSession(io, opts.outputFormat ?? "text", Date.now() - startedAt);
   }
   // A server that cannot start costs the session its tools, never the session: said once.
+  const warn = (w: string) =>
+    ui ? ui.tui.notice(`agent: warning: ${w}`) : line(io.err, `agent: warning: ${w}`);
   for (const p of kernel.listProviders()) {
-    if (p.unavailable !== undefined)
-      line(io.err, `agent: warning: ${unavailableNotice(p.name, p.source, p.unavailable)}`);
+    if (p.unavailable !== undefined) warn(unavailableNotice(p.name, p.source, p.unavailable));
   }
+  ui?.connect(kernel.frontends.connect({ name: "tui", interactive: true, verbose: !!opts.verbose }));
 
   let sessionId: string | undefined;
   try {
     let handle: SessionHandle;
+    // The operator left before there was a session: none is created.
+    if (ui?.tui.done) return EXIT.OK;
     try {
       // A resumed session keeps its /model choice, unless this run names its model (--model;
       // the user's defaults.model does not count: the session's own choice is newer).
+      // Behind a painted prompt nobody has typed into yet: the model provider starts first.
+      const contextAfterModel = !!ui;
       handle = resumeId
-        ? await kernel.resumeSession(resumeId, { restoreModel: opts.model === undefined })
-        : await kernel.startSession({ profile: profileName, workingDirectory: io.cwd });
+        ? await kernel.resumeSession(resumeId, { restoreModel: opts.model === undefined, contextAfterModel })
+        : await kernel.startSession({ profile: profileName, workingDirectory: io.cwd, contextAfterModel });
     } catch (err) {
+      await ui?.abandon();
       throw new CliError(`agent: ${(err as Error).message}`, EXIT.ERROR);
     }
     sessionId = handle.id;
     // --plan turns plan mode on; without it a resumed session keeps what it recorded.
     if (opts.plan) handle.setPlanMode(true, "--plan");
-    for (const w of handle.resumeWarnings) line(io.err, `agent: warning: ${w}`);
+    for (const w of handle.resumeWarnings) warn(w);
     const info = handle.info();
     const model =
       info.modelOverridden && resumeId && opts.model === undefined
@@ -490,12 +514,13 @@ async function run(io: Io, opts: RunOptions, input: RunInput): Promise<number> {
       );
     }
     if (frontendPlugin !== undefined) return await runOnPluginFrontend(io, kernel, handle, frontendPlugin);
-    return await runInteractive(io, kernel, handle, input, model, !!resumeId, opts.message, !!opts.verbose);
+    return await ui!.attach(handle, model, !!resumeId, opts.message);
   } finally {
     // The run's signal handling stays until its plugins are stopped: a Ctrl-C during the
     // shutdown must not kill the agent by default and leave them running.
     await kernel.shutdown().catch(() => {});
     signals?.dispose();
+    ui?.dispose();
     // Every connection to the file is closed now: leave it as one self-contained .sqlite.
     if (sessionId) tidySessionFile(sessionId);
     trace?.close();
@@ -759,56 +784,4 @@ async function runOnPluginFrontend(
   return EXIT.OK;
 }
 
-/** What leaving an interactive session prints: how to come back to it. */
-export function resumeHint(sessionId: string): string {
-  return `To continue this session: agent run --resume ${sessionId}`;
-}
-
-async function runInteractive(
-  io: Io,
-  kernel: Kernel,
-  handle: SessionHandle,
-  input: RunInput,
-  model: string,
-  resumed: boolean,
-  firstMessage: string | undefined,
-  verbose: boolean,
-): Promise<number> {
-  if (!input.stdin.isTTY)
-    throw new CliError("agent run: interactive mode needs a terminal; use -p for headless runs", EXIT.USAGE);
-  const conn = kernel.frontends.connect({ name: "tui", interactive: true, verbose });
-  // SIGINT cannot arrive while the UI holds the terminal in raw mode; ignore stray ones.
-  const ignore = () => {};
-  process.on("SIGINT", ignore);
-  try {
-    const result = await runTui({
-      connection: conn,
-      input: input.stdin as never,
-      output: io.out as never,
-      session: {
-        kind: "resume",
-        sessionId: handle.id,
-        fresh: !resumed,
-        ...(firstMessage ? { prompt: firstMessage } : {}),
-      },
-      model,
-      env: io.env,
-      history: promptHistory(io.env, io.cwd),
-      workingDirectory: io.cwd,
-      // What the UI refuses to attach: the agent's own files (git metadata is the user's).
-      protectedPaths: kernelProtectedPaths(kernel.config.projectDir, io.env, { gitMetadata: false }),
-    });
-    // The session the UI ended on (it may have switched with /clear or /resume).
-    if (result.sessionId) line(io.out, resumeHint(result.sessionId));
-    if (result.status === SessionStatus.FAILED) return EXIT.ERROR;
-    if (
-      result.status === SessionStatus.ERROR_MAX_TURNS ||
-      result.status === SessionStatus.ERROR_MAX_BUDGET_USD ||
-      result.status === SessionStatus.ERROR_MAX_WALL_CLOCK
-    )
-      return EXIT.BOUND;
-    return EXIT.OK;
-  } finally {
-    process.off("SIGINT", ignore);
-  }
-}
+export { resumeHint } from "./interactive-start.ts";

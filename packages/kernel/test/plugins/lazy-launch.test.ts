@@ -32,7 +32,7 @@ let cacheDir: string;
 const kernels: Kernel[] = [];
 
 /** A first-party package `providers/<name>` whose entry logs its start, then runs `fixture`. */
-function provider(name: string, fixture: string, version = "1.0.0"): void {
+function provider(name: string, fixture: string, version = "1.0.0", delayMs = 0): void {
   const dir = join(root, "providers", name);
   mkdirSync(join(dir, "src"), { recursive: true });
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `test-${name}`, version, type: "module" }));
@@ -41,6 +41,7 @@ function provider(name: string, fixture: string, version = "1.0.0"): void {
     [
       'import { appendFileSync } from "node:fs";',
       `appendFileSync(${JSON.stringify(join(root, "starts.log"))}, ${JSON.stringify(`${name}\n`)});`,
+      ...(delayMs > 0 ? [`await new Promise((r) => setTimeout(r, ${delayMs}));`] : []),
       `await import(${JSON.stringify(pathToFileURL(fixture).href)});`,
       "",
     ].join("\n"),
@@ -518,6 +519,27 @@ policy "allow_all" {
     for (let i = 0; i < 200 && !starts().includes("memory"); i++) await new Promise((r) => setTimeout(r, 25));
     expect(starts()).toContain("memory");
     expect(starts()).not.toContain("filesystem");
+  });
+
+  it("behind a painted prompt (contextAfterModel), context providers start after the model provider", async () => {
+    await (await kernel()).shutdown();
+    // The model provider now takes a second to start after logging its launch.
+    provider("anthropic", FIXTURES.model, "1.0.0", 1_000);
+    rmSync(join(cacheDir, ".."), { recursive: true, force: true });
+    await (await kernel()).shutdown();
+    rmSync(join(root, "starts.log"));
+    const k = await kernel();
+    await k.startSession({ contextAfterModel: true });
+    // Started alongside, the context provider would have logged its start during that second.
+    expect(starts()).toEqual(["anthropic"]);
+    for (let i = 0; i < 200 && !starts().includes("project-context"); i++)
+      await new Promise((r) => setTimeout(r, 25));
+    expect(starts()).toEqual(["anthropic", "project-context"]);
+    // Without the option they start together, as `agent run -p` wants.
+    await k.shutdown();
+    rmSync(join(root, "starts.log"));
+    await (await kernel()).startSession();
+    expect(starts()).toContain("project-context");
   });
 
   it("a provider that describes itself differently once started drops its cache entry", async () => {
