@@ -146,6 +146,15 @@ export class CheckpointStore {
   readonly dir: string;
   readonly root: string;
   private index: Map<string, Entry> | undefined;
+  /** Objects known to be stored (by this process), so storing one again costs nothing. */
+  private readonly kept = new Set<string>();
+  /** The index changed since it was last written. */
+  private unsaved = false;
+  /**
+   * Whether this process has walked the whole tree and found it under MAX_FILES: until
+   * then a file named by a call might be one the walk would leave out (past the limit).
+   */
+  private underLimit = false;
 
   constructor(dir: string, root: string) {
     this.dir = dir;
@@ -158,6 +167,7 @@ export class CheckpointStore {
 
   private keep(content: Buffer): string {
     const hash = createHash("sha256").update(content).digest("hex");
+    if (this.kept.has(hash)) return hash;
     const file = this.object(hash);
     if (!existsSync(file)) {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
@@ -165,6 +175,7 @@ export class CheckpointStore {
       writeFileSync(tmp, content, { mode: 0o600 });
       renameSync(tmp, file);
     }
+    this.kept.add(hash);
     return hash;
   }
 
@@ -223,21 +234,36 @@ export class CheckpointStore {
     return true;
   }
 
-  private finish(updated: boolean): void {
-    // Rewritten only when the tree moved: most scans (before the calls) find nothing new.
-    if (updated || !existsSync(join(this.dir, "index.json"))) this.saveIndex();
+  /**
+   * The index on disk is only a baseline for the next process (a resumed session): every
+   * recorded change comes from a scan before the calls and one after them in the same
+   * process, and the scan before takes in whatever an older index missed. So it is
+   * written by full scans (which cost far more than the write) and by flush(), not after
+   * each scan of named files.
+   */
+  private finish(updated: boolean, save: boolean): void {
+    if (updated) this.unsaved = true;
+    if (save && (this.unsaved || !existsSync(join(this.dir, "index.json")))) this.flush();
+  }
+
+  /** Writes the index if it changed since it was last written. */
+  flush(): void {
+    if (this.index === undefined) return;
+    this.saveIndex();
+    this.unsaved = false;
   }
 
   /** Brings the index up to the tree as it is now; returns what changed since the last scan. */
   scan(): FileChange[] {
     const index = this.loadIndex();
     const now = walk(this.root);
+    this.underLimit = now.size < MAX_FILES;
     const changes: FileChange[] = [];
     let updated = false;
     for (const [path, st] of now) if (this.follow(path, st, changes)) updated = true;
     for (const path of [...index.keys()])
       if (!now.has(path) && this.follow(path, undefined, changes)) updated = true;
-    this.finish(updated);
+    this.finish(updated, true);
     return changes;
   }
 
@@ -246,11 +272,11 @@ export class CheckpointStore {
    * index: for a call known to change nothing else, so the rest of the tree is not walked.
    * Paths are relative to the root or absolute. Undefined when a full scan could see more
    * than these files say (a path outside the root, through or onto a symbolic link or a
-   * directory, or a tree at the file limit); the caller then scans the whole tree.
+   * directory, a tree at the file limit, or not yet walked by this store); the caller
+   * then scans the whole tree.
    */
   scanPaths(paths: readonly string[]): FileChange[] | undefined {
-    const index = this.loadIndex();
-    if (index.size >= MAX_FILES) return undefined;
+    if (!this.underLimit || this.loadIndex().size >= MAX_FILES) return undefined;
     const found = new Map<string, FileStat | undefined>();
     for (const p of paths) {
       const rel = relative(this.root, resolve(this.root, p));
@@ -267,7 +293,7 @@ export class CheckpointStore {
     const changes: FileChange[] = [];
     let updated = false;
     for (const [path, st] of found) if (this.follow(path, st, changes)) updated = true;
-    this.finish(updated);
+    this.finish(updated, false);
     return changes;
   }
 

@@ -96,6 +96,7 @@ describe("CheckpointStore", () => {
 
   it("scans named files as a full scan would, and declines where a full scan could see more", () => {
     const cp = new CheckpointStore(store, root);
+    expect(cp.scanPaths(["a.txt"])).toBeUndefined(); // the tree never walked: its size unknown
     cp.scan();
     write("b.txt", "edited by the user\n"); // not named: left to the next full scan
     // Before the call: the named files taken in (nothing recorded), the rest not looked at.
