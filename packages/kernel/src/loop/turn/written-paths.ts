@@ -12,12 +12,19 @@ import type { CallRecord } from "../gate/call.ts";
 /** The points the gate dispatches while a step's calls run. */
 const GATE_POINTS = ["pre-tool-call", "plan-ready", "post-tool-call", "post-apply"] as const;
 
-function named(args: JsonObject, fields: readonly string[], out: Set<string>): void {
+/**
+ * Adds the paths `fields` of `args` name; false when one holds no path (absent, or not a
+ * string or array of strings): a declaration that does not match the call is not trusted.
+ */
+function named(args: JsonObject, fields: readonly string[], out: Set<string>): boolean {
   for (const f of fields) {
     const v = args[f];
     if (typeof v === "string" && v !== "") out.add(v);
-    else if (Array.isArray(v)) for (const e of v) if (typeof e === "string" && e !== "") out.add(e);
+    else if (Array.isArray(v) && v.every((e) => typeof e === "string" && e !== ""))
+      for (const e of v) out.add(e as string);
+    else return false;
   }
+  return true;
 }
 
 /**
@@ -36,8 +43,9 @@ export function writtenPaths(
     const schema = c.tool?.tool.schema;
     if (schema?.kind !== ToolKind.RESOURCE) continue;
     if (schema.writtenPathFields.length === 0) return undefined;
-    named(c.args, schema.writtenPathFields, out);
-    if (applied && c.result?.appliedArgs) named(c.result.appliedArgs, schema.writtenPathFields, out);
+    if (!named(c.args, schema.writtenPathFields, out)) return undefined;
+    if (applied && c.result?.appliedArgs && !named(c.result.appliedArgs, schema.writtenPathFields, out))
+      return undefined;
   }
   return [...out];
 }
