@@ -30,7 +30,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { dirname, join, relative, sep } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 
 export const CHECKPOINTS_SUFFIX = ".checkpoints";
 export const MAX_FILES = 20_000;
@@ -109,11 +109,52 @@ function walk(root: string): Map<string, { size: number; mtimeMs: number }> {
   return out;
 }
 
+interface FileStat {
+  size: number;
+  mtimeMs: number;
+}
+
+/**
+ * A file as the walk would see it: its size and mtime, undefined when absent (or not a
+ * regular file, which the walk skips too), "unknown" when a directory on its way or the
+ * file itself is a symbolic link (the walk does not follow links, but a write through one
+ * lands on a file it does see) or a directory (which the walk descends).
+ */
+function fileState(root: string, parts: readonly string[]): FileStat | undefined | "unknown" {
+  let at = root;
+  for (let i = 0; i < parts.length; i++) {
+    at = join(at, parts[i]!);
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(at);
+    } catch {
+      return undefined; // missing from here on
+    }
+    if (st.isSymbolicLink()) return "unknown";
+    if (i < parts.length - 1) {
+      if (!st.isDirectory()) return undefined;
+      continue;
+    }
+    if (st.isDirectory()) return "unknown";
+    return st.isFile() ? { size: st.size, mtimeMs: st.mtimeMs } : undefined;
+  }
+  return undefined;
+}
+
 /** One session's checkpoint store and the working tree it follows. */
 export class CheckpointStore {
   readonly dir: string;
   readonly root: string;
   private index: Map<string, Entry> | undefined;
+  /** Objects known to be stored (by this process), so storing one again costs nothing. */
+  private readonly kept = new Set<string>();
+  /** The index changed since it was last written. */
+  private unsaved = false;
+  /**
+   * Whether this process has walked the whole tree and found it under MAX_FILES: until
+   * then a file named by a call might be one the walk would leave out (past the limit).
+   */
+  private underLimit = false;
 
   constructor(dir: string, root: string) {
     this.dir = dir;
@@ -126,6 +167,7 @@ export class CheckpointStore {
 
   private keep(content: Buffer): string {
     const hash = createHash("sha256").update(content).digest("hex");
+    if (this.kept.has(hash)) return hash;
     const file = this.object(hash);
     if (!existsSync(file)) {
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
@@ -133,6 +175,7 @@ export class CheckpointStore {
       writeFileSync(tmp, content, { mode: 0o600 });
       renameSync(tmp, file);
     }
+    this.kept.add(hash);
     return hash;
   }
 
@@ -163,36 +206,94 @@ export class CheckpointStore {
     renameSync(`${file}.tmp`, file);
   }
 
+  /**
+   * Takes in one file as it is now (`st` undefined: absent); pushes its change, if any.
+   * Returns whether the index moved.
+   */
+  private follow(path: string, st: FileStat | undefined, changes: FileChange[]): boolean {
+    const index = this.loadIndex();
+    const was = index.get(path);
+    if (st === undefined) {
+      if (!was) return false;
+      index.delete(path);
+      changes.push({ path, before: was.hash, after: null });
+      return true;
+    }
+    if (was && was.size === st.size && was.mtimeMs === st.mtimeMs) return false;
+    let hash: string | undefined;
+    if (st.size <= MAX_FILE_BYTES) {
+      try {
+        hash = this.keep(readFileSync(join(this.root, path)));
+      } catch {
+        return false; // gone meanwhile: the next scan sees it
+      }
+    }
+    index.set(path, { size: st.size, mtimeMs: st.mtimeMs, hash });
+    if (!was) changes.push({ path, before: null, after: hash });
+    else if (was.hash !== hash || hash === undefined) changes.push({ path, before: was.hash, after: hash });
+    return true;
+  }
+
+  /**
+   * The index on disk is only a baseline for the next process (a resumed session): every
+   * recorded change comes from a scan before the calls and one after them in the same
+   * process, and the scan before takes in whatever an older index missed. So it is
+   * written by full scans (which cost far more than the write) and by flush(), not after
+   * each scan of named files.
+   */
+  private finish(updated: boolean, save: boolean): void {
+    if (updated) this.unsaved = true;
+    if (save && (this.unsaved || !existsSync(join(this.dir, "index.json")))) this.flush();
+  }
+
+  /** Writes the index if it changed since it was last written. */
+  flush(): void {
+    if (this.index === undefined) return;
+    this.saveIndex();
+    this.unsaved = false;
+  }
+
   /** Brings the index up to the tree as it is now; returns what changed since the last scan. */
   scan(): FileChange[] {
     const index = this.loadIndex();
     const now = walk(this.root);
+    this.underLimit = now.size < MAX_FILES;
     const changes: FileChange[] = [];
     let updated = false;
-    for (const [path, st] of now) {
-      const was = index.get(path);
-      if (was && was.size === st.size && was.mtimeMs === st.mtimeMs) continue;
-      updated = true;
-      let hash: string | undefined;
-      if (st.size <= MAX_FILE_BYTES) {
-        try {
-          hash = this.keep(readFileSync(join(this.root, path)));
-        } catch {
-          continue; // gone meanwhile: the next scan sees it
-        }
-      }
-      index.set(path, { size: st.size, mtimeMs: st.mtimeMs, hash });
-      if (!was) changes.push({ path, before: null, after: hash });
-      else if (was.hash !== hash || hash === undefined) changes.push({ path, before: was.hash, after: hash });
+    for (const [path, st] of now) if (this.follow(path, st, changes)) updated = true;
+    for (const path of [...index.keys()])
+      if (!now.has(path) && this.follow(path, undefined, changes)) updated = true;
+    this.finish(updated, true);
+    return changes;
+  }
+
+  /**
+   * What a full scan would find at these files (and only there), taking them into the
+   * index: for a call known to change nothing else, so the rest of the tree is not walked.
+   * Paths are relative to the root or absolute. Undefined when a full scan could see more
+   * than these files say (a path outside the root, through or onto a symbolic link or a
+   * directory, a tree at the file limit, or not yet walked by this store); the caller
+   * then scans the whole tree.
+   */
+  scanPaths(paths: readonly string[]): FileChange[] | undefined {
+    if (!this.underLimit || this.loadIndex().size >= MAX_FILES) return undefined;
+    const found = new Map<string, FileStat | undefined>();
+    for (const p of paths) {
+      const rel = relative(this.root, resolve(this.root, p));
+      if (rel === "" || rel === ".." || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
+      const parts = rel.split(sep);
+      const key = parts.join("/");
+      if (found.has(key)) continue;
+      // Files the walk never follows are never recorded, here either.
+      if (KERNEL_OWNED.has(parts[0]!) || parts.slice(0, -1).some((d) => SKIPPED_DIRS.has(d))) continue;
+      const st = fileState(this.root, parts);
+      if (st === "unknown") return undefined;
+      found.set(key, st);
     }
-    for (const [path, was] of index) {
-      if (now.has(path)) continue;
-      index.delete(path);
-      updated = true;
-      changes.push({ path, before: was.hash, after: null });
-    }
-    // Rewritten only when the tree moved: most scans (before the calls) find nothing new.
-    if (updated || !existsSync(join(this.dir, "index.json"))) this.saveIndex();
+    const changes: FileChange[] = [];
+    let updated = false;
+    for (const [path, st] of found) if (this.follow(path, st, changes)) updated = true;
+    this.finish(updated, false);
     return changes;
   }
 

@@ -94,6 +94,39 @@ describe("CheckpointStore", () => {
     expect(readFileSync(join(root, "b.txt"), "utf8")).toBe("edited by the user\n"); // never the agent's
   });
 
+  it("scans named files as a full scan would, and declines where a full scan could see more", () => {
+    const cp = new CheckpointStore(store, root);
+    expect(cp.scanPaths(["a.txt"])).toBeUndefined(); // the tree never walked: its size unknown
+    cp.scan();
+    write("b.txt", "edited by the user\n"); // not named: left to the next full scan
+    // Before the call: the named files taken in (nothing recorded), the rest not looked at.
+    expect(cp.scanPaths(["a.txt", "src/new.txt"])).toEqual([]);
+    write("a.txt", "agent\n", 2);
+    mkdirSync(join(root, "src"));
+    write("src/new.txt", "new\n", 2);
+    const changes = cp.scanPaths(["a.txt", join(root, "src/new.txt")])!;
+    expect(changes.map((c) => [c.path, c.before === null, c.after === null])).toEqual([
+      ["a.txt", false, false],
+      ["src/new.txt", true, false],
+    ]);
+    cp.record(5, "T1", changes);
+    // The user's edit is taken in by the next full scan, never recorded as the agent's.
+    expect(cp.scan().map((c) => c.path)).toEqual(["b.txt"]);
+    // Deleted, and files the walk never follows.
+    rmSync(join(root, "a.txt"));
+    expect(
+      cp.scanPaths(["a.txt", "node_modules/dep/x.js", "agent.hcl"])!.map((c) => [c.path, c.after]),
+    ).toEqual([["a.txt", null]]);
+    // Where a write could land on a file the names do not say: the whole tree it is.
+    symlinkSync(join(root, "b.txt"), join(root, "link.txt"));
+    symlinkSync(join(root, "src"), join(root, "linked"));
+    expect(cp.scanPaths(["link.txt"])).toBeUndefined();
+    expect(cp.scanPaths(["linked/new.txt"])).toBeUndefined();
+    expect(cp.scanPaths(["src"])).toBeUndefined();
+    expect(cp.scanPaths(["../elsewhere.txt"])).toBeUndefined();
+    expect(cp.scanPaths(["/etc/hostname"])).toBeUndefined();
+  });
+
   it("follows a file over the size bound by size and mtime, and says it cannot restore it", () => {
     const cp = new CheckpointStore(store, root);
     write("big.bin", Buffer.alloc(MAX_FILE_BYTES + 1));

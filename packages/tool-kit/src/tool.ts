@@ -122,6 +122,11 @@ export interface ToolDefinition<A = JsonObject> {
    * `output` that the kernel shows a vision model as images, and any other as a note.
    */
   modelImages?: string;
+  /**
+   * ToolSchema.written_path_fields: a resource that changes only the files named by these
+   * top-level string (or string array) inputs, so the kernel's checkpoints stat just those.
+   */
+  writtenPathFields?: readonly string[];
   /** Return the result payload; yield intermediate events; throw ToolFailure to fail. */
   invoke(args: A, ctx: ToolContext): InvokeOutput;
   /** Side-effect-free description of what invoke would do. */
@@ -295,6 +300,7 @@ export function toolService(options: ToolProviderOptions) {
             ? { modelTextField: t.modelText.field, modelOmittedFields: [...(t.modelText.omit ?? [])] }
             : {}),
           ...(t.modelImages ? { modelImageField: t.modelImages } : {}),
+          ...(t.writtenPathFields ? { writtenPathFields: [...t.writtenPathFields] } : {}),
         })),
         configSchema: configSchema(fields),
         previewSupported: options.tools.filter((t) => t.preview).map((t) => t.name),

@@ -179,6 +179,9 @@ export const CHANGES_ONE_FILE = {
   concurrency: { safe: true, keyFields: ["path"] },
   defaultTimeoutMs: 30_000,
   modelText: { field: "diff" },
+  // The one file `path` names is all a call changes (a write goes to a temporary file
+  // beside it, renamed over it): the kernel's checkpoint looks at it alone.
+  writtenPathFields: ["path"],
 } as const;
 
 const changeOutput = {

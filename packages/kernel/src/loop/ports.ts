@@ -188,8 +188,10 @@ export interface ConversationPort {
 
 /** File checkpoints around a turn's resource calls, for rewind (checkpoints.ts). */
 export interface CheckpointPort {
-  before(): void;
-  after(turnId: string): void;
+  /** `paths`: the only files the step's calls can change (written-paths.ts); absent: any file. */
+  before(paths?: readonly string[]): void;
+  /** `paths`: those files as the calls ran (a human may have corrected an argument). */
+  after(turnId: string, paths?: readonly string[]): void;
 }
 
 /** What a turn step and the gate write through; the session builds it once. */

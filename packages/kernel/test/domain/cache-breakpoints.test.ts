@@ -3,6 +3,7 @@ import { ContextSectionSchema, MessageSchema, Role, Stability } from "@pluggable
 import { ToolDeclarationSchema } from "@pluggableharness/protocol/model";
 import { describe, expect, it } from "vitest";
 import {
+  contextBytes,
   MAX_CACHE_BREAKPOINTS,
   placeCacheBreakpoints,
   requestPrefix,
@@ -223,5 +224,17 @@ describe("context stability order", () => {
         { provider: "b", stability: Stability.DYNAMIC },
       ]),
     ).toEqual([]);
+  });
+});
+
+describe("per-request work", () => {
+  it("encodes a request's context once for placement and the prefix record", () => {
+    const ctx = [section(Stability.STATIC), section(Stability.DYNAMIC)];
+    const first = contextBytes(ctx);
+    expect(contextBytes(ctx)).toBe(first);
+    // Another array of the same sections: encoded again, equal bytes.
+    const copy = contextBytes([...ctx]);
+    expect(copy).not.toBe(first);
+    expect(copy).toEqual(first);
   });
 });

@@ -14,6 +14,7 @@ import { type ContextSection, ContextSectionSchema, type Message } from "@plugga
 import { ContextContributionEventSchema } from "@pluggableharness/protocol/event";
 import { EventKind } from "@pluggableharness/protocol/kernel";
 import type { ModelTarget } from "@pluggableharness/protocol/model";
+import { sameBytes } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
 import type { LoopDeps } from "../deps.ts";
 import type { EventSink, TurnContext, TurnPorts } from "../ports.ts";
@@ -211,8 +212,4 @@ function persistContribution(
   if (last && sameBytes(last, key)) return;
   seen.set(`${category}\u0000${p.name}`, key);
   sink.persist(EventKind.CONTEXT_CONTRIBUTION, producer, toBinary(ContextContributionEventSchema, message));
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

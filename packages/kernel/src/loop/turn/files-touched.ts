@@ -41,32 +41,49 @@ export class FilesTouched {
   readonly #paths = new Map<string, true>();
   /** tool_use ids already counted. */
   readonly #counted = new Set<string>();
+  /** Calls seen but not answered yet, in call order: their ids and the paths they name. */
+  readonly #pending = new Map<string, string[]>();
+  /** How many messages of the history were read, and the last of them. */
+  #read = 0;
+  #last: Message | undefined;
 
-  /** Takes in every successful tool call of `history` not seen before. */
+  /**
+   * Takes in every successful tool call of `history` not seen before. Called every turn,
+   * it reads only the messages added since the last call; a history rewritten since
+   * (compaction, a rewind) is read again from its start.
+   */
   observe(history: readonly Message[], workingDirectory: string): void {
-    const failed = new Set<string>();
-    const answered = new Set<string>();
-    for (const m of history) {
-      for (const b of m.content) {
-        if (b.block.case !== "toolResult") continue;
-        answered.add(b.block.value.toolUseId);
-        if (b.block.value.isError) failed.add(b.block.value.toolUseId);
-      }
+    let from = this.#read;
+    if (from > history.length || (from > 0 && history[from - 1] !== this.#last)) {
+      from = 0;
+      this.#pending.clear();
     }
-    for (const m of history) {
-      for (const b of m.content) {
-        if (b.block.case !== "toolUse") continue;
-        const use = b.block.value;
-        if (this.#counted.has(use.id) || !answered.has(use.id)) continue;
-        this.#counted.add(use.id);
-        if (failed.has(use.id)) continue;
-        for (const p of pathsOf(use.input as Record<string, JsonValue> | undefined)) {
+    for (let i = from; i < history.length; i++) {
+      const answered = new Map<string, boolean>();
+      for (const b of history[i]!.content) {
+        if (b.block.case === "toolUse") {
+          const use = b.block.value;
+          if (!this.#counted.has(use.id))
+            this.#pending.set(use.id, pathsOf(use.input as Record<string, JsonValue> | undefined));
+        } else if (b.block.case === "toolResult")
+          answered.set(b.block.value.toolUseId, b.block.value.isError);
+      }
+      if (answered.size === 0) continue;
+      for (const [id, paths] of this.#pending) {
+        const isError = answered.get(id);
+        if (isError === undefined) continue;
+        this.#pending.delete(id);
+        this.#counted.add(id);
+        if (isError) continue;
+        for (const p of paths) {
           const key = display(p, workingDirectory);
           this.#paths.delete(key);
           this.#paths.set(key, true);
         }
       }
     }
+    this.#read = history.length;
+    this.#last = history.at(-1);
     while (this.#paths.size > MAX_FILES_TOUCHED) this.#paths.delete(this.#paths.keys().next().value!);
   }
 

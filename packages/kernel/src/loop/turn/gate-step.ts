@@ -18,6 +18,7 @@ import type { TurnContext, TurnPorts } from "../ports.ts";
 import type { TurnAnswer } from "./append.ts";
 import type { StopReason } from "./bounds.ts";
 import { toolError } from "./tool-exec.ts";
+import { writtenPaths } from "./written-paths.ts";
 
 export type GateStepOutcome =
   /** The model asked for no tool: the turn is done once its message is appended. */
@@ -107,13 +108,14 @@ export async function gateStep(
 
   // ---- 7-14. the tool gate ---------------------------------------------------------------------
   // Resource calls may change files: the turn's checkpoint is what differs around them.
+  // Calls that name the only files they change are checkpointed at those files alone.
   const changesFiles = calls.some((c) => c.tool?.tool.schema.kind === ToolKind.RESOURCE);
-  if (changesFiles) ports.checkpoints.before();
+  if (changesFiles) ports.checkpoints.before(writtenPaths(calls, deps.hooks));
   let gated: Awaited<ReturnType<CallGate["run"]>>;
   try {
     gated = await gate.run();
   } finally {
-    if (changesFiles) ports.checkpoints.after(ctx.turnId);
+    if (changesFiles) ports.checkpoints.after(ctx.turnId, writtenPaths(calls, deps.hooks, true));
   }
   if (gated === "cancelled") return { kind: "cancelled" };
   return { kind: "ran", done, breakerTripped: gate.breakerTripped };

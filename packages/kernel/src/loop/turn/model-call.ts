@@ -417,7 +417,8 @@ export async function callModel(
           ...(input.previousToolsFingerprint !== undefined
             ? { previousToolsFingerprint: input.previousToolsFingerprint }
             : {}),
-          assembledContext: [...input.sections],
+          // The same array the prefix record encodes after the call (its encoding is kept).
+          assembledContext: input.sections,
           messages: input.messages,
           ...(input.previousRequest ? { previous: input.previousRequest } : {}),
         }),

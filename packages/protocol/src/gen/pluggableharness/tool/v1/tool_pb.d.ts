@@ -164,6 +164,16 @@ export declare type ToolSchema = Message<"pluggableharness.tool.v1.ToolSchema"> 
    * @generated from field: string model_image_field = 16;
    */
   modelImageField: string;
+
+  /**
+   * A resource that changes no file but those named by these top-level input properties
+   * (a string, or an array of strings; a path relative to the call's working directory
+   * or absolute). The kernel's file checkpoints then look at those files only, instead of
+   * scanning the working tree around the call. Empty: the call may change any file.
+   *
+   * @generated from field: repeated string written_path_fields = 17;
+   */
+  writtenPathFields: string[];
 };
 
 /**
