@@ -305,7 +305,8 @@ describe("the generic renderer module", () => {
   it("imports the protocol's generated types only, so session readers can load it without the kernel", () => {
     // It, the sibling it re-exports (stored-inputs.ts, which readers use beside it) with the
     // gate's write half of that rule (loop/turn/stored-events.ts), the one it summarises tool
-    // arguments with and the pure memory-link parser it renders [[references]] with.
+    // arguments with and the pure memory-link parser it renders [[references]] with (and the
+    // SDK's dependency-free memory-id rule that parser uses, never the SDK's root).
     const specifiers = [
       "frontends/generic-render.ts",
       "frontends/stored-inputs.ts",
@@ -320,7 +321,7 @@ describe("the generic renderer module", () => {
     expect(
       specifiers.filter(
         (s) =>
-          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/(memory\/links|loop\/turn\/stored-events)\.ts)$/.test(
+          !/^(@bufbuild\/protobuf|@pluggableharness\/protocol\/\w+|@pluggableharness\/plugin-sdk\/memory-ids|\.\/(stored-inputs|argument-summary)\.ts|\.\.\/(memory\/links|loop\/turn\/stored-events)\.ts)$/.test(
             s,
           ),
       ),
