@@ -17,16 +17,6 @@ import type {
   TaskStatus,
 } from "./types.ts";
 
-/** Statuses a task ends in; it never leaves them except through `retry`. */
-export const FINAL_STATUSES: readonly TaskStatus[] = [
-  "completed",
-  "failed",
-  "bound",
-  "cancelled",
-  "budget_exhausted",
-  "skipped",
-];
-
 /** A task counts toward a batch's concurrency while its worker's heartbeat is this fresh. */
 export const HEARTBEAT_FRESH_MS = 15_000;
 
