@@ -503,9 +503,10 @@ describe("start-up cost of the read-only session commands", () => {
     }
   }
   // runtime's socket-dirs.ts (where serve's record is) needs Node's built-ins only; the loop's
-  // stored-events.ts (the write half of stored inputs) only protobuf and the protocol.
+  // stored-events.ts (the write half of stored inputs) only protobuf and the protocol;
+  // plugin-sdk's memory-ids.ts (the memory id rule memory/links.ts applies) nothing at all.
   const HEAVY =
-    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs|argument-summary)\.ts|loop\/turn\/stored-events\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
+    /packages\/(runtime\/src\/(?!socket-dirs\.ts)|config\/|plugin-sdk\/(?!src\/memory-ids\.ts)|goplugin\/|hcl\/|conformance\/)|packages\/kernel\/src\/(?!frontends\/(generic-render|stored-inputs|argument-summary)\.ts|loop\/turn\/stored-events\.ts|memory\/links\.ts)|@grpc|providers\/tui\/src\/(app|attach|index)\.ts/;
 
   it("sessions show loads the generic renderer, not the kernel, the runtime or the configuration", () => {
     const loaded = modulesLoadedBy(["sessions", "show", "01ARZ3NDEKTSV4RRFFQ69G5FAV"]);

@@ -4,10 +4,10 @@
 // references in a record's text are parsed into `links`, and when a record's text is
 // shown each reference becomes a `link` render node pointing at the record it names.
 import { create } from "@bufbuild/protobuf";
-import { MEMORY_ID_MAX, memorySlug } from "@pluggableharness/plugin-sdk";
+import { MEMORY_ID_MAX, memorySlug } from "@pluggableharness/plugin-sdk/memory-ids";
 import { type RenderNode, RenderNodeSchema, TextStyle } from "@pluggableharness/protocol/render";
 
-export { isMemorySlug, memorySlug } from "@pluggableharness/plugin-sdk";
+export { isMemorySlug, memorySlug } from "@pluggableharness/plugin-sdk/memory-ids";
 
 const LINK = /\[\[([^\]\n]{1,128})\]\]/g;
 
