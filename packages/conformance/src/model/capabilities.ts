@@ -4,9 +4,9 @@ import { CapabilitiesError, validateCapabilities } from "@pluggableharness/kerne
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ConfigureResult, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Capabilities, CapabilitiesSchema, ModelService } from "@pluggableharness/protocol/model";
+import { checkIdentity } from "../common/checks.ts";
 import type { CheckContext } from "../runner.ts";
 
-const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 /** GetCapabilities answers this fast when it needs no network (protocol.md#getcapabilities). */
 const CAPABILITIES_BUDGET_MS = 1_000;
 
@@ -14,27 +14,11 @@ const CAPABILITIES_BUDGET_MS = 1_000;
 export const SECRET_CANARY = "conformance-canary-3b7e1f0a9d2c";
 
 export async function checkDescribe(ctx: CheckContext): Promise<void> {
-  const p = (await ctx.host.client(ModelService).describe({})).producer;
-  const problems: string[] = [];
-  if (!p) problems.push("no producer");
-  else {
-    if (!p.name) problems.push("empty name");
-    if (!SEMVER.test(p.version))
-      problems.push(`version ${JSON.stringify(p.version)} is not a semantic version without "v"`);
-    if (p.category !== PluginCategory.MODEL)
-      problems.push(`category ${p.category} is not PLUGIN_CATEGORY_MODEL`);
-    if (p.protocolVersion !== ctx.host.protocolVersion)
-      problems.push(
-        `protocol_version ${p.protocolVersion} differs from the negotiated ${ctx.host.protocolVersion}`,
-      );
-    const discovered = ctx.description.producers["model"];
-    if (discovered && (discovered.name !== p.name || discovered.version !== p.version))
-      problems.push("Describe answers differently from discovery");
-  }
-  ctx.record(
-    "model.describe",
-    problems.length ? "fail" : "pass",
-    problems.length ? problems.join("; ") : `${p!.name} ${p!.version} (${p!.source || "no source"})`,
+  checkIdentity(
+    ctx,
+    "model",
+    (await ctx.host.client(ModelService).describe({})).producer,
+    PluginCategory.MODEL,
   );
 }
 
