@@ -4,11 +4,8 @@ import { CapabilitiesError, validateCapabilities } from "@pluggableharness/kerne
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ConfigureResult, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Capabilities, CapabilitiesSchema, ModelService } from "@pluggableharness/protocol/model";
-import { checkIdentity } from "../common/checks.ts";
+import { checkCheapAndStable, checkIdentity } from "../common/checks.ts";
 import type { CheckContext } from "../runner.ts";
-
-/** GetCapabilities answers this fast when it needs no network (protocol.md#getcapabilities). */
-const CAPABILITIES_BUDGET_MS = 1_000;
 
 /** A value no configuration would contain by accident; it must never come back. */
 export const SECRET_CANARY = "conformance-canary-3b7e1f0a9d2c";
@@ -25,24 +22,16 @@ export async function checkDescribe(ctx: CheckContext): Promise<void> {
 /** Runs before Configure: a catalog must not need credentials or the network. */
 export async function checkCapabilities(ctx: CheckContext): Promise<Capabilities | undefined> {
   const client = ctx.host.client(ModelService);
-  const t0 = Date.now();
-  const first = (await client.getCapabilities({})).capabilities;
-  const ms = Date.now() - t0;
-  const again = (await client.getCapabilities({})).capabilities;
+  const first = await checkCheapAndStable(
+    ctx,
+    "model",
+    async () => (await client.getCapabilities({})).capabilities,
+    (a, b) => equals(CapabilitiesSchema, a, b),
+  );
   if (!first) {
     ctx.record("model.capabilities.valid", "fail", "GetCapabilities returned no capabilities");
     return undefined;
   }
-  const stable = again !== undefined && equals(CapabilitiesSchema, first, again);
-  ctx.record(
-    "model.capabilities.cheap",
-    stable && ms <= CAPABILITIES_BUDGET_MS ? "pass" : "fail",
-    !stable
-      ? "two GetCapabilities calls returned different answers"
-      : ms > CAPABILITIES_BUDGET_MS
-        ? `GetCapabilities took ${ms} ms before Configure (budget ${CAPABILITIES_BUDGET_MS} ms)`
-        : `answered before Configure in ${ms} ms, stable across calls`,
-  );
   try {
     const v = validateCapabilities("conformance", first);
     const warnings = v.warnings.map((w) => `${w.message} [${w.rule}]`);
