@@ -6,6 +6,7 @@
 // model can take images is the kernel's call too: one without vision answers invalid_request.
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
+import { imageBlock } from "@pluggableharness/kernel";
 import type { ContentBlock } from "@pluggableharness/protocol/content";
 import { EXIT } from "./exit-codes.ts";
 import { CliError } from "./io.ts";
@@ -47,16 +48,6 @@ export function readImages(files: readonly string[], cwd: string): ContentBlock[
     const data = readFileSync(path);
     const mediaType = sniffImage(data);
     if (!mediaType) throw new CliError(`--image: ${f} is not a PNG, JPEG, GIF or WebP image`, EXIT.USAGE);
-    return {
-      $typeName: "pluggableharness.content.v1.ContentBlock",
-      block: {
-        case: "image",
-        value: {
-          $typeName: "pluggableharness.content.v1.ImageBlock",
-          mediaType,
-          source: { case: "data", value: new Uint8Array(data) },
-        },
-      },
-    } as ContentBlock;
+    return imageBlock(mediaType, new Uint8Array(data));
   });
 }

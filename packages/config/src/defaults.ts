@@ -118,6 +118,29 @@ function halfSet(env: Environment): string | undefined {
 const ROOTED_TOOL_PROVIDERS: readonly FirstPartyName[] = ["filesystem", "search"];
 
 /**
+ * Every first-party provider a generated agent.hcl requires, in load order: the model
+ * vendors, the tool providers, then the context providers, widgets, compactor and TUI.
+ * Memory is a context provider whose contribution changes between turns: it comes after
+ * the static context ones, so it does not invalidate their prompt-cache prefix.
+ */
+export function requiredProviderNames(
+  vendors: readonly FirstPartyName[],
+  tools: readonly FirstPartyName[],
+): FirstPartyName[] {
+  return [
+    ...vendors,
+    ...tools.filter((t) => t !== "memory"),
+    "agent",
+    "project-context",
+    "workspace-context",
+    "memory",
+    "widgets",
+    "compactor",
+    "tui",
+  ];
+}
+
+/**
  * The built-in agent.hcl text for `env`, or undefined when no vendor is configured.
  * With `projectDir`, the file and search tools are confined to that directory, and the
  * git and LSP tools are offered when the project has a repository / a language server.
@@ -133,19 +156,7 @@ export function defaultConfigSource(env: Environment, projectDir?: string): stri
     ...(caps.git ? (["git"] as const) : []),
     ...(caps.lsp ? (["lsp"] as const) : []),
   ];
-  // Memory is a context provider whose contribution changes between turns: after the
-  // static context ones, so it does not invalidate their prompt-cache prefix.
-  const all: FirstPartyName[] = [
-    vendor.provider,
-    ...tools.filter((t) => t !== "memory"),
-    "agent",
-    "project-context",
-    "workspace-context",
-    "memory",
-    "widgets",
-    "compactor",
-    "tui",
-  ];
+  const all = requiredProviderNames([vendor.provider], tools);
   const q = (s: string) => writeValue(s);
   const list = (items: readonly string[]) => `[${items.map(q).join(", ")}]`;
   const lines: string[] = ["required_providers {"];

@@ -39,6 +39,7 @@ export {
   DEFAULT_TOOL_PROVIDERS,
   defaultConfigSource,
   lspMaps,
+  requiredProviderNames,
 } from "./defaults.ts";
 export {
   type ConfigDiagnostic,

@@ -243,30 +243,6 @@ function tokenize(line: string, depth: number, out: SimpleCommand[]): Token[] {
     dynamic = false;
     inWord = false;
   };
-  /** Reads a balanced `$(...)`, `<(...)` body starting after the opening parenthesis. */
-  const balanced = (start: number): number => {
-    let level = 1;
-    let j = start;
-    while (j < n) {
-      const c = line[j]!;
-      if (c === "\\") j += 2;
-      else if (c === "'") {
-        const k = line.indexOf("'", j + 1);
-        if (k < 0) throw new Opaque("unbalanced quote");
-        j = k + 1;
-      } else if (c === '"') {
-        j = skipDouble(line, j + 1);
-      } else if (c === "(") {
-        level++;
-        j++;
-      } else if (c === ")") {
-        level--;
-        if (level === 0) return j;
-        j++;
-      } else j++;
-    }
-    throw new Opaque("unbalanced parenthesis");
-  };
   const substitution = (body: string) => read(body, depth + 1, true, out);
   while (i < n) {
     const c = line[i]!;
@@ -332,7 +308,7 @@ function tokenize(line: string, depth: number, out: SimpleCommand[]): Token[] {
       continue;
     }
     if ((c === "<" || c === ">") && line[i + 1] === "(") {
-      const end = balanced(i + 2);
+      const end = closingParen(line, i + 2);
       substitution(line.slice(i + 2, end));
       text += "/dev/fd/63";
       dynamic = true;
@@ -423,6 +399,35 @@ function skipDouble(line: string, j: number): number {
   return j + 1;
 }
 
+/**
+ * The index of the parenthesis closing a `$(...)`, `<(...)` or `((...))` body that starts
+ * at `start`, just after the opening one; quotes and escapes inside are skipped.
+ */
+function closingParen(line: string, start: number): number {
+  const n = line.length;
+  let level = 1;
+  let j = start;
+  while (j < n) {
+    const c = line[j]!;
+    if (c === "\\") j += 2;
+    else if (c === "'") {
+      const k = line.indexOf("'", j + 1);
+      if (k < 0) throw new Opaque("unbalanced quote");
+      j = k + 1;
+    } else if (c === '"') {
+      j = skipDouble(line, j + 1);
+    } else if (c === "(") {
+      level++;
+      j++;
+    } else if (c === ")") {
+      level--;
+      if (level === 0) return j;
+      j++;
+    } else j++;
+  }
+  throw new Opaque("unbalanced parenthesis");
+}
+
 /** Skips one `$…` or backtick expansion at `i`, reading command substitutions; returns the index after it. */
 function expansion(line: string, i: number, substitution: (body: string) => void): number {
   const n = line.length;
@@ -435,26 +440,7 @@ function expansion(line: string, i: number, substitution: (body: string) => void
   const next = line[i + 1];
   if (next === "(") {
     const arithmetic = line[i + 2] === "(";
-    let level = 0;
-    let j = i + 1;
-    while (j < n) {
-      const c = line[j]!;
-      if (c === "\\") j += 2;
-      else if (c === "'") {
-        const k = line.indexOf("'", j + 1);
-        if (k < 0) throw new Opaque("unbalanced quote");
-        j = k + 1;
-      } else if (c === '"') j = skipDouble(line, j + 1);
-      else if (c === "(") {
-        level++;
-        j++;
-      } else if (c === ")") {
-        level--;
-        j++;
-        if (level === 0) break;
-      } else j++;
-    }
-    if (level !== 0) throw new Opaque("unbalanced parenthesis");
+    const j = closingParen(line, i + 2) + 1;
     if (!arithmetic) substitution(line.slice(i + 2, j - 1));
     else if (/\$\(|`/.test(line.slice(i + 3, j - 2))) throw new Opaque("a substitution in arithmetic");
     return j;

@@ -17,16 +17,6 @@ import type {
   TaskStatus,
 } from "./types.ts";
 
-/** Statuses a task ends in; it never leaves them except through `retry`. */
-export const FINAL_STATUSES: readonly TaskStatus[] = [
-  "completed",
-  "failed",
-  "bound",
-  "cancelled",
-  "budget_exhausted",
-  "skipped",
-];
-
 /** A task counts toward a batch's concurrency while its worker's heartbeat is this fresh. */
 export const HEARTBEAT_FRESH_MS = 15_000;
 
@@ -509,26 +499,19 @@ export class Catalog {
   }
 
   /** The batch's uploaded session files (roots and sub-agents). */
-  async sessionFiles(batchId: string): Promise<SessionFileRow[]> {
-    const r = await this.#pool.query(
-      "select session_id, task_id, is_root, attempt, turn, bytes from fleet_session_files where batch_id = $1",
-      [batchId],
-    );
-    return r.rows.map((x: Row) => ({
-      sessionId: String(x["session_id"]),
-      taskId: String(x["task_id"]),
-      isRoot: Boolean(x["is_root"]),
-      attempt: Number(x["attempt"]),
-      turn: Number(x["turn"]),
-      bytes: x["bytes"] as Buffer,
-    }));
+  sessionFiles(batchId: string): Promise<SessionFileRow[]> {
+    return this.#sessionFilesWhere("batch_id", batchId);
   }
 
   /** One task's uploaded session files (what a resuming worker downloads). */
-  async taskSessionFiles(taskId: string): Promise<SessionFileRow[]> {
+  taskSessionFiles(taskId: string): Promise<SessionFileRow[]> {
+    return this.#sessionFilesWhere("task_id", taskId);
+  }
+
+  async #sessionFilesWhere(column: "batch_id" | "task_id", id: string): Promise<SessionFileRow[]> {
     const r = await this.#pool.query(
-      "select session_id, task_id, is_root, attempt, turn, bytes from fleet_session_files where task_id = $1",
-      [taskId],
+      `select session_id, task_id, is_root, attempt, turn, bytes from fleet_session_files where ${column} = $1`,
+      [id],
     );
     return r.rows.map((x: Row) => ({
       sessionId: String(x["session_id"]),

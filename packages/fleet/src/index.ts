@@ -4,7 +4,7 @@
 import "./no-native.ts";
 
 export { type BudgetDecision, type BudgetInput, decideStart } from "./budget.ts";
-export { Catalog, type CheckpointVerdict, FINAL_STATUSES } from "./catalog.ts";
+export { Catalog, type CheckpointVerdict } from "./catalog.ts";
 export { applyWorkDiff, checkoutDir, prepareCheckout, workDiff } from "./checkout.ts";
 export { FleetQueue, PREFIX, QUEUE_NAME } from "./queue.ts";
 export { RedisThrottle } from "./rate-limit.ts";
@@ -22,4 +22,5 @@ export {
   tasksFromTargets,
 } from "./targets.ts";
 export type * from "./types.ts";
+export { FINAL_STATUSES } from "./types.ts";
 export { FleetWorker, type FleetWorkerOptions } from "./worker.ts";

@@ -1,4 +1,5 @@
-// The fleet's records, as the catalog stores them and the CLI prints them.
+// The fleet's records, as the catalog stores them and the CLI prints them. This module has
+// no imports, so the CLI can read it (`@pluggableharness/fleet/types`) without loading pg.
 
 /** Where a task runs: a copy of a local directory, or a clone of a git repository at a ref. */
 export interface Target {
@@ -17,6 +18,16 @@ export type TaskStatus =
   | "cancelled"
   | "budget_exhausted"
   | "skipped";
+
+/** Statuses a task ends in; it never leaves them except through `retry`. */
+export const FINAL_STATUSES: readonly TaskStatus[] = [
+  "completed",
+  "failed",
+  "bound",
+  "cancelled",
+  "budget_exhausted",
+  "skipped",
+];
 
 export interface TaskSpec {
   readonly id: string;

@@ -32,6 +32,7 @@ export type {
   FrontendConnection,
   FrontendPort,
 } from "./loop/frontend-port.ts";
+export { imageBlock } from "./loop/gate/call.ts";
 export {
   commandArguments,
   DIRECT_INVOKE_REASON,

@@ -3,16 +3,7 @@
 import { type JsonObject, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Schema, SchemaType } from "@pluggableharness/protocol/schema";
-
-const TYPE_NAMES: Record<number, string> = {
-  [SchemaType.OBJECT]: "object",
-  [SchemaType.STRING]: "string",
-  [SchemaType.NUMBER]: "number",
-  [SchemaType.INTEGER]: "integer",
-  [SchemaType.BOOLEAN]: "boolean",
-  [SchemaType.ARRAY]: "array",
-  [SchemaType.NULL]: "null",
-};
+import { jsonSchemaTypeName } from "@pluggableharness/protocol/schema-type-names";
 
 export interface JsonSchemaOptions {
   /** Upper-case type names (Gemini's OpenAPI-style `Type` enum). Default false. */
@@ -29,7 +20,7 @@ export interface JsonSchemaOptions {
 export function schemaToJson(schema: Schema | undefined, options: JsonSchemaOptions = {}): JsonObject {
   if (!schema) return { type: options.upperCaseTypes ? "OBJECT" : "object", properties: {} };
   const out: JsonObject = {};
-  const type = TYPE_NAMES[schema.type];
+  const type = jsonSchemaTypeName(schema.type);
   if (type) out["type"] = options.upperCaseTypes ? type.toUpperCase() : type;
   if (schema.description) out["description"] = schema.description;
   if (

@@ -110,13 +110,56 @@ interface ClientCall {
   onStatus(code: number, details: string): void;
 }
 
+/**
+ * How a call this side made ends, once: by the server's answer, or by giving up on it (a
+ * cancel, the deadline, an unreadable message), which tells the server and then settles
+ * the call with that status on a later tick, as grpc-js does.
+ */
+class CallEnd {
+  #done = false;
+  readonly #timer: NodeJS.Timeout | undefined;
+  readonly #endpoint: PortEndpoint;
+  readonly #id: number;
+  readonly #settle: (error: ServiceError) => void;
+  constructor(
+    endpoint: PortEndpoint,
+    id: number,
+    timeoutMs: number | undefined,
+    settle: (error: ServiceError) => void,
+  ) {
+    this.#endpoint = endpoint;
+    this.#id = id;
+    this.#settle = settle;
+    if (timeoutMs !== undefined) {
+      this.#timer = setTimeout(() => this.abandon(Code.DEADLINE_EXCEEDED, "Deadline exceeded"), timeoutMs);
+    }
+  }
+
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** Marks the call over and forgets it; false when it already was. */
+  close(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#endpoint.forgetCall(this.#id);
+    return true;
+  }
+
+  abandon(code: number, details: string): void {
+    if (this.#done) return;
+    this.#endpoint.post([CANCEL, this.#id]);
+    queueMicrotask(() => this.#settle(statusError(code, details)));
+  }
+}
+
 class UnaryCall<Res> implements ClientCall {
   readonly id: number;
-  private readonly endpoint: PortEndpoint;
   private readonly deserialize: (b: Buffer) => Res;
   private readonly callback: (error: ServiceError | null, value?: Res) => void;
-  #done = false;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #end: CallEnd;
   constructor(
     endpoint: PortEndpoint,
     id: number,
@@ -124,31 +167,18 @@ class UnaryCall<Res> implements ClientCall {
     callback: (error: ServiceError | null, value?: Res) => void,
     timeoutMs: number | undefined,
   ) {
-    this.endpoint = endpoint;
     this.id = id;
     this.deserialize = deserialize;
     this.callback = callback;
-    if (timeoutMs !== undefined) {
-      this.#timer = setTimeout(() => this.#abandon(Code.DEADLINE_EXCEEDED, "Deadline exceeded"), timeoutMs);
-    }
+    this.#end = new CallEnd(endpoint, id, timeoutMs, (error) => this.#finish(error));
   }
 
   #finish(error: ServiceError | null, value?: Res): void {
-    if (this.#done) return;
-    this.#done = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.endpoint.forgetCall(this.id);
-    this.callback(error, value);
-  }
-
-  #abandon(code: number, details: string): void {
-    if (this.#done) return;
-    this.endpoint.post([CANCEL, this.id]);
-    queueMicrotask(() => this.#finish(statusError(code, details)));
+    if (this.#end.close()) this.callback(error, value);
   }
 
   cancel(): void {
-    this.#abandon(Code.CANCELLED, "Cancelled on client");
+    this.#end.abandon(Code.CANCELLED, "Cancelled on client");
   }
 
   onUnary(bytes: Uint8Array): void {
@@ -176,10 +206,9 @@ class UnaryCall<Res> implements ClientCall {
 }
 
 class StreamCall<Res> extends MiniEmitter implements ClientCall {
-  #done = false;
+  readonly #end: CallEnd;
   #paused = false;
   #unacknowledged = 0;
-  #timer: NodeJS.Timeout | undefined;
   readonly id: number;
   private readonly endpoint: PortEndpoint;
   private readonly deserialize: (b: Buffer) => Res;
@@ -193,28 +222,17 @@ class StreamCall<Res> extends MiniEmitter implements ClientCall {
     this.endpoint = endpoint;
     this.id = id;
     this.deserialize = deserialize;
-    if (timeoutMs !== undefined) {
-      this.#timer = setTimeout(() => this.#abandon(Code.DEADLINE_EXCEEDED, "Deadline exceeded"), timeoutMs);
-    }
+    this.#end = new CallEnd(endpoint, id, timeoutMs, (error) => this.#finish(error));
   }
 
   #finish(error: ServiceError | undefined): void {
-    if (this.#done) return;
-    this.#done = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.endpoint.forgetCall(this.id);
+    if (!this.#end.close()) return;
     if (error) this.emit("error", error);
     else this.emit("end");
   }
 
-  #abandon(code: number, details: string): void {
-    if (this.#done) return;
-    this.endpoint.post([CANCEL, this.id]);
-    queueMicrotask(() => this.#finish(statusError(code, details)));
-  }
-
   cancel(): void {
-    this.#abandon(Code.CANCELLED, "Cancelled on client");
+    this.#end.abandon(Code.CANCELLED, "Cancelled on client");
   }
 
   pause(): this {
@@ -229,7 +247,7 @@ class StreamCall<Res> extends MiniEmitter implements ClientCall {
   }
 
   #grant(atLeast: number): void {
-    if (this.#done || this.#paused || this.#unacknowledged < atLeast) return;
+    if (this.#end.done || this.#paused || this.#unacknowledged < atLeast) return;
     this.endpoint.post([CREDIT, this.id, this.#unacknowledged]);
     this.#unacknowledged = 0;
   }
@@ -239,12 +257,12 @@ class StreamCall<Res> extends MiniEmitter implements ClientCall {
   }
 
   onData(bytes: Uint8Array): void {
-    if (this.#done) return;
+    if (this.#end.done) return;
     let value: Res;
     try {
       value = this.deserialize(asBuffer(bytes));
     } catch (err) {
-      this.#abandon(Code.INTERNAL, `Failed to parse server response: ${(err as Error).message}`);
+      this.#end.abandon(Code.INTERNAL, `Failed to parse server response: ${(err as Error).message}`);
       return;
     }
     this.#unacknowledged++;

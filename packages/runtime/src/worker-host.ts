@@ -13,6 +13,7 @@ import {
   DEFAULT_WORKER_LIMITS,
   runsInWorker,
   type WatchdogPolicy,
+  type WorkerLaunchOptions,
   WorkerTransport,
 } from "./worker-transport.ts";
 
@@ -23,31 +24,44 @@ export interface WorkerPluginHostOptions extends Omit<PluginHostOptions, "nodeAr
   watchdog?: Partial<WatchdogPolicy>;
 }
 
+/** A thread runs only a JavaScript or TypeScript module; anything else fails at construction. */
+function requireModule(opts: WorkerPluginHostOptions, where: string): void {
+  if (!runsInWorker(opts.command)) {
+    throw new TypeError(
+      `plugin ${JSON.stringify(opts.name)}: ${JSON.stringify(opts.command)} is not a JavaScript module and cannot run in ${where}`,
+    );
+  }
+}
+
+/** What a plugin thread launches with, in the kernel or in a sandbox host: defaults filled in. */
+function threadLaunch(
+  o: WorkerPluginHostOptions,
+  common: LaunchOptions,
+  nodeCompileCache: string | undefined,
+): WorkerLaunchOptions {
+  return {
+    ...common,
+    command: o.command,
+    args: o.args ?? [],
+    cwd: o.cwd,
+    nodeCompileCache,
+    resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
+    watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
+  };
+}
+
 export class WorkerPluginHost extends PluginHost {
   override readonly isolation: PluginIsolation = "worker";
   readonly #opts: WorkerPluginHostOptions;
 
   constructor(opts: WorkerPluginHostOptions) {
-    if (!runsInWorker(opts.command)) {
-      throw new TypeError(
-        `plugin ${JSON.stringify(opts.name)}: ${JSON.stringify(opts.command)} is not a JavaScript module and cannot run in a worker thread`,
-      );
-    }
+    requireModule(opts, "a worker thread");
     super(opts);
     this.#opts = opts;
   }
 
   protected override transport(common: LaunchOptions): Transport {
-    const o = this.#opts;
-    return new WorkerTransport({
-      ...common,
-      command: o.command,
-      args: o.args ?? [],
-      cwd: o.cwd,
-      nodeCompileCache: this.compileCache(),
-      resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
-      watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
-    });
+    return new WorkerTransport(threadLaunch(this.#opts, common, this.compileCache()));
   }
 }
 
@@ -60,11 +74,7 @@ export class HostedPluginHost extends PluginHost {
   readonly #opts: WorkerPluginHostOptions & Pick<PluginHostOptions, "nodeArgs">;
 
   constructor(opts: WorkerPluginHostOptions & Pick<PluginHostOptions, "nodeArgs">) {
-    if (!runsInWorker(opts.command)) {
-      throw new TypeError(
-        `plugin ${JSON.stringify(opts.name)}: ${JSON.stringify(opts.command)} is not a JavaScript module and cannot run in a sandbox host`,
-      );
-    }
+    requireModule(opts, "a sandbox host");
     super(opts);
     this.#opts = opts;
   }
@@ -72,13 +82,7 @@ export class HostedPluginHost extends PluginHost {
   protected override transport(common: LaunchOptions): Transport {
     const o = this.#opts;
     return new HostedTransport({
-      ...common,
-      command: o.command,
-      args: o.args ?? [],
-      cwd: o.cwd,
-      nodeCompileCache: this.compileCache(),
-      resourceLimits: { ...DEFAULT_WORKER_LIMITS, ...o.resourceLimits },
-      watchdog: { ...DEFAULT_WATCHDOG, ...o.watchdog },
+      ...threadLaunch(o, common, this.compileCache()),
       sandbox: o.sandbox ?? (() => undefined),
       nodeArgs: o.nodeArgs ?? [],
     });

@@ -1,7 +1,8 @@
 // The ContextService glue the first-party context providers share: capabilities from
 // their config fields, Configure through readConfig, and a Contribute that refuses a
-// negative budget and hands the provider a kernel client bound to the request's session
-// (so CountTokens is attributed to it).
+// negative budget, hands the provider a kernel client bound to the request's session
+// (so CountTokens is attributed to it) and hands on the chain it received, the provider's
+// own sections from an earlier round replaced by this round's.
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import {
   type KernelClient,
@@ -17,12 +18,14 @@ import { type ConfigField, configSchema, type Diagnostic, readConfig } from "./c
 
 export interface ContextProvider {
   readonly packageJson: URL;
+  /** The provider name its sections carry. */
+  readonly name: string;
   readonly config: readonly ConfigField[];
   readonly defaultTokenBudget: number;
   readonly stability: Stability;
   /** Checks and keeps the decoded values; runs only when they decoded without a problem. */
   apply(values: JsonObject): Diagnostic[] | Promise<Diagnostic[]>;
-  /** The whole section chain to hand on for this request. */
+  /** This provider's own sections for this request. */
   contribute(
     req: ContextRequest,
     kernel: KernelClient,
@@ -50,7 +53,8 @@ export function serveContextProvider(provider: ContextProvider): Promise<ServedP
         },
         async contribute(req, ctx) {
           if (req.tokenBudget < 0n) throw new StatusError(3, "token_budget is negative");
-          return { sections: await provider.contribute(req, kernelForRequest(ctx.kernel, req)) };
+          const own = await provider.contribute(req, kernelForRequest(ctx.kernel, req));
+          return { sections: [...req.priorSections.filter((s) => s.provider !== provider.name), ...own] };
         },
       }),
     ],

@@ -483,6 +483,17 @@ async function locationQuery(
   });
 }
 
+/** What the position queries (definition, references) have in common: read-only lookups
+ * answering a list of locations, summarised for the model. */
+const LOCATION_QUERY = {
+  output: locationList,
+  streaming: false,
+  concurrency: { safe: true },
+  defaultTimeoutMs: 120_000,
+  idempotent: true,
+  modelText: { field: "summary", omit: ["locations"] },
+} as const;
+
 export const definitionTool: ToolDefinition<PositionArgs> = {
   name: "definition",
   kind: "data_source",
@@ -491,12 +502,7 @@ export const definitionTool: ToolDefinition<PositionArgs> = {
     "Go to definition: where the symbol at a position is defined, as the language server resolves it " +
     "(through imports, aliases and types, unlike a text search).",
   input: positionInput(),
-  output: locationList,
-  streaming: false,
-  concurrency: { safe: true },
-  defaultTimeoutMs: 120_000,
-  idempotent: true,
-  modelText: { field: "summary", omit: ["locations"] },
+  ...LOCATION_QUERY,
   invoke: (args, ctx) => locationQuery("textDocument/definition", args, ctx, {}),
 };
 
@@ -508,12 +514,7 @@ export const referencesTool: ToolDefinition<PositionArgs> = {
     "Find references: every place the symbol at a position is used, as the language server resolves it " +
     "(no false hits from comments, strings or other symbols of the same name).",
   input: positionInput({ include_declaration: s.boolean("Include the declaration itself (default true).") }),
-  output: locationList,
-  streaming: false,
-  concurrency: { safe: true },
-  defaultTimeoutMs: 120_000,
-  idempotent: true,
-  modelText: { field: "summary", omit: ["locations"] },
+  ...LOCATION_QUERY,
   invoke: (args, ctx) =>
     locationQuery("textDocument/references", args, ctx, {
       context: { includeDeclaration: args.include_declaration !== false },

@@ -6,11 +6,7 @@
 // left out. Sections appear in reading order: base, repository root, ..., nearest.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KernelClient } from "@pluggableharness/plugin-sdk";
-import {
-  type ContextSection,
-  type ContextSectionSchema,
-  Stability,
-} from "@pluggableharness/protocol/content";
+import { type ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
 import { fitLines, tokenCounter } from "@pluggableharness/tool-kit";
 import { BASE_INSTRUCTIONS } from "./instructions.ts";
@@ -106,12 +102,4 @@ export async function contribute(
       stability: Stability.STATIC,
       truncated: x.truncated,
     }));
-}
-
-/** The chain to return: what came before, without stale sections of ours, then ours. */
-export function chain(
-  prior: readonly ContextSection[],
-  own: MessageInitShape<typeof ContextSectionSchema>[],
-): MessageInitShape<typeof ContextSectionSchema>[] {
-  return [...prior.filter((s) => s.provider !== PROVIDER), ...own];
 }

@@ -10,7 +10,7 @@ import {
   type Diagnostic,
   serveContextProvider,
 } from "@pluggableharness/tool-kit";
-import { chain, contribute, type Options } from "./contribute.ts";
+import { contribute, type Options, PROVIDER } from "./contribute.ts";
 
 const DEFAULT_TOKEN_BUDGET = 8_000;
 
@@ -78,9 +78,10 @@ async function applyConfig(values: JsonObject): Promise<Diagnostic[]> {
 
 await serveContextProvider({
   packageJson: new URL("../package.json", import.meta.url),
+  name: PROVIDER,
   config: CONFIG,
   defaultTokenBudget: DEFAULT_TOKEN_BUDGET,
   stability: Stability.STATIC,
   apply: applyConfig,
-  contribute: async (req, kernel) => chain(req.priorSections, await contribute(req, kernel, options)),
+  contribute: (req, kernel) => contribute(req, kernel, options),
 });

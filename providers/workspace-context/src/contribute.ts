@@ -6,11 +6,7 @@
 // what has no room left is left out. The chain lists them git, touched, tree.
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { KernelClient } from "@pluggableharness/plugin-sdk";
-import {
-  type ContextSection,
-  type ContextSectionSchema,
-  Stability,
-} from "@pluggableharness/protocol/content";
+import { type ContextSectionSchema, Stability } from "@pluggableharness/protocol/content";
 import type { ContextRequest } from "@pluggableharness/protocol/context";
 import type { SandboxMode } from "@pluggableharness/runtime/sandbox";
 import { fitLines, tokenCounter } from "@pluggableharness/tool-kit";
@@ -98,9 +94,4 @@ export async function contribute(req: ContextRequest, kernel: KernelClient, o: O
     });
   }
   return out;
-}
-
-/** The chain to return: what came before, without stale sections of ours, then ours. */
-export function chain(prior: readonly ContextSection[], own: Section[]): Section[] {
-  return [...prior.filter((s) => s.provider !== PROVIDER), ...own];
 }

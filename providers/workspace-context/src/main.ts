@@ -10,7 +10,7 @@ import {
   serveContextProvider,
   TOKEN_BUDGET_FIELD,
 } from "@pluggableharness/tool-kit";
-import { chain, contribute, type Options } from "./contribute.ts";
+import { contribute, type Options, PROVIDER } from "./contribute.ts";
 
 const DEFAULT_TOKEN_BUDGET = 2_000;
 
@@ -123,9 +123,10 @@ function applyConfig(values: JsonObject): Diagnostic[] {
 
 await serveContextProvider({
   packageJson: new URL("../package.json", import.meta.url),
+  name: PROVIDER,
   config: CONFIG,
   defaultTokenBudget: DEFAULT_TOKEN_BUDGET,
   stability: Stability.DYNAMIC,
   apply: applyConfig,
-  contribute: async (req, kernel) => chain(req.priorSections, await contribute(req, kernel, options)),
+  contribute: (req, kernel) => contribute(req, kernel, options),
 });

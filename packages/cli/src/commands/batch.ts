@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { loadProjectConfig, resolveFleetUrls } from "@pluggableharness/config";
+import { FINAL_STATUSES } from "@pluggableharness/fleet/types";
 import { ulid } from "ulid";
 import { EXIT } from "../exit-codes.ts";
 import { CliError, type Io, line } from "../io.ts";
@@ -221,14 +222,6 @@ export async function runSubmit(io: Io, opts: SubmitOptions): Promise<number> {
 }
 
 const usd = (n: number) => `$${n.toFixed(2)}`;
-const FINAL: readonly TaskStatus[] = [
-  "completed",
-  "failed",
-  "bound",
-  "cancelled",
-  "budget_exhausted",
-  "skipped",
-];
 
 function duration(ms: number): string {
   const s = Math.round(ms / 1000);
@@ -251,7 +244,7 @@ interface StatusView {
 async function statusView(catalog: Catalog, batch: BatchRecord): Promise<StatusView> {
   const { byStatus, firstStart } = await catalog.counts(batch.id);
   const fresh = (await catalog.batch(batch.id)) ?? batch;
-  const done = FINAL.reduce((a, s) => a + (byStatus[s] ?? 0), 0);
+  const done = FINAL_STATUSES.reduce((a, s) => a + (byStatus[s] ?? 0), 0);
   const left = fresh.taskCount - done;
   let eta: number | null = null;
   if (firstStart && done > 0 && left > 0) {
@@ -383,9 +376,9 @@ export async function runRetry(
     );
   }
   for (const s of statuses) {
-    if (!FINAL.includes(s as TaskStatus)) {
+    if (!FINAL_STATUSES.includes(s as TaskStatus)) {
       throw new CliError(
-        `agent batch retry: --status ${s}: not a final task status (${FINAL.join(", ")})`,
+        `agent batch retry: --status ${s}: not a final task status (${FINAL_STATUSES.join(", ")})`,
         EXIT.USAGE,
       );
     }

@@ -17,6 +17,7 @@ import {
   formatDiagnostics,
   loadProjectConfig,
   lspMaps,
+  requiredProviderNames,
   SUBAGENT_PROFILES,
 } from "@pluggableharness/config";
 import { writeValue } from "@pluggableharness/hcl";
@@ -101,18 +102,10 @@ export function initConfigText(
   const primary = vendors[0];
   const examples = primary ? [] : VENDOR_EXAMPLES.map((env) => chooseVendor(env)!);
   const toolProviders = profileToolProviders(caps);
-  const names: FirstPartyName[] = [
-    ...vendors.map((v) => v.provider),
-    // Memory after the static context providers, whose prompt-cache prefix it would break.
-    ...toolProviders.filter((t) => t !== "memory"),
-    "agent",
-    "project-context",
-    "workspace-context",
-    "memory",
-    "widgets",
-    "compactor",
-    "tui",
-  ];
+  const names = requiredProviderNames(
+    vendors.map((v) => v.provider),
+    toolProviders,
+  );
   const out: string[] = [
     "# agent.hcl: how PluggableHarness runs in this project. Written by `agent init`.",
     "# Check it with `agent validate`, then start a session with `agent run`.",

@@ -3,7 +3,7 @@
 // failures and the plugin's health at the end. Each records under the category's prefix.
 import { equals, type JsonObject, type Message } from "@bufbuild/protobuf";
 import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
-import type { PluginCategory, ProducerRef } from "@pluggableharness/protocol/common";
+import { PluginCategory, type ProducerRef } from "@pluggableharness/protocol/common";
 import {
   type ConfigSchema,
   type ConfigureResult,
@@ -97,7 +97,7 @@ export function checkIdentity(
     if (!SEMVER.test(p.version))
       problems.push(`version ${JSON.stringify(p.version)} is not a semantic version without "v"`);
     if (category !== undefined && p.category !== category)
-      problems.push(`category ${p.category} is not ${category}`);
+      problems.push(`category ${p.category} is not PLUGIN_CATEGORY_${PluginCategory[category]}`);
     if (p.protocolVersion !== ctx.host.protocolVersion)
       problems.push(
         `protocol_version ${p.protocolVersion} differs from the negotiated ${ctx.host.protocolVersion}`,
@@ -109,7 +109,7 @@ export function checkIdentity(
   ctx.record(
     `${prefix}.describe`,
     problems.length ? "fail" : "pass",
-    problems.length ? problems.join("; ") : `${p!.name} ${p!.version}`,
+    problems.length ? problems.join("; ") : `${p!.name} ${p!.version} (${p!.source || "no source"})`,
   );
 }
 

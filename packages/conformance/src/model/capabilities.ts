@@ -4,61 +4,34 @@ import { CapabilitiesError, validateCapabilities } from "@pluggableharness/kerne
 import { PluginCategory } from "@pluggableharness/protocol/common";
 import { type ConfigureResult, DiagnosticSeverity } from "@pluggableharness/protocol/config";
 import { type Capabilities, CapabilitiesSchema, ModelService } from "@pluggableharness/protocol/model";
+import { checkCheapAndStable, checkIdentity } from "../common/checks.ts";
 import type { CheckContext } from "../runner.ts";
-
-const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
-/** GetCapabilities answers this fast when it needs no network (protocol.md#getcapabilities). */
-const CAPABILITIES_BUDGET_MS = 1_000;
 
 /** A value no configuration would contain by accident; it must never come back. */
 export const SECRET_CANARY = "conformance-canary-3b7e1f0a9d2c";
 
 export async function checkDescribe(ctx: CheckContext): Promise<void> {
-  const p = (await ctx.host.client(ModelService).describe({})).producer;
-  const problems: string[] = [];
-  if (!p) problems.push("no producer");
-  else {
-    if (!p.name) problems.push("empty name");
-    if (!SEMVER.test(p.version))
-      problems.push(`version ${JSON.stringify(p.version)} is not a semantic version without "v"`);
-    if (p.category !== PluginCategory.MODEL)
-      problems.push(`category ${p.category} is not PLUGIN_CATEGORY_MODEL`);
-    if (p.protocolVersion !== ctx.host.protocolVersion)
-      problems.push(
-        `protocol_version ${p.protocolVersion} differs from the negotiated ${ctx.host.protocolVersion}`,
-      );
-    const discovered = ctx.description.producers["model"];
-    if (discovered && (discovered.name !== p.name || discovered.version !== p.version))
-      problems.push("Describe answers differently from discovery");
-  }
-  ctx.record(
-    "model.describe",
-    problems.length ? "fail" : "pass",
-    problems.length ? problems.join("; ") : `${p!.name} ${p!.version} (${p!.source || "no source"})`,
+  checkIdentity(
+    ctx,
+    "model",
+    (await ctx.host.client(ModelService).describe({})).producer,
+    PluginCategory.MODEL,
   );
 }
 
 /** Runs before Configure: a catalog must not need credentials or the network. */
 export async function checkCapabilities(ctx: CheckContext): Promise<Capabilities | undefined> {
   const client = ctx.host.client(ModelService);
-  const t0 = Date.now();
-  const first = (await client.getCapabilities({})).capabilities;
-  const ms = Date.now() - t0;
-  const again = (await client.getCapabilities({})).capabilities;
+  const first = await checkCheapAndStable(
+    ctx,
+    "model",
+    async () => (await client.getCapabilities({})).capabilities,
+    (a, b) => equals(CapabilitiesSchema, a, b),
+  );
   if (!first) {
     ctx.record("model.capabilities.valid", "fail", "GetCapabilities returned no capabilities");
     return undefined;
   }
-  const stable = again !== undefined && equals(CapabilitiesSchema, first, again);
-  ctx.record(
-    "model.capabilities.cheap",
-    stable && ms <= CAPABILITIES_BUDGET_MS ? "pass" : "fail",
-    !stable
-      ? "two GetCapabilities calls returned different answers"
-      : ms > CAPABILITIES_BUDGET_MS
-        ? `GetCapabilities took ${ms} ms before Configure (budget ${CAPABILITIES_BUDGET_MS} ms)`
-        : `answered before Configure in ${ms} ms, stable across calls`,
-  );
   try {
     const v = validateCapabilities("conformance", first);
     const warnings = v.warnings.map((w) => `${w.message} [${w.rule}]`);

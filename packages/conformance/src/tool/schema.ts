@@ -17,35 +17,14 @@ import {
   GetSchemaResponseSchema,
   ToolService,
 } from "@pluggableharness/protocol/tool";
+import { checkIdentity } from "../common/checks.ts";
 import type { CheckContext } from "../runner.ts";
-
-const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 
 /** GetSchema answers this fast on a healthy local plugin (it must not touch the network). */
 const SCHEMA_BUDGET_MS = 1_000;
 
 export async function checkDescribe(ctx: CheckContext): Promise<void> {
-  const res = await ctx.host.client(ToolService).describe({});
-  const p = res.producer;
-  const problems: string[] = [];
-  if (!p) problems.push("no producer");
-  else {
-    if (!p.name) problems.push("empty name");
-    if (!SEMVER.test(p.version))
-      problems.push(`version ${JSON.stringify(p.version)} is not a semantic version without "v"`);
-    if (p.category !== PluginCategory.TOOL)
-      problems.push(`category ${p.category} is not PLUGIN_CATEGORY_TOOL`);
-    if (p.protocolVersion !== ctx.host.protocolVersion) {
-      problems.push(
-        `protocol_version ${p.protocolVersion} differs from the negotiated ${ctx.host.protocolVersion}`,
-      );
-    }
-  }
-  ctx.record(
-    "tool.describe",
-    problems.length ? "fail" : "pass",
-    problems.length ? problems.join("; ") : `${p!.name} ${p!.version} (${p!.source || "no source"})`,
-  );
+  checkIdentity(ctx, "tool", (await ctx.host.client(ToolService).describe({})).producer, PluginCategory.TOOL);
 }
 
 /** Operations validated one by one; an invalid one is used as declared. */

@@ -10,7 +10,8 @@
 // tool authors must not rely on it.
 import { clone, create, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { type Schema, SchemaSchema, SchemaType } from "@pluggableharness/protocol/schema";
+import { type Schema, SchemaSchema } from "@pluggableharness/protocol/schema";
+import { jsonSchemaTypeName } from "@pluggableharness/protocol/schema-type-names";
 
 /** Keywords that would change a schema's meaning if dropped; their presence is a rejection. */
 export const STRUCTURAL_KEYWORDS: ReadonlySet<string> = new Set([
@@ -118,20 +119,10 @@ function walk(node: Schema, path: string, errors: SchemaIssue[], warnings: Schem
   return out;
 }
 
-const TYPE_NAMES: Record<number, string> = {
-  [SchemaType.OBJECT]: "object",
-  [SchemaType.STRING]: "string",
-  [SchemaType.NUMBER]: "number",
-  [SchemaType.INTEGER]: "integer",
-  [SchemaType.BOOLEAN]: "boolean",
-  [SchemaType.ARRAY]: "array",
-  [SchemaType.NULL]: "null",
-};
-
 /** The subset keywords of a schema as a plain JSON Schema object (extra keywords ignored). */
 export function toJsonSchema(schema: Schema): JsonObject {
   const out: JsonObject = {};
-  const type = TYPE_NAMES[schema.type];
+  const type = jsonSchemaTypeName(schema.type);
   if (type) out["type"] = type;
   if (schema.description) out["description"] = schema.description;
   if (schema.properties.length > 0) {

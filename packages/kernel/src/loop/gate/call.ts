@@ -12,7 +12,6 @@ import {
   fitResultText,
   imageFallbackText,
   modelTextOf,
-  type ResultImage,
   resultBudgetBytes,
   resultImages,
   toolErrorReaction,
@@ -175,15 +174,16 @@ function fullResultText(call: CallRecord, turnAborted: boolean): { content: stri
   return { content, isError: presentation === "error_result" };
 }
 
-function image(i: ResultImage): ContentBlock {
+/** An image content block carrying its bytes (a tool's result image, an attached file). */
+export function imageBlock(mediaType: string, data: Uint8Array): ContentBlock {
   return {
     $typeName: "pluggableharness.content.v1.ContentBlock",
     block: {
       case: "image",
       value: {
         $typeName: "pluggableharness.content.v1.ImageBlock",
-        mediaType: i.mediaType,
-        source: { case: "data", value: i.data },
+        mediaType,
+        source: { case: "data", value: data },
       },
     },
   };
@@ -218,7 +218,7 @@ export function resultBlock(
   if (r?.outcome.kind === "result") {
     const { images } = resultImages(r.outcome.payload, call.tool?.tool.schema);
     if (images.length > 0) {
-      if (model?.supportsVision) blocks.push(...images.map(image));
+      if (model?.supportsVision) blocks.push(...images.map((i) => imageBlock(i.mediaType, i.data)));
       else blocks.push(textBlock(imageFallbackText(images, model?.id ?? "")));
     }
   }

@@ -14,6 +14,7 @@ import {
   type ProducerIdentity,
 } from "@pluggableharness/state";
 import type { AccumulatedCompletion } from "../../domain/index.ts";
+import { completionEventFields } from "../turn/completion-event.ts";
 import type { ResolvedCandidate } from "../turn/model-call.ts";
 import { ATTEMPT_FAILED_PREFIX, COMPACTION_SUMMARY_REASON, TURN_FAILED_REASON } from "../turn/records.ts";
 import type { SessionLogDeps } from "./session-log-deps.ts";
@@ -216,12 +217,7 @@ export class SessionLog {
   ): void {
     this.persistMessage(
       create(MessageEventSchema, {
-        message: completion.message,
-        turnId,
-        model: { provider: candidate.provider.name, id: candidate.spec.id },
-        usage: [...completion.usage],
-        costUsd: completion.costUsd,
-        ...(completion.providerRequestId ? { providerRequestId: completion.providerRequestId } : {}),
+        ...completionEventFields(turnId, candidate, completion),
         syntheticReason: `${ATTEMPT_FAILED_PREFIX}${category}`,
       }),
     );

@@ -12,6 +12,7 @@ import type { LoopDeps } from "../deps.ts";
 import { type CallRecord, resultBlock } from "../gate/call.ts";
 import { CallGate } from "../gate/gate.ts";
 import type { TurnContext, TurnPorts } from "../ports.ts";
+import { completionEventFields } from "./completion-event.ts";
 import type { ModelCallState, ResolvedCandidate } from "./model-call.ts";
 import { toolError } from "./tool-exec.ts";
 
@@ -37,12 +38,7 @@ export function persistAssistant(
 ): TurnAnswer {
   ports.messages.persistMessage(
     create(MessageEventSchema, {
-      message: completion.message,
-      turnId,
-      model: { provider: candidate.provider.name, id: candidate.spec.id },
-      usage: [...completion.usage],
-      costUsd: completion.costUsd,
-      ...(completion.providerRequestId ? { providerRequestId: completion.providerRequestId } : {}),
+      ...completionEventFields(turnId, candidate, completion),
       ...(completion.stop ? { stop: completion.stop } : {}),
       ...(completion.metadata ? { metadata: completion.metadata } : {}),
       safetyNotices: [...completion.safetyNotices],
