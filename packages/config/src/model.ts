@@ -4,6 +4,7 @@
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Block, Body, Range } from "@pluggableharness/hcl";
+import type { RiskName } from "@pluggableharness/protocol/tool-names";
 import type { ConfigDiagnostic } from "./diagnostics.ts";
 import type { VersionConstraint } from "./version.ts";
 
@@ -39,8 +40,8 @@ export interface ProviderBlock {
 
 export type PolicyAction = "allow" | "ask" | "deny";
 export type MatchKind = "resource" | "data_source";
-export type RiskName = "read_only" | "low" | "moderate" | "high" | "critical";
 
+export type { RiskName };
 export interface PolicyMatch {
   kind?: MatchKind;
   provider?: string;

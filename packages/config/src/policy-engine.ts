@@ -13,7 +13,8 @@
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { PlanDecision } from "@pluggableharness/protocol/plan";
-import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+import type { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+import { riskClassName, type ToolKindName, toolKindName } from "@pluggableharness/protocol/tool-names";
 import {
   escapePathGlob,
   exactCommandPatterns,
@@ -35,7 +36,7 @@ import { compiledArgs, hasArgumentMatch, specificityRank } from "./policy.ts";
 import type { SecretMask } from "./secret-mask.ts";
 import { parseCommand, type SimpleCommand, shellQuote } from "./shell.ts";
 
-export type CallKind = "resource" | "data_source" | "interactive";
+export type CallKind = ToolKindName;
 
 /** What policy sees of a call. `provider` is the required_providers local name. */
 export interface PolicyCall {
@@ -460,35 +461,11 @@ export function humanRule(
 
 // ---- conversions to and from the wire enums ----------------------------------
 
-export function callKindOf(kind: ToolKind): CallKind | undefined {
-  switch (kind) {
-    case ToolKind.RESOURCE:
-      return "resource";
-    case ToolKind.DATA_SOURCE:
-      return "data_source";
-    case ToolKind.INTERACTIVE:
-      return "interactive";
-    default:
-      return undefined;
-  }
-}
+/** A tool kind's name as policy rules write it (one table: protocol's tool-names.ts). */
+export const callKindOf: (kind: ToolKind) => CallKind | undefined = toolKindName;
 
-export function riskNameOf(risk: RiskClass): RiskName | undefined {
-  switch (risk) {
-    case RiskClass.READ_ONLY:
-      return "read_only";
-    case RiskClass.LOW:
-      return "low";
-    case RiskClass.MODERATE:
-      return "moderate";
-    case RiskClass.HIGH:
-      return "high";
-    case RiskClass.CRITICAL:
-      return "critical";
-    default:
-      return undefined;
-  }
-}
+/** A risk class's name as policy rules write it. */
+export const riskNameOf: (risk: RiskClass) => RiskName | undefined = riskClassName;
 
 export function toPlanDecision(action: PolicyAction): PlanDecision {
   return action === "allow" ? PlanDecision.ALLOW : action === "ask" ? PlanDecision.ASK : PlanDecision.DENY;

@@ -19,7 +19,8 @@
 
 import { execFile } from "node:child_process";
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { delimiter, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { repositoryTop } from "@pluggableharness/config/git-paths";
 import { probeSandbox, removePlaceholders, type SandboxMode, wrap } from "./sandbox.ts";
 
 /** The caller's variables git may see: locale, time zone, home (for the global config) and identity. */
@@ -68,16 +69,7 @@ export function insideAny(path: string, dirs: readonly string[]): boolean {
  * The top of the working tree containing `dir`, found the way git finds it (the nearest
  * ancestor holding a `.git` directory or file), without running git. Undefined outside one.
  */
-export function findRepositoryTop(dir: string): string | undefined {
-  let d = resolve(dir);
-  for (let i = 0; i < 256; i++) {
-    if (existsSync(join(d, ".git"))) return d;
-    const parent = dirname(d);
-    if (parent === d) return undefined;
-    d = parent;
-  }
-  return undefined;
-}
+export const findRepositoryTop: (dir: string) => string | undefined = repositoryTop;
 
 /** PATH without relative entries or entries inside a directory the project controls. */
 export function safePath(path: string | undefined, untrusted: readonly string[]): string {

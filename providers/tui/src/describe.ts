@@ -3,36 +3,15 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { PlanDecision, PlanDecisionScope } from "@pluggableharness/protocol/plan";
 import { SessionStatus } from "@pluggableharness/protocol/session";
-import { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+import type { RiskClass, ToolKind } from "@pluggableharness/protocol/tool";
+import { riskClassName, toolKindName } from "@pluggableharness/protocol/tool-names";
 
 export function riskName(risk: RiskClass): string {
-  switch (risk) {
-    case RiskClass.READ_ONLY:
-      return "read_only";
-    case RiskClass.LOW:
-      return "low";
-    case RiskClass.MODERATE:
-      return "moderate";
-    case RiskClass.HIGH:
-      return "high";
-    case RiskClass.CRITICAL:
-      return "critical";
-    default:
-      return "unknown";
-  }
+  return riskClassName(risk) ?? "unknown";
 }
 
 export function kindName(kind: ToolKind): string {
-  switch (kind) {
-    case ToolKind.RESOURCE:
-      return "resource";
-    case ToolKind.DATA_SOURCE:
-      return "data_source";
-    case ToolKind.INTERACTIVE:
-      return "interactive";
-    default:
-      return "unknown";
-  }
+  return toolKindName(kind) ?? "unknown";
 }
 
 export function decisionName(d: PlanDecision): string {

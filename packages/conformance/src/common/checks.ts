@@ -9,6 +9,7 @@ import {
   type ConfigureResult,
   DiagnosticSeverity,
 } from "@pluggableharness/protocol/config";
+import { StatusCode } from "@pluggableharness/protocol/status-codes";
 import type { CheckContext } from "../runner.ts";
 
 const SEMVER = /^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
@@ -66,18 +67,7 @@ export async function checkOpening<C extends Message & { configSchema?: ConfigSc
 }
 
 /** gRPC status codes the checks name. */
-export const Code = {
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  NOT_FOUND: 5,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-} as const;
+export const Code = StatusCode;
 const CODE_NAME: Record<number, string> = Object.fromEntries(Object.entries(Code).map(([k, v]) => [v, k]));
 export const codeName = (code: number | undefined) =>
   code === undefined ? "no status" : (CODE_NAME[code] ?? `code ${code}`);

@@ -1,30 +1,13 @@
 // The ModelError taxonomy: category names, the kernel's reaction per category and the
 // mapping to and from gRPC status codes (model/conformance.md#error-taxonomy). The numeric
-// status codes are gRPC's published constants, defined here so this module stays IO-free.
+// status codes are gRPC's published constants (protocol/status-codes.ts, which loads no grpc-js).
 import { create } from "@bufbuild/protobuf";
 import { type ModelError, ModelErrorCategory, ModelErrorSchema } from "@pluggableharness/protocol/model";
+import { StatusCode } from "@pluggableharness/protocol/status-codes";
 import { DomainError } from "./errors.ts";
 
-/** gRPC status codes (grpc/codes), as numbers. */
-export const GrpcCode = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  ALREADY_EXISTS: 6,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  ABORTED: 10,
-  OUT_OF_RANGE: 11,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-  DATA_LOSS: 15,
-  UNAUTHENTICATED: 16,
-} as const;
+/** gRPC status codes (grpc/codes), as numbers: the contract's one table. */
+export const GrpcCode = StatusCode;
 export type GrpcCode = (typeof GrpcCode)[keyof typeof GrpcCode];
 
 export type ModelErrorCategoryName =

@@ -65,6 +65,7 @@ import type {
   StreamEvent,
 } from "@pluggableharness/protocol/model";
 import type { SlashCommandSpec } from "@pluggableharness/protocol/slashcommand";
+import { StatusCode } from "@pluggableharness/protocol/status-codes";
 import type {
   GetSchemaRequestSchema,
   GetSchemaResponse,
@@ -179,19 +180,7 @@ export interface ProviderPorts {
 }
 
 /** Status codes of the contract (gRPC's numbering) the kernel reacts to. */
-export const ProviderStatus = {
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  INVALID_ARGUMENT: 3,
-  DEADLINE_EXCEEDED: 4,
-  NOT_FOUND: 5,
-  PERMISSION_DENIED: 7,
-  RESOURCE_EXHAUSTED: 8,
-  FAILED_PRECONDITION: 9,
-  UNIMPLEMENTED: 12,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-} as const;
+export const ProviderStatus = StatusCode;
 
 /** A provider answered a call with a non-OK status. */
 export class ProviderCallError extends Error {
