@@ -14,6 +14,7 @@ import {
   modelTextOf,
   resultBudgetBytes,
   resultImages,
+  toolErrorCategoryName,
   toolErrorReaction,
 } from "../../domain/index.ts";
 import type { LoopDeps } from "../deps.ts";
@@ -162,7 +163,7 @@ function fullResultText(call: CallRecord, turnAborted: boolean): { content: stri
     return { content: modelTextOf(r.outcome.payload, call.tool?.tool.schema), isError: false };
   if (r.denied) return { content: `Denied: ${r.outcome.error.message}`, isError: true };
   const e = r.outcome.error;
-  const category = ToolErrorCategory[e.category]?.toLowerCase() ?? "unknown";
+  const category = toolErrorCategoryName(e.category);
   const presentation = call.tool
     ? toolErrorReaction(e, call.tool.tool.schema, { turnAborted }).presentation
     : "error_result";

@@ -20,6 +20,7 @@ import {
   InvokeStreamValidator,
   precompilePayloadSchema,
   resolveToolTimeout,
+  toolErrorCategoryName,
   toolErrorReaction,
 } from "../../domain/index.ts";
 import type { LoadedProvider } from "../../plugins/providers.ts";
@@ -116,7 +117,7 @@ export function executeTool(
             async (call) => {
               const r = await executeToolBody(deps, scope, input);
               if (!r.cancelled && r.outcome.kind === "error")
-                call.fail(ToolErrorCategory[r.outcome.error.category]?.toLowerCase() ?? "unknown");
+                call.fail(toolErrorCategoryName(r.outcome.error.category));
               return r;
             },
           ));
@@ -124,7 +125,7 @@ export function executeTool(
         ? "cancelled"
         : done.outcome.kind === "result"
           ? "success"
-          : (ToolErrorCategory[done.outcome.error.category]?.toLowerCase() ?? "error");
+          : toolErrorCategoryName(done.outcome.error.category);
       span.set({ "tool.outcome": outcome, "tool.attempts": done.attempts });
       if (outcome !== "success") span.fail(outcome);
       t.add("agent.tool.calls", 1, {
