@@ -40,7 +40,7 @@ function provider(name: string, fixture: string, version = "1.0.0", delayMs = 0)
     join(dir, "src", "main.ts"),
     [
       'import { appendFileSync } from "node:fs";',
-      `appendFileSync(${JSON.stringify(join(root, "starts.log"))}, ${JSON.stringify(`${name}\n`)});`,
+      `appendFileSync(${JSON.stringify(join(root, "starts.log"))}, ${JSON.stringify(`${name} `)} + Date.now() + "\\n");`,
       ...(delayMs > 0 ? [`await new Promise((r) => setTimeout(r, ${delayMs}));`] : []),
       `await import(${JSON.stringify(pathToFileURL(fixture).href)});`,
       "",
@@ -52,9 +52,15 @@ function provider(name: string, fixture: string, version = "1.0.0", delayMs = 0)
 const firstParty = (name: string) =>
   join(import.meta.dirname, "..", "..", "..", "..", "providers", name, "src", "main.ts");
 
+const startLines = (): string[] => readFileSync(join(root, "starts.log"), "utf8").split("\n").filter(Boolean);
+
+/** When each provider logged its start (ms since the epoch), by name. */
+const startTimes = (): Record<string, number> =>
+  Object.fromEntries(startLines().map((l) => [l.split(" ")[0]!, Number(l.split(" ")[1])]));
+
 const starts = (): string[] => {
   try {
-    return readFileSync(join(root, "starts.log"), "utf8").split("\n").filter(Boolean);
+    return startLines().map((l) => l.split(" ")[0]!);
   } catch {
     return [];
   }
@@ -530,11 +536,12 @@ policy "allow_all" {
     rmSync(join(root, "starts.log"));
     const k = await kernel();
     await k.startSession({ contextAfterModel: true });
-    // Started alongside, the context provider would have logged its start during that second.
-    expect(starts()).toEqual(["anthropic"]);
     for (let i = 0; i < 200 && !starts().includes("project-context"); i++)
       await new Promise((r) => setTimeout(r, 25));
     expect(starts()).toEqual(["anthropic", "project-context"]);
+    // Started alongside, the context provider would have logged its start during that second.
+    const t = startTimes();
+    expect(t["project-context"]! - t["anthropic"]!).toBeGreaterThanOrEqual(950);
     // Without the option they start together, as `agent run -p` wants.
     await k.shutdown();
     rmSync(join(root, "starts.log"));
